@@ -1,0 +1,1 @@
+//! Placeholder: this crate is built by its own issue.

@@ -1,0 +1,109 @@
+//! Conditions beyond host and path: header, cookie, query parameter and method tests.
+//!
+//! ROUTING.md §4 "Conditions": a request carrying several values matches when any one does; an
+//! inverted condition holds when none does (so an inverted `present` is "not present").
+
+use regex_lite::Regex;
+
+use crate::error::Problem;
+use crate::format::{ConditionSource, ConditionSpec, MatchOp};
+use crate::path::anchored_regex;
+use crate::request::RequestView;
+
+/// A validated condition.
+#[derive(Debug, Clone)]
+pub struct Condition {
+    source: ConditionSource,
+    name: String,
+    test: ValueTest,
+    invert: bool,
+}
+
+#[derive(Debug, Clone)]
+enum ValueTest {
+    Exact(String),
+    Prefix(String),
+    Contains(String),
+    Regex(Regex),
+    Present,
+}
+
+impl Condition {
+    /// Validates a condition; the `&'static str` is the failing field inside the condition.
+    pub fn compile(spec: &ConditionSpec) -> Result<Condition, (&'static str, Problem)> {
+        let name = match (spec.on, spec.name.as_deref()) {
+            (ConditionSource::Method, None) => String::new(),
+            (ConditionSource::Method, Some(_)) => {
+                return Err(("name", Problem::ConditionName("a method condition has no name")));
+            }
+            (_, None | Some("")) => {
+                return Err(("name", Problem::ConditionName("header, cookie and query conditions need a name")));
+            }
+            (ConditionSource::Header, Some(name)) => {
+                if !is_token(name) {
+                    return Err(("name", Problem::BadHeaderName(name.to_owned())));
+                }
+                name.to_ascii_lowercase()
+            }
+            (_, Some(name)) => name.to_owned(),
+        };
+        let value = || {
+            spec.value.clone().ok_or(("value", Problem::MissingValue { op: op_name(spec.op) }))
+        };
+        let test = match spec.op {
+            MatchOp::Exact => ValueTest::Exact(value()?),
+            MatchOp::Prefix => ValueTest::Prefix(value()?),
+            MatchOp::Contains => ValueTest::Contains(value()?),
+            MatchOp::Regex => ValueTest::Regex(anchored_regex(&value()?).map_err(|p| ("value", p))?),
+            MatchOp::Present => ValueTest::Present,
+        };
+        Ok(Condition { source: spec.on, name, test, invert: spec.invert })
+    }
+
+    /// What part of the request this condition reads.
+    pub fn source(&self) -> ConditionSource {
+        self.source
+    }
+
+    /// Whether the request satisfies this condition.
+    pub fn holds(&self, request: &impl RequestView) -> bool {
+        let any = match self.source {
+            ConditionSource::Method => self.test.accepts(request.method()),
+            ConditionSource::Header => self.any_value(request.header_values(&self.name)),
+            ConditionSource::Cookie => self.any_value(request.cookie_values(&self.name)),
+            ConditionSource::Query => self.any_value(request.query_values(&self.name)),
+        };
+        any != self.invert
+    }
+
+    fn any_value<S: AsRef<str>>(&self, values: Vec<S>) -> bool {
+        values.iter().any(|value| self.test.accepts(value.as_ref()))
+    }
+}
+
+impl ValueTest {
+    fn accepts(&self, value: &str) -> bool {
+        match self {
+            ValueTest::Exact(expected) => value == expected,
+            ValueTest::Prefix(prefix) => value.starts_with(prefix.as_str()),
+            ValueTest::Contains(part) => value.contains(part.as_str()),
+            ValueTest::Regex(regex) => regex.is_match(value),
+            ValueTest::Present => true,
+        }
+    }
+}
+
+fn op_name(op: MatchOp) -> &'static str {
+    match op {
+        MatchOp::Exact => "exact",
+        MatchOp::Prefix => "prefix",
+        MatchOp::Contains => "contains",
+        MatchOp::Regex => "regex",
+        MatchOp::Present => "present",
+    }
+}
+
+/// An HTTP token (RFC 9110 §5.6.2): what a header name may be made of.
+pub(crate) fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}

@@ -1,0 +1,105 @@
+//! Why a table is refused: every error names the rule and the field at fault.
+
+use crate::format::VERSION;
+
+/// A table that cannot be used. The filter logs it and keeps its previous table.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TableError {
+    /// The bytes are not a table document (bad JSON, a missing or unknown field).
+    #[error("the table is not valid JSON for format version {VERSION}: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The document says it is another version of the format.
+    #[error("field `version`: unsupported table version {found}; this build reads version {VERSION}")]
+    UnsupportedVersion {
+        /// The version the document declares.
+        found: u32,
+    },
+    /// The table-wide `cluster_header` is not a usable header name.
+    #[error("field `cluster_header`: {0:?} is not a valid lowercase header name")]
+    BadClusterHeader(String),
+    /// One rule is invalid.
+    #[error("rule {rule:?}: field `{field}`: {problem}")]
+    Rule {
+        /// The rule's name (or `#<index>` when the name itself is missing).
+        rule: String,
+        /// The field at fault, as a JSON path inside the rule (`path.value`, `conditions[1].value`).
+        field: String,
+        /// What is wrong with it.
+        problem: Problem,
+    },
+}
+
+/// What is wrong with one field of a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The rule has no name.
+    #[error("a rule needs a non-empty name")]
+    EmptyName,
+    /// Another rule has the same name.
+    #[error("the name is used by an earlier rule (position {first})")]
+    DuplicateName {
+        /// Position of the first rule with this name.
+        first: usize,
+    },
+    /// The host is not a hostname or a single-label wildcard.
+    #[error("{host:?} is not a valid host: {why}")]
+    BadHost {
+        /// The host as written.
+        host: String,
+        /// Which rule of host syntax it breaks.
+        why: &'static str,
+    },
+    /// A path that does not start with `/`.
+    #[error("{path:?} must start with '/'")]
+    PathNotAbsolute {
+        /// The path as written.
+        path: String,
+    },
+    /// A regex that `regex-lite` cannot compile.
+    #[error("regex {pattern:?} does not compile: {error}")]
+    BadRegex {
+        /// The pattern as written.
+        pattern: String,
+        /// The compiler's message.
+        error: String,
+    },
+    /// A condition without the name it needs, or with a name it must not have.
+    #[error("{0}")]
+    ConditionName(&'static str),
+    /// A condition without the operand its match kind needs.
+    #[error("match {op} needs a value")]
+    MissingValue {
+        /// The match kind.
+        op: &'static str,
+    },
+    /// A route action with no backend.
+    #[error("a route needs at least one backend")]
+    NoBackends,
+    /// Backend weights that add up to zero (or overflow).
+    #[error("backend weights sum to {sum}; they must sum to between 1 and 2^32-1")]
+    BadWeights {
+        /// The sum of the weights.
+        sum: u64,
+    },
+    /// A backend without a cluster name.
+    #[error("the cluster name is empty")]
+    EmptyCluster,
+    /// A header name that is empty or not a token.
+    #[error("{0:?} is not a valid header name")]
+    BadHeaderName(String),
+    /// A direct-response status outside 200..=599.
+    #[error("status {0} is outside 200..=599")]
+    BadStatus(u16),
+    /// A prefix rewrite on a rule whose path is a regex (there is no prefix to replace).
+    #[error("rewrite_prefix needs an exact or prefix path, not a regex")]
+    RewriteNeedsPrefix,
+}
+
+impl TableError {
+    pub(crate) fn rule(rule: &str, position: usize, field: impl Into<String>, problem: Problem) -> Self {
+        let rule = if rule.is_empty() { format!("#{position}") } else { rule.to_owned() };
+        TableError::Rule { rule, field: field.into(), problem }
+    }
+}

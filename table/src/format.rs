@@ -1,0 +1,220 @@
+//! The wire format of the route table: plain serde types, exactly as the JSON reads.
+//!
+//! These types are what the sidecar writes and what the filter receives as its plugin
+//! configuration. They carry no behaviour: [`crate::RouteTable::try_from`] validates them and
+//! builds the index the matcher uses. `table/README.md` documents the format with a complete
+//! example.
+
+use serde::{Deserialize, Serialize};
+
+/// The only table format version this crate reads and writes.
+pub const VERSION: u32 = 1;
+
+/// The header Envoy's `cluster_header` route reads, when the table names none.
+pub const DEFAULT_CLUSTER_HEADER: &str = "x-route-cluster";
+
+/// The response header that carries the winning rule's name when [`TableSpec::debug_rule_header`] is on.
+pub const RULE_NAME_HEADER: &str = "x-switchyard-rule";
+
+/// A whole route table: rules in priority order plus table-wide settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// Format version; must be [`VERSION`].
+    pub version: u32,
+    /// An opaque label for this table (the sidecar writes a content hash); logged by the filter.
+    #[serde(default)]
+    pub generation: String,
+    /// The request header set to the winning backend's cluster name.
+    #[serde(default = "default_cluster_header")]
+    pub cluster_header: String,
+    /// What happens to a request that no rule matches.
+    #[serde(default)]
+    pub no_route: NoRoute,
+    /// When true, responses carry the winning rule's name in [`RULE_NAME_HEADER`].
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub debug_rule_header: bool,
+    /// The rules, highest priority first: the first rule that matches wins.
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+}
+
+/// What to do with a request that no rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum NoRoute {
+    /// Answer with a local `404`.
+    #[default]
+    #[serde(rename = "404")]
+    NotFound,
+    /// Let the request through untouched (no cluster header is set).
+    #[serde(rename = "pass")]
+    Pass,
+}
+
+/// One rule: where it applies (host, path, conditions) and what it does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Unique name, `<kind>/<namespace>/<name>#<n>` (for example `Ingress/prod/shop#0`).
+    pub name: String,
+    /// `example.net`, a single-label wildcard `*.example.net`, or absent for every host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The path the request must match.
+    pub path: PathSpec,
+    /// Further conditions; all must hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionSpec>,
+    /// What the filter does when this rule wins.
+    pub action: ActionSpec,
+}
+
+/// How a rule matches the request path (the query string is never part of it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum PathSpec {
+    /// The path equals the value (case-sensitive).
+    Exact(String),
+    /// Kubernetes `Prefix`: element-wise, so `/foo` matches `/foo` and `/foo/bar`, not `/foobar`;
+    /// a trailing `/` in the value is ignored.
+    SegmentPrefix(String),
+    /// Plain string prefix, as HTTPProxy's `prefix`: `/foo` matches `/foobar`.
+    Prefix(String),
+    /// A `regex-lite` pattern that must match the whole path.
+    Regex(String),
+}
+
+/// A condition on the request beyond host and path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConditionSpec {
+    /// What part of the request is tested.
+    pub on: ConditionSource,
+    /// Header name (any case), cookie name or query parameter name; absent for `method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// How the value is tested.
+    #[serde(rename = "match")]
+    pub op: MatchOp,
+    /// The operand; absent for `present`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// When true the condition holds exactly when the test fails for every value.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub invert: bool,
+}
+
+/// The part of the request a condition reads. The order is the priority order of ROUTING.md §4
+/// key 4, strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConditionSource {
+    /// A cookie from any `Cookie` header; names are case-sensitive.
+    Cookie,
+    /// A request header; names are case-insensitive.
+    Header,
+    /// A percent-decoded query-string parameter; names are case-sensitive.
+    Query,
+    /// The request method.
+    Method,
+}
+
+/// How a condition compares the request's values with its operand (values are case-sensitive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchOp {
+    /// Equal.
+    Exact,
+    /// Starts with.
+    Prefix,
+    /// Contains.
+    Contains,
+    /// A `regex-lite` pattern matching the whole value.
+    Regex,
+    /// Present at all, whatever its value.
+    Present,
+}
+
+/// What the filter does with a request this rule wins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActionSpec {
+    /// Send it upstream to one of the backends.
+    Route(RouteAction),
+    /// Answer locally (502 for a broken HTTPProxy include).
+    DirectResponse(DirectResponse),
+}
+
+/// Forward to a backend, with optional rewrites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteAction {
+    /// Candidate backends; one is picked at random in proportion to its weight.
+    pub backends: Vec<Backend>,
+    /// Replaces the part of the path that the rule's prefix (or exact path) matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite_prefix: Option<String>,
+    /// Request headers to set (replacing any value the request had), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_headers: Vec<HeaderValue>,
+    /// Request header names to remove.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove_headers: Vec<String>,
+}
+
+/// One upstream choice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    /// The Envoy cluster name written into the cluster header.
+    pub cluster: String,
+    /// Relative weight; zero means never chosen.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+/// A header to set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderValue {
+    /// Header name.
+    pub name: String,
+    /// Header value.
+    pub value: String,
+}
+
+/// A local reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectResponse {
+    /// HTTP status, 200 to 599.
+    pub status: u16,
+    /// Body text; when absent the filter writes a short line naming the host and path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+fn default_cluster_header() -> String {
+    DEFAULT_CLUSTER_HEADER.to_owned()
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Default for TableSpec {
+    fn default() -> Self {
+        TableSpec {
+            version: VERSION,
+            generation: String::new(),
+            cluster_header: default_cluster_header(),
+            no_route: NoRoute::NotFound,
+            debug_rule_header: false,
+            rules: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Switchyard's route table: the contract between the sidecar, which compiles it, and the filter,
+//! which obeys it.
+//!
+//! - [`format`]: the JSON document (serde types), documented in `table/README.md`.
+//! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
+//! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
+//!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.
+//! - [`precedence`]: the priority keys the compiler sorts by.
+//!
+//! No proxy-wasm and no Kubernetes here: the same code runs natively and on wasm32.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![warn(missing_docs)]
+
+mod condition;
+mod error;
+pub mod format;
+mod host;
+mod index;
+mod path;
+pub mod precedence;
+mod request;
+mod table;
+
+pub use condition::Condition;
+pub use error::{Problem, TableError};
+pub use format::{
+    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
+    RouteAction, RuleSpec, TableSpec,
+};
+pub use host::{normalize_authority, HostPattern};
+pub use path::{query_string, request_path, PathPattern};
+pub use request::{cookie_pairs, query_pairs, RequestView, SimpleRequest};
+pub use table::{Candidate, Decision, RouteTable, Rule};

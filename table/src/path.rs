@@ -1,0 +1,151 @@
+//! Paths: the four ways a rule matches the request path, and the prefix rewrite.
+//!
+//! ROUTING.md §4 key 2. The query string is never part of the path; [`request_path`] cuts it off.
+
+use regex_lite::Regex;
+
+use crate::error::Problem;
+use crate::format::PathSpec;
+
+/// A rule's path, validated (and its regex compiled).
+#[derive(Debug, Clone)]
+pub enum PathPattern {
+    /// The path equals this.
+    Exact(String),
+    /// Kubernetes `Prefix`, element-wise. Holds the value without its trailing `/`
+    /// (so `/` is held as the empty string and matches every path).
+    SegmentPrefix(String),
+    /// A plain string prefix.
+    Prefix(String),
+    /// An anchored regex over the whole path.
+    Regex(Regex),
+}
+
+impl PathPattern {
+    /// Validates a path from the table.
+    pub fn compile(spec: &PathSpec) -> Result<PathPattern, Problem> {
+        let absolute = |path: &str| {
+            if path.starts_with('/') {
+                Ok(())
+            } else {
+                Err(Problem::PathNotAbsolute { path: path.to_owned() })
+            }
+        };
+        Ok(match spec {
+            PathSpec::Exact(path) => {
+                absolute(path)?;
+                PathPattern::Exact(path.clone())
+            }
+            PathSpec::SegmentPrefix(path) => {
+                absolute(path)?;
+                PathPattern::SegmentPrefix(path.trim_end_matches('/').to_owned())
+            }
+            PathSpec::Prefix(path) => {
+                absolute(path)?;
+                PathPattern::Prefix(path.clone())
+            }
+            PathSpec::Regex(pattern) => {
+                absolute(pattern)?;
+                PathPattern::Regex(anchored_regex(pattern)?)
+            }
+        })
+    }
+
+    /// Whether the path (without its query string) matches.
+    pub fn matches(&self, path: &str) -> bool {
+        match self {
+            PathPattern::Exact(exact) => path == exact,
+            PathPattern::SegmentPrefix(prefix) => segment_prefix_matches(prefix, path),
+            PathPattern::Prefix(prefix) => path.starts_with(prefix.as_str()),
+            PathPattern::Regex(regex) => regex.is_match(path),
+        }
+    }
+
+    /// The part of the table's path value that a prefix rewrite replaces, if this kind has one.
+    fn rewritable_prefix(&self) -> Option<&str> {
+        match self {
+            PathPattern::Exact(prefix) | PathPattern::SegmentPrefix(prefix) | PathPattern::Prefix(prefix) => {
+                Some(prefix)
+            }
+            PathPattern::Regex(_) => None,
+        }
+    }
+
+    /// Whether a prefix rewrite can apply to this path kind.
+    pub fn can_rewrite(&self) -> bool {
+        self.rewritable_prefix().is_some()
+    }
+
+    /// The `:path` sent upstream when `replacement` replaces the matched prefix of `full_path`
+    /// (which may carry a query string, kept as it is). Where the replacement ends in `/` and the
+    /// rest begins with one, the two collapse, so `/app` → `/` turns `/app/x` into `/x`, not `//x`.
+    pub fn rewrite(&self, full_path: &str, replacement: &str) -> Option<String> {
+        let prefix = self.rewritable_prefix()?;
+        let rest = full_path.get(prefix.len()..)?;
+        let rest = if replacement.ends_with('/') { rest.strip_prefix('/').unwrap_or(rest) } else { rest };
+        let mut path = String::with_capacity(replacement.len() + rest.len());
+        path.push_str(replacement);
+        path.push_str(rest);
+        if !path.starts_with('/') {
+            path.insert(0, '/');
+        }
+        Some(path)
+    }
+}
+
+/// `/foo` (held without trailing slash) matches `/foo`, `/foo/` and `/foo/bar`, never `/foobar`.
+pub fn segment_prefix_matches(prefix: &str, path: &str) -> bool {
+    match path.strip_prefix(prefix) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+/// The path without its query string (and fragment, should a client send one).
+pub fn request_path(full_path: &str) -> &str {
+    match full_path.find(['?', '#']) {
+        Some(end) => &full_path[..end],
+        None => full_path,
+    }
+}
+
+/// The query string of a `:path`, without the `?`.
+pub fn query_string(full_path: &str) -> &str {
+    match full_path.split_once('?') {
+        Some((_, query)) => query.split('#').next().unwrap_or(query),
+        None => "",
+    }
+}
+
+/// Compiles a `regex-lite` pattern anchored to the whole input.
+pub(crate) fn anchored_regex(pattern: &str) -> Result<Regex, Problem> {
+    Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|error| Problem::BadRegex { pattern: pattern.to_owned(), error: error.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(spec: PathSpec) -> PathPattern {
+        PathPattern::compile(&spec).unwrap()
+    }
+
+    #[test]
+    fn rewrite_replaces_the_matched_prefix_and_keeps_the_query() {
+        let p = pattern(PathSpec::Prefix("/api".into()));
+        assert_eq!(p.rewrite("/api/users?id=1", "/v2").as_deref(), Some("/v2/users?id=1"));
+        assert_eq!(p.rewrite("/api/users", "/").as_deref(), Some("/users"));
+        assert_eq!(p.rewrite("/api", "/").as_deref(), Some("/"));
+        let s = pattern(PathSpec::SegmentPrefix("/app/".into()));
+        assert_eq!(s.rewrite("/app/x", "/").as_deref(), Some("/x"));
+        assert!(pattern(PathSpec::Regex("/a.*".into())).rewrite("/ab", "/").is_none());
+    }
+
+    #[test]
+    fn query_and_fragment_are_cut_from_the_path() {
+        assert_eq!(request_path("/a/b?x=1#f"), "/a/b");
+        assert_eq!(query_string("/a/b?x=1&y=2#f"), "x=1&y=2");
+        assert_eq!(query_string("/a/b"), "");
+    }
+}

@@ -1,0 +1,170 @@
+//! The matcher's view of a request, and the cookie and query parsing it needs.
+//!
+//! The filter implements [`RequestView`] over proxy-wasm host calls, fetching only what a candidate
+//! rule asks for; tests and `switchyard explain` use [`SimpleRequest`]. Cookies and the query string
+//! are parsed only when a condition reads them.
+
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode_str;
+
+use crate::path::query_string;
+
+/// What the matcher reads from a request. Only `authority` and `path` are read for every request.
+pub trait RequestView {
+    /// The `:authority` (or `Host`), as the client sent it.
+    fn authority(&self) -> &str;
+    /// The `:path`, query string included.
+    fn path(&self) -> &str;
+    /// The `:method`.
+    fn method(&self) -> &str;
+    /// Every value of the header `name` (given in lowercase), in the order received.
+    fn header_values(&self, name: &str) -> Vec<Cow<'_, str>>;
+
+    /// Every value of the cookie `name` (case-sensitive) across all `Cookie` headers.
+    fn cookie_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+        let mut found = Vec::new();
+        for header in self.header_values("cookie") {
+            for (key, value) in cookie_pairs(&header) {
+                if key == name {
+                    found.push(Cow::Owned(value.to_owned()));
+                }
+            }
+        }
+        found
+    }
+
+    /// Every percent-decoded value of the query parameter `name` (case-sensitive, decoded too).
+    fn query_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+        query_pairs(query_string(self.path()))
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value)
+            .collect()
+    }
+}
+
+/// The `name=value` pairs of one `Cookie` header (`a=1; b="2"`), quotes around a value removed.
+pub fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
+    header.split(';').filter_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        let value = value.trim();
+        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+        Some((name.trim(), value))
+    })
+}
+
+/// The percent-decoded `name=value` pairs of a query string; a bare `name` has the value `""`.
+/// Only `%XX` escapes are decoded (a `+` stays a `+`, as Envoy's query matchers see it).
+pub fn query_pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
+    query.split('&').filter(|pair| !pair.is_empty()).map(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (decode(name), decode(value))
+    })
+}
+
+fn decode(text: &str) -> Cow<'_, str> {
+    percent_decode_str(text).decode_utf8_lossy()
+}
+
+/// A request held in plain values: for tests, benchmarks and `switchyard explain`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimpleRequest {
+    /// `:authority`.
+    pub authority: String,
+    /// `:path` with query.
+    pub path: String,
+    /// `:method`.
+    pub method: String,
+    /// Headers in order; names are matched case-insensitively.
+    pub headers: Vec<(String, String)>,
+}
+
+impl SimpleRequest {
+    /// A GET for `authority` and `path`.
+    pub fn get(authority: &str, path: &str) -> Self {
+        SimpleRequest {
+            authority: authority.to_owned(),
+            path: path.to_owned(),
+            method: "GET".to_owned(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Parses `http://host[:port]/path?query` (or `host/path`).
+    pub fn from_url(url: &str) -> Self {
+        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(at) => (&rest[..at], &rest[at..]),
+            None => (rest, "/"),
+        };
+        let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
+        SimpleRequest { path, ..SimpleRequest::get(authority, "") }
+    }
+
+    /// With another method.
+    pub fn method(mut self, method: &str) -> Self {
+        self.method = method.to_owned();
+        self
+    }
+
+    /// With one more header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// With one more `Cookie` header holding `name=value`.
+    pub fn cookie(self, name: &str, value: &str) -> Self {
+        self.header("cookie", &format!("{name}={value}"))
+    }
+}
+
+impl RequestView for SimpleRequest {
+    fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn method(&self) -> &str {
+        &self.method
+    }
+
+    fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+        self.headers
+            .iter()
+            .filter(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| Cow::Borrowed(value.as_str()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_come_from_every_cookie_header() {
+        let req = SimpleRequest::get("h", "/").header("Cookie", "a=1; b=\"2\"").header("cookie", "a=3");
+        assert_eq!(req.cookie_values("a"), ["1", "3"]);
+        assert_eq!(req.cookie_values("b"), ["2"]);
+        assert!(req.cookie_values("A").is_empty());
+    }
+
+    #[test]
+    fn query_values_are_percent_decoded() {
+        let req = SimpleRequest::get("h", "/p?na%6De=a%20b&flag&name=c+d");
+        assert_eq!(req.query_values("name"), ["a b", "c+d"]);
+        assert_eq!(req.query_values("flag"), [""]);
+    }
+
+    #[test]
+    fn url_splits_into_authority_and_path() {
+        let req = SimpleRequest::from_url("http://example.net:8080/bar?x=1");
+        assert_eq!((req.authority.as_str(), req.path.as_str()), ("example.net:8080", "/bar?x=1"));
+        assert_eq!(SimpleRequest::from_url("example.net").path, "/");
+        assert_eq!(SimpleRequest::from_url("example.net?q").path, "/?q");
+    }
+}

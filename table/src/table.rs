@@ -1,0 +1,292 @@
+//! The validated, indexed table and the matcher that picks a request's winning rule.
+
+use std::collections::HashMap;
+
+use crate::condition::{is_token, Condition};
+use crate::error::{Problem, TableError};
+use crate::format::{ActionSpec, Backend, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
+use crate::host::{normalize_authority, HostPattern};
+use crate::index::{HostIndex, RuleId};
+use crate::path::{request_path, PathPattern};
+use crate::request::RequestView;
+
+/// A table ready to route: validated, regexes compiled, indexed. Built with `TryFrom<TableSpec>` or
+/// [`RouteTable::from_json`]; immutable afterwards, so one instance serves every request.
+#[derive(Debug)]
+pub struct RouteTable {
+    generation: String,
+    cluster_header: String,
+    no_route: NoRoute,
+    debug_rule_header: bool,
+    rules: Vec<Rule>,
+    index: HostIndex,
+}
+
+/// One validated rule.
+#[derive(Debug)]
+pub struct Rule {
+    spec: RuleSpec,
+    host: HostPattern,
+    path: PathPattern,
+    conditions: Vec<Condition>,
+    total_weight: u64,
+}
+
+/// The outcome of matching one request: the winning rule and, for a route, the chosen backend.
+#[derive(Debug, Clone, Copy)]
+pub struct Decision<'t> {
+    /// The rule's position in the table.
+    pub position: usize,
+    /// The winning rule.
+    pub rule: &'t Rule,
+    /// The backend picked by weight; `None` for a direct response.
+    pub backend: Option<&'t Backend>,
+}
+
+/// A rule whose host and path matched a request, and whether its conditions held.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'t> {
+    /// The rule's position in the table.
+    pub position: usize,
+    /// The rule.
+    pub rule: &'t Rule,
+    /// The position of the first condition that failed, or `None` when the rule matched.
+    pub failed_condition: Option<usize>,
+}
+
+impl RouteTable {
+    /// Parses and validates a table from its JSON text.
+    pub fn from_json(json: &[u8]) -> Result<RouteTable, TableError> {
+        RouteTable::try_from(serde_json::from_slice::<TableSpec>(json)?)
+    }
+
+    /// The table's generation label.
+    pub fn generation(&self) -> &str {
+        &self.generation
+    }
+
+    /// The request header that carries the cluster name (lowercase).
+    pub fn cluster_header(&self) -> &str {
+        &self.cluster_header
+    }
+
+    /// What to do when no rule matches.
+    pub fn no_route(&self) -> NoRoute {
+        self.no_route
+    }
+
+    /// Whether responses should name the winning rule.
+    pub fn debug_rule_header(&self) -> bool {
+        self.debug_rule_header
+    }
+
+    /// The rules in table order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The number of distinct hosts (exact and wildcard) the rules name.
+    pub fn host_count(&self) -> usize {
+        let mut hosts: Vec<&HostPattern> =
+            self.rules.iter().map(|r| &r.host).filter(|h| **h != HostPattern::Any).collect();
+        hosts.sort_unstable_by_key(|h| match h {
+            HostPattern::Exact(n) | HostPattern::Wildcard(n) => (matches!(h, HostPattern::Wildcard(_)), n.as_str()),
+            HostPattern::Any => (false, ""),
+        });
+        hosts.dedup();
+        hosts.len()
+    }
+
+    /// The first rule in table order whose host, path and conditions match, with a backend chosen
+    /// by weight using `random` (any value; the caller supplies it so tests are deterministic).
+    pub fn route(&self, request: &impl RequestView, random: u64) -> Option<Decision<'_>> {
+        self.walk(request, |_| {}, true).map(|(position, rule)| Decision {
+            position,
+            rule,
+            backend: rule.pick_backend(random),
+        })
+    }
+
+    /// Every rule whose host and path match, in table order, each with its first failing condition.
+    /// The first one without a failing condition is the one [`route`](Self::route) picks.
+    pub fn candidates(&self, request: &impl RequestView) -> Vec<Candidate<'_>> {
+        let mut seen = Vec::new();
+        self.walk(request, |candidate| seen.push(candidate), false);
+        seen
+    }
+
+    /// Visits host-and-path candidates in table order; stops at the first full match when
+    /// `stop_at_match`, returning it.
+    fn walk<'t>(
+        &'t self,
+        request: &impl RequestView,
+        mut visit: impl FnMut(Candidate<'t>),
+        stop_at_match: bool,
+    ) -> Option<(usize, &'t Rule)> {
+        let host = normalize_authority(request.authority());
+        let path = request_path(request.path());
+        let mut candidates = self.index.candidates(&host, path);
+        let mut winner = None;
+        while let Some((id, needs_regex)) = candidates.next_id() {
+            let position = id as usize;
+            let Some(rule) = self.rules.get(position) else { continue };
+            if needs_regex && !rule.path.matches(path) {
+                continue;
+            }
+            let failed_condition = rule.conditions.iter().position(|c| !c.holds(request));
+            visit(Candidate { position, rule, failed_condition });
+            if failed_condition.is_none() && winner.is_none() {
+                winner = Some((position, rule));
+                if stop_at_match {
+                    break;
+                }
+            }
+        }
+        winner
+    }
+}
+
+impl Rule {
+    /// The rule as the table wrote it.
+    pub fn spec(&self) -> &RuleSpec {
+        &self.spec
+    }
+
+    /// The rule's unique name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The validated host.
+    pub fn host(&self) -> &HostPattern {
+        &self.host
+    }
+
+    /// The validated path.
+    pub fn path(&self) -> &PathPattern {
+        &self.path
+    }
+
+    /// The action, as written.
+    pub fn action(&self) -> &ActionSpec {
+        &self.spec.action
+    }
+
+    /// The `:path` to send upstream for `full_path` (query included), when this rule rewrites it.
+    pub fn upstream_path(&self, full_path: &str) -> Option<String> {
+        match &self.spec.action {
+            ActionSpec::Route(RouteAction { rewrite_prefix: Some(replacement), .. }) => {
+                self.path.rewrite(full_path, replacement)
+            }
+            _ => None,
+        }
+    }
+
+    fn pick_backend(&self, random: u64) -> Option<&Backend> {
+        let ActionSpec::Route(route) = &self.spec.action else { return None };
+        let mut ticket = random % self.total_weight.max(1);
+        for backend in &route.backends {
+            let weight = u64::from(backend.weight);
+            if ticket < weight {
+                return Some(backend);
+            }
+            ticket -= weight;
+        }
+        route.backends.first()
+    }
+}
+
+impl TryFrom<TableSpec> for RouteTable {
+    type Error = TableError;
+
+    fn try_from(spec: TableSpec) -> Result<RouteTable, TableError> {
+        if spec.version != VERSION {
+            return Err(TableError::UnsupportedVersion { found: spec.version });
+        }
+        let cluster_header = spec.cluster_header.to_ascii_lowercase();
+        if !is_token(&cluster_header) {
+            return Err(TableError::BadClusterHeader(spec.cluster_header));
+        }
+        let mut first_position: HashMap<&str, usize> = HashMap::with_capacity(spec.rules.len());
+        for (position, rule) in spec.rules.iter().enumerate() {
+            if let Some(&first) = first_position.get(rule.name.as_str()) {
+                return Err(TableError::rule(&rule.name, position, "name", Problem::DuplicateName { first }));
+            }
+            first_position.insert(&rule.name, position);
+        }
+        drop(first_position);
+        let mut index = HostIndex::default();
+        let mut rules = Vec::with_capacity(spec.rules.len());
+        for (position, rule_spec) in spec.rules.into_iter().enumerate() {
+            let rule = Rule::compile(rule_spec, position)?;
+            let id = RuleId::try_from(position).map_err(|_| {
+                TableError::rule(rule.name(), position, "name", Problem::ConditionName("a table holds at most 2^32 rules"))
+            })?;
+            index.insert(id, &rule.host, &rule.path);
+            rules.push(rule);
+        }
+        Ok(RouteTable {
+            generation: spec.generation,
+            cluster_header,
+            no_route: spec.no_route,
+            debug_rule_header: spec.debug_rule_header,
+            rules,
+            index,
+        })
+    }
+}
+
+impl Rule {
+    fn compile(spec: RuleSpec, position: usize) -> Result<Rule, TableError> {
+        let fail = |field: String, problem| TableError::rule(&spec.name, position, field, problem);
+        if spec.name.is_empty() {
+            return Err(fail("name".into(), Problem::EmptyName));
+        }
+        let host = HostPattern::parse(spec.host.as_deref()).map_err(|p| fail("host".into(), p))?;
+        let path = PathPattern::compile(&spec.path).map_err(|p| fail("path.value".into(), p))?;
+        let conditions = spec
+            .conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Condition::compile(c).map_err(|(field, p)| fail(format!("conditions[{i}].{field}"), p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total_weight = match &spec.action {
+            ActionSpec::Route(route) => validate_route(route, &path).map_err(|(field, p)| fail(field, p))?,
+            ActionSpec::DirectResponse(direct) => {
+                if !(200..=599).contains(&direct.status) {
+                    return Err(fail("action.direct_response.status".into(), Problem::BadStatus(direct.status)));
+                }
+                0
+            }
+        };
+        Ok(Rule { spec, host, path, conditions, total_weight })
+    }
+}
+
+/// Checks a route action; returns the sum of its weights.
+fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (String, Problem)> {
+    let at = |field: &str| format!("action.route.{field}");
+    if route.backends.is_empty() {
+        return Err((at("backends"), Problem::NoBackends));
+    }
+    for (i, backend) in route.backends.iter().enumerate() {
+        if backend.cluster.is_empty() {
+            return Err((at(&format!("backends[{i}].cluster")), Problem::EmptyCluster));
+        }
+    }
+    let sum: u64 = route.backends.iter().map(|b| u64::from(b.weight)).sum();
+    if sum == 0 || sum > u64::from(u32::MAX) {
+        return Err((at("backends"), Problem::BadWeights { sum }));
+    }
+    if route.rewrite_prefix.is_some() && !path.can_rewrite() {
+        return Err((at("rewrite_prefix"), Problem::RewriteNeedsPrefix));
+    }
+    let names = route.set_headers.iter().map(|h| &h.name).chain(&route.remove_headers);
+    for (i, name) in names.enumerate() {
+        if !is_token(name) {
+            let field = if i < route.set_headers.len() { "set_headers" } else { "remove_headers" };
+            return Err((at(field), Problem::BadHeaderName(name.clone())));
+        }
+    }
+    Ok(sum)
+}
