@@ -162,6 +162,19 @@ impl Rule {
         &self.host
     }
 
+    /// Whether this rule alone matches the request: host, path and every condition. The matcher
+    /// gives the same answer through its index; this is the plain definition (ROUTING.md §4).
+    pub fn matches(&self, request: &impl RequestView) -> bool {
+        self.host.matches(&normalize_authority(request.authority()))
+            && self.path.matches(request_path(request.path()))
+            && self.conditions.iter().all(|c| c.holds(request))
+    }
+
+    /// The validated conditions.
+    pub fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+
     /// The validated path.
     pub fn path(&self) -> &PathPattern {
         &self.path
