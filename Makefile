@@ -12,7 +12,7 @@ WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-wasm32 bench setup clean
+.PHONY: build build-wasm build-native test test-native test-wasm32 test-host-sim bench setup clean
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -35,10 +35,17 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-wasm32
+test: test-native test-wasm32 test-host-sim
 
 test-native:
-	cargo test --workspace --exclude switchyard-filter
+	cargo test --workspace --exclude switchyard-filter --exclude switchyard-host-sim
+
+# host-sim's tests drive real .wasm files: the filter (build-wasm) and a probe module of its own
+# (a standalone crate under host-sim/tests, built into its own target dir).
+PROBE_WASM := target/host-sim-probe/wasm32-wasip1/release/host_sim_probe.wasm
+test-host-sim: build-wasm
+	cargo build --release --target wasm32-wasip1 --manifest-path host-sim/tests/probe-module/Cargo.toml --target-dir target/host-sim-probe
+	SWITCHYARD_WASM=$(abspath $(WASM)) HOST_SIM_PROBE_WASM=$(abspath $(PROBE_WASM)) cargo test -p switchyard-host-sim
 
 # The table crate's tests again, compiled to wasm32 and run under Node by wasm-bindgen-test.
 test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)

@@ -1,0 +1,112 @@
+//! Header maps: `proxy_get_header_map_pairs`, `proxy_set_header_map_pairs`,
+//! `proxy_get_header_map_value`, `proxy_add_header_map_value`, `proxy_replace_header_map_value`
+//! and `proxy_remove_header_map_value` over the stream's request and response headers and
+//! trailers and the HTTP call response's headers and trailers. Names are stored lower-case, as
+//! Envoy does; each mutation of the request headers counts as a route-cache clear.
+
+use crate::abi::{deserialize_map, map_type, serialize_map, status};
+use crate::memory::{finish, give, read, read_string, Fault, HostResult};
+use crate::state::{HeaderMap, Host};
+use wasmtime::{Caller, Linker};
+
+pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.func_wrap("env", "proxy_get_header_map_pairs", |mut c: Caller<'_, Host>, map: i32, rp: i32, rl: i32| {
+        finish(get_pairs(&mut c, map, rp, rl))
+    })?;
+    linker.func_wrap("env", "proxy_set_header_map_pairs", |mut c: Caller<'_, Host>, map: i32, p: i32, l: i32| {
+        finish(set_pairs(&mut c, map, p, l))
+    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_header_map_value",
+        |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32, rp: i32, rl: i32| finish(get_value(&mut c, map, kp, kl, rp, rl)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_add_header_map_value",
+        |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32, vp: i32, vl: i32| {
+            finish(mutate(&mut c, map, kp, kl, Some((vp, vl)), Edit::Add))
+        },
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_replace_header_map_value",
+        |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32, vp: i32, vl: i32| {
+            finish(mutate(&mut c, map, kp, kl, Some((vp, vl)), Edit::Replace))
+        },
+    )?;
+    linker.func_wrap("env", "proxy_remove_header_map_value", |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32| {
+        finish(mutate(&mut c, map, kp, kl, None, Edit::Remove))
+    })?;
+    Ok(())
+}
+
+/// The map a `map_type` names, if it exists right now.
+fn map(host: &mut Host, map: i32) -> Result<&mut HeaderMap, Fault> {
+    let missing = Fault::Status(status::NOT_FOUND);
+    match map {
+        map_type::REQUEST_HEADERS => host.stream.as_mut().map(|s| &mut s.request_headers).ok_or(missing),
+        map_type::REQUEST_TRAILERS => host.stream.as_mut().map(|s| &mut s.request_trailers).ok_or(missing),
+        map_type::RESPONSE_HEADERS => host.stream.as_mut().map(|s| &mut s.response_headers).ok_or(missing),
+        map_type::RESPONSE_TRAILERS => host.stream.as_mut().map(|s| &mut s.response_trailers).ok_or(missing),
+        map_type::HTTP_CALL_RESPONSE_HEADERS | map_type::GRPC_INITIAL_METADATA => {
+            host.callout.as_mut().map(|c| &mut c.headers).ok_or(missing)
+        }
+        map_type::HTTP_CALL_RESPONSE_TRAILERS | map_type::GRPC_TRAILING_METADATA => {
+            host.callout.as_mut().map(|c| &mut c.trailers).ok_or(missing)
+        }
+        _ => Err(Fault::Status(status::BAD_ARGUMENT)),
+    }
+}
+
+fn count_clear(host: &mut Host, map_type: i32) {
+    if map_type == map_type::REQUEST_HEADERS {
+        if let Some(stream) = host.stream.as_mut() {
+            stream.header_mutation_clears += 1;
+        }
+    }
+}
+
+fn get_pairs(c: &mut Caller<'_, Host>, map_type: i32, rp: i32, rl: i32) -> HostResult {
+    let bytes = serialize_map(&map(c.data_mut(), map_type)?.0);
+    give(c, &bytes, rp, rl)
+}
+
+fn set_pairs(c: &mut Caller<'_, Host>, map_type: i32, p: i32, l: i32) -> HostResult {
+    let bytes = read(c, p, l)?;
+    let pairs = deserialize_map(&bytes).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
+    map(c.data_mut(), map_type)?.set_all(pairs);
+    count_clear(c.data_mut(), map_type);
+    Ok(status::OK)
+}
+
+fn get_value(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, rp: i32, rl: i32) -> HostResult {
+    let key = read_string(c, kp, kl)?;
+    let value = map(c.data_mut(), map_type)?.get(&key).map(|v| v.as_bytes().to_vec());
+    match value {
+        Some(value) => give(c, &value, rp, rl),
+        None => Ok(status::NOT_FOUND),
+    }
+}
+
+enum Edit {
+    Add,
+    Replace,
+    Remove,
+}
+
+fn mutate(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, value: Option<(i32, i32)>, edit: Edit) -> HostResult {
+    let key = read_string(c, kp, kl)?;
+    let value = match value {
+        Some((vp, vl)) => read_string(c, vp, vl)?,
+        None => String::new(),
+    };
+    let headers = map(c.data_mut(), map_type)?;
+    match edit {
+        Edit::Add => headers.add(&key, value),
+        Edit::Replace => headers.replace(&key, value),
+        Edit::Remove => headers.remove(&key),
+    }
+    count_clear(c.data_mut(), map_type);
+    Ok(status::OK)
+}

@@ -1,0 +1,47 @@
+//! Shared data with compare-and-swap: `proxy_get_shared_data` returns a value and its CAS token;
+//! `proxy_set_shared_data` with a non-zero CAS succeeds only while the token is current (else
+//! `CasMismatch`), and every write issues a new token. The store belongs to the simulator.
+
+use crate::abi::status;
+use crate::memory::{finish, give, read, read_string, write_u32, HostResult};
+use crate::state::Host;
+use wasmtime::{Caller, Linker};
+
+pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.func_wrap(
+        "env",
+        "proxy_get_shared_data",
+        |mut c: Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32| finish(get(&mut c, kp, kl, rp, rl, rcas)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_set_shared_data",
+        |mut c: Caller<'_, Host>, kp: i32, kl: i32, vp: i32, vl: i32, cas: i32| finish(set(&mut c, kp, kl, vp, vl, cas as u32)),
+    )?;
+    Ok(())
+}
+
+fn get(c: &mut Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32) -> HostResult {
+    let key = read_string(c, kp, kl)?;
+    let found = c.data().shared().data.get(&key).cloned();
+    let Some((value, cas)) = found else { return Ok(status::NOT_FOUND) };
+    write_u32(c, rcas, cas)?;
+    give(c, &value, rp, rl)
+}
+
+fn set(c: &mut Caller<'_, Host>, kp: i32, kl: i32, vp: i32, vl: i32, cas: u32) -> HostResult {
+    let key = read_string(c, kp, kl)?;
+    let value = read(c, vp, vl)?;
+    let host = c.data();
+    let mut shared = host.shared();
+    if cas != 0 {
+        match shared.data.get(&key) {
+            Some((_, current)) if *current == cas => {}
+            _ => return Ok(status::CAS_MISMATCH),
+        }
+    }
+    shared.next_cas = shared.next_cas.wrapping_add(1).max(1);
+    let next = shared.next_cas;
+    shared.data.insert(key, (value, next));
+    Ok(status::OK)
+}
