@@ -1,1 +1,28 @@
-//! Placeholder: this crate is built by its own issue.
+//! Switchyard's sidecar: compiles Ingress, IngressClass and HTTPProxy manifests into the route table
+//! (`switchyard compile`) and explains the table's decision for one request (`switchyard explain`).
+//!
+//! The compiler is a pure pipeline, [`pipeline::compile`]: (objects, options) → (table, status),
+//! implementing ROUTING.md sections 1 to 4. Modules, one per job:
+//!
+//! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
+//! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors (§3 for
+//!   inclusion). [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the
+//!   generation hash. [`status`]: the status report.
+//! - [`explain`]: the decision for one request, from the same matcher the filter runs.
+//! - [`cli`]: the command line.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod class;
+pub mod cli;
+pub mod collisions;
+pub mod explain;
+pub mod httpproxy;
+pub mod ingress;
+pub mod load;
+pub mod objects;
+pub mod order;
+pub mod pipeline;
+pub mod status;
+
+pub use objects::{HTTPProxy, HTTPProxySpec, Objects};
+pub use pipeline::{compile, Compiled, HostCollision, Options};

@@ -1,0 +1,277 @@
+//! The command line: `switchyard compile` and `switchyard explain`. Other tools depend on these
+//! exact flags and output shapes (see README.md).
+//!
+//! Exit codes: 0 when the input was read (even if resources were rejected: that is status), 1 when
+//! input or output cannot be read or written (the message names the file and line), 2 for usage
+//! errors.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use switchyard_table::{NoRoute, RouteTable};
+
+use crate::load::{read_paths, Loaded};
+use crate::pipeline::{compile, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
+use crate::status::{summarize, Status};
+
+const AFTER_HELP: &str = "\
+Examples:
+  switchyard compile examples/002-host-priority --ingress-class bfe -o table.json
+  switchyard compile manifests/ --status status.json > table.json
+  switchyard explain --table table.json http://example.net/bar/foo -H 'Key: value'
+  switchyard explain --table table.json --json http://example.net/bar --cookie 'cookie-key=value'
+
+The routing rules are ROUTING.md sections 1 to 4; the table format is table/README.md.";
+
+const COMPILE_HELP: &str = "\
+Examples:
+  # Seed 002's BFE Ingresses carry kubernetes.io/ingress.class: bfe
+  switchyard compile examples/002-cond-priority --ingress-class bfe -o table.json
+
+  # A whole directory (recursive *.yaml, *.yml, *.json), status report to a file
+  switchyard compile deploy/manifests --status status.json > table.json
+
+  # Istio cluster names
+  switchyard compile m/ --cluster-template 'outbound|{port}||{service}.{namespace}.svc.cluster.local'
+
+Exit status: 0 when the input was read, even if some resources were ignored or rejected (see the
+status report); 1 when a file cannot be read or parsed (the message names file, line and field);
+2 for a usage error. The summary on stderr counts resources by status, rules, hosts and warnings.
+TLS settings (spec.tls, virtualhost.tls) do not affect routing and are not read.";
+
+const EXPLAIN_HELP: &str = "\
+Examples:
+  switchyard explain --table table.json http://example.net/bar/foo -H 'Key: value'
+  switchyard explain --table table.json http://example.net/bar/foo \\
+      -H 'Header-key: value' --cookie 'cookie-key=value'
+  switchyard explain --table table.json --json -X POST 'http://shop.example.org/api?v=2'
+
+JSON form: {\"rule\": name or null, \"cluster\": name or null, \"status\": 200|404|502|..., \"path\": the
+path sent upstream}. status is 200 when the request is routed (or passed through with --no-route
+pass), otherwise the local reply the filter sends. The human form names the winner, then every
+other rule whose host and path matched and why it lost: a failed condition, or the priority key
+that ranked it lower.";
+
+#[derive(Debug, Parser)]
+#[command(name = "switchyard", version, about = "Compile Kubernetes ingress manifests into Switchyard's route table, and explain its decisions.", after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compile Ingress, IngressClass, Service and HTTPProxy manifests into the route table (JSON).
+    #[command(after_help = COMPILE_HELP)]
+    Compile(CompileArgs),
+    /// Show which rule of a table wins a request, and why the other candidates lost.
+    #[command(after_help = EXPLAIN_HELP)]
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum CollisionArg {
+    /// Ingresses naming the same host share it.
+    Merge,
+    /// The oldest resource wins a host alone.
+    Winner,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum NoRouteArg {
+    /// Answer 404 locally.
+    #[value(name = "404")]
+    NotFound,
+    /// Let the request through untouched.
+    Pass,
+}
+
+#[derive(Debug, clap::Args)]
+struct CompileArgs {
+    /// Manifest files or directories (directories are read recursively: *.yaml, *.yml, *.json).
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Write the table here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write the status report (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    status: Option<PathBuf>,
+    /// The class this controller serves; empty: resources without a class annotation (ROUTING.md §1).
+    #[arg(long, default_value = "", value_name = "NAME")]
+    ingress_class: String,
+    /// With --ingress-class set, also accept resources that name no class at all.
+    #[arg(long)]
+    empty_ingress_class: bool,
+    /// The spec.controller of our IngressClasses (with --ingress-class: <name>/<class>).
+    #[arg(long, default_value = DEFAULT_CONTROLLER, value_name = "NAME")]
+    controller_name: String,
+    /// How Ingresses that name the same host share it.
+    #[arg(long, value_enum, default_value = "merge")]
+    host_collision: CollisionArg,
+    /// Namespaces where root HTTPProxies are allowed (comma-separated); all when absent.
+    #[arg(long, value_delimiter = ',', value_name = "NS,...")]
+    root_namespaces: Vec<String>,
+    /// Cluster names, over {namespace}, {service} and {port}.
+    #[arg(long, default_value = DEFAULT_CLUSTER_TEMPLATE, value_name = "TEMPLATE")]
+    cluster_template: String,
+    /// The request header the filter sets to the cluster name.
+    #[arg(long, default_value = switchyard_table::format::DEFAULT_CLUSTER_HEADER, value_name = "NAME")]
+    cluster_header: String,
+    /// What the filter does when no rule matches.
+    #[arg(long, value_enum, default_value = "404")]
+    no_route: NoRouteArg,
+    /// Make the filter add x-switchyard-rule: <rule> to responses.
+    #[arg(long)]
+    debug_rule_header: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ExplainArgs {
+    /// The table (as written by `switchyard compile`).
+    #[arg(long, value_name = "FILE")]
+    table: PathBuf,
+    /// Print the decision as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The request URL: http://host[:port]/path?query.
+    url: String,
+    /// The request method.
+    #[arg(short = 'X', long = "request", default_value = "GET", value_name = "METHOD")]
+    method: String,
+    /// A request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "'Name: value'")]
+    headers: Vec<String>,
+    /// A cookie, 'name=value' (repeatable).
+    #[arg(short = 'b', long = "cookie", value_name = "'name=value'")]
+    cookies: Vec<String>,
+}
+
+/// Runs the command line; returns the exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let result = match cli.command {
+        Command::Compile(args) => run_compile(&args),
+        Command::Explain(args) => run_explain(&args),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("switchyard: {message}");
+            1
+        }
+    }
+}
+
+fn options(args: &CompileArgs) -> Options {
+    Options {
+        ingress_class: args.ingress_class.clone(),
+        empty_ingress_class: args.empty_ingress_class,
+        controller_name: args.controller_name.clone(),
+        host_collision: match args.host_collision {
+            CollisionArg::Merge => HostCollision::Merge,
+            CollisionArg::Winner => HostCollision::Winner,
+        },
+        root_namespaces: args.root_namespaces.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+        cluster_template: args.cluster_template.clone(),
+        cluster_header: args.cluster_header.clone(),
+        no_route: match args.no_route {
+            NoRouteArg::NotFound => NoRoute::NotFound,
+            NoRouteArg::Pass => NoRoute::Pass,
+        },
+        debug_rule_header: args.debug_rule_header,
+    }
+}
+
+fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
+    match path {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(|e| format!("stdout: {e}"))
+        }
+    }
+}
+
+fn run_compile(args: &CompileArgs) -> Result<(), String> {
+    let options = options(args);
+    if !options.cluster_template.contains("{service}") {
+        return Err(format!("--cluster-template {:?} must contain {{service}}", options.cluster_template));
+    }
+    let loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
+    let compiled = compile(&loaded.objects, &options);
+    if let Err(e) = RouteTable::try_from(compiled.table.clone()) {
+        // Never expected: every rule was validated on its own. Say so rather than write a bad table.
+        return Err(format!("internal error: the compiled table does not validate: {e}"));
+    }
+    let mut table = serde_json::to_string_pretty(&compiled.table).map_err(|e| e.to_string())?;
+    table.push('\n');
+    write_out(args.output.as_ref(), &table)?;
+    if let Some(path) = &args.status {
+        let mut status = serde_json::to_string_pretty(&compiled.statuses).map_err(|e| e.to_string())?;
+        status.push('\n');
+        write_out(Some(path), &status)?;
+    }
+    eprint!("{}", summary(&loaded, &compiled));
+    Ok(())
+}
+
+/// The human summary printed on stderr.
+fn summary(loaded: &Loaded, compiled: &crate::Compiled) -> String {
+    let o = &loaded.objects;
+    let objects = o.ingresses.len() + o.ingress_classes.len() + o.services.len() + o.http_proxies.len();
+    let mut out = format!("switchyard compile: read {objects} objects from {} file(s)\n", loaded.files);
+    for line in summarize(&compiled.statuses) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    let table = &compiled.table;
+    let hosts = RouteTable::try_from(table.clone()).map(|t| t.host_count()).unwrap_or(0);
+    out.push_str(&format!("  table: {} rules, {hosts} hosts, generation {}\n", table.rules.len(), table.generation));
+    if !loaded.skipped.is_empty() {
+        let kinds: Vec<String> = loaded.skipped.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+        out.push_str(&format!("  skipped objects of kinds Switchyard does not read: {}\n", kinds.join(", ")));
+    }
+    let problems: Vec<String> = compiled
+        .statuses
+        .iter()
+        .flat_map(|s| {
+            s.conditions.iter().filter(|c| c.kind == "Error" || c.kind == "Warning" || s.status == Status::Ignored || s.status == Status::Orphaned).map(
+                move |c| {
+                    let ns = if s.namespace.is_empty() { String::new() } else { format!("{}/", s.namespace) };
+                    format!("{} {ns}{} ({}): {}: {}", s.kind, s.name, s.status.as_str(), c.reason, c.message)
+                },
+            )
+        })
+        .collect();
+    let warnings = loaded.warnings.len() + problems.len();
+    if warnings > 0 {
+        out.push_str(&format!("  warnings ({warnings}):\n"));
+        for w in loaded.warnings.iter().chain(&problems) {
+            out.push_str(&format!("    - {w}\n"));
+        }
+    }
+    out
+}
+
+fn run_explain(args: &ExplainArgs) -> Result<(), String> {
+    let bytes = std::fs::read(&args.table).map_err(|e| format!("{}: cannot read: {e}", args.table.display()))?;
+    let table = RouteTable::from_json(&bytes).map_err(|e| format!("{}: {e}", args.table.display()))?;
+    let request = crate::explain::request(&args.url, &args.method, &args.headers, &args.cookies)?;
+    let explanation = crate::explain::explain(&table, &request);
+    let text = if args.json {
+        let mut json = serde_json::to_string(&explanation.decision).map_err(|e| e.to_string())?;
+        json.push('\n');
+        json
+    } else {
+        crate::explain::render(&explanation, &request)
+    };
+    write_out(None, &text)
+}

@@ -1,0 +1,185 @@
+//! `switchyard explain`: the decision for one request, from the same matcher the filter runs
+//! ([`RouteTable::route`] and [`RouteTable::candidates`]), and why every other candidate lost.
+
+use serde::Serialize;
+use switchyard_table::precedence::Precedence;
+use switchyard_table::{ActionSpec, ConditionSpec, MatchOp, NoRoute, RequestView, RouteTable, SimpleRequest};
+
+use crate::collisions::describe_path;
+
+/// The JSON form of a decision: `{"rule", "cluster", "status", "path"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The winning rule's name, or `null`.
+    pub rule: Option<String>,
+    /// The cluster the request goes to, or `null` (direct response, no route).
+    pub cluster: Option<String>,
+    /// 200 when routed (or passed through), else the local reply's status.
+    pub status: u16,
+    /// The `:path` sent upstream (after a prefix rewrite).
+    pub path: String,
+}
+
+/// A candidate that lost, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loser {
+    /// The rule's name.
+    pub rule: String,
+    /// Its position in the table.
+    pub position: usize,
+    /// Why it lost.
+    pub why: String,
+}
+
+/// The full explanation.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    /// The decision.
+    pub decision: Decision,
+    /// The winner's position, host and path, for the human form.
+    pub winner_detail: Option<String>,
+    /// Every other rule whose host and path matched, in table order.
+    pub losers: Vec<Loser>,
+}
+
+/// Builds a request from the command line's pieces: URL, method, `Name: value` headers and
+/// cookies (`name=value`, or `name: value` as seed 002 writes it for curl).
+pub fn request(url: &str, method: &str, headers: &[String], cookies: &[String]) -> Result<SimpleRequest, String> {
+    let mut request = SimpleRequest::from_url(url).method(method);
+    if request.authority.is_empty() {
+        return Err(format!("{url:?} names no host; write it as http://host/path"));
+    }
+    for header in headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(format!("header {header:?} is not \"Name: value\""));
+        };
+        request = request.header(name.trim(), value.trim());
+    }
+    for cookie in cookies {
+        let pair = cookie.split_once('=').or_else(|| cookie.split_once(':'));
+        let Some((name, value)) = pair else {
+            return Err(format!("cookie {cookie:?} is not \"name=value\""));
+        };
+        request = request.cookie(name.trim(), value.trim());
+    }
+    Ok(request)
+}
+
+/// Explains the table's decision for `request`.
+pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
+    let full_path = request.path().to_owned();
+    let decision = table.route(request, 0);
+    let candidates = table.candidates(request);
+    let Some(winner) = decision else {
+        let status = match table.no_route() {
+            NoRoute::NotFound => 404,
+            NoRoute::Pass => 200,
+        };
+        let losers = candidates
+            .iter()
+            .map(|c| Loser {
+                rule: c.rule.name().to_owned(),
+                position: c.position,
+                why: failed(c.rule.spec().conditions.get(c.failed_condition.unwrap_or(0))),
+            })
+            .collect();
+        return Explanation {
+            decision: Decision { rule: None, cluster: None, status, path: full_path },
+            winner_detail: None,
+            losers,
+        };
+    };
+    let spec = winner.rule.spec();
+    let (status, cluster, path) = match &spec.action {
+        ActionSpec::DirectResponse(direct) => (direct.status, None, full_path.clone()),
+        ActionSpec::Route(_) => (
+            200,
+            winner.backend.map(|b| b.cluster.clone()),
+            winner.rule.upstream_path(&full_path).unwrap_or_else(|| full_path.clone()),
+        ),
+    };
+    let winner_precedence = Precedence::of(spec);
+    let losers = candidates
+        .iter()
+        .filter(|c| c.position != winner.position)
+        .map(|c| {
+            let why = match c.failed_condition {
+                Some(i) => failed(c.rule.spec().conditions.get(i)),
+                None => format!(
+                    "ranked lower by {}",
+                    winner_precedence.deciding_key(&Precedence::of(c.rule.spec())).describe()
+                ),
+            };
+            Loser { rule: c.rule.name().to_owned(), position: c.position, why }
+        })
+        .collect();
+    let conditions: Vec<String> = spec.conditions.iter().map(describe_condition).collect();
+    let detail = format!(
+        "position {}, host {}, path {}{}",
+        winner.position,
+        spec.host.as_deref().unwrap_or("(any)"),
+        describe_path(&spec.path),
+        if conditions.is_empty() { String::new() } else { format!(", when {}", conditions.join(" and ")) }
+    );
+    Explanation {
+        decision: Decision { rule: Some(spec.name.clone()), cluster, status, path },
+        winner_detail: Some(detail),
+        losers,
+    }
+}
+
+fn failed(condition: Option<&ConditionSpec>) -> String {
+    match condition {
+        Some(c) => format!("its condition failed: {}", describe_condition(c)),
+        None => "its conditions failed".to_owned(),
+    }
+}
+
+/// `header x-key exact "value"`, `not cookie a present`, ...
+pub fn describe_condition(c: &ConditionSpec) -> String {
+    let on = match c.on {
+        switchyard_table::ConditionSource::Cookie => "cookie",
+        switchyard_table::ConditionSource::Header => "header",
+        switchyard_table::ConditionSource::Query => "query",
+        switchyard_table::ConditionSource::Method => "method",
+    };
+    let op = match c.op {
+        MatchOp::Exact => "exact",
+        MatchOp::Prefix => "prefix",
+        MatchOp::Contains => "contains",
+        MatchOp::Regex => "regex",
+        MatchOp::Present => "present",
+    };
+    let name = c.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+    let value = c.value.as_deref().map(|v| format!(" {v:?}")).unwrap_or_default();
+    let not = if c.invert { "not " } else { "" };
+    format!("{not}{on}{name} {op}{value}")
+}
+
+/// The human form: the winner, then each other candidate and why it lost.
+pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
+    let d = &explanation.decision;
+    let mut out = format!("{} {}{}\n", request.method, request.authority, request.path);
+    match (&d.rule, &explanation.winner_detail) {
+        (Some(rule), Some(detail)) => {
+            let target = match &d.cluster {
+                Some(cluster) => format!("cluster {cluster}, upstream path {}", d.path),
+                None => format!("local reply {}", d.status),
+            };
+            out.push_str(&format!("winner: {rule} -> {target}\n  ({detail})\n"));
+        }
+        _ => out.push_str(&format!(
+            "no rule matches: {}\n",
+            if d.status == 404 { "the filter answers 404" } else { "the request passes through untouched" }
+        )),
+    }
+    if explanation.losers.is_empty() {
+        out.push_str("no other rule matched host and path\n");
+    } else {
+        out.push_str("other candidates (host and path matched):\n");
+        for loser in &explanation.losers {
+            out.push_str(&format!("  {} (position {}): {}\n", loser.rule, loser.position, loser.why));
+        }
+    }
+    out
+}

@@ -1,0 +1,209 @@
+//! The Ingress processor: every accepted Ingress becomes rules, one per (host, path), plus a
+//! catch-all for `defaultBackend`.
+//!
+//! `Prefix` and `ImplementationSpecific` paths are segment prefixes, `Exact` is exact, a path left
+//! out is the segment prefix `/`. `defaultBackend` is a rule with no host and `Prefix("/")`, so it
+//! ranks below everything by keys 1 and 2. The router annotations of ROUTING.md §4 add one
+//! condition each to every rule of the Ingress. TLS settings do not affect routing and are not read.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
+
+use crate::class::Classes;
+use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
+use crate::pipeline::{normalize_host, validate_rule, Draft, Options};
+use crate::status::{Status, StatusBook};
+
+/// Router annotations: (annotation keys, what they test).
+const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
+    ("bfe.ingress.kubernetes.io/router.cookie", ConditionSource::Cookie),
+    ("bfe.ingress.kubernetes.io/router.header", ConditionSource::Header),
+    ("switchyard.io/router.cookie", ConditionSource::Cookie),
+    ("switchyard.io/router.header", ConditionSource::Header),
+];
+
+/// Service ports by namespace, service and port name, to resolve backends given by port name.
+#[derive(Debug, Default)]
+pub struct ServicePorts {
+    ports: BTreeMap<(String, String), Vec<(String, i32)>>,
+}
+
+impl ServicePorts {
+    /// Indexes the Services of the input.
+    pub fn new(services: &[Service]) -> ServicePorts {
+        let mut ports = BTreeMap::new();
+        for service in services {
+            let key = key_of(Kind::Ingress, &service.metadata);
+            let list: Vec<(String, i32)> = service
+                .spec
+                .iter()
+                .flat_map(|spec| spec.ports.iter().flatten())
+                .map(|p| (p.name.clone().unwrap_or_default(), p.port))
+                .collect();
+            ports.insert((key.namespace, key.name), list);
+        }
+        ServicePorts { ports }
+    }
+
+    /// The port number of `service`'s port named `port_name`.
+    pub fn resolve(&self, namespace: &str, service: &str, port_name: &str) -> Result<i32, String> {
+        let Some(ports) = self.ports.get(&(namespace.to_owned(), service.to_owned())) else {
+            return Err(format!(
+                "the backend names port {port_name:?} of Service {namespace}/{service}, which is not in the input; give the port by number or add the Service"
+            ));
+        };
+        ports.iter().find(|(name, _)| name == port_name).map(|(_, port)| *port).ok_or_else(|| {
+            let names: Vec<&str> = ports.iter().map(|(n, _)| n.as_str()).collect();
+            format!("Service {namespace}/{service} has no port named {port_name:?} (its ports: {names:?})")
+        })
+    }
+}
+
+/// Turns the accepted Ingresses into drafts; records each Ingress's status.
+pub fn process(
+    ingresses: &[Ingress],
+    classes: &Classes,
+    services: &ServicePorts,
+    options: &Options,
+    book: &mut StatusBook,
+) -> Vec<Draft> {
+    let mut drafts = Vec::new();
+    for ingress in ingresses {
+        let key = key_of(Kind::Ingress, &ingress.metadata);
+        let spec = ingress.spec.as_ref();
+        match classes.decide(&ingress.metadata, spec.and_then(|s| s.ingress_class_name.as_deref())) {
+            Err(why) => {
+                book.add(&key, Status::Ignored, "Ignored", "IgnoredByClass", format!("not ours: {why}"));
+                continue;
+            }
+            Ok(why) => book.add(&key, Status::Accepted, "Accepted", "ClassMatches", format!("ours: {why}")),
+        }
+        let conditions = match router_conditions(ingress) {
+            Ok(conditions) => conditions,
+            Err(why) => {
+                book.error(&key, Status::Rejected, "BadRouterAnnotation", why);
+                book.set(&key, Status::Rejected);
+                continue;
+            }
+        };
+        let before = drafts.len();
+        let age = Age::of(Kind::Ingress, &ingress.metadata);
+        let mut position = 0usize;
+        let mut emit = |n: usize, host: Option<String>, path: PathSpec, backend: Option<&IngressBackend>, where_: String, book: &mut StatusBook| {
+            let cluster = match backend_cluster(backend, &key, services, options) {
+                Ok(cluster) => cluster,
+                Err((reason, why)) => {
+                    book.error(&key, Status::Accepted, reason, format!("{where_}: {why}; this path is not routed"));
+                    return;
+                }
+            };
+            let rule = RuleSpec {
+                name: format!("{}#{n}", key.display()),
+                host,
+                path,
+                conditions: conditions.clone(),
+                action: ActionSpec::Route(RouteAction {
+                    backends: vec![Backend { cluster, weight: 1 }],
+                    rewrite_prefix: None,
+                    set_headers: Vec::new(),
+                    remove_headers: Vec::new(),
+                }),
+            };
+            if let Err(why) = validate_rule(&rule) {
+                book.error(&key, Status::Accepted, "InvalidRule", format!("{where_}: {why}; this path is not routed"));
+                return;
+            }
+            drafts.push(Draft {
+                owner: key.clone(),
+                age: age.clone(),
+                position: n,
+                claimant: key.clone(),
+                claimant_age: age.clone(),
+                rule,
+            });
+        };
+        for (i, rule) in spec.iter().flat_map(|s| s.rules.iter().flatten()).enumerate() {
+            let host = rule.host.as_deref().filter(|h| !h.is_empty()).map(normalize_host);
+            let Some(http) = rule.http.as_ref() else { continue };
+            for (j, path) in http.paths.iter().enumerate() {
+                let where_ = format!("spec.rules[{i}].http.paths[{j}]");
+                let n = position;
+                position += 1;
+                let value = path.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".to_owned());
+                let path_spec = match path.path_type.as_str() {
+                    "Exact" => PathSpec::Exact(value),
+                    "Prefix" | "ImplementationSpecific" | "" => PathSpec::SegmentPrefix(value),
+                    other => {
+                        book.error(
+                            &key,
+                            Status::Accepted,
+                            "UnknownPathType",
+                            format!("{where_}: pathType {other:?} is not Exact, Prefix or ImplementationSpecific; this path is not routed"),
+                        );
+                        continue;
+                    }
+                };
+                emit(n, host.clone(), path_spec, Some(&path.backend), where_, book);
+            }
+        }
+        if let Some(default) = spec.and_then(|s| s.default_backend.as_ref()) {
+            emit(position, None, PathSpec::SegmentPrefix("/".to_owned()), Some(default), "spec.defaultBackend".to_owned(), book);
+        }
+        if drafts.len() == before {
+            book.error(&key, Status::Rejected, "NoRules", "this Ingress has no usable rule: nothing routes to it");
+            book.set(&key, Status::Rejected);
+        }
+    }
+    drafts
+}
+
+/// The cluster of a backend, or (reason, why) it has none.
+fn backend_cluster(
+    backend: Option<&IngressBackend>,
+    key: &ResourceKey,
+    services: &ServicePorts,
+    options: &Options,
+) -> Result<String, (&'static str, String)> {
+    let Some(service) = backend.and_then(|b| b.service.as_ref()) else {
+        return Err(("UnsupportedBackend", "the backend names no service (resource backends are not supported)".to_owned()));
+    };
+    let port = service.port.as_ref();
+    let number = match (port.and_then(|p| p.number), port.and_then(|p| p.name.as_deref())) {
+        (Some(number), _) => number,
+        (None, Some(name)) if !name.is_empty() => {
+            services.resolve(&key.namespace, &service.name, name).map_err(|why| ("ServicePortNotFound", why))?
+        }
+        _ => return Err(("MissingServicePort", format!("the backend for service {:?} has no port", service.name))),
+    };
+    Ok(options.cluster(&key.namespace, &service.name, number))
+}
+
+/// The conditions the router annotations ask for (ROUTING.md §4), cookie first.
+fn router_conditions(ingress: &Ingress) -> Result<Vec<ConditionSpec>, String> {
+    let mut conditions = Vec::new();
+    for (key, on) in ROUTER_ANNOTATIONS {
+        let Some(text) = annotation(&ingress.metadata, key) else { continue };
+        let Some((name, value)) = text.split_once(':') else {
+            return Err(format!("annotation {key}: {text:?} is not \"Name: value\""));
+        };
+        let name = name.trim();
+        let value = value.trim();
+        if name.is_empty() {
+            return Err(format!("annotation {key}: {text:?} has no name before ':'"));
+        }
+        let name = if on == ConditionSource::Header { name.to_ascii_lowercase() } else { name.to_owned() };
+        let condition = if value.contains('|') {
+            let alternatives: Vec<String> = value.split('|').map(|v| regex_lite::escape(v.trim())).collect();
+            ConditionSpec { on, name: Some(name), op: MatchOp::Regex, value: Some(alternatives.join("|")), invert: false }
+        } else {
+            ConditionSpec { on, name: Some(name), op: MatchOp::Exact, value: Some(value.to_owned()), invert: false }
+        };
+        if !conditions.contains(&condition) {
+            conditions.push(condition);
+        }
+    }
+    Ok(conditions)
+}

@@ -1,0 +1,349 @@
+//! Reading manifests: files and directories, multi-document YAML, JSON, `kind: List`, and old
+//! Ingress API versions, into [`Objects`] plus warnings for the summary.
+//!
+//! [`parse_text`] is pure (text in, objects out) and [`read_paths`] does the file I/O around it.
+//! Every error names the file, the line and, where it can, the field and the likely fix.
+//! `serde_yaml` is deprecated upstream but remains what the kube ecosystem reads manifests with.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::objects::{HTTPProxy, Objects};
+
+/// What was read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The objects Switchyard uses.
+    pub objects: Objects,
+    /// Conversions and oddities worth a line in the summary.
+    pub warnings: Vec<String>,
+    /// Objects of kinds Switchyard does not use, counted by `apiVersion kind`.
+    pub skipped: BTreeMap<String, usize>,
+    /// Files read.
+    pub files: usize,
+    /// Where each object was defined, to report duplicates.
+    seen: BTreeMap<(String, String, String), String>,
+}
+
+/// Input that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// A file or directory that cannot be read.
+    #[error("{path}: cannot read: {message}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The operating system's words.
+        message: String,
+    },
+    /// YAML or JSON that does not parse.
+    #[error("{file}:{line}:{column}: {message}{hint}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+        /// The likely fix, when one is known (starts with a newline).
+        hint: String,
+    },
+    /// A document that parses but is not a valid object of its kind.
+    #[error("{file}:{line}: {what}: field `{field}`: {message}")]
+    Schema {
+        /// The file.
+        file: String,
+        /// The line where the document starts.
+        line: usize,
+        /// `Ingress default/web`.
+        what: String,
+        /// The field at fault, as a path (`spec.rules[0].host`).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A path that holds no manifest at all.
+    #[error("{path}: no *.yaml, *.yml or *.json file found")]
+    NoManifests {
+        /// The path given.
+        path: String,
+    },
+}
+
+/// Reads files and directories (recursively: `*.yaml`, `*.yml`, `*.json`), in sorted path order.
+pub fn read_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let before = files.len();
+        collect(path, &mut files, true)?;
+        if files.len() == before {
+            return Err(LoadError::NoManifests { path: path.display().to_string() });
+        }
+    }
+    files.sort();
+    files.dedup();
+    let mut loaded = Loaded::default();
+    for file in &files {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(file).map_err(|e| LoadError::Io { path: name.clone(), message: e.to_string() })?;
+        parse_text(&text, &name, &mut loaded)?;
+        loaded.files += 1;
+    }
+    Ok(loaded)
+}
+
+fn collect(path: &Path, files: &mut Vec<PathBuf>, given: bool) -> Result<(), LoadError> {
+    let io = |e: std::io::Error| LoadError::Io { path: path.display().to_string(), message: e.to_string() };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> =
+            std::fs::read_dir(path).map_err(io)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(io)?;
+        entries.sort();
+        for entry in entries {
+            collect(&entry, files, false)?;
+        }
+    } else if given || is_manifest(path) {
+        files.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+fn is_manifest(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
+}
+
+/// Parses one file's text (YAML, possibly several documents, or JSON) into `loaded`.
+pub fn parse_text(text: &str, file: &str, loaded: &mut Loaded) -> Result<(), LoadError> {
+    if file.ends_with(".json") {
+        let value: Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
+            file: file.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: format!("JSON error: {e}"),
+            hint: String::new(),
+        })?;
+        return add_value(value, file, 1, loaded);
+    }
+    for (start, document) in split_documents(text) {
+        let value: Value = serde_yaml::from_str(&document).map_err(|e| yaml_error(&e, file, start, &document))?;
+        add_value(value, file, start, loaded)?;
+    }
+    Ok(())
+}
+
+/// Splits YAML text at `---` lines; returns (1-based line of the document's first line, text).
+fn split_documents(text: &str) -> Vec<(usize, String)> {
+    let mut documents = Vec::new();
+    let mut start = 1;
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let marker = line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '#']));
+        if marker {
+            documents.push((start, std::mem::take(&mut current)));
+            start = i + 2;
+            // A document may start on the marker line (`--- {kind: List}`): keep its text.
+            let rest = line.get(3..).unwrap_or_default().trim_start();
+            if !rest.is_empty() && !rest.starts_with('#') {
+                current.push_str(rest);
+                current.push('\n');
+                start = i + 1;
+            }
+            continue;
+        }
+        if line == "..." {
+            continue;
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    documents.push((start, current));
+    documents.into_iter().filter(|(_, d)| d.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))).collect()
+}
+
+fn yaml_error(error: &serde_yaml::Error, file: &str, start: usize, document: &str) -> LoadError {
+    let (line, column) = error.location().map_or((0, 0), |l| (l.line(), l.column()));
+    let source_line = document.lines().nth(line.saturating_sub(1)).unwrap_or_default();
+    let message = error.to_string();
+    let hint = if source_line.contains(": *") || source_line.trim_start().starts_with("- *") || message.contains("anchor") {
+        let fixed = quote_star(source_line);
+        format!(
+            "\nhint: a value starting with '*' is a YAML alias; a wildcard host must be quoted, as in `{}`",
+            fixed.trim()
+        )
+    } else {
+        String::new()
+    };
+    LoadError::Syntax {
+        file: file.to_owned(),
+        line: start + line.saturating_sub(1),
+        column,
+        message: format!("YAML error: {message}"),
+        hint,
+    }
+}
+
+/// `host: *.net` → `host: "*.net"`.
+fn quote_star(line: &str) -> String {
+    match line.find('*') {
+        Some(at) => {
+            let (head, value) = line.split_at(at);
+            format!("{head}\"{}\"", value.trim_end())
+        }
+        None => line.to_owned(),
+    }
+}
+
+fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Result<(), LoadError> {
+    let Value::Object(mut object) = value else {
+        if value.is_null() {
+            return Ok(());
+        }
+        return Err(LoadError::Schema {
+            file: file.to_owned(),
+            line,
+            what: "document".to_owned(),
+            field: "(top level)".to_owned(),
+            message: "a document must be a Kubernetes object: a mapping with apiVersion, kind and metadata".to_owned(),
+        });
+    };
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let meta = object.get("metadata");
+    let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("default").to_owned();
+    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let what = if kind == "IngressClass" { format!("{kind} {name}") } else { format!("{kind} {namespace}/{name}") };
+    let schema = |field: &str, message: String| LoadError::Schema {
+        file: file.to_owned(),
+        line,
+        what: what.clone(),
+        field: field.to_owned(),
+        message,
+    };
+    if kind == "List" || kind.ends_with("List") && object.get("items").is_some_and(Value::is_array) {
+        let items = match object.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        };
+        for item in items {
+            add_value(item, file, line, loaded)?;
+        }
+        return Ok(());
+    }
+    let known = matches!(
+        (api_version.as_str(), kind.as_str()),
+        ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1" | "extensions/v1beta1", "Ingress")
+            | ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "IngressClass")
+            | ("v1", "Service")
+            | ("projectcontour.io/v1", "HTTPProxy")
+    );
+    if !known {
+        let label = if kind.is_empty() { "(no kind)".to_owned() } else { format!("{api_version} {kind}") };
+        *loaded.skipped.entry(label).or_default() += 1;
+        return Ok(());
+    }
+    if name.is_empty() {
+        return Err(schema("metadata.name", "every object needs a name".to_owned()));
+    }
+    let at = format!("{file}:{line}");
+    let identity = (kind.clone(), if kind == "IngressClass" { String::new() } else { namespace.clone() }, name.clone());
+    if let Some(first) = loaded.seen.insert(identity, at.clone()) {
+        loaded.warnings.push(format!(
+            "{at}: {what} is also defined at {first}; only one copy is used (the same one whatever the file order)"
+        ));
+    }
+    match kind.as_str() {
+        "Ingress" => {
+            upgrade_ingress(&mut object, &api_version, &format!("{at}: {what}"), &mut loaded.warnings);
+            let ingress = typed(object, &schema)?;
+            loaded.objects.ingresses.push(ingress);
+        }
+        "IngressClass" => {
+            object.insert("apiVersion".to_owned(), Value::from("networking.k8s.io/v1"));
+            loaded.objects.ingress_classes.push(typed(object, &schema)?);
+        }
+        "Service" => loaded.objects.services.push(typed(object, &schema)?),
+        _ => loaded.objects.http_proxies.push(typed::<HTTPProxy>(object, &schema)?),
+    }
+    Ok(())
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    object: Map<String, Value>,
+    schema: &impl Fn(&str, String) -> LoadError,
+) -> Result<T, LoadError> {
+    serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
+        let field = e.path().to_string();
+        schema(&field, e.into_inner().to_string())
+    })
+}
+
+/// Converts an old Ingress (`extensions/v1beta1`, `networking.k8s.io/v1beta1`, or a v1 Ingress with
+/// the old backend fields) to `networking.k8s.io/v1`, with a warning for each kind of change.
+fn upgrade_ingress(object: &mut Map<String, Value>, api_version: &str, what: &str, warnings: &mut Vec<String>) {
+    let old_version = api_version != "networking.k8s.io/v1";
+    if old_version {
+        warnings.push(format!("{what}: apiVersion {api_version} is converted to networking.k8s.io/v1"));
+        object.insert("apiVersion".to_owned(), Value::from("networking.k8s.io/v1"));
+    }
+    let Some(Value::Object(spec)) = object.get_mut("spec") else { return };
+    let mut old_backends = 0;
+    let mut missing_path_type = 0;
+    if let Some(backend) = spec.remove("backend") {
+        spec.entry("defaultBackend").or_insert(backend);
+    }
+    if let Some(Value::Object(backend)) = spec.get_mut("defaultBackend") {
+        old_backends += upgrade_backend(backend);
+    }
+    if let Some(Value::Array(rules)) = spec.get_mut("rules") {
+        for rule in rules {
+            let Some(Value::Array(paths)) = rule.pointer_mut("/http/paths") else { continue };
+            for path in paths {
+                let Value::Object(path) = path else { continue };
+                if !path.contains_key("pathType") {
+                    path.insert("pathType".to_owned(), Value::from("ImplementationSpecific"));
+                    missing_path_type += 1;
+                }
+                if let Some(Value::Object(backend)) = path.get_mut("backend") {
+                    old_backends += upgrade_backend(backend);
+                }
+            }
+        }
+    }
+    if old_backends > 0 {
+        warnings.push(format!(
+            "{what}: {old_backends} backend(s) use the old serviceName/servicePort fields; read as service.name/service.port"
+        ));
+    }
+    if missing_path_type > 0 && !old_version {
+        warnings.push(format!("{what}: {missing_path_type} path(s) have no pathType; read as ImplementationSpecific"));
+    }
+}
+
+/// `serviceName`/`servicePort` → `service: {name, port: {number|name}}`; returns 1 when converted.
+fn upgrade_backend(backend: &mut Map<String, Value>) -> usize {
+    let name = backend.remove("serviceName");
+    let port = backend.remove("servicePort");
+    if name.is_none() && port.is_none() {
+        return 0;
+    }
+    let port = match port {
+        Some(Value::Number(n)) => Some(serde_json::json!({ "number": n })),
+        Some(Value::String(s)) => match s.parse::<i32>() {
+            Ok(n) => Some(serde_json::json!({ "number": n })),
+            Err(_) => Some(serde_json::json!({ "name": s })),
+        },
+        _ => None,
+    };
+    let mut service = Map::new();
+    service.insert("name".to_owned(), name.unwrap_or(Value::from("")));
+    if let Some(port) = port {
+        service.insert("port".to_owned(), port);
+    }
+    backend.entry("service").or_insert(Value::Object(service));
+    1
+}

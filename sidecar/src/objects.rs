@@ -1,0 +1,326 @@
+//! The Kubernetes objects the compiler reads, and the bits of metadata every stage needs.
+//!
+//! Ingress, IngressClass and Service come from `k8s-openapi`. Contour's HTTPProxy
+//! (`projectcontour.io/v1`) is declared here with `kube`'s `CustomResource` derive, with only the
+//! fields Switchyard routes on (serde ignores the rest), so that the watch command can reuse it.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Everything one compilation reads. The order of the vectors does not matter: the pipeline sorts.
+#[derive(Debug, Clone, Default)]
+pub struct Objects {
+    /// `networking.k8s.io/v1` Ingresses (older versions are converted by [`crate::load`]).
+    pub ingresses: Vec<Ingress>,
+    /// IngressClasses, for class eligibility (ROUTING.md §1).
+    pub ingress_classes: Vec<IngressClass>,
+    /// Services, to resolve Ingress backend ports given by name.
+    pub services: Vec<Service>,
+    /// Contour HTTPProxies.
+    pub http_proxies: Vec<HTTPProxy>,
+}
+
+/// Contour's HTTPProxy: only the fields that decide routing.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(group = "projectcontour.io", version = "v1", kind = "HTTPProxy", plural = "httpproxies", namespaced)]
+#[serde(rename_all = "camelCase")]
+pub struct HTTPProxySpec {
+    /// Present only on a root: the virtual host this tree serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtualhost: Option<VirtualHost>,
+    /// The class this proxy asks for (same rules as Ingress, ROUTING.md §1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_class_name: Option<String>,
+    /// Routes of this proxy.
+    #[serde(default)]
+    pub routes: Vec<ProxyRoute>,
+    /// Delegations to other proxies.
+    #[serde(default)]
+    pub includes: Vec<Include>,
+}
+
+/// `spec.virtualhost`. TLS settings are accepted and ignored: they do not affect routing.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualHost {
+    /// The fully qualified host name.
+    #[serde(default)]
+    pub fqdn: String,
+}
+
+/// One `includes[]` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Include {
+    /// The included proxy's name.
+    #[serde(default)]
+    pub name: String,
+    /// Its namespace; the parent's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Conditions added to every route of the included proxy.
+    #[serde(default)]
+    pub conditions: Vec<MatchCondition>,
+}
+
+/// One `routes[]` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyRoute {
+    /// Conditions of this route.
+    #[serde(default)]
+    pub conditions: Vec<MatchCondition>,
+    /// Upstream services, weighted.
+    #[serde(default)]
+    pub services: Vec<ProxyService>,
+    /// Path rewriting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_rewrite_policy: Option<PathRewritePolicy>,
+    /// Request header changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_headers_policy: Option<HeadersPolicy>,
+}
+
+/// A condition block: at most one of `prefix`, `exact`, `regex`, or a `header`, or a `queryParameter`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchCondition {
+    /// String prefix of the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Exact path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<String>,
+    /// Regex over the whole path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// A header test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<HeaderMatch>,
+    /// A query parameter test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_parameter: Option<QueryMatch>,
+}
+
+/// Contour's `HeaderMatchCondition`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderMatch {
+    /// Header name.
+    #[serde(default)]
+    pub name: String,
+    /// The header is present.
+    #[serde(default)]
+    pub present: bool,
+    /// The header is absent.
+    #[serde(default)]
+    pub notpresent: bool,
+    /// A value contains this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+    /// No value contains this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notcontains: Option<String>,
+    /// A value equals this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<String>,
+    /// No value equals this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notexact: Option<String>,
+    /// A value matches this regex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// Compare `exact`/`contains` case-insensitively.
+    #[serde(default)]
+    pub ignore_case: bool,
+}
+
+/// Contour's `QueryParameterMatchCondition`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryMatch {
+    /// Parameter name.
+    #[serde(default)]
+    pub name: String,
+    /// The value equals this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<String>,
+    /// The value starts with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The value ends with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suffix: Option<String>,
+    /// The value matches this regex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// The value contains this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+    /// The parameter is present.
+    #[serde(default)]
+    pub present: bool,
+    /// Compare case-insensitively.
+    #[serde(default)]
+    pub ignore_case: bool,
+}
+
+/// One upstream service of a route.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyService {
+    /// Service name (in the proxy's namespace).
+    #[serde(default)]
+    pub name: String,
+    /// Service port.
+    #[serde(default)]
+    pub port: i32,
+    /// Relative weight; when every weight is zero or absent, traffic is split evenly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+}
+
+/// `pathRewritePolicy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PathRewritePolicy {
+    /// Prefix replacements.
+    #[serde(default)]
+    pub replace_prefix: Vec<ReplacePrefix>,
+}
+
+/// One `replacePrefix` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacePrefix {
+    /// The (accumulated) prefix this entry applies to; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// What replaces the matched prefix.
+    #[serde(default)]
+    pub replacement: String,
+}
+
+/// `requestHeadersPolicy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeadersPolicy {
+    /// Headers to set.
+    #[serde(default)]
+    pub set: Vec<HeaderSet>,
+    /// Header names to remove.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// A header to set.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct HeaderSet {
+    /// Name.
+    #[serde(default)]
+    pub name: String,
+    /// Value.
+    #[serde(default)]
+    pub value: String,
+}
+
+/// The kinds of resource that produce rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Kind {
+    /// `networking.k8s.io/v1` Ingress.
+    Ingress,
+    /// `projectcontour.io/v1` HTTPProxy.
+    HTTPProxy,
+    /// `networking.k8s.io/v1` IngressClass (status only).
+    IngressClass,
+}
+
+impl Kind {
+    /// The kind as Kubernetes spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Ingress => "Ingress",
+            Kind::HTTPProxy => "HTTPProxy",
+            Kind::IngressClass => "IngressClass",
+        }
+    }
+}
+
+/// A resource's identity: kind, namespace, name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKey {
+    /// Kind.
+    pub kind: Kind,
+    /// Namespace (`default` when the manifest has none; empty for cluster-scoped kinds).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ResourceKey {
+    /// `Kind/namespace/name`, the prefix of rule names.
+    pub fn display(&self) -> String {
+        format!("{}/{}/{}", self.kind.as_str(), self.namespace, self.name)
+    }
+}
+
+/// The age order of ROUTING.md §2 and §4 key 5: older `creationTimestamp` first, then the smaller
+/// `uid`, then namespace/name (then kind, so that the order is total). A missing timestamp counts as
+/// the zero time, the oldest, as Kubernetes' own Go code compares an unset time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Age {
+    /// Seconds and nanoseconds since the epoch; `None` when the manifest has no timestamp.
+    pub created: Option<(i64, i32)>,
+    /// `metadata.uid`, empty when absent.
+    pub uid: String,
+    /// Identity, the final tie-breaker.
+    pub key: ResourceKey,
+}
+
+impl Ord for Age {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let created = |a: &Age| a.created.unwrap_or((i64::MIN, 0));
+        created(self)
+            .cmp(&created(other))
+            .then_with(|| self.uid.cmp(&other.uid))
+            .then_with(|| (&self.key.namespace, &self.key.name, self.key.kind).cmp(&(&other.key.namespace, &other.key.name, other.key.kind)))
+    }
+}
+
+impl PartialOrd for Age {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Age {
+    /// The age of an object with this metadata.
+    pub fn of(kind: Kind, meta: &ObjectMeta) -> Age {
+        Age {
+            created: meta.creation_timestamp.as_ref().map(|t| (t.0.as_second(), t.0.subsec_nanosecond())),
+            uid: meta.uid.clone().unwrap_or_default(),
+            key: key_of(kind, meta),
+        }
+    }
+}
+
+/// The key of a namespaced object (namespace `default` when absent).
+pub fn key_of(kind: Kind, meta: &ObjectMeta) -> ResourceKey {
+    let namespace = match kind {
+        Kind::IngressClass => String::new(),
+        _ => meta.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".to_owned()),
+    };
+    ResourceKey { kind, namespace, name: meta.name.clone().unwrap_or_default() }
+}
+
+/// An annotation's value.
+pub fn annotation<'m>(meta: &'m ObjectMeta, key: &str) -> Option<&'m str> {
+    meta.annotations.as_ref().and_then(|a: &BTreeMap<String, String>| a.get(key)).map(String::as_str)
+}
