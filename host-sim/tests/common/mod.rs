@@ -48,3 +48,50 @@ pub fn filter_wasm() -> PathBuf {
     );
     path
 }
+
+/// A minimal module, encoded by hand: it imports `imports` (each a `() -> ()` function), exports
+/// its memory, and exports `abi_export` (a `() -> ()` function) when given. Enough to test how
+/// host-sim refuses modules.
+pub fn tiny_module(imports: &[(&str, &str)], abi_export: Option<&str>) -> Vec<u8> {
+    fn name(out: &mut Vec<u8>, s: &str) {
+        out.push(s.len() as u8);
+        out.extend_from_slice(s.as_bytes());
+    }
+    fn section(out: &mut Vec<u8>, id: u8, body: Vec<u8>) {
+        out.push(id);
+        out.push(body.len() as u8);
+        out.extend(body);
+    }
+    let mut m = b"\0asm\x01\0\0\0".to_vec();
+    section(&mut m, 1, vec![1, 0x60, 0, 0]);
+    let mut imp = vec![imports.len() as u8];
+    for (module, field) in imports {
+        name(&mut imp, module);
+        name(&mut imp, field);
+        imp.extend([0, 0]);
+    }
+    section(&mut m, 2, imp);
+    section(&mut m, 3, vec![1, 0]);
+    section(&mut m, 5, vec![1, 0, 1]);
+    let mut exp = vec![if abi_export.is_some() { 2 } else { 1 }];
+    name(&mut exp, "memory");
+    exp.extend([2, 0]);
+    if let Some(abi) = abi_export {
+        name(&mut exp, abi);
+        exp.extend([0, imports.len() as u8]);
+    }
+    section(&mut m, 7, exp);
+    section(&mut m, 10, vec![1, 2, 0, 0x0b]);
+    m
+}
+
+/// Writes `bytes` to a fresh file in the temp directory and returns its path.
+pub fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("host-sim-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
