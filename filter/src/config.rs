@@ -1,0 +1,165 @@
+//! The plugin configuration as Envoy hands it over, decoded into a [`RouteTable`].
+//!
+//! Envoy passes the bytes of `PluginConfig.configuration`: the raw text of a
+//! `google.protobuf.StringValue`, or the JSON rendering of a `google.protobuf.Struct` (what Istio's
+//! `WasmPlugin.pluginConfig` becomes). Both carry the same table document (`table/README.md`). What
+//! this module accepts, in order:
+//!
+//! 1. the table object itself (a JSON object with a `version` key);
+//! 2. a JSON string whose contents are any of these forms (a table stored as a string value);
+//! 3. an object with exactly one key, `value`, `table` or `config`, whose value is any of these forms
+//!    (the wrappers Istio users and `StringValue`-in-`Struct` conversions produce).
+//!
+//! Wrappers nest at most [`MAX_WRAPPING`] deep. Anything else is parsed as a table, so the error names
+//! what the table lacks (for example `missing field "version"`).
+//!
+//! A `Struct` written in Envoy's own configuration reaches the filter as protobuf bytes, not JSON
+//! (Envoy passes the `Any`'s payload as is for every type but `StringValue` and `BytesValue`); such
+//! bytes are read as a `Struct` (see [`crate::protobuf`]) and then as above.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use switchyard_table::{RouteTable, TableError};
+
+use crate::protobuf::struct_to_json;
+
+/// How many wrappers (a JSON string, a one-key object) are unwrapped before the table itself.
+pub const MAX_WRAPPING: usize = 3;
+
+/// The keys of a one-key wrapper object.
+const WRAPPER_KEYS: [&str; 3] = ["value", "table", "config"];
+
+/// Why a plugin configuration gave no table.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// Envoy handed over no configuration at all.
+    Empty,
+    /// The bytes are neither JSON text nor a protobuf `Struct`.
+    Unreadable,
+    /// A wrapper could not be read (it is not JSON).
+    Wrapper(serde_json::Error),
+    /// The table itself is invalid.
+    Table(TableError),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Empty => f.write_str("the plugin configuration is empty; it must be the route table (JSON)"),
+            ConfigError::Unreadable => {
+                f.write_str("the plugin configuration is neither JSON text nor a google.protobuf.Struct")
+            }
+            ConfigError::Wrapper(e) => write!(f, "the plugin configuration is not JSON: {e}"),
+            ConfigError::Table(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Decodes the plugin configuration bytes into a validated, indexed table.
+pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
+    if config.iter().all(u8::is_ascii_whitespace) {
+        return Err(ConfigError::Empty);
+    }
+    let json_text = std::str::from_utf8(config).ok().filter(|t| t.trim_start().starts_with(['{', '"']));
+    if let Some(text) = json_text {
+        let result = load_text(text, 0);
+        // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
+        if result.is_err() && config.first() == Some(&b'\n') {
+            if let Some(json) = struct_to_json(config) {
+                return load_text(&json.to_string(), 0);
+            }
+        }
+        return result;
+    }
+    match struct_to_json(config) {
+        Some(json) => load_text(&json.to_string(), 0),
+        None => Err(ConfigError::Unreadable),
+    }
+}
+
+fn load_text(text: &str, depth: usize) -> Result<RouteTable, ConfigError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(ConfigError::Empty);
+    }
+    if depth < MAX_WRAPPING {
+        if trimmed.starts_with('"') {
+            let inner: String = serde_json::from_str(text).map_err(ConfigError::Wrapper)?;
+            return load_text(&inner, depth + 1);
+        }
+        if let Some(inner) = wrapped(text) {
+            return load_text(inner, depth + 1);
+        }
+    }
+    RouteTable::from_json(text.as_bytes()).map_err(ConfigError::Table)
+}
+
+/// The inner text of a one-key wrapper object, or `None` when `text` is not one (then it is read as
+/// the table itself).
+fn wrapped(text: &str) -> Option<&str> {
+    let top: BTreeMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
+    if top.len() != 1 {
+        return None;
+    }
+    let (key, value) = top.into_iter().next()?;
+    WRAPPER_KEYS.contains(&key).then(|| value.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = r#"{"version":1,"generation":"g1","rules":[
+        {"name":"Ingress/p/a#0","host":"example.net","path":{"type":"prefix","value":"/"},
+         "action":{"route":{"backends":[{"cluster":"p/a:80"}]}}}]}"#;
+
+    fn generation(config: &str) -> String {
+        match load_table(config.as_bytes()) {
+            Ok(table) => table.generation().to_owned(),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn raw_table_from_a_string_value_is_read() {
+        assert_eq!(generation(TABLE), "g1");
+    }
+
+    #[test]
+    fn istio_wrappers_are_unwrapped() {
+        let as_string = serde_json::to_string(TABLE).unwrap();
+        assert_eq!(generation(&as_string), "g1");
+        assert_eq!(generation(&format!(r#"{{"value": {TABLE}}}"#)), "g1");
+        assert_eq!(generation(&format!(r#"{{"value": {as_string}}}"#)), "g1");
+        assert_eq!(generation(&format!(r#"{{"table": {TABLE}}}"#)), "g1");
+        assert_eq!(generation(&format!(r#"  {{"config": {{"value": {as_string}}}}}"#)), "g1");
+    }
+
+    #[test]
+    fn wrapping_is_bounded() {
+        let deep = format!(r#"{{"value":{{"value":{{"value":{{"value":{TABLE}}}}}}}}}"#);
+        assert!(generation(&deep).starts_with("error: "), "{}", generation(&deep));
+    }
+
+    #[test]
+    fn an_invalid_table_names_the_rule_and_field() {
+        let bad = TABLE.replace(r#""value":"/""#, r#""value":"nope""#);
+        let error = generation(&bad);
+        assert!(error.contains("Ingress/p/a#0") && error.contains("path.value"), "{error}");
+        let wrapped_bad = format!(r#"{{"value": {bad}}}"#);
+        assert_eq!(generation(&wrapped_bad), error);
+    }
+
+    #[test]
+    fn empty_and_non_json_configurations_are_refused() {
+        assert!(matches!(load_table(b""), Err(ConfigError::Empty)));
+        assert!(matches!(load_table(b"  \n"), Err(ConfigError::Empty)));
+        assert!(matches!(load_table(&[0xff, 0xfe]), Err(ConfigError::Unreadable)));
+        assert!(matches!(load_table(b"rules: []"), Err(ConfigError::Unreadable)));
+        assert!(matches!(load_table(b"\"unterminated"), Err(ConfigError::Wrapper(_))));
+        assert!(generation(r#"{"rules":[]}"#).contains("version"));
+    }
+}

@@ -1,0 +1,17 @@
+//! What the filter asks of its proxy, as a trait: the proxy-wasm implementation lives in `wasm.rs`,
+//! a test double in the tests of `request.rs`. Every call is a host call in Envoy, so the filter
+//! makes as few as it can.
+
+/// The host calls one request needs. Header names are lowercase, as Envoy keeps them.
+pub trait Host {
+    /// One request header's first value (`:authority`, `:path`, `:method` included), if present.
+    fn request_header(&self, name: &str) -> Option<String>;
+    /// Every request header, in order (names lowercase).
+    fn request_headers(&self) -> Vec<(String, String)>;
+    /// Replaces a request header (adds it when absent).
+    fn set_request_header(&mut self, name: &str, value: &str);
+    /// Removes every value of a request header.
+    fn remove_request_header(&mut self, name: &str);
+    /// Answers locally; the request goes no further.
+    fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str);
+}

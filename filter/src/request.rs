@@ -1,0 +1,265 @@
+//! One request's trip through the filter: strip the client's cluster header, match, then either set
+//! the cluster header (with the rule's rewrite and header actions) or answer locally.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+
+use switchyard_table::format::RULE_NAME_HEADER;
+use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestView, RouteTable};
+
+use crate::host::Host;
+
+/// What the filter did with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The cluster header was set for the rule at `position`; the request continues to Envoy's router.
+    Routed {
+        /// The winning rule's position in the table.
+        position: usize,
+    },
+    /// The rule at `position` answered with its direct response.
+    Direct {
+        /// The winning rule's position in the table.
+        position: usize,
+        /// The status sent.
+        status: u16,
+    },
+    /// No rule matched and the filter answered 404.
+    NotFound,
+    /// No rule matched and the table says to let the request through untouched.
+    Passed,
+}
+
+/// The request as the matcher sees it, read through the host only when a rule asks: the authority
+/// and path always, the method and the header map (fetched whole, once) on first use.
+pub struct HostRequest<'h, H: Host> {
+    host: &'h H,
+    authority: String,
+    path: String,
+    method: OnceCell<String>,
+    headers: OnceCell<Vec<(String, String)>>,
+}
+
+impl<'h, H: Host> HostRequest<'h, H> {
+    /// Reads `:authority` (or `host`) and `:path`; nothing else until a condition needs it.
+    pub fn new(host: &'h H) -> Self {
+        let authority = host.request_header(":authority").or_else(|| host.request_header("host")).unwrap_or_default();
+        let path = host.request_header(":path").unwrap_or_else(|| "/".to_owned());
+        HostRequest { host, authority, path, method: OnceCell::new(), headers: OnceCell::new() }
+    }
+}
+
+impl<H: Host> RequestView for HostRequest<'_, H> {
+    fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn method(&self) -> &str {
+        self.method.get_or_init(|| self.host.request_header(":method").unwrap_or_default())
+    }
+
+    fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+        self.headers
+            .get_or_init(|| self.host.request_headers())
+            .iter()
+            .filter(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| Cow::Borrowed(value.as_str()))
+            .collect()
+    }
+}
+
+/// Routes one request with `table`, using `random` for a weighted choice. Never panics.
+pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> Outcome {
+    // A client never picks its backend: its own cluster header goes before anything reads the request.
+    host.remove_request_header(table.cluster_header());
+    let request = HostRequest::new(&*host);
+    let Some(decision) = table.route(&request, random) else {
+        return match table.no_route() {
+            NoRoute::Pass => Outcome::Passed,
+            _ => {
+                let body = short_body(404, &request);
+                drop(request);
+                host.send_response(404, &[("content-type", "text/plain")], &body);
+                Outcome::NotFound
+            }
+        };
+    };
+    let rule = decision.rule;
+    let position = decision.position;
+    match rule.action() {
+        ActionSpec::DirectResponse(direct) => {
+            let body = direct.body.clone().unwrap_or_else(|| short_body(direct.status, &request));
+            drop(request);
+            let mut headers = vec![("content-type", "text/plain")];
+            if table.debug_rule_header() {
+                headers.push((RULE_NAME_HEADER, rule.name()));
+            }
+            host.send_response(direct.status, &headers, &body);
+            Outcome::Direct { position, status: direct.status }
+        }
+        ActionSpec::Route(route) => {
+            let new_path = rule.upstream_path(request.path());
+            drop(request);
+            for name in &route.remove_headers {
+                host.remove_request_header(name);
+            }
+            for header in &route.set_headers {
+                host.set_request_header(&header.name, &header.value);
+            }
+            if let Some(path) = new_path {
+                host.set_request_header(":path", &path);
+            }
+            if let Some(backend) = decision.backend {
+                // Last, so no header action can overwrite it.
+                host.set_request_header(table.cluster_header(), &backend.cluster);
+            }
+            Outcome::Routed { position }
+        }
+    }
+}
+
+/// The body of a local reply: the status's meaning, the host and the path (no query), nothing internal.
+fn short_body(status: u16, request: &impl RequestView) -> String {
+    let meaning = match status {
+        404 => "no route",
+        502 => "bad gateway",
+        503 => "service unavailable",
+        _ => "answered by the proxy",
+    };
+    let host = normalize_authority(request.authority());
+    let path = request_path(request.path());
+    format!("{status} {meaning} for host {host:?} path {path:?}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// A local reply: status, headers, body.
+    type Reply = (u16, Vec<(String, String)>, String);
+
+    /// A host holding one request; counts header-map fetches to prove laziness.
+    #[derive(Default)]
+    struct FakeHost {
+        headers: Vec<(String, String)>,
+        map_fetches: Cell<usize>,
+        response: Option<Reply>,
+    }
+
+    impl FakeHost {
+        fn new(authority: &str, path: &str, extra: &[(&str, &str)]) -> Self {
+            let mut headers = vec![
+                (":authority".to_owned(), authority.to_owned()),
+                (":path".to_owned(), path.to_owned()),
+                (":method".to_owned(), "GET".to_owned()),
+            ];
+            headers.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+            FakeHost { headers, ..FakeHost::default() }
+        }
+
+        fn get(&self, name: &str) -> Vec<&str> {
+            self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+        }
+    }
+
+    impl Host for FakeHost {
+        fn request_header(&self, name: &str) -> Option<String> {
+            self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        }
+        fn request_headers(&self) -> Vec<(String, String)> {
+            self.map_fetches.set(self.map_fetches.get() + 1);
+            self.headers.clone()
+        }
+        fn set_request_header(&mut self, name: &str, value: &str) {
+            self.remove_request_header(name);
+            self.headers.push((name.to_owned(), value.to_owned()));
+        }
+        fn remove_request_header(&mut self, name: &str) {
+            self.headers.retain(|(k, _)| k != name);
+        }
+        fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
+            let headers = headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            self.response = Some((status, headers, body.to_owned()));
+        }
+    }
+
+    fn table(no_route: &str) -> RouteTable {
+        let json = format!(
+            r#"{{"version":1,"no_route":"{no_route}","debug_rule_header":true,"rules":[
+            {{"name":"a#0","host":"example.net","path":{{"type":"segment_prefix","value":"/bar"}},
+              "conditions":[{{"on":"cookie","name":"cookie-key","match":"exact","value":"value"}}],
+              "action":{{"route":{{"backends":[{{"cluster":"production/service2:80"}}]}}}}}},
+            {{"name":"a#1","host":"example.net","path":{{"type":"segment_prefix","value":"/bar"}},
+              "conditions":[{{"on":"header","name":"header-key","match":"exact","value":"value"}}],
+              "action":{{"route":{{"backends":[{{"cluster":"production/service1:80"}}]}}}}}},
+            {{"name":"a#2","host":"example.net","path":{{"type":"prefix","value":"/app"}},
+              "action":{{"route":{{"backends":[{{"cluster":"p/app:80","weight":1}},{{"cluster":"p/app2:80","weight":3}}],
+                "rewrite_prefix":"/","set_headers":[{{"name":"x-team","value":"shop"}}],"remove_headers":["x-debug"]}}}}}},
+            {{"name":"a#3","host":"root.example.org","path":{{"type":"prefix","value":"/missing"}},
+              "action":{{"direct_response":{{"status":502}}}}}}]}}"#
+        );
+        match RouteTable::from_json(json.as_bytes()) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn cookie_rule_beats_header_rule_and_sets_the_cluster() {
+        let mut host = FakeHost::new("example.net", "/bar/foo", &[("header-key", "value"), ("cookie", "cookie-key=value")]);
+        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Routed { position: 0 });
+        assert_eq!(host.get("x-route-cluster"), ["production/service2:80"]);
+        assert_eq!(host.map_fetches.get(), 1, "the header map is fetched once");
+    }
+
+    #[test]
+    fn a_client_cluster_header_is_removed_before_matching() {
+        let mut host = FakeHost::new("example.net", "/bar", &[("x-route-cluster", "evil/admin:80"), ("header-key", "value")]);
+        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Routed { position: 1 });
+        assert_eq!(host.get("x-route-cluster"), ["production/service1:80"]);
+
+        let mut host = FakeHost::new("nowhere.net", "/", &[("x-route-cluster", "evil/admin:80")]);
+        assert_eq!(handle_request(&mut host, &table("pass"), 0), Outcome::Passed);
+        assert!(host.get("x-route-cluster").is_empty());
+    }
+
+    #[test]
+    fn headers_are_not_fetched_when_no_condition_reads_them() {
+        let mut host = FakeHost::new("example.net", "/app/x?q=1", &[("x-debug", "1")]);
+        assert_eq!(handle_request(&mut host, &table("404"), 3), Outcome::Routed { position: 2 });
+        assert_eq!(host.map_fetches.get(), 0);
+        assert_eq!(host.get(":path"), ["/x?q=1"]);
+        assert_eq!(host.get("x-team"), ["shop"]);
+        assert!(host.get("x-debug").is_empty());
+        assert_eq!(host.get("x-route-cluster"), ["p/app2:80"]);
+        let mut host = FakeHost::new("example.net", "/app", &[]);
+        handle_request(&mut host, &table("404"), 0);
+        assert_eq!(host.get("x-route-cluster"), ["p/app:80"]);
+    }
+
+    #[test]
+    fn no_route_answers_404_naming_host_and_path_only() {
+        let mut host = FakeHost::new("Example.NET:8080", "/nothing?secret=1", &[]);
+        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::NotFound);
+        let (status, _, body) = host.response.clone().unwrap();
+        assert_eq!(status, 404);
+        assert_eq!(body, "404 no route for host \"example.net\" path \"/nothing\"\n");
+    }
+
+    #[test]
+    fn direct_responses_keep_their_status_and_name_the_rule_when_asked() {
+        let mut host = FakeHost::new("root.example.org", "/missing/x", &[]);
+        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Direct { position: 3, status: 502 });
+        let (status, headers, body) = host.response.clone().unwrap();
+        assert_eq!(status, 502);
+        assert!(body.starts_with("502 bad gateway for host \"root.example.org\""), "{body}");
+        assert!(headers.contains(&("x-switchyard-rule".to_owned(), "a#3".to_owned())));
+        assert!(host.get("x-route-cluster").is_empty());
+    }
+}

@@ -1,0 +1,209 @@
+//! The proxy-wasm shell: one root context per plugin holds the compiled table and hands every HTTP
+//! context an `Rc` of it (nothing per request copies the table); `Host` is implemented over the
+//! host calls, which are used directly (their `Result`s are handled) rather than through the SDK's
+//! trait methods, which unwrap.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
+use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
+use switchyard_table::RouteTable;
+
+use crate::config::load_table;
+use crate::host::Host;
+use crate::random::Random;
+use crate::request::{handle_request, Outcome};
+
+proxy_wasm::main! {{
+    std::panic::set_hook(Box::new(|info| log(LogLevel::Critical, &format!("switchyard: panic: {info}"))));
+    proxy_wasm::set_root_context(|_| Box::new(Root::new()));
+}}
+
+fn log(level: LogLevel, message: &str) {
+    // Nowhere to report a failing log call; the message is lost, the request is not.
+    let _ = hostcalls::log(level, message);
+}
+
+/// The filter's counters and gauge; Envoy shows them as `wasmcustom.<name>`.
+struct Metrics {
+    routed: u32,
+    not_routed: u32,
+    direct: u32,
+    accepted: u32,
+    refused: u32,
+    rules: u32,
+}
+
+impl Metrics {
+    fn define() -> Self {
+        let counter = |name| hostcalls::define_metric(MetricType::Counter, name).unwrap_or(u32::MAX);
+        Metrics {
+            routed: counter("switchyard_requests_routed"),
+            not_routed: counter("switchyard_requests_not_routed"),
+            direct: counter("switchyard_requests_direct_response"),
+            accepted: counter("switchyard_tables_accepted"),
+            refused: counter("switchyard_tables_refused"),
+            rules: hostcalls::define_metric(MetricType::Gauge, "switchyard_rules").unwrap_or(u32::MAX),
+        }
+    }
+
+    fn increment(id: u32) {
+        let _ = hostcalls::increment_metric(id, 1);
+    }
+}
+
+/// What every HTTP context of a VM shares with its root.
+struct Shared {
+    metrics: Metrics,
+    random: Cell<Random>,
+}
+
+impl Shared {
+    fn next_random(&self) -> u64 {
+        let mut random = self.random.get();
+        let value = random.next_u64();
+        self.random.set(random);
+        value
+    }
+}
+
+struct Root {
+    table: Option<Rc<RouteTable>>,
+    shared: Rc<Shared>,
+}
+
+impl Root {
+    fn new() -> Self {
+        let shared = Shared { metrics: Metrics::define(), random: Cell::new(Random::from_entropy()) };
+        Root { table: None, shared: Rc::new(shared) }
+    }
+}
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
+        let started = hostcalls::get_current_time().ok();
+        let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX).ok().flatten();
+        match load_table(config.as_deref().unwrap_or_default()) {
+            Ok(table) => {
+                let millis = started
+                    .and_then(|t| hostcalls::get_current_time().ok()?.duration_since(t).ok())
+                    .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+                log(
+                    LogLevel::Info,
+                    &format!(
+                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {millis:.1} ms",
+                        table.generation(),
+                        table.rules().len(),
+                        table.host_count()
+                    ),
+                );
+                let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rules().len() as u64);
+                Metrics::increment(self.shared.metrics.accepted);
+                self.table = Some(Rc::new(table));
+                true
+            }
+            Err(error) => {
+                let kept = if self.table.is_some() { "the previous table keeps serving" } else { "no table loaded" };
+                log(LogLevel::Error, &format!("table refused ({kept}): {error}"));
+                Metrics::increment(self.shared.metrics.refused);
+                false
+            }
+        }
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(Http { table: self.table.clone(), shared: Rc::clone(&self.shared), rule: None }))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}
+
+struct Http {
+    table: Option<Rc<RouteTable>>,
+    shared: Rc<Shared>,
+    /// The winning rule, kept only when the table asks for the debug response header.
+    rule: Option<usize>,
+}
+
+impl Context for Http {}
+
+impl HttpContext for Http {
+    fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+        let metrics = &self.shared.metrics;
+        let mut host = ProxyHost;
+        let Some(table) = self.table.as_deref() else {
+            host.remove_request_header(DEFAULT_CLUSTER_HEADER);
+            host.send_response(503, &[("content-type", "text/plain")], "503 no route table loaded\n");
+            Metrics::increment(metrics.not_routed);
+            return Action::Pause;
+        };
+        match handle_request(&mut host, table, self.shared.next_random()) {
+            Outcome::Routed { position } => {
+                Metrics::increment(metrics.routed);
+                if table.debug_rule_header() {
+                    self.rule = Some(position);
+                }
+                Action::Continue
+            }
+            Outcome::Passed => {
+                Metrics::increment(metrics.not_routed);
+                Action::Continue
+            }
+            Outcome::NotFound => {
+                Metrics::increment(metrics.not_routed);
+                Action::Pause
+            }
+            Outcome::Direct { .. } => {
+                Metrics::increment(metrics.direct);
+                Action::Pause
+            }
+        }
+    }
+
+    fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+        if let (Some(position), Some(table)) = (self.rule, self.table.as_deref()) {
+            if let Some(rule) = table.rules().get(position) {
+                let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, RULE_NAME_HEADER, Some(rule.name()));
+            }
+        }
+        Action::Continue
+    }
+}
+
+/// [`Host`] over proxy-wasm host calls. Header values that are not UTF-8 are read lossily.
+struct ProxyHost;
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+impl Host for ProxyHost {
+    fn request_header(&self, name: &str) -> Option<String> {
+        hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name).ok().flatten().map(text)
+    }
+
+    fn request_headers(&self) -> Vec<(String, String)> {
+        hostcalls::get_map_bytes(MapType::HttpRequestHeaders)
+            .map(|map| map.into_iter().map(|(k, v)| (k, text(v))).collect())
+            .unwrap_or_default()
+    }
+
+    fn set_request_header(&mut self, name: &str, value: &str) {
+        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, name, Some(value));
+    }
+
+    fn remove_request_header(&mut self, name: &str) {
+        let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, name);
+    }
+
+    fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
+        let _ = hostcalls::send_http_response(u32::from(status), headers.to_vec(), Some(body.as_bytes()));
+    }
+}

@@ -1,0 +1,541 @@
+//! End-to-end harness: a real Envoy (from `ENVOY_BIN`) loading the real filter (`SWITCHYARD_WASM`)
+//! through ECDS, local backends that answer with their own name, and a tiny HTTP/1.1 client.
+//!
+//! Everything listens on 127.0.0.1 ports the OS picks (Envoy's listener and admin on port 0, read
+//! back from the admin API), so tests run in parallel. Envoy is killed when its [`Envoy`] drops.
+//! No mocks: requests go through Envoy's codec, the wasm filter under V8, Envoy's router and a TCP
+//! connection to the backend, which reports what it saw.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The ECDS resource name of the filter (the HTTP filter's `name` in Envoy's listener).
+pub const FILTER_NAME: &str = "switchyard";
+
+/// How long Envoy gets to start or to apply a configuration update.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A path from an environment variable that must be set (the Makefile sets it); the tests fail,
+/// never skip, without it.
+pub fn required_path(variable: &str) -> PathBuf {
+    let Some(value) = std::env::var_os(variable) else {
+        panic!("{variable} is not set: run the Envoy tests with `make test-envoy` (it builds the filter and installs Envoy)")
+    };
+    let path = PathBuf::from(value);
+    assert!(path.is_file(), "{variable}={} is not a file", path.display());
+    std::fs::canonicalize(&path).unwrap_or(path)
+}
+
+// ---- backends ---------------------------------------------------------------------------------
+
+/// One backend: a thread per connection, HTTP/1.1 keep-alive, answering every request with
+/// `200` and a body naming itself, the path it received and every request header.
+pub struct Backend {
+    /// The name it answers with.
+    pub name: String,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+impl Backend {
+    /// Starts a backend named `name` on a free 127.0.0.1 port.
+    pub fn start(name: &str) -> std::io::Result<Backend> {
+        Backend::start_on(name, "127.0.0.1:0")
+    }
+
+    /// Starts a backend named `name` on `addr`.
+    pub fn start_on(name: &str, addr: &str) -> std::io::Result<Backend> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let owned = name.to_owned();
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let name = owned.clone();
+                thread::spawn(move || serve_connection(&name, stream));
+            }
+        });
+        Ok(Backend { name: name.to_owned(), addr })
+    }
+}
+
+fn serve_connection(name: &str, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let Ok(write_half) = stream.try_clone() else { return };
+    let mut writer = write_half;
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        match reader.read_line(&mut request_line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let path = request_line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        let mut headers = Vec::new();
+        let mut content_length = 0usize;
+        let mut close = false;
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((key, value)) = line.split_once(':') {
+                let (key, value) = (key.trim().to_ascii_lowercase(), value.trim().to_owned());
+                if key == "content-length" {
+                    content_length = value.parse().unwrap_or(0);
+                }
+                if key == "connection" && value.eq_ignore_ascii_case("close") {
+                    close = true;
+                }
+                headers.push((key, value));
+            }
+        }
+        let mut body_in = vec![0; content_length];
+        if reader.read_exact(&mut body_in).is_err() {
+            return;
+        }
+        let mut body = format!("backend: {name}\npath: {path}\n");
+        for (key, value) in &headers {
+            body.push_str(&format!("header: {key}: {value}\n"));
+        }
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-backend: {name}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() || close {
+            return;
+        }
+    }
+}
+
+// ---- client -----------------------------------------------------------------------------------
+
+/// An HTTP/1.1 request to send through Envoy.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Method.
+    pub method: String,
+    /// The `Host` header.
+    pub host: String,
+    /// Path and query.
+    pub path: String,
+    /// Further headers, in order.
+    pub headers: Vec<(String, String)>,
+}
+
+/// A GET of `path` on `host`.
+pub fn get(host: &str, path: &str) -> Request {
+    Request { method: "GET".into(), host: host.into(), path: path.into(), headers: Vec::new() }
+}
+
+impl Request {
+    /// With one more header.
+    pub fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// With another method.
+    pub fn method(mut self, method: &str) -> Request {
+        self.method = method.into();
+        self
+    }
+}
+
+/// A response as the client read it.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers (names lowercase), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body as text.
+    pub body: String,
+}
+
+impl Response {
+    /// The first value of a response header.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The backend that answered (from its body), or `None` for a local reply.
+    pub fn backend(&self) -> Option<&str> {
+        self.body.lines().next()?.strip_prefix("backend: ")
+    }
+
+    /// The path the backend received.
+    pub fn upstream_path(&self) -> Option<&str> {
+        self.body.lines().find_map(|l| l.strip_prefix("path: "))
+    }
+
+    /// The values of a request header as the backend received it.
+    pub fn upstream_header(&self, name: &str) -> Vec<&str> {
+        let prefix = format!("header: {name}: ");
+        self.body.lines().filter_map(|l| l.strip_prefix(prefix.as_str())).collect()
+    }
+}
+
+/// Sends `request` to `addr` on a fresh connection and reads the whole response.
+pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut text = format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, request.host);
+    for (key, value) in &request.headers {
+        text.push_str(&format!("{key}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    stream.write_all(text.as_bytes())?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    parse_response(&raw).ok_or_else(|| std::io::Error::other(format!("bad response: {}", String::from_utf8_lossy(&raw))))
+}
+
+fn parse_response(raw: &[u8]) -> Option<Response> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..split]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked")) {
+        body = dechunk(&body)?;
+    }
+    Some(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned() })
+}
+
+fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..line_end]).ok()?.trim(), 16).ok()?;
+        raw = &raw[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(raw.get(..size)?);
+        raw = raw.get(size + 2..)?;
+    }
+}
+
+// ---- Envoy ------------------------------------------------------------------------------------
+
+/// How Envoy hands the table to the filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigForm {
+    /// `google.protobuf.StringValue` holding the JSON text (what the sidecar writes).
+    StringValue,
+    /// `google.protobuf.Struct` holding the table object (what Istio's `WasmPlugin.pluginConfig` is).
+    Struct,
+}
+
+/// The ECDS file content (a `DiscoveryResponse`) that loads `wasm` with `table` as its configuration.
+pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
+    let configuration = match form {
+        ConfigForm::StringValue => serde_json::json!({
+            "@type": "type.googleapis.com/google.protobuf.StringValue",
+            "value": table,
+        }),
+        ConfigForm::Struct => {
+            let value: serde_json::Value = serde_json::from_str(table).unwrap_or(serde_json::Value::Null);
+            serde_json::json!({ "@type": "type.googleapis.com/google.protobuf.Struct", "value": value })
+        }
+    };
+    let document = serde_json::json!({
+        "resources": [{
+            "@type": "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
+            "name": FILTER_NAME,
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+                "config": {
+                    "name": FILTER_NAME,
+                    "root_id": FILTER_NAME,
+                    "vm_config": {
+                        "vm_id": FILTER_NAME,
+                        "runtime": "envoy.wasm.runtime.v8",
+                        "code": { "local": { "filename": wasm.display().to_string() } }
+                    },
+                    "configuration": configuration
+                }
+            }
+        }]
+    });
+    document.to_string()
+}
+
+/// A running Envoy with the switchyard filter loaded from an ECDS file, and its backends.
+pub struct Envoy {
+    child: Child,
+    dir: PathBuf,
+    wasm: PathBuf,
+    /// Envoy's HTTP listener.
+    pub addr: SocketAddr,
+    /// Envoy's admin API.
+    pub admin: SocketAddr,
+    /// The backends, by cluster name.
+    pub backends: BTreeMap<String, Backend>,
+}
+
+static INSTANCE: AtomicUsize = AtomicUsize::new(0);
+
+/// The cluster name's backend name: `production/service1:80` answers as `service1`.
+pub fn backend_name(cluster: &str) -> String {
+    let service = cluster.rsplit_once('/').map_or(cluster, |(_, s)| s);
+    service.split_once(':').map_or(service, |(s, _)| s).to_owned()
+}
+
+impl Envoy {
+    /// Starts Envoy (`ENVOY_BIN`) with the filter (`SWITCHYARD_WASM`) and `table`, one static
+    /// cluster per name in `clusters`, each with its own backend named after the cluster's service.
+    pub fn start(table: &str, clusters: &[&str]) -> Envoy {
+        Envoy::start_with(table, clusters, ConfigForm::StringValue, 1)
+    }
+
+    /// As [`Envoy::start`], choosing the configuration form and the worker count.
+    pub fn start_with(table: &str, clusters: &[&str], form: ConfigForm, workers: usize) -> Envoy {
+        let envoy_bin = required_path("ENVOY_BIN");
+        let wasm = required_path("SWITCHYARD_WASM");
+        let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("switchyard-e2e-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("ecds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mut backends = BTreeMap::new();
+        for cluster in clusters {
+            let backend = Backend::start(&backend_name(cluster)).unwrap_or_else(|e| panic!("backend: {e}"));
+            backends.insert((*cluster).to_owned(), backend);
+        }
+        let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
+        write_file(&dir.join("envoy.yaml"), &envoy_config(&dir, &ports, 0, 0));
+        write_file(&dir.join("ecds/filter.json"), &ecds_document(&wasm, table, form));
+        let log = std::fs::File::create(dir.join("envoy.log")).unwrap_or_else(|e| panic!("log: {e}"));
+        let child = Command::new(&envoy_bin)
+            .arg("-c")
+            .arg(dir.join("envoy.yaml"))
+            .args(["--concurrency", &workers.to_string(), "--disable-hot-restart", "--log-level", "info"])
+            .arg("--admin-address-path")
+            .arg(dir.join("admin.txt"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", envoy_bin.display()));
+        let mut envoy = Envoy { child, dir, wasm, addr: SocketAddr::from(([127, 0, 0, 1], 0)), admin: SocketAddr::from(([127, 0, 0, 1], 0)), backends };
+        envoy.wait_ready();
+        envoy
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("Envoy exited ({status}) while starting:\n{}", self.log_tail());
+            }
+            assert!(Instant::now() < deadline, "Envoy did not become ready:\n{}", self.log_tail());
+            if let Some(addr) = std::fs::read_to_string(self.dir.join("admin.txt")).ok().and_then(|s| s.trim().parse().ok()) {
+                self.admin = addr;
+                if let Some(listener) = self.listener_address() {
+                    self.addr = listener;
+                    return;
+                }
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The HTTP listener's address once it is bound (after the ECDS configuration warmed it).
+    fn listener_address(&self) -> Option<SocketAddr> {
+        let ready = send(self.admin, &get("admin", "/ready")).ok()?;
+        if ready.status != 200 {
+            return None;
+        }
+        let listeners = send(self.admin, &get("admin", "/listeners")).ok()?;
+        // `ingress::127.0.0.1:PORT`
+        listeners.body.lines().find_map(|l| l.strip_prefix("ingress::")).and_then(|a| a.trim().parse().ok()).filter(|a: &SocketAddr| a.port() != 0)
+    }
+
+    /// Sends a request through Envoy.
+    pub fn send(&self, request: &Request) -> Response {
+        send(self.addr, request).unwrap_or_else(|e| panic!("{request:?}: {e}\n{}", self.log_tail()))
+    }
+
+    /// The backend that answered `request` (`None` for a local reply).
+    pub fn backend_for(&self, request: &Request) -> Option<String> {
+        self.send(request).backend().map(str::to_owned)
+    }
+
+    /// One stat's value from the admin API (`None` when Envoy does not have it).
+    pub fn stat(&self, name: &str) -> Option<u64> {
+        let stats = send(self.admin, &get("admin", &format!("/stats?filter=^{name}$"))).ok()?;
+        stats.body.lines().find_map(|l| l.strip_prefix(&format!("{name}: "))?.trim().parse().ok())
+    }
+
+    /// Replaces the table through the ECDS file (written beside, then renamed into place) and waits
+    /// until Envoy accepted or rejected it; returns whether it was accepted.
+    pub fn update_table(&self, table: &str, form: ConfigForm) -> bool {
+        let counter = |what: &str| self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}")).unwrap_or(0);
+        let (success, rejected) = (counter("update_success"), counter("update_rejected"));
+        let tmp = self.dir.join("ecds/filter.json.tmp");
+        write_file(&tmp, &ecds_document(&self.wasm, table, form));
+        std::fs::rename(&tmp, self.dir.join("ecds/filter.json")).unwrap_or_else(|e| panic!("rename: {e}"));
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if counter("update_success") > success {
+                // The new filter configuration reaches the workers right after the main thread.
+                thread::sleep(Duration::from_millis(200));
+                return true;
+            }
+            if counter("update_rejected") > rejected {
+                return false;
+            }
+            assert!(Instant::now() < deadline, "Envoy neither accepted nor rejected the table:\n{}", self.log_tail());
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Envoy's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
+    }
+
+    fn log_tail(&self) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().filter(|l| !l.contains("server.cc:467")).collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Envoy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn write_file(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// Envoy's bootstrap: one listener whose HTTP filters are the switchyard filter (from the ECDS file
+/// `<dir>/ecds/filter.json`) and the router; routes: `cluster_header` when the header is present, else
+/// a 418 direct response. The 418 route is what Envoy picks before the filter runs (no client cluster
+/// header survives), so any request that reaches a backend proves Envoy re-picked the route after the
+/// filter set the header: the ABI 0.2.1 route cache clearing that `cluster_header` routing needs.
+pub fn envoy_config(dir: &Path, clusters: &[(&str, u16)], listen_port: u16, admin_port: u16) -> String {
+    let ecds = dir.join("ecds");
+    let mut yaml = format!(
+        r#"node: {{id: switchyard, cluster: switchyard}}
+admin:
+  address: {{socket_address: {{address: 127.0.0.1, port_value: {admin_port}}}}}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {{socket_address: {{address: 127.0.0.1, port_value: {listen_port}}}}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            name: switchyard
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{prefix: "/", headers: [{{name: x-route-cluster, present_match: true}}]}}
+                route: {{cluster_header: x-route-cluster}}
+              - match: {{prefix: "/"}}
+                direct_response: {{status: 418, body: {{inline_string: "route picked without a cluster header\n"}}}}
+          http_filters:
+          - name: {FILTER_NAME}
+            config_discovery:
+              config_source:
+                path_config_source:
+                  path: {ecds_file}
+                  watched_directory: {{path: {ecds_dir}}}
+              type_urls: [type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm]
+          - name: envoy.filters.http.router
+            typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
+  clusters:
+"#,
+        ecds_file = ecds.join("filter.json").display(),
+        ecds_dir = ecds.display(),
+    );
+    for (name, port) in clusters {
+        yaml.push_str(&format!(
+            r#"  - name: "{name}"
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: "{name}"
+      endpoints: [{{lb_endpoints: [{{endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}}}}}]}}]
+"#
+        ));
+    }
+    yaml
+}
+
+// ---- tables -----------------------------------------------------------------------------------
+
+/// Helpers that write tables by hand (rules in priority order, as the compiler would sort them).
+pub mod table {
+    use serde_json::{json, Value};
+
+    /// A table document with `rules`.
+    pub fn table(generation: &str, rules: Vec<Value>) -> String {
+        json!({ "version": 1, "generation": generation, "debug_rule_header": true, "rules": rules }).to_string()
+    }
+
+    /// A rule routing to one cluster. `path` is `"type value"`, e.g. `"segment_prefix /bar"`.
+    pub fn route(name: &str, host: Option<&str>, path: &str, conditions: Vec<Value>, cluster: &str) -> Value {
+        let (kind, value) = path.split_once(' ').unwrap_or(("prefix", path));
+        let mut rule = json!({
+            "name": name,
+            "path": { "type": kind, "value": value },
+            "conditions": conditions,
+            "action": { "route": { "backends": [ { "cluster": cluster } ] } }
+        });
+        if let Some(host) = host {
+            rule["host"] = json!(host);
+        }
+        rule
+    }
+
+    /// A condition: `on` is header, cookie, query or method.
+    pub fn cond(on: &str, name: &str, op: &str, value: &str) -> Value {
+        let mut c = json!({ "on": on, "match": op });
+        if on != "method" {
+            c["name"] = json!(name);
+        }
+        if op != "present" {
+            c["value"] = json!(value);
+        }
+        c
+    }
+
+    /// An exact header condition.
+    pub fn header(name: &str, value: &str) -> Value {
+        cond("header", name, "exact", value)
+    }
+
+    /// An exact cookie condition.
+    pub fn cookie(name: &str, value: &str) -> Value {
+        cond("cookie", name, "exact", value)
+    }
+}
