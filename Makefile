@@ -26,8 +26,9 @@ $(STAMPS)/rust-targets:
 	rustup target add wasm32-wasip1 wasm32-unknown-unknown
 	mkdir -p $(STAMPS) && touch $@
 
+# Not --locked: the registry mirror may lack the exact versions its lock file pins.
 $(WASM_BINDGEN_RUNNER): Cargo.lock
-	cargo install --quiet --locked --root $(TOOLS) --version $(WASM_BINDGEN_VERSION) wasm-bindgen-cli
+	cargo install --quiet --root $(TOOLS) --version $(WASM_BINDGEN_VERSION) wasm-bindgen-cli
 	touch $@
 
 # Installed once per version (the stamp), into build/venv: nothing global.
@@ -69,6 +70,11 @@ test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)
 # The filter in a real Envoy (tests/e2e): the release .wasm, Envoy from build/venv, local backends.
 test-envoy: build-wasm envoy
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) cargo test -p switchyard-e2e
+
+# ---- run -------------------------------------------------------------------------------------
+# Envoy (envoy.yaml) with the filter and the examples' table, local backends, sample requests; Ctrl-C stops all.
+run: build envoy
+	ENVOY_BIN=$(abspath $(ENVOY)) scripts/run.sh
 
 # ---- benchmarks ------------------------------------------------------------------------------
 bench:

@@ -126,6 +126,8 @@ pub(crate) fn anchored_regex(pattern: &str) -> Result<Regex, Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     fn pattern(spec: PathSpec) -> PathPattern {
         PathPattern::compile(&spec).unwrap()

@@ -144,6 +144,8 @@ impl RequestView for SimpleRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     #[test]
     fn cookies_come_from_every_cookie_header() {
