@@ -1,0 +1,349 @@
+//! ROUTING.md §3, HTTPProxy inclusion (seed 004, Contour's rules): condition concatenation,
+//! invalid include conditions, header conflicts, 502 for broken includes, cycles, roots including
+//! roots, orphans, namespaces, `--root-namespaces`; plus the route features the table carries.
+
+mod common;
+
+use common::*;
+use switchyard::status::Status;
+use switchyard::Options;
+use switchyard_table::{ActionSpec, ConditionSource, MatchOp, PathSpec};
+
+/// An HTTPProxy manifest from its name (`ns/name`) and the YAML of its spec (indented by 2).
+fn proxy(id: &str, spec: &str) -> String {
+    let (ns, name) = id.split_once('/').unwrap();
+    format!("apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n{spec}---\n")
+}
+
+fn route(service: &str) -> String {
+    format!("  routes:\n    - services:\n        - name: {service}\n          port: 80\n")
+}
+
+fn path_of(c: &switchyard::Compiled, service: &str) -> PathSpec {
+    c.table
+        .rules
+        .iter()
+        .find(|r| matches!(&r.action, ActionSpec::Route(a) if a.backends[0].cluster.contains(&format!("/{service}:"))))
+        .unwrap_or_else(|| panic!("no rule for {service}: {:#?}", c.table.rules))
+        .path
+        .clone()
+}
+
+const ROOT_TO_CHILD: &str = "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api\n";
+
+#[test]
+fn include_prefixes_concatenate_from_the_root_down() {
+    let yaml = format!(
+        "{}{}{}",
+        proxy("default/root", ROOT_TO_CHILD),
+        proxy("default/child", "  includes:\n    - name: grandchild\n      conditions:\n        - prefix: /v1\n"),
+        proxy("default/grandchild", "  routes:\n    - conditions:\n        - prefix: /users\n      services:\n        - name: users\n          port: 80\n")
+    );
+    let c = compile_default(&yaml);
+    assert_eq!(path_of(&c, "users"), PathSpec::Prefix("/api/v1/users".into()));
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/api/v1/users/7")).as_deref(), Some("default/users:80"));
+}
+
+#[test]
+fn repeated_slashes_collapse_when_prefixes_concatenate() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api/\n"),
+        proxy("default/child", "  routes:\n    - conditions:\n        - prefix: /v1\n      services:\n        - name: v1\n          port: 80\n")
+    );
+    assert_eq!(path_of(&compile_default(&yaml), "v1"), PathSpec::Prefix("/api/v1".into()));
+}
+
+#[test]
+fn child_route_without_conditions_inherits_the_include_prefix() {
+    let yaml = format!("{}{}", proxy("default/root", ROOT_TO_CHILD), proxy("default/child", &route("plain")));
+    assert_eq!(path_of(&compile_default(&yaml), "plain"), PathSpec::Prefix("/api".into()));
+}
+
+#[test]
+fn child_exact_after_inherited_prefix_becomes_one_exact() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /static\n"),
+        proxy("default/child", "  routes:\n    - conditions:\n        - exact: /main.js\n      services:\n        - name: js\n          port: 80\n")
+    );
+    let c = compile_default(&yaml);
+    assert_eq!(path_of(&c, "js"), PathSpec::Exact("/static/main.js".into()));
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/static/main.js")).as_deref(), Some("default/js:80"));
+    assert_eq!(rule_for(&c, &get("http://root.example.com/static/main.jsx")), None);
+}
+
+#[test]
+fn child_regex_after_inherited_prefix_becomes_one_regex() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /static\n"),
+        proxy("default/child", "  routes:\n    - conditions:\n        - regex: /.*/main.js\n      services:\n        - name: js\n          port: 80\n")
+    );
+    let c = compile_default(&yaml);
+    assert_eq!(path_of(&c, "js"), PathSpec::Regex("/static/.*/main.js".into()));
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/static/v2/main.js")).as_deref(), Some("default/js:80"));
+    assert_eq!(rule_for(&c, &get("http://root.example.com/other/v2/main.js")), None);
+}
+
+#[test]
+fn exact_in_include_conditions_makes_the_include_invalid() {
+    for condition in ["exact: /api", "regex: /api.*"] {
+        let yaml = format!(
+            "{}{}",
+            proxy("default/root", &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - {condition}\n{}", route("root").trim_start_matches("  routes:\n").replace("    - services", "  routes:\n    - services"))),
+            proxy("default/child", &route("child"))
+        );
+        let c = compile_default(&yaml);
+        let root = status_of(&c, "HTTPProxy", "default", "root");
+        assert_eq!(root.status, Status::Invalid, "{condition}");
+        assert!(has_reason(root, "PathMatchConditionsNotValid"), "{condition}: {root:#?}");
+        // The include is skipped (no 502: nothing was delegated), the child is orphaned, and the
+        // root's own route still serves.
+        assert_eq!(status(&c, "HTTPProxy", "default", "child"), Status::Orphaned);
+        assert_eq!(cluster_for(&c, &get("http://root.example.com/api")).as_deref(), Some("default/root:80"));
+    }
+}
+
+#[test]
+fn at_most_one_path_condition_per_block() {
+    let yaml = proxy(
+        "default/root",
+        "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - prefix: /a\n        - exact: /b\n      services:\n        - name: s\n          port: 80\n",
+    );
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert_eq!(root.status, Status::Invalid);
+    assert!(has_reason(root, "PathMatchConditionsNotValid"));
+    assert!(c.table.rules.is_empty());
+}
+
+#[test]
+fn a_path_condition_must_start_with_a_slash() {
+    let yaml = proxy(
+        "default/root",
+        "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - prefix: api\n      services:\n        - name: s\n          port: 80\n",
+    );
+    let c = compile_default(&yaml);
+    assert!(message(status_of(&c, "HTTPProxy", "default", "root"), "PathMatchConditionsNotValid").contains("must start with '/'"));
+}
+
+#[test]
+fn header_and_query_conditions_are_unioned_down_the_tree() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api\n        - header:\n            name: X-Team\n            exact: shop\n"),
+        proxy("default/child", "  routes:\n    - conditions:\n        - queryParameter:\n            name: v\n            exact: \"2\"\n        - header:\n            name: x-canary\n            present: true\n      services:\n        - name: s\n          port: 80\n")
+    );
+    let c = compile_default(&yaml);
+    let rule = &c.table.rules[0];
+    let kinds: Vec<(ConditionSource, &str, MatchOp)> =
+        rule.conditions.iter().map(|c| (c.on, c.name.as_deref().unwrap(), c.op)).collect();
+    assert_eq!(
+        kinds,
+        [(ConditionSource::Header, "x-team", MatchOp::Exact), (ConditionSource::Query, "v", MatchOp::Exact), (ConditionSource::Header, "x-canary", MatchOp::Present)]
+    );
+    let request = get("http://root.example.com/api/x?v=2").header("X-Team", "shop").header("X-Canary", "yes");
+    assert_eq!(cluster_for(&c, &request).as_deref(), Some("default/s:80"));
+    assert_eq!(rule_for(&c, &get("http://root.example.com/api/x?v=2").header("X-Canary", "yes")), None);
+}
+
+fn header_conflict(include_header: &str, route_header: &str) -> switchyard::Compiled {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api\n        - header:\n            name: x-a\n            {include_header}\n")),
+        proxy("default/child", &format!("  routes:\n    - conditions:\n        - header:\n            name: X-A\n            {route_header}\n      services:\n        - name: s\n          port: 80\n    - services:\n        - name: other\n          port: 80\n"))
+    );
+    compile_default(&yaml)
+}
+
+#[test]
+fn duplicate_exact_header_conditions_make_the_proxy_invalid() {
+    for (a, b) in [("exact: \"1\"", "exact: \"2\""), ("exact: \"1\"", "exact: \"1\"")] {
+        let c = header_conflict(a, b);
+        let child = status_of(&c, "HTTPProxy", "default", "child");
+        assert_eq!(child.status, Status::Invalid);
+        assert!(has_reason(child, "DuplicateMatchConditionHeaders"), "{child:#?}");
+        // Un-routable: none of the child's routes is in the table.
+        assert!(c.table.rules.is_empty(), "{:#?}", c.table.rules);
+    }
+}
+
+#[test]
+fn present_and_notpresent_on_one_header_make_the_proxy_invalid() {
+    let c = header_conflict("present: true", "notpresent: true");
+    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "child"), "HeaderMatchConditionsNotValid"));
+    assert!(c.table.rules.is_empty());
+}
+
+#[test]
+fn exact_and_notexact_with_the_same_value_make_the_proxy_invalid() {
+    let c = header_conflict("exact: \"1\"", "notexact: \"1\"");
+    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "child"), "HeaderMatchConditionsNotValid"));
+    // Different values are fine.
+    let ok = header_conflict("exact: \"1\"", "notexact: \"2\"");
+    assert_eq!(status(&ok, "HTTPProxy", "default", "child"), Status::Valid);
+    assert_eq!(ok.table.rules.len(), 2);
+}
+
+#[test]
+fn missing_include_answers_502_for_its_conditions() {
+    let yaml = proxy(
+        "default/root",
+        &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: missing\n      conditions:\n        - prefix: /missing\n        - header:\n            name: x-team\n            exact: a\n{}", route("root").replace("  routes:\n", "  routes:\n")),
+    );
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert_eq!(root.status, Status::Invalid);
+    assert!(message(root, "IncludeNotFound").contains("default/missing not found"));
+    assert_eq!(direct_status(&c, &get("http://root.example.com/missing/x").header("x-team", "a")), Some(502));
+    // Requests outside the include's conditions are not affected.
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/missing/x")).as_deref(), Some("default/root:80"));
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/other")).as_deref(), Some("default/root:80"));
+}
+
+#[test]
+fn include_that_closes_a_cycle_answers_502() {
+    let yaml = format!(
+        "{}{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: a\n      conditions:\n        - prefix: /a\n"),
+        proxy("default/a", &format!("  includes:\n    - name: b\n      conditions:\n        - prefix: /b\n{}", route("sa"))),
+        proxy("default/b", "  includes:\n    - name: a\n      conditions:\n        - prefix: /again\n")
+    );
+    let c = compile_default(&yaml);
+    let b = status_of(&c, "HTTPProxy", "default", "b");
+    assert_eq!(b.status, Status::Invalid);
+    assert!(has_reason(b, "IncludeCreatesCycle"));
+    assert_eq!(direct_status(&c, &get("http://root.example.com/a/b/again/x")), Some(502));
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/a/x")).as_deref(), Some("default/sa:80"));
+}
+
+#[test]
+fn proxy_including_itself_is_a_cycle() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: a\n      conditions:\n        - prefix: /a\n"),
+        proxy("default/a", "  includes:\n    - name: a\n      conditions:\n        - prefix: /self\n")
+    );
+    let c = compile_default(&yaml);
+    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "a"), "IncludeCreatesCycle"));
+    assert_eq!(direct_status(&c, &get("http://root.example.com/a/self")), Some(502));
+}
+
+#[test]
+fn root_including_a_root_is_invalid() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: other\n      conditions:\n        - prefix: /other\n{}", route("root"))),
+        proxy("default/other", &format!("  virtualhost:\n    fqdn: other.example.com\n{}", route("other")))
+    );
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert_eq!(root.status, Status::Invalid);
+    assert!(has_reason(root, "RootIncludesRoot"));
+    // Skipped: no 502, the root's own route serves /other, and the other root keeps its own host.
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/other")).as_deref(), Some("default/root:80"));
+    assert_eq!(cluster_for(&c, &get("http://other.example.com/")).as_deref(), Some("default/other:80"));
+    assert_eq!(status(&c, "HTTPProxy", "default", "other"), Status::Valid);
+}
+
+#[test]
+fn proxies_no_valid_root_reaches_are_orphaned() {
+    let c = compile_default(&proxy("default/lonely", &route("lonely")));
+    let lonely = status_of(&c, "HTTPProxy", "default", "lonely");
+    assert_eq!(lonely.status, Status::Orphaned);
+    assert!(message(lonely, "Orphaned").contains("no valid root HTTPProxy includes"));
+    assert!(c.table.rules.is_empty());
+}
+
+#[test]
+fn include_defaults_to_the_parents_namespace_and_may_cross_namespaces() {
+    let yaml = format!(
+        "{}{}{}",
+        proxy("team/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: same\n      conditions:\n        - prefix: /same\n    - name: blog\n      namespace: marketing\n      conditions:\n        - prefix: /blog\n"),
+        proxy("team/same", &route("same")),
+        proxy("marketing/blog", &route("blog"))
+    );
+    let c = compile_default(&yaml);
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/same")).as_deref(), Some("team/same:80"));
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/blog")).as_deref(), Some("marketing/blog:80"));
+}
+
+#[test]
+fn root_namespaces_make_roots_elsewhere_invalid_and_their_children_orphaned() {
+    let yaml = format!(
+        "{}{}{}",
+        proxy("team/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /c\n"),
+        proxy("team/child", &route("child")),
+        proxy("infra/root", &format!("  virtualhost:\n    fqdn: infra.example.com\n{}", route("infra")))
+    );
+    let options = Options { root_namespaces: vec!["infra".into()], ..Options::default() };
+    let c = compile_yaml(&yaml, &options);
+    let team_root = status_of(&c, "HTTPProxy", "team", "root");
+    assert_eq!(team_root.status, Status::Invalid);
+    assert!(has_reason(team_root, "RootProxyNotAllowedInNamespace"));
+    assert_eq!(status(&c, "HTTPProxy", "team", "child"), Status::Orphaned);
+    assert_eq!(status(&c, "HTTPProxy", "infra", "root"), Status::Valid);
+    assert_eq!(rule_names(&c), ["HTTPProxy/infra/root#0"]);
+}
+
+#[test]
+fn httpproxy_prefix_is_a_string_prefix() {
+    let yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - prefix: /foo\n      services:\n        - name: foo\n          port: 80\n");
+    let c = compile_default(&yaml);
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/foobar")).as_deref(), Some("default/foo:80"));
+}
+
+#[test]
+fn weighted_services_become_weighted_backends() {
+    let yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - services:\n        - name: v1\n          port: 8080\n          weight: 90\n        - name: v2\n          port: 8080\n          weight: 10\n    - conditions:\n        - prefix: /even\n      services:\n        - name: a\n          port: 80\n        - name: b\n          port: 80\n");
+    let c = compile_default(&yaml);
+    let weights = |i: usize| match &c.table.rules[i].action {
+        ActionSpec::Route(r) => r.backends.iter().map(|b| (b.cluster.clone(), b.weight)).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(weights(0), [("default/a:80".to_owned(), 1), ("default/b:80".to_owned(), 1)]);
+    assert_eq!(weights(1), [("default/v1:8080".to_owned(), 90), ("default/v2:8080".to_owned(), 10)]);
+}
+
+#[test]
+fn replace_prefix_and_request_headers_policy_reach_the_table() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api\n"),
+        proxy("default/child", "  routes:\n    - services:\n        - name: s\n          port: 80\n      pathRewritePolicy:\n        replacePrefix:\n          - replacement: /\n      requestHeadersPolicy:\n        set:\n          - name: x-team\n            value: shop\n        remove:\n          - x-debug\n")
+    );
+    let c = compile_default(&yaml);
+    let ActionSpec::Route(action) = &c.table.rules[0].action else { panic!() };
+    assert_eq!(action.rewrite_prefix.as_deref(), Some("/"));
+    assert_eq!(action.set_headers[0].name, "x-team");
+    assert_eq!(action.remove_headers, ["x-debug"]);
+    let t = table(&c);
+    let decision = t.route(&get("http://root.example.com/api/users"), 0).unwrap();
+    assert_eq!(decision.rule.upstream_path("/api/users").as_deref(), Some("/users"));
+}
+
+#[test]
+fn every_httpproxy_gets_a_status() {
+    let yaml = format!(
+        "{}{}{}",
+        proxy("default/root", ROOT_TO_CHILD),
+        proxy("default/child", &route("c")),
+        proxy("default/lonely", &route("l"))
+    );
+    let c = compile_default(&yaml);
+    let proxies: Vec<(&str, Status)> =
+        c.statuses.iter().filter(|s| s.kind == "HTTPProxy").map(|s| (s.name.as_str(), s.status)).collect();
+    assert_eq!(proxies, [("child", Status::Valid), ("lonely", Status::Orphaned), ("root", Status::Valid)]);
+}
+
+#[test]
+fn a_bad_route_regex_is_refused_by_the_compiler_not_the_filter() {
+    let yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - regex: /(unclosed\n      services:\n        - name: s\n          port: 80\n    - services:\n        - name: ok\n          port: 80\n");
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert!(has_reason(root, "RouteNotValid"), "{root:#?}");
+    // The refused route keeps its number: names do not shift when one route is fixed.
+    assert_eq!(rule_names(&c), ["HTTPProxy/default/root#1"]);
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/(unclosed")).as_deref(), Some("default/ok:80"));
+}
