@@ -79,7 +79,7 @@ pub fn process(
                 book.add(&key, Status::Ignored, "Ignored", "IgnoredByClass", format!("not ours: {why}"));
                 continue;
             }
-            Ok(why) => book.add(&key, Status::Accepted, "Accepted", "ClassMatches", format!("ours: {why}")),
+            Ok(why) => book.add(&key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}")),
         }
         let conditions = match router_conditions(ingress) {
             Ok(conditions) => conditions,

@@ -168,7 +168,8 @@ fn split_documents(text: &str) -> Vec<(usize, String)> {
 fn yaml_error(error: &serde_yaml::Error, file: &str, start: usize, document: &str) -> LoadError {
     let (line, column) = error.location().map_or((0, 0), |l| (l.line(), l.column()));
     let source_line = document.lines().nth(line.saturating_sub(1)).unwrap_or_default();
-    let message = error.to_string();
+    // serde_yaml counts lines within the document; say them as lines of the file.
+    let message = shift_lines(&error.to_string(), start.saturating_sub(1));
     let hint = if source_line.contains(": *") || source_line.trim_start().starts_with("- *") || message.contains("anchor") {
         let fixed = quote_star(source_line);
         format!(
@@ -185,6 +186,24 @@ fn yaml_error(error: &serde_yaml::Error, file: &str, start: usize, document: &st
         message: format!("YAML error: {message}"),
         hint,
     }
+}
+
+/// Rewrites every `line N` in a parser message to `line N + offset`.
+fn shift_lines(message: &str, offset: usize) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("line ") {
+        let (head, tail) = rest.split_at(at + 5);
+        out.push_str(head);
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        match tail[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + offset).to_string()),
+            Err(_) => out.push_str(&tail[..digits]),
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `host: *.net` → `host: "*.net"`.

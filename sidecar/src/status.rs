@@ -43,7 +43,7 @@ impl Status {
 /// One condition of a resource's status.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Condition {
-    /// `Accepted`, `Valid`, `Ignored`, `Orphaned`, `Error` or `Warning`.
+    /// `Info`, `Valid`, `Ignored`, `Orphaned`, `Error` or `Warning`.
     #[serde(rename = "type")]
     pub kind: String,
     /// A CamelCase reason (`HostTaken`, `IncludeNotFound`, ...).

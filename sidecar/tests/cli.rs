@@ -1,0 +1,194 @@
+//! The `switchyard` binary on real files: compile output, status JSON shape, exit codes, YAML errors
+//! naming file and line, and `explain` in JSON and human form.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn switchyard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchyard")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn example(name: &str) -> String {
+    common::examples_dir().join(name).display().to_string()
+}
+
+/// Compiles an example into `dir/table.json`; returns its path.
+fn compile_into(dir: &Path, name: &str, extra: &[&str]) -> String {
+    let table = dir.join("table.json").display().to_string();
+    let mut args = vec!["compile".to_owned(), example(name), "-o".to_owned(), table.clone()];
+    args.extend(common::example_args(name));
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard")).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    table
+}
+
+#[test]
+fn compile_prints_the_table_on_stdout_and_a_summary_on_stderr() {
+    let out = switchyard(&["compile", &example("002-cond-priority"), "--ingress-class", "bfe"]);
+    assert_eq!(out.status.code(), Some(0));
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table["version"], 1);
+    assert_eq!(table["rules"].as_array().unwrap().len(), 2);
+    let summary = text(&out.stderr);
+    assert!(summary.contains("Ingress: 2 accepted"), "{summary}");
+    assert!(summary.contains("table: 2 rules, 1 hosts"), "{summary}");
+    assert!(summary.contains("warnings"), "{summary}");
+}
+
+#[test]
+fn compile_writes_table_and_status_files_with_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t.json");
+    let status = dir.path().join("s.json");
+    let out = switchyard(&["compile", &example("003-host-collision"), "-o", table.to_str().unwrap(), "--status", status.to_str().unwrap()]);
+    // Rejected resources are status, not failure.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&status).unwrap()).unwrap();
+    let entries = report.as_array().unwrap();
+    for entry in entries {
+        let keys: Vec<&str> = entry.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["conditions", "kind", "name", "namespace", "status"]);
+        assert!(["accepted", "ignored", "rejected", "valid", "invalid", "orphaned"].contains(&entry["status"].as_str().unwrap()));
+        for condition in entry["conditions"].as_array().unwrap() {
+            let keys: Vec<&str> = condition.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(keys, ["message", "reason", "type"]);
+        }
+    }
+    let rejected = entries.iter().find(|e| e["name"] == "cafe-ingress-2").unwrap();
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["kind"], "Ingress");
+    assert!(switchyard_table::RouteTable::from_json(&std::fs::read(&table).unwrap()).is_ok());
+}
+
+#[test]
+fn compile_fails_on_a_yaml_error_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hosts.yaml");
+    std::fs::write(&file, "kind: Ingress\napiVersion: networking.k8s.io/v1\nmetadata:\n  name: x\nspec:\n  rules:\n    - host: *.net\n").unwrap();
+    let out = switchyard(&["compile", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let error = text(&out.stderr);
+    assert!(error.contains(&format!("{}:7:", file.display())), "{error}");
+    assert!(error.contains("host: \"*.net\""), "{error}");
+}
+
+#[test]
+fn compile_fails_on_a_missing_path() {
+    let out = switchyard(&["compile", "/nonexistent/dir"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("/nonexistent/dir: cannot read"));
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    assert_eq!(switchyard(&["compile"]).status.code(), Some(2));
+    assert_eq!(switchyard(&["compile", "x", "--host-collision", "sometimes"]).status.code(), Some(2));
+    assert_eq!(switchyard(&["explain", "http://x/"]).status.code(), Some(2));
+}
+
+#[test]
+fn help_teaches_with_examples() {
+    for args in [&["--help"][..], &["compile", "--help"], &["explain", "--help"]] {
+        let out = switchyard(args);
+        assert_eq!(out.status.code(), Some(0));
+        let help = text(&out.stdout);
+        assert!(help.contains("Examples:"), "{args:?}: {help}");
+    }
+    let help = text(&switchyard(&["compile", "--help"]).stdout);
+    for flag in ["--ingress-class", "--empty-ingress-class", "--controller-name", "--host-collision", "--root-namespaces", "--cluster-template", "--cluster-header", "--no-route", "--status"] {
+        assert!(help.contains(flag), "{flag}");
+    }
+    assert!(help.contains("TLS settings"), "{help}");
+}
+
+#[test]
+fn explain_json_names_rule_cluster_status_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = compile_into(dir.path(), "002-multi-cond-priority", &[]);
+    let out = switchyard(&["explain", "--table", &table, "--json", "http://example.net/bar/foo", "-H", "Header-key: value", "--cookie", "cookie-key=value"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        decision,
+        serde_json::json!({"rule": "Ingress/production/multi_cond_priority2#0", "cluster": "production/service2:80", "status": 200, "path": "/bar/foo"})
+    );
+    // The seed's curl spelling `--cookie "cookie-key: value"` means the same cookie.
+    let out = switchyard(&["explain", "--table", &table, "--json", "http://example.net/bar/foo", "--cookie", "cookie-key: value"]);
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision["rule"], "Ingress/production/multi_cond_priority2#0");
+}
+
+#[test]
+fn explain_json_reports_404_when_no_rule_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = compile_into(dir.path(), "002-multi-cond-priority", &[]);
+    let out = switchyard(&["explain", "--table", &table, "--json", "http://example.net/bar/foo"]);
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision, serde_json::json!({"rule": null, "cluster": null, "status": 404, "path": "/bar/foo"}));
+}
+
+#[test]
+fn explain_json_reports_502_for_a_broken_include() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("root.yaml"),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: root}\nspec:\n  virtualhost: {fqdn: root.example.com}\n  includes:\n    - name: gone\n      conditions: [{prefix: /gone}]\n",
+    )
+    .unwrap();
+    let table = dir.path().join("t.json");
+    assert!(switchyard(&["compile", dir.path().join("root.yaml").to_str().unwrap(), "-o", table.to_str().unwrap()]).status.success());
+    let out = switchyard(&["explain", "--table", table.to_str().unwrap(), "--json", "http://root.example.com/gone/x"]);
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision, serde_json::json!({"rule": "HTTPProxy/default/root#0", "cluster": null, "status": 502, "path": "/gone/x"}));
+}
+
+#[test]
+fn explain_human_form_names_the_winner_and_why_each_other_candidate_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = compile_into(dir.path(), "002-path-priority", &[]);
+    let out = switchyard(&["explain", "--table", &table, "http://example.net/bar/foo", "-H", "Key: value"]);
+    let human = text(&out.stdout);
+    assert!(human.contains("winner: Ingress/production/path_priority1#0 -> cluster production/service1:80"), "{human}");
+    assert!(human.contains("Ingress/production/path_priority2#0 (position 1): ranked lower by path precision"), "{human}");
+    // Without the header... path_priority1 still wins, and a failed condition is named when one decides.
+    let table = compile_into(dir.path(), "002-cond-priority", &[]);
+    let out = switchyard(&["explain", "--table", &table, "http://example.net/bar/foo"]);
+    let human = text(&out.stdout);
+    assert!(human.contains("winner: Ingress/production/cond_priority2#0"), "{human}");
+    assert!(human.contains("Ingress/production/cond_priority1#0 (position 0): its condition failed: header key exact \"value\""), "{human}");
+}
+
+#[test]
+fn explain_shows_the_rewritten_upstream_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("root.yaml"),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: root}\nspec:\n  virtualhost: {fqdn: root.example.com}\n  routes:\n    - conditions: [{prefix: /api}]\n      services: [{name: api, port: 80}]\n      pathRewritePolicy: {replacePrefix: [{replacement: /v2}]}\n",
+    )
+    .unwrap();
+    let table = dir.path().join("t.json");
+    assert!(switchyard(&["compile", dir.path().to_str().unwrap(), "-o", table.to_str().unwrap()]).status.success());
+    let out = switchyard(&["explain", "--table", table.to_str().unwrap(), "--json", "http://root.example.com/api/users?id=1"]);
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision["path"], "/v2/users?id=1");
+    assert_eq!(decision["cluster"], "default/api:80");
+}
+
+#[test]
+fn explain_refuses_an_invalid_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t.json");
+    std::fs::write(&table, r#"{"version": 2}"#).unwrap();
+    let out = switchyard(&["explain", "--table", table.to_str().unwrap(), "http://x/"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("unsupported table version 2"), "{}", text(&out.stderr));
+}

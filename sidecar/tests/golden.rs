@@ -1,0 +1,99 @@
+//! Golden tables for `examples/`: the binary recompiles every example and must write exactly the
+//! checked-in bytes (`sidecar/tests/golden/<example>.json` and `.status.json`); and the same
+//! manifests split into one file per document, under shuffled names, give the same bytes.
+//!
+//! After an intended change: `UPDATE_GOLDEN=1 cargo test -p switchyard --test golden`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+fn examples() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(common::examples_dir())
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs `switchyard compile PATHS ARGS`, returning (table bytes, status bytes).
+fn compile(paths: &[PathBuf], example: &str, out_dir: &Path) -> (Vec<u8>, Vec<u8>) {
+    let table = out_dir.join("table.json");
+    let status = out_dir.join("status.json");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    command.arg("compile").args(paths).args(common::example_args(example)).arg("-o").arg(&table).arg("--status").arg(&status);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{example}: {}", String::from_utf8_lossy(&out.stderr));
+    (std::fs::read(&table).unwrap(), std::fs::read(&status).unwrap())
+}
+
+fn check(path: &Path, actual: &[u8]) {
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(path).unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+    assert!(
+        expected == actual,
+        "{} differs from the compiler's output:\n{}",
+        path.display(),
+        String::from_utf8_lossy(actual)
+    );
+}
+
+#[test]
+fn every_example_compiles_to_its_golden_table_and_status() {
+    let names = examples();
+    assert!(names.len() >= 12, "{names:?}");
+    let out = tempfile::tempdir().unwrap();
+    for name in &names {
+        let (table, status) = compile(&[common::examples_dir().join(name)], name, out.path());
+        check(&golden_dir().join(format!("{name}.json")), &table);
+        check(&golden_dir().join(format!("{name}.status.json")), &status);
+    }
+}
+
+#[test]
+fn shuffled_files_and_documents_give_byte_identical_tables() {
+    let out = tempfile::tempdir().unwrap();
+    for name in examples() {
+        let (table, status) = compile(&[common::examples_dir().join(&name)], &name, out.path());
+        // Split every manifest into one file per document, named so that sorting reverses them,
+        // and pass the files on the command line in a scrambled order.
+        let split = tempfile::tempdir().unwrap();
+        let mut documents = Vec::new();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(common::examples_dir().join(&name)).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml")) {
+            let text = std::fs::read_to_string(file).unwrap();
+            if text.contains("kind: List") {
+                documents.push(text);
+                continue;
+            }
+            documents.extend(text.split("\n---\n").map(str::to_owned));
+        }
+        let count = documents.len();
+        let mut paths = Vec::new();
+        for (i, document) in documents.into_iter().enumerate() {
+            let path = split.path().join(format!("{:03}.yaml", count - i));
+            std::fs::write(&path, document).unwrap();
+            paths.push(path);
+        }
+        let mut scrambled = Vec::new();
+        let (even, odd): (Vec<_>, Vec<_>) = paths.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        scrambled.extend(odd.into_iter().map(|(_, p)| p));
+        scrambled.extend(even.into_iter().rev().map(|(_, p)| p));
+        let (shuffled_table, shuffled_status) = compile(&scrambled, &name, out.path());
+        assert!(table == shuffled_table, "{name}: the table depends on file order");
+        assert!(status == shuffled_status, "{name}: the status depends on file order");
+    }
+}
