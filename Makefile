@@ -74,11 +74,13 @@ test-envoy: build-wasm envoy
 # ---- run -------------------------------------------------------------------------------------
 # Envoy (envoy.yaml) with the filter and the examples' table, local backends, sample requests; Ctrl-C stops all.
 run: build envoy
+	cargo build --release -p switchyard-e2e --bin switchyard-demo
 	ENVOY_BIN=$(abspath $(ENVOY)) scripts/run.sh
 
 # ---- benchmarks ------------------------------------------------------------------------------
 bench:
 	cargo bench -p switchyard-table --bench lookup
+	cargo bench -p switchyard --bench compile
 
 clean:
 	rm -rf $(BUILD) target

@@ -190,7 +190,7 @@ fn exact_and_notexact_with_the_same_value_make_the_proxy_invalid() {
 fn missing_include_answers_502_for_its_conditions() {
     let yaml = proxy(
         "default/root",
-        &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: missing\n      conditions:\n        - prefix: /missing\n        - header:\n            name: x-team\n            exact: a\n{}", route("root").replace("  routes:\n", "  routes:\n")),
+        &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: missing\n      conditions:\n        - prefix: /missing\n        - header:\n            name: x-team\n            exact: a\n{}", route("root")),
     );
     let c = compile_default(&yaml);
     let root = status_of(&c, "HTTPProxy", "default", "root");
