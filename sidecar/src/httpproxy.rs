@@ -535,3 +535,36 @@ fn conflicts(conditions: &[ConditionSpec]) -> Result<(), (&'static str, String)>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_concatenate_and_repeated_slashes_collapse() {
+        assert_eq!(join_path("/api", "/v1"), "/api/v1");
+        assert_eq!(join_path("/api/", "/v1"), "/api/v1");
+        assert_eq!(join_path("", "/"), "/");
+        assert_eq!(join_path("/service2", "/"), "/service2/");
+        assert_eq!(join_path("", ""), "/");
+    }
+
+    #[test]
+    fn inherited_prefix_goes_in_front_of_a_regex_escaped() {
+        assert_eq!(join_regex("/static", "/.*/main.js"), "/static/.*/main.js");
+        assert_eq!(join_regex("", "/.*"), "/.*");
+        assert_eq!(join_regex("/v1.0/", "/x+"), "/v1\\.0/x+");
+    }
+
+    #[test]
+    fn header_conflicts_are_found_case_insensitively_after_lowercasing() {
+        let exact = |v: &str| spec(ConditionSource::Header, "x-a", MatchOp::Exact, Some(v.to_owned()), false);
+        assert!(conflicts(&[exact("1"), exact("2")]).is_err());
+        assert!(conflicts(&[exact("1")]).is_ok());
+        let not_exact = spec(ConditionSource::Header, "x-a", MatchOp::Exact, Some("2".into()), true);
+        assert!(conflicts(&[exact("1"), not_exact]).is_ok());
+        // Query parameters may repeat.
+        let query = |v: &str| spec(ConditionSource::Query, "x-a", MatchOp::Exact, Some(v.to_owned()), false);
+        assert!(conflicts(&[query("1"), query("2")]).is_ok());
+    }
+}

@@ -366,3 +366,26 @@ fn upgrade_backend(backend: &mut Map<String, Value>) -> usize {
     backend.entry("service").or_insert(Value::Object(service));
     1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_split_at_marker_lines_with_their_first_line() {
+        let docs = split_documents("# c\n---\na: 1\n--- # two\nb: 2\n---\n\n--- {c: 3}\n");
+        let starts: Vec<usize> = docs.iter().map(|(line, _)| *line).collect();
+        assert_eq!(starts, [3, 5, 8]);
+        assert_eq!(docs[2].1, "{c: 3}\n");
+    }
+
+    #[test]
+    fn parser_line_numbers_shift_to_file_lines() {
+        assert_eq!(shift_lines("x at line 3 column 4, while y at line 2", 10), "x at line 13 column 4, while y at line 12");
+    }
+
+    #[test]
+    fn unquoted_star_is_quoted_in_the_hint() {
+        assert_eq!(quote_star("    - host: *.net"), "    - host: \"*.net\"");
+    }
+}

@@ -166,9 +166,33 @@ pub fn validate_rule(rule: &RuleSpec) -> Result<(), String> {
     RouteTable::try_from(spec).map(|_| ()).map_err(|e| e.to_string())
 }
 
-/// Lowercases a host and removes a trailing dot (ROUTING.md §2: hosts compare after normalisation).
+/// Lowercases a host and removes a port and a trailing dot (ROUTING.md §2: hosts compare after
+/// normalisation).
 pub fn normalize_host(host: &str) -> String {
     let host = host.trim();
+    let host = match host.rsplit_once(':') {
+        Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
     let host = host.strip_suffix('.').unwrap_or(host);
     host.to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_lose_case_port_and_trailing_dot() {
+        assert_eq!(normalize_host("Shop.Example.COM."), "shop.example.com");
+        assert_eq!(normalize_host("shop.example.com:8443"), "shop.example.com");
+        assert_eq!(normalize_host("*.Example.net"), "*.example.net");
+    }
+
+    #[test]
+    fn cluster_template_fills_namespace_service_and_port() {
+        let options = Options { cluster_template: "outbound|{port}||{service}.{namespace}.svc".into(), ..Options::default() };
+        assert_eq!(options.cluster("shop", "api", 8080), "outbound|8080||api.shop.svc");
+        assert_eq!(Options::default().cluster("shop", "api", 80), "shop/api:80");
+    }
 }

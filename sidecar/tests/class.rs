@@ -214,3 +214,26 @@ fn httpproxy_follows_the_same_class_rules() {
     let by_field = compile_default(&format!("{}{}", ingress_class("sy", OURS, false, ""), proxy("", "  ingressClassName: sy\n")));
     assert_eq!(status(&by_field, "HTTPProxy", "default", "root"), Status::Valid);
 }
+
+#[test]
+fn an_ingress_class_change_re_evaluates_every_resource() {
+    // The compiler is a pure function of all objects: adding, removing or moving the default class
+    // changes the outcome of every classless resource at once.
+    let resources = format!(
+        "{}{}",
+        simple_ingress("a", "a.example.com", "/", "a", "", None),
+        simple_ingress("b", "b.example.com", "/", "b", "", None)
+    );
+    let before = compile_default(&resources);
+    let with_other_default = compile_default(&format!("{}{resources}", ingress_class("traefik", OTHER, true, "")));
+    let default_moved = compile_default(&format!(
+        "{}{}{resources}",
+        ingress_class("traefik", OTHER, true, "2024-01-01T00:00:00Z"),
+        ingress_class("sy", OURS, true, "2024-02-01T00:00:00Z")
+    ));
+    for name in ["a", "b"] {
+        assert_eq!(status(&before, "Ingress", "default", name), Status::Accepted);
+        assert_eq!(status(&with_other_default, "Ingress", "default", name), Status::Ignored);
+        assert_eq!(status(&default_moved, "Ingress", "default", name), Status::Accepted);
+    }
+}

@@ -192,3 +192,48 @@ fn explain_refuses_an_invalid_table() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("unsupported table version 2"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn compile_flags_reach_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("m.yaml"),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: root, namespace: infra}\nspec:\n  virtualhost: {fqdn: root.example.com}\n  routes: [{services: [{name: api, port: 80}]}]\n---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: root, namespace: team}\nspec:\n  virtualhost: {fqdn: team.example.com}\n  routes: [{services: [{name: api, port: 80}]}]\n",
+    )
+    .unwrap();
+    let status = dir.path().join("s.json");
+    let out = switchyard(&[
+        "compile",
+        dir.path().to_str().unwrap(),
+        "--cluster-template",
+        "outbound|{port}||{service}.{namespace}.svc.cluster.local",
+        "--cluster-header",
+        "x-cluster",
+        "--no-route",
+        "pass",
+        "--root-namespaces",
+        "infra,other",
+        "--host-collision",
+        "winner",
+        "--debug-rule-header",
+        "--status",
+        status.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table["cluster_header"], "x-cluster");
+    assert_eq!(table["no_route"], "pass");
+    assert_eq!(table["debug_rule_header"], true);
+    assert_eq!(table["rules"].as_array().unwrap().len(), 1);
+    assert_eq!(table["rules"][0]["action"]["route"]["backends"][0]["cluster"], "outbound|80||api.infra.svc.cluster.local");
+    let report = text(&std::fs::read(&status).unwrap());
+    assert!(report.contains("RootProxyNotAllowedInNamespace"), "{report}");
+}
+
+#[test]
+fn summary_counts_resources_by_status_and_lists_the_problems() {
+    let out = switchyard(&["compile", &example("004-across-namespaces")]);
+    let summary = text(&out.stderr);
+    assert!(summary.contains("HTTPProxy: 2 valid, 1 orphaned"), "{summary}");
+    assert!(summary.contains("HTTPProxy marketing/orphan (orphaned): Orphaned:"), "{summary}");
+}

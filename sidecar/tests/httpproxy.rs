@@ -347,3 +347,30 @@ fn a_bad_route_regex_is_refused_by_the_compiler_not_the_filter() {
     assert_eq!(rule_names(&c), ["HTTPProxy/default/root#1"]);
     assert_eq!(cluster_for(&c, &get("http://root.example.com/(unclosed")).as_deref(), Some("default/ok:80"));
 }
+
+#[test]
+fn include_of_a_proxy_of_another_class_is_not_found_and_answers_502() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /c\n"),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata:\n  name: child\n  namespace: default\n  annotations:\n    kubernetes.io/ingress.class: other\nspec:\n  routes:\n    - services:\n        - name: s\n          port: 80\n"
+    );
+    let c = compile_default(&yaml);
+    let why = message(status_of(&c, "HTTPProxy", "default", "root"), "IncludeNotFound");
+    assert!(why.contains("exists but is not ours"), "{why}");
+    assert_eq!(status(&c, "HTTPProxy", "default", "child"), Status::Ignored);
+    assert_eq!(direct_status(&c, &get("http://root.example.com/c")), Some(502));
+}
+
+#[test]
+fn the_502_rule_sits_below_routes_that_are_more_precise() {
+    // A broken include under /api answers 502 only where no more precise rule of the tree matches.
+    let yaml = proxy(
+        "default/root",
+        "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: missing\n      conditions:\n        - prefix: /api\n  routes:\n    - conditions:\n        - prefix: /api/health\n      services:\n        - name: health\n          port: 80\n",
+    );
+    let c = compile_default(&yaml);
+    assert_eq!(cluster_for(&c, &get("http://root.example.com/api/health")).as_deref(), Some("default/health:80"));
+    assert_eq!(direct_status(&c, &get("http://root.example.com/api/users")), Some(502));
+    assert_eq!(rule_for(&c, &get("http://root.example.com/other")), None);
+}
