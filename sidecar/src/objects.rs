@@ -324,3 +324,37 @@ pub fn key_of(kind: Kind, meta: &ObjectMeta) -> ResourceKey {
 pub fn annotation<'m>(meta: &'m ObjectMeta, key: &str) -> Option<&'m str> {
     meta.annotations.as_ref().and_then(|a: &BTreeMap<String, String>| a.get(key)).map(String::as_str)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn httpproxy_is_contours_custom_resource() {
+        use kube::Resource;
+        assert_eq!(HTTPProxy::kind(&()), "HTTPProxy");
+        assert_eq!(HTTPProxy::group(&()), "projectcontour.io");
+        assert_eq!(HTTPProxy::version(&()), "v1");
+        assert_eq!(HTTPProxy::plural(&()), "httpproxies");
+    }
+
+    #[test]
+    fn httpproxy_ignores_fields_it_does_not_route_on() {
+        let proxy: HTTPProxy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+            "metadata": {"name": "root"},
+            "spec": {"virtualhost": {"fqdn": "a.example.com", "tls": {"secretName": "s"}},
+                     "routes": [{"services": [{"name": "s", "port": 80}], "timeoutPolicy": {"response": "1s"}}]}
+        }))
+        .unwrap();
+        assert_eq!(proxy.spec.virtualhost.map(|v| v.fqdn).as_deref(), Some("a.example.com"));
+    }
+
+    #[test]
+    fn missing_timestamp_is_older_than_any_timestamp() {
+        let key = ResourceKey { kind: Kind::Ingress, namespace: "ns".into(), name: "a".into() };
+        let unstamped = Age { created: None, uid: "z".into(), key: key.clone() };
+        let stamped = Age { created: Some((0, 0)), uid: "a".into(), key };
+        assert!(unstamped < stamped);
+    }
+}
