@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-wasm32 test-host-sim bench setup clean
+.PHONY: build build-wasm build-native test test-native test-wasm32 test-host-sim bench setup clean envoy test-envoy run bench-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
