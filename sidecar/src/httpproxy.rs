@@ -44,6 +44,7 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
         reached: BTreeSet::new(),
         unroutable: BTreeSet::new(),
         checked: BTreeMap::new(),
+        visits: 0,
     };
     for (key, proxy) in &eligible {
         let Some(vhost) = proxy.spec.virtualhost.as_ref() else { continue };
@@ -76,6 +77,7 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
             conditions: Vec::new(),
             stack: vec![key.clone()],
         };
+        walker.visits = 0;
         walker.visit(key, &context);
     }
     let Walker { drafts, reached, unroutable, book, .. } = walker;
@@ -127,7 +129,14 @@ struct Walker<'a> {
     unroutable: BTreeSet<ResourceKey>,
     /// Proxies whose own condition blocks were checked: `true` when they are sound.
     checked: BTreeMap<ResourceKey, bool>,
+    /// Proxies visited for the current root.
+    visits: usize,
 }
+
+/// The deepest include chain followed.
+const MAX_DEPTH: usize = 64;
+/// The most proxy visits one root's tree may take (a proxy included twice is visited twice).
+const MAX_VISITS_PER_ROOT: usize = 10_000;
 
 impl Walker<'_> {
     fn invalid(&mut self, key: &ResourceKey, reason: &str, message: String) {
@@ -144,6 +153,16 @@ impl Walker<'_> {
 
     fn visit(&mut self, key: &ResourceKey, context: &Context) {
         let Some(proxy) = self.proxies.get(key).copied() else { return };
+        // Diamonds of includes multiply; a chain can be as deep as there are proxies. Bound both so
+        // that no input can exhaust the stack or the time.
+        if context.stack.len() > MAX_DEPTH || self.visits >= MAX_VISITS_PER_ROOT {
+            let message = format!(
+                "the include tree below this root is deeper than {MAX_DEPTH} levels or visits more than {MAX_VISITS_PER_ROOT} proxies; the part beyond that is not routed"
+            );
+            self.invalid(&context.root, "IncludeTreeTooLarge", message);
+            return;
+        }
+        self.visits += 1;
         self.reached.insert(key.clone());
         if !self.blocks_are_sound(key, proxy) {
             return;

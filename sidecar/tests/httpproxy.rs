@@ -374,3 +374,31 @@ fn the_502_rule_sits_below_routes_that_are_more_precise() {
     assert_eq!(direct_status(&c, &get("http://root.example.com/api/users")), Some(502));
     assert_eq!(rule_for(&c, &get("http://root.example.com/other")), None);
 }
+
+#[test]
+fn include_trees_that_explode_are_cut_with_a_status() {
+    // 20 levels of diamonds: 2^20 paths from the root. The walk is bounded and says so.
+    let mut yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: l0\n      conditions: [{prefix: /a}]\n    - name: l0\n      conditions: [{prefix: /b}]\n");
+    for level in 0..20 {
+        let next = level + 1;
+        yaml.push_str(&proxy(
+            &format!("default/l{level}"),
+            &format!("  includes:\n    - name: l{next}\n      conditions: [{{prefix: /a}}]\n    - name: l{next}\n      conditions: [{{prefix: /b}}]\n"),
+        ));
+    }
+    yaml.push_str(&proxy("default/l20", &route("leaf")));
+    let c = compile_default(&yaml);
+    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "root"), "IncludeTreeTooLarge"));
+    assert!(c.table.rules.len() <= 10_000);
+}
+
+#[test]
+fn a_long_include_chain_is_cut_with_a_status() {
+    let mut yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: c0\n");
+    for i in 0..100 {
+        yaml.push_str(&proxy(&format!("default/c{i}"), &format!("  includes:\n    - name: c{}\n", i + 1)));
+    }
+    yaml.push_str(&proxy("default/c100", &route("leaf")));
+    let c = compile_default(&yaml);
+    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "root"), "IncludeTreeTooLarge"));
+}
