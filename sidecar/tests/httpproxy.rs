@@ -402,3 +402,17 @@ fn a_long_include_chain_is_cut_with_a_status() {
     let c = compile_default(&yaml);
     assert!(has_reason(status_of(&c, "HTTPProxy", "default", "root"), "IncludeTreeTooLarge"));
 }
+
+#[test]
+fn replace_prefix_entry_is_chosen_by_the_matched_prefix() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: app\n      conditions: [{prefix: /v1/app}]\n    - name: app\n      conditions: [{prefix: /v2/app}]\n"),
+        proxy("default/app", "  routes:\n    - services: [{name: app, port: 80}]\n      pathRewritePolicy:\n        replacePrefix:\n          - prefix: /v1/app\n            replacement: /app/v1\n          - replacement: /app\n")
+    );
+    let c = compile_default(&yaml);
+    let t = table(&c);
+    let upstream = |path: &str| t.route(&get(&format!("http://root.example.com{path}")), 0).unwrap().rule.upstream_path(path);
+    assert_eq!(upstream("/v1/app/x").as_deref(), Some("/app/v1/x"));
+    assert_eq!(upstream("/v2/app/x").as_deref(), Some("/app/x"));
+}
