@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-wasm32 test-host-sim bench setup clean envoy test-envoy run bench-envoy
+.PHONY: build build-wasm build-native test test-native test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -60,7 +60,8 @@ test-native:
 PROBE_WASM := target/host-sim-probe/wasm32-wasip1/release/host_sim_probe.wasm
 test-host-sim: build-wasm
 	cargo build --release --target wasm32-wasip1 --manifest-path host-sim/tests/probe-module/Cargo.toml --target-dir target/host-sim-probe
-	SWITCHYARD_WASM=$(abspath $(WASM)) HOST_SIM_PROBE_WASM=$(abspath $(PROBE_WASM)) cargo test -p switchyard-host-sim
+	SWITCHYARD_WASM=$(abspath $(WASM)) HOST_SIM_PROBE_WASM=$(abspath $(PROBE_WASM)) \
+	  HOST_SIM_CACHE_DIR=$(abspath target/host-sim-cache) cargo test -p switchyard-host-sim
 
 # The table crate's tests again, compiled to wasm32 and run under Node by wasm-bindgen-test.
 test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)
@@ -81,6 +82,17 @@ run: build envoy
 bench:
 	cargo bench -p switchyard-table --bench lookup
 	cargo bench -p switchyard --bench compile
+
+# host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules
+# (tables from host-sim/bench/table.py). Figures in BENCHMARKS.md.
+bench-host-sim: build-wasm
+	cargo build --release -p switchyard-host-sim
+	mkdir -p target/host-sim-bench
+	for n in 10 10000; do \
+	  python3 host-sim/bench/table.py $$n > target/host-sim-bench/table-$$n.json 2> target/host-sim-bench/url-$$n; \
+	  echo "$$n rules: $$(target/release/host-sim --wasm $(WASM) --config target/host-sim-bench/table-$$n.json \
+	    bench --requests 300000 $$(cat target/host-sim-bench/url-$$n))"; \
+	done
 
 clean:
 	rm -rf $(BUILD) target

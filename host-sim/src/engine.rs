@@ -2,6 +2,13 @@
 //! cache of loaded modules keyed by path, size and modification time, each kept as an
 //! `InstancePre` so that a new simulator only instantiates. Loading checks, before anything runs,
 //! that the module is proxy-wasm 0.2.x and that host-sim provides every import it names.
+//!
+//! Across processes, compiled code is also kept on disk (a test binary or a `host-sim` command
+//! then skips Cranelift, which takes seconds for a filter in a debug build): in
+//! `$HOST_SIM_CACHE_DIR`, else `$XDG_CACHE_HOME/host-sim` or `~/.cache/host-sim`; set
+//! `HOST_SIM_CACHE_DIR` to an empty value to turn it off. Entries are named by a hash of the module's
+//! bytes, wasmtime's version and the engine's settings, written atomically, and only ever produced
+//! by host-sim itself; an entry wasmtime refuses is compiled again.
 
 use crate::error::SimError;
 use crate::host;
@@ -68,8 +75,15 @@ pub(crate) fn load(path: &Path) -> Result<Arc<Loaded>, SimError> {
 fn compile(path: &Path, bytes: &[u8]) -> Result<Loaded, SimError> {
     let rt = runtime();
     let path_buf = path.to_path_buf();
-    let module = Module::from_binary(&rt.engine, bytes)
-        .map_err(|e| SimError::Compile { path: path_buf.clone(), message: format!("{e:#}") })?;
+    let module = match cached(&rt.engine, bytes) {
+        Some(module) => module,
+        None => {
+            let module = Module::from_binary(&rt.engine, bytes)
+                .map_err(|e| SimError::Compile { path: path_buf.clone(), message: format!("{e:#}") })?;
+            store_cached(&rt.engine, bytes, &module);
+            module
+        }
+    };
 
     let exports: Vec<&str> = module.exports().map(|e| e.name()).collect();
     if !exports.iter().any(|e| *e == "proxy_abi_version_0_2_1" || *e == "proxy_abi_version_0_2_0") {
@@ -98,4 +112,50 @@ fn compile(path: &Path, bytes: &[u8]) -> Result<Loaded, SimError> {
         .instantiate_pre(&module)
         .map_err(|e| SimError::Link { path: path_buf.clone(), message: format!("{e:#}") })?;
     Ok(Loaded { path: path_buf, pre })
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    match std::env::var_os("HOST_SIM_CACHE_DIR") {
+        Some(dir) if dir.is_empty() => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+            .map(|d| d.join("host-sim")),
+    }
+}
+
+fn cache_file(engine: &Engine, bytes: &[u8]) -> Option<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    Some(cache_dir()?.join(format!("{:016x}-{}.cwasm", hasher.finish(), bytes.len())))
+}
+
+fn cached(engine: &Engine, bytes: &[u8]) -> Option<Module> {
+    let file = cache_file(engine, bytes)?;
+    if !file.is_file() {
+        return None;
+    }
+    // SAFETY: the file was written by `store_cached` below from `Module::serialize` (its name is a
+    // hash of the module and of this engine's settings), and wasmtime checks that its header
+    // matches this engine before using it.
+    unsafe { Module::deserialize_file(engine, &file) }.ok()
+}
+
+fn store_cached(engine: &Engine, bytes: &[u8], module: &Module) {
+    // The cache is an optimization: any failure here just means compiling again next time.
+    let Some(file) = cache_file(engine, bytes) else { return };
+    let Ok(serialized) = module.serialize() else { return };
+    let Some(dir) = file.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let temp = dir.join(format!(".{}.{}", std::process::id(), file.file_name().and_then(|n| n.to_str()).unwrap_or("module")));
+    if std::fs::write(&temp, serialized).is_ok() && std::fs::rename(&temp, &file).is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
 }

@@ -7,6 +7,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// A filter's answer to a phase (`FilterHeadersStatus` and friends).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,7 +233,8 @@ pub struct Outcome {
     pub response_headers: Vec<(String, String)>,
     pub logs: Vec<LogEntry>,
     /// Every metric the module defined, by name, after the request.
-    pub metrics: BTreeMap<String, MetricValue>,
+    #[serde(serialize_with = "serialize_metrics")]
+    pub metrics: BTreeMap<Arc<str>, MetricValue>,
     pub route_cache_clears: RouteCacheClears,
     /// HTTP calls dispatched during the request and left unanswered.
     pub pending_http_calls: usize,
@@ -263,6 +265,14 @@ impl Outcome {
     pub fn logged(&self, needle: &str) -> bool {
         self.logs.iter().any(|l| l.message.contains(needle))
     }
+}
+
+fn serialize_metrics<S: Serializer>(metrics: &BTreeMap<Arc<str>, MetricValue>, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(metrics.len()))?;
+    for (name, value) in metrics {
+        map.serialize_entry(&**name, value)?;
+    }
+    map.end()
 }
 
 pub(crate) fn header<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {

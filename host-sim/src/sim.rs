@@ -192,6 +192,11 @@ impl Sim {
 
     /// Runs one request through the whole lifecycle on this instance.
     pub fn request(&mut self, request: Request) -> Outcome {
+        self.request_ref(&request)
+    }
+
+    /// [`Sim::request`] for a request the caller keeps (to send it again).
+    pub fn request_ref(&mut self, request: &Request) -> Outcome {
         self.start();
         self.keep_logs();
         let context = self.next_context;
@@ -226,7 +231,7 @@ impl Sim {
             going = self.settle(a, true);
         }
         let forwarded = going && self.crashed.is_none();
-        let request_headers = self.stream().request_headers.0.clone();
+        self.stream_mut().request_sent = true;
 
         // The response: the upstream's when forwarded, else the local one.
         let response = if forwarded {
@@ -269,6 +274,7 @@ impl Sim {
             (Some(e), false) => Some(e.clone()),
             (None, _) => None,
         };
+        let request_headers = stream.sent_request_headers.unwrap_or(stream.request_headers).0;
         Outcome {
             configured: self.configured,
             action: phases.first().map_or(Action::Continue, |p: &PhaseAction| p.action),
@@ -405,11 +411,11 @@ impl Sim {
 
     /// One metric's value.
     pub fn metric(&self, name: &str) -> Option<MetricValue> {
-        self.store.data().metrics.iter().find(|m| m.name == name).map(value_of)
+        self.store.data().metrics.iter().find(|m| &*m.name == name).map(value_of)
     }
 
     /// Every metric the module defined.
-    pub fn metrics(&self) -> BTreeMap<String, MetricValue> {
+    pub fn metrics(&self) -> BTreeMap<Arc<str>, MetricValue> {
         self.store.data().metrics.iter().map(|m| (m.name.clone(), value_of(m))).collect()
     }
 

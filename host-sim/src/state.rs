@@ -64,6 +64,11 @@ pub(crate) struct Stream {
     pub header_mutation_clears: u32,
     /// `proxy_call_foreign_function("clear_route_cache")` calls.
     pub foreign_clears: u32,
+    /// The request phases are over: the headers went upstream (or nowhere).
+    pub request_sent: bool,
+    /// The request headers as they were when `request_sent` was set, kept only if a later phase
+    /// edits them.
+    pub sent_request_headers: Option<HeaderMap>,
 }
 
 /// An HTTP call the module dispatched and that awaits its response from the test.
@@ -119,7 +124,7 @@ pub(crate) struct Queue {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Metric {
-    pub name: String,
+    pub name: Arc<str>,
     pub kind: MetricKind,
     pub value: u64,
     pub records: Vec<u64>,

@@ -5,7 +5,7 @@
 //! Envoy does; each mutation of the request headers counts as a route-cache clear.
 
 use crate::abi::{deserialize_map, map_type, serialize_map, status};
-use crate::memory::{finish, give, read, read_string, Fault, HostResult};
+use crate::memory::{finish, give, read, read_string, with_bytes, Fault, HostResult};
 use crate::state::{HeaderMap, Host};
 use wasmtime::{Caller, Linker};
 
@@ -67,6 +67,19 @@ fn count_clear(host: &mut Host, map_type: i32) {
     }
 }
 
+/// Once the request has gone upstream, keeps the headers it went with before a later phase edits
+/// them (the outcome reports what the upstream saw).
+fn freeze(host: &mut Host, map_type: i32) {
+    if map_type != map_type::REQUEST_HEADERS {
+        return;
+    }
+    if let Some(stream) = host.stream.as_mut() {
+        if stream.request_sent && stream.sent_request_headers.is_none() {
+            stream.sent_request_headers = Some(stream.request_headers.clone());
+        }
+    }
+}
+
 fn get_pairs(c: &mut Caller<'_, Host>, map_type: i32, rp: i32, rl: i32) -> HostResult {
     let bytes = serialize_map(&map(c.data_mut(), map_type)?.0);
     give(c, &bytes, rp, rl)
@@ -75,14 +88,21 @@ fn get_pairs(c: &mut Caller<'_, Host>, map_type: i32, rp: i32, rl: i32) -> HostR
 fn set_pairs(c: &mut Caller<'_, Host>, map_type: i32, p: i32, l: i32) -> HostResult {
     let bytes = read(c, p, l)?;
     let pairs = deserialize_map(&bytes).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
+    freeze(c.data_mut(), map_type);
     map(c.data_mut(), map_type)?.set_all(pairs);
     count_clear(c.data_mut(), map_type);
     Ok(status::OK)
 }
 
 fn get_value(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, rp: i32, rl: i32) -> HostResult {
-    let key = read_string(c, kp, kl)?;
-    let value = map(c.data_mut(), map_type)?.get(&key).map(|v| v.as_bytes().to_vec());
+    let value = with_bytes(c, kp, kl, |key, host| {
+        let key = std::str::from_utf8(key).ok()?;
+        map(host, map_type).ok()?.get(key).map(|v| v.as_bytes().to_vec())
+    })?;
+    if value.is_none() {
+        // Tell a missing map (BadArgument / NotFound) from a missing header.
+        map(c.data_mut(), map_type)?;
+    }
     match value {
         Some(value) => give(c, &value, rp, rl),
         None => Ok(status::NOT_FOUND),
@@ -96,11 +116,21 @@ enum Edit {
 }
 
 fn mutate(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, value: Option<(i32, i32)>, edit: Edit) -> HostResult {
+    if let Edit::Remove = edit {
+        with_bytes(c, kp, kl, |key, host| -> Result<(), Fault> {
+            freeze(host, map_type);
+            map(host, map_type)?.remove(&String::from_utf8_lossy(key));
+            count_clear(host, map_type);
+            Ok(())
+        })??;
+        return Ok(status::OK);
+    }
     let key = read_string(c, kp, kl)?;
     let value = match value {
         Some((vp, vl)) => read_string(c, vp, vl)?,
         None => String::new(),
     };
+    freeze(c.data_mut(), map_type);
     let headers = map(c.data_mut(), map_type)?;
     match edit {
         Edit::Add => headers.add(&key, value),

@@ -36,10 +36,10 @@ fn define(c: &mut Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32) -> Ho
     };
     let name = read_string(c, np, nl)?;
     let host = c.data_mut();
-    let id = match host.metrics.iter().position(|m| m.name == name) {
+    let id = match host.metrics.iter().position(|m| *m.name == *name) {
         Some(i) => i + 1,
         None => {
-            host.metrics.push(Metric { name, kind, value: 0, records: Vec::new() });
+            host.metrics.push(Metric { name: name.into(), kind, value: 0, records: Vec::new() });
             host.metrics.len()
         }
     };
