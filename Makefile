@@ -94,5 +94,15 @@ bench-host-sim: build-wasm
 	    bench --requests 300000 $$(cat target/host-sim-bench/url-$$n))"; \
 	done
 
+# wrk against Envoy (one worker): Envoy's own routes vs the switchyard filter vs a do-nothing wasm
+# filter, 10 and 10k rules, 3 rounds; figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.
+bench-envoy: build-wasm envoy
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
+	cargo build --release -p switchyard-e2e --bin switchyard-bench-envoy
+	ls -l $(WASM)
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) NOOP_WASM=$(abspath $(NOOP_WASM)) \
+	  target/release/switchyard-bench-envoy
+
 clean:
 	rm -rf $(BUILD) target

@@ -31,9 +31,11 @@ pub enum Outcome {
 }
 
 /// The request as the matcher sees it, read through the host only when a rule asks: the authority
-/// and path always, the method and the header map (fetched whole, once) on first use.
+/// and path always, the method and the header map (fetched whole, once) on first use. The cluster
+/// header is hidden: whatever the client sent there, no condition sees it.
 pub struct HostRequest<'h, H: Host> {
     host: &'h H,
+    hidden: &'h str,
     authority: String,
     path: String,
     method: OnceCell<String>,
@@ -42,10 +44,11 @@ pub struct HostRequest<'h, H: Host> {
 
 impl<'h, H: Host> HostRequest<'h, H> {
     /// Reads `:authority` (or `host`) and `:path`; nothing else until a condition needs it.
-    pub fn new(host: &'h H) -> Self {
+    /// `hidden` (the cluster header, lowercase) is never shown to a condition.
+    pub fn new(host: &'h H, hidden: &'h str) -> Self {
         let authority = host.request_header(":authority").or_else(|| host.request_header("host")).unwrap_or_default();
         let path = host.request_header(":path").unwrap_or_else(|| "/".to_owned());
-        HostRequest { host, authority, path, method: OnceCell::new(), headers: OnceCell::new() }
+        HostRequest { host, hidden, authority, path, method: OnceCell::new(), headers: OnceCell::new() }
     }
 }
 
@@ -63,6 +66,9 @@ impl<H: Host> RequestView for HostRequest<'_, H> {
     }
 
     fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+        if name.eq_ignore_ascii_case(self.hidden) {
+            return Vec::new();
+        }
         self.headers
             .get_or_init(|| self.host.request_headers())
             .iter()
@@ -73,13 +79,20 @@ impl<H: Host> RequestView for HostRequest<'_, H> {
 }
 
 /// Routes one request with `table`, using `random` for a weighted choice. Never panics.
+///
+/// A client never picks its backend: a cluster header it sent is hidden from the matcher, then
+/// replaced by the winner's cluster when the request is routed, or removed when it passes through
+/// unrouted (a local reply sends nothing upstream). Replacing instead of removing first saves a host
+/// call on every routed request.
 pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> Outcome {
-    // A client never picks its backend: its own cluster header goes before anything reads the request.
-    host.remove_request_header(table.cluster_header());
-    let request = HostRequest::new(&*host);
+    let request = HostRequest::new(&*host, table.cluster_header());
     let Some(decision) = table.route(&request, random) else {
         return match table.no_route() {
-            NoRoute::Pass => Outcome::Passed,
+            NoRoute::Pass => {
+                drop(request);
+                host.remove_request_header(table.cluster_header());
+                Outcome::Passed
+            }
             _ => {
                 let body = short_body(404, &request);
                 drop(request);
@@ -113,9 +126,10 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
             if let Some(path) = new_path {
                 host.set_request_header(":path", &path);
             }
-            if let Some(backend) = decision.backend {
-                // Last, so no header action can overwrite it.
-                host.set_request_header(table.cluster_header(), &backend.cluster);
+            match decision.backend {
+                // Last, so no header action can overwrite it; it replaces any value the client sent.
+                Some(backend) => host.set_request_header(table.cluster_header(), &backend.cluster),
+                None => host.remove_request_header(table.cluster_header()),
             }
             Outcome::Routed { position }
         }
@@ -227,6 +241,16 @@ mod tests {
         let mut host = FakeHost::new("nowhere.net", "/", &[("x-route-cluster", "evil/admin:80")]);
         assert_eq!(handle_request(&mut host, &table("pass"), 0), Outcome::Passed);
         assert!(host.get("x-route-cluster").is_empty());
+    }
+
+    #[test]
+    fn a_condition_never_sees_the_client_cluster_header() {
+        let json = r#"{"version":1,"rules":[{"name":"a#0","path":{"type":"prefix","value":"/"},
+            "conditions":[{"on":"header","name":"X-Route-Cluster","match":"present"}],
+            "action":{"route":{"backends":[{"cluster":"p/a:80"}]}}}]}"#;
+        let table = RouteTable::from_json(json.as_bytes()).unwrap();
+        let mut host = FakeHost::new("h", "/", &[("x-route-cluster", "evil/admin:80")]);
+        assert_eq!(handle_request(&mut host, &table, 0), Outcome::NotFound);
     }
 
     #[test]

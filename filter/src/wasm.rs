@@ -90,16 +90,18 @@ impl RootContext for Root {
         let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX).ok().flatten();
         match load_table(config.as_deref().unwrap_or_default()) {
             Ok(table) => {
-                let millis = started
+                // Whole microseconds: float formatting would add ~15 KB to the module.
+                let micros = started
                     .and_then(|t| hostcalls::get_current_time().ok()?.duration_since(t).ok())
-                    .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+                    .map_or(0, |d| d.as_micros());
                 log(
                     LogLevel::Info,
                     &format!(
-                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {millis:.1} ms",
+                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us",
                         table.generation(),
                         table.rules().len(),
-                        table.host_count()
+                        table.host_count(),
+                        micros
                     ),
                 );
                 let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rules().len() as u64);

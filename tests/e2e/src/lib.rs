@@ -242,8 +242,9 @@ pub enum ConfigForm {
     Struct,
 }
 
-/// The ECDS file content (a `DiscoveryResponse`) that loads `wasm` with `table` as its configuration.
-pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
+/// The `envoy.extensions.filters.http.wasm.v3.Wasm` config that loads `wasm` under V8 with `table`
+/// as its plugin configuration.
+pub fn wasm_filter_config(wasm: &Path, table: &str, form: ConfigForm) -> serde_json::Value {
     let configuration = match form {
         ConfigForm::StringValue => serde_json::json!({
             "@type": "type.googleapis.com/google.protobuf.StringValue",
@@ -254,23 +255,28 @@ pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
             serde_json::json!({ "@type": "type.googleapis.com/google.protobuf.Struct", "value": value })
         }
     };
+    serde_json::json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+        "config": {
+            "name": FILTER_NAME,
+            "root_id": FILTER_NAME,
+            "vm_config": {
+                "vm_id": FILTER_NAME,
+                "runtime": "envoy.wasm.runtime.v8",
+                "code": { "local": { "filename": wasm.display().to_string() } }
+            },
+            "configuration": configuration
+        }
+    })
+}
+
+/// The ECDS file content (a `DiscoveryResponse`) that loads `wasm` with `table` as its configuration.
+pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
     let document = serde_json::json!({
         "resources": [{
             "@type": "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
             "name": FILTER_NAME,
-            "typed_config": {
-                "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
-                "config": {
-                    "name": FILTER_NAME,
-                    "root_id": FILTER_NAME,
-                    "vm_config": {
-                        "vm_id": FILTER_NAME,
-                        "runtime": "envoy.wasm.runtime.v8",
-                        "code": { "local": { "filename": wasm.display().to_string() } }
-                    },
-                    "configuration": configuration
-                }
-            }
+            "typed_config": wasm_filter_config(wasm, table, form)
         }]
     });
     document.to_string()
@@ -308,9 +314,7 @@ impl Envoy {
     pub fn start_with(table: &str, clusters: &[&str], form: ConfigForm, workers: usize) -> Envoy {
         let envoy_bin = required_path("ENVOY_BIN");
         let wasm = required_path("SWITCHYARD_WASM");
-        let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("switchyard-e2e-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = fresh_dir("e2e");
         std::fs::create_dir_all(dir.join("ecds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         let mut backends = BTreeMap::new();
         for cluster in clusters {
@@ -320,8 +324,16 @@ impl Envoy {
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
         write_file(&dir.join("envoy.yaml"), &envoy_config(&dir, &ports, 0, 0));
         write_file(&dir.join("ecds/filter.json"), &ecds_document(&wasm, table, form));
+        let mut envoy = Envoy::spawn(&envoy_bin, dir, wasm, workers);
+        envoy.backends = backends;
+        envoy
+    }
+
+    /// Starts Envoy on `<dir>/envoy.yaml` (whose listener is named `ingress`) with `workers` worker
+    /// threads, and waits until its listener is bound.
+    pub fn spawn(envoy_bin: &Path, dir: PathBuf, wasm: PathBuf, workers: usize) -> Envoy {
         let log = std::fs::File::create(dir.join("envoy.log")).unwrap_or_else(|e| panic!("log: {e}"));
-        let child = Command::new(&envoy_bin)
+        let child = Command::new(envoy_bin)
             .arg("-c")
             .arg(dir.join("envoy.yaml"))
             .args(["--concurrency", &workers.to_string(), "--disable-hot-restart", "--log-level", "info"])
@@ -332,7 +344,8 @@ impl Envoy {
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", envoy_bin.display()));
-        let mut envoy = Envoy { child, dir, wasm, addr: SocketAddr::from(([127, 0, 0, 1], 0)), admin: SocketAddr::from(([127, 0, 0, 1], 0)), backends };
+        let unbound = SocketAddr::from(([127, 0, 0, 1], 0));
+        let mut envoy = Envoy { child, dir, wasm, addr: unbound, admin: unbound, backends: BTreeMap::new() };
         envoy.wait_ready();
         envoy
     }
@@ -427,7 +440,17 @@ impl Drop for Envoy {
     }
 }
 
-fn write_file(path: &Path, text: &str) {
+/// A new, empty directory under the system's temporary directory.
+pub fn fresh_dir(purpose: &str) -> PathBuf {
+    let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("switchyard-{purpose}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// Writes a file, panicking with its path on failure.
+pub fn write_file(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 

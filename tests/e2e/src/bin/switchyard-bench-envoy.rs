@@ -1,0 +1,269 @@
+//! `make bench-envoy`: wrk against Envoy with one worker, in three variants that route the same rules:
+//!
+//! - (a) `envoy`: Envoy's own route table (one route per rule, `path_separated_prefix`, in table order);
+//! - (b) `switchyard`: the switchyard filter with the table, Envoy routing on `cluster_header`;
+//! - (c) `noop-wasm`: a wasm filter that does nothing and a single route: the floor any wasm filter pays.
+//!
+//! Tables of 10 and 10,000 rules (segment prefixes `/p0` .. `/p{N-1}` on host `bench.example`, all to
+//! one backend). Two requests: `first` matches the first rule (Envoy's best case) and `last` the last
+//! one (Envoy's worst case: it tries every route in order; the filter's index does not). Each
+//! measurement is repeated for 3 rounds, alternating the variants, and the median is reported.
+//!
+//! Environment: ENVOY_BIN, SWITCHYARD_WASM, NOOP_WASM (set by the Makefile); BENCH_SECONDS (per run,
+//! default 5), BENCH_CONNECTIONS (default 16), BENCH_ROUNDS (default 3). Writes build/bench-envoy.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use switchyard_e2e::{fresh_dir, get, required_path, send, wasm_filter_config, write_file, Backend, ConfigForm, Envoy};
+
+const HOST: &str = "bench.example";
+const ALL_SIZES: [usize; 2] = [10, 10_000];
+const VARIANTS: [&str; 3] = ["envoy", "switchyard", "noop-wasm"];
+const REQUESTS: [&str; 2] = ["first", "last"];
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn table(size: usize) -> String {
+    let rules: Vec<Value> = (0..size)
+        .map(|i| {
+            json!({
+                "name": format!("Ingress/bench/r{i}#0"),
+                "host": HOST,
+                "path": { "type": "segment_prefix", "value": format!("/p{i}") },
+                "action": { "route": { "backends": [ { "cluster": "backend" } ] } }
+            })
+        })
+        .collect();
+    json!({ "version": 1, "generation": format!("bench-{size}"), "rules": rules }).to_string()
+}
+
+fn socket(port: u16) -> Value {
+    json!({ "socket_address": { "address": "127.0.0.1", "port_value": port } })
+}
+
+fn bootstrap(virtual_hosts: Value, mut filters: Vec<Value>, backend_port: u16) -> Value {
+    filters.push(json!({
+        "name": "envoy.filters.http.router",
+        "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" }
+    }));
+    json!({
+        "node": { "id": "bench", "cluster": "bench" },
+        "admin": { "address": socket(0) },
+        "static_resources": {
+            "listeners": [{
+                "name": "ingress",
+                "address": socket(0),
+                "filter_chains": [{ "filters": [{
+                    "name": "envoy.filters.network.http_connection_manager",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                        "stat_prefix": "bench",
+                        "route_config": { "name": "bench", "virtual_hosts": virtual_hosts },
+                        "http_filters": filters
+                    }
+                }]}]
+            }],
+            "clusters": [{
+                "name": "backend",
+                "type": "STATIC",
+                "connect_timeout": "1s",
+                "load_assignment": {
+                    "cluster_name": "backend",
+                    "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": socket(backend_port) } }] }]
+                }
+            }]
+        }
+    })
+}
+
+fn config(variant: &str, size: usize, backend_port: u16, switchyard: &Path, noop: &Path) -> Value {
+    match variant {
+        "envoy" => {
+            let routes: Vec<Value> = (0..size)
+                .map(|i| json!({ "match": { "path_separated_prefix": format!("/p{i}") }, "route": { "cluster": "backend" } }))
+                .collect();
+            bootstrap(json!([{ "name": "bench", "domains": [HOST], "routes": routes }]), vec![], backend_port)
+        }
+        "switchyard" => bootstrap(
+            json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
+            vec![json!({ "name": "switchyard", "typed_config": wasm_filter_config(switchyard, &table(size), ConfigForm::StringValue) })],
+            backend_port,
+        ),
+        _ => bootstrap(
+            json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster": "backend" } }] }]),
+            vec![json!({ "name": "noop", "typed_config": wasm_filter_config(noop, "{}", ConfigForm::StringValue) })],
+            backend_port,
+        ),
+    }
+}
+
+fn path(request: &str, size: usize) -> String {
+    match request {
+        "first" => "/p0/item".to_owned(),
+        _ => format!("/p{}/item", size - 1),
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Measure {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn duration_ms(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    Some(match unit {
+        "us" => value / 1000.0,
+        "ms" => value,
+        "s" => value * 1000.0,
+        "m" => value * 60_000.0,
+        _ => return None,
+    })
+}
+
+fn wrk(url: &str, seconds: u64, connections: u64) -> Result<Measure, String> {
+    let output = Command::new("wrk")
+        .args(["-t1", &format!("-c{connections}"), &format!("-d{seconds}s"), "--latency", "-H", &format!("Host: {HOST}"), url])
+        .output()
+        .map_err(|e| format!("cannot run wrk: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if text.contains("Non-2xx") {
+        return Err(format!("wrk saw non-2xx responses:\n{text}"));
+    }
+    let mut measure = Measure::default();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Requests/sec:", value] => measure.rps = value.parse().unwrap_or(0.0),
+            ["50%", value] => measure.p50_ms = duration_ms(value).unwrap_or(0.0),
+            ["99%", value] => measure.p99_ms = duration_ms(value).unwrap_or(0.0),
+            _ => {}
+        }
+    }
+    if measure.rps == 0.0 {
+        return Err(format!("cannot read wrk's output:\n{text}"));
+    }
+    Ok(measure)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn main() {
+    let envoy_bin = required_path("ENVOY_BIN");
+    let switchyard = required_path("SWITCHYARD_WASM");
+    let noop = required_path("NOOP_WASM");
+    let seconds = env_number("BENCH_SECONDS", 5);
+    let connections = env_number("BENCH_CONNECTIONS", 16);
+    let rounds = env_number("BENCH_ROUNDS", 3) as usize;
+    // BENCH_SIZES=10 (say) measures one size only, for quick experiments.
+    let only: Option<usize> = std::env::var("BENCH_SIZES").ok().and_then(|v| v.parse().ok());
+    let sizes: Vec<usize> = ALL_SIZES.into_iter().filter(|s| only.is_none_or(|o| o == *s)).collect();
+    let sizes = sizes.as_slice();
+    let backend = Backend::start("backend").unwrap_or_else(|e| panic!("backend: {e}"));
+
+    // One Envoy per (variant, size), all started up front, each with one worker.
+    let mut envoys = Vec::new();
+    for &size in sizes {
+        for variant in VARIANTS {
+            let dir = fresh_dir("bench");
+            write_file(&dir.join("envoy.yaml"), &config(variant, size, backend.addr.port(), &switchyard, &noop).to_string());
+            let envoy = Envoy::spawn(&envoy_bin, dir, PathBuf::from(&switchyard), 1);
+            for request in REQUESTS {
+                let response = envoy.send(&get(HOST, &path(request, size)));
+                assert_eq!(response.backend(), Some("backend"), "{variant} {size} {request}: {response:?}");
+            }
+            eprintln!("started {variant:<10} with {size:>5} rules on {}", envoy.addr);
+            envoys.push(((variant, size), envoy));
+        }
+    }
+    // Warm up every Envoy (V8 tiers up hot code) before measuring.
+    for ((_, size), envoy) in &envoys {
+        for request in REQUESTS {
+            let _ = wrk(&format!("http://{}{}", envoy.addr, path(request, *size)), 1, connections);
+        }
+    }
+
+    let mut results: Vec<((&str, usize, &str), Vec<Measure>)> = Vec::new();
+    for round in 0..rounds {
+        for &size in sizes {
+            for request in REQUESTS {
+                for variant in VARIANTS {
+                    let Some((_, envoy)) = envoys.iter().find(|((v, s), _)| *v == variant && *s == size) else { continue };
+                    let url = format!("http://{}{}", envoy.addr, path(request, size));
+                    let measure = wrk(&url, seconds, connections).unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
+                    eprintln!(
+                        "round {} {variant:<10} {size:>5} rules {request:<5}: {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms",
+                        round + 1,
+                        measure.rps,
+                        measure.p50_ms,
+                        measure.p99_ms
+                    );
+                    match results.iter_mut().find(|(key, _)| *key == (variant, size, request)) {
+                        Some((_, list)) => list.push(measure),
+                        None => results.push(((variant, size, request), vec![measure])),
+                    }
+                }
+            }
+        }
+    }
+    for (_, envoy) in &envoys {
+        let _ = send(envoy.admin, &get("admin", "/healthcheck/fail"));
+    }
+
+    let med = |variant: &str, size: usize, request: &str| -> Measure {
+        let list = results.iter().find(|(key, _)| *key == (variant, size, request)).map(|(_, l)| l.clone()).unwrap_or_default();
+        Measure {
+            rps: median(list.iter().map(|m| m.rps).collect()),
+            p50_ms: median(list.iter().map(|m| m.p50_ms).collect()),
+            p99_ms: median(list.iter().map(|m| m.p99_ms).collect()),
+        }
+    };
+    let mut report = format!(
+        "wrk -t1 -c{connections} -d{seconds}s, Envoy --concurrency 1, {rounds} rounds alternating the variants; medians.\n\n\
+         | rules | request | variant | req/s | p50 ms | p99 ms |\n| ---: | --- | --- | ---: | ---: | ---: |\n"
+    );
+    for &size in sizes {
+        for request in REQUESTS {
+            for variant in VARIANTS {
+                let m = med(variant, size, request);
+                report.push_str(&format!("| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} |\n", m.rps, m.p50_ms, m.p99_ms));
+            }
+        }
+    }
+    let columns: Vec<String> = sizes.iter().flat_map(|s| REQUESTS.iter().map(move |r| format!("{s} {r}"))).collect();
+    report.push_str(&format!("\n| ratio (req/s) | goal | {} |\n| --- | --- |{}\n", columns.join(" | "), " ---: |".repeat(columns.len())));
+    let ratio = |f: &dyn Fn(usize, &str) -> f64| -> String {
+        sizes.iter().flat_map(|&s| REQUESTS.iter().map(move |&r| (s, r))).map(|(s, r)| format!("{:.3}", f(s, r))).collect::<Vec<_>>().join(" | ")
+    };
+    report.push_str(&format!(
+        "| switchyard / noop-wasm (b/c) | ≥ 0.95 | {} |\n",
+        ratio(&|s, r| med("switchyard", s, r).rps / med("noop-wasm", s, r).rps)
+    ));
+    report.push_str(&format!(
+        "| switchyard / envoy (b/a) | ≥ 1.0 at 10k, last | {} |\n",
+        ratio(&|s, r| med("switchyard", s, r).rps / med("envoy", s, r).rps)
+    ));
+    let (b10, b10k) = (med("switchyard", 10, "last").rps, med("switchyard", 10_000, "last").rps);
+    let (b10f, b10kf) = (med("switchyard", 10, "first").rps, med("switchyard", 10_000, "first").rps);
+    report.push_str(&format!(
+        "\nswitchyard at 10k rules / at 10 rules (goal ≥ 0.95): first {:.3}, last {:.3}\n",
+        b10kf / b10f,
+        b10k / b10
+    ));
+    println!("{report}");
+    let out = Path::new("build/bench-envoy.md");
+    if std::fs::create_dir_all("build").is_ok() && std::fs::write(out, &report).is_ok() {
+        eprintln!("written to {}", out.display());
+    }
+}
