@@ -1,1 +1,76 @@
-fn main() {}
+//! The matcher's benchmark (`make bench`): lookup time at 10 to 100k rules for a typical and the
+//! worst-case request, and the time to parse, validate and index 10k and 100k rules. After the
+//! criterion runs it prints the figures side by side with the ratio 100k/10 and the goals.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+use switchyard_table::{synthetic, RouteTable};
+
+const SIZES: [usize; 4] = [10, 1_000, 10_000, 100_000];
+const INDEX_SIZES: [usize; 2] = [10_000, 100_000];
+
+fn main() {
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
+    let mut c = Criterion::default()
+        .output_directory(&out)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .configure_from_args();
+
+    let mut lookup = c.benchmark_group("lookup");
+    for size in SIZES {
+        let table = RouteTable::try_from(synthetic::table(size)).expect("synthetic tables are valid");
+        for (case, request) in [("typical", synthetic::typical_request(size)), ("worst", synthetic::worst_request())] {
+            lookup.bench_with_input(BenchmarkId::new(case, size), &request, |b, request| {
+                b.iter(|| table.route(black_box(request), 7).map(|d| d.position))
+            });
+        }
+    }
+    lookup.finish();
+
+    let mut index = c.benchmark_group("index");
+    index.sample_size(10);
+    for size in INDEX_SIZES {
+        let json = serde_json::to_vec(&synthetic::table(size)).expect("serialises");
+        index.bench_with_input(BenchmarkId::new("parse_validate_index", size), &json, |b, json| {
+            b.iter(|| RouteTable::from_json(black_box(json)).map(|t| t.rules().len()))
+        });
+    }
+    index.finish();
+    c.final_summary();
+
+    report(&out);
+}
+
+/// Prints this run's means side by side, read back from criterion's estimates.
+fn report(out: &Path) {
+    let mean = |id: &str| -> Option<f64> {
+        let path: PathBuf = out.join(id).join("new/estimates.json");
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str::<serde_json::Value>(&text).ok()?["mean"]["point_estimate"].as_f64()
+    };
+    println!("\nmatcher lookup, ns per request (mean)");
+    println!("{:>8} {:>10} {:>10}", "rules", "typical", "worst");
+    for size in SIZES {
+        let typical = mean(&format!("lookup/typical/{size}")).unwrap_or(f64::NAN);
+        let worst = mean(&format!("lookup/worst/{size}")).unwrap_or(f64::NAN);
+        println!("{size:>8} {typical:>10.1} {worst:>10.1}");
+    }
+    for case in ["typical", "worst"] {
+        if let (Some(big), Some(small)) = (mean(&format!("lookup/{case}/100000")), mean(&format!("lookup/{case}/10"))) {
+            println!("ratio 100k/10, {case}: {:.2} (goal <= 2)", big / small);
+        }
+    }
+    if let Some(worst) = mean("lookup/worst/100000") {
+        println!("worst case at 100k rules: {worst:.0} ns (goal < 1000 ns)");
+    }
+    for size in INDEX_SIZES {
+        if let Some(ns) = mean(&format!("index/parse_validate_index/{size}")) {
+            let goal = if size == 10_000 { " (goal < 20 ms)" } else { "" };
+            println!("parse + validate + index {size} rules: {:.1} ms{goal}", ns / 1e6);
+        }
+    }
+}

@@ -67,17 +67,14 @@ impl Condition {
 
     /// Whether the request satisfies this condition.
     pub fn holds(&self, request: &impl RequestView) -> bool {
+        let test = &mut |value: &str| self.test.accepts(value);
         let any = match self.source {
-            ConditionSource::Method => self.test.accepts(request.method()),
-            ConditionSource::Header => self.any_value(request.header_values(&self.name)),
-            ConditionSource::Cookie => self.any_value(request.cookie_values(&self.name)),
-            ConditionSource::Query => self.any_value(request.query_values(&self.name)),
+            ConditionSource::Method => test(request.method()),
+            ConditionSource::Header => request.any_header_value(&self.name, test),
+            ConditionSource::Cookie => request.any_cookie_value(&self.name, test),
+            ConditionSource::Query => request.any_query_value(&self.name, test),
         };
         any != self.invert
-    }
-
-    fn any_value<S: AsRef<str>>(&self, values: Vec<S>) -> bool {
-        values.iter().any(|value| self.test.accepts(value.as_ref()))
     }
 }
 

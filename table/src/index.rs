@@ -9,10 +9,13 @@
 //!   character trie, flattened the same way);
 //! - regexes: a list in table order, tried lazily, only while no earlier rule has won.
 //!
+//! The maps hash with FxHash: their keys come from the table, not from clients, so a client can
+//! only probe them, never fill them with collisions; SipHash's protection buys nothing here.
+//!
 //! Rule ids are positions in the table; every list is ascending, so the first match in id order
 //! is the first match in table order.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::host::{wildcard_suffix, HostPattern};
 use crate::path::PathPattern;
@@ -60,7 +63,7 @@ impl HostIndex {
 
     /// Gathers the candidates for a normalised host and a path without query string.
     pub fn candidates(&self, host: &str, path: &str) -> Candidates<'_> {
-        let mut fixed = Vec::new();
+        let mut fixed = Vec::with_capacity(16);
         let mut regex: [&[RuleId]; 3] = [&[], &[], &[]];
         let levels = [
             probe(&self.exact, Some(host)),
@@ -96,7 +99,7 @@ impl PathIndex {
                 }
                 (&mut self.prefix, prefix)
             }
-            PathPattern::Regex(_) => {
+            PathPattern::Regex(..) => {
                 self.regex.push(id);
                 return;
             }
@@ -115,8 +118,10 @@ impl PathIndex {
         }
         if !self.segment.is_empty() {
             // Every prefix ending just before a `/`, and the whole path.
-            for (at, _) in path.match_indices('/') {
-                found(&self.segment, &path[..at], out);
+            for (at, _) in path.bytes().enumerate().filter(|&(_, b)| b == b'/') {
+                if let Some(head) = path.get(..at) {
+                    found(&self.segment, head, out);
+                }
             }
             found(&self.segment, path, out);
         }

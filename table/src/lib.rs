@@ -19,6 +19,7 @@ mod index;
 mod path;
 pub mod precedence;
 mod request;
+pub mod synthetic;
 mod table;
 
 pub use condition::Condition;

@@ -17,8 +17,8 @@ pub enum PathPattern {
     SegmentPrefix(String),
     /// A plain string prefix.
     Prefix(String),
-    /// An anchored regex over the whole path.
-    Regex(Regex),
+    /// An anchored regex over the whole path, and the literal text every match starts with.
+    Regex(Regex, String),
 }
 
 impl PathPattern {
@@ -46,7 +46,7 @@ impl PathPattern {
             }
             PathSpec::Regex(pattern) => {
                 absolute(pattern)?;
-                PathPattern::Regex(anchored_regex(pattern)?)
+                PathPattern::Regex(anchored_regex(pattern)?, literal_prefix(pattern).to_owned())
             }
         })
     }
@@ -57,7 +57,8 @@ impl PathPattern {
             PathPattern::Exact(exact) => path == exact,
             PathPattern::SegmentPrefix(prefix) => segment_prefix_matches(prefix, path),
             PathPattern::Prefix(prefix) => path.starts_with(prefix.as_str()),
-            PathPattern::Regex(regex) => regex.is_match(path),
+            // The literal prefix is a cheap first test; most paths fail it.
+            PathPattern::Regex(regex, literal) => path.starts_with(literal.as_str()) && regex.is_match(path),
         }
     }
 
@@ -67,7 +68,7 @@ impl PathPattern {
             PathPattern::Exact(prefix) | PathPattern::SegmentPrefix(prefix) | PathPattern::Prefix(prefix) => {
                 Some(prefix)
             }
-            PathPattern::Regex(_) => None,
+            PathPattern::Regex(..) => None,
         }
     }
 
@@ -117,6 +118,22 @@ pub fn query_string(full_path: &str) -> &str {
     }
 }
 
+/// The literal text at the start of every string a pattern matches (maybe empty): its leading
+/// characters up to the first one with a meaning in regex syntax, less the last one when a
+/// quantifier that allows zero follows it. A pattern with `|` anywhere has none.
+fn literal_prefix(pattern: &str) -> &str {
+    const SPECIAL: &[char] = &['\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '^', '$', '|'];
+    if pattern.contains('|') {
+        return "";
+    }
+    let end = pattern.find(SPECIAL).unwrap_or(pattern.len());
+    let literal = pattern.get(..end).unwrap_or("");
+    match pattern.get(end..).and_then(|rest| rest.chars().next()) {
+        Some('?' | '*' | '{') => literal.char_indices().last().map_or("", |(at, _)| literal.get(..at).unwrap_or("")),
+        _ => literal,
+    }
+}
+
 /// Compiles a `regex-lite` pattern anchored to the whole input.
 pub(crate) fn anchored_regex(pattern: &str) -> Result<Regex, Problem> {
     Regex::new(&format!("^(?:{pattern})$"))
@@ -142,6 +159,18 @@ mod tests {
         let s = pattern(PathSpec::SegmentPrefix("/app/".into()));
         assert_eq!(s.rewrite("/app/x", "/").as_deref(), Some("/x"));
         assert!(pattern(PathSpec::Regex("/a.*".into())).rewrite("/ab", "/").is_none());
+    }
+
+    #[test]
+    fn literal_prefix_is_what_every_match_starts_with() {
+        assert_eq!(literal_prefix("/static/.*/main.js"), "/static/");
+        assert_eq!(literal_prefix("/api/v[0-9]+"), "/api/v");
+        assert_eq!(literal_prefix("/ab?c"), "/a");
+        assert_eq!(literal_prefix("/ab*"), "/a");
+        assert_eq!(literal_prefix("/ab+"), "/ab");
+        assert_eq!(literal_prefix("/a|/b"), "");
+        assert_eq!(literal_prefix("(?i)/a"), "");
+        assert_eq!(literal_prefix("/é\\.x"), "/é");
     }
 
     #[test]

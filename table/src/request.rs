@@ -21,35 +21,57 @@ pub trait RequestView {
     /// Every value of the header `name` (given in lowercase), in the order received.
     fn header_values(&self, name: &str) -> Vec<Cow<'_, str>>;
 
-    /// Every value of the cookie `name` (case-sensitive) across all `Cookie` headers.
-    fn cookie_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+    /// Whether `test` accepts any value of the header `name` (lowercase). The default calls
+    /// [`header_values`](Self::header_values); a view that can walk its values without collecting
+    /// them overrides it.
+    fn any_header_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.header_values(name).iter().any(|value| test(value))
+    }
+
+    /// Whether `test` accepts any value of the cookie `name` (case-sensitive) in any `Cookie` header.
+    fn any_cookie_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.any_header_value("cookie", &mut |header| {
+            cookie_pairs(header).any(|(key, value)| key == name && test(value))
+        })
+    }
+
+    /// Whether `test` accepts any percent-decoded value of the query parameter `name`
+    /// (case-sensitive, decoded too).
+    fn any_query_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
+        query_pairs(query_string(self.path())).any(|(key, value)| key == name && test(&value))
+    }
+
+    /// Every value of the cookie `name`, in order (for tests and `switchyard explain`).
+    fn cookie_values(&self, name: &str) -> Vec<String> {
         let mut found = Vec::new();
-        for header in self.header_values("cookie") {
-            for (key, value) in cookie_pairs(&header) {
-                if key == name {
-                    found.push(Cow::Owned(value.to_owned()));
-                }
-            }
-        }
+        self.any_cookie_value(name, &mut |value| {
+            found.push(value.to_owned());
+            false
+        });
         found
     }
 
-    /// Every percent-decoded value of the query parameter `name` (case-sensitive, decoded too).
-    fn query_values(&self, name: &str) -> Vec<Cow<'_, str>> {
-        query_pairs(query_string(self.path()))
-            .filter(|(key, _)| key == name)
-            .map(|(_, value)| value)
-            .collect()
+    /// Every decoded value of the query parameter `name`, in order.
+    fn query_values(&self, name: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        self.any_query_value(name, &mut |value| {
+            found.push(value.to_owned());
+            false
+        });
+        found
     }
 }
+
+/// The white space RFC 6265 allows around cookie pairs.
+const COOKIE_SPACE: [char; 2] = [' ', '\t'];
 
 /// The `name=value` pairs of one `Cookie` header (`a=1; b="2"`), quotes around a value removed.
 pub fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
     header.split(';').filter_map(|pair| {
         let (name, value) = pair.split_once('=')?;
-        let value = value.trim();
+        let value = value.trim_matches(COOKIE_SPACE);
         let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
-        Some((name.trim(), value))
+        Some((name.trim_matches(COOKIE_SPACE), value))
     })
 }
 
@@ -138,6 +160,10 @@ impl RequestView for SimpleRequest {
             .filter(|(key, _)| key.eq_ignore_ascii_case(name))
             .map(|(_, value)| Cow::Borrowed(value.as_str()))
             .collect()
+    }
+
+    fn any_header_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.headers.iter().any(|(key, value)| key.eq_ignore_ascii_case(name) && test(value))
     }
 }
 

@@ -30,7 +30,7 @@ const RULE_HOSTS: &[&str] = &["a.example.net", "*.example.net", "example.net", "
 const PATHS: &[&str] = &["/", "/a", "/a/", "/a/b", "/ab", "/a/bc", "/a/b/c", "/b", "/é/x", "/a//b"];
 const RULE_PATHS: &[&str] = &[
     "segment:/", "segment:/a", "segment:/a/", "segment:/a/b", "prefix:/a", "prefix:/a/b", "prefix:/", "exact:/a",
-    "exact:/a/b", "regex:/a/.*", "regex:/[ab]+", "prefix:/é", "segment:/é",
+    "exact:/a/b", "regex:/a/.*", "regex:/[ab]+", "regex:/ab?/?b*", "regex:/a|/b/c", "prefix:/é", "segment:/é",
 ];
 
 fn random_table(dice: &mut Dice, size: usize) -> RouteTable {
