@@ -233,8 +233,7 @@ pub struct Outcome {
     pub response_headers: Vec<(String, String)>,
     pub logs: Vec<LogEntry>,
     /// Every metric the module defined, by name, after the request.
-    #[serde(serialize_with = "serialize_metrics")]
-    pub metrics: BTreeMap<Arc<str>, MetricValue>,
+    pub metrics: Metrics,
     pub route_cache_clears: RouteCacheClears,
     /// HTTP calls dispatched during the request and left unanswered.
     pub pending_http_calls: usize,
@@ -267,12 +266,38 @@ impl Outcome {
     }
 }
 
-fn serialize_metrics<S: Serializer>(metrics: &BTreeMap<Arc<str>, MetricValue>, s: S) -> Result<S::Ok, S::Error> {
-    let mut map = s.serialize_map(Some(metrics.len()))?;
-    for (name, value) in metrics {
-        map.serialize_entry(&**name, value)?;
+/// Every metric a module defined, sorted by name (a JSON object when serialized).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics(pub Vec<(Arc<str>, MetricValue)>);
+
+impl Metrics {
+    /// A metric's value by name.
+    pub fn get(&self, name: &str) -> Option<&MetricValue> {
+        self.0.binary_search_by(|(n, _)| (**n).cmp(name)).ok().map(|i| &self.0[i].1)
     }
-    map.end()
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &MetricValue)> {
+        self.0.iter().map(|(n, v)| (&**n, v))
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// As an ordinary map.
+    pub fn to_map(&self) -> BTreeMap<String, MetricValue> {
+        self.iter().map(|(n, v)| (n.to_string(), v.clone())).collect()
+    }
+}
+
+impl Serialize for Metrics {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (name, value) in &self.0 {
+            map.serialize_entry(&**name, value)?;
+        }
+        map.end()
+    }
 }
 
 pub(crate) fn header<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {

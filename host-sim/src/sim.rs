@@ -12,14 +12,19 @@
 use crate::engine::{self, Loaded};
 use crate::error::SimError;
 use crate::host::ProcExit;
-use crate::outcome::{Action, LogEntry, LogLevel, MetricKind, MetricValue, Outcome, Phase, PhaseAction, RouteCacheClears};
+use crate::outcome::{Action, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction, RouteCacheClears};
 use crate::request::{HttpCallResponse, Request};
 use crate::state::{Callout, GrpcCall, HeaderMap, Host, HttpCall, Shared, Stream};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wasmtime::{Instance, Store, TypedFunc, WasmParams, WasmResults};
+
+/// Which export a call goes to.
+type Pick<P, R> = fn(&Exports) -> Option<&TypedFunc<P, R>>;
+
+/// `proxy_on_http_call_response`'s parameters.
+type CallResponseArgs = (i32, i32, i32, i32, i32);
 
 type Responder = Box<dyn FnMut(&HttpCall) -> Option<HttpCallResponse> + Send>;
 
@@ -38,7 +43,8 @@ struct Exports {
     log: Option<TypedFunc<i32, ()>>,
     done: Option<TypedFunc<i32, i32>>,
     delete: Option<TypedFunc<i32, ()>>,
-    http_call_response: Option<TypedFunc<(i32, i32, i32, i32, i32), ()>>,
+    /// (context, token, headers, body size, trailers)
+    http_call_response: Option<TypedFunc<CallResponseArgs, ()>>,
     grpc_receive: Option<TypedFunc<(i32, i32, i32), ()>>,
     grpc_close: Option<TypedFunc<(i32, i32, i32), ()>>,
 }
@@ -47,7 +53,7 @@ struct Exports {
 pub struct Sim {
     loaded: Arc<Loaded>,
     store: Store<Host>,
-    exports: Exports,
+    exports: Arc<Exports>,
     root_id: u32,
     next_context: u32,
     started: bool,
@@ -79,7 +85,7 @@ impl Sim {
             .transpose()?
             .ok_or_else(|| bad_export(&path, "proxy_on_memory_allocate", "is missing (nor is there a malloc)"))?;
         store.data_mut().memory = Some(memory);
-        store.data_mut().allocate = Some(allocate);
+        store.data_mut().allocate = Some(Arc::new(allocate));
         for name in ["_initialize", "_start"] {
             if let Some(init) = typed::<(), ()>(&instance, &mut store, &path, name)? {
                 match init.call(&mut store, ()) {
@@ -93,7 +99,7 @@ impl Sim {
         Ok(Sim {
             loaded,
             store,
-            exports,
+            exports: Arc::new(exports),
             root_id: 1,
             next_context: 2,
             started: false,
@@ -155,9 +161,9 @@ impl Sim {
         if !self.started {
             self.started = true;
             let root = self.root_id;
-            self.call("proxy_on_context_create", root, self.exports.context_create.clone(), (root as i32, 0));
+            self.call("proxy_on_context_create", root, |e| e.context_create.as_ref(), (root as i32, 0));
             let size = self.store.data().vm_config.len() as i32;
-            self.vm_started = self.call("proxy_on_vm_start", root, self.exports.vm_start.clone(), (root as i32, size)).map_or(
+            self.vm_started = self.call("proxy_on_vm_start", root, |e| e.vm_start.as_ref(), (root as i32, size)).map_or(
                 self.exports.vm_start.is_none() && self.crashed.is_none(),
                 |ok| ok != 0,
             );
@@ -176,7 +182,7 @@ impl Sim {
         self.store.data_mut().plugin_config = bytes.into();
         let root = self.root_id;
         let size = self.store.data().plugin_config.len() as i32;
-        let accepted = match self.call("proxy_on_configure", root, self.exports.configure.clone(), (root as i32, size)) {
+        let accepted = match self.call("proxy_on_configure", root, |e| e.configure.as_ref(), (root as i32, size)) {
             Some(ok) => ok != 0,
             None => self.exports.configure.is_none() && self.crashed.is_none(),
         };
@@ -210,7 +216,7 @@ impl Sim {
         let crashed_before = self.crashed.is_some();
         let ctx = context as i32;
 
-        self.call("proxy_on_context_create", context, self.exports.context_create.clone(), (ctx, self.root_id as i32));
+        self.call("proxy_on_context_create", context, |e| e.context_create.as_ref(), (ctx, self.root_id as i32));
         let mut phases = Vec::new();
         let has_body = request.body.is_some();
         let has_trailers = !request.trailers.is_empty();
@@ -218,16 +224,16 @@ impl Sim {
         // Request headers, body, trailers.
         let n = self.stream().request_headers.0.len() as i32;
         let eos = !has_body && !has_trailers;
-        let first = self.phase(&mut phases, Phase::RequestHeaders, context, self.exports.request_headers.clone(), (ctx, n, eos as i32));
+        let first = self.phase(&mut phases, Phase::RequestHeaders, context, |e| e.request_headers.as_ref(), (ctx, n, eos as i32));
         let mut going = self.settle(first, true);
         if going && has_body {
             let size = request.body.as_ref().map_or(0, Vec::len) as i32;
-            let a = self.phase(&mut phases, Phase::RequestBody, context, self.exports.request_body.clone(), (ctx, size, !has_trailers as i32));
+            let a = self.phase(&mut phases, Phase::RequestBody, context, |e| e.request_body.as_ref(), (ctx, size, !has_trailers as i32));
             going = self.settle(a, true);
         }
         if going && has_trailers {
             let n = request.trailers.len() as i32;
-            let a = self.phase(&mut phases, Phase::RequestTrailers, context, self.exports.request_trailers.clone(), (ctx, n));
+            let a = self.phase(&mut phases, Phase::RequestTrailers, context, |e| e.request_trailers.as_ref(), (ctx, n));
             going = self.settle(a, true);
         }
         let forwarded = going && self.crashed.is_none();
@@ -248,19 +254,19 @@ impl Sim {
             let stream = self.stream_mut();
             stream.response_headers = HeaderMap(headers);
             stream.response_body = body.clone();
-            let a = self.phase(&mut phases, Phase::ResponseHeaders, context, self.exports.response_headers.clone(), (ctx, n, body.is_none() as i32));
+            let a = self.phase(&mut phases, Phase::ResponseHeaders, context, |e| e.response_headers.as_ref(), (ctx, n, body.is_none() as i32));
             if self.settle(a, false) {
                 if let Some(body) = body {
                     let size = body.len() as i32;
-                    let a = self.phase(&mut phases, Phase::ResponseBody, context, self.exports.response_body.clone(), (ctx, size, 1));
+                    let a = self.phase(&mut phases, Phase::ResponseBody, context, |e| e.response_body.as_ref(), (ctx, size, 1));
                     self.settle(a, false);
                 }
             }
         }
 
-        self.call("proxy_on_log", context, self.exports.log.clone(), ctx);
-        self.call("proxy_on_done", context, self.exports.done.clone(), ctx);
-        self.call("proxy_on_delete", context, self.exports.delete.clone(), ctx);
+        self.call("proxy_on_log", context, |e| e.log.as_ref(), ctx);
+        self.call("proxy_on_done", context, |e| e.done.as_ref(), ctx);
+        self.call("proxy_on_delete", context, |e| e.delete.as_ref(), ctx);
 
         let host = self.store.data_mut();
         let stream = host.stream.take().unwrap_or_default();
@@ -298,7 +304,7 @@ impl Sim {
         let period = self.store.data().tick_period_ms;
         self.advance(Duration::from_millis(period as u64));
         let root = self.root_id;
-        self.call("proxy_on_tick", root, self.exports.tick.clone(), root as i32);
+        self.call("proxy_on_tick", root, |e| e.tick.as_ref(), root as i32);
         self.keep_logs();
     }
 
@@ -340,7 +346,7 @@ impl Sim {
         let (nh, size, nt) = (response.headers.len() as i32, response.body.len() as i32, response.trailers.len() as i32);
         host.callout = Some(Callout { headers: HeaderMap(response.headers), body: response.body, trailers: HeaderMap(response.trailers) });
         let ctx = call.context_id;
-        self.call("proxy_on_http_call_response", ctx, self.exports.http_call_response.clone(), (ctx as i32, token as i32, nh, size, nt));
+        self.call("proxy_on_http_call_response", ctx, |e| e.http_call_response.as_ref(), (ctx as i32, token as i32, nh, size, nt));
         self.store.data_mut().callout = None;
         if self.store.data().stream.is_none() {
             self.keep_logs();
@@ -362,10 +368,10 @@ impl Sim {
         let ctx = call.context_id as i32;
         if status == 0 {
             host.callout = Some(Callout { body: message.to_vec(), ..Callout::default() });
-            self.call("proxy_on_grpc_receive", call.context_id, self.exports.grpc_receive.clone(), (ctx, token as i32, message.len() as i32));
+            self.call("proxy_on_grpc_receive", call.context_id, |e| e.grpc_receive.as_ref(), (ctx, token as i32, message.len() as i32));
         } else {
             host.grpc_status = (status, String::from_utf8_lossy(message).into_owned());
-            self.call("proxy_on_grpc_close", call.context_id, self.exports.grpc_close.clone(), (ctx, token as i32, status as i32));
+            self.call("proxy_on_grpc_close", call.context_id, |e| e.grpc_close.as_ref(), (ctx, token as i32, status as i32));
         }
         self.store.data_mut().callout = None;
         self.keep_logs();
@@ -414,9 +420,10 @@ impl Sim {
         self.store.data().metrics.iter().find(|m| &*m.name == name).map(value_of)
     }
 
-    /// Every metric the module defined.
-    pub fn metrics(&self) -> BTreeMap<Arc<str>, MetricValue> {
-        self.store.data().metrics.iter().map(|m| (m.name.clone(), value_of(m))).collect()
+    /// Every metric the module defined, sorted by name.
+    pub fn metrics(&self) -> Metrics {
+        let host = self.store.data();
+        Metrics(host.metric_order.iter().map(|&i| (host.metrics[i].name.clone(), value_of(&host.metrics[i]))).collect())
     }
 
     /// Takes the logs written outside requests (VM start, configuration, ticks, queues).
@@ -450,11 +457,11 @@ impl Sim {
         phases: &mut Vec<PhaseAction>,
         phase: Phase,
         context: u32,
-        f: Option<TypedFunc<P, i32>>,
+        pick: Pick<P, i32>,
         args: P,
     ) -> Action {
-        let exported = f.is_some();
-        let action = self.call(phase_export(phase), context, f, args).map_or(Action::Continue, Action::from_code);
+        let exported = pick(&self.exports).is_some();
+        let action = self.call(phase_export(phase), context, pick, args).map_or(Action::Continue, Action::from_code);
         if exported {
             phases.push(PhaseAction { phase, action });
         }
@@ -496,8 +503,10 @@ impl Sim {
 
     /// Calls an export (if the module has it) with `context` as the effective context; a trap or
     /// exit marks the simulator failed and is logged.
-    fn call<P: WasmParams, R: WasmResults>(&mut self, name: &str, context: u32, f: Option<TypedFunc<P, R>>, args: P) -> Option<R> {
-        let f = f?;
+    fn call<P: WasmParams, R: WasmResults>(&mut self, name: &str, context: u32, pick: Pick<P, R>, args: P) -> Option<R> {
+        // An Arc, not a clone of the TypedFunc: cloning one clones its registered type (atomics, a lock).
+        let exports = Arc::clone(&self.exports);
+        let f = pick(&exports)?;
         if self.crashed.is_some() {
             return None;
         }
@@ -517,7 +526,7 @@ impl Sim {
     }
 
     fn deliver_queues(&mut self) {
-        if self.delivering {
+        if self.delivering || self.store.data().ready_queues.is_empty() {
             return;
         }
         self.delivering = true;
@@ -533,7 +542,7 @@ impl Sim {
                     shared.queues.get(id as usize - 1).map(|q| q.owner_context)
                 };
                 if let Some(owner) = owner {
-                    self.call("proxy_on_queue_ready", owner, self.exports.queue_ready.clone(), (owner as i32, id as i32));
+                    self.call("proxy_on_queue_ready", owner, |e| e.queue_ready.as_ref(), (owner as i32, id as i32));
                 }
             }
         }
@@ -588,7 +597,7 @@ fn bad_export(path: &Path, name: &str, problem: &str) -> SimError {
 fn typed<P: WasmParams, R: WasmResults>(
     instance: &Instance,
     store: &mut Store<Host>,
-    path: &PathBuf,
+    path: &Path,
     name: &str,
 ) -> Result<Option<TypedFunc<P, R>>, SimError> {
     let Some(func) = instance.get_func(&mut *store, name) else { return Ok(None) };
@@ -596,7 +605,7 @@ fn typed<P: WasmParams, R: WasmResults>(
 }
 
 impl Exports {
-    fn find(instance: &Instance, store: &mut Store<Host>, path: &PathBuf) -> Result<Exports, SimError> {
+    fn find(instance: &Instance, store: &mut Store<Host>, path: &Path) -> Result<Exports, SimError> {
         Ok(Exports {
             context_create: typed(instance, store, path, "proxy_on_context_create")?,
             vm_start: typed(instance, store, path, "proxy_on_vm_start")?,

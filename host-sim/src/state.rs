@@ -134,7 +134,7 @@ pub(crate) struct Metric {
 pub(crate) struct Host {
     pub memory: Option<Memory>,
     /// `proxy_on_memory_allocate` (or `malloc`): how host data reaches the module's memory.
-    pub allocate: Option<TypedFunc<i32, i32>>,
+    pub allocate: Option<Arc<TypedFunc<i32, i32>>>,
     pub logs: Vec<LogEntry>,
     pub log_level: LogLevel,
     pub now_ns: u64,
@@ -153,6 +153,8 @@ pub(crate) struct Host {
     /// Queues written since the host last delivered `on_queue_ready`.
     pub ready_queues: Vec<u32>,
     pub metrics: Vec<Metric>,
+    /// Indexes into `metrics`, sorted by name.
+    pub metric_order: Vec<usize>,
     pub tick_period_ms: u32,
     pub http_calls: Vec<HttpCall>,
     pub grpc_calls: Vec<GrpcCall>,
@@ -190,6 +192,7 @@ impl Host {
             shared,
             ready_queues: Vec::new(),
             metrics: Vec::new(),
+            metric_order: Vec::new(),
             tick_period_ms: 0,
             http_calls: Vec::new(),
             grpc_calls: Vec::new(),

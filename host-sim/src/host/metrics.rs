@@ -40,6 +40,10 @@ fn define(c: &mut Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32) -> Ho
         Some(i) => i + 1,
         None => {
             host.metrics.push(Metric { name: name.into(), kind, value: 0, records: Vec::new() });
+            let metrics = &host.metrics;
+            let mut order: Vec<usize> = (0..metrics.len()).collect();
+            order.sort_by(|&a, &b| metrics[a].name.cmp(&metrics[b].name));
+            host.metric_order = order;
             host.metrics.len()
         }
     };
