@@ -70,7 +70,9 @@ test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)
 
 # The filter in a real Envoy (tests/e2e): the release .wasm, Envoy from build/venv, local backends.
 test-envoy: build-wasm envoy
-	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) cargo test -p switchyard-e2e
+	cargo build -p switchyard --bin switchyard
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
+	  cargo test -p switchyard-e2e
 
 # ---- run -------------------------------------------------------------------------------------
 # Envoy (envoy.yaml) with the filter and the examples' table, local backends, sample requests; Ctrl-C stops all.

@@ -1,4 +1,5 @@
-//! The command line: `switchyard compile` and `switchyard explain`. Other tools depend on these
+//! The command line: `switchyard compile`, `switchyard explain` and `switchyard watch` (whose
+//! flags live in [`crate::watch::args`]). Other tools depend on these
 //! exact flags and output shapes (see README.md).
 //!
 //! Exit codes: 0 when the input was read (even if resources were rejected: that is status), 1 when
@@ -22,6 +23,7 @@ Examples:
   switchyard compile manifests/ --status status.json > table.json
   switchyard explain --table table.json http://example.net/bar/foo -H 'Key: value'
   switchyard explain --table table.json --json http://example.net/bar --cookie 'cookie-key=value'
+  switchyard watch --manifests examples/ --ecds-file build/run/switchyard-filter.json --listen 127.0.0.1:9102
 
 The routing rules are ROUTING.md sections 1 to 4; the table format is table/README.md.";
 
@@ -55,7 +57,7 @@ other rule whose host and path matched and why it lost: a failed condition, or t
 that ranked it lower.";
 
 #[derive(Debug, Parser)]
-#[command(name = "switchyard", version, about = "Compile Kubernetes ingress manifests into Switchyard's route table, and explain its decisions.", after_help = AFTER_HELP)]
+#[command(name = "switchyard", version, about = "Compile Kubernetes ingress manifests into Switchyard's route table, explain its decisions, and keep Envoy or Istio up to date.", after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -69,10 +71,13 @@ enum Command {
     /// Show which rule of a table wins a request, and why the other candidates lost.
     #[command(after_help = EXPLAIN_HELP)]
     Explain(ExplainArgs),
+    /// Follow a folder of manifests or a cluster; push the table to Envoy (ECDS file) or Istio on every change.
+    #[command(after_help = crate::watch::args::WATCH_HELP)]
+    Watch(Box<crate::watch::args::WatchArgs>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum CollisionArg {
+pub(crate) enum CollisionArg {
     /// Ingresses naming the same host share it.
     Merge,
     /// The oldest resource wins a host alone.
@@ -80,7 +85,7 @@ enum CollisionArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum NoRouteArg {
+pub(crate) enum NoRouteArg {
     /// Answer 404 locally.
     #[value(name = "404")]
     NotFound,
@@ -99,6 +104,13 @@ struct CompileArgs {
     /// Write the status report (JSON) here.
     #[arg(long, value_name = "FILE")]
     status: Option<PathBuf>,
+    #[command(flatten)]
+    table: TableArgs,
+}
+
+/// The compiler's options, shared by `compile` and `watch`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TableArgs {
     /// The class this controller serves; empty: resources without a class annotation (ROUTING.md §1).
     #[arg(long, default_value = "", value_name = "NAME")]
     ingress_class: String,
@@ -161,6 +173,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let result = match cli.command {
         Command::Compile(args) => run_compile(&args),
         Command::Explain(args) => run_explain(&args),
+        Command::Watch(args) => crate::watch::run(*args),
     };
     match result {
         Ok(()) => 0,
@@ -171,23 +184,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
 }
 
-fn options(args: &CompileArgs) -> Options {
-    Options {
-        ingress_class: args.ingress_class.clone(),
-        empty_ingress_class: args.empty_ingress_class,
-        controller_name: args.controller_name.clone(),
-        host_collision: match args.host_collision {
-            CollisionArg::Merge => HostCollision::Merge,
-            CollisionArg::Winner => HostCollision::Winner,
-        },
-        root_namespaces: args.root_namespaces.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
-        cluster_template: args.cluster_template.clone(),
-        cluster_header: args.cluster_header.clone(),
-        no_route: match args.no_route {
-            NoRouteArg::NotFound => NoRoute::NotFound,
-            NoRouteArg::Pass => NoRoute::Pass,
-        },
-        debug_rule_header: args.debug_rule_header,
+impl TableArgs {
+    /// The compiler options; an error for a cluster template without `{service}`.
+    pub(crate) fn options(&self) -> Result<Options, String> {
+        if !self.cluster_template.contains("{service}") {
+            return Err(format!("--cluster-template {:?} must contain {{service}}", self.cluster_template));
+        }
+        Ok(Options {
+            ingress_class: self.ingress_class.clone(),
+            empty_ingress_class: self.empty_ingress_class,
+            controller_name: self.controller_name.clone(),
+            host_collision: match self.host_collision {
+                CollisionArg::Merge => HostCollision::Merge,
+                CollisionArg::Winner => HostCollision::Winner,
+            },
+            root_namespaces: self.root_namespaces.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+            cluster_template: self.cluster_template.clone(),
+            cluster_header: self.cluster_header.clone(),
+            no_route: match self.no_route {
+                NoRouteArg::NotFound => NoRoute::NotFound,
+                NoRouteArg::Pass => NoRoute::Pass,
+            },
+            debug_rule_header: self.debug_rule_header,
+        })
     }
 }
 
@@ -202,10 +221,7 @@ fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
 }
 
 fn run_compile(args: &CompileArgs) -> Result<(), String> {
-    let options = options(args);
-    if !options.cluster_template.contains("{service}") {
-        return Err(format!("--cluster-template {:?} must contain {{service}}", options.cluster_template));
-    }
+    let options = args.table.options()?;
     let loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
     let compiled = compile(&loaded.objects, &options);
     if let Err(e) = RouteTable::try_from(compiled.table.clone()) {

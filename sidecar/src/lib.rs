@@ -1,5 +1,6 @@
 //! Switchyard's sidecar: compiles Ingress, IngressClass and HTTPProxy manifests into the route table
-//! (`switchyard compile`) and explains the table's decision for one request (`switchyard explain`).
+//! (`switchyard compile`), explains the table's decision for one request (`switchyard explain`), and
+//! keeps proxies up to date as the manifests change (`switchyard watch`).
 //!
 //! The compiler is a pure pipeline, [`pipeline::compile`]: (objects, options) → (table, status),
 //! implementing ROUTING.md sections 1 to 4. Modules, one per job:
@@ -9,6 +10,8 @@
 //!   inclusion). [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the
 //!   generation hash. [`status`]: the status report.
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
+//! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the same
+//!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
 //! - [`cli`]: the command line.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -23,6 +26,7 @@ pub mod objects;
 pub mod order;
 pub mod pipeline;
 pub mod status;
+pub mod watch;
 
 pub use objects::{HTTPProxy, HTTPProxySpec, Objects};
 pub use pipeline::{compile, Compiled, HostCollision, Options};

@@ -97,6 +97,15 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     Ok(loaded)
 }
 
+/// The manifest files under `dir` (recursively: `*.yaml`, `*.yml`, `*.json`), sorted; an empty
+/// list when there are none (`switchyard watch` starts from an empty folder as well).
+pub fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let mut files = Vec::new();
+    collect(dir, &mut files, false)?;
+    files.sort();
+    Ok(files)
+}
+
 fn collect(path: &Path, files: &mut Vec<PathBuf>, given: bool) -> Result<(), LoadError> {
     let io = |e: std::io::Error| LoadError::Io { path: path.display().to_string(), message: e.to_string() };
     let meta = std::fs::metadata(path).map_err(io)?;

@@ -1,0 +1,104 @@
+//! Debouncing change notifications: a rebuild starts once the input has been quiet for a short
+//! while (`quiet`, about 100 ms), but never later than `max` (about 1 s) after the first change, so
+//! that a steady trickle of changes cannot starve routing.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The two delays.
+#[derive(Debug, Clone, Copy)]
+pub struct Debounce {
+    /// Quiet time after the last change.
+    pub quiet: Duration,
+    /// Longest wait after the first change.
+    pub max: Duration,
+}
+
+impl Default for Debounce {
+    fn default() -> Self {
+        Debounce { quiet: Duration::from_millis(100), max: Duration::from_secs(1) }
+    }
+}
+
+impl Debounce {
+    /// Waits for a change, then for the input to settle. Returns `false` when the sender is gone
+    /// (nothing will change any more).
+    pub async fn settle(&self, changes: &mut mpsc::Receiver<()>) -> bool {
+        if changes.recv().await.is_none() {
+            return false;
+        }
+        self.settle_after_first(changes).await;
+        true
+    }
+
+    /// After a first change: waits until `quiet` passes without one, or `max` since now.
+    pub async fn settle_after_first(&self, changes: &mut mpsc::Receiver<()>) {
+        let deadline = Instant::now() + self.max;
+        loop {
+            let until = (Instant::now() + self.quiet).min(deadline);
+            match tokio::time::timeout_at(until, changes.recv()).await {
+                Ok(Some(())) if Instant::now() < deadline => continue,
+                _ => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+    }
+
+    #[test]
+    fn a_burst_settles_once_quiet() {
+        runtime().block_on(async {
+            let (tx, mut rx) = mpsc::channel(8);
+            let debounce = Debounce { quiet: Duration::from_millis(50), max: Duration::from_secs(5) };
+            let start = std::time::Instant::now();
+            tokio::spawn(async move {
+                for _ in 0..5 {
+                    let _ = tx.send(()).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            });
+            assert!(debounce.settle(&mut rx).await);
+            let waited = start.elapsed();
+            assert!(waited >= Duration::from_millis(90) && waited < Duration::from_millis(1000), "{waited:?}");
+        });
+    }
+
+    #[test]
+    fn a_steady_trickle_is_cut_at_max() {
+        runtime().block_on(async {
+            let (tx, mut rx) = mpsc::channel(8);
+            let debounce = Debounce { quiet: Duration::from_millis(100), max: Duration::from_millis(300) };
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    if tx.send(()).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            });
+            let start = std::time::Instant::now();
+            assert!(debounce.settle(&mut rx).await);
+            let waited = start.elapsed();
+            assert!(waited >= Duration::from_millis(280) && waited < Duration::from_millis(900), "{waited:?}");
+        });
+    }
+
+    #[test]
+    fn a_closed_channel_ends_the_wait() {
+        runtime().block_on(async {
+            let (tx, mut rx) = mpsc::channel::<()>(1);
+            drop(tx);
+            assert!(!Debounce::default().settle(&mut rx).await);
+        });
+    }
+}

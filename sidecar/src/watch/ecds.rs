@@ -1,0 +1,120 @@
+//! The ECDS file: Envoy's extension config discovery from the filesystem.
+//!
+//! Envoy's listener names the filter with `config_discovery` and a `path_config_source`; the file
+//! holds a `DiscoveryResponse` whose one resource is a `TypedExtensionConfig` named after the filter,
+//! carrying an `envoy.extensions.filters.http.wasm.v3.Wasm` that loads the `.wasm` with the table as
+//! its plugin configuration (a `google.protobuf.StringValue` holding the table's JSON). Envoy reloads
+//! when the file is moved into place, so [`write_atomically`] writes beside it and renames.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where and how to write the ECDS file.
+#[derive(Debug, Clone)]
+pub struct EcdsFile {
+    /// The file Envoy's `path_config_source` names.
+    pub path: PathBuf,
+    /// The `TypedExtensionConfig` name: the HTTP filter's `name` in Envoy's listener.
+    pub filter_name: String,
+    /// The filter's `.wasm` as Envoy should load it (`code.local.filename`).
+    pub wasm: PathBuf,
+    /// The wasm runtime, e.g. `envoy.wasm.runtime.v8`.
+    pub runtime: String,
+}
+
+impl EcdsFile {
+    /// The file's content for `table` (the table's JSON).
+    pub fn document(&self, table: &str) -> String {
+        let code = serde_json::json!({ "local": { "filename": self.wasm.display().to_string() } });
+        let document = serde_json::json!({
+            "resources": [{
+                "@type": "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
+                "name": self.filter_name,
+                "typed_config": wasm_filter_config(&self.filter_name, &self.runtime, code, table)
+            }]
+        });
+        let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Writes the file for `table`.
+    pub fn write(&self, table: &str) -> Result<(), String> {
+        write_atomically(&self.path, &self.document(table))
+    }
+}
+
+/// The `envoy.extensions.filters.http.wasm.v3.Wasm` filter configuration: the `.wasm` from `code`
+/// (an Envoy `AsyncDataSource`: `{"local": {"filename": ...}}` or `{"remote": ...}`) under `runtime`,
+/// with `table` (JSON text) as the plugin configuration. The ECDS file and Istio's EnvoyFilter carry
+/// the same object.
+pub fn wasm_filter_config(name: &str, runtime: &str, code: serde_json::Value, table: &str) -> serde_json::Value {
+    serde_json::json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+        "config": {
+            "name": name,
+            "root_id": name,
+            "vm_config": { "vm_id": name, "runtime": runtime, "code": code },
+            "configuration": { "@type": "type.googleapis.com/google.protobuf.StringValue", "value": table }
+        }
+    })
+}
+
+/// Writes `text` to a temporary file in `path`'s folder, then renames it over `path`: readers see
+/// the old file or the new one, never half of one, and Envoy's directory watch sees the move.
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+    let file_name = path.file_name().ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(".{}.switchyard-{}.tmp", file_name.to_string_lossy(), std::process::id()));
+    let fail = |what: &str, e: std::io::Error| format!("{}: cannot {what}: {e}", tmp.display());
+    let mut file = std::fs::File::create(&tmp).map_err(|e| fail("create", e))?;
+    // No fsync: readers need the rename to be atomic, not the data durable (a crash loses nothing
+    // the next push would not write again), and fsync can stall for long on a busy disk.
+    file.write_all(text.as_bytes()).map_err(|e| fail("write", e))?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: cannot rename {} over it: {e}", path.display(), tmp.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ecds(path: PathBuf) -> EcdsFile {
+        EcdsFile { path, filter_name: "switchyard".into(), wasm: "/w/f.wasm".into(), runtime: "envoy.wasm.runtime.v8".into() }
+    }
+
+    #[test]
+    fn the_document_is_a_discovery_response_with_the_table_as_a_string_value() {
+        let doc: serde_json::Value = serde_json::from_str(&ecds("x".into()).document("{\"version\":1}")).unwrap();
+        let resource = &doc["resources"][0];
+        assert_eq!(resource["@type"], "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig");
+        assert_eq!(resource["name"], "switchyard");
+        let config = &resource["typed_config"]["config"];
+        assert_eq!(resource["typed_config"]["@type"], "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm");
+        assert_eq!(config["vm_config"]["code"]["local"]["filename"], "/w/f.wasm");
+        assert_eq!(config["configuration"]["value"], "{\"version\":1}");
+    }
+
+    #[test]
+    fn writing_replaces_the_file_and_leaves_no_temporary_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("filter.json");
+        std::fs::write(&path, "old").unwrap();
+        ecds(path.clone()).write("{}").unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("TypedExtensionConfig"));
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["filter.json"]);
+    }
+
+    #[test]
+    fn a_missing_folder_is_an_error_naming_the_file() {
+        let error = write_atomically(Path::new("/nonexistent-switchyard/x/filter.json"), "{}").unwrap_err();
+        assert!(error.contains("/nonexistent-switchyard/x/"), "{error}");
+    }
+}

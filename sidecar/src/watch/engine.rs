@@ -1,0 +1,144 @@
+//! The rebuild step shared by every source: input → [`crate::pipeline::compile`] → the sinks, only
+//! when the table's content changed, logging the generation and what changed.
+//!
+//! A push that fails anywhere is retried (the loop asks [`Engine::needs_retry`]); the table that
+//! counts as pushed is the last one every sink took.
+
+use std::time::Instant;
+
+use switchyard_table::{RouteTable, TableSpec};
+use tracing::{debug, error, info, warn};
+
+use crate::objects::Objects;
+use crate::pipeline::{compile, Compiled, Options};
+use crate::watch::diff::diff;
+use crate::watch::sinks::Sink;
+use crate::watch::state::Shared;
+use crate::watch::SourceError;
+
+/// One input to compile.
+#[derive(Debug, Default)]
+pub struct Input {
+    /// The objects.
+    pub objects: Objects,
+    /// Input that could not be read (shown in `/status`).
+    pub errors: Vec<SourceError>,
+    /// Loader warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Compiles and pushes.
+pub struct Engine {
+    options: Options,
+    sinks: Vec<Sink>,
+    state: Shared,
+    pushed: Option<TableSpec>,
+    retry: Option<TableSpec>,
+}
+
+impl Engine {
+    /// An engine pushing to `sinks`.
+    pub fn new(options: Options, sinks: Vec<Sink>, state: Shared) -> Engine {
+        Engine { options, sinks, state, pushed: None, retry: None }
+    }
+
+    /// Whether the last push failed and should be tried again.
+    pub fn needs_retry(&self) -> bool {
+        self.retry.is_some()
+    }
+
+    /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
+    /// compilation (for status write-back).
+    pub async fn rebuild(&mut self, input: Input) -> Compiled {
+        let started = Instant::now();
+        let compiled = compile(&input.objects, &self.options);
+        let seconds = started.elapsed().as_secs_f64();
+        let new_errors: Vec<SourceError> = {
+            let mut state = self.state.lock();
+            let new_errors = input.errors.iter().filter(|e| !state.errors.contains(e)).cloned().collect();
+            state.compiles += 1;
+            state.compile_seconds_total += seconds;
+            state.compile_seconds_last = seconds;
+            state.statuses = compiled.statuses.clone();
+            state.errors = input.errors.clone();
+            state.warnings = input.warnings.clone();
+            new_errors
+        };
+        // Each error once, when it appears (it stays in /status until fixed).
+        for e in &new_errors {
+            warn!(source = %e.source, "{}", e.message);
+        }
+        let unchanged = self.pushed.as_ref().is_some_and(|p| p.generation == compiled.table.generation);
+        if unchanged {
+            self.retry = None;
+            debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
+        } else {
+            self.push(compiled.table.clone()).await;
+        }
+        compiled
+    }
+
+    /// Pushes the table whose push failed last time again.
+    pub async fn retry(&mut self) {
+        if let Some(table) = self.retry.take() {
+            self.push(table).await;
+        }
+    }
+
+    async fn push(&mut self, table: TableSpec) {
+        let hosts = match RouteTable::try_from(table.clone()) {
+            Ok(index) => index.host_count(),
+            Err(e) => {
+                // Never expected: the compiler validates every rule. Keep serving the last table.
+                error!(table = %table.generation, "internal error: the compiled table does not validate, not pushed: {e}");
+                return;
+            }
+        };
+        let (compact, pretty) = match (serde_json::to_string(&table), serde_json::to_string_pretty(&table)) {
+            (Ok(compact), Ok(pretty)) => (compact, pretty + "\n"),
+            (Err(e), _) | (_, Err(e)) => {
+                error!("internal error: cannot serialize the table: {e}");
+                return;
+            }
+        };
+        let mut failures = Vec::new();
+        for sink in &self.sinks {
+            let result = sink.push(&table, &compact, &pretty).await;
+            let mut state = self.state.lock();
+            let count = state.pushes.entry(sink.name()).or_default();
+            match result {
+                Ok(()) => count.ok += 1,
+                Err(e) => {
+                    count.failed += 1;
+                    error!(sink = %sink.name(), table = %table.generation, "push failed (will retry): {e}");
+                    failures.push(format!("{}: {e}", sink.name()));
+                }
+            }
+        }
+        let mut state = self.state.lock();
+        if !failures.is_empty() {
+            state.push_error = Some(failures.join("; "));
+            self.retry = Some(table);
+            return;
+        }
+        let change = diff(self.pushed.as_ref(), &table);
+        state.generation += 1;
+        state.table_hash = table.generation.clone();
+        state.table = Some(pretty);
+        state.rules = table.rules.len();
+        state.hosts = hosts;
+        state.push_error = None;
+        info!(
+            generation = state.generation,
+            table = %table.generation,
+            rules = table.rules.len(),
+            hosts,
+            sinks = self.sinks.len(),
+            "pushed: {}",
+            change.summary()
+        );
+        drop(state);
+        self.pushed = Some(table);
+        self.retry = None;
+    }
+}

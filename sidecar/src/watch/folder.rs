@@ -1,0 +1,152 @@
+//! Folder mode's source: the manifests under one directory, read again after every change.
+//!
+//! Each file is parsed on its own. A file that no longer parses keeps contributing the objects of
+//! its last good version, so that a half-written or broken manifest leaves routing as it was; its
+//! error is reported (file, line, field) until it is fixed or removed. A new file that never parsed
+//! contributes nothing. Deleted files drop out.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::load::{manifest_files, parse_text, Loaded};
+use crate::objects::Objects;
+use crate::watch::SourceError;
+
+/// The state of one file, from its last read.
+#[derive(Debug, Default)]
+struct FileState {
+    /// The objects of the last version that parsed.
+    good: Option<Objects>,
+    /// The error of the current version, if it does not parse.
+    error: Option<String>,
+}
+
+/// A watched folder and what each of its manifests last gave.
+#[derive(Debug)]
+pub struct Folder {
+    dir: PathBuf,
+    files: BTreeMap<PathBuf, FileState>,
+}
+
+/// One reading of the folder: the objects to compile and what could not be read.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Every file's objects (a broken file's last good version).
+    pub objects: Objects,
+    /// The files that do not parse now, or the folder itself when it cannot be listed.
+    pub errors: Vec<SourceError>,
+    /// Conversions and oddities the loader reported.
+    pub warnings: Vec<String>,
+}
+
+impl Folder {
+    /// A folder not read yet.
+    pub fn new(dir: &Path) -> Folder {
+        Folder { dir: dir.to_path_buf(), files: BTreeMap::new() }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Reads every manifest again and returns what to compile. When the folder cannot be listed at
+    /// all, the previous files are kept (routing stays as it was) and the error is reported.
+    pub fn scan(&mut self) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        match manifest_files(&self.dir) {
+            Ok(paths) => {
+                self.files.retain(|path, _| paths.contains(path));
+                for path in paths {
+                    let state = self.files.entry(path.clone()).or_default();
+                    read_file(&path, state, &mut snapshot.warnings);
+                }
+            }
+            Err(e) => snapshot.errors.push(SourceError { source: self.dir.display().to_string(), message: e.to_string() }),
+        }
+        for (path, state) in &self.files {
+            if let Some(objects) = &state.good {
+                merge(&mut snapshot.objects, objects);
+            }
+            if let Some(message) = &state.error {
+                let kept = if state.good.is_some() { "; its last good version is still routed" } else { "; it routes nothing" };
+                snapshot.errors.push(SourceError { source: path.display().to_string(), message: format!("{message}{kept}") });
+            }
+        }
+        snapshot
+    }
+}
+
+fn read_file(path: &Path, state: &mut FileState, warnings: &mut Vec<String>) {
+    let name = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            state.error = Some(format!("{name}: cannot read: {e}"));
+            return;
+        }
+    };
+    let mut loaded = Loaded::default();
+    match parse_text(&text, &name, &mut loaded) {
+        Ok(()) => {
+            state.good = Some(loaded.objects);
+            state.error = None;
+            warnings.extend(loaded.warnings);
+        }
+        Err(e) => state.error = Some(e.to_string()),
+    }
+}
+
+/// Adds `from`'s objects to `into`.
+pub fn merge(into: &mut Objects, from: &Objects) {
+    into.ingresses.extend(from.ingresses.iter().cloned());
+    into.ingress_classes.extend(from.ingress_classes.iter().cloned());
+    into.services.extend(from.services.iter().cloned());
+    into.http_proxies.extend(from.http_proxies.iter().cloned());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: shop.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+    #[test]
+    fn a_broken_file_keeps_its_last_good_objects_and_reports_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("web.yaml");
+        std::fs::write(&file, INGRESS).unwrap();
+        let mut folder = Folder::new(dir.path());
+        let first = folder.scan();
+        assert_eq!(first.objects.ingresses.len(), 1);
+        assert!(first.errors.is_empty());
+
+        std::fs::write(&file, "kind: Ingress\nspec: [\n").unwrap();
+        let broken = folder.scan();
+        assert_eq!(broken.objects.ingresses.len(), 1, "the last good version still routes");
+        assert_eq!(broken.errors.len(), 1);
+        assert!(broken.errors[0].message.contains("web.yaml"), "{:?}", broken.errors);
+        assert!(broken.errors[0].message.contains("last good version"), "{:?}", broken.errors);
+
+        std::fs::remove_file(&file).unwrap();
+        let gone = folder.scan();
+        assert!(gone.objects.ingresses.is_empty() && gone.errors.is_empty(), "a deleted file drops out with its error");
+    }
+
+    #[test]
+    fn a_new_file_that_never_parsed_routes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bad.yaml"), "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n").unwrap();
+        let snapshot = Folder::new(dir.path()).scan();
+        assert!(snapshot.objects.ingresses.is_empty());
+        assert_eq!(snapshot.errors.len(), 1);
+        assert!(snapshot.errors[0].message.contains("routes nothing"), "{:?}", snapshot.errors);
+    }
+
+    #[test]
+    fn an_empty_folder_is_an_empty_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshot = Folder::new(dir.path()).scan();
+        assert!(snapshot.objects.ingresses.is_empty() && snapshot.errors.is_empty());
+    }
+}

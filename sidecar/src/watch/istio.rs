@@ -1,0 +1,194 @@
+//! The Istio sinks: the table as the plugin configuration of an ingress gateway's wasm filter,
+//! written by server-side apply with Switchyard's own field manager, so that only the fields we set
+//! are ours and other tools' fields on the same object are left alone.
+//!
+//! - `--wasmplugin NAMESPACE/NAME`: an `extensions.istio.io/v1alpha1` WasmPlugin whose
+//!   `pluginConfig` is the table (a `google.protobuf.Struct`, which the filter accepts as well).
+//! - `--envoyfilter NAMESPACE/NAME`: a `networking.istio.io/v1alpha3` EnvoyFilter inserting the wasm
+//!   filter before the router of the gateway's HTTP connection managers, with the same
+//!   `envoy.extensions.filters.http.wasm.v3.Wasm` configuration as the ECDS file.
+
+use std::collections::BTreeMap;
+
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::{json, Value};
+use switchyard_table::TableSpec;
+
+use crate::watch::ecds::wasm_filter_config;
+
+/// Switchyard's field manager for server-side apply.
+pub const FIELD_MANAGER: &str = "switchyard";
+
+/// Which Istio resource carries the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IstioKind {
+    /// `networking.istio.io/v1alpha3` EnvoyFilter.
+    EnvoyFilter,
+    /// `extensions.istio.io/v1alpha1` WasmPlugin.
+    WasmPlugin,
+}
+
+/// What the Istio resources need besides the table.
+#[derive(Debug, Clone)]
+pub struct IstioSettings {
+    /// The gateway pods' labels (`istio=ingressgateway`).
+    pub selector: BTreeMap<String, String>,
+    /// WasmPlugin: where Istio fetches the module (`oci://...`, `https://...` or `file:///...`).
+    pub wasm_url: String,
+    /// EnvoyFilter: the module's path inside the gateway pods.
+    pub wasm_path: String,
+    /// The filter's name (and root id).
+    pub filter_name: String,
+    /// The wasm runtime (EnvoyFilter).
+    pub runtime: String,
+}
+
+/// One Istio resource to keep up to date.
+pub struct IstioSink {
+    /// The client.
+    pub client: Client,
+    /// Which resource.
+    pub kind: IstioKind,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The rest.
+    pub settings: IstioSettings,
+}
+
+impl IstioKind {
+    /// The API resource.
+    pub fn api_resource(self) -> ApiResource {
+        let gvk = match self {
+            IstioKind::EnvoyFilter => GroupVersionKind::gvk("networking.istio.io", "v1alpha3", "EnvoyFilter"),
+            IstioKind::WasmPlugin => GroupVersionKind::gvk("extensions.istio.io", "v1alpha1", "WasmPlugin"),
+        };
+        ApiResource::from_gvk(&gvk)
+    }
+}
+
+/// Parses `NAMESPACE/NAME`.
+pub fn parse_target(value: &str) -> Result<(String, String), String> {
+    match value.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => Ok((ns.to_owned(), name.to_owned())),
+        _ => Err(format!("{value:?}: expected NAMESPACE/NAME")),
+    }
+}
+
+/// The object to apply for `table`.
+pub fn manifest(kind: IstioKind, namespace: &str, name: &str, settings: &IstioSettings, table: &TableSpec) -> Result<Value, String> {
+    let resource = kind.api_resource();
+    let spec = match kind {
+        IstioKind::WasmPlugin => {
+            let config = serde_json::to_value(table).map_err(|e| e.to_string())?;
+            json!({
+                "selector": { "matchLabels": settings.selector },
+                "url": settings.wasm_url,
+                "pluginName": settings.filter_name,
+                "pluginConfig": config,
+            })
+        }
+        IstioKind::EnvoyFilter => {
+            let text = serde_json::to_string(table).map_err(|e| e.to_string())?;
+            let code = json!({ "local": { "filename": settings.wasm_path } });
+            json!({
+                "workloadSelector": { "labels": settings.selector },
+                "configPatches": [{
+                    "applyTo": "HTTP_FILTER",
+                    "match": {
+                        "context": "GATEWAY",
+                        "listener": { "filterChain": { "filter": {
+                            "name": "envoy.filters.network.http_connection_manager",
+                            "subFilter": { "name": "envoy.filters.http.router" }
+                        } } }
+                    },
+                    "patch": {
+                        "operation": "INSERT_BEFORE",
+                        "value": {
+                            "name": settings.filter_name,
+                            "typed_config": wasm_filter_config(&settings.filter_name, &settings.runtime, code, &text)
+                        }
+                    }
+                }]
+            })
+        }
+    };
+    Ok(json!({
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": { "app.kubernetes.io/managed-by": "switchyard" }
+        },
+        "spec": spec,
+    }))
+}
+
+impl IstioSink {
+    /// The name used in logs and metrics.
+    pub fn name(&self) -> String {
+        let kind = match self.kind {
+            IstioKind::EnvoyFilter => "envoyfilter",
+            IstioKind::WasmPlugin => "wasmplugin",
+        };
+        format!("{kind} {}/{}", self.namespace, self.name)
+    }
+
+    /// Server-side applies the resource carrying `table`.
+    pub async fn apply(&self, table: &TableSpec) -> Result<(), String> {
+        let object = manifest(self.kind, &self.namespace, &self.name, &self.settings, table)?;
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(&self.name, &params, &Patch::Apply(&object)).await.map(|_| ()).map_err(|e| format!("server-side apply: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> IstioSettings {
+        IstioSettings {
+            selector: BTreeMap::from([("istio".to_owned(), "ingressgateway".to_owned())]),
+            wasm_url: "oci://registry/switchyard:1".into(),
+            wasm_path: "/var/lib/switchyard/filter.wasm".into(),
+            filter_name: "switchyard".into(),
+            runtime: "envoy.wasm.runtime.v8".into(),
+        }
+    }
+
+    fn table() -> TableSpec {
+        serde_json::from_value(json!({"version": 1, "generation": "g1", "rules": []})).unwrap()
+    }
+
+    #[test]
+    fn a_wasmplugin_carries_the_table_as_its_plugin_config() {
+        let object = manifest(IstioKind::WasmPlugin, "istio-system", "switchyard", &settings(), &table()).unwrap();
+        assert_eq!(object["apiVersion"], "extensions.istio.io/v1alpha1");
+        assert_eq!(object["kind"], "WasmPlugin");
+        assert_eq!(object["spec"]["pluginConfig"]["generation"], "g1");
+        assert_eq!(object["spec"]["selector"]["matchLabels"]["istio"], "ingressgateway");
+    }
+
+    #[test]
+    fn an_envoyfilter_inserts_the_wasm_filter_before_the_router() {
+        let object = manifest(IstioKind::EnvoyFilter, "istio-system", "switchyard", &settings(), &table()).unwrap();
+        assert_eq!(object["apiVersion"], "networking.istio.io/v1alpha3");
+        let patch = &object["spec"]["configPatches"][0];
+        assert_eq!(patch["patch"]["operation"], "INSERT_BEFORE");
+        let config = &patch["patch"]["value"]["typed_config"]["config"];
+        assert_eq!(config["vm_config"]["code"]["local"]["filename"], "/var/lib/switchyard/filter.wasm");
+        let carried: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
+        assert_eq!(carried["generation"], "g1");
+    }
+
+    #[test]
+    fn targets_are_namespace_slash_name() {
+        assert_eq!(parse_target("istio-system/sy").unwrap(), ("istio-system".to_owned(), "sy".to_owned()));
+        assert!(parse_target("sy").is_err());
+        assert!(parse_target("a/b/c").is_err());
+    }
+}

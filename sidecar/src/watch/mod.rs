@@ -1,0 +1,218 @@
+//! `switchyard watch`: sources → the same pipeline as `switchyard compile` → sinks, for as long as
+//! it runs.
+//!
+//! - Sources: [`folder`] (a directory, followed with `notify`) and [`kubernetes`] (kube-rs watchers
+//!   and reflector stores). Both only say "something changed"; [`debounce`] waits for the input to
+//!   settle, then the whole input is compiled again (the compiler is pure and fast: 10k Ingresses in
+//!   about 0.4 s).
+//! - [`engine`]: compile, record status, push when the content hash changed, log the [`diff`].
+//! - Sinks ([`sinks`]): [`ecds`] file, plain table file, [`istio`] resources.
+//! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
+//!   [`metrics`], `/table`, `/status`); Kubernetes status write-back in [`write_back`].
+
+pub mod args;
+pub mod debounce;
+pub mod diff;
+pub mod ecds;
+pub mod engine;
+pub mod folder;
+pub mod istio;
+pub mod kubernetes;
+pub mod metrics;
+pub mod server;
+pub mod sinks;
+pub mod state;
+pub mod write_back;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tracing::{error, info};
+
+use crate::watch::args::WatchArgs;
+use crate::watch::debounce::Debounce;
+use crate::watch::ecds::EcdsFile;
+use crate::watch::engine::{Engine, Input};
+use crate::watch::folder::Folder;
+use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
+use crate::watch::sinks::Sink;
+use crate::watch::state::Shared;
+
+/// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceError {
+    /// The file (or source) at fault.
+    pub source: String,
+    /// What is wrong: file, line, field.
+    pub message: String,
+}
+
+/// How long to wait before pushing again after a failed push.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
+pub fn run(args: WatchArgs) -> Result<(), String> {
+    let level = if args.verbose { tracing::Level::DEBUG } else { tracing::Level::INFO };
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).with_target(false).with_ansi(ansi).try_init();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        tokio::select! {
+            result = watch(args) => result,
+            () = shutdown() => {
+                info!("stopping");
+                Ok(())
+            }
+        }
+    })
+}
+
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+async fn watch(args: WatchArgs) -> Result<(), String> {
+    let options = args.table.options()?;
+    let state = Shared::default();
+    let client = if args.needs_client() {
+        Some(kube::Client::try_default().await.map_err(|e| format!("cannot reach Kubernetes (kubeconfig or in-cluster): {e}"))?)
+    } else {
+        None
+    };
+    let sinks = sinks(&args, client.as_ref())?;
+    if let Some(dir) = &args.manifests {
+        check_outputs_outside(dir, &args)?;
+    }
+    if let Some(addr) = args.listen {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("--listen {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| format!("--listen {addr}: {e}"))?;
+        info!("listening on http://{bound} (/healthz /readyz /metrics /table /status)");
+        let served = state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = server::serve(listener, served).await {
+                error!("the status server stopped: {e}");
+            }
+        });
+    }
+    let engine = Engine::new(options, sinks, state.clone());
+    let debounce = Debounce { quiet: Duration::from_millis(args.debounce_ms), max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)) };
+    match (&args.manifests, client) {
+        (Some(dir), _) => follow_folder(dir, engine, debounce).await,
+        (None, Some(client)) => {
+            let settings = kubernetes::Settings {
+                namespaces: args.namespaces.clone(),
+                publish_addresses: args.publish_address.clone(),
+                write_status: !args.no_status_write,
+                controller_name: args.table.options()?.controller_name,
+            };
+            kubernetes::follow(client, settings, engine, state, debounce).await
+        }
+        (None, None) => Err("give --manifests DIR or --kubernetes".to_owned()),
+    }
+}
+
+fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, String> {
+    let mut sinks = Vec::new();
+    if let Some(path) = &args.ecds_file {
+        // Envoy resolves a relative filename against its own working directory: make it absolute.
+        let wasm = std::path::absolute(&args.wasm).unwrap_or_else(|_| args.wasm.clone());
+        if !wasm.is_file() {
+            tracing::warn!("--wasm {}: no such file yet; Envoy will reject the filter until it exists", wasm.display());
+        }
+        sinks.push(Sink::Ecds(EcdsFile { path: path.clone(), filter_name: args.filter_name.clone(), wasm, runtime: args.wasm_runtime.clone() }));
+    }
+    if let Some(path) = &args.output {
+        sinks.push(Sink::TableFile(path.clone()));
+    }
+    let settings = IstioSettings {
+        selector: args.selector()?,
+        wasm_url: args.wasm_url.clone().unwrap_or_default(),
+        wasm_path: args.gateway_wasm_path.clone(),
+        filter_name: args.filter_name.clone(),
+        runtime: args.wasm_runtime.clone(),
+    };
+    for (target, kind) in [(&args.envoyfilter, IstioKind::EnvoyFilter), (&args.wasmplugin, IstioKind::WasmPlugin)] {
+        if let (Some(target), Some(client)) = (target, client) {
+            let (namespace, name) = parse_target(target)?;
+            sinks.push(Sink::Istio(IstioSink { client: client.clone(), kind, namespace, name, settings: settings.clone() }));
+        }
+    }
+    if sinks.is_empty() {
+        return Err("nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME or --wasmplugin NS/NAME".to_owned());
+    }
+    Ok(sinks)
+}
+
+/// Refuses outputs inside the watched folder: each push would look like a change of the input.
+fn check_outputs_outside(dir: &Path, args: &WatchArgs) -> Result<(), String> {
+    let dir = std::fs::canonicalize(dir).map_err(|e| format!("--manifests {}: {e}", dir.display()))?;
+    for (flag, path) in [("--ecds-file", &args.ecds_file), ("-o", &args.output)] {
+        let Some(path) = path else { continue };
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        let parent = absolute.parent().and_then(|p| std::fs::canonicalize(p).ok());
+        if parent.is_some_and(|p| p.starts_with(&dir)) {
+            return Err(format!("{flag} {}: must not be inside the watched folder {}", path.display(), dir.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Folder mode: compile now, then after every settled burst of changes.
+async fn follow_folder(dir: &Path, mut engine: Engine, debounce: Debounce) -> Result<(), String> {
+    let (tx, mut changes) = mpsc::channel(1);
+    let _watcher = folder_watcher(dir, tx)?;
+    let mut folder = Folder::new(dir);
+    info!("watching {}", folder.dir().display());
+    rebuild_folder(&mut folder, &mut engine).await;
+    loop {
+        let retry = engine.needs_retry();
+        tokio::select! {
+            settled = debounce.settle(&mut changes) => {
+                if !settled {
+                    return Err(format!("{}: the file watcher stopped", dir.display()));
+                }
+                rebuild_folder(&mut folder, &mut engine).await;
+            }
+            () = tokio::time::sleep(RETRY_AFTER), if retry => engine.retry().await,
+        }
+    }
+}
+
+async fn rebuild_folder(folder: &mut Folder, engine: &mut Engine) {
+    let snapshot = folder.scan();
+    engine.rebuild(Input { objects: snapshot.objects, errors: snapshot.errors, warnings: snapshot.warnings }).await;
+}
+
+/// A recursive `notify` watcher on `dir` that signals on every create, modify or remove (never on
+/// reads: the rescans themselves must not look like changes).
+fn folder_watcher(dir: &Path, tx: mpsc::Sender<()>) -> Result<notify::RecommendedWatcher, String> {
+    use notify::{EventKind, RecursiveMode, Watcher};
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let relevant = match &event {
+            Ok(event) => matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any),
+            // An overflowed queue or similar: rescan to be safe.
+            Err(_) => true,
+        };
+        tracing::debug!("file event: {event:?}");
+        if relevant {
+            // A full channel already holds a pending change: nothing is lost.
+            let _ = tx.try_send(());
+        }
+    })
+    .map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
+    watcher.watch(dir, RecursiveMode::Recursive).map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
+    Ok(watcher)
+}

@@ -1,0 +1,136 @@
+//! What the running watch knows about itself, shared between the rebuild loop, the sources and the
+//! HTTP server: the table last pushed, the status report, source health and the counters behind
+//! `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+
+use crate::status::ResourceStatus;
+use crate::watch::SourceError;
+
+/// The state, shared.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<Mutex<State>>);
+
+impl Shared {
+    /// Locks the state (a panicked holder cannot leave it half-written: every update is a few
+    /// assignments, so a poisoned lock is still used).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Push counters of one sink.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PushCount {
+    /// Pushes that succeeded.
+    pub ok: u64,
+    /// Pushes that failed (retried).
+    pub failed: u64,
+}
+
+/// The watch's state.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Tables pushed so far (each a different content); 0 before the first push.
+    pub generation: u64,
+    /// The content hash of the table last pushed (the table's `generation` field).
+    pub table_hash: String,
+    /// The table last pushed, as JSON.
+    pub table: Option<String>,
+    /// Rules and hosts of the table last pushed.
+    pub rules: usize,
+    /// Distinct hosts of the table last pushed.
+    pub hosts: usize,
+    /// The status report of the last compilation.
+    pub statuses: Vec<ResourceStatus>,
+    /// Input that could not be read (manifests that do not parse, objects the API refused to list).
+    pub errors: Vec<SourceError>,
+    /// Loader warnings of the last compilation.
+    pub warnings: Vec<String>,
+    /// Why no table can be pushed yet (stores not synced), when that is the case.
+    pub waiting: Option<String>,
+    /// Sources that are down now, with the reason; the last good table keeps serving meanwhile.
+    pub down: BTreeMap<String, String>,
+    /// The last push error, until a push succeeds.
+    pub push_error: Option<String>,
+    /// Pushes by sink name.
+    pub pushes: BTreeMap<String, PushCount>,
+    /// Compilations run.
+    pub compiles: u64,
+    /// Seconds spent compiling, in total.
+    pub compile_seconds_total: f64,
+    /// Seconds the last compilation took.
+    pub compile_seconds_last: f64,
+    /// Status writes to the API server (Kubernetes mode): succeeded and failed.
+    pub status_writes: PushCount,
+}
+
+impl State {
+    /// `Ok(why ready)` or `Err(why not)`: ready once a table was pushed, and while every source is up
+    /// and the last push succeeded.
+    pub fn readiness(&self) -> Result<String, String> {
+        let mut reasons = Vec::new();
+        if self.generation == 0 {
+            reasons.push(match &self.waiting {
+                Some(waiting) => format!("no table pushed yet: {waiting}"),
+                None => "no table pushed yet".to_owned(),
+            });
+        }
+        for (source, reason) in &self.down {
+            reasons.push(format!("source {source} is down ({reason})"));
+        }
+        if let Some(error) = &self.push_error {
+            reasons.push(format!("the last push failed ({error}); retrying"));
+        }
+        if reasons.is_empty() {
+            Ok(format!("ready: generation {} (table {}), {} rules, {} hosts", self.generation, self.table_hash, self.rules, self.hosts))
+        } else {
+            if self.generation > 0 {
+                reasons.push(format!("generation {} (table {}) keeps serving", self.generation, self.table_hash));
+            }
+            Err(format!("not ready: {}", reasons.join("; ")))
+        }
+    }
+
+    /// The `/status` document.
+    pub fn status_json(&self) -> serde_json::Value {
+        let readiness = self.readiness();
+        serde_json::json!({
+            "ready": readiness.is_ok(),
+            "reason": match &readiness { Ok(s) | Err(s) => s },
+            "generation": self.generation,
+            "table": self.table_hash,
+            "rules": self.rules,
+            "hosts": self.hosts,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "sources_down": self.down,
+            "resources": self.statuses,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_ready_before_the_first_push_and_says_what_it_waits_for() {
+        let state = State { waiting: Some("store Ingress has not synced".into()), ..State::default() };
+        let reason = state.readiness().unwrap_err();
+        assert!(reason.contains("no table pushed yet: store Ingress has not synced"), "{reason}");
+    }
+
+    #[test]
+    fn a_source_down_makes_it_unready_while_the_last_table_serves() {
+        let mut state = State { generation: 3, table_hash: "abc".into(), ..State::default() };
+        assert!(state.readiness().is_ok());
+        state.down.insert("kubernetes Ingress".into(), "connection refused".into());
+        let reason = state.readiness().unwrap_err();
+        assert!(reason.contains("source kubernetes Ingress is down (connection refused)"), "{reason}");
+        assert!(reason.contains("generation 3 (table abc) keeps serving"), "{reason}");
+    }
+}
