@@ -580,7 +580,8 @@ fn describe(e: &wasmtime::Error) -> String {
         return exit.to_string();
     }
     match e.downcast_ref::<wasmtime::Trap>() {
-        Some(trap) => format!("wasm trap: {trap} (a Rust module panicked or aborted)"),
+        Some(trap @ wasmtime::Trap::UnreachableCodeReached) => format!("{trap} (a Rust module panicked or aborted)"),
+        Some(trap) => trap.to_string(),
         None => format!("{e:#}"),
     }
 }

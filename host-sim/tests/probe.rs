@@ -214,3 +214,51 @@ fn a_file_that_is_not_wasm_fails_to_load_with_a_message() {
     let err = Sim::load(dir.join("absent.wasm")).unwrap_err();
     assert!(err.to_string().starts_with("cannot read"), "{err}");
 }
+
+#[test]
+fn root_context_http_and_grpc_calls_are_answered_by_the_test() {
+    let mut sim = probe();
+    sim.tick();
+    assert!(sim.take_logs().iter().any(|l| l.message == "probe: dispatched http true grpc true"));
+    let http = sim.http_calls().to_vec();
+    assert_eq!(http.len(), 1);
+    assert_eq!(http[0].upstream, "config-cluster");
+    assert_eq!(http[0].context_id, 1, "dispatched by the root context");
+    let grpc = sim.grpc_calls().to_vec();
+    assert_eq!(grpc.len(), 1);
+    assert_eq!((grpc[0].service.as_str(), grpc[0].method.as_str()), ("probe.Service", "Get"));
+    assert_eq!(grpc[0].messages, vec![b"question".to_vec()]);
+
+    assert!(sim.respond_http_call(http[0].token, HttpCallResponse::new(200).body("cfg")));
+    let expected = format!("probe: root call {} answered 200 cfg", http[0].token);
+    assert!(sim.take_logs().iter().any(|l| l.message == expected), "{expected}");
+    assert!(sim.http_calls().is_empty());
+    assert!(!sim.respond_http_call(http[0].token, HttpCallResponse::new(200)), "answered once");
+
+    assert!(sim.respond_grpc_call(grpc[0].token, 0, b"answer"));
+    let expected = format!("probe: grpc {} status 0 body answer message ", grpc[0].token);
+    assert!(sim.take_logs().iter().any(|l| l.message == expected), "{expected}");
+    assert!(sim.grpc_calls().is_empty());
+}
+
+#[test]
+fn a_panic_fails_the_request_and_the_vm_as_in_envoy() {
+    let mut sim = probe();
+    let outcome = sim.request(Request::get("http://example.net/").header("x-probe-panic", "1"));
+    let error = outcome.error.clone().expect("the request failed");
+    assert!(error.contains("proxy_on_request_headers") && error.contains("wasm trap"), "{error}");
+    assert!(!outcome.forwarded);
+    // The SDK's panic hook logs the message (critical) before the abort.
+    assert!(outcome.logs.iter().any(|l| l.level >= LogLevel::Error && l.message.contains("probe: asked to panic")), "{:?}", outcome.logs);
+    assert!(sim.error().is_some());
+    let after = sim.request(Request::get("http://example.net/"));
+    assert!(after.error.unwrap().starts_with("the module had already failed"));
+    assert!(!after.forwarded);
+}
+
+#[test]
+fn proc_exit_is_reported_with_its_code() {
+    let mut sim = probe();
+    let outcome = sim.request(Request::get("http://example.net/").header("x-probe-exit", "1"));
+    assert!(outcome.error.unwrap().contains("proc_exit(3)"));
+}

@@ -32,7 +32,23 @@ struct Root {
     ticks: u64,
 }
 
-impl Context for Root {}
+impl Context for Root {
+    fn on_http_call_response(&mut self, token: u32, _headers: usize, body_size: usize, _trailers: usize) {
+        let body = self.get_http_call_response_body(0, body_size).unwrap_or_default();
+        let status = self.get_http_call_response_header(":status").unwrap_or_default();
+        log::info(&format!("probe: root call {token} answered {status} {}", String::from_utf8_lossy(&body)));
+    }
+
+    fn on_grpc_call_response(&mut self, token: u32, status_code: u32, response_size: usize) {
+        let body = self.get_grpc_call_response_body(0, response_size).unwrap_or_default();
+        let (_, message) = self.get_grpc_status();
+        log::info(&format!(
+            "probe: grpc {token} status {status_code} body {} message {}",
+            String::from_utf8_lossy(&body),
+            message.unwrap_or_default()
+        ));
+    }
+}
 
 impl RootContext for Root {
     fn on_vm_start(&mut self, _size: usize) -> bool {
@@ -66,6 +82,18 @@ impl RootContext for Root {
 
     fn on_tick(&mut self) {
         self.ticks += 1;
+        if self.ticks == 1 {
+            // Callouts from the root context, answered later by the test.
+            let http = self.dispatch_http_call(
+                "config-cluster",
+                vec![(":method", "GET"), (":path", "/config"), (":authority", "config.local")],
+                None,
+                vec![],
+                Duration::from_secs(5),
+            );
+            let grpc = self.dispatch_grpc_call("grpc-cluster", "probe.Service", "Get", vec![], Some(b"question"), Duration::from_secs(5));
+            log::info(&format!("probe: dispatched http {} grpc {}", http.is_ok(), grpc.is_ok()));
+        }
         hostcalls::increment_metric(self.metrics.ticks, 1).unwrap();
         let now = self.get_current_time().duration_since(UNIX_EPOCH).unwrap_or_default();
         self.set_shared_data("probe.last_tick_ms", Some(now.as_millis().to_string().as_bytes()), None)
@@ -149,6 +177,13 @@ impl HttpContext for Stream {
         // A queue item per request, delivered to the root context by the host.
         self.enqueue_shared_queue(self.queue, Some(format!("request {}", String::from_utf8_lossy(&path)).as_bytes()))
             .unwrap();
+
+        if self.get_http_request_header("x-probe-panic").is_some() {
+            panic!("probe: asked to panic");
+        }
+        if self.get_http_request_header("x-probe-exit").is_some() {
+            std::process::exit(3);
+        }
 
         if self.get_http_request_header("x-probe-clear").is_some() {
             let _ = hostcalls::call_foreign_function("clear_route_cache", None);
