@@ -61,6 +61,19 @@ pub(crate) fn with_bytes<R>(
     Ok(f(bytes, host))
 }
 
+/// Calls `f` with the module's memory at `ptr..ptr + len`, writable in place, and the host state.
+pub(crate) fn with_bytes_mut<R>(
+    caller: &mut Caller<'_, Host>,
+    ptr: i32,
+    len: i32,
+    f: impl FnOnce(&mut [u8], &mut Host) -> R,
+) -> Result<R, Fault> {
+    let mem = memory(caller)?;
+    let (data, host) = mem.data_and_store_mut(&mut *caller);
+    let bytes = range(ptr, len).and_then(|r| data.get_mut(r)).ok_or(Fault::Status(status::INVALID_MEMORY_ACCESS))?;
+    Ok(f(bytes, host))
+}
+
 /// The bytes at `ptr` as text (lossy: header names and values are ASCII in practice).
 pub(crate) fn read_string(caller: &mut Caller<'_, Host>, ptr: i32, len: i32) -> Result<String, Fault> {
     let bytes = read(caller, ptr, len)?;

@@ -64,12 +64,13 @@ impl Request {
         self
     }
 
-    /// Adds a header (a repeated name adds another value). `:authority`, `:path`, `:method` and
-    /// `:scheme` replace the ones from the URL and method.
+    /// Adds a header (a repeated name adds another value). `:authority` (or `host`, which Envoy
+    /// turns into `:authority` for HTTP/1.1), `:path`, `:method` and `:scheme` replace the ones from
+    /// the URL and method.
     pub fn header(mut self, name: &str, value: &str) -> Request {
         let name = name.to_ascii_lowercase();
         match name.as_str() {
-            ":authority" => self.authority = value.to_string(),
+            ":authority" | "host" => self.authority = value.to_string(),
             ":path" => self.path = value.to_string(),
             ":method" => self.method = value.to_string(),
             ":scheme" => self.scheme = value.to_string(),
@@ -203,6 +204,7 @@ mod tests {
                 ("cookie".to_string(), "a=1; b=2".to_string()),
             ]
         );
+        assert_eq!(Request::get("http://a/").header("Host", "b.example.net").authority, "b.example.net");
         assert_eq!(Request::get("example.net").path, "/");
         assert_eq!(Request::get("https://example.net?q").path, "/?q");
         assert_eq!(Request::get("https://example.net?q").scheme, "https");

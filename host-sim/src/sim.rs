@@ -539,7 +539,7 @@ impl Sim {
                 let owner = {
                     let host = self.store.data();
                     let shared = host.shared();
-                    shared.queues.get(id as usize - 1).map(|q| q.owner_context)
+                    (id as usize).checked_sub(1).and_then(|i| shared.queues.get(i)).map(|q| q.owner_context)
                 };
                 if let Some(owner) = owner {
                     self.call("proxy_on_queue_ready", owner, |e| e.queue_ready.as_ref(), (owner as i32, id as i32));

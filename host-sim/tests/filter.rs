@@ -54,6 +54,17 @@ fn get(sim: &mut Sim, url: &str) -> Outcome {
 
 // ---- §4: which rule wins ------------------------------------------------------------------------
 
+/// The filter obeys the table's order as written: the first rule that matches wins, even a
+/// catch-all placed before an exact host (the compiler is what puts rules in §4's order).
+#[test]
+fn the_first_matching_rule_in_table_order_wins() {
+    let mut sim = filter(table(json!([
+        rule("I/a/any#0", prefix("/"), "a/any:80", json!({})),
+        rule("I/a/exact#0", json!({ "type": "exact", "value": "/x" }), "a/exact:80", json!({ "host": "foo.example.net" })),
+    ])));
+    assert_eq!(cluster(&get(&mut sim, "http://foo.example.net/x")), Some("a/any:80"));
+}
+
 /// An exact host beats a wildcard host, which beats a catch-all (in the compiled order).
 #[test]
 fn host_precision_exact_then_wildcard_then_any() {

@@ -4,7 +4,7 @@
 //! simulator's, `proc_exit` stops the module with its code. There is no file system: no file
 //! descriptor beyond the three standard ones, and no preopened directory.
 
-use crate::memory::{read, write, write_u32, write_u64, Fault};
+use crate::memory::{read, with_bytes_mut, write, write_u32, write_u64, Fault};
 use crate::outcome::LogLevel;
 use crate::state::Host;
 use std::fmt;
@@ -94,12 +94,14 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         errno(write_u64(&mut c, ret, now).map(|()| SUCCESS))
     })?;
     linker.func_wrap(WASI, "random_get", |mut c: Caller<'_, Host>, buf: i32, len: i32| {
-        let mut bytes = vec![0u8; len as u32 as usize];
-        for chunk in bytes.chunks_mut(8) {
-            let r = c.data_mut().next_random().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
-        errno(write(&mut c, buf, &bytes).map(|()| SUCCESS))
+        // Filled in place: a module asking for gigabytes gets EFAULT, not a host allocation.
+        errno(with_bytes_mut(&mut c, buf, len, |bytes, host| {
+            for chunk in bytes.chunks_mut(8) {
+                let r = host.next_random().to_le_bytes();
+                chunk.copy_from_slice(&r[..chunk.len()]);
+            }
+            SUCCESS
+        }))
     })?;
     linker.func_wrap(WASI, "sched_yield", |_c: Caller<'_, Host>| Ok(SUCCESS))?;
     linker.func_wrap(WASI, "poll_oneoff", |_c: Caller<'_, Host>, _i: i32, _o: i32, _n: i32, _ret: i32| Ok(ENOSYS))?;
