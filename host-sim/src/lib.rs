@@ -14,8 +14,9 @@
 //! Unlike proxy-wasm's own test framework, every piece of state (header maps, shared data,
 //! queues, metrics, clock, logs) lives in the simulator's wasmtime `Store`, so tests run in
 //! parallel; there is no script of expected host calls, the host simply answers them as Envoy
-//! would; shared data, queues and metrics work. The engine and each compiled module are cached for
-//! the process; a new [`Sim`] only instantiates.
+//! would; shared data, queues and metrics work, and [`Sim::sibling`] gives a second VM sharing
+//! shared data and queues as Envoy's workers do. The engine and each compiled module are cached for
+//! the process (and compiled code on disk across processes); a new [`Sim`] only instantiates.
 //!
 //! Modules: [`abi`] (status codes, map serialization), `memory` (guest memory access), `host`
 //! (the host functions, by group), `state` (the store's data), `engine` (engine and module

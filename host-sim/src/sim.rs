@@ -71,8 +71,31 @@ impl Sim {
     /// initialization. Fails with a clear [`SimError`] when the file is not a proxy-wasm 0.2.x
     /// module, imports something host-sim lacks (every such import is listed), or traps.
     pub fn load(path: impl AsRef<Path>) -> Result<Sim, SimError> {
-        let loaded = engine::load(path.as_ref())?;
-        let mut store = Store::new(engine::engine(), Host::new(Arc::new(Mutex::new(Shared::default()))));
+        Sim::instantiate(engine::load(path.as_ref())?, Arc::new(Mutex::new(Shared::default())))
+    }
+
+    /// Another instance of the same module sharing this one's shared data and queues, as the VMs
+    /// of Envoy's worker threads do; it has its own contexts, metrics, clock and logs, the same VM
+    /// configuration, environment and properties, and is started and configured on its own.
+    pub fn sibling(&self) -> Result<Sim, SimError> {
+        let host = self.store.data();
+        let mut sim = Sim::instantiate(self.loaded.clone(), host.shared.clone())?;
+        let vm_config = host.vm_config.clone();
+        let env = host.env.clone();
+        let properties = host.properties.clone();
+        let (log_level, now_ns, monotonic_ns) = (host.log_level, host.now_ns, host.monotonic_ns);
+        let sibling = sim.store.data_mut();
+        sibling.vm_config = vm_config;
+        sibling.env = env;
+        sibling.properties = properties;
+        sibling.log_level = log_level;
+        sibling.now_ns = now_ns;
+        sibling.monotonic_ns = monotonic_ns;
+        Ok(sim)
+    }
+
+    fn instantiate(loaded: Arc<Loaded>, shared: Arc<Mutex<Shared>>) -> Result<Sim, SimError> {
+        let mut store = Store::new(engine::engine(), Host::new(shared));
         let path = loaded.path.clone();
         let instance = loaded.pre.instantiate(&mut store).map_err(|e| trap(&path, "instantiation", &e))?;
         let exports = Exports::find(&instance, &mut store, &path)?;
@@ -204,6 +227,7 @@ impl Sim {
     /// [`Sim::request`] for a request the caller keeps (to send it again).
     pub fn request_ref(&mut self, request: &Request) -> Outcome {
         self.start();
+        self.run_pending();
         self.keep_logs();
         let context = self.next_context;
         self.next_context = self.next_context.checked_add(1).unwrap_or(2);
@@ -395,14 +419,21 @@ impl Sim {
     /// Enqueues an item on a registered queue, as another VM would, and delivers
     /// `proxy_on_queue_ready`. False if no queue has that name.
     pub fn enqueue(&mut self, queue: &str, item: impl Into<Vec<u8>>) -> bool {
-        let id = {
+        let instance = self.store.data().instance;
+        let (id, mine) = {
             let host = self.store.data();
             let mut shared = host.shared();
             let Some(i) = shared.queues.iter().position(|q| q.name == queue) else { return false };
             shared.queues[i].items.push_back(item.into());
-            i as u32 + 1
+            let owner = shared.queues[i].owner_instance;
+            if owner != instance {
+                shared.ready.push((owner, i as u32 + 1));
+            }
+            (i as u32 + 1, owner == instance)
         };
-        self.store.data_mut().ready_queues.push(id);
+        if mine {
+            self.store.data_mut().ready_queues.push(id);
+        }
         self.deliver_queues();
         self.keep_logs();
         true
@@ -522,6 +553,32 @@ impl Sim {
                 self.crashed = Some(format!("{name}: {message}"));
                 None
             }
+        }
+    }
+
+    /// Delivers the `proxy_on_queue_ready` notifications sibling simulators posted for this one
+    /// (it also happens before each request).
+    pub fn run_pending(&mut self) {
+        let taken = {
+            let host = self.store.data();
+            let instance = host.instance;
+            let mut shared = host.shared();
+            if shared.ready.iter().all(|&(owner, _)| owner != instance) {
+                return;
+            }
+            let (mine, others): (Vec<_>, Vec<_>) = shared.ready.drain(..).partition(|&(owner, _)| owner == instance);
+            shared.ready = others;
+            mine
+        };
+        let host = self.store.data_mut();
+        for (_, id) in taken {
+            if !host.ready_queues.contains(&id) {
+                host.ready_queues.push(id);
+            }
+        }
+        self.deliver_queues();
+        if self.store.data().stream.is_none() {
+            self.keep_logs();
         }
     }
 

@@ -107,17 +107,22 @@ pub(crate) struct Callout {
     pub trailers: HeaderMap,
 }
 
-/// Shared data and queues: one store per simulated VM.
+/// Shared data and queues: one store per simulated VM id, shared by a simulator and its siblings
+/// (`Sim::sibling`), as Envoy shares them between the workers' VMs.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     pub data: HashMap<String, (Vec<u8>, u32)>,
     pub next_cas: u32,
     pub queues: Vec<Queue>,
+    /// Queue notifications for another simulator than the one that enqueued: (instance, queue id).
+    pub ready: Vec<(u64, u32)>,
 }
 
 #[derive(Debug)]
 pub(crate) struct Queue {
     pub name: String,
+    /// The simulator and the context that registered the queue last: they get `on_queue_ready`.
+    pub owner_instance: u64,
     pub owner_context: u32,
     pub items: VecDeque<Vec<u8>>,
 }
@@ -132,6 +137,8 @@ pub(crate) struct Metric {
 
 /// The store's data.
 pub(crate) struct Host {
+    /// Tells simulators sharing a [`Shared`] apart.
+    pub instance: u64,
     pub memory: Option<Memory>,
     /// `proxy_on_memory_allocate` (or `malloc`): how host data reaches the module's memory.
     pub allocate: Option<Arc<TypedFunc<i32, i32>>>,
@@ -150,7 +157,7 @@ pub(crate) struct Host {
     pub grpc_status: (u32, String),
     pub call_data: Vec<u8>,
     pub shared: Arc<Mutex<Shared>>,
-    /// Queues written since the host last delivered `on_queue_ready`.
+    /// This simulator's queues written since it last delivered `on_queue_ready`.
     pub ready_queues: Vec<u32>,
     pub metrics: Vec<Metric>,
     /// Indexes into `metrics`, sorted by name.
@@ -171,7 +178,9 @@ pub(crate) struct Host {
 
 impl Host {
     pub fn new(shared: Arc<Mutex<Shared>>) -> Host {
+        static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Host {
+            instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             memory: None,
             allocate: None,
             logs: Vec::new(),

@@ -262,3 +262,25 @@ fn proc_exit_is_reported_with_its_code() {
     let outcome = sim.request(Request::get("http://example.net/").header("x-probe-exit", "1"));
     assert!(outcome.error.unwrap().contains("proc_exit(3)"));
 }
+
+#[test]
+fn siblings_share_data_and_queues_like_envoy_workers() {
+    let mut a = probe();
+    let mut b = a.sibling().expect("a second instance");
+    assert!(b.configure("probe-config"), "a sibling is configured on its own");
+    assert!(b.take_logs().iter().any(|l| l.message == "probe: env PROBE_ENV=hello (1 keys)"), "same environment");
+    // Shared data is common: each worker's CAS update builds on the other's.
+    assert_eq!(a.request(Request::get("http://example.net/")).request_header("x-probe-hits"), Some("1"));
+    assert_eq!(b.request(Request::get("http://example.net/")).request_header("x-probe-hits"), Some("2"));
+    assert_eq!(a.request(Request::get("http://example.net/")).request_header("x-probe-hits"), Some("3"));
+    // Metrics are each VM's own.
+    assert_eq!(a.metric("probe.requests").map(|m| m.value()), Some(2));
+    assert_eq!(b.metric("probe.requests").map(|m| m.value()), Some(1));
+    // The queue is b's since b registered it last: a's items reach b's root context, when b runs.
+    a.take_logs();
+    let outcome = a.request(Request::get("http://example.net/from-a"));
+    assert!(!outcome.logged("dequeued"), "{:?}", outcome.logs);
+    b.take_logs();
+    b.run_pending();
+    assert!(b.take_logs().iter().any(|l| l.message == "probe: dequeued request /from-a"));
+}

@@ -1,8 +1,9 @@
 //! Shared queues: `proxy_register_shared_queue`, `proxy_resolve_shared_queue`,
 //! `proxy_enqueue_shared_queue` and `proxy_dequeue_shared_queue` (`Empty` when there is nothing).
-//! An enqueue marks the queue ready; the simulator calls the registering root context's
-//! `proxy_on_queue_ready` once the current call into the module has returned, as Envoy posts it
-//! to the dispatcher.
+//! An enqueue marks the queue ready; the simulator that registered it (last) calls its root
+//! context's `proxy_on_queue_ready` once the current call into the module has returned, as Envoy
+//! posts it to that VM's dispatcher (a sibling simulator delivers at its next call or
+//! `Sim::run_pending`).
 
 use crate::abi::status;
 use crate::memory::{finish, give, read, read_string, write_u32, HostResult};
@@ -35,16 +36,18 @@ fn index(id: u32) -> Option<usize> {
 fn register(c: &mut Caller<'_, Host>, np: i32, nl: i32, ret: i32) -> HostResult {
     let name = read_string(c, np, nl)?;
     let owner = c.data().effective_context;
+    let instance = c.data().instance;
     let id = {
         let host = c.data();
         let mut shared = host.shared();
         match shared.queues.iter().position(|q| q.name == name) {
             Some(i) => {
                 shared.queues[i].owner_context = owner;
+                shared.queues[i].owner_instance = instance;
                 i + 1
             }
             None => {
-                shared.queues.push(Queue { name, owner_context: owner, items: Default::default() });
+                shared.queues.push(Queue { name, owner_instance: instance, owner_context: owner, items: Default::default() });
                 shared.queues.len()
             }
         }
@@ -68,12 +71,17 @@ fn resolve(c: &mut Caller<'_, Host>, np: i32, nl: i32, ret: i32) -> HostResult {
 fn enqueue(c: &mut Caller<'_, Host>, id: u32, vp: i32, vl: i32) -> HostResult {
     let value = read(c, vp, vl)?;
     let host = c.data_mut();
-    {
+    let mine = {
         let mut shared = host.shared();
         let Some(queue) = index(id).and_then(|i| shared.queues.get_mut(i)) else { return Ok(status::NOT_FOUND) };
         queue.items.push_back(value);
-    }
-    if !host.ready_queues.contains(&id) {
+        let owner = queue.owner_instance;
+        if owner != host.instance && !shared.ready.contains(&(owner, id)) {
+            shared.ready.push((owner, id));
+        }
+        owner == host.instance
+    };
+    if mine && !host.ready_queues.contains(&id) {
         host.ready_queues.push(id);
     }
     Ok(status::OK)
