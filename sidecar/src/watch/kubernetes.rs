@@ -166,6 +166,11 @@ where
                         }
                     }
                 }
+                // 410 Gone: our resourceVersion was compacted away; the watcher lists again (the
+                // store is swapped at the end of the list). Routine, not an outage.
+                Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
+                    info!("store {}: resourceVersion expired (410 Gone), listing again", self.label);
+                }
                 Some(Err(e)) => {
                     warn!("source {} is down, the last table keeps serving: {e}", self.label);
                     self.state.lock().down.insert(self.label.clone(), e.to_string());
