@@ -50,10 +50,12 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-wasm32 test-host-sim
+test: test-native test-wasm32 test-host-sim test-envoy
 
+# Everything that needs no .wasm and no Envoy; the wasm crates and the e2e suite run below.
 test-native:
-	cargo test --workspace --exclude switchyard-filter --exclude switchyard-host-sim
+	cargo test --workspace --exclude switchyard-filter --exclude switchyard-noop-filter \
+	  --exclude switchyard-host-sim --exclude switchyard-e2e
 
 # host-sim's tests drive real .wasm files: the filter (build-wasm) and a probe module of its own
 # (a standalone crate under host-sim/tests, built into its own target dir).
