@@ -196,9 +196,35 @@ pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
     }
     text.push_str("\r\n");
     stream.write_all(text.as_bytes())?;
+    // Read up to the end of the body as framed by content-length or chunking, not to EOF: Envoy may
+    // delay closing after a local reply (its delayed-close timeout is 1 s).
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+        if response_complete(&raw) {
+            break;
+        }
+    }
     parse_response(&raw).ok_or_else(|| std::io::Error::other(format!("bad response: {}", String::from_utf8_lossy(&raw))))
+}
+
+/// Whether `raw` holds a whole response (headers and the body they announce).
+fn response_complete(raw: &[u8]) -> bool {
+    let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let body = &raw[split + 4..];
+    if let Some(length) = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()) {
+        return body.len() >= length;
+    }
+    if head.lines().any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked")) {
+        return body.ends_with(b"0\r\n\r\n");
+    }
+    false
 }
 
 fn parse_response(raw: &[u8]) -> Option<Response> {
@@ -296,6 +322,28 @@ pub struct Envoy {
 }
 
 static INSTANCE: AtomicUsize = AtomicUsize::new(0);
+static PROBE: AtomicUsize = AtomicUsize::new(0);
+
+/// The host of the probe rule: no test routes it.
+pub const PROBE_HOST: &str = "probe.switchyard.invalid";
+
+/// `table` with one more rule, last: a direct response `200 <label>` for `http://PROBE_HOST/probe`,
+/// so a test can tell when Envoy serves this very table. The probe counts as a direct response in
+/// the filter's metrics. `None` when `table` is not a JSON object (it is then used as it is).
+pub fn with_probe(table: &str) -> (String, Option<String>) {
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(table) else { return (table.to_owned(), None) };
+    let Some(object) = doc.as_object_mut() else { return (table.to_owned(), None) };
+    let rules = object.entry("rules").or_insert_with(|| serde_json::json!([]));
+    let Some(rules) = rules.as_array_mut() else { return (table.to_owned(), None) };
+    let label = format!("probe-{}-{}", std::process::id(), PROBE.fetch_add(1, Ordering::SeqCst));
+    rules.push(serde_json::json!({
+        "name": format!("Probe/e2e/{label}#0"),
+        "host": PROBE_HOST,
+        "path": { "type": "exact", "value": "/probe" },
+        "action": { "direct_response": { "status": 200, "body": label } }
+    }));
+    (doc.to_string(), Some(label))
+}
 
 /// The cluster name's backend name: `production/service1:80` answers as `service1`.
 pub fn backend_name(cluster: &str) -> String {
@@ -323,9 +371,14 @@ impl Envoy {
         }
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
         write_file(&dir.join("envoy.yaml"), &envoy_config(&dir, &ports, 0, 0));
-        write_file(&dir.join("ecds/filter.json"), &ecds_document(&wasm, table, form));
+        let (table, probe) = with_probe(table);
+        write_file(&dir.join("ecds/filter.json"), &ecds_document(&wasm, &table, form));
         let mut envoy = Envoy::spawn(&envoy_bin, dir, wasm, workers);
         envoy.backends = backends;
+        if let Some(label) = probe {
+            // Several connections, so that every worker is seen serving the table.
+            envoy.wait_for_probe(&label, 2 * workers + 2);
+        }
         envoy
     }
 
@@ -396,18 +449,21 @@ impl Envoy {
     }
 
     /// Replaces the table through the ECDS file (written beside, then renamed into place) and waits
-    /// until Envoy accepted or rejected it; returns whether it was accepted.
+    /// until Envoy accepted or rejected it; returns whether it was accepted. An accepted table is
+    /// serving when this returns: a probe rule added to it answers (see [`with_probe`]).
     pub fn update_table(&self, table: &str, form: ConfigForm) -> bool {
         let counter = |what: &str| self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}")).unwrap_or(0);
         let (success, rejected) = (counter("update_success"), counter("update_rejected"));
+        let (table, probe) = with_probe(table);
         let tmp = self.dir.join("ecds/filter.json.tmp");
-        write_file(&tmp, &ecds_document(&self.wasm, table, form));
+        write_file(&tmp, &ecds_document(&self.wasm, &table, form));
         std::fs::rename(&tmp, self.dir.join("ecds/filter.json")).unwrap_or_else(|e| panic!("rename: {e}"));
         let deadline = Instant::now() + PATIENCE;
         loop {
             if counter("update_success") > success {
-                // The new filter configuration reaches the workers right after the main thread.
-                thread::sleep(Duration::from_millis(200));
+                                if let Some(label) = probe {
+                    self.wait_for_probe(&label, 4);
+                }
                 return true;
             }
             if counter("update_rejected") > rejected {
@@ -415,6 +471,21 @@ impl Envoy {
             }
             assert!(Instant::now() < deadline, "Envoy neither accepted nor rejected the table:\n{}", self.log_tail());
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until `times` requests in a row (each on a new connection) reach the probe rule
+    /// labelled `label`.
+    fn wait_for_probe(&self, label: &str, times: usize) {
+        let deadline = Instant::now() + PATIENCE;
+        let mut in_a_row = 0;
+        while in_a_row < times {
+            let answered = send(self.addr, &get(PROBE_HOST, "/probe")).is_ok_and(|r| r.status == 200 && r.body == label);
+            in_a_row = if answered { in_a_row + 1 } else { 0 };
+            assert!(Instant::now() < deadline, "the table labelled {label} is not serving:\n{}", self.log_tail());
+            if !answered {
+                thread::sleep(Duration::from_millis(20));
+            }
         }
     }
 
