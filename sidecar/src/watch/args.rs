@@ -33,20 +33,21 @@ Service, HTTPProxy) has synced; when the API server is unreachable the last tabl
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").required(true).args(["manifests", "kubernetes"]))]
 pub struct WatchArgs {
-    /// Follow the manifests in this folder (recursive *.yaml, *.yml, *.json).
-    #[arg(long, value_name = "DIR")]
-    pub manifests: Option<PathBuf>,
+    /// Follow the manifests in these folders (recursive *.yaml, *.yml, *.json; several folders
+    /// compile as one).
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub manifests: Vec<PathBuf>,
     /// Follow a cluster: Ingress, IngressClass, Service and HTTPProxy (kubeconfig or in-cluster).
     #[arg(long)]
     pub kubernetes: bool,
     /// Kubernetes: only these namespaces (comma-separated); IngressClasses are cluster-wide.
-    #[arg(long, value_delimiter = ',', value_name = "NS,...", requires = "kubernetes")]
+    #[arg(long, value_delimiter = ',', value_name = "NS,...", conflicts_with = "manifests")]
     pub namespaces: Vec<String>,
     /// Kubernetes: the addresses written to routed Ingresses' .status.loadBalancer (IPs or hostnames).
-    #[arg(long, value_delimiter = ',', value_name = "ADDR,...", requires = "kubernetes")]
+    #[arg(long, value_delimiter = ',', value_name = "ADDR,...", conflicts_with = "manifests")]
     pub publish_address: Vec<String>,
     /// Kubernetes: do not write HTTPProxy status, Ingress status or events.
-    #[arg(long, requires = "kubernetes")]
+    #[arg(long, conflicts_with = "manifests")]
     pub no_status_write: bool,
 
     /// Write Envoy's ECDS file here (a DiscoveryResponse with the filter's TypedExtensionConfig).

@@ -1,4 +1,5 @@
-//! Folder mode's source: the manifests under one directory, read again after every change.
+//! Folder mode's source: the manifests under one or more directories, read again after every
+//! change.
 //!
 //! Each file is parsed on its own. A file that no longer parses keeps contributing the objects of
 //! its last good version, so that a half-written or broken manifest leaves routing as it was; its
@@ -7,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
 
 use crate::load::{manifest_files, parse_text, Loaded};
 use crate::objects::Objects;
@@ -21,10 +23,10 @@ struct FileState {
     error: Option<String>,
 }
 
-/// A watched folder and what each of its manifests last gave.
+/// Watched folders and what each of their manifests last gave.
 #[derive(Debug)]
 pub struct Folder {
-    dir: PathBuf,
+    dirs: Vec<PathBuf>,
     files: BTreeMap<PathBuf, FileState>,
 }
 
@@ -40,29 +42,26 @@ pub struct Snapshot {
 }
 
 impl Folder {
-    /// A folder not read yet.
-    pub fn new(dir: &Path) -> Folder {
-        Folder { dir: dir.to_path_buf(), files: BTreeMap::new() }
+    /// Folders not read yet.
+    pub fn new(dirs: &[PathBuf]) -> Folder {
+        Folder { dirs: dirs.to_vec(), files: BTreeMap::new() }
     }
 
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Reads every manifest again and returns what to compile. When the folder cannot be listed at
-    /// all, the previous files are kept (routing stays as it was) and the error is reported.
+    /// Reads every manifest again and returns what to compile. When a folder cannot be listed at
+    /// all, its previous files are kept (routing stays as it was) and the error is reported.
     pub fn scan(&mut self) -> Snapshot {
         let mut snapshot = Snapshot::default();
-        match manifest_files(&self.dir) {
-            Ok(paths) => {
-                self.files.retain(|path, _| paths.contains(path));
-                for path in paths {
-                    let state = self.files.entry(path.clone()).or_default();
-                    read_file(&path, state, &mut snapshot.warnings);
+        for dir in &self.dirs {
+            match manifest_files(dir) {
+                Ok(paths) => {
+                    self.files.retain(|path, _| !path.starts_with(dir) || paths.contains(path));
+                    for path in paths {
+                        let state = self.files.entry(path.clone()).or_default();
+                        read_file(&path, state, &mut snapshot.warnings);
+                    }
                 }
+                Err(e) => snapshot.errors.push(SourceError { source: dir.display().to_string(), message: e.to_string() }),
             }
-            Err(e) => snapshot.errors.push(SourceError { source: self.dir.display().to_string(), message: e.to_string() }),
         }
         for (path, state) in &self.files {
             if let Some(objects) = &state.good {
@@ -116,7 +115,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("web.yaml");
         std::fs::write(&file, INGRESS).unwrap();
-        let mut folder = Folder::new(dir.path());
+        let mut folder = Folder::new(&[dir.path().to_path_buf()]);
         let first = folder.scan();
         assert_eq!(first.objects.ingresses.len(), 1);
         assert!(first.errors.is_empty());
@@ -137,7 +136,7 @@ mod tests {
     fn a_new_file_that_never_parsed_routes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("bad.yaml"), "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n").unwrap();
-        let snapshot = Folder::new(dir.path()).scan();
+        let snapshot = Folder::new(&[dir.path().to_path_buf()]).scan();
         assert!(snapshot.objects.ingresses.is_empty());
         assert_eq!(snapshot.errors.len(), 1);
         assert!(snapshot.errors[0].message.contains("routes nothing"), "{:?}", snapshot.errors);
@@ -146,7 +145,7 @@ mod tests {
     #[test]
     fn an_empty_folder_is_an_empty_snapshot() {
         let dir = tempfile::tempdir().unwrap();
-        let snapshot = Folder::new(dir.path()).scan();
+        let snapshot = Folder::new(&[dir.path().to_path_buf()]).scan();
         assert!(snapshot.objects.ingresses.is_empty() && snapshot.errors.is_empty());
     }
 }

@@ -24,7 +24,7 @@ pub mod sinks;
 pub mod state;
 pub mod write_back;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -93,7 +93,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
         None
     };
     let sinks = sinks(&args, client.as_ref())?;
-    if let Some(dir) = &args.manifests {
+    for dir in &args.manifests {
         check_outputs_outside(dir, &args)?;
     }
     if let Some(addr) = args.listen {
@@ -109,9 +109,9 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
     }
     let engine = Engine::new(options, sinks, state.clone());
     let debounce = Debounce { quiet: Duration::from_millis(args.debounce_ms), max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)) };
-    match (&args.manifests, client) {
-        (Some(dir), _) => follow_folder(dir, engine, debounce).await,
-        (None, Some(client)) => {
+    match (args.manifests.is_empty(), client) {
+        (false, _) => follow_folder(&args.manifests, engine, debounce).await,
+        (true, Some(client)) => {
             let settings = kubernetes::Settings {
                 namespaces: args.namespaces.clone(),
                 publish_addresses: args.publish_address.clone(),
@@ -120,7 +120,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
             };
             kubernetes::follow(client, settings, engine, state, debounce).await
         }
-        (None, None) => Err("give --manifests DIR or --kubernetes".to_owned()),
+        (true, None) => Err("give --manifests DIR or --kubernetes".to_owned()),
     }
 }
 
@@ -171,18 +171,19 @@ fn check_outputs_outside(dir: &Path, args: &WatchArgs) -> Result<(), String> {
 }
 
 /// Folder mode: compile now, then after every settled burst of changes.
-async fn follow_folder(dir: &Path, mut engine: Engine, debounce: Debounce) -> Result<(), String> {
+async fn follow_folder(dirs: &[PathBuf], mut engine: Engine, debounce: Debounce) -> Result<(), String> {
     let (tx, mut changes) = mpsc::channel(1);
-    let _watcher = folder_watcher(dir, tx)?;
-    let mut folder = Folder::new(dir);
-    info!("watching {}", folder.dir().display());
+    let _watcher = folder_watcher(dirs, tx)?;
+    let mut folder = Folder::new(dirs);
+    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    info!("watching {}", names.join(", "));
     rebuild_folder(&mut folder, &mut engine).await;
     loop {
         let retry = engine.needs_retry();
         tokio::select! {
             settled = debounce.settle(&mut changes) => {
                 if !settled {
-                    return Err(format!("{}: the file watcher stopped", dir.display()));
+                    return Err(format!("{}: the file watcher stopped", names.join(", ")));
                 }
                 rebuild_folder(&mut folder, &mut engine).await;
             }
@@ -196,9 +197,9 @@ async fn rebuild_folder(folder: &mut Folder, engine: &mut Engine) {
     engine.rebuild(Input { objects: snapshot.objects, errors: snapshot.errors, warnings: snapshot.warnings }).await;
 }
 
-/// A recursive `notify` watcher on `dir` that signals on every create, modify or remove (never on
+/// A recursive `notify` watcher on `dirs` that signals on every create, modify or remove (never on
 /// reads: the rescans themselves must not look like changes).
-fn folder_watcher(dir: &Path, tx: mpsc::Sender<()>) -> Result<notify::RecommendedWatcher, String> {
+fn folder_watcher(dirs: &[PathBuf], tx: mpsc::Sender<()>) -> Result<notify::RecommendedWatcher, String> {
     use notify::{EventKind, RecursiveMode, Watcher};
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let relevant = match &event {
@@ -212,7 +213,9 @@ fn folder_watcher(dir: &Path, tx: mpsc::Sender<()>) -> Result<notify::Recommende
             let _ = tx.try_send(());
         }
     })
-    .map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
-    watcher.watch(dir, RecursiveMode::Recursive).map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
+    .map_err(|e| format!("cannot watch: {e}"))?;
+    for dir in dirs {
+        watcher.watch(dir, RecursiveMode::Recursive).map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
+    }
     Ok(watcher)
 }
