@@ -1,0 +1,110 @@
+//! The manifests in deploy/ agree with the code: the Deployment's arguments are accepted by
+//! `switchyard watch`, the Istio examples have the shape the sinks apply, and the RBAC grants what
+//! the Kubernetes mode uses (and no more on Istio objects than get/patch by name).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use switchyard::watch::istio::{manifest, IstioKind, IstioSettings};
+use switchyard_table::TableSpec;
+
+fn deploy(file: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.split("\n---\n").map(|doc| serde_yaml::from_str(doc).unwrap_or_else(|e| panic!("{file}: {e}"))).collect()
+}
+
+fn settings() -> IstioSettings {
+    IstioSettings {
+        selector: BTreeMap::from([("istio".to_owned(), "ingressgateway".to_owned())]),
+        wasm_url: "oci://registry.example/switchyard-filter:0.1.0".into(),
+        wasm_path: "/var/lib/switchyard/switchyard_filter.wasm".into(),
+        filter_name: "switchyard".into(),
+        runtime: "envoy.wasm.runtime.v8".into(),
+    }
+}
+
+#[test]
+fn the_deployment_arguments_are_accepted_by_switchyard_watch() {
+    let deployment = &deploy("deployment.yaml")[0];
+    let args: Vec<String> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(args[0], "watch");
+    // No cluster here: the arguments parse (a usage error would exit 2), then the client fails.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(&args)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot reach Kubernetes"), "{stderr}");
+}
+
+#[test]
+fn the_wasmplugin_example_has_the_shape_switchyard_applies() {
+    let example = &deploy("istio/wasmplugin.yaml")[0];
+    let table: TableSpec = serde_json::from_value(example["spec"]["pluginConfig"].clone()).unwrap();
+    let applied = manifest(IstioKind::WasmPlugin, "istio-system", "switchyard", &settings(), &table).unwrap();
+    assert_eq!(example["apiVersion"], applied["apiVersion"]);
+    assert_eq!(example["metadata"], applied["metadata"]);
+    for field in ["selector", "url", "pluginName"] {
+        assert_eq!(example["spec"][field], applied["spec"][field], "spec.{field}");
+    }
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&example["spec"]), keys(&applied["spec"]));
+}
+
+#[test]
+fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
+    let example = &deploy("istio/envoyfilter.yaml")[0];
+    let table = TableSpec { version: 1, ..TableSpec::default() };
+    let mut applied = manifest(IstioKind::EnvoyFilter, "istio-system", "switchyard", &settings(), &table).unwrap();
+    // Only the table differs.
+    let path = "/spec/configPatches/0/patch/value/typed_config/config/configuration/value";
+    *applied.pointer_mut(path).unwrap() = example.pointer(path).unwrap().clone();
+    assert_eq!(example, &applied);
+}
+
+#[test]
+fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
+    let documents = deploy("rbac.yaml");
+    let role = |kind: &str| documents.iter().find(|d| d["kind"] == kind).unwrap();
+    let grants = |doc: &Value| -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for rule in doc["rules"].as_array().unwrap() {
+            for group in rule["apiGroups"].as_array().unwrap() {
+                for resource in rule["resources"].as_array().unwrap() {
+                    for verb in rule["verbs"].as_array().unwrap() {
+                        out.push((group.as_str().unwrap().to_owned(), resource.as_str().unwrap().to_owned(), verb.as_str().unwrap().to_owned()));
+                    }
+                }
+            }
+        }
+        out
+    };
+    let cluster = grants(role("ClusterRole"));
+    let has = |g: &str, r: &str, v: &str| cluster.contains(&(g.to_owned(), r.to_owned(), v.to_owned()));
+    for (group, resource) in [("networking.k8s.io", "ingresses"), ("networking.k8s.io", "ingressclasses"), ("", "services"), ("projectcontour.io", "httpproxies")] {
+        for verb in ["list", "watch"] {
+            assert!(has(group, resource, verb), "{verb} {group}/{resource}");
+        }
+        assert!(!has(group, resource, "patch") && !has(group, resource, "update"), "no write to {resource} itself");
+    }
+    assert!(has("networking.k8s.io", "ingresses/status", "patch"));
+    assert!(has("projectcontour.io", "httpproxies/status", "patch"));
+    assert!(has("events.k8s.io", "events", "create"));
+    let istio = role("Role");
+    for rule in istio["rules"].as_array().unwrap() {
+        assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
+        assert_eq!(rule["verbs"], serde_json::json!(["get", "patch"]), "{rule}");
+    }
+}
