@@ -157,21 +157,26 @@ impl Setup {
     }
 }
 
-/// Sends `GET /` for `host` and reads exactly one response (by its `content-length`): (status,
-/// backend). Not the harness's `send`, which reads to EOF: after a local reply Envoy holds the
-/// connection open for its `delayed_close_timeout` (1 s), which would swamp the latency measured.
+/// Sends `GET /` for `host` on a new connection and reads exactly one response (by its
+/// `content-length`): (status, backend). Not the harness's `send`, which reads to EOF: after a local
+/// reply Envoy holds the connection open for its `delayed_close_timeout` (1 s), which would swamp the
+/// latency measured.
 fn ask(addr: SocketAddr, host: &str) -> std::io::Result<(u16, Option<String>)> {
-    let mut stream = TcpStream::connect(addr)?;
+    let stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.write_all(format!("GET / HTTP/1.1\r\nhost: {host}\r\n\r\n").as_bytes())?;
-    let mut reader = BufReader::new(stream);
+    ask_on(&mut BufReader::new(stream), host)
+}
+
+/// Sends `GET /` for `host` on an open (keep-alive) connection and reads one response.
+fn ask_on(connection: &mut BufReader<TcpStream>, host: &str) -> std::io::Result<(u16, Option<String>)> {
+    connection.get_mut().write_all(format!("GET / HTTP/1.1\r\nhost: {host}\r\n\r\n").as_bytes())?;
     let mut line = String::new();
-    reader.read_line(&mut line)?;
+    connection.read_line(&mut line)?;
     let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
     let mut length = 0;
     loop {
         line.clear();
-        reader.read_line(&mut line)?;
+        connection.read_line(&mut line)?;
         if line.trim().is_empty() {
             break;
         }
@@ -182,7 +187,7 @@ fn ask(addr: SocketAddr, host: &str) -> std::io::Result<(u16, Option<String>)> {
         }
     }
     let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
+    connection.read_exact(&mut body)?;
     let backend = String::from_utf8_lossy(&body).lines().next().and_then(|l| l.strip_prefix("backend: ")).map(str::to_owned);
     Ok((status, backend))
 }
@@ -237,23 +242,38 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
     let failures = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
     let addr = setup.envoy.addr;
-    let client = {
-        let (stop, sent, failures, seen) = (stop.clone(), sent.clone(), failures.clone(), seen.clone());
-        thread::spawn(move || {
-            // Bounded: stops when told, or after two minutes whatever happens.
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
-                sent.fetch_add(1, Ordering::SeqCst);
-                match ask(addr, "a.example") {
-                    Ok((200, Some(backend))) => {
-                        seen.lock().unwrap().insert(backend);
+    // Two clients: one opening a connection per request, one keeping a single connection alive
+    // across every table swap. Bounded: each stops when told, or after two minutes.
+    let clients: Vec<_> = [false, true]
+        .into_iter()
+        .map(|keep_alive| {
+            let (stop, sent, failures, seen) = (stop.clone(), sent.clone(), failures.clone(), seen.clone());
+            thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(120);
+                let mut connection = None;
+                while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+                    sent.fetch_add(1, Ordering::SeqCst);
+                    let answer = if keep_alive {
+                        let open = connection.get_or_insert_with(|| {
+                            let stream = TcpStream::connect(addr).unwrap();
+                            stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                            BufReader::new(stream)
+                        });
+                        ask_on(open, "a.example")
+                    } else {
+                        ask(addr, "a.example")
+                    };
+                    match answer {
+                        Ok((200, Some(backend))) => {
+                            seen.lock().unwrap().insert((keep_alive, backend));
+                        }
+                        Ok((status, backend)) => failures.lock().unwrap().push(format!("keep-alive {keep_alive}: status {status} from {backend:?}")),
+                        Err(e) => failures.lock().unwrap().push(format!("keep-alive {keep_alive}: {e}")),
                     }
-                    Ok((status, backend)) => failures.lock().unwrap().push(format!("status {status} from {backend:?}")),
-                    Err(e) => failures.lock().unwrap().push(e.to_string()),
                 }
-            }
+            })
         })
-    };
+        .collect();
 
     let mut latencies = Vec::new();
     for change in 0..20 {
@@ -261,15 +281,19 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
         latencies.push(setup.change("a.yaml", Some(&ingress("a", "a.example", service)), "a.example", Some(service)));
     }
     stop.store(true, Ordering::SeqCst);
-    client.join().unwrap();
+    for client in clients {
+        client.join().unwrap();
+    }
     report("20 changes under load", &latencies);
 
     let failures = failures.lock().unwrap();
     let sent = sent.load(Ordering::SeqCst);
     eprintln!("requests sent through the 20 changes: {sent}, failed: {}", failures.len());
     assert!(failures.is_empty(), "{} of {sent} requests failed: {:?}", failures.len(), &failures[..failures.len().min(5)]);
-    assert!(sent >= 100, "the client kept sending ({sent} requests)");
-    assert_eq!(*seen.lock().unwrap(), ["blue".to_owned(), "green".to_owned()].into(), "the client saw both backends");
+    assert!(sent >= 100, "the clients kept sending ({sent} requests)");
+    let both: std::collections::BTreeSet<(bool, String)> =
+        [false, true].into_iter().flat_map(|k| [(k, "blue".to_owned()), (k, "green".to_owned())]).collect();
+    assert_eq!(*seen.lock().unwrap(), both, "each client, the keep-alive one too, saw both backends");
     let status = setup.watch.status();
     assert_eq!(status["generation"], 22, "the empty folder, the first Ingress and 20 changes: {status:#}");
 }
