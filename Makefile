@@ -70,8 +70,10 @@ test-wasm32: $(STAMPS)/rust-targets $(WASM_BINDGEN_RUNNER)
 	CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(abspath $(WASM_BINDGEN_RUNNER)) \
 	  cargo test -p switchyard-table --target wasm32-unknown-unknown
 
-# The filter in a real Envoy (tests/e2e): the release .wasm, Envoy from build/venv, local backends.
+# The filter's own unit tests (native: configuration forms, requests over a fake host), then the
+# filter in a real Envoy (tests/e2e): the release .wasm, Envoy from build/venv, local backends.
 test-envoy: build-wasm envoy
+	cargo test -p switchyard-filter
 	cargo build -p switchyard --bin switchyard
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
 	  cargo test -p switchyard-e2e
