@@ -55,6 +55,10 @@ impl Drop for Running {
 }
 
 fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
+    start_with(api, namespaces, Options::default())
+}
+
+fn start_with(api: &ApiServer, namespaces: &[&str], options: Options) -> Running {
     let client = api.client();
     let dir = tempfile::tempdir().unwrap();
     let table_file = dir.path().join("table.json");
@@ -70,7 +74,7 @@ fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
         Sink::TableFile(table_file.clone()),
         Sink::Istio(IstioSink { client: client.clone(), kind: IstioKind::WasmPlugin, namespace: "istio-system".into(), name: "switchyard".into(), settings: istio }),
     ];
-    let engine = Engine::new(Options::default(), sinks, state.clone());
+    let engine = Engine::new(options, sinks, state.clone());
     let settings = Settings {
         namespaces: namespaces.iter().map(|s| (*s).to_owned()).collect(),
         publish_addresses: vec!["203.0.113.7".into()],
@@ -222,6 +226,33 @@ async fn status_is_written_back_httpproxy_status_ingress_events_and_load_balance
         api.object(HTTPPROXY, "shop", "late").is_some_and(|o| o["status"]["conditions"][0]["reason"] == "HostTaken")
     })
     .await;
+}
+
+#[tokio::test]
+async fn an_ingress_that_loses_its_host_gets_rejected_and_host_taken_events() {
+    let api = ApiServer::start().await;
+    seed(&api);
+    let mut late = ingress("shop", "late", "shop.example", "web");
+    late["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
+    api.put(INGRESS, late);
+    let options = Options { host_collision: switchyard::HostCollision::Winner, ..Options::default() };
+    let running = start_with(&api, &[], options);
+    eventually("the first push", || running.generation() == 1).await;
+    eventually("two events on the late Ingress", || api.requests_to("POST", "/namespaces/shop/events").len() == 2).await;
+    let events = api.requests_to("POST", "/namespaces/shop/events");
+    let reasons: Vec<&str> = events.iter().map(|e| e.body["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["Rejected", "HostTaken"]);
+    for event in &events {
+        assert_eq!(event.body["regarding"]["name"], "late");
+        assert_eq!(event.body["type"], "Warning");
+    }
+    assert!(events[1].body["note"].as_str().unwrap().contains("shop.example"), "{:?}", events[1].body);
+    // The loser is not published as routed; the winner is.
+    eventually("the winner's load balancer", || {
+        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["ip"] == "203.0.113.7")
+    })
+    .await;
+    assert!(api.object(INGRESS, "shop", "late").unwrap()["status"].is_null());
 }
 
 #[tokio::test]
