@@ -41,21 +41,24 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// The map a `map_type` names, if it exists right now.
-fn map(host: &mut Host, map: i32) -> Result<&mut HeaderMap, Fault> {
-    let missing = Fault::Status(status::NOT_FOUND);
+/// The map a `map_type` names, if it exists right now. As in Envoy, asking for a map that does
+/// not exist (no request in flight, no call response being read, an unknown type) is
+/// `BadArgument`, and only the stream's four maps can be changed.
+fn map(host: &mut Host, map: i32, mutable: bool) -> Result<&mut HeaderMap, Fault> {
+    let missing = Fault::Status(status::BAD_ARGUMENT);
     match map {
         map_type::REQUEST_HEADERS => host.stream.as_mut().map(|s| &mut s.request_headers).ok_or(missing),
         map_type::REQUEST_TRAILERS => host.stream.as_mut().map(|s| &mut s.request_trailers).ok_or(missing),
         map_type::RESPONSE_HEADERS => host.stream.as_mut().map(|s| &mut s.response_headers).ok_or(missing),
         map_type::RESPONSE_TRAILERS => host.stream.as_mut().map(|s| &mut s.response_trailers).ok_or(missing),
+        _ if mutable => Err(missing),
         map_type::HTTP_CALL_RESPONSE_HEADERS | map_type::GRPC_INITIAL_METADATA => {
             host.callout.as_mut().map(|c| &mut c.headers).ok_or(missing)
         }
         map_type::HTTP_CALL_RESPONSE_TRAILERS | map_type::GRPC_TRAILING_METADATA => {
             host.callout.as_mut().map(|c| &mut c.trailers).ok_or(missing)
         }
-        _ => Err(Fault::Status(status::BAD_ARGUMENT)),
+        _ => Err(missing),
     }
 }
 
@@ -81,7 +84,11 @@ fn freeze(host: &mut Host, map_type: i32) {
 }
 
 fn get_pairs(c: &mut Caller<'_, Host>, map_type: i32, rp: i32, rl: i32) -> HostResult {
-    let bytes = serialize_map(&map(c.data_mut(), map_type)?.0);
+    // Envoy answers a map that does not exist with an empty one.
+    let bytes = match map(c.data_mut(), map_type, false) {
+        Ok(headers) => serialize_map(&headers.0),
+        Err(_) => serialize_map::<&str, &str>(&[]),
+    };
     give(c, &bytes, rp, rl)
 }
 
@@ -89,7 +96,7 @@ fn set_pairs(c: &mut Caller<'_, Host>, map_type: i32, p: i32, l: i32) -> HostRes
     let bytes = read(c, p, l)?;
     let pairs = deserialize_map(&bytes).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
     freeze(c.data_mut(), map_type);
-    map(c.data_mut(), map_type)?.set_all(pairs);
+    map(c.data_mut(), map_type, true)?.set_all(pairs);
     count_clear(c.data_mut(), map_type);
     Ok(status::OK)
 }
@@ -97,11 +104,11 @@ fn set_pairs(c: &mut Caller<'_, Host>, map_type: i32, p: i32, l: i32) -> HostRes
 fn get_value(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, rp: i32, rl: i32) -> HostResult {
     let value = with_bytes(c, kp, kl, |key, host| {
         let key = std::str::from_utf8(key).ok()?;
-        map(host, map_type).ok()?.get(key).map(|v| v.as_bytes().to_vec())
+        map(host, map_type, false).ok()?.get(key).map(|v| v.as_bytes().to_vec())
     })?;
     if value.is_none() {
-        // Tell a missing map (BadArgument / NotFound) from a missing header.
-        map(c.data_mut(), map_type)?;
+        // Tell a missing map (BadArgument) from a missing header (NotFound).
+        map(c.data_mut(), map_type, false)?;
     }
     match value {
         Some(value) => give(c, &value, rp, rl),
@@ -119,7 +126,7 @@ fn mutate(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, value: Opti
     if let Edit::Remove = edit {
         with_bytes(c, kp, kl, |key, host| -> Result<(), Fault> {
             freeze(host, map_type);
-            map(host, map_type)?.remove(&String::from_utf8_lossy(key));
+            map(host, map_type, true)?.remove(&String::from_utf8_lossy(key));
             count_clear(host, map_type);
             Ok(())
         })??;
@@ -131,7 +138,7 @@ fn mutate(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, value: Opti
         None => String::new(),
     };
     freeze(c.data_mut(), map_type);
-    let headers = map(c.data_mut(), map_type)?;
+    let headers = map(c.data_mut(), map_type, true)?;
     match edit {
         Edit::Add => headers.add(&key, value),
         Edit::Replace => headers.replace(&key, value),

@@ -2,7 +2,7 @@
 //! `proxy_grpc_send`, `proxy_grpc_cancel`, `proxy_grpc_close`). A call is recorded with a fresh
 //! token and waits for the test to answer it (`Sim::respond_http_call`, `Sim::respond_grpc_call`,
 //! or a responder installed with `Sim::on_http_call`). Like Envoy, an HTTP call without
-//! `:method`, `:path` and `:authority` is refused with `BadArgument`.
+//! `:method`, `:path` and `:authority`, or with a negative timeout, is refused with `BadArgument`.
 
 use crate::abi::{deserialize_map, status};
 use crate::memory::{finish, read, read_string, write_u32, Fault, HostResult};
@@ -62,7 +62,7 @@ fn http_call(c: &mut Caller<'_, Host>, parts: [(i32, i32); 4], timeout: i32, ret
     let body = read(c, body.0, body.1)?;
     let trailers = deserialize_map(&read(c, trailers.0, trailers.1)?).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
     let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    if !(has(":method") && has(":path") && has(":authority")) {
+    if timeout < 0 || !(has(":method") && has(":path") && has(":authority")) {
         return Ok(status::BAD_ARGUMENT);
     }
     let host = c.data_mut();
