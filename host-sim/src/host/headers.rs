@@ -1,17 +1,21 @@
 //! Header maps: `proxy_get_header_map_pairs`, `proxy_set_header_map_pairs`,
+//! `proxy_get_header_map_size`,
 //! `proxy_get_header_map_value`, `proxy_add_header_map_value`, `proxy_replace_header_map_value`
 //! and `proxy_remove_header_map_value` over the stream's request and response headers and
 //! trailers and the HTTP call response's headers and trailers. Names are stored lower-case, as
 //! Envoy does; each mutation of the request headers counts as a route-cache clear.
 
 use crate::abi::{deserialize_map, map_type, serialize_map, status};
-use crate::memory::{finish, give, read, read_string, with_bytes, Fault, HostResult};
+use crate::memory::{finish, give, read, read_string, with_bytes, write_u32, Fault, HostResult};
 use crate::state::{HeaderMap, Host};
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap("env", "proxy_get_header_map_pairs", |mut c: Caller<'_, Host>, map: i32, rp: i32, rl: i32| {
         finish(get_pairs(&mut c, map, rp, rl))
+    })?;
+    linker.func_wrap("env", "proxy_get_header_map_size", |mut c: Caller<'_, Host>, map_type: i32, ret: i32| {
+        finish(get_size(&mut c, map_type, ret))
     })?;
     linker.func_wrap("env", "proxy_set_header_map_pairs", |mut c: Caller<'_, Host>, map: i32, p: i32, l: i32| {
         finish(set_pairs(&mut c, map, p, l))
@@ -90,6 +94,13 @@ fn get_pairs(c: &mut Caller<'_, Host>, map_type: i32, rp: i32, rl: i32) -> HostR
         Err(_) => serialize_map::<&str, &str>(&[]),
     };
     give(c, &bytes, rp, rl)
+}
+
+/// Envoy's `byteSize`: the names' and values' lengths added up.
+fn get_size(c: &mut Caller<'_, Host>, map_type: i32, ret: i32) -> HostResult {
+    let size: usize = map(c.data_mut(), map_type, true)?.0.iter().map(|(k, v)| k.len() + v.len()).sum();
+    write_u32(c, ret, size as u32)?;
+    Ok(status::OK)
 }
 
 fn set_pairs(c: &mut Caller<'_, Host>, map_type: i32, p: i32, l: i32) -> HostResult {
