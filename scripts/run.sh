@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: Envoy (envoy.yaml) with the Switchyard filter routing the examples/ table to local
-# backends. Compiles the table, starts one backend per cluster of envoy.yaml and Envoy, sends sample
-# requests, then serves until Ctrl-C; every process it started is stopped on the way out.
+# backends. Starts `switchyard watch` on the examples (it writes the ECDS file and rewrites it when a
+# file changes), one backend per cluster of envoy.yaml and Envoy, sends sample requests, then serves
+# until Ctrl-C; every process it started is stopped on the way out.
 #
 # Expects `make build` to have run (the filter .wasm, target/release/switchyard) and
 # target/release/switchyard-demo (the Makefile builds it). ENVOY_BIN defaults to build/venv/bin/envoy.
@@ -21,21 +22,25 @@ RUN=build/run
 EXAMPLES=(examples/002-* examples/003-host-collision examples/004-*)
 
 mkdir -p "$RUN"
-echo "== switchyard compile ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --debug-rule-header -o build/table.json"
-"$SWITCHYARD" compile "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --debug-rule-header \
-  -o build/table.json 2> "$RUN/compile.log"
-grep -E '^\s*(table|Ingress|HTTPProxy|IngressClass):' "$RUN/compile.log" || true
-"$DEMO" ecds "$WASM" build/table.json "$RUN/switchyard-filter.json"
+rm -f "$RUN/switchyard-filter.json"
 
 pids=()
 cleanup() {
   trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  echo "stopped Envoy and the backends"
+  echo "stopped Envoy, the backends and switchyard watch"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# switchyard watch follows the example folders: it writes the ECDS file Envoy reads (before Envoy
+# starts: the listener waits for it) and rewrites it on every change; its log stays on this terminal.
+echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ecds-file $RUN/switchyard-filter.json"
+"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --debug-rule-header \
+  --ecds-file "$RUN/switchyard-filter.json" --wasm "$WASM" -o build/table.json --listen 127.0.0.1:9102 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && break; sleep 0.1; done
 
 echo "== backends"
 "$DEMO" backends envoy.yaml &
@@ -50,9 +55,13 @@ cat <<TXT
 
 Envoy listens on http://127.0.0.1:10000 (admin: http://127.0.0.1:9901, metrics: /stats?filter=wasmcustom).
 Try:  curl -H 'Host: example.net' http://127.0.0.1:10000/bar/foo
-Edit examples/, then swap the table without a restart:
-      $SWITCHYARD compile ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class -o build/table.json \\
-        && $DEMO ecds $WASM build/table.json $RUN/switchyard-filter.json
-Ctrl-C stops Envoy and the backends.
+Live change: edit a file under examples/ and the route moves within about 0.1 s (the push is logged
+here). For example, send *.net's /bar (seed 002's host_priority2) to service1 instead of service2:
+      curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service2
+      sed -i 's/serviceName: service2/serviceName: service1/' examples/002-host-priority/ingresses.yaml
+      curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service1
+      git checkout examples/002-host-priority                             # and back
+switchyard watch: http://127.0.0.1:9102/status, /table, /metrics, /readyz.
+Ctrl-C stops Envoy, the backends and switchyard watch.
 TXT
 wait

@@ -86,6 +86,7 @@ async fn shutdown() {
 
 async fn watch(args: WatchArgs) -> Result<(), String> {
     let options = args.table.options()?;
+    let controller_name = options.controller_name.clone();
     let state = Shared::default();
     let client = if args.needs_client() {
         Some(kube::Client::try_default().await.map_err(|e| format!("cannot reach Kubernetes (kubeconfig or in-cluster): {e}"))?)
@@ -116,7 +117,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
                 namespaces: args.namespaces.clone(),
                 publish_addresses: args.publish_address.clone(),
                 write_status: !args.no_status_write,
-                controller_name: args.table.options()?.controller_name,
+                controller_name,
             };
             kubernetes::follow(client, settings, engine, state, debounce).await
         }
