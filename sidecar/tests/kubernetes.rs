@@ -55,10 +55,10 @@ impl Drop for Running {
 }
 
 fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
-    start_with(api, namespaces, Options::default())
+    start_with(api, namespaces, Options::default(), false)
 }
 
-fn start_with(api: &ApiServer, namespaces: &[&str], options: Options) -> Running {
+fn start_with(api: &ApiServer, namespaces: &[&str], options: Options, without_httpproxy: bool) -> Running {
     let client = api.client();
     let dir = tempfile::tempdir().unwrap();
     let table_file = dir.path().join("table.json");
@@ -79,6 +79,7 @@ fn start_with(api: &ApiServer, namespaces: &[&str], options: Options) -> Running
         namespaces: namespaces.iter().map(|s| (*s).to_owned()).collect(),
         publish_addresses: vec!["203.0.113.7".into()],
         write_status: true,
+        httpproxy: !without_httpproxy,
         controller_name: "switchyard.io/ingress-controller".into(),
     };
     let debounce = Debounce { quiet: Duration::from_millis(20), max: Duration::from_millis(200) };
@@ -135,6 +136,17 @@ async fn nothing_is_pushed_before_every_store_has_synced() {
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&running.table_file).unwrap()).unwrap();
     assert_eq!(written["rules"].as_array().unwrap().len(), 2);
     eventually("ready", || running.state.lock().readiness().is_ok()).await;
+}
+
+#[tokio::test]
+async fn without_httpproxy_a_cluster_lacking_the_crd_is_routed() {
+    let api = ApiServer::start().await;
+    seed(&api);
+    api.refuse(HTTPPROXY, true);
+    let running = start_with(&api, &[], Options::default(), true);
+    eventually("the first push", || running.generation() == 1).await;
+    assert_eq!(running.rules(), ["Ingress/shop/web#0"]);
+    assert!(!api.requests().iter().any(|r| r.path.contains("httpproxies")), "HTTPProxies are not even asked for");
 }
 
 #[tokio::test]
@@ -236,7 +248,7 @@ async fn an_ingress_that_loses_its_host_gets_rejected_and_host_taken_events() {
     late["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
     api.put(INGRESS, late);
     let options = Options { host_collision: switchyard::HostCollision::Winner, ..Options::default() };
-    let running = start_with(&api, &[], options);
+    let running = start_with(&api, &[], options, false);
     eventually("the first push", || running.generation() == 1).await;
     eventually("two events on the late Ingress", || api.requests_to("POST", "/namespaces/shop/events").len() == 2).await;
     let events = api.requests_to("POST", "/namespaces/shop/events");

@@ -46,6 +46,10 @@ pub struct WatchArgs {
     /// Kubernetes: the addresses written to routed Ingresses' .status.loadBalancer (IPs or hostnames).
     #[arg(long, value_delimiter = ',', value_name = "ADDR,...", conflicts_with = "manifests")]
     pub publish_address: Vec<String>,
+    /// Kubernetes: do not watch HTTPProxies (for clusters without Contour's CRD: otherwise that store
+    /// never syncs and nothing is pushed).
+    #[arg(long, conflicts_with = "manifests")]
+    pub without_httpproxy: bool,
     /// Kubernetes: do not write HTTPProxy status, Ingress status or events.
     #[arg(long, conflicts_with = "manifests")]
     pub no_status_write: bool,

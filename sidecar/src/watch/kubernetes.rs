@@ -33,7 +33,7 @@ use crate::watch::state::Shared;
 use crate::watch::write_back::StatusWriter;
 
 /// Kubernetes mode's settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// Namespaces to watch (empty: all).
     pub namespaces: Vec<String>,
@@ -41,6 +41,8 @@ pub struct Settings {
     pub publish_addresses: Vec<String>,
     /// Whether to write status back.
     pub write_status: bool,
+    /// Whether to watch HTTPProxies (false: `--without-httpproxy`).
+    pub httpproxy: bool,
     /// The controller name (events' reporter).
     pub controller_name: String,
 }
@@ -199,7 +201,7 @@ pub async fn follow(client: Client, settings: Settings, mut engine: Engine, stat
         ingresses: start(&client, namespaces, "Ingress", &tx, &state),
         classes: vec![spawn_source(classes, "IngressClass".to_owned(), &tx, &state)],
         services: start(&client, namespaces, "Service", &tx, &state),
-        proxies: start(&client, namespaces, "HTTPProxy", &tx, &state),
+        proxies: if settings.httpproxy { start(&client, namespaces, "HTTPProxy", &tx, &state) } else { Vec::new() },
     };
     drop(tx);
     let mut writer = StatusWriter::new(client, &settings, state.clone());

@@ -117,6 +117,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
                 namespaces: args.namespaces.clone(),
                 publish_addresses: args.publish_address.clone(),
                 write_status: !args.no_status_write,
+                httpproxy: !args.without_httpproxy,
                 controller_name,
             };
             kubernetes::follow(client, settings, engine, state, debounce).await
