@@ -68,9 +68,9 @@ impl Engine {
         for e in &new_errors {
             warn!(source = %e.source, "{}", e.message);
         }
-        let unchanged = self.pushed.as_ref().is_some_and(|p| p.generation == compiled.table.generation);
+        // With a failed push pending, some sinks may hold a newer table than `pushed`: push anyway.
+        let unchanged = self.retry.is_none() && self.pushed.as_ref().is_some_and(|p| p.generation == compiled.table.generation);
         if unchanged {
-            self.retry = None;
             debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         } else {
             self.push(compiled.table.clone()).await;
@@ -140,5 +140,82 @@ impl Engine {
         drop(state);
         self.pushed = Some(table);
         self.retry = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{parse_text, Loaded};
+
+    const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+    fn input(host: &str) -> Input {
+        let mut loaded = Loaded::default();
+        parse_text(&INGRESS.replace("HOST", host), "web.yaml", &mut loaded).unwrap();
+        Input { objects: loaded.objects, ..Input::default() }
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(future)
+    }
+
+    #[test]
+    fn the_same_table_is_pushed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = Shared::default();
+        let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(dir.path().join("t.json"))], state.clone());
+        block_on(async {
+            engine.rebuild(input("a.example")).await;
+            engine.rebuild(input("a.example")).await;
+            assert_eq!(state.lock().generation, 1);
+            engine.rebuild(input("b.example")).await;
+        });
+        let state = state.lock();
+        assert_eq!((state.generation, state.compiles), (2, 3));
+        assert_eq!(state.pushes.values().map(|c| c.ok).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn a_failed_push_is_retried_and_readiness_says_so_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("later").join("t.json");
+        let state = Shared::default();
+        let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(target.clone())], state.clone());
+        block_on(engine.rebuild(input("a.example")));
+        assert!(engine.needs_retry());
+        let reason = state.lock().readiness().unwrap_err();
+        assert!(reason.contains("the last push failed") && reason.contains("later"), "{reason}");
+        assert_eq!(state.lock().generation, 0);
+
+        std::fs::create_dir(dir.path().join("later")).unwrap();
+        block_on(engine.retry());
+        assert!(!engine.needs_retry());
+        assert!(std::fs::read_to_string(&target).unwrap().contains("a.example"));
+        let state = state.lock();
+        assert_eq!(state.generation, 1);
+        assert!(state.readiness().is_ok(), "{:?}", state.readiness());
+        let count = state.pushes.values().next().copied().unwrap();
+        assert_eq!((count.ok, count.failed), (1, 1));
+    }
+
+    #[test]
+    fn going_back_to_the_pushed_table_after_a_partial_failure_pushes_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (good, flaky_dir) = (dir.path().join("good.json"), dir.path().join("flaky"));
+        std::fs::create_dir(&flaky_dir).unwrap();
+        let sinks = vec![Sink::TableFile(good.clone()), Sink::TableFile(flaky_dir.join("t.json"))];
+        let state = Shared::default();
+        let mut engine = Engine::new(Options::default(), sinks, state.clone());
+        block_on(async {
+            engine.rebuild(input("a.example")).await;
+            std::fs::remove_dir_all(&flaky_dir).unwrap();
+            // b.example reaches the first sink only.
+            engine.rebuild(input("b.example")).await;
+            assert!(std::fs::read_to_string(&good).unwrap().contains("b.example"));
+            // Back to a.example, the table counted as pushed: the first sink must get it again.
+            engine.rebuild(input("a.example")).await;
+        });
+        assert!(std::fs::read_to_string(&good).unwrap().contains("a.example"), "the first sink was left on b.example");
     }
 }
