@@ -165,9 +165,18 @@ mod tests {
     fn a_struct_reads_as_json_with_whole_numbers_as_integers() {
         let list = bytes_field(6, &[bytes_field(1, &bytes_field(3, b"a")), bytes_field(1, &[4 << 3, 1])].concat());
         let inner = bytes_field(5, &entry("weight", number(2.5)));
-        let message = [entry("version", number(1.0)), entry("tags", list), entry("nested", inner), entry("none", vec![1 << 3, 0])].concat();
+        let message = [
+            entry("version", number(1.0)),
+            entry("tags", list),
+            entry("nested", inner),
+            entry("none", vec![1 << 3, 0]),
+        ]
+        .concat();
         let json = struct_to_json(&message).unwrap();
-        assert_eq!(json, serde_json::json!({"version": 1, "tags": ["a", true], "nested": {"weight": 2.5}, "none": null}));
+        assert_eq!(
+            json,
+            serde_json::json!({"version": 1, "tags": ["a", true], "nested": {"weight": 2.5}, "none": null})
+        );
     }
 
     #[test]

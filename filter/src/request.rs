@@ -226,7 +226,8 @@ mod tests {
 
     #[test]
     fn cookie_rule_beats_header_rule_and_sets_the_cluster() {
-        let mut host = FakeHost::new("example.net", "/bar/foo", &[("header-key", "value"), ("cookie", "cookie-key=value")]);
+        let mut host =
+            FakeHost::new("example.net", "/bar/foo", &[("header-key", "value"), ("cookie", "cookie-key=value")]);
         assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Routed { position: 0 });
         assert_eq!(host.get("x-route-cluster"), ["production/service2:80"]);
         assert_eq!(host.map_fetches.get(), 1, "the header map is fetched once");
@@ -234,7 +235,8 @@ mod tests {
 
     #[test]
     fn a_client_cluster_header_is_removed_before_matching() {
-        let mut host = FakeHost::new("example.net", "/bar", &[("x-route-cluster", "evil/admin:80"), ("header-key", "value")]);
+        let mut host =
+            FakeHost::new("example.net", "/bar", &[("x-route-cluster", "evil/admin:80"), ("header-key", "value")]);
         assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Routed { position: 1 });
         assert_eq!(host.get("x-route-cluster"), ["production/service1:80"]);
 

@@ -190,7 +190,8 @@ impl Response {
 pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut text = format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, request.host);
+    let mut text =
+        format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, request.host);
     for (key, value) in &request.headers {
         text.push_str(&format!("{key}: {value}\r\n"));
     }
@@ -210,7 +211,8 @@ pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
             break;
         }
     }
-    parse_response(&raw).ok_or_else(|| std::io::Error::other(format!("bad response: {}", String::from_utf8_lossy(&raw))))
+    parse_response(&raw)
+        .ok_or_else(|| std::io::Error::other(format!("bad response: {}", String::from_utf8_lossy(&raw))))
 }
 
 /// Whether `raw` holds a whole response (headers and the body they announce).
@@ -218,7 +220,9 @@ fn response_complete(raw: &[u8]) -> bool {
     let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
     let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
     let body = &raw[split + 4..];
-    if let Some(length) = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()) {
+    if let Some(length) =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok())
+    {
         return body.len() >= length;
     }
     if head.lines().any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked")) {
@@ -410,7 +414,9 @@ impl Envoy {
                 panic!("Envoy exited ({status}) while starting:\n{}", self.log_tail());
             }
             assert!(Instant::now() < deadline, "Envoy did not become ready:\n{}", self.log_tail());
-            if let Some(addr) = std::fs::read_to_string(self.dir.join("admin.txt")).ok().and_then(|s| s.trim().parse().ok()) {
+            if let Some(addr) =
+                std::fs::read_to_string(self.dir.join("admin.txt")).ok().and_then(|s| s.trim().parse().ok())
+            {
                 self.admin = addr;
                 if let Some(listener) = self.listener_address() {
                     self.addr = listener;
@@ -429,7 +435,12 @@ impl Envoy {
         }
         let listeners = send(self.admin, &get("admin", "/listeners")).ok()?;
         // `ingress::127.0.0.1:PORT`
-        listeners.body.lines().find_map(|l| l.strip_prefix("ingress::")).and_then(|a| a.trim().parse().ok()).filter(|a: &SocketAddr| a.port() != 0)
+        listeners
+            .body
+            .lines()
+            .find_map(|l| l.strip_prefix("ingress::"))
+            .and_then(|a| a.trim().parse().ok())
+            .filter(|a: &SocketAddr| a.port() != 0)
     }
 
     /// Sends a request through Envoy.
@@ -452,7 +463,9 @@ impl Envoy {
     /// until Envoy accepted or rejected it; returns whether it was accepted. An accepted table is
     /// serving when this returns: a probe rule added to it answers (see [`with_probe`]).
     pub fn update_table(&self, table: &str, form: ConfigForm) -> bool {
-        let counter = |what: &str| self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}")).unwrap_or(0);
+        let counter = |what: &str| {
+            self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}")).unwrap_or(0)
+        };
         let (success, rejected) = (counter("update_success"), counter("update_rejected"));
         let (table, probe) = with_probe(table);
         let tmp = self.dir.join("ecds/filter.json.tmp");
@@ -461,7 +474,7 @@ impl Envoy {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if counter("update_success") > success {
-                                if let Some(label) = probe {
+                if let Some(label) = probe {
                     self.wait_for_probe(&label, 4);
                 }
                 return true;
@@ -480,7 +493,8 @@ impl Envoy {
         let deadline = Instant::now() + PATIENCE;
         let mut in_a_row = 0;
         while in_a_row < times {
-            let answered = send(self.addr, &get(PROBE_HOST, "/probe")).is_ok_and(|r| r.status == 200 && r.body == label);
+            let answered =
+                send(self.addr, &get(PROBE_HOST, "/probe")).is_ok_and(|r| r.status == 200 && r.body == label);
             in_a_row = if answered { in_a_row + 1 } else { 0 };
             assert!(Instant::now() < deadline, "the table labelled {label} is not serving:\n{}", self.log_tail());
             if !answered {

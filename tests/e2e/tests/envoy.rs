@@ -44,8 +44,20 @@ fn seed_002_examples_reach_the_documented_backend() {
     let path_priority = table(
         "seed002-path",
         vec![
-            route("Ingress/production/path_priority1#0", Some("example.net"), "segment_prefix /bar/foo", vec![], SERVICE1),
-            route("Ingress/production/path_priority2#0", Some("example.net"), "segment_prefix /bar", vec![header("key", "value")], SERVICE2),
+            route(
+                "Ingress/production/path_priority1#0",
+                Some("example.net"),
+                "segment_prefix /bar/foo",
+                vec![],
+                SERVICE1,
+            ),
+            route(
+                "Ingress/production/path_priority2#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![header("key", "value")],
+                SERVICE2,
+            ),
         ],
     );
     assert!(envoy.update_table(&path_priority, ConfigForm::StringValue));
@@ -57,7 +69,13 @@ fn seed_002_examples_reach_the_documented_backend() {
     let cond_priority = table(
         "seed002-cond",
         vec![
-            route("Ingress/production/cond_priority1#0", Some("example.net"), "segment_prefix /bar", vec![header("key", "value")], SERVICE1),
+            route(
+                "Ingress/production/cond_priority1#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![header("key", "value")],
+                SERVICE1,
+            ),
             route("Ingress/production/cond_priority2#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE2),
         ],
     );
@@ -70,8 +88,20 @@ fn seed_002_examples_reach_the_documented_backend() {
     let multi_cond = table(
         "seed002-multi",
         vec![
-            route("Ingress/production/multi_cond_priority2#0", Some("example.net"), "segment_prefix /bar", vec![cookie("cookie-key", "value")], SERVICE2),
-            route("Ingress/production/multi_cond_priority1#0", Some("example.net"), "segment_prefix /bar", vec![header("header-key", "value")], SERVICE1),
+            route(
+                "Ingress/production/multi_cond_priority2#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![cookie("cookie-key", "value")],
+                SERVICE2,
+            ),
+            route(
+                "Ingress/production/multi_cond_priority1#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![header("header-key", "value")],
+                SERVICE1,
+            ),
         ],
     );
     assert!(envoy.update_table(&multi_cond, ConfigForm::StringValue));
@@ -94,15 +124,47 @@ fn routing_section_4_sample() {
         route("r/long#0", Some("a.example.com"), "segment_prefix /api/v1", vec![], &c("long")),
         route("r/short#0", Some("a.example.com"), "segment_prefix /api", vec![], &c("short")),
         route("r/string#0", Some("a.example.com"), "prefix /static", vec![], &c("string")),
-        route("r/cookie-header#0", Some("*.example.com"), "segment_prefix /", vec![cookie("session", "1"), header("x-user", "u")], &c("cookie-header")),
-        route("r/cookie-query#0", Some("*.example.com"), "segment_prefix /", vec![cookie("session", "1"), cond("query", "tier", "exact", "gold plus")], &c("cookie-query")),
-        route("r/post#0", Some("*.example.com"), "segment_prefix /", vec![cond("method", "", "exact", "POST")], &c("post")),
+        route(
+            "r/cookie-header#0",
+            Some("*.example.com"),
+            "segment_prefix /",
+            vec![cookie("session", "1"), header("x-user", "u")],
+            &c("cookie-header"),
+        ),
+        route(
+            "r/cookie-query#0",
+            Some("*.example.com"),
+            "segment_prefix /",
+            vec![cookie("session", "1"), cond("query", "tier", "exact", "gold plus")],
+            &c("cookie-query"),
+        ),
+        route(
+            "r/post#0",
+            Some("*.example.com"),
+            "segment_prefix /",
+            vec![cond("method", "", "exact", "POST")],
+            &c("post"),
+        ),
         route("r/wild#0", Some("*.example.com"), "segment_prefix /", vec![], &c("wild")),
         route("r/canary#0", None, "segment_prefix /", vec![cond("header", "x-canary", "present", "")], &c("canary")),
         route("r/shared#0", None, "segment_prefix /shared", vec![], &c("shared")),
     ];
-    let clusters: Vec<String> =
-        ["exact", "regex", "long", "short", "string", "cookie-header", "cookie-query", "post", "wild", "canary", "shared"].iter().map(|s| c(s)).collect();
+    let clusters: Vec<String> = [
+        "exact",
+        "regex",
+        "long",
+        "short",
+        "string",
+        "cookie-header",
+        "cookie-query",
+        "post",
+        "wild",
+        "canary",
+        "shared",
+    ]
+    .iter()
+    .map(|s| c(s))
+    .collect();
     let cluster_refs: Vec<&str> = clusters.iter().map(String::as_str).collect();
     let envoy = Envoy::start(&table("section4", rules), &cluster_refs);
 
@@ -120,8 +182,16 @@ fn routing_section_4_sample() {
     expect(&envoy, get("a.example.com", "/login/x"), Some("wild"));
     // Condition count and kind: cookie+header > cookie+query > method > none.
     let b = || get("b.example.com", "/");
-    expect(&envoy, b().header("cookie", "session=1").header("x-user", "a").header("x-user", "u"), Some("cookie-header"));
-    expect(&envoy, get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1").header("x-user", "u"), Some("cookie-header"));
+    expect(
+        &envoy,
+        b().header("cookie", "session=1").header("x-user", "a").header("x-user", "u"),
+        Some("cookie-header"),
+    );
+    expect(
+        &envoy,
+        get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1").header("x-user", "u"),
+        Some("cookie-header"),
+    );
     expect(&envoy, get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1"), Some("cookie-query"));
     expect(&envoy, get("b.example.com", "/?tier=gold+plus").header("cookie", "session=1"), Some("wild"));
     expect(&envoy, b().method("POST"), Some("post"));
@@ -148,11 +218,16 @@ fn actions_local_replies_and_metrics() {
         "path": { "type": "prefix", "value": "/missing" },
         "action": { "direct_response": { "status": 502 } }
     });
-    let rules = vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1), app, broken];
+    let rules = vec![
+        route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1),
+        app,
+        broken,
+    ];
     let envoy = Envoy::start(&table("actions", rules), &[SERVICE1, SERVICE2]);
     let counter = |name: &str| envoy.stat(&format!("wasmcustom.switchyard_{name}")).unwrap_or(0);
     // The harness's probe requests (see `with_probe`) are counted too: measure from here.
-    let before: Vec<u64> = ["requests_routed", "requests_not_routed", "requests_direct_response"].iter().map(|n| counter(n)).collect();
+    let before: Vec<u64> =
+        ["requests_routed", "requests_not_routed", "requests_direct_response"].iter().map(|n| counter(n)).collect();
 
     let routed = envoy.send(&get("example.net", "/bar"));
     assert_eq!(routed.backend(), Some("service1"));
@@ -190,7 +265,8 @@ fn actions_local_replies_and_metrics() {
 #[test]
 fn weighted_backends_split_as_weighted() {
     let mut rule = route("HTTPProxy/default/canary#0", Some("example.net"), "prefix /", vec![], SERVICE1);
-    rule["action"]["route"]["backends"] = json!([{ "cluster": SERVICE1, "weight": 1 }, { "cluster": SERVICE2, "weight": 3 }]);
+    rule["action"]["route"]["backends"] =
+        json!([{ "cluster": SERVICE1, "weight": 1 }, { "cluster": SERVICE2, "weight": 3 }]);
     let envoy = Envoy::start_with(&table("weighted", vec![rule]), &[SERVICE1, SERVICE2], ConfigForm::StringValue, 2);
     let mut first = 0;
     for i in 0..400 {
@@ -230,7 +306,10 @@ fn route_cache_is_cleared_after_the_filter_sets_the_cluster_header() {
 /// previous table keeps routing; a good one after it is taken, also as Istio's Struct form.
 #[test]
 fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
-    let good = table("good-1", vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1)]);
+    let good = table(
+        "good-1",
+        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1)],
+    );
     let envoy = Envoy::start(&good, &[SERVICE1, SERVICE2]);
     expect(&envoy, get("example.net", "/bar"), Some("service1"));
 
@@ -254,7 +333,10 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
         expect(&envoy, get("example.net", "/bar"), Some("service1"));
     }
 
-    let good2 = table("good-2", vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE2)]);
+    let good2 = table(
+        "good-2",
+        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE2)],
+    );
     assert!(envoy.update_table(&good2, ConfigForm::Struct), "Envoy refused a good table in Struct form");
     expect(&envoy, get("example.net", "/bar"), Some("service2"));
     // One rule and one host of the test's, one of the harness's probe.

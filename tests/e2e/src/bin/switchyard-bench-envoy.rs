@@ -94,12 +94,16 @@ fn config(variant: &str, size: usize, backend_port: u16, switchyard: &Path, noop
         }
         "switchyard" => bootstrap(
             json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
-            vec![json!({ "name": "switchyard", "typed_config": wasm_filter_config(switchyard, &table(size), ConfigForm::StringValue) })],
+            vec![
+                json!({ "name": "switchyard", "typed_config": wasm_filter_config(switchyard, &table(size), ConfigForm::StringValue) }),
+            ],
             backend_port,
         ),
         "headers-wasm" => bootstrap(
             json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
-            vec![json!({ "name": "noop", "typed_config": wasm_filter_config(noop, "headers", ConfigForm::StringValue) })],
+            vec![
+                json!({ "name": "noop", "typed_config": wasm_filter_config(noop, "headers", ConfigForm::StringValue) }),
+            ],
             backend_port,
         ),
         _ => bootstrap(
@@ -143,7 +147,15 @@ fn duration_ms(text: &str) -> Option<f64> {
 
 fn wrk(url: &str, seconds: u64, connections: u64) -> Result<Measure, String> {
     let output = Command::new("wrk")
-        .args(["-t1", &format!("-c{connections}"), &format!("-d{seconds}s"), "--latency", "-H", &format!("Host: {HOST}"), url])
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--latency",
+            "-H",
+            &format!("Host: {HOST}"),
+            url,
+        ])
         .output()
         .map_err(|e| format!("cannot run wrk: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);
@@ -189,7 +201,10 @@ fn main() {
     for &size in sizes {
         for variant in VARIANTS {
             let dir = fresh_dir("bench");
-            write_file(&dir.join("envoy.yaml"), &config(variant, size, backend.addr.port(), &switchyard, &noop).to_string());
+            write_file(
+                &dir.join("envoy.yaml"),
+                &config(variant, size, backend.addr.port(), &switchyard, &noop).to_string(),
+            );
             let envoy = Envoy::spawn(&envoy_bin, dir, PathBuf::from(&switchyard), 1);
             for request in REQUESTS {
                 let response = envoy.send(&get(HOST, &path(request, size)));
@@ -211,9 +226,12 @@ fn main() {
         for &size in sizes {
             for request in REQUESTS {
                 for variant in VARIANTS {
-                    let Some((_, envoy)) = envoys.iter().find(|((v, s), _)| *v == variant && *s == size) else { continue };
+                    let Some((_, envoy)) = envoys.iter().find(|((v, s), _)| *v == variant && *s == size) else {
+                        continue;
+                    };
                     let url = format!("http://{}{}", envoy.addr, path(request, size));
-                    let measure = wrk(&url, seconds, connections).unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
+                    let measure =
+                        wrk(&url, seconds, connections).unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
                     eprintln!(
                         "round {} {variant:<10} {size:>5} rules {request:<5}: {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms",
                         round + 1,
@@ -234,7 +252,11 @@ fn main() {
     }
 
     let med = |variant: &str, size: usize, request: &str| -> Measure {
-        let list = results.iter().find(|(key, _)| *key == (variant, size, request)).map(|(_, l)| l.clone()).unwrap_or_default();
+        let list = results
+            .iter()
+            .find(|(key, _)| *key == (variant, size, request))
+            .map(|(_, l)| l.clone())
+            .unwrap_or_default();
         Measure {
             rps: median(list.iter().map(|m| m.rps).collect()),
             p50_ms: median(list.iter().map(|m| m.p50_ms).collect()),
@@ -249,14 +271,26 @@ fn main() {
         for request in REQUESTS {
             for variant in VARIANTS {
                 let m = med(variant, size, request);
-                report.push_str(&format!("| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} |\n", m.rps, m.p50_ms, m.p99_ms));
+                report.push_str(&format!(
+                    "| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} |\n",
+                    m.rps, m.p50_ms, m.p99_ms
+                ));
             }
         }
     }
     let columns: Vec<String> = sizes.iter().flat_map(|s| REQUESTS.iter().map(move |r| format!("{s} {r}"))).collect();
-    report.push_str(&format!("\n| ratio (req/s) | goal | {} |\n| --- | --- |{}\n", columns.join(" | "), " ---: |".repeat(columns.len())));
+    report.push_str(&format!(
+        "\n| ratio (req/s) | goal | {} |\n| --- | --- |{}\n",
+        columns.join(" | "),
+        " ---: |".repeat(columns.len())
+    ));
     let ratio = |f: &dyn Fn(usize, &str) -> f64| -> String {
-        sizes.iter().flat_map(|&s| REQUESTS.iter().map(move |&r| (s, r))).map(|(s, r)| format!("{:.3}", f(s, r))).collect::<Vec<_>>().join(" | ")
+        sizes
+            .iter()
+            .flat_map(|&s| REQUESTS.iter().map(move |&r| (s, r)))
+            .map(|(s, r)| format!("{:.3}", f(s, r)))
+            .collect::<Vec<_>>()
+            .join(" | ")
     };
     report.push_str(&format!(
         "| switchyard / noop-wasm (b/c) | ≥ 0.95 | {} |\n",

@@ -58,7 +58,8 @@ fn clusters(config: &str) -> Vec<(String, u16)> {
             name = Some(rest.trim().trim_matches('"').to_owned());
         }
         if let Some(at) = trimmed.find("port_value:") {
-            let digits: String = trimmed[at + "port_value:".len()..].trim().chars().take_while(char::is_ascii_digit).collect();
+            let digits: String =
+                trimmed[at + "port_value:".len()..].trim().chars().take_while(char::is_ascii_digit).collect();
             if let (Some(n), Ok(port)) = (name.take(), digits.parse()) {
                 found.push((n, port));
             }
@@ -76,7 +77,8 @@ fn backends(config: &str) -> Result<(), String> {
     let mut running = Vec::new();
     for (cluster, port) in clusters {
         let name = cluster.rsplit_once(':').map_or(cluster.as_str(), |(n, _)| n).to_owned();
-        let backend = Backend::start_on(&name, &format!("127.0.0.1:{port}")).map_err(|e| format!("backend {name} on port {port}: {e}"))?;
+        let backend = Backend::start_on(&name, &format!("127.0.0.1:{port}"))
+            .map_err(|e| format!("backend {name} on port {port}: {e}"))?;
         println!("  backend {:<24} http://{}  (cluster {cluster})", backend.name, backend.addr);
         running.push(backend);
     }
@@ -115,7 +117,11 @@ fn samples(listener: &str, admin: &str) -> Result<(), String> {
             Ok(response) => {
                 let rule = response.header("x-switchyard-rule").map(|r| format!("  (rule {r})")).unwrap_or_default();
                 let answer = match response.backend() {
-                    Some(backend) => format!("{} from backend {backend}, which saw path {}", response.status, response.upstream_path().unwrap_or("?")),
+                    Some(backend) => format!(
+                        "{} from backend {backend}, which saw path {}",
+                        response.status,
+                        response.upstream_path().unwrap_or("?")
+                    ),
                     None => format!("{} local reply: {}", response.status, response.body.trim_end()),
                 };
                 println!("  {shown:<84} -> {answer}{rule}");
