@@ -46,7 +46,10 @@ pub(crate) mod stream_type {
 /// Serializes header pairs as proxy-wasm does: a little-endian u32 count, then a (key length,
 /// value length) u32 pair per entry, then each key and value followed by a NUL byte.
 pub fn serialize_map<K: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
-    let size = 4 + pairs.iter().map(|(k, v)| 10 + k.as_ref().len() + v.as_ref().len()).sum::<usize>();
+    let size = 4 + pairs
+        .iter()
+        .map(|(k, v)| 10 + k.as_ref().len() + v.as_ref().len())
+        .sum::<usize>();
     let mut out = Vec::with_capacity(size);
     out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
     for (k, v) in pairs {
@@ -106,7 +109,10 @@ mod tests {
 
     #[test]
     fn a_map_survives_serialization() {
-        let pairs = vec![(":path".to_string(), "/a".to_string()), ("x".to_string(), String::new())];
+        let pairs = vec![
+            (":path".to_string(), "/a".to_string()),
+            ("x".to_string(), String::new()),
+        ];
         let bytes = serialize_map(&pairs);
         assert_eq!(&bytes[..4], &2u32.to_le_bytes());
         assert_eq!(deserialize_map(&bytes), Some(pairs));

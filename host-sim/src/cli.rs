@@ -106,14 +106,18 @@ impl RequestArgs {
     pub fn to_request(&self) -> Result<Request, String> {
         let mut request = Request::new(&self.method, &self.url);
         for header in &self.headers {
-            let (name, value) = header.split_once(':').ok_or_else(|| format!("header {header:?} is not 'Name: value'"))?;
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| format!("header {header:?} is not 'Name: value'"))?;
             if name.trim().is_empty() {
                 return Err(format!("header {header:?} has no name"));
             }
             request = request.header(name.trim(), value.trim());
         }
         for cookie in &self.cookies {
-            let (name, value) = cookie.split_once('=').ok_or_else(|| format!("cookie {cookie:?} is not 'name=value'"))?;
+            let (name, value) = cookie
+                .split_once('=')
+                .ok_or_else(|| format!("cookie {cookie:?} is not 'name=value'"))?;
             request = request.cookie(name.trim(), value.trim());
         }
         if let Some(body) = &self.body {
@@ -162,7 +166,11 @@ fn read(path: &PathBuf, what: &str) -> Result<Vec<u8>, String> {
 /// Runs a parsed command line, printing to stdout.
 pub fn run(cli: Cli) -> Result<(), String> {
     let config = read(&cli.config, "plugin configuration")?;
-    let vm_config = cli.vm_config.as_ref().map(|p| read(p, "VM configuration")).transpose()?;
+    let vm_config = cli
+        .vm_config
+        .as_ref()
+        .map(|p| read(p, "VM configuration"))
+        .transpose()?;
     let mut sim = Sim::load(&cli.wasm).map_err(|e: SimError| e.to_string())?;
     if let Some(vm_config) = vm_config {
         sim.vm_config(vm_config);
@@ -185,7 +193,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let configured = sim.configure(config);
             if !configured {
                 let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
-                return Err(format!("the module refused the configuration; its logs: {}", logs.join(" | ")));
+                return Err(format!(
+                    "the module refused the configuration; its logs: {}",
+                    logs.join(" | ")
+                ));
             }
             let mut last = None;
             for _ in 0..1000 {
@@ -230,15 +241,36 @@ mod tests {
     #[test]
     fn headers_and_cookies_parse() {
         let cli = Cli::parse_from([
-            "host-sim", "--wasm", "f.wasm", "--config", "t.json", "request", "http://example.net/bar", "-X", "POST", "-H",
-            "X-A: 1", "--cookie", "a=1", "--cookie", "b=2",
+            "host-sim",
+            "--wasm",
+            "f.wasm",
+            "--config",
+            "t.json",
+            "request",
+            "http://example.net/bar",
+            "-X",
+            "POST",
+            "-H",
+            "X-A: 1",
+            "--cookie",
+            "a=1",
+            "--cookie",
+            "b=2",
         ]);
-        let Command::Request(args) = cli.command else { panic!("a request") };
+        let Command::Request(args) = cli.command else {
+            panic!("a request")
+        };
         let headers = args.to_request().unwrap().headers();
         assert!(headers.contains(&(":method".to_string(), "POST".to_string())));
         assert!(headers.contains(&("x-a".to_string(), "1".to_string())));
         assert!(headers.contains(&("cookie".to_string(), "a=1; b=2".to_string())));
-        let bad = RequestArgs { url: "/".into(), method: "GET".into(), headers: vec!["nocolon".into()], cookies: vec![], body: None };
+        let bad = RequestArgs {
+            url: "/".into(),
+            method: "GET".into(),
+            headers: vec!["nocolon".into()],
+            cookies: vec![],
+            body: None,
+        };
         assert!(bad.to_request().is_err());
     }
 }

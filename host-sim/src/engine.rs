@@ -46,7 +46,11 @@ fn runtime() -> &'static Runtime {
         host::add_to_linker(&mut linker).expect("host-sim defines each host function once");
         let mut store = Store::new(&engine, Host::new(Arc::new(Mutex::new(Shared::default()))));
         let provided = linker.iter(&mut store).map(|(m, n, _)| format!("{m}::{n}")).collect();
-        Runtime { engine, linker, provided }
+        Runtime {
+            engine,
+            linker,
+            provided,
+        }
     })
 }
 
@@ -57,12 +61,18 @@ pub(crate) fn engine() -> &'static Engine {
 /// The module at `path`, compiled at most once per process (again if the file changes).
 pub(crate) fn load(path: &Path) -> Result<Arc<Loaded>, SimError> {
     static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Loaded>>>> = OnceLock::new();
-    let read_error = |source| SimError::Read { path: path.to_path_buf(), source };
+    let read_error = |source| SimError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
     let meta = std::fs::metadata(path).map_err(read_error)?;
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let key = (canonical, meta.len(), meta.modified().ok());
     // Compiling under the lock makes parallel tests of one module wait for a single compilation.
-    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(loaded) = cache.get(&key) {
         return Ok(loaded.clone());
     }
@@ -78,17 +88,30 @@ fn compile(path: &Path, bytes: &[u8]) -> Result<Loaded, SimError> {
     let module = match cached(&rt.engine, bytes) {
         Some(module) => module,
         None => {
-            let module = Module::from_binary(&rt.engine, bytes)
-                .map_err(|e| SimError::Compile { path: path_buf.clone(), message: format!("{e:#}") })?;
+            let module = Module::from_binary(&rt.engine, bytes).map_err(|e| SimError::Compile {
+                path: path_buf.clone(),
+                message: format!("{e:#}"),
+            })?;
             store_cached(&rt.engine, bytes, &module);
             module
         }
     };
 
     let exports: Vec<&str> = module.exports().map(|e| e.name()).collect();
-    if !exports.iter().any(|e| *e == "proxy_abi_version_0_2_1" || *e == "proxy_abi_version_0_2_0") {
-        let abis: Vec<&str> = exports.iter().copied().filter(|e| e.starts_with("proxy_abi_version")).collect();
-        let found = if abis.is_empty() { String::new() } else { format!(" (it exports {})", abis.join(", ")) };
+    if !exports
+        .iter()
+        .any(|e| *e == "proxy_abi_version_0_2_1" || *e == "proxy_abi_version_0_2_0")
+    {
+        let abis: Vec<&str> = exports
+            .iter()
+            .copied()
+            .filter(|e| e.starts_with("proxy_abi_version"))
+            .collect();
+        let found = if abis.is_empty() {
+            String::new()
+        } else {
+            format!(" (it exports {})", abis.join(", "))
+        };
         return Err(SimError::NotProxyWasm { path: path_buf, found });
     }
 
@@ -104,13 +127,16 @@ fn compile(path: &Path, bytes: &[u8]) -> Result<Loaded, SimError> {
         })
         .collect();
     if !missing.is_empty() {
-        return Err(SimError::MissingImports { path: path_buf, missing });
+        return Err(SimError::MissingImports {
+            path: path_buf,
+            missing,
+        });
     }
 
-    let pre = rt
-        .linker
-        .instantiate_pre(&module)
-        .map_err(|e| SimError::Link { path: path_buf.clone(), message: format!("{e:#}") })?;
+    let pre = rt.linker.instantiate_pre(&module).map_err(|e| SimError::Link {
+        path: path_buf.clone(),
+        message: format!("{e:#}"),
+    })?;
     Ok(Loaded { path: path_buf, pre })
 }
 
@@ -121,7 +147,11 @@ fn cache_dir() -> Option<PathBuf> {
         None => std::env::var_os("XDG_CACHE_HOME")
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|d| !d.is_empty())
+                    .map(|h| PathBuf::from(h).join(".cache"))
+            })
             .map(|d| d.join("host-sim")),
     }
 }
@@ -154,7 +184,11 @@ fn store_cached(engine: &Engine, bytes: &[u8], module: &Module) {
     if std::fs::create_dir_all(dir).is_err() {
         return;
     }
-    let temp = dir.join(format!(".{}.{}", std::process::id(), file.file_name().and_then(|n| n.to_str()).unwrap_or("module")));
+    let temp = dir.join(format!(
+        ".{}.{}",
+        std::process::id(),
+        file.file_name().and_then(|n| n.to_str()).unwrap_or("module")
+    ));
     if std::fs::write(&temp, serialized).is_ok() && std::fs::rename(&temp, &file).is_err() {
         let _ = std::fs::remove_file(&temp);
     }

@@ -22,8 +22,16 @@ pub enum SimError {
     Link { path: PathBuf, message: String },
 
     #[error("{path}: export {name} {problem}")]
-    BadExport { path: PathBuf, name: String, problem: String },
+    BadExport {
+        path: PathBuf,
+        name: String,
+        problem: String,
+    },
 
     #[error("{path}: the module failed in {call}: {message}")]
-    Trap { path: PathBuf, call: String, message: String },
+    Trap {
+        path: PathBuf,
+        call: String,
+        message: String,
+    },
 }

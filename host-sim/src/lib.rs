@@ -36,7 +36,10 @@ mod state;
 
 pub use error::SimError;
 pub use host::ProcExit;
-pub use outcome::{Action, LocalResponse, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction, RouteCacheClears};
+pub use outcome::{
+    Action, LocalResponse, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction,
+    RouteCacheClears,
+};
 pub use request::{HttpCallResponse, Request, Response};
 pub use sim::Sim;
 pub use state::{GrpcCall, HttpCall};

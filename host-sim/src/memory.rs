@@ -57,7 +57,9 @@ pub(crate) fn with_bytes<R>(
 ) -> Result<R, Fault> {
     let mem = memory(caller)?;
     let (data, host) = mem.data_and_store_mut(&mut *caller);
-    let bytes = range(ptr, len).and_then(|r| data.get(r)).ok_or(Fault::Status(status::INVALID_MEMORY_ACCESS))?;
+    let bytes = range(ptr, len)
+        .and_then(|r| data.get(r))
+        .ok_or(Fault::Status(status::INVALID_MEMORY_ACCESS))?;
     Ok(f(bytes, host))
 }
 
@@ -70,7 +72,9 @@ pub(crate) fn with_bytes_mut<R>(
 ) -> Result<R, Fault> {
     let mem = memory(caller)?;
     let (data, host) = mem.data_and_store_mut(&mut *caller);
-    let bytes = range(ptr, len).and_then(|r| data.get_mut(r)).ok_or(Fault::Status(status::INVALID_MEMORY_ACCESS))?;
+    let bytes = range(ptr, len)
+        .and_then(|r| data.get_mut(r))
+        .ok_or(Fault::Status(status::INVALID_MEMORY_ACCESS))?;
     Ok(f(bytes, host))
 }
 
@@ -106,7 +110,11 @@ pub(crate) fn give(caller: &mut Caller<'_, Host>, bytes: &[u8], ret_ptr: i32, re
     let address = if bytes.is_empty() {
         0
     } else {
-        let allocate = caller.data().allocate.clone().ok_or(Fault::Status(status::INTERNAL_FAILURE))?;
+        let allocate = caller
+            .data()
+            .allocate
+            .clone()
+            .ok_or(Fault::Status(status::INTERNAL_FAILURE))?;
         let address = allocate.call(&mut *caller, bytes.len() as i32)?;
         if address == 0 {
             return Err(Fault::Status(status::INVALID_MEMORY_ACCESS));

@@ -248,7 +248,11 @@ impl Outcome {
     }
     /// Every value of a request header.
     pub fn request_header_all(&self, name: &str) -> Vec<&str> {
-        self.request_headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+        self.request_headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
     pub fn response_header(&self, name: &str) -> Option<&str> {
         header(&self.response_headers, name)
@@ -273,7 +277,10 @@ pub struct Metrics(pub Vec<(Arc<str>, MetricValue)>);
 impl Metrics {
     /// A metric's value by name.
     pub fn get(&self, name: &str) -> Option<&MetricValue> {
-        self.0.binary_search_by(|(n, _)| (**n).cmp(name)).ok().map(|i| &self.0[i].1)
+        self.0
+            .binary_search_by(|(n, _)| (**n).cmp(name))
+            .ok()
+            .map(|i| &self.0[i].1)
     }
     pub fn iter(&self) -> impl Iterator<Item = (&str, &MetricValue)> {
         self.0.iter().map(|(n, v)| (&**n, v))
@@ -301,5 +308,8 @@ impl Serialize for Metrics {
 }
 
 pub(crate) fn header<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    pairs.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    pairs
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }

@@ -142,7 +142,11 @@ impl Default for Response {
 
 impl Response {
     pub fn new(status: u32) -> Response {
-        Response { status, headers: Vec::new(), body: None }
+        Response {
+            status,
+            headers: Vec::new(),
+            body: None,
+        }
     }
     pub fn header(mut self, name: &str, value: &str) -> Response {
         self.headers.push((name.to_ascii_lowercase(), value.to_string()));
@@ -170,7 +174,11 @@ pub struct HttpCallResponse {
 impl HttpCallResponse {
     /// A response with this `:status`.
     pub fn new(status: u32) -> HttpCallResponse {
-        HttpCallResponse { headers: vec![(":status".to_string(), status.to_string())], body: Vec::new(), trailers: Vec::new() }
+        HttpCallResponse {
+            headers: vec![(":status".to_string(), status.to_string())],
+            body: Vec::new(),
+            trailers: Vec::new(),
+        }
     }
     pub fn header(mut self, name: &str, value: &str) -> HttpCallResponse {
         self.headers.push((name.to_ascii_lowercase(), value.to_string()));
@@ -192,7 +200,10 @@ mod tests {
 
     #[test]
     fn urls_become_pseudo_headers() {
-        let r = Request::get("http://example.net:8080/bar?x=1#frag").header("Key", "v").cookie("a", "1").cookie("b", "2");
+        let r = Request::get("http://example.net:8080/bar?x=1#frag")
+            .header("Key", "v")
+            .cookie("a", "1")
+            .cookie("b", "2");
         assert_eq!(
             r.headers(),
             vec![
@@ -204,7 +215,10 @@ mod tests {
                 ("cookie".to_string(), "a=1; b=2".to_string()),
             ]
         );
-        assert_eq!(Request::get("http://a/").header("Host", "b.example.net").authority, "b.example.net");
+        assert_eq!(
+            Request::get("http://a/").header("Host", "b.example.net").authority,
+            "b.example.net"
+        );
         assert_eq!(Request::get("example.net").path, "/");
         assert_eq!(Request::get("https://example.net?q").path, "/?q");
         assert_eq!(Request::get("https://example.net?q").scheme, "https");

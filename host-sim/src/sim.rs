@@ -12,7 +12,9 @@
 use crate::engine::{self, Loaded};
 use crate::error::SimError;
 use crate::host::ProcExit;
-use crate::outcome::{Action, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction, RouteCacheClears};
+use crate::outcome::{
+    Action, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction, RouteCacheClears,
+};
 use crate::request::{HttpCallResponse, Request};
 use crate::state::{Callout, GrpcCall, HeaderMap, Host, HttpCall, Shared, Stream};
 use std::path::Path;
@@ -97,7 +99,10 @@ impl Sim {
     fn instantiate(loaded: Arc<Loaded>, shared: Arc<Mutex<Shared>>) -> Result<Sim, SimError> {
         let mut store = Store::new(engine::engine(), Host::new(shared));
         let path = loaded.path.clone();
-        let instance = loaded.pre.instantiate(&mut store).map_err(|e| trap(&path, "instantiation", &e))?;
+        let instance = loaded
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| trap(&path, "instantiation", &e))?;
         let exports = Exports::find(&instance, &mut store, &path)?;
         let memory = instance
             .get_memory(&mut store, "memory")
@@ -173,7 +178,10 @@ impl Sim {
 
     /// Installs the answer to HTTP calls: called for each call the module dispatches while a
     /// request runs; `None` leaves the call unanswered (the request stays paused).
-    pub fn on_http_call(&mut self, responder: impl FnMut(&HttpCall) -> Option<HttpCallResponse> + Send + 'static) -> &mut Self {
+    pub fn on_http_call(
+        &mut self,
+        responder: impl FnMut(&HttpCall) -> Option<HttpCallResponse> + Send + 'static,
+    ) -> &mut Self {
         self.responder = Some(Box::new(responder));
         self
     }
@@ -184,12 +192,16 @@ impl Sim {
         if !self.started {
             self.started = true;
             let root = self.root_id;
-            self.call("proxy_on_context_create", root, |e| e.context_create.as_ref(), (root as i32, 0));
-            let size = self.store.data().vm_config.len() as i32;
-            self.vm_started = self.call("proxy_on_vm_start", root, |e| e.vm_start.as_ref(), (root as i32, size)).map_or(
-                self.exports.vm_start.is_none() && self.crashed.is_none(),
-                |ok| ok != 0,
+            self.call(
+                "proxy_on_context_create",
+                root,
+                |e| e.context_create.as_ref(),
+                (root as i32, 0),
             );
+            let size = self.store.data().vm_config.len() as i32;
+            self.vm_started = self
+                .call("proxy_on_vm_start", root, |e| e.vm_start.as_ref(), (root as i32, size))
+                .map_or(self.exports.vm_start.is_none() && self.crashed.is_none(), |ok| ok != 0);
             self.keep_logs();
         }
         self.vm_started
@@ -205,7 +217,12 @@ impl Sim {
         self.store.data_mut().plugin_config = bytes.into();
         let root = self.root_id;
         let size = self.store.data().plugin_config.len() as i32;
-        let accepted = match self.call("proxy_on_configure", root, |e| e.configure.as_ref(), (root as i32, size)) {
+        let accepted = match self.call(
+            "proxy_on_configure",
+            root,
+            |e| e.configure.as_ref(),
+            (root as i32, size),
+        ) {
             Some(ok) => ok != 0,
             None => self.exports.configure.is_none() && self.crashed.is_none(),
         };
@@ -231,7 +248,10 @@ impl Sim {
         self.keep_logs();
         let context = self.next_context;
         self.next_context = self.next_context.checked_add(1).unwrap_or(2);
-        let mut stream = Stream { context_id: context, ..Stream::default() };
+        let mut stream = Stream {
+            context_id: context,
+            ..Stream::default()
+        };
         stream.request_headers = HeaderMap(request.headers());
         stream.request_body = request.body.clone();
         stream.request_trailers = HeaderMap(request.trailers.clone());
@@ -240,7 +260,12 @@ impl Sim {
         let crashed_before = self.crashed.is_some();
         let ctx = context as i32;
 
-        self.call("proxy_on_context_create", context, |e| e.context_create.as_ref(), (ctx, self.root_id as i32));
+        self.call(
+            "proxy_on_context_create",
+            context,
+            |e| e.context_create.as_ref(),
+            (ctx, self.root_id as i32),
+        );
         let mut phases = Vec::new();
         let has_body = request.body.is_some();
         let has_trailers = !request.trailers.is_empty();
@@ -248,16 +273,34 @@ impl Sim {
         // Request headers, body, trailers.
         let n = self.stream().request_headers.0.len() as i32;
         let eos = !has_body && !has_trailers;
-        let first = self.phase(&mut phases, Phase::RequestHeaders, context, |e| e.request_headers.as_ref(), (ctx, n, eos as i32));
+        let first = self.phase(
+            &mut phases,
+            Phase::RequestHeaders,
+            context,
+            |e| e.request_headers.as_ref(),
+            (ctx, n, eos as i32),
+        );
         let mut going = self.settle(first, true);
         if going && has_body {
             let size = request.body.as_ref().map_or(0, Vec::len) as i32;
-            let a = self.phase(&mut phases, Phase::RequestBody, context, |e| e.request_body.as_ref(), (ctx, size, !has_trailers as i32));
+            let a = self.phase(
+                &mut phases,
+                Phase::RequestBody,
+                context,
+                |e| e.request_body.as_ref(),
+                (ctx, size, !has_trailers as i32),
+            );
             going = self.settle(a, true);
         }
         if going && has_trailers {
             let n = request.trailers.len() as i32;
-            let a = self.phase(&mut phases, Phase::RequestTrailers, context, |e| e.request_trailers.as_ref(), (ctx, n));
+            let a = self.phase(
+                &mut phases,
+                Phase::RequestTrailers,
+                context,
+                |e| e.request_trailers.as_ref(),
+                (ctx, n),
+            );
             going = self.settle(a, true);
         }
         let forwarded = going && self.crashed.is_none();
@@ -278,11 +321,23 @@ impl Sim {
             let stream = self.stream_mut();
             stream.response_headers = HeaderMap(headers);
             stream.response_body = body.clone();
-            let a = self.phase(&mut phases, Phase::ResponseHeaders, context, |e| e.response_headers.as_ref(), (ctx, n, body.is_none() as i32));
+            let a = self.phase(
+                &mut phases,
+                Phase::ResponseHeaders,
+                context,
+                |e| e.response_headers.as_ref(),
+                (ctx, n, body.is_none() as i32),
+            );
             if self.settle(a, false) {
                 if let Some(body) = body {
                     let size = body.len() as i32;
-                    let a = self.phase(&mut phases, Phase::ResponseBody, context, |e| e.response_body.as_ref(), (ctx, size, 1));
+                    let a = self.phase(
+                        &mut phases,
+                        Phase::ResponseBody,
+                        context,
+                        |e| e.response_body.as_ref(),
+                        (ctx, size, 1),
+                    );
                     self.settle(a, false);
                 }
             }
@@ -315,7 +370,10 @@ impl Sim {
             response_headers: stream.response_headers.0,
             logs,
             metrics: self.metrics(),
-            route_cache_clears: RouteCacheClears { foreign_function: stream.foreign_clears, header_mutations: stream.header_mutation_clears },
+            route_cache_clears: RouteCacheClears {
+                foreign_function: stream.foreign_clears,
+                header_mutations: stream.header_mutation_clears,
+            },
             pending_http_calls,
             error,
         }
@@ -334,7 +392,9 @@ impl Sim {
 
     /// The tick period the module asked for, if any.
     pub fn tick_period(&self) -> Option<Duration> {
-        Some(self.store.data().tick_period_ms).filter(|&p| p > 0).map(|p| Duration::from_millis(p as u64))
+        Some(self.store.data().tick_period_ms)
+            .filter(|&p| p > 0)
+            .map(|p| Duration::from_millis(p as u64))
     }
 
     /// Moves the simulated clock (wall and monotonic) forward.
@@ -347,7 +407,11 @@ impl Sim {
 
     /// Sets the simulated wall clock.
     pub fn set_time(&mut self, at: SystemTime) -> &mut Self {
-        let ns = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
+        let ns = at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+            .min(u64::MAX as u128) as u64;
         self.store.data_mut().now_ns = ns;
         self
     }
@@ -365,12 +429,27 @@ impl Sim {
     /// Answers a pending HTTP call (`proxy_on_http_call_response`). False if no such call.
     pub fn respond_http_call(&mut self, token: u32, response: HttpCallResponse) -> bool {
         let host = self.store.data_mut();
-        let Some(i) = host.http_calls.iter().position(|c| c.token == token) else { return false };
+        let Some(i) = host.http_calls.iter().position(|c| c.token == token) else {
+            return false;
+        };
         let call = host.http_calls.remove(i);
-        let (nh, size, nt) = (response.headers.len() as i32, response.body.len() as i32, response.trailers.len() as i32);
-        host.callout = Some(Callout { headers: HeaderMap(response.headers), body: response.body, trailers: HeaderMap(response.trailers) });
+        let (nh, size, nt) = (
+            response.headers.len() as i32,
+            response.body.len() as i32,
+            response.trailers.len() as i32,
+        );
+        host.callout = Some(Callout {
+            headers: HeaderMap(response.headers),
+            body: response.body,
+            trailers: HeaderMap(response.trailers),
+        });
         let ctx = call.context_id;
-        self.call("proxy_on_http_call_response", ctx, |e| e.http_call_response.as_ref(), (ctx as i32, token as i32, nh, size, nt));
+        self.call(
+            "proxy_on_http_call_response",
+            ctx,
+            |e| e.http_call_response.as_ref(),
+            (ctx as i32, token as i32, nh, size, nt),
+        );
         self.store.data_mut().callout = None;
         if self.store.data().stream.is_none() {
             self.keep_logs();
@@ -387,15 +466,30 @@ impl Sim {
     /// closes the call with it (`proxy_on_grpc_close`). False if no such call.
     pub fn respond_grpc_call(&mut self, token: u32, status: u32, message: &[u8]) -> bool {
         let host = self.store.data_mut();
-        let Some(i) = host.grpc_calls.iter().position(|c| c.token == token) else { return false };
+        let Some(i) = host.grpc_calls.iter().position(|c| c.token == token) else {
+            return false;
+        };
         let call = host.grpc_calls.remove(i);
         let ctx = call.context_id as i32;
         if status == 0 {
-            host.callout = Some(Callout { body: message.to_vec(), ..Callout::default() });
-            self.call("proxy_on_grpc_receive", call.context_id, |e| e.grpc_receive.as_ref(), (ctx, token as i32, message.len() as i32));
+            host.callout = Some(Callout {
+                body: message.to_vec(),
+                ..Callout::default()
+            });
+            self.call(
+                "proxy_on_grpc_receive",
+                call.context_id,
+                |e| e.grpc_receive.as_ref(),
+                (ctx, token as i32, message.len() as i32),
+            );
         } else {
             host.grpc_status = (status, String::from_utf8_lossy(message).into_owned());
-            self.call("proxy_on_grpc_close", call.context_id, |e| e.grpc_close.as_ref(), (ctx, token as i32, status as i32));
+            self.call(
+                "proxy_on_grpc_close",
+                call.context_id,
+                |e| e.grpc_close.as_ref(),
+                (ctx, token as i32, status as i32),
+            );
         }
         self.store.data_mut().callout = None;
         self.keep_logs();
@@ -423,7 +517,9 @@ impl Sim {
         let (id, mine) = {
             let host = self.store.data();
             let mut shared = host.shared();
-            let Some(i) = shared.queues.iter().position(|q| q.name == queue) else { return false };
+            let Some(i) = shared.queues.iter().position(|q| q.name == queue) else {
+                return false;
+            };
             shared.queues[i].items.push_back(item.into());
             let owner = shared.queues[i].owner_instance;
             if owner != instance {
@@ -443,18 +539,32 @@ impl Sim {
     pub fn queue_items(&self, queue: &str) -> Option<Vec<Vec<u8>>> {
         let host = self.store.data();
         let shared = host.shared();
-        shared.queues.iter().find(|q| q.name == queue).map(|q| q.items.iter().cloned().collect())
+        shared
+            .queues
+            .iter()
+            .find(|q| q.name == queue)
+            .map(|q| q.items.iter().cloned().collect())
     }
 
     /// One metric's value.
     pub fn metric(&self, name: &str) -> Option<MetricValue> {
-        self.store.data().metrics.iter().find(|m| &*m.name == name).map(value_of)
+        self.store
+            .data()
+            .metrics
+            .iter()
+            .find(|m| &*m.name == name)
+            .map(value_of)
     }
 
     /// Every metric the module defined, sorted by name.
     pub fn metrics(&self) -> Metrics {
         let host = self.store.data();
-        Metrics(host.metric_order.iter().map(|&i| (host.metrics[i].name.clone(), value_of(&host.metrics[i]))).collect())
+        Metrics(
+            host.metric_order
+                .iter()
+                .map(|&i| (host.metrics[i].name.clone(), value_of(&host.metrics[i])))
+                .collect(),
+        )
     }
 
     /// Takes the logs written outside requests (VM start, configuration, ticks, queues).
@@ -492,7 +602,9 @@ impl Sim {
         args: P,
     ) -> Action {
         let exported = pick(&self.exports).is_some();
-        let action = self.call(phase_export(phase), context, pick, args).map_or(Action::Continue, Action::from_code);
+        let action = self
+            .call(phase_export(phase), context, pick, args)
+            .map_or(Action::Continue, Action::from_code);
         if exported {
             phases.push(PhaseAction { phase, action });
         }
@@ -505,9 +617,15 @@ impl Sim {
     fn settle(&mut self, action: Action, request: bool) -> bool {
         let mut answered = 0;
         while answered < 1000 {
-            let Some(responder) = self.responder.as_mut() else { break };
+            let Some(responder) = self.responder.as_mut() else {
+                break;
+            };
             let host = self.store.data();
-            let Some(call) = host.http_calls.iter().find(|c| Some(c.context_id) == host.stream.as_ref().map(|s| s.context_id)) else {
+            let Some(call) = host
+                .http_calls
+                .iter()
+                .find(|c| Some(c.context_id) == host.stream.as_ref().map(|s| s.context_id))
+            else {
                 break;
             };
             let call = call.clone();
@@ -526,7 +644,11 @@ impl Sim {
         if stream.local_response.is_some() || stream.reset {
             return false;
         }
-        let resumed = if request { &mut stream.resumed_request } else { &mut stream.resumed_response };
+        let resumed = if request {
+            &mut stream.resumed_request
+        } else {
+            &mut stream.resumed_response
+        };
         let go = action.continues() || *resumed;
         *resumed = false;
         go
@@ -534,7 +656,13 @@ impl Sim {
 
     /// Calls an export (if the module has it) with `context` as the effective context; a trap or
     /// exit marks the simulator failed and is logged.
-    fn call<P: WasmParams, R: WasmResults>(&mut self, name: &str, context: u32, pick: Pick<P, R>, args: P) -> Option<R> {
+    fn call<P: WasmParams, R: WasmResults>(
+        &mut self,
+        name: &str,
+        context: u32,
+        pick: Pick<P, R>,
+        args: P,
+    ) -> Option<R> {
         // An Arc, not a clone of the TypedFunc: cloning one clones its registered type (atomics, a lock).
         let exports = Arc::clone(&self.exports);
         let f = pick(&exports)?;
@@ -549,7 +677,10 @@ impl Sim {
             }
             Err(e) => {
                 let message = describe(&e);
-                self.store.data_mut().log(LogLevel::Critical, format!("host-sim: the module failed in {name}: {message}"));
+                self.store.data_mut().log(
+                    LogLevel::Critical,
+                    format!("host-sim: the module failed in {name}: {message}"),
+                );
                 self.crashed = Some(format!("{name}: {message}"));
                 None
             }
@@ -596,10 +727,18 @@ impl Sim {
                 let owner = {
                     let host = self.store.data();
                     let shared = host.shared();
-                    (id as usize).checked_sub(1).and_then(|i| shared.queues.get(i)).map(|q| q.owner_context)
+                    (id as usize)
+                        .checked_sub(1)
+                        .and_then(|i| shared.queues.get(i))
+                        .map(|q| q.owner_context)
                 };
                 if let Some(owner) = owner {
-                    self.call("proxy_on_queue_ready", owner, |e| e.queue_ready.as_ref(), (owner as i32, id as i32));
+                    self.call(
+                        "proxy_on_queue_ready",
+                        owner,
+                        |e| e.queue_ready.as_ref(),
+                        (owner as i32, id as i32),
+                    );
                 }
             }
         }
@@ -609,7 +748,10 @@ impl Sim {
 
 impl std::fmt::Debug for Sim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sim").field("path", &self.loaded.path).field("configured", &self.configured).finish_non_exhaustive()
+        f.debug_struct("Sim")
+            .field("path", &self.loaded.path)
+            .field("configured", &self.configured)
+            .finish_non_exhaustive()
     }
 }
 
@@ -644,11 +786,19 @@ fn describe(e: &wasmtime::Error) -> String {
 }
 
 fn trap(path: &Path, call: &str, e: &wasmtime::Error) -> SimError {
-    SimError::Trap { path: path.to_path_buf(), call: call.to_string(), message: describe(e) }
+    SimError::Trap {
+        path: path.to_path_buf(),
+        call: call.to_string(),
+        message: describe(e),
+    }
 }
 
 fn bad_export(path: &Path, name: &str, problem: &str) -> SimError {
-    SimError::BadExport { path: path.to_path_buf(), name: name.to_string(), problem: problem.to_string() }
+    SimError::BadExport {
+        path: path.to_path_buf(),
+        name: name.to_string(),
+        problem: problem.to_string(),
+    }
 }
 
 /// The export `name` with the given signature; `None` when absent, an error when mistyped.
@@ -658,8 +808,12 @@ fn typed<P: WasmParams, R: WasmResults>(
     path: &Path,
     name: &str,
 ) -> Result<Option<TypedFunc<P, R>>, SimError> {
-    let Some(func) = instance.get_func(&mut *store, name) else { return Ok(None) };
-    func.typed::<P, R>(&*store).map(Some).map_err(|e| bad_export(path, name, &format!("has an unexpected signature: {e:#}")))
+    let Some(func) = instance.get_func(&mut *store, name) else {
+        return Ok(None);
+    };
+    func.typed::<P, R>(&*store)
+        .map(Some)
+        .map_err(|e| bad_export(path, name, &format!("has an unexpected signature: {e:#}")))
 }
 
 impl Exports {

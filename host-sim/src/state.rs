@@ -14,7 +14,10 @@ pub(crate) struct HeaderMap(pub Vec<(String, String)>);
 
 impl HeaderMap {
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     /// Envoy's `setCopy`: the first entry takes the value, later ones go; absent, it is appended.
     pub fn replace(&mut self, name: &str, value: String) {

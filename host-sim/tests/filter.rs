@@ -60,7 +60,12 @@ fn get(sim: &mut Sim, url: &str) -> Outcome {
 fn the_first_matching_rule_in_table_order_wins() {
     let mut sim = filter(table(json!([
         rule("I/a/any#0", prefix("/"), "a/any:80", json!({})),
-        rule("I/a/exact#0", json!({ "type": "exact", "value": "/x" }), "a/exact:80", json!({ "host": "foo.example.net" })),
+        rule(
+            "I/a/exact#0",
+            json!({ "type": "exact", "value": "/x" }),
+            "a/exact:80",
+            json!({ "host": "foo.example.net" })
+        ),
     ])));
     assert_eq!(cluster(&get(&mut sim, "http://foo.example.net/x")), Some("a/any:80"));
 }
@@ -69,8 +74,18 @@ fn the_first_matching_rule_in_table_order_wins() {
 #[test]
 fn host_precision_exact_then_wildcard_then_any() {
     let mut sim = filter(table(json!([
-        rule("Ingress/a/exact#0", prefix("/"), "a/exact:80", json!({ "host": "foo.example.net" })),
-        rule("Ingress/a/wild#0", prefix("/"), "a/wild:80", json!({ "host": "*.example.net" })),
+        rule(
+            "Ingress/a/exact#0",
+            prefix("/"),
+            "a/exact:80",
+            json!({ "host": "foo.example.net" })
+        ),
+        rule(
+            "Ingress/a/wild#0",
+            prefix("/"),
+            "a/wild:80",
+            json!({ "host": "*.example.net" })
+        ),
         rule("Ingress/a/any#0", prefix("/"), "a/any:80", json!({})),
     ])));
     assert_eq!(cluster(&get(&mut sim, "http://foo.example.net/")), Some("a/exact:80"));
@@ -81,7 +96,12 @@ fn host_precision_exact_then_wildcard_then_any() {
 /// A wildcard matches exactly one extra label: not two, not none.
 #[test]
 fn wildcard_hosts_match_one_label() {
-    let mut sim = filter(table(json!([rule("Ingress/a/wild#0", prefix("/"), "a/wild:80", json!({ "host": "*.example.net" }))])));
+    let mut sim = filter(table(json!([rule(
+        "Ingress/a/wild#0",
+        prefix("/"),
+        "a/wild:80",
+        json!({ "host": "*.example.net" })
+    )])));
     assert_eq!(cluster(&get(&mut sim, "http://a.example.net/")), Some("a/wild:80"));
     assert_eq!(get(&mut sim, "http://a.b.example.net/").local_status(), Some(404));
     assert_eq!(get(&mut sim, "http://example.net/").local_status(), Some(404));
@@ -90,8 +110,18 @@ fn wildcard_hosts_match_one_label() {
 /// Host matching is case-insensitive; the port and a trailing dot are ignored.
 #[test]
 fn hosts_ignore_case_port_and_trailing_dot() {
-    let mut sim = filter(table(json!([rule("Ingress/a/x#0", prefix("/"), "a/x:80", json!({ "host": "example.net" }))])));
-    for url in ["http://EXAMPLE.net/", "http://example.net:8080/", "http://example.net./", "http://Example.NET.:443/"] {
+    let mut sim = filter(table(json!([rule(
+        "Ingress/a/x#0",
+        prefix("/"),
+        "a/x:80",
+        json!({ "host": "example.net" })
+    )])));
+    for url in [
+        "http://EXAMPLE.net/",
+        "http://example.net:8080/",
+        "http://example.net./",
+        "http://Example.NET.:443/",
+    ] {
         assert_eq!(cluster(&get(&mut sim, url)), Some("a/x:80"), "{url}");
     }
 }
@@ -100,8 +130,18 @@ fn hosts_ignore_case_port_and_trailing_dot() {
 #[test]
 fn path_precision_exact_regex_prefix() {
     let mut sim = filter(table(json!([
-        rule("I/a/exact#0", json!({ "type": "exact", "value": "/foo/bar" }), "a/exact:80", json!({})),
-        rule("I/a/regex#0", json!({ "type": "regex", "value": "/foo/[a-z]+" }), "a/regex:80", json!({})),
+        rule(
+            "I/a/exact#0",
+            json!({ "type": "exact", "value": "/foo/bar" }),
+            "a/exact:80",
+            json!({})
+        ),
+        rule(
+            "I/a/regex#0",
+            json!({ "type": "regex", "value": "/foo/[a-z]+" }),
+            "a/regex:80",
+            json!({})
+        ),
         rule("I/a/long#0", prefix("/foo/bar"), "a/long:80", json!({})),
         rule("I/a/short#0", prefix("/foo"), "a/short:80", json!({})),
     ])));
@@ -114,7 +154,12 @@ fn path_precision_exact_regex_prefix() {
 /// `Exact` must be equal, case-sensitively.
 #[test]
 fn exact_paths_are_equal_and_case_sensitive() {
-    let mut sim = filter(table(json!([rule("I/a/e#0", json!({ "type": "exact", "value": "/Foo" }), "a/e:80", json!({}))])));
+    let mut sim = filter(table(json!([rule(
+        "I/a/e#0",
+        json!({ "type": "exact", "value": "/Foo" }),
+        "a/e:80",
+        json!({})
+    )])));
     assert_eq!(cluster(&get(&mut sim, "http://x/Foo")), Some("a/e:80"));
     assert_eq!(get(&mut sim, "http://x/foo").local_status(), Some(404));
     assert_eq!(get(&mut sim, "http://x/Foo/").local_status(), Some(404));
@@ -126,7 +171,11 @@ fn segment_prefixes_match_whole_segments() {
     for value in ["/foo", "/foo/"] {
         let mut sim = filter(table(json!([rule("I/a/p#0", prefix(value), "a/p:80", json!({}))])));
         for path in ["/foo", "/foo/", "/foo/bar"] {
-            assert_eq!(cluster(&get(&mut sim, &format!("http://x{path}"))), Some("a/p:80"), "{value} {path}");
+            assert_eq!(
+                cluster(&get(&mut sim, &format!("http://x{path}"))),
+                Some("a/p:80"),
+                "{value} {path}"
+            );
         }
         assert_eq!(get(&mut sim, "http://x/foobar").local_status(), Some(404), "{value}");
     }
@@ -138,19 +187,42 @@ fn segment_prefixes_match_whole_segments() {
 #[test]
 fn string_prefixes_and_anchored_regexes() {
     let mut sim = filter(table(json!([
-        rule("H/a/re#0", json!({ "type": "regex", "value": "/r/[0-9]+" }), "a/re:80", json!({})),
-        rule("H/a/str#0", json!({ "type": "prefix", "value": "/foo" }), "a/str:80", json!({})),
+        rule(
+            "H/a/re#0",
+            json!({ "type": "regex", "value": "/r/[0-9]+" }),
+            "a/re:80",
+            json!({})
+        ),
+        rule(
+            "H/a/str#0",
+            json!({ "type": "prefix", "value": "/foo" }),
+            "a/str:80",
+            json!({})
+        ),
     ])));
     assert_eq!(cluster(&get(&mut sim, "http://x/foobar")), Some("a/str:80"));
     assert_eq!(cluster(&get(&mut sim, "http://x/r/123")), Some("a/re:80"));
-    assert_eq!(get(&mut sim, "http://x/r/123/x").local_status(), Some(404), "anchored at the end");
-    assert_eq!(get(&mut sim, "http://x/pre/r/1").local_status(), Some(404), "anchored at the start");
+    assert_eq!(
+        get(&mut sim, "http://x/r/123/x").local_status(),
+        Some(404),
+        "anchored at the end"
+    );
+    assert_eq!(
+        get(&mut sim, "http://x/pre/r/1").local_status(),
+        Some(404),
+        "anchored at the start"
+    );
 }
 
 /// The query string is not part of the path.
 #[test]
 fn the_query_string_is_not_part_of_the_path() {
-    let mut sim = filter(table(json!([rule("I/a/e#0", json!({ "type": "exact", "value": "/foo" }), "a/e:80", json!({}))])));
+    let mut sim = filter(table(json!([rule(
+        "I/a/e#0",
+        json!({ "type": "exact", "value": "/foo" }),
+        "a/e:80",
+        json!({})
+    )])));
     assert_eq!(cluster(&get(&mut sim, "http://x/foo?bar=1")), Some("a/e:80"));
 }
 
@@ -166,24 +238,53 @@ fn conditions_decide_and_failing_rules_fall_through() {
         rule("I/p/plain#0", prefix("/bar"), "production/service0:80", json!({ "host": "example.net" })),
         rule("I/p/any#0", prefix("/"), "production/fallback:80", json!({})),
     ]}));
-    let both = sim.request(Request::get("http://example.net/bar").header("header-key", "value").cookie("cookie-key", "value"));
+    let both = sim.request(
+        Request::get("http://example.net/bar")
+            .header("header-key", "value")
+            .cookie("cookie-key", "value"),
+    );
     assert_eq!(cluster(&both), Some("production/service2:80"));
     let header = sim.request(Request::get("http://example.net/bar").header("header-key", "value"));
     assert_eq!(cluster(&header), Some("production/service1:80"));
     let neither = sim.request(Request::get("http://example.net/bar").header("header-key", "other"));
     assert_eq!(cluster(&neither), Some("production/service0:80"));
     let other_path = get(&mut sim, "http://example.net/baz");
-    assert_eq!(cluster(&other_path), Some("production/fallback:80"), "falls through across paths and host levels");
+    assert_eq!(
+        cluster(&other_path),
+        Some("production/fallback:80"),
+        "falls through across paths and host levels"
+    );
 }
 
 /// Header names are case-insensitive, values case-sensitive; any one of several values matches.
 #[test]
 fn header_conditions() {
-    let mut sim = filter(table(json!([rule("I/a/h#0", prefix("/"), "a/h:80", json!({
-        "conditions": [ { "on": "header", "name": "X-Canary", "match": "exact", "value": "On" } ] }))])));
-    assert_eq!(cluster(&sim.request(Request::get("http://x/").header("x-canary", "On"))), Some("a/h:80"));
-    assert_eq!(sim.request(Request::get("http://x/").header("x-canary", "on")).local_status(), Some(404));
-    assert_eq!(cluster(&sim.request(Request::get("http://x/").header("x-canary", "off").header("X-CANARY", "On"))), Some("a/h:80"));
+    let mut sim = filter(table(json!([rule(
+        "I/a/h#0",
+        prefix("/"),
+        "a/h:80",
+        json!({
+        "conditions": [ { "on": "header", "name": "X-Canary", "match": "exact", "value": "On" } ] })
+    )])));
+    assert_eq!(
+        cluster(&sim.request(Request::get("http://x/").header("x-canary", "On"))),
+        Some("a/h:80")
+    );
+    assert_eq!(
+        sim.request(Request::get("http://x/").header("x-canary", "on"))
+            .local_status(),
+        Some(404)
+    );
+    assert_eq!(
+        cluster(
+            &sim.request(
+                Request::get("http://x/")
+                    .header("x-canary", "off")
+                    .header("X-CANARY", "On")
+            )
+        ),
+        Some("a/h:80")
+    );
 }
 
 /// The kinds: prefix, contains, regex (anchored), present, and their negations.
@@ -210,7 +311,12 @@ fn condition_kinds_and_negations() {
         (cond("exact", Some("a"), true), Some("a"), false),
     ];
     for (condition, value, matches) in cases {
-        let mut sim = filter(table(json!([rule("I/a/c#0", prefix("/"), "a/c:80", json!({ "conditions": [condition.clone()] }))])));
+        let mut sim = filter(table(json!([rule(
+            "I/a/c#0",
+            prefix("/"),
+            "a/c:80",
+            json!({ "conditions": [condition.clone()] })
+        )])));
         let mut request = Request::get("http://x/");
         if let Some(v) = value {
             request = request.header("x-v", v);
@@ -223,19 +329,50 @@ fn condition_kinds_and_negations() {
 /// Cookies come from every Cookie header; names are case-sensitive.
 #[test]
 fn cookie_conditions() {
-    let mut sim = filter(table(json!([rule("I/a/c#0", prefix("/"), "a/c:80", json!({
-        "conditions": [ { "on": "cookie", "name": "session", "match": "exact", "value": "abc" } ] }))])));
-    assert_eq!(cluster(&sim.request(Request::get("http://x/").cookie("a", "1").cookie("session", "abc"))), Some("a/c:80"));
-    assert_eq!(cluster(&sim.request(Request::get("http://x/").header("cookie", "a=1").header("cookie", "session=abc"))), Some("a/c:80"));
-    assert_eq!(sim.request(Request::get("http://x/").cookie("Session", "abc")).local_status(), Some(404));
+    let mut sim = filter(table(json!([rule(
+        "I/a/c#0",
+        prefix("/"),
+        "a/c:80",
+        json!({
+        "conditions": [ { "on": "cookie", "name": "session", "match": "exact", "value": "abc" } ] })
+    )])));
+    assert_eq!(
+        cluster(&sim.request(Request::get("http://x/").cookie("a", "1").cookie("session", "abc"))),
+        Some("a/c:80")
+    );
+    assert_eq!(
+        cluster(
+            &sim.request(
+                Request::get("http://x/")
+                    .header("cookie", "a=1")
+                    .header("cookie", "session=abc")
+            )
+        ),
+        Some("a/c:80")
+    );
+    assert_eq!(
+        sim.request(Request::get("http://x/").cookie("Session", "abc"))
+            .local_status(),
+        Some(404)
+    );
 }
 
 /// Query parameters are percent-decoded; methods are compared.
 #[test]
 fn query_and_method_conditions() {
     let mut sim = filter(table(json!([
-        rule("I/a/q#0", prefix("/"), "a/q:80", json!({ "conditions": [ { "on": "query", "name": "name", "match": "exact", "value": "a b/c" } ] })),
-        rule("I/a/m#0", prefix("/"), "a/m:80", json!({ "conditions": [ { "on": "method", "match": "exact", "value": "POST" } ] })),
+        rule(
+            "I/a/q#0",
+            prefix("/"),
+            "a/q:80",
+            json!({ "conditions": [ { "on": "query", "name": "name", "match": "exact", "value": "a b/c" } ] })
+        ),
+        rule(
+            "I/a/m#0",
+            prefix("/"),
+            "a/m:80",
+            json!({ "conditions": [ { "on": "method", "match": "exact", "value": "POST" } ] })
+        ),
     ])));
     assert_eq!(cluster(&get(&mut sim, "http://x/?name=a%20b%2Fc")), Some("a/q:80"));
     assert_eq!(cluster(&sim.request(Request::new("POST", "http://x/"))), Some("a/m:80"));
@@ -253,7 +390,11 @@ fn the_cluster_header_is_set_and_the_route_cache_cleared() {
     assert_eq!(outcome.action, Action::Continue);
     assert!(outcome.forwarded);
     assert_eq!(outcome.request_header_all("x-route-cluster"), vec!["prod/web:8080"]);
-    assert!(outcome.route_cache_clears.total() >= 1, "{:?}", outcome.route_cache_clears);
+    assert!(
+        outcome.route_cache_clears.total() >= 1,
+        "{:?}",
+        outcome.route_cache_clears
+    );
     assert!(outcome.local_response.is_none());
 }
 
@@ -263,7 +404,10 @@ fn a_custom_cluster_header() {
     let mut sim = filter(json!({ "version": 1, "cluster_header": "x-upstream",
         "rules": [ rule("I/a/x#0", prefix("/"), "outbound|80||web.prod.svc.cluster.local", json!({})) ] }));
     let outcome = get(&mut sim, "http://example.net/");
-    assert_eq!(outcome.request_header("x-upstream"), Some("outbound|80||web.prod.svc.cluster.local"));
+    assert_eq!(
+        outcome.request_header("x-upstream"),
+        Some("outbound|80||web.prod.svc.cluster.local")
+    );
     assert_eq!(outcome.request_header("x-route-cluster"), None);
 }
 
@@ -276,7 +420,11 @@ fn the_clients_cluster_header_is_stripped() {
     assert_eq!(routed.request_header_all("x-route-cluster"), vec!["prod/web:80"]);
     let passed = sim.request(Request::get("http://x/other").header("X-Route-Cluster", "kube-system/secret:443"));
     assert!(passed.forwarded);
-    assert_eq!(passed.request_header("x-route-cluster"), None, "stripped even when no rule matches");
+    assert_eq!(
+        passed.request_header("x-route-cluster"),
+        None,
+        "stripped even when no rule matches"
+    );
 }
 
 /// Weighted backends: one is picked at random in proportion.
@@ -298,8 +446,10 @@ fn weighted_backends_are_picked_in_proportion() {
 /// `rewrite_prefix` rewrites `:path`: `/app` → `/` turns `/app/x` into `/x`; the query stays.
 #[test]
 fn rewrite_prefix_rewrites_the_path() {
-    let mut sim = filter(table(json!([{ "name": "H/d/app#0", "path": { "type": "prefix", "value": "/app" },
-        "action": { "route": { "backends": [ { "cluster": "d/app:80" } ], "rewrite_prefix": "/" } } }])));
+    let mut sim = filter(table(
+        json!([{ "name": "H/d/app#0", "path": { "type": "prefix", "value": "/app" },
+        "action": { "route": { "backends": [ { "cluster": "d/app:80" } ], "rewrite_prefix": "/" } } }]),
+    ));
     let outcome = get(&mut sim, "http://x/app/x?q=1");
     assert_eq!(cluster(&outcome), Some("d/app:80"));
     let path = outcome.request_header(":path").unwrap();
@@ -313,7 +463,11 @@ fn header_actions_set_and_remove() {
     let mut sim = filter(table(json!([{ "name": "H/d/h#0", "path": prefix("/"),
         "action": { "route": { "backends": [ { "cluster": "d/h:80" } ],
             "set_headers": [ { "name": "x-team", "value": "shop" } ], "remove_headers": [ "x-debug" ] } } }])));
-    let outcome = sim.request(Request::get("http://x/").header("x-debug", "1").header("x-team", "client"));
+    let outcome = sim.request(
+        Request::get("http://x/")
+            .header("x-debug", "1")
+            .header("x-team", "client"),
+    );
     assert_eq!(outcome.request_header_all("x-team"), vec!["shop"]);
     assert_eq!(outcome.request_header("x-debug"), None);
     assert_eq!(cluster(&outcome), Some("d/h:80"));
@@ -333,7 +487,11 @@ fn direct_responses_answer_locally() {
     assert_eq!(outcome.action, Action::Pause);
     let local = outcome.local_response.as_ref().expect("a local response");
     assert_eq!(local.status, 502);
-    assert!(local.body_text().contains("root.example.org") && local.body_text().contains("/missing/x"), "{}", local.body_text());
+    assert!(
+        local.body_text().contains("root.example.org") && local.body_text().contains("/missing/x"),
+        "{}",
+        local.body_text()
+    );
     assert_eq!(outcome.request_header("x-route-cluster"), None);
     let body = get(&mut sim, "http://x/body");
     assert_eq!(body.local_status(), Some(503));
@@ -343,7 +501,12 @@ fn direct_responses_answer_locally() {
 /// No rule matches: a 404 local reply.
 #[test]
 fn no_route_is_a_404() {
-    let mut sim = filter(table(json!([rule("I/a/x#0", prefix("/app"), "a/x:80", json!({ "host": "example.net" }))])));
+    let mut sim = filter(table(json!([rule(
+        "I/a/x#0",
+        prefix("/app"),
+        "a/x:80",
+        json!({ "host": "example.net" })
+    )])));
     let outcome = get(&mut sim, "http://example.net/other");
     assert_eq!(outcome.local_status(), Some(404));
     assert!(!outcome.forwarded);
@@ -354,8 +517,12 @@ fn no_route_is_a_404() {
 /// ... or, with `no_route: pass`, the request goes through untouched.
 #[test]
 fn no_route_pass_lets_the_request_through_untouched() {
-    let mut sim = filter(json!({ "version": 1, "no_route": "pass", "rules": [ rule("I/a/x#0", prefix("/app"), "a/x:80", json!({})) ] }));
-    let request = Request::get("http://example.net/other?x=1").header("x-keep", "1").cookie("a", "1");
+    let mut sim = filter(
+        json!({ "version": 1, "no_route": "pass", "rules": [ rule("I/a/x#0", prefix("/app"), "a/x:80", json!({})) ] }),
+    );
+    let request = Request::get("http://example.net/other?x=1")
+        .header("x-keep", "1")
+        .cookie("a", "1");
     let outcome = sim.request(request.clone());
     assert!(outcome.forwarded);
     assert_eq!(outcome.action, Action::Continue);
@@ -370,14 +537,33 @@ fn a_refused_table_keeps_the_previous_one() {
     for bad in [
         "not json".to_string(),
         json!({ "version": 2, "rules": [] }).to_string(),
-        table(json!([rule("I/a/bad#0", json!({ "type": "segment_prefix", "value": "shop" }), "a/bad:80", json!({}))])).to_string(),
-        table(json!([rule("I/a/re#0", json!({ "type": "regex", "value": "(" }), "a/re:80", json!({}))])).to_string(),
+        table(json!([rule(
+            "I/a/bad#0",
+            json!({ "type": "segment_prefix", "value": "shop" }),
+            "a/bad:80",
+            json!({})
+        )]))
+        .to_string(),
+        table(json!([rule(
+            "I/a/re#0",
+            json!({ "type": "regex", "value": "(" }),
+            "a/re:80",
+            json!({})
+        )]))
+        .to_string(),
     ] {
         assert!(!sim.configure(bad.clone()), "accepted {bad}");
-        assert_eq!(cluster(&get(&mut sim, "http://x/")), Some("a/old:80"), "after refusing {bad}");
+        assert_eq!(
+            cluster(&get(&mut sim, "http://x/")),
+            Some("a/old:80"),
+            "after refusing {bad}"
+        );
     }
     let logs = sim.take_logs();
-    assert!(logs.iter().any(|l| l.message.contains("must start with '/'")), "the refusal names the field: {logs:?}");
+    assert!(
+        logs.iter().any(|l| l.message.contains("must start with '/'")),
+        "the refusal names the field: {logs:?}"
+    );
     assert!(sim.configure(table(json!([rule("I/a/new#0", prefix("/"), "a/new:80", json!({}))])).to_string()));
     assert_eq!(cluster(&get(&mut sim, "http://x/")), Some("a/new:80"));
 }
@@ -389,11 +575,22 @@ fn the_readme_table_in_its_wrappers() {
     let start = readme.find("```json").expect("a JSON example") + "```json".len();
     let end = start + readme[start..].find("```").unwrap();
     let example: serde_json::Value = serde_json::from_str(&readme[start..end]).unwrap();
-    for config in [example.clone(), json!({ "value": example.to_string() }), json!(example.to_string())] {
+    for config in [
+        example.clone(),
+        json!({ "value": example.to_string() }),
+        json!(example.to_string()),
+    ] {
         let mut sim = filter(config);
         let shop = sim.request(Request::get("http://a.example.net/api/list?v=12"));
-        assert!(matches!(cluster(&shop), Some("default/shop-v1:8080") | Some("default/shop-v2:8080")));
-        assert_eq!(shop.response_header("x-switchyard-rule"), Some("HTTPProxy/default/shop#1"), "debug_rule_header");
+        assert!(matches!(
+            cluster(&shop),
+            Some("default/shop-v1:8080") | Some("default/shop-v2:8080")
+        ));
+        assert_eq!(
+            shop.response_header("x-switchyard-rule"),
+            Some("HTTPProxy/default/shop#1"),
+            "debug_rule_header"
+        );
         let cookie = sim.request(Request::get("http://example.net/bar").cookie("cookie-key", "value"));
         assert_eq!(cluster(&cookie), Some("production/service2:80"));
     }
@@ -424,8 +621,18 @@ fn metrics_are_counted() {
 #[test]
 fn odd_requests_never_crash_the_filter() {
     let mut sim = filter(table(json!([
-        rule("I/a/q#0", prefix("/"), "a/q:80", json!({ "conditions": [ { "on": "query", "name": "q", "match": "regex", "value": ".*" } ] })),
-        rule("I/a/c#0", prefix("/"), "a/c:80", json!({ "conditions": [ { "on": "cookie", "name": "c", "match": "present" } ] })),
+        rule(
+            "I/a/q#0",
+            prefix("/"),
+            "a/q:80",
+            json!({ "conditions": [ { "on": "query", "name": "q", "match": "regex", "value": ".*" } ] })
+        ),
+        rule(
+            "I/a/c#0",
+            prefix("/"),
+            "a/c:80",
+            json!({ "conditions": [ { "on": "cookie", "name": "c", "match": "present" } ] })
+        ),
         rule("I/a/x#0", prefix("/"), "a/x:80", json!({ "host": "*.example.net" })),
     ])));
     let long = "a".repeat(64 * 1024);
@@ -452,7 +659,9 @@ fn odd_requests_never_crash_the_filter() {
 /// filter names the rule.
 #[test]
 fn responses_pass_and_name_the_rule_when_asked() {
-    let mut sim = filter(json!({ "version": 1, "debug_rule_header": true, "rules": [ rule("I/a/x#0", prefix("/"), "a/x:80", json!({})) ] }));
+    let mut sim = filter(
+        json!({ "version": 1, "debug_rule_header": true, "rules": [ rule("I/a/x#0", prefix("/"), "a/x:80", json!({})) ] }),
+    );
     let outcome = sim.request(Request::get("http://x/").response(Response::new(201).header("x-up", "1").body("hello")));
     assert_eq!(outcome.response_header(":status"), Some("201"));
     assert_eq!(outcome.response_header("x-up"), Some("1"));

@@ -10,13 +10,30 @@ use switchyard_host_sim::{Sim, SimError};
 #[test]
 fn every_missing_import_is_listed() {
     let bytes = common::tiny_module(
-        &[("env", "proxy_log_v9"), ("env", "proxy_done"), ("wasi_snapshot_preview1", "path_open")],
+        &[
+            ("env", "proxy_log_v9"),
+            ("env", "proxy_done"),
+            ("wasi_snapshot_preview1", "path_open"),
+        ],
         Some("proxy_abi_version_0_2_1"),
     );
     let err = Sim::load(common::temp_file("missing.wasm", &bytes)).unwrap_err();
-    let SimError::MissingImports { missing, .. } = &err else { panic!("not a missing-import error: {err}") };
-    assert_eq!(missing, &vec!["env::proxy_log_v9".to_string(), "wasi_snapshot_preview1::path_open".to_string()]);
-    assert!(err.to_string().contains("imports 2 function(s) host-sim does not provide: env::proxy_log_v9, wasi_snapshot_preview1::path_open"), "{err}");
+    let SimError::MissingImports { missing, .. } = &err else {
+        panic!("not a missing-import error: {err}")
+    };
+    assert_eq!(
+        missing,
+        &vec![
+            "env::proxy_log_v9".to_string(),
+            "wasi_snapshot_preview1::path_open".to_string()
+        ]
+    );
+    assert!(
+        err.to_string().contains(
+            "imports 2 function(s) host-sim does not provide: env::proxy_log_v9, wasi_snapshot_preview1::path_open"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -33,12 +50,19 @@ fn a_module_without_the_abi_marker_is_not_proxy_wasm() {
     assert!(matches!(err, SimError::NotProxyWasm { .. }), "{err}");
     let old = common::tiny_module(&[], Some("proxy_abi_version_0_1_0"));
     let err = Sim::load(common::temp_file("old.wasm", &old)).unwrap_err();
-    assert!(err.to_string().contains("(it exports proxy_abi_version_0_1_0)"), "{err}");
+    assert!(
+        err.to_string().contains("(it exports proxy_abi_version_0_1_0)"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_module_without_an_allocator_is_refused() {
-    let err = Sim::load(common::temp_file("noalloc.wasm", &common::tiny_module(&[], Some("proxy_abi_version_0_2_1")))).unwrap_err();
+    let err = Sim::load(common::temp_file(
+        "noalloc.wasm",
+        &common::tiny_module(&[], Some("proxy_abi_version_0_2_1")),
+    ))
+    .unwrap_err();
     assert!(matches!(err, SimError::BadExport { .. }), "{err}");
     assert!(err.to_string().contains("proxy_on_memory_allocate"), "{err}");
 }
@@ -55,7 +79,18 @@ fn the_command_prints_one_json_object() {
         .arg(common::probe_wasm())
         .arg("--config")
         .arg(&config)
-        .args(["request", "http://example.net/cli?x=1", "-X", "POST", "-H", "X-Probe-Clear: yes", "--cookie", "a=1", "--cookie", "b=2"])
+        .args([
+            "request",
+            "http://example.net/cli?x=1",
+            "-X",
+            "POST",
+            "-H",
+            "X-Probe-Clear: yes",
+            "--cookie",
+            "a=1",
+            "--cookie",
+            "b=2",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -67,14 +102,25 @@ fn the_command_prints_one_json_object() {
     assert!(headers.contains(&serde_json::json!([":method", "POST"])));
     assert!(headers.contains(&serde_json::json!(["cookie", "a=1; b=2"])));
     assert!(headers.contains(&serde_json::json!(["x-probe-path", "/cli?x=1"])));
-    assert!(json["logs"].as_array().unwrap().iter().any(|l| l["message"] == "probe: configured with from-the-command"));
+    assert!(json["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["message"] == "probe: configured with from-the-command"));
     assert_eq!(json["route_cache_clears"]["foreign_function"], 1);
 }
 
 #[test]
 fn a_refused_configuration_still_exits_zero() {
     let config = common::temp_file("config", b"refuse");
-    let out = host_sim().arg("--wasm").arg(common::probe_wasm()).arg("--config").arg(&config).args(["request", "http://x/"]).output().unwrap();
+    let out = host_sim()
+        .arg("--wasm")
+        .arg(common::probe_wasm())
+        .arg("--config")
+        .arg(&config)
+        .args(["request", "http://x/"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["configured"], false);
@@ -85,7 +131,14 @@ fn the_command_fails_clearly_when_the_module_cannot_load() {
     let bytes = common::tiny_module(&[("env", "nope")], Some("proxy_abi_version_0_2_1"));
     let wasm = common::temp_file("bad.wasm", &bytes);
     let config = common::temp_file("config", b"");
-    let out = host_sim().arg("--wasm").arg(&wasm).arg("--config").arg(&config).args(["request", "http://x/"]).output().unwrap();
+    let out = host_sim()
+        .arg("--wasm")
+        .arg(&wasm)
+        .arg("--config")
+        .arg(&config)
+        .args(["request", "http://x/"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -150,9 +203,19 @@ fn name(out: &mut Vec<u8>, s: &str) {
 fn hostile_module() -> Vec<u8> {
     let mut m = b"\0asm\x01\0\0\0".to_vec();
     // Types: 0 () -> (), 1 (i32 i32 i32) -> i32, 2 (i32 i32) -> i32, 3 (i32) -> i32.
-    section(&mut m, 1, &[4, 0x60, 0, 0, 0x60, 3, 0x7f, 0x7f, 0x7f, 1, 0x7f, 0x60, 2, 0x7f, 0x7f, 1, 0x7f, 0x60, 1, 0x7f, 1, 0x7f]);
+    section(
+        &mut m,
+        1,
+        &[
+            4, 0x60, 0, 0, 0x60, 3, 0x7f, 0x7f, 0x7f, 1, 0x7f, 0x60, 2, 0x7f, 0x7f, 1, 0x7f, 0x60, 1, 0x7f, 1, 0x7f,
+        ],
+    );
     let mut imports = vec![3];
-    for (module, field, ty) in [("env", "proxy_log", 1u8), ("wasi_snapshot_preview1", "random_get", 2), ("env", "proxy_set_tick_period_milliseconds", 3)] {
+    for (module, field, ty) in [
+        ("env", "proxy_log", 1u8),
+        ("wasi_snapshot_preview1", "random_get", 2),
+        ("env", "proxy_set_tick_period_milliseconds", 3),
+    ] {
         name(&mut imports, module);
         name(&mut imports, field);
         imports.extend([0, ty]);
@@ -161,7 +224,12 @@ fn hostile_module() -> Vec<u8> {
     section(&mut m, 3, &[3, 3, 2, 0]); // functions 3: allocate, 4: vm start, 5: the ABI marker
     section(&mut m, 5, &[1, 0, 1]);
     let mut exports = vec![4];
-    for (field, kind, index) in [("memory", 2u8, 0u8), ("proxy_on_memory_allocate", 0, 3), ("proxy_on_vm_start", 0, 4), ("proxy_abi_version_0_2_1", 0, 5)] {
+    for (field, kind, index) in [
+        ("memory", 2u8, 0u8),
+        ("proxy_on_memory_allocate", 0, 3),
+        ("proxy_on_vm_start", 0, 4),
+        ("proxy_abi_version_0_2_1", 0, 5),
+    ] {
         name(&mut exports, field);
         exports.extend([kind, index]);
     }

@@ -11,12 +11,16 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap(
         "env",
         "proxy_get_buffer_bytes",
-        |mut c: Caller<'_, Host>, kind: i32, start: i32, max: i32, rp: i32, rl: i32| finish(get(&mut c, kind, start, max, rp, rl)),
+        |mut c: Caller<'_, Host>, kind: i32, start: i32, max: i32, rp: i32, rl: i32| {
+            finish(get(&mut c, kind, start, max, rp, rl))
+        },
     )?;
     linker.func_wrap(
         "env",
         "proxy_set_buffer_bytes",
-        |mut c: Caller<'_, Host>, kind: i32, start: i32, size: i32, dp: i32, dl: i32| finish(set(&mut c, kind, start, size, dp, dl)),
+        |mut c: Caller<'_, Host>, kind: i32, start: i32, size: i32, dp: i32, dl: i32| {
+            finish(set(&mut c, kind, start, size, dp, dl))
+        },
     )?;
     Ok(())
 }
@@ -24,8 +28,16 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 fn buffer(host: &mut Host, kind: i32) -> Result<&mut Vec<u8>, Fault> {
     let missing = Fault::Status(status::NOT_FOUND);
     match kind {
-        buffer_type::REQUEST_BODY => host.stream.as_mut().and_then(|s| s.request_body.as_mut()).ok_or(missing),
-        buffer_type::RESPONSE_BODY => host.stream.as_mut().and_then(|s| s.response_body.as_mut()).ok_or(missing),
+        buffer_type::REQUEST_BODY => host
+            .stream
+            .as_mut()
+            .and_then(|s| s.request_body.as_mut())
+            .ok_or(missing),
+        buffer_type::RESPONSE_BODY => host
+            .stream
+            .as_mut()
+            .and_then(|s| s.response_body.as_mut())
+            .ok_or(missing),
         buffer_type::HTTP_CALL_RESPONSE_BODY | buffer_type::GRPC_RECEIVE_BUFFER => {
             host.callout.as_mut().map(|c| &mut c.body).ok_or(missing)
         }

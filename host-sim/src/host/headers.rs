@@ -11,19 +11,27 @@ use crate::state::{HeaderMap, Host};
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("env", "proxy_get_header_map_pairs", |mut c: Caller<'_, Host>, map: i32, rp: i32, rl: i32| {
-        finish(get_pairs(&mut c, map, rp, rl))
-    })?;
-    linker.func_wrap("env", "proxy_get_header_map_size", |mut c: Caller<'_, Host>, map_type: i32, ret: i32| {
-        finish(get_size(&mut c, map_type, ret))
-    })?;
-    linker.func_wrap("env", "proxy_set_header_map_pairs", |mut c: Caller<'_, Host>, map: i32, p: i32, l: i32| {
-        finish(set_pairs(&mut c, map, p, l))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_header_map_pairs",
+        |mut c: Caller<'_, Host>, map: i32, rp: i32, rl: i32| finish(get_pairs(&mut c, map, rp, rl)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_header_map_size",
+        |mut c: Caller<'_, Host>, map_type: i32, ret: i32| finish(get_size(&mut c, map_type, ret)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_set_header_map_pairs",
+        |mut c: Caller<'_, Host>, map: i32, p: i32, l: i32| finish(set_pairs(&mut c, map, p, l)),
+    )?;
     linker.func_wrap(
         "env",
         "proxy_get_header_map_value",
-        |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32, rp: i32, rl: i32| finish(get_value(&mut c, map, kp, kl, rp, rl)),
+        |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32, rp: i32, rl: i32| {
+            finish(get_value(&mut c, map, kp, kl, rp, rl))
+        },
     )?;
     linker.func_wrap(
         "env",
@@ -39,9 +47,11 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             finish(mutate(&mut c, map, kp, kl, Some((vp, vl)), Edit::Replace))
         },
     )?;
-    linker.func_wrap("env", "proxy_remove_header_map_value", |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32| {
-        finish(mutate(&mut c, map, kp, kl, None, Edit::Remove))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_remove_header_map_value",
+        |mut c: Caller<'_, Host>, map: i32, kp: i32, kl: i32| finish(mutate(&mut c, map, kp, kl, None, Edit::Remove)),
+    )?;
     Ok(())
 }
 
@@ -98,7 +108,11 @@ fn get_pairs(c: &mut Caller<'_, Host>, map_type: i32, rp: i32, rl: i32) -> HostR
 
 /// Envoy's `byteSize`: the names' and values' lengths added up.
 fn get_size(c: &mut Caller<'_, Host>, map_type: i32, ret: i32) -> HostResult {
-    let size: usize = map(c.data_mut(), map_type, true)?.0.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let size: usize = map(c.data_mut(), map_type, true)?
+        .0
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
     write_u32(c, ret, size as u32)?;
     Ok(status::OK)
 }
@@ -133,7 +147,14 @@ enum Edit {
     Remove,
 }
 
-fn mutate(c: &mut Caller<'_, Host>, map_type: i32, kp: i32, kl: i32, value: Option<(i32, i32)>, edit: Edit) -> HostResult {
+fn mutate(
+    c: &mut Caller<'_, Host>,
+    map_type: i32,
+    kp: i32,
+    kl: i32,
+    value: Option<(i32, i32)>,
+    edit: Edit,
+) -> HostResult {
     if let Edit::Remove = edit {
         with_bytes(c, kp, kl, |key, host| -> Result<(), Fault> {
             freeze(host, map_type);

@@ -13,8 +13,23 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap(
         "env",
         "proxy_http_call",
-        |mut c: Caller<'_, Host>, up: i32, ul: i32, hp: i32, hl: i32, bp: i32, bl: i32, tp: i32, tl: i32, timeout: i32, ret: i32| {
-            finish(http_call(&mut c, [(up, ul), (hp, hl), (bp, bl), (tp, tl)], timeout, ret))
+        |mut c: Caller<'_, Host>,
+         up: i32,
+         ul: i32,
+         hp: i32,
+         hl: i32,
+         bp: i32,
+         bl: i32,
+         tp: i32,
+         tl: i32,
+         timeout: i32,
+         ret: i32| {
+            finish(http_call(
+                &mut c,
+                [(up, ul), (hp, hl), (bp, bl), (tp, tl)],
+                timeout,
+                ret,
+            ))
         },
     )?;
     linker.func_wrap(
@@ -37,15 +52,30 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap(
         "env",
         "proxy_grpc_stream",
-        |mut c: Caller<'_, Host>, up: i32, ul: i32, sp: i32, sl: i32, mp: i32, ml: i32, _ip: i32, _il: i32, ret: i32| {
-            finish(grpc_open(&mut c, [(up, ul), (sp, sl), (mp, ml)], None, ret))
+        |mut c: Caller<'_, Host>,
+         up: i32,
+         ul: i32,
+         sp: i32,
+         sl: i32,
+         mp: i32,
+         ml: i32,
+         _ip: i32,
+         _il: i32,
+         ret: i32| { finish(grpc_open(&mut c, [(up, ul), (sp, sl), (mp, ml)], None, ret)) },
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_grpc_send",
+        |mut c: Caller<'_, Host>, token: i32, mp: i32, ml: i32, _end: i32| {
+            finish(grpc_send(&mut c, token as u32, mp, ml))
         },
     )?;
-    linker.func_wrap("env", "proxy_grpc_send", |mut c: Caller<'_, Host>, token: i32, mp: i32, ml: i32, _end: i32| {
-        finish(grpc_send(&mut c, token as u32, mp, ml))
+    linker.func_wrap("env", "proxy_grpc_cancel", |mut c: Caller<'_, Host>, token: i32| {
+        Ok(grpc_end(c.data_mut(), token as u32))
     })?;
-    linker.func_wrap("env", "proxy_grpc_cancel", |mut c: Caller<'_, Host>, token: i32| Ok(grpc_end(c.data_mut(), token as u32)))?;
-    linker.func_wrap("env", "proxy_grpc_close", |mut c: Caller<'_, Host>, token: i32| Ok(grpc_end(c.data_mut(), token as u32)))?;
+    linker.func_wrap("env", "proxy_grpc_close", |mut c: Caller<'_, Host>, token: i32| {
+        Ok(grpc_end(c.data_mut(), token as u32))
+    })?;
     Ok(())
 }
 
@@ -58,9 +88,11 @@ fn next_token(host: &mut Host) -> u32 {
 fn http_call(c: &mut Caller<'_, Host>, parts: [(i32, i32); 4], timeout: i32, ret: i32) -> HostResult {
     let [upstream, headers, body, trailers] = parts;
     let upstream = read_string(c, upstream.0, upstream.1)?;
-    let headers = deserialize_map(&read(c, headers.0, headers.1)?).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
+    let headers =
+        deserialize_map(&read(c, headers.0, headers.1)?).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
     let body = read(c, body.0, body.1)?;
-    let trailers = deserialize_map(&read(c, trailers.0, trailers.1)?).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
+    let trailers =
+        deserialize_map(&read(c, trailers.0, trailers.1)?).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
     let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
     if timeout < 0 || !(has(":method") && has(":path") && has(":authority")) {
         return Ok(status::BAD_ARGUMENT);
@@ -68,7 +100,15 @@ fn http_call(c: &mut Caller<'_, Host>, parts: [(i32, i32); 4], timeout: i32, ret
     let host = c.data_mut();
     let token = next_token(host);
     let context_id = host.effective_context;
-    host.http_calls.push(HttpCall { token, context_id, upstream, headers, body, trailers, timeout_ms: timeout as u32 });
+    host.http_calls.push(HttpCall {
+        token,
+        context_id,
+        upstream,
+        headers,
+        body,
+        trailers,
+        timeout_ms: timeout as u32,
+    });
     write_u32(c, ret, token)?;
     Ok(status::OK)
 }
@@ -86,7 +126,15 @@ fn grpc_open(c: &mut Caller<'_, Host>, names: [(i32, i32); 3], message: Option<(
     let token = next_token(host);
     let context_id = host.effective_context;
     let streaming = message.is_none();
-    host.grpc_calls.push(GrpcCall { token, context_id, upstream, service, method, messages, streaming });
+    host.grpc_calls.push(GrpcCall {
+        token,
+        context_id,
+        upstream,
+        service,
+        method,
+        messages,
+        streaming,
+    });
     write_u32(c, ret, token)?;
     Ok(status::OK)
 }

@@ -8,17 +8,23 @@ use crate::state::Host;
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("env", "proxy_log", |mut c: Caller<'_, Host>, level: i32, ptr: i32, len: i32| {
-        finish(log(&mut c, level, ptr, len))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_log",
+        |mut c: Caller<'_, Host>, level: i32, ptr: i32, len: i32| finish(log(&mut c, level, ptr, len)),
+    )?;
     linker.func_wrap("env", "proxy_get_log_level", |mut c: Caller<'_, Host>, ret: i32| {
         let level = c.data().log_level.code();
         finish(write_u32(&mut c, ret, level).map(|()| status::OK))
     })?;
-    linker.func_wrap("env", "proxy_get_current_time_nanoseconds", |mut c: Caller<'_, Host>, ret: i32| {
-        let now = c.data().now_ns;
-        finish(write_u64(&mut c, ret, now).map(|()| status::OK))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_current_time_nanoseconds",
+        |mut c: Caller<'_, Host>, ret: i32| {
+            let now = c.data().now_ns;
+            finish(write_u64(&mut c, ret, now).map(|()| status::OK))
+        },
+    )?;
     Ok(())
 }
 

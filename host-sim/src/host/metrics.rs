@@ -10,16 +10,26 @@ use crate::state::{Host, Metric};
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("env", "proxy_define_metric", |mut c: Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32| {
-        finish(define(&mut c, kind, np, nl, ret))
-    })?;
-    linker.func_wrap("env", "proxy_increment_metric", |mut c: Caller<'_, Host>, id: i32, offset: i64| {
-        Ok(increment(c.data_mut(), id as u32, offset))
-    })?;
-    linker.func_wrap("env", "proxy_record_metric", |mut c: Caller<'_, Host>, id: i32, value: i64| {
-        Ok(record(c.data_mut(), id as u32, value as u64))
-    })?;
-    linker.func_wrap("env", "proxy_get_metric", |mut c: Caller<'_, Host>, id: i32, ret: i32| finish(get(&mut c, id as u32, ret)))?;
+    linker.func_wrap(
+        "env",
+        "proxy_define_metric",
+        |mut c: Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32| finish(define(&mut c, kind, np, nl, ret)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_increment_metric",
+        |mut c: Caller<'_, Host>, id: i32, offset: i64| Ok(increment(c.data_mut(), id as u32, offset)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_record_metric",
+        |mut c: Caller<'_, Host>, id: i32, value: i64| Ok(record(c.data_mut(), id as u32, value as u64)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_metric",
+        |mut c: Caller<'_, Host>, id: i32, ret: i32| finish(get(&mut c, id as u32, ret)),
+    )?;
     Ok(())
 }
 
@@ -39,7 +49,12 @@ fn define(c: &mut Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32) -> Ho
     let id = match host.metrics.iter().position(|m| *m.name == *name) {
         Some(i) => i + 1,
         None => {
-            host.metrics.push(Metric { name: name.into(), kind, value: 0, records: Vec::new() });
+            host.metrics.push(Metric {
+                name: name.into(),
+                kind,
+                value: 0,
+                records: Vec::new(),
+            });
             let metrics = &host.metrics;
             let mut order: Vec<usize> = (0..metrics.len()).collect();
             order.sort_by(|&a, &b| metrics[a].name.cmp(&metrics[b].name));
@@ -52,7 +67,9 @@ fn define(c: &mut Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32) -> Ho
 }
 
 fn increment(host: &mut Host, id: u32, offset: i64) -> i32 {
-    let Some(m) = metric(host, id) else { return status::NOT_FOUND };
+    let Some(m) = metric(host, id) else {
+        return status::NOT_FOUND;
+    };
     match m.kind {
         MetricKind::Counter if offset < 0 => status::BAD_ARGUMENT,
         MetricKind::Counter | MetricKind::Gauge => {
@@ -64,7 +81,9 @@ fn increment(host: &mut Host, id: u32, offset: i64) -> i32 {
 }
 
 fn record(host: &mut Host, id: u32, value: u64) -> i32 {
-    let Some(m) = metric(host, id) else { return status::NOT_FOUND };
+    let Some(m) = metric(host, id) else {
+        return status::NOT_FOUND;
+    };
     match m.kind {
         // Envoy raises a counter to the recorded value; it never lowers it.
         MetricKind::Counter => m.value = m.value.max(value),

@@ -13,12 +13,16 @@ use crate::state::Host;
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("env", "proxy_get_property", |mut c: Caller<'_, Host>, pp: i32, pl: i32, rp: i32, rl: i32| {
-        finish(get(&mut c, pp, pl, rp, rl))
-    })?;
-    linker.func_wrap("env", "proxy_set_property", |mut c: Caller<'_, Host>, pp: i32, pl: i32, vp: i32, vl: i32| {
-        finish(set(&mut c, pp, pl, vp, vl))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_property",
+        |mut c: Caller<'_, Host>, pp: i32, pl: i32, rp: i32, rl: i32| finish(get(&mut c, pp, pl, rp, rl)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_set_property",
+        |mut c: Caller<'_, Host>, pp: i32, pl: i32, vp: i32, vl: i32| finish(set(&mut c, pp, pl, vp, vl)),
+    )?;
     Ok(())
 }
 

@@ -11,20 +11,26 @@ use crate::state::{Host, Queue};
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("env", "proxy_register_shared_queue", |mut c: Caller<'_, Host>, np: i32, nl: i32, ret: i32| {
-        finish(register(&mut c, np, nl, ret))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_register_shared_queue",
+        |mut c: Caller<'_, Host>, np: i32, nl: i32, ret: i32| finish(register(&mut c, np, nl, ret)),
+    )?;
     linker.func_wrap(
         "env",
         "proxy_resolve_shared_queue",
         |mut c: Caller<'_, Host>, _vp: i32, _vl: i32, np: i32, nl: i32, ret: i32| finish(resolve(&mut c, np, nl, ret)),
     )?;
-    linker.func_wrap("env", "proxy_enqueue_shared_queue", |mut c: Caller<'_, Host>, id: i32, vp: i32, vl: i32| {
-        finish(enqueue(&mut c, id as u32, vp, vl))
-    })?;
-    linker.func_wrap("env", "proxy_dequeue_shared_queue", |mut c: Caller<'_, Host>, id: i32, rp: i32, rl: i32| {
-        finish(dequeue(&mut c, id as u32, rp, rl))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_enqueue_shared_queue",
+        |mut c: Caller<'_, Host>, id: i32, vp: i32, vl: i32| finish(enqueue(&mut c, id as u32, vp, vl)),
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_dequeue_shared_queue",
+        |mut c: Caller<'_, Host>, id: i32, rp: i32, rl: i32| finish(dequeue(&mut c, id as u32, rp, rl)),
+    )?;
     Ok(())
 }
 
@@ -47,7 +53,12 @@ fn register(c: &mut Caller<'_, Host>, np: i32, nl: i32, ret: i32) -> HostResult 
                 i + 1
             }
             None => {
-                shared.queues.push(Queue { name, owner_instance: instance, owner_context: owner, items: Default::default() });
+                shared.queues.push(Queue {
+                    name,
+                    owner_instance: instance,
+                    owner_context: owner,
+                    items: Default::default(),
+                });
                 shared.queues.len()
             }
         }
@@ -73,7 +84,9 @@ fn enqueue(c: &mut Caller<'_, Host>, id: u32, vp: i32, vl: i32) -> HostResult {
     let host = c.data_mut();
     let mine = {
         let mut shared = host.shared();
-        let Some(queue) = index(id).and_then(|i| shared.queues.get_mut(i)) else { return Ok(status::NOT_FOUND) };
+        let Some(queue) = index(id).and_then(|i| shared.queues.get_mut(i)) else {
+            return Ok(status::NOT_FOUND);
+        };
         queue.items.push_back(value);
         let owner = queue.owner_instance;
         if owner != host.instance && !shared.ready.contains(&(owner, id)) {
@@ -91,7 +104,9 @@ fn dequeue(c: &mut Caller<'_, Host>, id: u32, rp: i32, rl: i32) -> HostResult {
     let item = {
         let host = c.data();
         let mut shared = host.shared();
-        let Some(queue) = index(id).and_then(|i| shared.queues.get_mut(i)) else { return Ok(status::NOT_FOUND) };
+        let Some(queue) = index(id).and_then(|i| shared.queues.get_mut(i)) else {
+            return Ok(status::NOT_FOUND);
+        };
         queue.items.pop_front()
     };
     match item {

@@ -11,12 +11,16 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap(
         "env",
         "proxy_get_shared_data",
-        |mut c: Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32| finish(get(&mut c, kp, kl, rp, rl, rcas)),
+        |mut c: Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32| {
+            finish(get(&mut c, kp, kl, rp, rl, rcas))
+        },
     )?;
     linker.func_wrap(
         "env",
         "proxy_set_shared_data",
-        |mut c: Caller<'_, Host>, kp: i32, kl: i32, vp: i32, vl: i32, cas: i32| finish(set(&mut c, kp, kl, vp, vl, cas as u32)),
+        |mut c: Caller<'_, Host>, kp: i32, kl: i32, vp: i32, vl: i32, cas: i32| {
+            finish(set(&mut c, kp, kl, vp, vl, cas as u32))
+        },
     )?;
     Ok(())
 }
@@ -24,7 +28,9 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 fn get(c: &mut Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32) -> HostResult {
     let key = read_string(c, kp, kl)?;
     let found = c.data().shared().data.get(&key).cloned();
-    let Some((value, cas)) = found else { return Ok(status::NOT_FOUND) };
+    let Some((value, cas)) = found else {
+        return Ok(status::NOT_FOUND);
+    };
     write_u32(c, rcas, cas)?;
     give(c, &value, rp, rl)
 }

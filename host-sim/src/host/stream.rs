@@ -11,9 +11,15 @@ use crate::state::Host;
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("env", "proxy_continue_stream", |mut c: Caller<'_, Host>, kind: i32| Ok(resume(c.data_mut(), kind)))?;
-    linker.func_wrap("env", "proxy_continue_request", |mut c: Caller<'_, Host>| Ok(resume(c.data_mut(), stream_type::REQUEST)))?;
-    linker.func_wrap("env", "proxy_continue_response", |mut c: Caller<'_, Host>| Ok(resume(c.data_mut(), stream_type::RESPONSE)))?;
+    linker.func_wrap("env", "proxy_continue_stream", |mut c: Caller<'_, Host>, kind: i32| {
+        Ok(resume(c.data_mut(), kind))
+    })?;
+    linker.func_wrap("env", "proxy_continue_request", |mut c: Caller<'_, Host>| {
+        Ok(resume(c.data_mut(), stream_type::REQUEST))
+    })?;
+    linker.func_wrap("env", "proxy_continue_response", |mut c: Caller<'_, Host>| {
+        Ok(resume(c.data_mut(), stream_type::RESPONSE))
+    })?;
     linker.func_wrap("env", "proxy_close_stream", |mut c: Caller<'_, Host>, _kind: i32| {
         Ok(match c.data_mut().stream.as_mut() {
             Some(stream) => {
@@ -30,27 +36,39 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             finish(local_response(&mut c, code, (dp, dl), (bp, bl), (hp, hl), grpc))
         },
     )?;
-    linker.func_wrap("env", "proxy_set_tick_period_milliseconds", |mut c: Caller<'_, Host>, period: i32| {
-        c.data_mut().tick_period_ms = period as u32;
-        Ok(status::OK)
-    })?;
-    linker.func_wrap("env", "proxy_set_effective_context", |mut c: Caller<'_, Host>, context: i32| {
-        c.data_mut().effective_context = context as u32;
-        Ok(status::OK)
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_set_tick_period_milliseconds",
+        |mut c: Caller<'_, Host>, period: i32| {
+            c.data_mut().tick_period_ms = period as u32;
+            Ok(status::OK)
+        },
+    )?;
+    linker.func_wrap(
+        "env",
+        "proxy_set_effective_context",
+        |mut c: Caller<'_, Host>, context: i32| {
+            c.data_mut().effective_context = context as u32;
+            Ok(status::OK)
+        },
+    )?;
     linker.func_wrap("env", "proxy_done", |mut c: Caller<'_, Host>| {
         let host = c.data_mut();
         let context = host.effective_context;
         host.done_contexts.push(context);
         Ok(status::OK)
     })?;
-    linker.func_wrap("env", "proxy_get_status", |mut c: Caller<'_, Host>, code_ptr: i32, mp: i32, ml: i32| {
-        finish(get_status(&mut c, code_ptr, mp, ml))
-    })?;
+    linker.func_wrap(
+        "env",
+        "proxy_get_status",
+        |mut c: Caller<'_, Host>, code_ptr: i32, mp: i32, ml: i32| finish(get_status(&mut c, code_ptr, mp, ml)),
+    )?;
     linker.func_wrap(
         "env",
         "proxy_call_foreign_function",
-        |mut c: Caller<'_, Host>, np: i32, nl: i32, ap: i32, al: i32, rp: i32, rl: i32| finish(foreign(&mut c, (np, nl), (ap, al), rp, rl)),
+        |mut c: Caller<'_, Host>, np: i32, nl: i32, ap: i32, al: i32, rp: i32, rl: i32| {
+            finish(foreign(&mut c, (np, nl), (ap, al), rp, rl))
+        },
     )?;
     // ABI 0.1.0's spelling, still imported by some modules.
     linker.func_wrap("env", "proxy_clear_route_cache", |mut c: Caller<'_, Host>| {
@@ -61,7 +79,9 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 }
 
 fn resume(host: &mut Host, kind: i32) -> i32 {
-    let Some(stream) = host.stream.as_mut() else { return status::NOT_FOUND };
+    let Some(stream) = host.stream.as_mut() else {
+        return status::NOT_FOUND;
+    };
     match kind {
         stream_type::REQUEST => stream.resumed_request = true,
         stream_type::RESPONSE => stream.resumed_response = true,
@@ -82,7 +102,9 @@ fn local_response(
     let body = read(c, body.0, body.1)?;
     let headers = read(c, headers.0, headers.1)?;
     let headers = deserialize_map(&headers).ok_or(Fault::Status(status::SERIALIZATION_FAILURE))?;
-    let Some(stream) = c.data_mut().stream.as_mut() else { return Ok(status::NOT_FOUND) };
+    let Some(stream) = c.data_mut().stream.as_mut() else {
+        return Ok(status::NOT_FOUND);
+    };
     stream.local_response = Some(LocalResponse {
         status: code as u32,
         details,

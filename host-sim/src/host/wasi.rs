@@ -40,16 +40,34 @@ fn errno(result: Result<i32, Fault>) -> wasmtime::Result<i32> {
 }
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap(WASI, "fd_write", |mut c: Caller<'_, Host>, fd: i32, iovs: i32, n: i32, written: i32| {
-        errno(fd_write(&mut c, fd, iovs, n, written))
+    linker.func_wrap(
+        WASI,
+        "fd_write",
+        |mut c: Caller<'_, Host>, fd: i32, iovs: i32, n: i32, written: i32| {
+            errno(fd_write(&mut c, fd, iovs, n, written))
+        },
+    )?;
+    linker.func_wrap(
+        WASI,
+        "fd_read",
+        |mut c: Caller<'_, Host>, fd: i32, _iovs: i32, _n: i32, read: i32| {
+            errno(if fd == 0 {
+                write_u32(&mut c, read, 0).map(|()| SUCCESS)
+            } else {
+                Ok(EBADF)
+            })
+        },
+    )?;
+    linker.func_wrap(WASI, "fd_close", |_c: Caller<'_, Host>, fd: i32| {
+        Ok(if (0..3).contains(&fd) { SUCCESS } else { EBADF })
     })?;
-    linker.func_wrap(WASI, "fd_read", |mut c: Caller<'_, Host>, fd: i32, _iovs: i32, _n: i32, read: i32| {
-        errno(if fd == 0 { write_u32(&mut c, read, 0).map(|()| SUCCESS) } else { Ok(EBADF) })
-    })?;
-    linker.func_wrap(WASI, "fd_close", |_c: Caller<'_, Host>, fd: i32| Ok(if (0..3).contains(&fd) { SUCCESS } else { EBADF }))?;
-    linker.func_wrap(WASI, "fd_seek", |_c: Caller<'_, Host>, fd: i32, _off: i64, _whence: i32, _ret: i32| {
-        Ok(if (0..3).contains(&fd) { ESPIPE } else { EBADF })
-    })?;
+    linker.func_wrap(
+        WASI,
+        "fd_seek",
+        |_c: Caller<'_, Host>, fd: i32, _off: i64, _whence: i32, _ret: i32| {
+            Ok(if (0..3).contains(&fd) { ESPIPE } else { EBADF })
+        },
+    )?;
     linker.func_wrap(WASI, "fd_fdstat_get", |mut c: Caller<'_, Host>, fd: i32, ret: i32| {
         if !(0..3).contains(&fd) {
             return Ok(EBADF);
@@ -61,20 +79,34 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         stat[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
         errno(write(&mut c, ret, &stat).map(|()| SUCCESS))
     })?;
-    linker.func_wrap(WASI, "fd_prestat_get", |_c: Caller<'_, Host>, _fd: i32, _ret: i32| Ok(EBADF))?;
-    linker.func_wrap(WASI, "fd_prestat_dir_name", |_c: Caller<'_, Host>, _fd: i32, _p: i32, _l: i32| Ok(EBADF))?;
-    linker.func_wrap(WASI, "environ_sizes_get", |mut c: Caller<'_, Host>, count: i32, size: i32| {
-        let items = env_items(c.data());
-        errno(sizes(&mut c, &items, count, size))
+    linker.func_wrap(WASI, "fd_prestat_get", |_c: Caller<'_, Host>, _fd: i32, _ret: i32| {
+        Ok(EBADF)
     })?;
+    linker.func_wrap(
+        WASI,
+        "fd_prestat_dir_name",
+        |_c: Caller<'_, Host>, _fd: i32, _p: i32, _l: i32| Ok(EBADF),
+    )?;
+    linker.func_wrap(
+        WASI,
+        "environ_sizes_get",
+        |mut c: Caller<'_, Host>, count: i32, size: i32| {
+            let items = env_items(c.data());
+            errno(sizes(&mut c, &items, count, size))
+        },
+    )?;
     linker.func_wrap(WASI, "environ_get", |mut c: Caller<'_, Host>, ptrs: i32, buf: i32| {
         let items = env_items(c.data());
         errno(strings(&mut c, &items, ptrs, buf))
     })?;
-    linker.func_wrap(WASI, "args_sizes_get", |mut c: Caller<'_, Host>, count: i32, size: i32| {
-        let items = c.data().args.clone();
-        errno(sizes(&mut c, &items, count, size))
-    })?;
+    linker.func_wrap(
+        WASI,
+        "args_sizes_get",
+        |mut c: Caller<'_, Host>, count: i32, size: i32| {
+            let items = c.data().args.clone();
+            errno(sizes(&mut c, &items, count, size))
+        },
+    )?;
     linker.func_wrap(WASI, "args_get", |mut c: Caller<'_, Host>, ptrs: i32, buf: i32| {
         let items = c.data().args.clone();
         errno(strings(&mut c, &items, ptrs, buf))
@@ -85,14 +117,18 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         }
         errno(write_u64(&mut c, ret, 1).map(|()| SUCCESS))
     })?;
-    linker.func_wrap(WASI, "clock_time_get", |mut c: Caller<'_, Host>, id: i32, _precision: i64, ret: i32| {
-        let now = match id {
-            0 => c.data().now_ns,
-            1..=3 => c.data().monotonic_ns,
-            _ => return Ok(EINVAL),
-        };
-        errno(write_u64(&mut c, ret, now).map(|()| SUCCESS))
-    })?;
+    linker.func_wrap(
+        WASI,
+        "clock_time_get",
+        |mut c: Caller<'_, Host>, id: i32, _precision: i64, ret: i32| {
+            let now = match id {
+                0 => c.data().now_ns,
+                1..=3 => c.data().monotonic_ns,
+                _ => return Ok(EINVAL),
+            };
+            errno(write_u64(&mut c, ret, now).map(|()| SUCCESS))
+        },
+    )?;
     linker.func_wrap(WASI, "random_get", |mut c: Caller<'_, Host>, buf: i32, len: i32| {
         // Filled in place: a module asking for gigabytes gets EFAULT, not a host allocation.
         errno(with_bytes_mut(&mut c, buf, len, |bytes, host| {
@@ -104,11 +140,19 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         }))
     })?;
     linker.func_wrap(WASI, "sched_yield", |_c: Caller<'_, Host>| Ok(SUCCESS))?;
-    linker.func_wrap(WASI, "poll_oneoff", |_c: Caller<'_, Host>, _i: i32, _o: i32, _n: i32, _ret: i32| Ok(ENOSYS))?;
-    linker.func_wrap(WASI, "proc_exit", |mut c: Caller<'_, Host>, code: i32| -> wasmtime::Result<()> {
-        c.data_mut().exit_code = Some(code);
-        Err(wasmtime::Error::new(ProcExit(code)))
-    })?;
+    linker.func_wrap(
+        WASI,
+        "poll_oneoff",
+        |_c: Caller<'_, Host>, _i: i32, _o: i32, _n: i32, _ret: i32| Ok(ENOSYS),
+    )?;
+    linker.func_wrap(
+        WASI,
+        "proc_exit",
+        |mut c: Caller<'_, Host>, code: i32| -> wasmtime::Result<()> {
+            c.data_mut().exit_code = Some(code);
+            Err(wasmtime::Error::new(ProcExit(code)))
+        },
+    )?;
     Ok(())
 }
 

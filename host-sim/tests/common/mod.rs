@@ -23,13 +23,24 @@ pub fn probe_wasm() -> PathBuf {
         let target_dir = workspace().join("target/host-sim-probe");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "--locked", "--release", "--target", "wasm32-wasip1", "--manifest-path"])
+            .args([
+                "build",
+                "--quiet",
+                "--locked",
+                "--release",
+                "--target",
+                "wasm32-wasip1",
+                "--manifest-path",
+            ])
             .arg(&manifest)
             .arg("--target-dir")
             .arg(&target_dir)
             .status()
             .unwrap_or_else(|e| panic!("cannot run cargo to build the probe module: {e}"));
-        assert!(status.success(), "building the probe module failed ({status}); run `make test-host-sim`");
+        assert!(
+            status.success(),
+            "building the probe module failed ({status}); run `make test-host-sim`"
+        );
         target_dir.join("wasm32-wasip1/release/host_sim_probe.wasm")
     })
     .clone()
@@ -89,7 +100,11 @@ pub fn tiny_module(imports: &[(&str, &str)], abi_export: Option<&str>) -> Vec<u8
 pub fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("host-sim-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let dir = std::env::temp_dir().join(format!(
+        "host-sim-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();

@@ -36,7 +36,10 @@ impl Context for Root {
     fn on_http_call_response(&mut self, token: u32, _headers: usize, body_size: usize, _trailers: usize) {
         let body = self.get_http_call_response_body(0, body_size).unwrap_or_default();
         let status = self.get_http_call_response_header(":status").unwrap_or_default();
-        log::info(&format!("probe: root call {token} answered {status} {}", String::from_utf8_lossy(&body)));
+        log::info(&format!(
+            "probe: root call {token} answered {status} {}",
+            String::from_utf8_lossy(&body)
+        ));
     }
 
     fn on_grpc_call_response(&mut self, token: u32, status_code: u32, response_size: usize) {
@@ -91,14 +94,26 @@ impl RootContext for Root {
                 vec![],
                 Duration::from_secs(5),
             );
-            let grpc = self.dispatch_grpc_call("grpc-cluster", "probe.Service", "Get", vec![], Some(b"question"), Duration::from_secs(5));
-            log::info(&format!("probe: dispatched http {} grpc {}", http.is_ok(), grpc.is_ok()));
+            let grpc = self.dispatch_grpc_call(
+                "grpc-cluster",
+                "probe.Service",
+                "Get",
+                vec![],
+                Some(b"question"),
+                Duration::from_secs(5),
+            );
+            log::info(&format!(
+                "probe: dispatched http {} grpc {}",
+                http.is_ok(),
+                grpc.is_ok()
+            ));
         }
         hostcalls::increment_metric(self.metrics.ticks, 1).unwrap();
         let now = self.get_current_time().duration_since(UNIX_EPOCH).unwrap_or_default();
         self.set_shared_data("probe.last_tick_ms", Some(now.as_millis().to_string().as_bytes()), None)
             .unwrap();
-        self.enqueue_shared_queue(self.queue, Some(format!("tick {}", self.ticks).as_bytes())).unwrap();
+        self.enqueue_shared_queue(self.queue, Some(format!("tick {}", self.ticks).as_bytes()))
+            .unwrap();
     }
 
     fn on_queue_ready(&mut self, queue_id: u32) {
@@ -108,7 +123,10 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Stream { metrics: self.metrics, queue: self.queue }))
+        Some(Box::new(Stream {
+            metrics: self.metrics,
+            queue: self.queue,
+        }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -149,7 +167,8 @@ impl HttpContext for Stream {
             .and_then(|v| String::from_utf8(v).ok())
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        self.set_shared_data("probe.hits", Some((hits + 1).to_string().as_bytes()), cas).unwrap();
+        self.set_shared_data("probe.hits", Some((hits + 1).to_string().as_bytes()), cas)
+            .unwrap();
         let stale = match cas {
             Some(cas) => self.set_shared_data("probe.hits", Some(b"stale"), Some(cas)),
             None => Ok(()),
@@ -175,8 +194,11 @@ impl HttpContext for Stream {
         self.set_http_request_header("x-probe-now-ms", Some(&now.as_millis().to_string()));
 
         // A queue item per request, delivered to the root context by the host.
-        self.enqueue_shared_queue(self.queue, Some(format!("request {}", String::from_utf8_lossy(&path)).as_bytes()))
-            .unwrap();
+        self.enqueue_shared_queue(
+            self.queue,
+            Some(format!("request {}", String::from_utf8_lossy(&path)).as_bytes()),
+        )
+        .unwrap();
 
         if self.get_http_request_header("x-probe-panic").is_some() {
             panic!("probe: asked to panic");
