@@ -81,7 +81,7 @@ pub enum Command {
 /// The request: a URL, a method, headers and cookies.
 #[derive(Debug, Args)]
 pub struct RequestArgs {
-    /// The URL: http://host[:port]/path?query (:authority and :path come from it).
+    /// The URL, http://host:port/path?query (the port is optional); :authority and :path come from it.
     pub url: String,
 
     /// The method.

@@ -669,3 +669,26 @@ fn responses_pass_and_name_the_rule_when_asked() {
     let mut quiet = filter(table(json!([rule("I/a/x#0", prefix("/"), "a/x:80", json!({}))])));
     assert_eq!(get(&mut quiet, "http://x/").response_header("x-switchyard-rule"), None);
 }
+
+/// Simulators of the filter in many threads at once, each with its own table, never see each
+/// other's tables, metrics or random draws (host-sim keeps no process-global state).
+#[test]
+fn simulators_in_parallel_threads_stay_apart() {
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let cluster_name = format!("ns{i}/svc:80");
+                let mut sim = filter(table(json!([rule("I/a/x#0", prefix("/"), &cluster_name, json!({}))])));
+                for _ in 0..=i {
+                    assert_eq!(cluster(&get(&mut sim, "http://x/")), Some(cluster_name.as_str()));
+                }
+                sim.metric("switchyard_requests_routed").map(|m| m.value())
+            })
+        })
+        .collect();
+    let routed: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("no thread panicked"))
+        .collect();
+    assert_eq!(routed, (1..=8).map(Some).collect::<Vec<_>>());
+}
