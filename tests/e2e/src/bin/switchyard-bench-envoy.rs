@@ -129,6 +129,19 @@ struct Measure {
     rps: f64,
     p50_ms: f64,
     p99_ms: f64,
+    /// Envoy's CPU time (user + system, all its threads) per request: unlike req/s, barely moved by
+    /// whatever else the machine runs.
+    cpu_us: f64,
+}
+
+/// A process's CPU time so far (user + system), in microseconds, from /proc (Linux).
+fn cpu_time_us(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which is in parentheses): utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // The kernel reports clock ticks of 1/100 s (USER_HZ) on Linux.
+    Some(ticks * 10_000.0)
 }
 
 fn duration_ms(text: &str) -> Option<f64> {
@@ -145,7 +158,8 @@ fn duration_ms(text: &str) -> Option<f64> {
     })
 }
 
-fn wrk(url: &str, seconds: u64, connections: u64) -> Result<Measure, String> {
+fn wrk(url: &str, seconds: u64, connections: u64, envoy_pid: u32) -> Result<Measure, String> {
+    let cpu_before = cpu_time_us(envoy_pid);
     let output = Command::new("wrk")
         .args([
             "-t1",
@@ -158,22 +172,28 @@ fn wrk(url: &str, seconds: u64, connections: u64) -> Result<Measure, String> {
         ])
         .output()
         .map_err(|e| format!("cannot run wrk: {e}"))?;
+    let cpu_after = cpu_time_us(envoy_pid);
     let text = String::from_utf8_lossy(&output.stdout);
     if text.contains("Non-2xx") {
         return Err(format!("wrk saw non-2xx responses:\n{text}"));
     }
     let mut measure = Measure::default();
+    let mut requests = 0.0;
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            [count, "requests", "in", ..] => requests = count.parse().unwrap_or(0.0),
             ["Requests/sec:", value] => measure.rps = value.parse().unwrap_or(0.0),
             ["50%", value] => measure.p50_ms = duration_ms(value).unwrap_or(0.0),
             ["99%", value] => measure.p99_ms = duration_ms(value).unwrap_or(0.0),
             _ => {}
         }
     }
-    if measure.rps == 0.0 {
+    if measure.rps == 0.0 || requests == 0.0 {
         return Err(format!("cannot read wrk's output:\n{text}"));
+    }
+    if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+        measure.cpu_us = (after - before) / requests;
     }
     Ok(measure)
 }
@@ -217,7 +237,7 @@ fn main() {
     // Warm up every Envoy (V8 tiers up hot code) before measuring.
     for ((_, size), envoy) in &envoys {
         for request in REQUESTS {
-            let _ = wrk(&format!("http://{}{}", envoy.addr, path(request, *size)), 1, connections);
+            let _ = wrk(&format!("http://{}{}", envoy.addr, path(request, *size)), 1, connections, envoy.pid());
         }
     }
 
@@ -231,13 +251,14 @@ fn main() {
                     };
                     let url = format!("http://{}{}", envoy.addr, path(request, size));
                     let measure =
-                        wrk(&url, seconds, connections).unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
+                        wrk(&url, seconds, connections, envoy.pid()).unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
                     eprintln!(
-                        "round {} {variant:<10} {size:>5} rules {request:<5}: {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms",
+                        "round {} {variant:<12} {size:>5} rules {request:<5}: {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms  Envoy CPU {:.1} us/request",
                         round + 1,
                         measure.rps,
                         measure.p50_ms,
-                        measure.p99_ms
+                        measure.p99_ms,
+                        measure.cpu_us
                     );
                     match results.iter_mut().find(|(key, _)| *key == (variant, size, request)) {
                         Some((_, list)) => list.push(measure),
@@ -261,19 +282,20 @@ fn main() {
             rps: median(list.iter().map(|m| m.rps).collect()),
             p50_ms: median(list.iter().map(|m| m.p50_ms).collect()),
             p99_ms: median(list.iter().map(|m| m.p99_ms).collect()),
+            cpu_us: median(list.iter().map(|m| m.cpu_us).collect()),
         }
     };
     let mut report = format!(
         "wrk -t1 -c{connections} -d{seconds}s, Envoy --concurrency 1, {rounds} rounds alternating the variants; medians.\n\n\
-         | rules | request | variant | req/s | p50 ms | p99 ms |\n| ---: | --- | --- | ---: | ---: | ---: |\n"
+         | rules | request | variant | req/s | p50 ms | p99 ms | Envoy CPU µs/request |\n| ---: | --- | --- | ---: | ---: | ---: | ---: |\n"
     );
     for &size in sizes {
         for request in REQUESTS {
             for variant in VARIANTS {
                 let m = med(variant, size, request);
                 report.push_str(&format!(
-                    "| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} |\n",
-                    m.rps, m.p50_ms, m.p99_ms
+                    "| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} | {:.1} |\n",
+                    m.rps, m.p50_ms, m.p99_ms, m.cpu_us
                 ));
             }
         }
@@ -307,6 +329,23 @@ fn main() {
     report.push_str(&format!(
         "| headers-wasm / noop-wasm (d/c: host calls, route re-pick) | | {} |\n",
         ratio(&|s, r| med("headers-wasm", s, r).rps / med("noop-wasm", s, r).rps)
+    ));
+    report.push_str(&format!(
+        "\n| Envoy CPU per request, ratio | | {} |\n| --- | --- |{}\n",
+        columns.join(" | "),
+        " ---: |".repeat(columns.len())
+    ));
+    report.push_str(&format!(
+        "| noop-wasm / switchyard (c/b: the b/c goal in CPU) | ≥ 0.95 | {} |\n",
+        ratio(&|s, r| med("noop-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
+    ));
+    report.push_str(&format!(
+        "| headers-wasm / switchyard (d/b: matching) | | {} |\n",
+        ratio(&|s, r| med("headers-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
+    ));
+    report.push_str(&format!(
+        "| envoy / switchyard (a/b) | | {} |\n",
+        ratio(&|s, r| med("envoy", s, r).cpu_us / med("switchyard", s, r).cpu_us)
     ));
     if sizes.len() == ALL_SIZES.len() {
         let scale = |request: &str| med("switchyard", 10_000, request).rps / med("switchyard", 10, request).rps;
