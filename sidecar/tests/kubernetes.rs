@@ -265,6 +265,49 @@ async fn an_ingress_that_loses_its_host_gets_rejected_and_host_taken_events() {
     })
     .await;
     assert!(api.object(INGRESS, "shop", "late").unwrap()["status"].is_null());
+
+    // An even older Ingress takes the host: the one we published stops routing and is emptied.
+    let mut oldest = ingress("shop", "oldest", "shop.example", "web");
+    oldest["metadata"]["creationTimestamp"] = json!("2020-01-01T00:00:00Z");
+    api.put(INGRESS, oldest);
+    eventually("the former winner's load balancer emptied", || {
+        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"] == json!({}))
+    })
+    .await;
+    assert_eq!(api.object(INGRESS, "shop", "oldest").unwrap()["status"]["loadBalancer"]["ingress"][0]["ip"], "203.0.113.7");
+}
+
+#[tokio::test]
+async fn the_envoyfilter_sink_applies_the_table_inside_the_wasm_configuration() {
+    let api = ApiServer::start().await;
+    seed(&api);
+    let client = api.client();
+    let dir = tempfile::tempdir().unwrap();
+    let state = Shared::default();
+    let settings = IstioSettings {
+        selector: [("istio".to_owned(), "ingressgateway".to_owned())].into(),
+        wasm_url: String::new(),
+        wasm_path: "/var/lib/switchyard/switchyard_filter.wasm".into(),
+        filter_name: "switchyard".into(),
+        runtime: "envoy.wasm.runtime.v8".into(),
+    };
+    let sinks = vec![
+        Sink::TableFile(dir.path().join("t.json")),
+        Sink::Istio(IstioSink { client: client.clone(), kind: IstioKind::EnvoyFilter, namespace: "istio-system".into(), name: "switchyard".into(), settings }),
+    ];
+    let engine = Engine::new(Options::default(), sinks, state.clone());
+    let settings = Settings { namespaces: vec![], publish_addresses: vec![], write_status: false, httpproxy: true, controller_name: "c".into() };
+    let debounce = Debounce { quiet: Duration::from_millis(20), max: Duration::from_millis(200) };
+    let task = tokio::spawn(follow(client, settings, engine, state.clone(), debounce));
+    eventually("the first push", || state.lock().generation == 1).await;
+    let applied = api.requests_to("PATCH", "/apis/networking.istio.io/v1alpha3/namespaces/istio-system/envoyfilters/switchyard");
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].query.get("fieldManager").map(String::as_str), Some("switchyard"));
+    let config = &applied[0].body["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["config"];
+    let table: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(table["rules"].as_array().unwrap().len(), 2);
+    assert!(api.requests().iter().all(|r| !r.path.ends_with("/status")), "--no-status-write writes nothing");
+    task.abort();
 }
 
 #[tokio::test]

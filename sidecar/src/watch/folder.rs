@@ -6,7 +6,7 @@
 //! error is reported (file, line, field) until it is fixed or removed. A new file that never parsed
 //! contributes nothing. Deleted files drop out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 
@@ -54,7 +54,8 @@ impl Folder {
         for dir in &self.dirs {
             match manifest_files(dir) {
                 Ok(paths) => {
-                    self.files.retain(|path, _| !path.starts_with(dir) || paths.contains(path));
+                    let present: BTreeSet<&PathBuf> = paths.iter().collect();
+                    self.files.retain(|path, _| !path.starts_with(dir) || present.contains(path));
                     for path in paths {
                         let state = self.files.entry(path.clone()).or_default();
                         read_file(&path, state, &mut snapshot.warnings);

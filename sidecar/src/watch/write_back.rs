@@ -201,7 +201,9 @@ impl StatusWriter {
             return;
         }
         let api: Api<Ingress> = Api::namespaced(self.client.clone(), &key.0);
-        let patch = json!({ "status": { "loadBalancer": body } });
+        // A merge patch merges `{}` into nothing: emptying takes an explicit null.
+        let sent = if body == json!({}) { json!({"ingress": null}) } else { body.clone() };
+        let patch = json!({ "status": { "loadBalancer": sent } });
         let result = api.patch_status(&key.1, &PatchParams::default(), &Patch::Merge(patch)).await;
         if self.count(result.map(|_| ()).map_err(|e| e.to_string()), &format!("Ingress {}/{} loadBalancer", key.0, key.1)) {
             self.balancers.insert(key, body);
