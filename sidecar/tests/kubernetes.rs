@@ -429,3 +429,60 @@ async fn while_the_api_server_is_down_the_last_table_keeps_serving_and_readyz_sa
     api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
     eventually("routing follows again", || running.rules().contains(&"Ingress/shop/blog#0".to_owned())).await;
 }
+
+/// A child process killed when the test ends, however it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The binary end to end in Kubernetes mode: a kubeconfig naming the stand-in, `--listen`, `-o`.
+#[tokio::test]
+async fn the_binary_follows_the_cluster_named_by_its_kubeconfig() {
+    let api = ApiServer::start().await;
+    seed(&api);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: stand-in, cluster: {{server: 'http://{}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: stand-in, user: u}}}}]\ncurrent-context: c\n",
+            api.addr
+        ),
+    )
+    .unwrap();
+    let table = dir.path().join("table.json");
+    let log = dir.path().join("log");
+    let mut child = Reaped(std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["watch", "--kubernetes", "--publish-address", "lb.example", "--listen", "127.0.0.1:0", "-o"])
+        .arg(&table)
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap());
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    eventually("the table file", || std::fs::read_to_string(&table).is_ok_and(|t| t.contains("shop.example"))).await;
+    eventually("the Ingress load balancer", || {
+        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["hostname"] == "lb.example")
+    })
+    .await;
+    api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
+    eventually("the new Ingress in the table file", || std::fs::read_to_string(&table).is_ok_and(|t| t.contains("blog.example"))).await;
+    let text = read_log();
+    assert!(text.contains("store Ingress (all namespaces) synced"), "{text}");
+    assert!(text.contains("hosts gained: blog.example"), "{text}");
+    let killed = std::process::Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let mut exit = None;
+    eventually("the exit after SIGTERM", || {
+        exit = child.0.try_wait().unwrap();
+        exit.is_some()
+    })
+    .await;
+    assert_eq!(exit.unwrap().code(), Some(0), "{}", read_log());
+}

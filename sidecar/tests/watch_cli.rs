@@ -10,15 +10,27 @@ use std::time::{Duration, Instant};
 
 const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 
-fn spawn(args: &[&str], log: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .arg("watch")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap()
+/// A `switchyard watch` process, killed when the test ends however it ends.
+struct Watch(Child);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(args: &[&str], log: &Path) -> Watch {
+    Watch(
+        Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .arg("watch")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
@@ -78,9 +90,9 @@ fn the_table_file_follows_the_folder_and_the_status_endpoint_answers() {
     assert!(metrics.lines().any(|l| l.starts_with("switchyard_pushes_total{sink=\"table-file") && l.ends_with(" 2")), "{metrics}");
     assert!(metrics.lines().any(|l| l == "switchyard_table_generation 2"), "{metrics}");
 
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
     assert!(killed.success());
-    let exit = wait_for("the exit after SIGTERM", &log, || child.try_wait().unwrap());
+    let exit = wait_for("the exit after SIGTERM", &log, || child.0.try_wait().unwrap());
     assert_eq!(exit.code(), Some(0), "{}", std::fs::read_to_string(&log).unwrap());
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("hosts gained: b.example; hosts lost: a.example"), "{text}");
@@ -96,10 +108,8 @@ fn two_folders_compile_as_one_table() {
     std::fs::write(two.join("b.yaml"), INGRESS.replace("HOST", "b.example").replace("name: web,", "name: other,")).unwrap();
     let table = dir.path().join("table.json");
     let log = dir.path().join("log");
-    let mut child = spawn(&["--manifests", one.to_str().unwrap(), two.to_str().unwrap(), "-o", table.to_str().unwrap()], &log);
+    let _child = spawn(&["--manifests", one.to_str().unwrap(), two.to_str().unwrap(), "-o", table.to_str().unwrap()], &log);
     let text = wait_for("the table", &log, || std::fs::read_to_string(&table).ok());
-    let _ = child.kill();
-    let _ = child.wait();
     assert!(text.contains("a.example") && text.contains("b.example"), "{text}");
 }
 
