@@ -333,10 +333,14 @@ pub const PROBE_HOST: &str = "probe.switchyard.invalid";
 
 /// `table` with one more rule, last: a direct response `200 <label>` for `http://PROBE_HOST/probe`,
 /// so a test can tell when Envoy serves this very table. The probe counts as a direct response in
-/// the filter's metrics. `None` when `table` is not a JSON object (it is then used as it is).
+/// the filter's metrics. `None` when `table` is not a JSON object with `version` (it is then used as
+/// it is).
 pub fn with_probe(table: &str) -> (String, Option<String>) {
     let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(table) else { return (table.to_owned(), None) };
-    let Some(object) = doc.as_object_mut() else { return (table.to_owned(), None) };
+    // Only a table itself (it has `version`) gets a probe, not a wrapper around one.
+    let Some(object) = doc.as_object_mut().filter(|o| o.contains_key("version")) else {
+        return (table.to_owned(), None);
+    };
     let rules = object.entry("rules").or_insert_with(|| serde_json::json!([]));
     let Some(rules) = rules.as_array_mut() else { return (table.to_owned(), None) };
     let label = format!("probe-{}-{}", std::process::id(), PROBE.fetch_add(1, Ordering::SeqCst));

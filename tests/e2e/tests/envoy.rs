@@ -339,6 +339,24 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     );
     assert!(envoy.update_table(&good2, ConfigForm::Struct), "Envoy refused a good table in Struct form");
     expect(&envoy, get("example.net", "/bar"), Some("service2"));
+
+    // Wrapped as users of Istio write it: the table as a JSON string inside `{"value": ...}`.
+    let good3 = table(
+        "good-3",
+        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1)],
+    );
+    let wrapped = json!({ "value": good3 }).to_string();
+    assert!(envoy.update_table(&wrapped, ConfigForm::StringValue), "Envoy refused a wrapped table");
+    // `update_table` adds no probe inside a wrapper: wait for the route to move instead.
+    let mut routed = false;
+    for _ in 0..100 {
+        if envoy.send(&get("example.net", "/bar")).backend() == Some("service1") {
+            routed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(routed, "the wrapped table never served");
     // One rule and one host of the test's, one of the harness's probe.
     assert!(log.lines().any(|l| l.contains("table accepted: generation \"good-1\", 2 rules, 2 hosts")), "{log}");
 }
