@@ -13,7 +13,9 @@ use switchyard_table::TableSpec;
 fn deploy(file: &str) -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.split("\n---\n").map(|doc| serde_yaml::from_str(doc).unwrap_or_else(|e| panic!("{file}: {e}"))).collect()
+    text.split("\n---\n")
+        .map(|doc| serde_yaml::from_str(doc).unwrap_or_else(|e| panic!("{file}: {e}")))
+        .collect()
 }
 
 fn settings() -> IstioSettings {
@@ -66,8 +68,18 @@ fn the_wasmplugin_example_has_the_shape_switchyard_applies() {
 #[test]
 fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
     let example = &deploy("istio/envoyfilter.yaml")[0];
-    let table = TableSpec { version: 1, ..TableSpec::default() };
-    let mut applied = manifest(IstioKind::EnvoyFilter, "istio-system", "switchyard", &settings(), &table).unwrap();
+    let table = TableSpec {
+        version: 1,
+        ..TableSpec::default()
+    };
+    let mut applied = manifest(
+        IstioKind::EnvoyFilter,
+        "istio-system",
+        "switchyard",
+        &settings(),
+        &table,
+    )
+    .unwrap();
     // Only the table differs.
     let path = "/spec/configPatches/0/patch/value/typed_config/config/configuration/value";
     *applied.pointer_mut(path).unwrap() = example.pointer(path).unwrap().clone();
@@ -84,7 +96,11 @@ fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
             for group in rule["apiGroups"].as_array().unwrap() {
                 for resource in rule["resources"].as_array().unwrap() {
                     for verb in rule["verbs"].as_array().unwrap() {
-                        out.push((group.as_str().unwrap().to_owned(), resource.as_str().unwrap().to_owned(), verb.as_str().unwrap().to_owned()));
+                        out.push((
+                            group.as_str().unwrap().to_owned(),
+                            resource.as_str().unwrap().to_owned(),
+                            verb.as_str().unwrap().to_owned(),
+                        ));
                     }
                 }
             }
@@ -93,11 +109,19 @@ fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
     };
     let cluster = grants(role("ClusterRole"));
     let has = |g: &str, r: &str, v: &str| cluster.contains(&(g.to_owned(), r.to_owned(), v.to_owned()));
-    for (group, resource) in [("networking.k8s.io", "ingresses"), ("networking.k8s.io", "ingressclasses"), ("", "services"), ("projectcontour.io", "httpproxies")] {
+    for (group, resource) in [
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "ingressclasses"),
+        ("", "services"),
+        ("projectcontour.io", "httpproxies"),
+    ] {
         for verb in ["list", "watch"] {
             assert!(has(group, resource, verb), "{verb} {group}/{resource}");
         }
-        assert!(!has(group, resource, "patch") && !has(group, resource, "update"), "no write to {resource} itself");
+        assert!(
+            !has(group, resource, "patch") && !has(group, resource, "update"),
+            "no write to {resource} itself"
+        );
     }
     assert!(has("networking.k8s.io", "ingresses/status", "patch"));
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));

@@ -72,7 +72,13 @@ fn start_with(api: &ApiServer, namespaces: &[&str], options: Options, without_ht
     };
     let sinks = vec![
         Sink::TableFile(table_file.clone()),
-        Sink::Istio(IstioSink { client: client.clone(), kind: IstioKind::WasmPlugin, namespace: "istio-system".into(), name: "switchyard".into(), settings: istio }),
+        Sink::Istio(IstioSink {
+            client: client.clone(),
+            kind: IstioKind::WasmPlugin,
+            namespace: "istio-system".into(),
+            name: "switchyard".into(),
+            settings: istio,
+        }),
     ];
     let engine = Engine::new(options, sinks, state.clone());
     let settings = Settings {
@@ -82,17 +88,32 @@ fn start_with(api: &ApiServer, namespaces: &[&str], options: Options, without_ht
         httpproxy: !without_httpproxy,
         controller_name: "switchyard.io/ingress-controller".into(),
     };
-    let debounce = Debounce { quiet: Duration::from_millis(20), max: Duration::from_millis(200) };
+    let debounce = Debounce {
+        quiet: Duration::from_millis(20),
+        max: Duration::from_millis(200),
+    };
     let task = tokio::spawn(follow(client, settings, engine, state.clone(), debounce));
-    Running { state, table_file, _dir: dir, task }
+    Running {
+        state,
+        table_file,
+        _dir: dir,
+        task,
+    }
 }
 
 impl Running {
     /// The rule names of the table last pushed (empty before the first push).
     fn rules(&self) -> Vec<String> {
-        let Some(table) = self.state.lock().table.clone() else { return Vec::new() };
+        let Some(table) = self.state.lock().table.clone() else {
+            return Vec::new();
+        };
         let table: Value = serde_json::from_str(&table).unwrap();
-        table["rules"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect()
+        table["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
     }
 
     fn generation(&self) -> u64 {
@@ -111,7 +132,10 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 
 fn seed(api: &ApiServer) {
     api.put(INGRESS, ingress("shop", "web", "shop.example", "web"));
-    api.put(SERVICE, json!({"metadata": {"name": "web", "namespace": "shop"}, "spec": {"ports": [{"name": "http", "port": 80}]}}));
+    api.put(
+        SERVICE,
+        json!({"metadata": {"name": "web", "namespace": "shop"}, "spec": {"ports": [{"name": "http", "port": 80}]}}),
+    );
     api.put(HTTPPROXY, proxy("shop", "root", "api.example", None));
 }
 
@@ -122,13 +146,19 @@ async fn nothing_is_pushed_before_every_store_has_synced() {
     api.refuse(HTTPPROXY, true);
     let running = start(&api, &[]);
     // The Ingress, IngressClass and Service stores sync; HTTPProxy answers 404 (no CRD yet).
-    eventually("the Ingress list was served", || api.lists(INGRESS) >= 1 && api.lists(INGRESS_CLASS) >= 1).await;
+    eventually("the Ingress list was served", || {
+        api.lists(INGRESS) >= 1 && api.lists(INGRESS_CLASS) >= 1
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(running.generation(), 0, "pushed before the HTTPProxy store synced");
     assert!(!running.table_file.exists());
     let reason = running.state.lock().readiness().unwrap_err();
     assert!(reason.contains("no table pushed yet"), "{reason}");
-    assert!(reason.contains("HTTPProxy"), "/readyz names the store it waits for: {reason}");
+    assert!(
+        reason.contains("HTTPProxy"),
+        "/readyz names the store it waits for: {reason}"
+    );
 
     api.refuse(HTTPPROXY, false);
     eventually("the first push", || running.generation() == 1).await;
@@ -146,7 +176,10 @@ async fn without_httpproxy_a_cluster_lacking_the_crd_is_routed() {
     let running = start_with(&api, &[], Options::default(), true);
     eventually("the first push", || running.generation() == 1).await;
     assert_eq!(running.rules(), ["Ingress/shop/web#0"]);
-    assert!(!api.requests().iter().any(|r| r.path.contains("httpproxies")), "HTTPProxies are not even asked for");
+    assert!(
+        !api.requests().iter().any(|r| r.path.contains("httpproxies")),
+        "HTTPProxies are not even asked for"
+    );
 }
 
 #[tokio::test]
@@ -158,15 +191,31 @@ async fn changes_are_pushed_to_the_table_file_and_the_wasmplugin_by_server_side_
 
     let applied = api.requests_to("PATCH", "/namespaces/istio-system/wasmplugins/switchyard");
     assert_eq!(applied.len(), 1, "one server-side apply per table");
-    assert_eq!(applied[0].query.get("fieldManager").map(String::as_str), Some("switchyard"));
+    assert_eq!(
+        applied[0].query.get("fieldManager").map(String::as_str),
+        Some("switchyard")
+    );
     assert_eq!(applied[0].query.get("force").map(String::as_str), Some("true"));
-    assert!(applied[0].content_type.starts_with("application/apply-patch"), "{}", applied[0].content_type);
-    assert_eq!(applied[0].body["spec"]["pluginConfig"]["rules"].as_array().unwrap().len(), 2);
+    assert!(
+        applied[0].content_type.starts_with("application/apply-patch"),
+        "{}",
+        applied[0].content_type
+    );
+    assert_eq!(
+        applied[0].body["spec"]["pluginConfig"]["rules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(applied[0].body["spec"]["url"], "oci://registry.example/switchyard:1");
 
     // A new Ingress arrives through the watch.
     api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
-    eventually("the new Ingress routed", || running.rules().contains(&"Ingress/shop/blog#0".to_owned())).await;
+    eventually("the new Ingress routed", || {
+        running.rules().contains(&"Ingress/shop/blog#0".to_owned())
+    })
+    .await;
     assert_eq!(running.generation(), 2);
     // A change that does not change the table is not pushed.
     let mut same = ingress("shop", "blog", "blog.example", "blog");
@@ -177,9 +226,15 @@ async fn changes_are_pushed_to_the_table_file_and_the_wasmplugin_by_server_side_
     assert_eq!(api.requests_to("PATCH", "/wasmplugins/switchyard").len(), 2);
     // A deletion.
     api.delete(INGRESS, "shop", "web");
-    eventually("the deleted Ingress gone", || !running.rules().contains(&"Ingress/shop/web#0".to_owned())).await;
+    eventually("the deleted Ingress gone", || {
+        !running.rules().contains(&"Ingress/shop/web#0".to_owned())
+    })
+    .await;
     let file = std::fs::read_to_string(&running.table_file).unwrap();
-    assert!(!file.contains("Ingress/shop/web#0") && file.contains("Ingress/shop/blog#0"), "{file}");
+    assert!(
+        !file.contains("Ingress/shop/web#0") && file.contains("Ingress/shop/blog#0"),
+        "{file}"
+    );
 }
 
 #[tokio::test]
@@ -196,8 +251,11 @@ async fn status_is_written_back_httpproxy_status_ingress_events_and_load_balance
     eventually("the first push", || running.generation() == 1).await;
 
     eventually("both HTTPProxy statuses written", || {
-        api.object(HTTPPROXY, "shop", "broken").is_some_and(|o| o["status"]["currentStatus"] == "invalid")
-            && api.object(HTTPPROXY, "shop", "root").is_some_and(|o| o["status"]["currentStatus"] == "valid")
+        api.object(HTTPPROXY, "shop", "broken")
+            .is_some_and(|o| o["status"]["currentStatus"] == "invalid")
+            && api
+                .object(HTTPPROXY, "shop", "root")
+                .is_some_and(|o| o["status"]["currentStatus"] == "valid")
     })
     .await;
     let broken = api.object(HTTPPROXY, "shop", "broken").unwrap();
@@ -209,23 +267,41 @@ async fn status_is_written_back_httpproxy_status_ingress_events_and_load_balance
     assert_eq!(broken["status"]["loadBalancer"]["ingress"][0]["ip"], "203.0.113.7");
 
     eventually("the Ingress load balancer written", || {
-        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["ip"] == "203.0.113.7")
+        api.object(INGRESS, "shop", "web")
+            .is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["ip"] == "203.0.113.7")
     })
     .await;
-    assert!(api.object(INGRESS, "shop", "theirs").unwrap()["status"].is_null(), "another class's Ingress is left alone");
+    assert!(
+        api.object(INGRESS, "shop", "theirs").unwrap()["status"].is_null(),
+        "another class's Ingress is left alone"
+    );
 
-    eventually("the IgnoredByClass event", || !api.requests_to("POST", "/namespaces/shop/events").is_empty()).await;
+    eventually("the IgnoredByClass event", || {
+        !api.requests_to("POST", "/namespaces/shop/events").is_empty()
+    })
+    .await;
     let events = api.requests_to("POST", "/namespaces/shop/events");
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].path, "/apis/events.k8s.io/v1/namespaces/shop/events");
     assert_eq!(events[0].body["reason"], "IgnoredByClass");
     assert_eq!(events[0].body["regarding"]["name"], "theirs");
-    assert_eq!(events[0].body["reportingController"], "switchyard.io/ingress-controller");
+    assert_eq!(
+        events[0].body["reportingController"],
+        "switchyard.io/ingress-controller"
+    );
 
     // The status writes themselves come back as MODIFIED events; nothing is written twice.
-    let writes = api.requests().iter().filter(|r| r.method == "PATCH" && r.path.ends_with("/status")).count();
+    let writes = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/status"))
+        .count();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let again = api.requests().iter().filter(|r| r.method == "PATCH" && r.path.ends_with("/status")).count();
+    let again = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/status"))
+        .count();
     assert_eq!(writes, again, "a steady state writes nothing");
     assert_eq!(writes, 3, "two HTTPProxy statuses and one Ingress load balancer");
 
@@ -235,7 +311,8 @@ async fn status_is_written_back_httpproxy_status_ingress_events_and_load_balance
     taker["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
     api.put(HTTPPROXY, taker);
     eventually("the late proxy is invalid with HostTaken", || {
-        api.object(HTTPPROXY, "shop", "late").is_some_and(|o| o["status"]["conditions"][0]["reason"] == "HostTaken")
+        api.object(HTTPPROXY, "shop", "late")
+            .is_some_and(|o| o["status"]["conditions"][0]["reason"] == "HostTaken")
     })
     .await;
 }
@@ -247,10 +324,16 @@ async fn an_ingress_that_loses_its_host_gets_rejected_and_host_taken_events() {
     let mut late = ingress("shop", "late", "shop.example", "web");
     late["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
     api.put(INGRESS, late);
-    let options = Options { host_collision: switchyard::HostCollision::Winner, ..Options::default() };
+    let options = Options {
+        host_collision: switchyard::HostCollision::Winner,
+        ..Options::default()
+    };
     let running = start_with(&api, &[], options, false);
     eventually("the first push", || running.generation() == 1).await;
-    eventually("two events on the late Ingress", || api.requests_to("POST", "/namespaces/shop/events").len() == 2).await;
+    eventually("two events on the late Ingress", || {
+        api.requests_to("POST", "/namespaces/shop/events").len() == 2
+    })
+    .await;
     let events = api.requests_to("POST", "/namespaces/shop/events");
     let reasons: Vec<&str> = events.iter().map(|e| e.body["reason"].as_str().unwrap()).collect();
     assert_eq!(reasons, ["Rejected", "HostTaken"]);
@@ -258,10 +341,15 @@ async fn an_ingress_that_loses_its_host_gets_rejected_and_host_taken_events() {
         assert_eq!(event.body["regarding"]["name"], "late");
         assert_eq!(event.body["type"], "Warning");
     }
-    assert!(events[1].body["note"].as_str().unwrap().contains("shop.example"), "{:?}", events[1].body);
+    assert!(
+        events[1].body["note"].as_str().unwrap().contains("shop.example"),
+        "{:?}",
+        events[1].body
+    );
     // The loser is not published as routed; the winner is.
     eventually("the winner's load balancer", || {
-        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["ip"] == "203.0.113.7")
+        api.object(INGRESS, "shop", "web")
+            .is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["ip"] == "203.0.113.7")
     })
     .await;
     assert!(api.object(INGRESS, "shop", "late").unwrap()["status"].is_null());
@@ -271,10 +359,14 @@ async fn an_ingress_that_loses_its_host_gets_rejected_and_host_taken_events() {
     oldest["metadata"]["creationTimestamp"] = json!("2020-01-01T00:00:00Z");
     api.put(INGRESS, oldest);
     eventually("the former winner's load balancer emptied", || {
-        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"] == json!({}))
+        api.object(INGRESS, "shop", "web")
+            .is_some_and(|o| o["status"]["loadBalancer"] == json!({}))
     })
     .await;
-    assert_eq!(api.object(INGRESS, "shop", "oldest").unwrap()["status"]["loadBalancer"]["ingress"][0]["ip"], "203.0.113.7");
+    assert_eq!(
+        api.object(INGRESS, "shop", "oldest").unwrap()["status"]["loadBalancer"]["ingress"][0]["ip"],
+        "203.0.113.7"
+    );
 }
 
 #[tokio::test]
@@ -293,20 +385,44 @@ async fn the_envoyfilter_sink_applies_the_table_inside_the_wasm_configuration() 
     };
     let sinks = vec![
         Sink::TableFile(dir.path().join("t.json")),
-        Sink::Istio(IstioSink { client: client.clone(), kind: IstioKind::EnvoyFilter, namespace: "istio-system".into(), name: "switchyard".into(), settings }),
+        Sink::Istio(IstioSink {
+            client: client.clone(),
+            kind: IstioKind::EnvoyFilter,
+            namespace: "istio-system".into(),
+            name: "switchyard".into(),
+            settings,
+        }),
     ];
     let engine = Engine::new(Options::default(), sinks, state.clone());
-    let settings = Settings { namespaces: vec![], publish_addresses: vec![], write_status: false, httpproxy: true, controller_name: "c".into() };
-    let debounce = Debounce { quiet: Duration::from_millis(20), max: Duration::from_millis(200) };
+    let settings = Settings {
+        namespaces: vec![],
+        publish_addresses: vec![],
+        write_status: false,
+        httpproxy: true,
+        controller_name: "c".into(),
+    };
+    let debounce = Debounce {
+        quiet: Duration::from_millis(20),
+        max: Duration::from_millis(200),
+    };
     let task = tokio::spawn(follow(client, settings, engine, state.clone(), debounce));
     eventually("the first push", || state.lock().generation == 1).await;
-    let applied = api.requests_to("PATCH", "/apis/networking.istio.io/v1alpha3/namespaces/istio-system/envoyfilters/switchyard");
+    let applied = api.requests_to(
+        "PATCH",
+        "/apis/networking.istio.io/v1alpha3/namespaces/istio-system/envoyfilters/switchyard",
+    );
     assert_eq!(applied.len(), 1);
-    assert_eq!(applied[0].query.get("fieldManager").map(String::as_str), Some("switchyard"));
+    assert_eq!(
+        applied[0].query.get("fieldManager").map(String::as_str),
+        Some("switchyard")
+    );
     let config = &applied[0].body["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["config"];
     let table: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
     assert_eq!(table["rules"].as_array().unwrap().len(), 2);
-    assert!(api.requests().iter().all(|r| !r.path.ends_with("/status")), "--no-status-write writes nothing");
+    assert!(
+        api.requests().iter().all(|r| !r.path.ends_with("/status")),
+        "--no-status-write writes nothing"
+    );
     task.abort();
 }
 
@@ -325,10 +441,16 @@ async fn a_410_gone_relists_and_the_table_follows() {
     api.delete(INGRESS, "shop", "blog");
     api.compact();
     api.refuse(INGRESS, false);
-    eventually("the deleted Ingress gone after the relist", || !running.rules().contains(&"Ingress/shop/blog#0".to_owned())).await;
+    eventually("the deleted Ingress gone after the relist", || {
+        !running.rules().contains(&"Ingress/shop/blog#0".to_owned())
+    })
+    .await;
     assert!(api.gone() >= 1, "the watch was answered 410 Gone");
     assert!(api.lists(INGRESS) > lists, "the watcher listed again");
-    assert!(running.rules().contains(&"Ingress/shop/web#0".to_owned()), "the relist kept the other Ingress");
+    assert!(
+        running.rules().contains(&"Ingress/shop/web#0".to_owned()),
+        "the relist kept the other Ingress"
+    );
 }
 
 #[tokio::test]
@@ -342,14 +464,24 @@ async fn a_410_during_a_live_watch_relists_without_marking_the_source_down() {
     api.put(INGRESS, ingress("shop", "new", "new.example", "web"));
     api.compact();
     api.drop_watches();
-    eventually("the new Ingress routed", || running.rules().contains(&"Ingress/shop/new#0".to_owned())).await;
-    api.put(SERVICE, json!({"metadata": {"name": "other", "namespace": "shop"}, "spec": {"ports": [{"port": 80}]}}));
+    eventually("the new Ingress routed", || {
+        running.rules().contains(&"Ingress/shop/new#0".to_owned())
+    })
+    .await;
+    api.put(
+        SERVICE,
+        json!({"metadata": {"name": "other", "namespace": "shop"}, "spec": {"ports": [{"port": 80}]}}),
+    );
     api.compact();
     api.drop_watches();
     eventually("the Ingress watcher relisted", || api.lists(INGRESS) > lists).await;
     assert!(api.gone() >= 1, "the watches were answered 410 Gone");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(running.state.lock().down.is_empty(), "410 is routine: {:?}", running.state.lock().down);
+    assert!(
+        running.state.lock().down.is_empty(),
+        "410 is routine: {:?}",
+        running.state.lock().down
+    );
 }
 
 #[tokio::test]
@@ -361,13 +493,25 @@ async fn a_dropped_watch_resumes_from_its_resource_version_without_listing() {
     let lists = api.lists(INGRESS);
     api.drop_watches();
     api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
-    eventually("the change made while reconnecting", || running.rules().contains(&"Ingress/shop/blog#0".to_owned())).await;
+    eventually("the change made while reconnecting", || {
+        running.rules().contains(&"Ingress/shop/blog#0".to_owned())
+    })
+    .await;
     assert_eq!(api.lists(INGRESS), lists, "resumed by resourceVersion: no relist");
     assert_eq!(api.gone(), 0);
-    let watches: Vec<_> = api.requests().into_iter().filter(|r| r.path == "/apis/networking.k8s.io/v1/ingresses" && r.query.contains_key("watch")).collect();
+    let watches: Vec<_> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/apis/networking.k8s.io/v1/ingresses" && r.query.contains_key("watch"))
+        .collect();
     assert!(watches.len() >= 2, "the watch was opened again");
     let last = watches.last().unwrap();
-    assert_ne!(last.query.get("resourceVersion").map(String::as_str), Some("0"), "resumed from where it was: {:?}", last.query);
+    assert_ne!(
+        last.query.get("resourceVersion").map(String::as_str),
+        Some("0"),
+        "resumed from where it was: {:?}",
+        last.query
+    );
 }
 
 #[tokio::test]
@@ -379,8 +523,11 @@ async fn a_bookmark_moves_the_resume_point_past_compaction() {
     // The status writes after the first push move the resourceVersion on too: let them finish, so
     // that nothing changes between the bookmark and the compaction.
     eventually("the status written back", || {
-        api.object(INGRESS, "shop", "web").is_some_and(|o| !o["status"].is_null())
-            && api.object(HTTPPROXY, "shop", "root").is_some_and(|o| !o["status"].is_null())
+        api.object(INGRESS, "shop", "web")
+            .is_some_and(|o| !o["status"].is_null())
+            && api
+                .object(HTTPPROXY, "shop", "root")
+                .is_some_and(|o| !o["status"].is_null())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -396,8 +543,15 @@ async fn a_bookmark_moves_the_resume_point_past_compaction() {
     api.compact();
     api.drop_watches();
     api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
-    eventually("the change after the bookmark", || running.rules().contains(&"Ingress/shop/blog#0".to_owned())).await;
-    assert_eq!(api.lists(INGRESS), lists, "the watch resumed at the bookmark ({at}) instead of relisting after 410");
+    eventually("the change after the bookmark", || {
+        running.rules().contains(&"Ingress/shop/blog#0".to_owned())
+    })
+    .await;
+    assert_eq!(
+        api.lists(INGRESS),
+        lists,
+        "the watch resumed at the bookmark ({at}) instead of relisting after 410"
+    );
     assert_eq!(api.gone(), 0, "no watch started before the compaction point");
     let resumed = api
         .requests()
@@ -405,7 +559,10 @@ async fn a_bookmark_moves_the_resume_point_past_compaction() {
         .rfind(|r| r.path == "/apis/networking.k8s.io/v1/namespaces/shop/ingresses" && r.query.contains_key("watch"))
         .unwrap();
     assert_eq!(resumed.query.get("resourceVersion"), Some(&at.to_string()));
-    assert!(!running.rules().iter().any(|r| r.contains("elsewhere")), "--namespaces shop: other namespaces are not routed");
+    assert!(
+        !running.rules().iter().any(|r| r.contains("elsewhere")),
+        "--namespaces shop: other namespaces are not routed"
+    );
 }
 
 #[tokio::test]
@@ -420,14 +577,24 @@ async fn while_the_api_server_is_down_the_last_table_keeps_serving_and_readyz_sa
     eventually("a source marked down", || !running.state.lock().down.is_empty()).await;
     let reason = running.state.lock().readiness().unwrap_err();
     assert!(reason.contains("is down"), "{reason}");
-    assert!(reason.contains("generation 1"), "says which table keeps serving: {reason}");
-    assert_eq!(std::fs::read_to_string(&running.table_file).unwrap(), table, "the last good table stays");
+    assert!(
+        reason.contains("generation 1"),
+        "says which table keeps serving: {reason}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&running.table_file).unwrap(),
+        table,
+        "the last good table stays"
+    );
     assert_eq!(running.rules().len(), 2);
 
     api.set_down(false);
     eventually("every source up again", || running.state.lock().readiness().is_ok()).await;
     api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
-    eventually("routing follows again", || running.rules().contains(&"Ingress/shop/blog#0".to_owned())).await;
+    eventually("routing follows again", || {
+        running.rules().contains(&"Ingress/shop/blog#0".to_owned())
+    })
+    .await;
 }
 
 /// A child process killed when the test ends, however it ends.
@@ -457,26 +624,46 @@ async fn the_binary_follows_the_cluster_named_by_its_kubeconfig() {
     .unwrap();
     let table = dir.path().join("table.json");
     let log = dir.path().join("log");
-    let mut child = Reaped(std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(["watch", "--kubernetes", "--publish-address", "lb.example", "--listen", "127.0.0.1:0", "-o"])
-        .arg(&table)
-        .env("KUBECONFIG", &kubeconfig)
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap());
+    let mut child = Reaped(
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args([
+                "watch",
+                "--kubernetes",
+                "--publish-address",
+                "lb.example",
+                "--listen",
+                "127.0.0.1:0",
+                "-o",
+            ])
+            .arg(&table)
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    eventually("the table file", || std::fs::read_to_string(&table).is_ok_and(|t| t.contains("shop.example"))).await;
+    eventually("the table file", || {
+        std::fs::read_to_string(&table).is_ok_and(|t| t.contains("shop.example"))
+    })
+    .await;
     eventually("the Ingress load balancer", || {
-        api.object(INGRESS, "shop", "web").is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["hostname"] == "lb.example")
+        api.object(INGRESS, "shop", "web")
+            .is_some_and(|o| o["status"]["loadBalancer"]["ingress"][0]["hostname"] == "lb.example")
     })
     .await;
     api.put(INGRESS, ingress("shop", "blog", "blog.example", "blog"));
-    eventually("the new Ingress in the table file", || std::fs::read_to_string(&table).is_ok_and(|t| t.contains("blog.example"))).await;
+    eventually("the new Ingress in the table file", || {
+        std::fs::read_to_string(&table).is_ok_and(|t| t.contains("blog.example"))
+    })
+    .await;
     let text = read_log();
     assert!(text.contains("store Ingress (all namespaces) synced"), "{text}");
     assert!(text.contains("hosts gained: blog.example"), "{text}");
-    let killed = std::process::Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let mut exit = None;
     eventually("the exit after SIGTERM", || {

@@ -58,7 +58,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PATH")]
     pub ecds_file: Option<PathBuf>,
     /// The filter's .wasm as Envoy loads it (ECDS file).
-    #[arg(long, value_name = "PATH", default_value = "target/wasm32-wasip1/release/switchyard_filter.wasm")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "target/wasm32-wasip1/release/switchyard_filter.wasm"
+    )]
     pub wasm: PathBuf,
     /// The HTTP filter's name in Envoy's listener (the TypedExtensionConfig's name) and root id.
     #[arg(long, value_name = "NAME", default_value = "switchyard")]
@@ -79,10 +83,19 @@ pub struct WatchArgs {
     #[arg(long, value_name = "URL")]
     pub wasm_url: Option<String>,
     /// EnvoyFilter: the filter's .wasm path inside the gateway pods.
-    #[arg(long, value_name = "PATH", default_value = "/var/lib/switchyard/switchyard_filter.wasm")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/var/lib/switchyard/switchyard_filter.wasm"
+    )]
     pub gateway_wasm_path: String,
     /// Istio: the gateway pods' labels (k=v, comma-separated).
-    #[arg(long, value_delimiter = ',', value_name = "K=V,...", default_value = "istio=ingressgateway")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "K=V,...",
+        default_value = "istio=ingressgateway"
+    )]
     pub gateway_selector: Vec<String>,
 
     /// Serve /healthz, /readyz, /metrics, /table and /status here.

@@ -18,7 +18,10 @@ pub struct Debounce {
 
 impl Default for Debounce {
     fn default() -> Self {
-        Debounce { quiet: Duration::from_millis(100), max: Duration::from_secs(1) }
+        Debounce {
+            quiet: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+        }
     }
 }
 
@@ -51,14 +54,20 @@ mod tests {
     use super::*;
 
     fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
     }
 
     #[test]
     fn a_burst_settles_once_quiet() {
         runtime().block_on(async {
             let (tx, mut rx) = mpsc::channel(8);
-            let debounce = Debounce { quiet: Duration::from_millis(50), max: Duration::from_secs(5) };
+            let debounce = Debounce {
+                quiet: Duration::from_millis(50),
+                max: Duration::from_secs(5),
+            };
             let start = std::time::Instant::now();
             tokio::spawn(async move {
                 for _ in 0..5 {
@@ -69,7 +78,10 @@ mod tests {
             });
             assert!(debounce.settle(&mut rx).await);
             let waited = start.elapsed();
-            assert!(waited >= Duration::from_millis(90) && waited < Duration::from_millis(1000), "{waited:?}");
+            assert!(
+                waited >= Duration::from_millis(90) && waited < Duration::from_millis(1000),
+                "{waited:?}"
+            );
         });
     }
 
@@ -77,7 +89,10 @@ mod tests {
     fn a_steady_trickle_is_cut_at_max() {
         runtime().block_on(async {
             let (tx, mut rx) = mpsc::channel(8);
-            let debounce = Debounce { quiet: Duration::from_millis(100), max: Duration::from_millis(300) };
+            let debounce = Debounce {
+                quiet: Duration::from_millis(100),
+                max: Duration::from_millis(300),
+            };
             tokio::spawn(async move {
                 for _ in 0..100 {
                     if tx.send(()).await.is_err() {
@@ -89,7 +104,10 @@ mod tests {
             let start = std::time::Instant::now();
             assert!(debounce.settle(&mut rx).await);
             let waited = start.elapsed();
-            assert!(waited >= Duration::from_millis(280) && waited < Duration::from_millis(900), "{waited:?}");
+            assert!(
+                waited >= Duration::from_millis(280) && waited < Duration::from_millis(900),
+                "{waited:?}"
+            );
         });
     }
 

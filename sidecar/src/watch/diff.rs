@@ -26,7 +26,8 @@ pub struct TableDiff {
 pub fn diff(old: Option<&TableSpec>, new: &TableSpec) -> TableDiff {
     let empty = TableSpec::default();
     let old = old.unwrap_or(&empty);
-    let by_name = |t: &TableSpec| -> BTreeMap<String, RuleSpec> { t.rules.iter().map(|r| (r.name.clone(), r.clone())).collect() };
+    let by_name =
+        |t: &TableSpec| -> BTreeMap<String, RuleSpec> { t.rules.iter().map(|r| (r.name.clone(), r.clone())).collect() };
     let (before, after) = (by_name(old), by_name(new));
     let mut out = TableDiff::default();
     for (name, rule) in &after {
@@ -37,7 +38,12 @@ pub fn diff(old: Option<&TableSpec>, new: &TableSpec) -> TableDiff {
         }
     }
     out.removed = before.keys().filter(|n| !after.contains_key(*n)).cloned().collect();
-    let hosts = |t: &TableSpec| -> BTreeSet<String> { t.rules.iter().map(|r| r.host.clone().unwrap_or_else(|| "*".to_owned())).collect() };
+    let hosts = |t: &TableSpec| -> BTreeSet<String> {
+        t.rules
+            .iter()
+            .map(|r| r.host.clone().unwrap_or_else(|| "*".to_owned()))
+            .collect()
+    };
     let (hosts_before, hosts_after) = (hosts(old), hosts(new));
     out.hosts_gained = hosts_after.difference(&hosts_before).cloned().collect();
     out.hosts_lost = hosts_before.difference(&hosts_after).cloned().collect();
@@ -48,9 +54,18 @@ pub fn diff(old: Option<&TableSpec>, new: &TableSpec) -> TableDiff {
 impl TableDiff {
     /// One line for the log: `+2 -1 ~1 rules (added: a, b; removed: c; changed: d); hosts gained: x; lost: y`.
     pub fn summary(&self) -> String {
-        let mut out = format!("+{} -{} ~{} rules", self.added.len(), self.removed.len(), self.changed.len());
+        let mut out = format!(
+            "+{} -{} ~{} rules",
+            self.added.len(),
+            self.removed.len(),
+            self.changed.len()
+        );
         let mut parts = Vec::new();
-        for (label, names) in [("added", &self.added), ("removed", &self.removed), ("changed", &self.changed)] {
+        for (label, names) in [
+            ("added", &self.added),
+            ("removed", &self.removed),
+            ("changed", &self.changed),
+        ] {
             if !names.is_empty() {
                 parts.push(format!("{label}: {}", abbreviate(names)));
             }
@@ -105,8 +120,14 @@ mod tests {
 
     #[test]
     fn rules_added_removed_and_changed_are_named() {
-        let old = table(&[("Ingress/a/x#0", Some("a.example"), "c1"), ("Ingress/a/y#0", Some("b.example"), "c1")]);
-        let new = table(&[("Ingress/a/x#0", Some("a.example"), "c2"), ("Ingress/a/z#0", None, "c1")]);
+        let old = table(&[
+            ("Ingress/a/x#0", Some("a.example"), "c1"),
+            ("Ingress/a/y#0", Some("b.example"), "c1"),
+        ]);
+        let new = table(&[
+            ("Ingress/a/x#0", Some("a.example"), "c2"),
+            ("Ingress/a/z#0", None, "c1"),
+        ]);
         let d = diff(Some(&old), &new);
         assert_eq!(d.added, ["Ingress/a/z#0"]);
         assert_eq!(d.removed, ["Ingress/a/y#0"]);
@@ -130,7 +151,9 @@ mod tests {
     fn a_pure_reorder_says_so() {
         let old = table(&[("r1", None, "c"), ("r2", None, "c")]);
         let new = table(&[("r2", None, "c"), ("r1", None, "c")]);
-        assert!(diff(Some(&old), &new).summary().contains("order or table settings changed"));
+        assert!(diff(Some(&old), &new)
+            .summary()
+            .contains("order or table settings changed"));
     }
 
     #[test]

@@ -63,12 +63,18 @@ pub fn wasm_filter_config(name: &str, runtime: &str, code: serde_json::Value, ta
 /// Writes `text` to a temporary file in `path`'s folder, then renames it over `path`: readers see
 /// the old file or the new one, never half of one, and Envoy's directory watch sees the move.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    let file_name = path.file_name().ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let tmp = dir.join(format!(".{}.switchyard-{}.tmp", file_name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.switchyard-{}.tmp",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
     let fail = |what: &str, e: std::io::Error| format!("{}: cannot {what}: {e}", tmp.display());
     let mut file = std::fs::File::create(&tmp).map_err(|e| fail("create", e))?;
     // No fsync: readers need the rename to be atomic, not the data durable (a crash loses nothing
@@ -86,17 +92,28 @@ mod tests {
     use super::*;
 
     fn ecds(path: PathBuf) -> EcdsFile {
-        EcdsFile { path, filter_name: "switchyard".into(), wasm: "/w/f.wasm".into(), runtime: "envoy.wasm.runtime.v8".into() }
+        EcdsFile {
+            path,
+            filter_name: "switchyard".into(),
+            wasm: "/w/f.wasm".into(),
+            runtime: "envoy.wasm.runtime.v8".into(),
+        }
     }
 
     #[test]
     fn the_document_is_a_discovery_response_with_the_table_as_a_string_value() {
         let doc: serde_json::Value = serde_json::from_str(&ecds("x".into()).document("{\"version\":1}")).unwrap();
         let resource = &doc["resources"][0];
-        assert_eq!(resource["@type"], "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig");
+        assert_eq!(
+            resource["@type"],
+            "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+        );
         assert_eq!(resource["name"], "switchyard");
         let config = &resource["typed_config"]["config"];
-        assert_eq!(resource["typed_config"]["@type"], "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm");
+        assert_eq!(
+            resource["typed_config"]["@type"],
+            "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm"
+        );
         assert_eq!(config["vm_config"]["code"]["local"]["filename"], "/w/f.wasm");
         assert_eq!(config["configuration"]["value"], "{\"version\":1}");
     }
@@ -108,7 +125,10 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         ecds(path.clone()).write("{}").unwrap();
         assert!(std::fs::read_to_string(&path).unwrap().contains("TypedExtensionConfig"));
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, ["filter.json"]);
     }
 

@@ -39,7 +39,13 @@ pub struct Engine {
 impl Engine {
     /// An engine pushing to `sinks`.
     pub fn new(options: Options, sinks: Vec<Sink>, state: Shared) -> Engine {
-        Engine { options, sinks, state, pushed: None, retry: None }
+        Engine {
+            options,
+            sinks,
+            state,
+            pushed: None,
+            retry: None,
+        }
     }
 
     /// Whether the last push failed and should be tried again.
@@ -55,7 +61,12 @@ impl Engine {
         let seconds = started.elapsed().as_secs_f64();
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
-            let new_errors = input.errors.iter().filter(|e| !state.errors.contains(e)).cloned().collect();
+            let new_errors = input
+                .errors
+                .iter()
+                .filter(|e| !state.errors.contains(e))
+                .cloned()
+                .collect();
             state.compiles += 1;
             state.compile_seconds_total += seconds;
             state.compile_seconds_last = seconds;
@@ -69,7 +80,11 @@ impl Engine {
             warn!(source = %e.source, "{}", e.message);
         }
         // With a failed push pending, some sinks may hold a newer table than `pushed`: push anyway.
-        let unchanged = self.retry.is_none() && self.pushed.as_ref().is_some_and(|p| p.generation == compiled.table.generation);
+        let unchanged = self.retry.is_none()
+            && self
+                .pushed
+                .as_ref()
+                .is_some_and(|p| p.generation == compiled.table.generation);
         if unchanged {
             debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         } else {
@@ -153,18 +168,29 @@ mod tests {
     fn input(host: &str) -> Input {
         let mut loaded = Loaded::default();
         parse_text(&INGRESS.replace("HOST", host), "web.yaml", &mut loaded).unwrap();
-        Input { objects: loaded.objects, ..Input::default() }
+        Input {
+            objects: loaded.objects,
+            ..Input::default()
+        }
     }
 
     fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(future)
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(future)
     }
 
     #[test]
     fn the_same_table_is_pushed_once() {
         let dir = tempfile::tempdir().unwrap();
         let state = Shared::default();
-        let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(dir.path().join("t.json"))], state.clone());
+        let mut engine = Engine::new(
+            Options::default(),
+            vec![Sink::TableFile(dir.path().join("t.json"))],
+            state.clone(),
+        );
         block_on(async {
             engine.rebuild(input("a.example")).await;
             engine.rebuild(input("a.example")).await;
@@ -185,7 +211,10 @@ mod tests {
         block_on(engine.rebuild(input("a.example")));
         assert!(engine.needs_retry());
         let reason = state.lock().readiness().unwrap_err();
-        assert!(reason.contains("the last push failed") && reason.contains("later"), "{reason}");
+        assert!(
+            reason.contains("the last push failed") && reason.contains("later"),
+            "{reason}"
+        );
         assert_eq!(state.lock().generation, 0);
 
         std::fs::create_dir(dir.path().join("later")).unwrap();
@@ -216,6 +245,9 @@ mod tests {
             // Back to a.example, the table counted as pushed: the first sink must get it again.
             engine.rebuild(input("a.example")).await;
         });
-        assert!(std::fs::read_to_string(&good).unwrap().contains("a.example"), "the first sink was left on b.example");
+        assert!(
+            std::fs::read_to_string(&good).unwrap().contains("a.example"),
+            "the first sink was left on b.example"
+        );
     }
 }

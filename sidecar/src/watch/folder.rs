@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-
 use crate::load::{manifest_files, parse_text, Loaded};
 use crate::objects::Objects;
 use crate::watch::SourceError;
@@ -44,7 +43,10 @@ pub struct Snapshot {
 impl Folder {
     /// Folders not read yet.
     pub fn new(dirs: &[PathBuf]) -> Folder {
-        Folder { dirs: dirs.to_vec(), files: BTreeMap::new() }
+        Folder {
+            dirs: dirs.to_vec(),
+            files: BTreeMap::new(),
+        }
     }
 
     /// Reads every manifest again and returns what to compile. When a folder cannot be listed at
@@ -55,13 +57,17 @@ impl Folder {
             match manifest_files(dir) {
                 Ok(paths) => {
                     let present: BTreeSet<&PathBuf> = paths.iter().collect();
-                    self.files.retain(|path, _| !path.starts_with(dir) || present.contains(path));
+                    self.files
+                        .retain(|path, _| !path.starts_with(dir) || present.contains(path));
                     for path in paths {
                         let state = self.files.entry(path.clone()).or_default();
                         read_file(&path, state, &mut snapshot.warnings);
                     }
                 }
-                Err(e) => snapshot.errors.push(SourceError { source: dir.display().to_string(), message: e.to_string() }),
+                Err(e) => snapshot.errors.push(SourceError {
+                    source: dir.display().to_string(),
+                    message: e.to_string(),
+                }),
             }
         }
         for (path, state) in &self.files {
@@ -69,8 +75,15 @@ impl Folder {
                 merge(&mut snapshot.objects, objects);
             }
             if let Some(message) = &state.error {
-                let kept = if state.good.is_some() { "; its last good version is still routed" } else { "; it routes nothing" };
-                snapshot.errors.push(SourceError { source: path.display().to_string(), message: format!("{message}{kept}") });
+                let kept = if state.good.is_some() {
+                    "; its last good version is still routed"
+                } else {
+                    "; it routes nothing"
+                };
+                snapshot.errors.push(SourceError {
+                    source: path.display().to_string(),
+                    message: format!("{message}{kept}"),
+                });
             }
         }
         snapshot
@@ -126,21 +139,36 @@ mod tests {
         assert_eq!(broken.objects.ingresses.len(), 1, "the last good version still routes");
         assert_eq!(broken.errors.len(), 1);
         assert!(broken.errors[0].message.contains("web.yaml"), "{:?}", broken.errors);
-        assert!(broken.errors[0].message.contains("last good version"), "{:?}", broken.errors);
+        assert!(
+            broken.errors[0].message.contains("last good version"),
+            "{:?}",
+            broken.errors
+        );
 
         std::fs::remove_file(&file).unwrap();
         let gone = folder.scan();
-        assert!(gone.objects.ingresses.is_empty() && gone.errors.is_empty(), "a deleted file drops out with its error");
+        assert!(
+            gone.objects.ingresses.is_empty() && gone.errors.is_empty(),
+            "a deleted file drops out with its error"
+        );
     }
 
     #[test]
     fn a_new_file_that_never_parsed_routes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("bad.yaml"), "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n").unwrap();
+        std::fs::write(
+            dir.path().join("bad.yaml"),
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n",
+        )
+        .unwrap();
         let snapshot = Folder::new(&[dir.path().to_path_buf()]).scan();
         assert!(snapshot.objects.ingresses.is_empty());
         assert_eq!(snapshot.errors.len(), 1);
-        assert!(snapshot.errors[0].message.contains("routes nothing"), "{:?}", snapshot.errors);
+        assert!(
+            snapshot.errors[0].message.contains("routes nothing"),
+            "{:?}",
+            snapshot.errors
+        );
     }
 
     #[test]

@@ -72,13 +72,21 @@ impl IstioKind {
 /// Parses `NAMESPACE/NAME`.
 pub fn parse_target(value: &str) -> Result<(String, String), String> {
     match value.split_once('/') {
-        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => Ok((ns.to_owned(), name.to_owned())),
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((ns.to_owned(), name.to_owned()))
+        }
         _ => Err(format!("{value:?}: expected NAMESPACE/NAME")),
     }
 }
 
 /// The object to apply for `table`.
-pub fn manifest(kind: IstioKind, namespace: &str, name: &str, settings: &IstioSettings, table: &TableSpec) -> Result<Value, String> {
+pub fn manifest(
+    kind: IstioKind,
+    namespace: &str,
+    name: &str,
+    settings: &IstioSettings,
+    table: &TableSpec,
+) -> Result<Value, String> {
     let resource = kind.api_resource();
     let spec = match kind {
         IstioKind::WasmPlugin => {
@@ -140,9 +148,13 @@ impl IstioSink {
     /// Server-side applies the resource carrying `table`.
     pub async fn apply(&self, table: &TableSpec) -> Result<(), String> {
         let object = manifest(self.kind, &self.namespace, &self.name, &self.settings, table)?;
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(&self.name, &params, &Patch::Apply(&object)).await.map(|_| ()).map_err(|e| format!("server-side apply: {e}"))
+        api.patch(&self.name, &params, &Patch::Apply(&object))
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("server-side apply: {e}"))
     }
 }
 
@@ -166,7 +178,14 @@ mod tests {
 
     #[test]
     fn a_wasmplugin_carries_the_table_as_its_plugin_config() {
-        let object = manifest(IstioKind::WasmPlugin, "istio-system", "switchyard", &settings(), &table()).unwrap();
+        let object = manifest(
+            IstioKind::WasmPlugin,
+            "istio-system",
+            "switchyard",
+            &settings(),
+            &table(),
+        )
+        .unwrap();
         assert_eq!(object["apiVersion"], "extensions.istio.io/v1alpha1");
         assert_eq!(object["kind"], "WasmPlugin");
         assert_eq!(object["spec"]["pluginConfig"]["generation"], "g1");
@@ -175,19 +194,32 @@ mod tests {
 
     #[test]
     fn an_envoyfilter_inserts_the_wasm_filter_before_the_router() {
-        let object = manifest(IstioKind::EnvoyFilter, "istio-system", "switchyard", &settings(), &table()).unwrap();
+        let object = manifest(
+            IstioKind::EnvoyFilter,
+            "istio-system",
+            "switchyard",
+            &settings(),
+            &table(),
+        )
+        .unwrap();
         assert_eq!(object["apiVersion"], "networking.istio.io/v1alpha3");
         let patch = &object["spec"]["configPatches"][0];
         assert_eq!(patch["patch"]["operation"], "INSERT_BEFORE");
         let config = &patch["patch"]["value"]["typed_config"]["config"];
-        assert_eq!(config["vm_config"]["code"]["local"]["filename"], "/var/lib/switchyard/filter.wasm");
+        assert_eq!(
+            config["vm_config"]["code"]["local"]["filename"],
+            "/var/lib/switchyard/filter.wasm"
+        );
         let carried: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
         assert_eq!(carried["generation"], "g1");
     }
 
     #[test]
     fn targets_are_namespace_slash_name() {
-        assert_eq!(parse_target("istio-system/sy").unwrap(), ("istio-system".to_owned(), "sy".to_owned()));
+        assert_eq!(
+            parse_target("istio-system/sy").unwrap(),
+            ("istio-system".to_owned(), "sy".to_owned())
+        );
         assert!(parse_target("sy").is_err());
         assert!(parse_target("a/b/c").is_err());
     }

@@ -74,9 +74,16 @@ impl Stores {
         where
             K::DynamicType: Eq + std::hash::Hash + Clone,
         {
-            sources.iter().filter(|s| !s.synced.load(Ordering::SeqCst)).map(|s| s.label.clone())
+            sources
+                .iter()
+                .filter(|s| !s.synced.load(Ordering::SeqCst))
+                .map(|s| s.label.clone())
         }
-        pending(&self.ingresses).chain(pending(&self.classes)).chain(pending(&self.services)).chain(pending(&self.proxies)).collect()
+        pending(&self.ingresses)
+            .chain(pending(&self.classes))
+            .chain(pending(&self.services))
+            .chain(pending(&self.proxies))
+            .collect()
     }
 
     fn objects(&self) -> Objects {
@@ -84,7 +91,11 @@ impl Stores {
         where
             K::DynamicType: Eq + std::hash::Hash + Clone,
         {
-            sources.iter().flat_map(|s| s.store.state()).map(|o| (*o).clone()).collect()
+            sources
+                .iter()
+                .flat_map(|s| s.store.state())
+                .map(|o| (*o).clone())
+                .collect()
         }
         Objects {
             ingresses: all(&self.ingresses),
@@ -96,7 +107,13 @@ impl Stores {
 }
 
 /// Starts one watcher per kind and namespace, each feeding its store and signalling `changes`.
-fn start<K>(client: &Client, namespaces: &[String], kind: &str, changes: &mpsc::Sender<()>, state: &Shared) -> Vec<Source<K>>
+fn start<K>(
+    client: &Client,
+    namespaces: &[String],
+    kind: &str,
+    changes: &mpsc::Sender<()>,
+    state: &Shared,
+) -> Vec<Source<K>>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
@@ -105,9 +122,14 @@ where
     let apis: Vec<(Api<K>, String)> = if namespaces.is_empty() {
         vec![(Api::all(client.clone()), format!("{kind} (all namespaces)"))]
     } else {
-        namespaces.iter().map(|ns| (Api::namespaced(client.clone(), ns), format!("{kind} in {ns}"))).collect()
+        namespaces
+            .iter()
+            .map(|ns| (Api::namespaced(client.clone(), ns), format!("{kind} in {ns}")))
+            .collect()
     };
-    apis.into_iter().map(|(api, label)| spawn_source(api, label, changes, state)).collect()
+    apis.into_iter()
+        .map(|(api, label)| spawn_source(api, label, changes, state))
+        .collect()
 }
 
 fn spawn_source<K>(api: Api<K>, label: String, changes: &mpsc::Sender<()>, state: &Shared) -> Source<K>
@@ -117,7 +139,13 @@ where
 {
     let (store, writer) = reflector::store();
     let synced = Arc::new(AtomicBool::new(false));
-    let task = SourceTask { api, label: label.clone(), synced: synced.clone(), changes: changes.clone(), state: state.clone() };
+    let task = SourceTask {
+        api,
+        label: label.clone(),
+        synced: synced.clone(),
+        changes: changes.clone(),
+        state: state.clone(),
+    };
     tokio::spawn(task.run(writer));
     Source { store, synced, label }
 }
@@ -136,7 +164,10 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     async fn run(self, writer: reflector::store::Writer<K>) {
-        let stream = reflector::reflector(writer, watcher::watcher(self.api.clone(), watcher::Config::default()).default_backoff());
+        let stream = reflector::reflector(
+            writer,
+            watcher::watcher(self.api.clone(), watcher::Config::default()).default_backoff(),
+        );
         let mut stream = std::pin::pin!(stream);
         let mut down = false;
         loop {
@@ -171,7 +202,10 @@ where
                 // 410 Gone: our resourceVersion was compacted away; the watcher lists again (the
                 // store is swapped at the end of the list). Routine, not an outage.
                 Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
-                    info!("store {}: resourceVersion expired (410 Gone), listing again", self.label);
+                    info!(
+                        "store {}: resourceVersion expired (410 Gone), listing again",
+                        self.label
+                    );
                 }
                 Some(Err(e)) => {
                     warn!("source {} is down, the last table keeps serving: {e}", self.label);
@@ -193,7 +227,13 @@ where
 
 /// Kubernetes mode: watches, waits for every store to sync, then compiles after every settled
 /// change and writes status back.
-pub async fn follow(client: Client, settings: Settings, mut engine: Engine, state: Shared, debounce: Debounce) -> Result<(), String> {
+pub async fn follow(
+    client: Client,
+    settings: Settings,
+    mut engine: Engine,
+    state: Shared,
+    debounce: Debounce,
+) -> Result<(), String> {
     let (tx, mut changes) = mpsc::channel(1);
     let namespaces = &settings.namespaces;
     let classes: Api<IngressClass> = Api::all(client.clone());
@@ -201,11 +241,18 @@ pub async fn follow(client: Client, settings: Settings, mut engine: Engine, stat
         ingresses: start(&client, namespaces, "Ingress", &tx, &state),
         classes: vec![spawn_source(classes, "IngressClass".to_owned(), &tx, &state)],
         services: start(&client, namespaces, "Service", &tx, &state),
-        proxies: if settings.httpproxy { start(&client, namespaces, "HTTPProxy", &tx, &state) } else { Vec::new() },
+        proxies: if settings.httpproxy {
+            start(&client, namespaces, "HTTPProxy", &tx, &state)
+        } else {
+            Vec::new()
+        },
     };
     drop(tx);
     let mut writer = StatusWriter::new(client, &settings, state.clone());
-    state.lock().waiting = Some(format!("waiting for the stores to sync: {}", stores.unsynced().join(", ")));
+    state.lock().waiting = Some(format!(
+        "waiting for the stores to sync: {}",
+        stores.unsynced().join(", ")
+    ));
     loop {
         let retry = engine.needs_retry();
         tokio::select! {
@@ -226,7 +273,12 @@ pub async fn follow(client: Client, settings: Settings, mut engine: Engine, stat
         }
         state.lock().waiting = None;
         let objects = stores.objects();
-        let compiled = engine.rebuild(Input { objects: objects.clone(), ..Input::default() }).await;
+        let compiled = engine
+            .rebuild(Input {
+                objects: objects.clone(),
+                ..Input::default()
+            })
+            .await;
         if settings.write_status {
             writer.write(&objects, &compiled.statuses).await;
         }

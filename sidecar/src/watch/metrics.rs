@@ -16,29 +16,101 @@ pub fn render(state: &State) -> String {
         }
     };
     let one = |value: String| vec![(String::new(), value)];
-    let pushes: Vec<(String, String)> = state.pushes.iter().map(|(sink, c)| (format!("{{sink=\"{}\"}}", escape(sink)), c.ok.to_string())).collect();
-    let failures: Vec<(String, String)> =
-        state.pushes.iter().map(|(sink, c)| (format!("{{sink=\"{}\"}}", escape(sink)), c.failed.to_string())).collect();
+    let pushes: Vec<(String, String)> = state
+        .pushes
+        .iter()
+        .map(|(sink, c)| (format!("{{sink=\"{}\"}}", escape(sink)), c.ok.to_string()))
+        .collect();
+    let failures: Vec<(String, String)> = state
+        .pushes
+        .iter()
+        .map(|(sink, c)| (format!("{{sink=\"{}\"}}", escape(sink)), c.failed.to_string()))
+        .collect();
     metric("switchyard_pushes_total", "counter", "Tables pushed, by sink.", &pushes);
-    metric("switchyard_push_failures_total", "counter", "Pushes that failed (and were retried), by sink.", &failures);
-    metric("switchyard_table_generation", "gauge", "Distinct tables pushed since start.", &one(state.generation.to_string()));
-    metric("switchyard_compiles_total", "counter", "Compilations run.", &one(state.compiles.to_string()));
-    metric("switchyard_compile_seconds_total", "counter", "Seconds spent compiling.", &one(format!("{:.6}", state.compile_seconds_total)));
-    metric("switchyard_compile_seconds_last", "gauge", "Seconds the last compilation took.", &one(format!("{:.6}", state.compile_seconds_last)));
-    metric("switchyard_rules", "gauge", "Rules in the table last pushed.", &one(state.rules.to_string()));
-    metric("switchyard_hosts", "gauge", "Distinct hosts in the table last pushed.", &one(state.hosts.to_string()));
+    metric(
+        "switchyard_push_failures_total",
+        "counter",
+        "Pushes that failed (and were retried), by sink.",
+        &failures,
+    );
+    metric(
+        "switchyard_table_generation",
+        "gauge",
+        "Distinct tables pushed since start.",
+        &one(state.generation.to_string()),
+    );
+    metric(
+        "switchyard_compiles_total",
+        "counter",
+        "Compilations run.",
+        &one(state.compiles.to_string()),
+    );
+    metric(
+        "switchyard_compile_seconds_total",
+        "counter",
+        "Seconds spent compiling.",
+        &one(format!("{:.6}", state.compile_seconds_total)),
+    );
+    metric(
+        "switchyard_compile_seconds_last",
+        "gauge",
+        "Seconds the last compilation took.",
+        &one(format!("{:.6}", state.compile_seconds_last)),
+    );
+    metric(
+        "switchyard_rules",
+        "gauge",
+        "Rules in the table last pushed.",
+        &one(state.rules.to_string()),
+    );
+    metric(
+        "switchyard_hosts",
+        "gauge",
+        "Distinct hosts in the table last pushed.",
+        &one(state.hosts.to_string()),
+    );
     let mut by_status: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for s in &state.statuses {
         *by_status.entry((s.kind, s.status.as_str())).or_default() += 1;
     }
-    let resources: Vec<(String, String)> =
-        by_status.iter().map(|((kind, status), n)| (format!("{{kind=\"{kind}\",status=\"{status}\"}}"), n.to_string())).collect();
-    metric("switchyard_resources", "gauge", "Resources by kind and status, from the last compilation.", &resources);
-    metric("switchyard_source_errors", "gauge", "Inputs that cannot be read now (manifests that do not parse).", &one(state.errors.len().to_string()));
-    metric("switchyard_sources_down", "gauge", "Sources that are down now.", &one(state.down.len().to_string()));
-    metric("switchyard_ready", "gauge", "1 when /readyz answers 200.", &one(u8::from(state.readiness().is_ok()).to_string()));
-    let writes = vec![("{result=\"ok\"}".to_owned(), state.status_writes.ok.to_string()), ("{result=\"failed\"}".to_owned(), state.status_writes.failed.to_string())];
-    metric("switchyard_status_writes_total", "counter", "Status writes to the API server (Kubernetes mode).", &writes);
+    let resources: Vec<(String, String)> = by_status
+        .iter()
+        .map(|((kind, status), n)| (format!("{{kind=\"{kind}\",status=\"{status}\"}}"), n.to_string()))
+        .collect();
+    metric(
+        "switchyard_resources",
+        "gauge",
+        "Resources by kind and status, from the last compilation.",
+        &resources,
+    );
+    metric(
+        "switchyard_source_errors",
+        "gauge",
+        "Inputs that cannot be read now (manifests that do not parse).",
+        &one(state.errors.len().to_string()),
+    );
+    metric(
+        "switchyard_sources_down",
+        "gauge",
+        "Sources that are down now.",
+        &one(state.down.len().to_string()),
+    );
+    metric(
+        "switchyard_ready",
+        "gauge",
+        "1 when /readyz answers 200.",
+        &one(u8::from(state.readiness().is_ok()).to_string()),
+    );
+    let writes = vec![
+        ("{result=\"ok\"}".to_owned(), state.status_writes.ok.to_string()),
+        ("{result=\"failed\"}".to_owned(), state.status_writes.failed.to_string()),
+    ];
+    metric(
+        "switchyard_status_writes_total",
+        "counter",
+        "Status writes to the API server (Kubernetes mode).",
+        &writes,
+    );
     out
 }
 
@@ -54,10 +126,24 @@ mod tests {
 
     #[test]
     fn pushes_rules_and_resources_by_status_are_exposed() {
-        let mut state = State { generation: 2, rules: 5, ..State::default() };
+        let mut state = State {
+            generation: 2,
+            rules: 5,
+            ..State::default()
+        };
         state.pushes.insert("ecds-file".into(), PushCount { ok: 2, failed: 1 });
-        let status = |name: &str, status| ResourceStatus { kind: "Ingress", namespace: "a".into(), name: name.into(), status, conditions: vec![] };
-        state.statuses = vec![status("x", Status::Accepted), status("y", Status::Accepted), status("z", Status::Rejected)];
+        let status = |name: &str, status| ResourceStatus {
+            kind: "Ingress",
+            namespace: "a".into(),
+            name: name.into(),
+            status,
+            conditions: vec![],
+        };
+        state.statuses = vec![
+            status("x", Status::Accepted),
+            status("y", Status::Accepted),
+            status("z", Status::Rejected),
+        ];
         let text = render(&state);
         for line in [
             "switchyard_pushes_total{sink=\"ecds-file\"} 2",

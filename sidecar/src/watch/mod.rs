@@ -54,10 +54,22 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
 pub fn run(args: WatchArgs) -> Result<(), String> {
-    let level = if args.verbose { tracing::Level::DEBUG } else { tracing::Level::INFO };
+    let level = if args.verbose {
+        tracing::Level::DEBUG
+    } else {
+        tracing::Level::INFO
+    };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).with_target(false).with_ansi(ansi).try_init();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(ansi)
+        .try_init();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
         tokio::select! {
             result = watch(args) => result,
@@ -89,7 +101,11 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
     let client = if args.needs_client() {
-        Some(kube::Client::try_default().await.map_err(|e| format!("cannot reach Kubernetes (kubeconfig or in-cluster): {e}"))?)
+        Some(
+            kube::Client::try_default()
+                .await
+                .map_err(|e| format!("cannot reach Kubernetes (kubeconfig or in-cluster): {e}"))?,
+        )
     } else {
         None
     };
@@ -98,7 +114,9 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
         check_outputs_outside(dir, &args)?;
     }
     if let Some(addr) = args.listen {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("--listen {addr}: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| format!("--listen {addr}: {e}"))?;
         info!("listening on http://{bound} (/healthz /readyz /metrics /table /status)");
         let served = state.clone();
@@ -109,7 +127,10 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
         });
     }
     let engine = Engine::new(options, sinks, state.clone());
-    let debounce = Debounce { quiet: Duration::from_millis(args.debounce_ms), max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)) };
+    let debounce = Debounce {
+        quiet: Duration::from_millis(args.debounce_ms),
+        max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)),
+    };
     match (args.manifests.is_empty(), client) {
         (false, _) => follow_folder(&args.manifests, engine, debounce).await,
         (true, Some(client)) => {
@@ -132,9 +153,17 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
         // Envoy resolves a relative filename against its own working directory: make it absolute.
         let wasm = std::path::absolute(&args.wasm).unwrap_or_else(|_| args.wasm.clone());
         if !wasm.is_file() {
-            tracing::warn!("--wasm {}: no such file yet; Envoy will reject the filter until it exists", wasm.display());
+            tracing::warn!(
+                "--wasm {}: no such file yet; Envoy will reject the filter until it exists",
+                wasm.display()
+            );
         }
-        sinks.push(Sink::Ecds(EcdsFile { path: path.clone(), filter_name: args.filter_name.clone(), wasm, runtime: args.wasm_runtime.clone() }));
+        sinks.push(Sink::Ecds(EcdsFile {
+            path: path.clone(),
+            filter_name: args.filter_name.clone(),
+            wasm,
+            runtime: args.wasm_runtime.clone(),
+        }));
     }
     if let Some(path) = &args.output {
         sinks.push(Sink::TableFile(path.clone()));
@@ -146,14 +175,26 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
         filter_name: args.filter_name.clone(),
         runtime: args.wasm_runtime.clone(),
     };
-    for (target, kind) in [(&args.envoyfilter, IstioKind::EnvoyFilter), (&args.wasmplugin, IstioKind::WasmPlugin)] {
+    for (target, kind) in [
+        (&args.envoyfilter, IstioKind::EnvoyFilter),
+        (&args.wasmplugin, IstioKind::WasmPlugin),
+    ] {
         if let (Some(target), Some(client)) = (target, client) {
             let (namespace, name) = parse_target(target)?;
-            sinks.push(Sink::Istio(IstioSink { client: client.clone(), kind, namespace, name, settings: settings.clone() }));
+            sinks.push(Sink::Istio(IstioSink {
+                client: client.clone(),
+                kind,
+                namespace,
+                name,
+                settings: settings.clone(),
+            }));
         }
     }
     if sinks.is_empty() {
-        return Err("nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME or --wasmplugin NS/NAME".to_owned());
+        return Err(
+            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME or --wasmplugin NS/NAME"
+                .to_owned(),
+        );
     }
     Ok(sinks)
 }
@@ -166,7 +207,11 @@ fn check_outputs_outside(dir: &Path, args: &WatchArgs) -> Result<(), String> {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
         let parent = absolute.parent().and_then(|p| std::fs::canonicalize(p).ok());
         if parent.is_some_and(|p| p.starts_with(&dir)) {
-            return Err(format!("{flag} {}: must not be inside the watched folder {}", path.display(), dir.display()));
+            return Err(format!(
+                "{flag} {}: must not be inside the watched folder {}",
+                path.display(),
+                dir.display()
+            ));
         }
     }
     Ok(())
@@ -196,7 +241,13 @@ async fn follow_folder(dirs: &[PathBuf], mut engine: Engine, debounce: Debounce)
 
 async fn rebuild_folder(folder: &mut Folder, engine: &mut Engine) {
     let snapshot = folder.scan();
-    engine.rebuild(Input { objects: snapshot.objects, errors: snapshot.errors, warnings: snapshot.warnings }).await;
+    engine
+        .rebuild(Input {
+            objects: snapshot.objects,
+            errors: snapshot.errors,
+            warnings: snapshot.warnings,
+        })
+        .await;
 }
 
 /// A recursive `notify` watcher on `dirs` that signals on every create, modify or remove (never on
@@ -205,7 +256,10 @@ fn folder_watcher(dirs: &[PathBuf], tx: mpsc::Sender<()>) -> Result<notify::Reco
     use notify::{EventKind, RecursiveMode, Watcher};
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let relevant = match &event {
-            Ok(event) => matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any),
+            Ok(event) => matches!(
+                event.kind,
+                EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any
+            ),
             // An overflowed queue or similar: rescan to be safe.
             Err(_) => true,
         };
@@ -217,7 +271,9 @@ fn folder_watcher(dirs: &[PathBuf], tx: mpsc::Sender<()>) -> Result<notify::Reco
     })
     .map_err(|e| format!("cannot watch: {e}"))?;
     for dir in dirs {
-        watcher.watch(dir, RecursiveMode::Recursive).map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
+        watcher
+            .watch(dir, RecursiveMode::Recursive)
+            .map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
     }
     Ok(watcher)
 }

@@ -43,13 +43,21 @@ async fn readyz(AxumState(state): AxumState<Shared>) -> Response {
 
 async fn metrics(AxumState(state): AxumState<Shared>) -> Response {
     let body = metrics::render(&state.lock());
-    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        body,
+    )
+        .into_response()
 }
 
 async fn table(AxumState(state): AxumState<Shared>) -> Response {
     match state.lock().table.clone() {
         Some(table) => json(StatusCode::OK, table),
-        None => json(StatusCode::SERVICE_UNAVAILABLE, "{\"error\": \"no table pushed yet\"}\n".to_owned()),
+        None => json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{\"error\": \"no table pushed yet\"}\n".to_owned(),
+        ),
     }
 }
 

@@ -86,10 +86,16 @@ impl State {
             reasons.push(format!("the last push failed ({error}); retrying"));
         }
         if reasons.is_empty() {
-            Ok(format!("ready: generation {} (table {}), {} rules, {} hosts", self.generation, self.table_hash, self.rules, self.hosts))
+            Ok(format!(
+                "ready: generation {} (table {}), {} rules, {} hosts",
+                self.generation, self.table_hash, self.rules, self.hosts
+            ))
         } else {
             if self.generation > 0 {
-                reasons.push(format!("generation {} (table {}) keeps serving", self.generation, self.table_hash));
+                reasons.push(format!(
+                    "generation {} (table {}) keeps serving",
+                    self.generation, self.table_hash
+                ));
             }
             Err(format!("not ready: {}", reasons.join("; ")))
         }
@@ -119,18 +125,33 @@ mod tests {
 
     #[test]
     fn not_ready_before_the_first_push_and_says_what_it_waits_for() {
-        let state = State { waiting: Some("store Ingress has not synced".into()), ..State::default() };
+        let state = State {
+            waiting: Some("store Ingress has not synced".into()),
+            ..State::default()
+        };
         let reason = state.readiness().unwrap_err();
-        assert!(reason.contains("no table pushed yet: store Ingress has not synced"), "{reason}");
+        assert!(
+            reason.contains("no table pushed yet: store Ingress has not synced"),
+            "{reason}"
+        );
     }
 
     #[test]
     fn a_source_down_makes_it_unready_while_the_last_table_serves() {
-        let mut state = State { generation: 3, table_hash: "abc".into(), ..State::default() };
+        let mut state = State {
+            generation: 3,
+            table_hash: "abc".into(),
+            ..State::default()
+        };
         assert!(state.readiness().is_ok());
-        state.down.insert("kubernetes Ingress".into(), "connection refused".into());
+        state
+            .down
+            .insert("kubernetes Ingress".into(), "connection refused".into());
         let reason = state.readiness().unwrap_err();
-        assert!(reason.contains("source kubernetes Ingress is down (connection refused)"), "{reason}");
+        assert!(
+            reason.contains("source kubernetes Ingress is down (connection refused)"),
+            "{reason}"
+        );
         assert!(reason.contains("generation 3 (table abc) keeps serving"), "{reason}");
     }
 }

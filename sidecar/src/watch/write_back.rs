@@ -46,12 +46,20 @@ pub fn proxy_status(status: &ResourceStatus, publish: &[String]) -> Value {
     let description = match status.status {
         Status::Valid => "Valid HTTPProxy".to_owned(),
         Status::Orphaned => "this HTTPProxy is not part of a delegation chain from a root HTTPProxy".to_owned(),
-        _ => status.conditions.iter().find(|c| c.kind == "Error").map_or_else(|| status.status.as_str().to_owned(), |c| c.message.clone()),
+        _ => status
+            .conditions
+            .iter()
+            .find(|c| c.kind == "Error")
+            .map_or_else(|| status.status.as_str().to_owned(), |c| c.message.clone()),
     };
     let reason = match status.status {
         Status::Valid => "Valid".to_owned(),
         Status::Orphaned => "Orphaned".to_owned(),
-        _ => status.conditions.iter().find(|c| c.kind == "Error").map_or_else(|| "Invalid".to_owned(), |c| c.reason.clone()),
+        _ => status
+            .conditions
+            .iter()
+            .find(|c| c.kind == "Error")
+            .map_or_else(|| "Invalid".to_owned(), |c| c.reason.clone()),
     };
     let mut condition = json!({
         "type": "Valid",
@@ -89,7 +97,13 @@ fn conditions(status: &ResourceStatus, kind: &str) -> Vec<Value> {
 pub fn load_balancer(publish: &[String]) -> Value {
     let entries: Vec<Value> = publish
         .iter()
-        .map(|a| if a.parse::<std::net::IpAddr>().is_ok() { json!({"ip": a}) } else { json!({"hostname": a}) })
+        .map(|a| {
+            if a.parse::<std::net::IpAddr>().is_ok() {
+                json!({"ip": a})
+            } else {
+                json!({"hostname": a})
+            }
+        })
         .collect();
     json!({ "ingress": entries })
 }
@@ -98,12 +112,25 @@ pub fn load_balancer(publish: &[String]) -> Value {
 pub fn ingress_events(status: &ResourceStatus) -> Vec<(EventType, String, String)> {
     let mut out = Vec::new();
     if status.status == Status::Rejected {
-        let why: Vec<&str> = status.conditions.iter().filter(|c| c.kind == "Error").map(|c| c.message.as_str()).collect();
-        out.push((EventType::Warning, "Rejected".to_owned(), format!("routes nothing: {}", why.join("; "))));
+        let why: Vec<&str> = status
+            .conditions
+            .iter()
+            .filter(|c| c.kind == "Error")
+            .map(|c| c.message.as_str())
+            .collect();
+        out.push((
+            EventType::Warning,
+            "Rejected".to_owned(),
+            format!("routes nothing: {}", why.join("; ")),
+        ));
     }
     for c in &status.conditions {
         if INGRESS_EVENT_REASONS[1..].contains(&c.reason.as_str()) {
-            let kind = if c.reason == "IgnoredByClass" { EventType::Normal } else { EventType::Warning };
+            let kind = if c.reason == "IgnoredByClass" {
+                EventType::Normal
+            } else {
+                EventType::Warning
+            };
             out.push((kind, c.reason.clone(), c.message.clone()));
         }
     }
@@ -123,7 +150,10 @@ pub fn ingress_events(status: &ResourceStatus) -> Vec<(EventType, String, String
 impl StatusWriter {
     /// A writer for `settings`.
     pub fn new(client: Client, settings: &Settings, state: Shared) -> StatusWriter {
-        let reporter = Reporter { controller: settings.controller_name.clone(), instance: std::env::var("POD_NAME").ok() };
+        let reporter = Reporter {
+            controller: settings.controller_name.clone(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
         StatusWriter {
             recorder: Recorder::new(client.clone(), reporter),
             client,
@@ -143,7 +173,8 @@ impl StatusWriter {
                 "HTTPProxy" => self.write_proxy(key, status).await,
                 "Ingress" => {
                     let found = objects.ingresses.iter().find(|i| {
-                        i.metadata.name.as_deref() == Some(&status.name) && i.metadata.namespace.as_deref().unwrap_or("default") == status.namespace
+                        i.metadata.name.as_deref() == Some(&status.name)
+                            && i.metadata.namespace.as_deref().unwrap_or("default") == status.namespace
                     });
                     if let Some(ingress) = found {
                         self.announce(ingress, status).await;
@@ -176,13 +207,24 @@ impl StatusWriter {
             return;
         }
         let mut sent = body.clone();
-        let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let now = k8s_openapi::jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
         if let Some(condition) = sent["conditions"].get_mut(0) {
             condition["lastTransitionTime"] = json!(now);
         }
         let api: Api<HTTPProxy> = Api::namespaced(self.client.clone(), &key.0);
-        let result = api.patch_status(&key.1, &PatchParams::default(), &Patch::Merge(json!({ "status": sent }))).await;
-        if self.count(result.map(|_| ()).map_err(|e| e.to_string()), &format!("HTTPProxy {}/{}", key.0, key.1)) {
+        let result = api
+            .patch_status(
+                &key.1,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": sent })),
+            )
+            .await;
+        if self.count(
+            result.map(|_| ()).map_err(|e| e.to_string()),
+            &format!("HTTPProxy {}/{}", key.0, key.1),
+        ) {
             self.proxies.insert(key, body);
         }
     }
@@ -202,23 +244,46 @@ impl StatusWriter {
         }
         let api: Api<Ingress> = Api::namespaced(self.client.clone(), &key.0);
         // A merge patch merges `{}` into nothing: emptying takes an explicit null.
-        let sent = if body == json!({}) { json!({"ingress": null}) } else { body.clone() };
+        let sent = if body == json!({}) {
+            json!({"ingress": null})
+        } else {
+            body.clone()
+        };
         let patch = json!({ "status": { "loadBalancer": sent } });
-        let result = api.patch_status(&key.1, &PatchParams::default(), &Patch::Merge(patch)).await;
-        if self.count(result.map(|_| ()).map_err(|e| e.to_string()), &format!("Ingress {}/{} loadBalancer", key.0, key.1)) {
+        let result = api
+            .patch_status(&key.1, &PatchParams::default(), &Patch::Merge(patch))
+            .await;
+        if self.count(
+            result.map(|_| ()).map_err(|e| e.to_string()),
+            &format!("Ingress {}/{} loadBalancer", key.0, key.1),
+        ) {
             self.balancers.insert(key, body);
         }
     }
 
     async fn announce(&mut self, ingress: &Ingress, status: &ResourceStatus) {
         for (kind, reason, note) in ingress_events(status) {
-            let key = (status.namespace.clone(), status.name.clone(), reason.clone(), note.clone());
+            let key = (
+                status.namespace.clone(),
+                status.name.clone(),
+                reason.clone(),
+                note.clone(),
+            );
             if self.events.contains(&key) {
                 continue;
             }
-            let event = Event { type_: kind, reason: reason.clone(), note: Some(note), action: "Route".to_owned(), secondary: None };
+            let event = Event {
+                type_: kind,
+                reason: reason.clone(),
+                note: Some(note),
+                action: "Route".to_owned(),
+                secondary: None,
+            };
             let result = self.recorder.publish(&event, &ingress.object_ref(&())).await;
-            if self.count(result.map_err(|e| e.to_string()), &format!("event {reason} on Ingress {}/{}", status.namespace, status.name)) {
+            if self.count(
+                result.map_err(|e| e.to_string()),
+                &format!("event {reason} on Ingress {}/{}", status.namespace, status.name),
+            ) {
                 self.events.insert(key);
             }
         }
@@ -236,13 +301,24 @@ mod tests {
             namespace: "shop".into(),
             name: "web".into(),
             status,
-            conditions: conditions.iter().map(|(k, r, m)| Condition { kind: (*k).into(), reason: (*r).into(), message: (*m).into() }).collect(),
+            conditions: conditions
+                .iter()
+                .map(|(k, r, m)| Condition {
+                    kind: (*k).into(),
+                    reason: (*r).into(),
+                    message: (*m).into(),
+                })
+                .collect(),
         }
     }
 
     #[test]
     fn an_invalid_proxy_says_why_in_contours_shape() {
-        let s = status("HTTPProxy", Status::Invalid, &[("Error", "IncludeNotFound", "include shop/missing not found")]);
+        let s = status(
+            "HTTPProxy",
+            Status::Invalid,
+            &[("Error", "IncludeNotFound", "include shop/missing not found")],
+        );
         let body = proxy_status(&s, &[]);
         assert_eq!(body["currentStatus"], "invalid");
         assert_eq!(body["description"], "include shop/missing not found");
@@ -254,19 +330,35 @@ mod tests {
 
     #[test]
     fn a_valid_proxy_is_valid_with_its_published_address() {
-        let body = proxy_status(&status("HTTPProxy", Status::Valid, &[]), &["203.0.113.7".into(), "lb.example".into()]);
+        let body = proxy_status(
+            &status("HTTPProxy", Status::Valid, &[]),
+            &["203.0.113.7".into(), "lb.example".into()],
+        );
         assert_eq!(body["currentStatus"], "valid");
         assert_eq!(body["conditions"][0]["status"], "True");
-        assert_eq!(body["loadBalancer"], json!({"ingress": [{"ip": "203.0.113.7"}, {"hostname": "lb.example"}]}));
+        assert_eq!(
+            body["loadBalancer"],
+            json!({"ingress": [{"ip": "203.0.113.7"}, {"hostname": "lb.example"}]})
+        );
     }
 
     #[test]
     fn a_rejected_ingress_gets_rejected_and_host_taken_events() {
-        let s = status("Ingress", Status::Rejected, &[("Error", "HostTaken", "host a.example belongs to Ingress shop/old")]);
+        let s = status(
+            "Ingress",
+            Status::Rejected,
+            &[("Error", "HostTaken", "host a.example belongs to Ingress shop/old")],
+        );
         let events: Vec<(String, String)> = ingress_events(&s).into_iter().map(|(_, r, n)| (r, n)).collect();
         assert_eq!(events[0].0, "Rejected");
         assert!(events[0].1.contains("host a.example belongs to"));
-        assert_eq!(events[1], ("HostTaken".to_owned(), "host a.example belongs to Ingress shop/old".to_owned()));
+        assert_eq!(
+            events[1],
+            (
+                "HostTaken".to_owned(),
+                "host a.example belongs to Ingress shop/old".to_owned()
+            )
+        );
     }
 
     #[test]

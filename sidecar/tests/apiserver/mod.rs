@@ -39,10 +39,26 @@ pub struct Kind {
     pub kind: &'static str,
 }
 
-pub const INGRESS: Kind = Kind { api_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress" };
-pub const INGRESS_CLASS: Kind = Kind { api_version: "networking.k8s.io/v1", plural: "ingressclasses", kind: "IngressClass" };
-pub const SERVICE: Kind = Kind { api_version: "v1", plural: "services", kind: "Service" };
-pub const HTTPPROXY: Kind = Kind { api_version: "projectcontour.io/v1", plural: "httpproxies", kind: "HTTPProxy" };
+pub const INGRESS: Kind = Kind {
+    api_version: "networking.k8s.io/v1",
+    plural: "ingresses",
+    kind: "Ingress",
+};
+pub const INGRESS_CLASS: Kind = Kind {
+    api_version: "networking.k8s.io/v1",
+    plural: "ingressclasses",
+    kind: "IngressClass",
+};
+pub const SERVICE: Kind = Kind {
+    api_version: "v1",
+    plural: "services",
+    kind: "Service",
+};
+pub const HTTPPROXY: Kind = Kind {
+    api_version: "projectcontour.io/v1",
+    plural: "httpproxies",
+    kind: "HTTPProxy",
+};
 const KINDS: [Kind; 4] = [INGRESS, INGRESS_CLASS, SERVICE, HTTPPROXY];
 
 /// One request as received.
@@ -97,20 +113,30 @@ impl ApiServer {
         let (lines, _) = broadcast::channel(1024);
         let (disconnect, _) = watch::channel(0);
         let (open, _) = watch::channel(true);
-        let server = ApiServer { addr, inner: Arc::default(), lines, disconnect: Arc::new(disconnect), open: Arc::new(open) };
+        let server = ApiServer {
+            addr,
+            inner: Arc::default(),
+            lines,
+            disconnect: Arc::new(disconnect),
+            open: Arc::new(open),
+        };
         let app = axum::Router::new().fallback(handle).with_state(server.clone());
         tokio::spawn(async move { axum::serve(backend, app).await.unwrap() });
         let gate = server.open.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((mut socket, _)) = front.accept().await else { return };
+                let Ok((mut socket, _)) = front.accept().await else {
+                    return;
+                };
                 let mut open = gate.subscribe();
                 if !*open.borrow() {
                     drop(socket);
                     continue;
                 }
                 tokio::spawn(async move {
-                    let Ok(mut upstream) = tokio::net::TcpStream::connect(backend_addr).await else { return };
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(backend_addr).await else {
+                        return;
+                    };
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut socket, &mut upstream) => {}
                         _ = open.wait_for(|open| !*open) => {}
@@ -144,23 +170,44 @@ impl ApiServer {
         }
         let namespace = object["metadata"]["namespace"].as_str().unwrap_or("").to_owned();
         let name = object["metadata"]["name"].as_str().unwrap().to_owned();
-        let previous = inner.objects.insert((kind.plural, namespace.clone(), name), object.clone());
+        let previous = inner
+            .objects
+            .insert((kind.plural, namespace.clone(), name), object.clone());
         let kind_of_event = if previous.is_some() { "MODIFIED" } else { "ADDED" };
-        self.emit(inner, kind.plural, namespace, json!({"type": kind_of_event, "object": object}));
+        self.emit(
+            inner,
+            kind.plural,
+            namespace,
+            json!({"type": kind_of_event, "object": object}),
+        );
         object
     }
 
     /// Deletes an object; emits DELETED.
     pub fn delete(&self, kind: Kind, namespace: &str, name: &str) {
         let mut inner = self.inner.lock().unwrap();
-        let mut object = inner.objects.remove(&(kind.plural, namespace.to_owned(), name.to_owned())).expect("no such object");
+        let mut object = inner
+            .objects
+            .remove(&(kind.plural, namespace.to_owned(), name.to_owned()))
+            .expect("no such object");
         inner.rv += 1;
         object["metadata"]["resourceVersion"] = json!(inner.rv.to_string());
-        self.emit(&mut inner, kind.plural, namespace.to_owned(), json!({"type": "DELETED", "object": object}));
+        self.emit(
+            &mut inner,
+            kind.plural,
+            namespace.to_owned(),
+            json!({"type": "DELETED", "object": object}),
+        );
     }
 
     fn emit(&self, inner: &mut Inner, plural: &'static str, namespace: String, event: Value) {
-        let line = Line { epoch: inner.epoch, plural, namespace, rv: inner.rv, text: format!("{event}\n") };
+        let line = Line {
+            epoch: inner.epoch,
+            plural,
+            namespace,
+            rv: inner.rv,
+            text: format!("{event}\n"),
+        };
         inner.history.push(line.clone());
         let _ = self.lines.send(line);
     }
@@ -170,7 +217,13 @@ impl ApiServer {
         let inner = self.inner.lock().unwrap();
         let event = json!({"type": "BOOKMARK", "object": {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"resourceVersion": inner.rv.to_string()}}});
         // Not history: a bookmark is for the watches open now. Namespace "" reaches every watch.
-        let _ = self.lines.send(Line { epoch: inner.epoch, plural: kind.plural, namespace: String::new(), rv: inner.rv, text: format!("{event}\n") });
+        let _ = self.lines.send(Line {
+            epoch: inner.epoch,
+            plural: kind.plural,
+            namespace: String::new(),
+            rv: inner.rv,
+            text: format!("{event}\n"),
+        });
         inner.rv
     }
 
@@ -214,12 +267,18 @@ impl ApiServer {
 
     /// The requests matching `method` whose path ends with `suffix`.
     pub fn requests_to(&self, method: &str, suffix: &str) -> Vec<Recorded> {
-        self.requests().into_iter().filter(|r| r.method == method && r.path.ends_with(suffix)).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.path.ends_with(suffix))
+            .collect()
     }
 
     /// How many lists (not watches) of `kind` were served.
     pub fn lists(&self, kind: Kind) -> usize {
-        self.requests().iter().filter(|r| r.method == "GET" && r.path.ends_with(kind.plural) && !r.query.contains_key("watch")).count()
+        self.requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.ends_with(kind.plural) && !r.query.contains_key("watch"))
+            .count()
     }
 
     /// How many watches were answered 410 Gone.
@@ -229,7 +288,12 @@ impl ApiServer {
 
     /// A stored object.
     pub fn object(&self, kind: Kind, namespace: &str, name: &str) -> Option<Value> {
-        self.inner.lock().unwrap().objects.get(&(kind.plural, namespace.to_owned(), name.to_owned())).cloned()
+        self.inner
+            .lock()
+            .unwrap()
+            .objects
+            .get(&(kind.plural, namespace.to_owned(), name.to_owned()))
+            .cloned()
     }
 }
 
@@ -249,26 +313,47 @@ fn route(path: &str) -> Option<Route> {
         _ => (None, rest),
     };
     let plural = (*rest.first()?).to_owned();
-    Some((api_version, namespace, plural, rest.get(1).map(|s| (*s).to_owned()), rest.get(2).map(|s| (*s).to_owned())))
+    Some((
+        api_version,
+        namespace,
+        plural,
+        rest.get(1).map(|s| (*s).to_owned()),
+        rest.get(2).map(|s| (*s).to_owned()),
+    ))
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Response {
     let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code});
-    (StatusCode::from_u16(code).unwrap(), [("content-type", "application/json")], body.to_string()).into_response()
+    (
+        StatusCode::from_u16(code).unwrap(),
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 fn ok(code: StatusCode, body: Value) -> Response {
     (code, [("content-type", "application/json")], body.to_string()).into_response()
 }
 
-async fn handle(State(server): State<ApiServer>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(server): State<ApiServer>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let query: BTreeMap<String, String> = uri
         .query()
         .unwrap_or("")
         .split('&')
         .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect();
-    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
     let parsed: Value = if body.is_empty() {
         Value::Null
     } else if content_type.contains("yaml") {
@@ -282,7 +367,13 @@ async fn handle(State(server): State<ApiServer>, method: Method, uri: Uri, heade
     };
     {
         let mut inner = server.inner.lock().unwrap();
-        inner.requests.push(Recorded { method: method.to_string(), path: path.clone(), query: query.clone(), content_type, body: parsed.clone() });
+        inner.requests.push(Recorded {
+            method: method.to_string(),
+            path: path.clone(),
+            query: query.clone(),
+            content_type,
+            body: parsed.clone(),
+        });
         if inner.refused.contains(plural.as_str()) {
             return status(404, "NotFound", "the server could not find the requested resource");
         }
@@ -290,11 +381,15 @@ async fn handle(State(server): State<ApiServer>, method: Method, uri: Uri, heade
     if plural == "events" && method == Method::POST {
         return ok(StatusCode::CREATED, parsed);
     }
-    let kind = KINDS.iter().find(|k| k.plural == plural && k.api_version == api_version).copied().unwrap_or(Kind {
-        api_version: Box::leak(api_version.clone().into_boxed_str()),
-        plural: Box::leak(plural.clone().into_boxed_str()),
-        kind: "Unknown",
-    });
+    let kind = KINDS
+        .iter()
+        .find(|k| k.plural == plural && k.api_version == api_version)
+        .copied()
+        .unwrap_or(Kind {
+            api_version: Box::leak(api_version.clone().into_boxed_str()),
+            plural: Box::leak(plural.clone().into_boxed_str()),
+            kind: "Unknown",
+        });
     match (method, name, subresource) {
         (Method::GET, None, None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {
             let from: u64 = query.get("resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(0);
@@ -308,7 +403,10 @@ async fn handle(State(server): State<ApiServer>, method: Method, uri: Uri, heade
                 .filter(|((p, ns, _), _)| *p == kind.plural && namespace.as_ref().is_none_or(|n| n == ns))
                 .map(|(_, o)| o.clone())
                 .collect();
-            ok(StatusCode::OK, json!({"apiVersion": kind.api_version, "kind": format!("{}List", kind.kind), "metadata": {"resourceVersion": inner.rv.to_string()}, "items": items}))
+            ok(
+                StatusCode::OK,
+                json!({"apiVersion": kind.api_version, "kind": format!("{}List", kind.kind), "metadata": {"resourceVersion": inner.rv.to_string()}, "items": items}),
+            )
         }
         (Method::PATCH, Some(name), Some(sub)) if sub == "status" => {
             let mut inner = server.inner.lock().unwrap();
@@ -325,7 +423,11 @@ async fn handle(State(server): State<ApiServer>, method: Method, uri: Uri, heade
             let stored = server.store(&mut inner, kind, parsed);
             ok(StatusCode::OK, stored)
         }
-        (method, name, sub) => status(405, "MethodNotAllowed", &format!("the stand-in does not serve {method} {name:?} {sub:?}")),
+        (method, name, sub) => status(
+            405,
+            "MethodNotAllowed",
+            &format!("the stand-in does not serve {method} {name:?} {sub:?}"),
+        ),
     }
 }
 
@@ -340,7 +442,14 @@ fn merge(target: &mut Value, patch: &Value) {
                 if value.is_null() {
                     target.as_object_mut().unwrap().remove(key);
                 } else {
-                    merge(target.as_object_mut().unwrap().entry(key.clone()).or_insert(Value::Null), value);
+                    merge(
+                        target
+                            .as_object_mut()
+                            .unwrap()
+                            .entry(key.clone())
+                            .or_insert(Value::Null),
+                        value,
+                    );
                 }
             }
         }
@@ -350,7 +459,10 @@ fn merge(target: &mut Value, patch: &Value) {
 
 fn watch_stream(server: &ApiServer, kind: Kind, namespace: Option<String>, from: u64) -> Response {
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
-    let wanted = move |line: &Line| line.plural == kind.plural && (line.namespace.is_empty() || namespace.as_ref().is_none_or(|n| *n == line.namespace));
+    let wanted = move |line: &Line| {
+        line.plural == kind.plural
+            && (line.namespace.is_empty() || namespace.as_ref().is_none_or(|n| *n == line.namespace))
+    };
     {
         let mut inner = server.inner.lock().unwrap();
         if from < inner.compacted {
@@ -386,6 +498,13 @@ fn watch_stream(server: &ApiServer, kind: Kind, namespace: Option<String>, from:
             });
         }
     }
-    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx)) });
-    (StatusCode::OK, [("content-type", "application/json")], Body::from_stream(stream)).into_response()
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }

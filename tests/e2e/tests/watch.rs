@@ -48,14 +48,21 @@ impl Watch {
             .stderr(file)
             .spawn()
             .unwrap();
-        let mut watch = Watch { child, log, status: SocketAddr::from(([127, 0, 0, 1], 0)) };
+        let mut watch = Watch {
+            child,
+            log,
+            status: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = watch.child.try_wait() {
                 panic!("switchyard watch exited ({status}):\n{}", watch.log());
             }
             let log = watch.log();
-            let addr = log.lines().find_map(|l| l.split("listening on http://").nth(1)).and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+            let addr = log
+                .lines()
+                .find_map(|l| l.split("listening on http://").nth(1))
+                .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
             if let (Some(addr), true) = (addr, dir.join("ecds/filter.json").is_file()) {
                 watch.status = addr;
                 return watch;
@@ -70,7 +77,8 @@ impl Watch {
     }
 
     fn get(&self, path: &str) -> (u16, String) {
-        let response = send(self.status, &get("switchyard", path)).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
+        let response =
+            send(self.status, &get("switchyard", path)).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
         (response.status, response.body)
     }
 
@@ -86,7 +94,11 @@ impl Watch {
             if check(&status) {
                 return status;
             }
-            assert!(Instant::now() < deadline, "/status never showed {what}: {status:#}\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "/status never showed {what}: {status:#}\n{}",
+                self.log()
+            );
             thread::sleep(Duration::from_millis(20));
         }
     }
@@ -114,8 +126,10 @@ impl Setup {
         let dir = fresh_dir("watch");
         std::fs::create_dir_all(dir.join("manifests")).unwrap();
         std::fs::create_dir_all(dir.join("ecds")).unwrap();
-        let backends: Vec<(String, Backend)> =
-            [BLUE, GREEN].iter().map(|c| ((*c).to_owned(), Backend::start(&backend_name(c)).unwrap())).collect();
+        let backends: Vec<(String, Backend)> = [BLUE, GREEN]
+            .iter()
+            .map(|c| ((*c).to_owned(), Backend::start(&backend_name(c)).unwrap()))
+            .collect();
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
         std::fs::write(dir.join("envoy.yaml"), envoy_config(&dir, &ports, 0, 0)).unwrap();
         // The watch writes the ECDS file before Envoy starts: Envoy's listener waits for it.
@@ -131,7 +145,9 @@ impl Setup {
 
     /// The backend that answers `host` now (`None`: a local reply).
     fn backend(&self, host: &str) -> Option<String> {
-        ask(self.envoy.addr, host).unwrap_or_else(|e| panic!("GET {host}: {e}\n{}", self.envoy.log())).1
+        ask(self.envoy.addr, host)
+            .unwrap_or_else(|e| panic!("GET {host}: {e}\n{}", self.envoy.log()))
+            .1
     }
 
     /// Writes (or, with `None`, deletes) a manifest and returns how long it took until `host` is
@@ -169,10 +185,16 @@ fn ask(addr: SocketAddr, host: &str) -> std::io::Result<(u16, Option<String>)> {
 
 /// Sends `GET /` for `host` on an open (keep-alive) connection and reads one response.
 fn ask_on(connection: &mut BufReader<TcpStream>, host: &str) -> std::io::Result<(u16, Option<String>)> {
-    connection.get_mut().write_all(format!("GET / HTTP/1.1\r\nhost: {host}\r\n\r\n").as_bytes())?;
+    connection
+        .get_mut()
+        .write_all(format!("GET / HTTP/1.1\r\nhost: {host}\r\n\r\n").as_bytes())?;
     let mut line = String::new();
     connection.read_line(&mut line)?;
-    let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
     let mut length = 0;
     loop {
         line.clear();
@@ -188,7 +210,11 @@ fn ask_on(connection: &mut BufReader<TcpStream>, host: &str) -> std::io::Result<
     }
     let mut body = vec![0; length];
     connection.read_exact(&mut body)?;
-    let backend = String::from_utf8_lossy(&body).lines().next().and_then(|l| l.strip_prefix("backend: ")).map(str::to_owned);
+    let backend = String::from_utf8_lossy(&body)
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("backend: "))
+        .map(str::to_owned);
     Ok((status, backend))
 }
 
@@ -202,7 +228,10 @@ fn ingress(name: &str, host: &str, service: &str) -> String {
 fn report(what: &str, latencies: &[Duration]) {
     let max = latencies.iter().max().copied().unwrap_or_default();
     let mean = latencies.iter().sum::<Duration>() / u32::try_from(latencies.len().max(1)).unwrap();
-    eprintln!("{what}: change-to-routing latency over {} changes: mean {mean:?}, max {max:?}", latencies.len());
+    eprintln!(
+        "{what}: change-to-routing latency over {} changes: mean {mean:?}, max {max:?}",
+        latencies.len()
+    );
 }
 
 #[test]
@@ -213,29 +242,71 @@ fn routing_follows_added_changed_and_deleted_manifests_within_a_second() {
     assert_eq!(code, 200, "ready after the first push: {body}");
 
     let mut latencies = Vec::new();
-    latencies.push(setup.change("a.yaml", Some(&ingress("a", "a.example", "blue")), "a.example", Some("blue")));
-    latencies.push(setup.change("a.yaml", Some(&ingress("a", "a.example", "green")), "a.example", Some("green")));
-    latencies.push(setup.change("b.yaml", Some(&ingress("b", "b.example", "blue")), "b.example", Some("blue")));
-    assert_eq!(setup.backend("a.example").as_deref(), Some("green"), "adding b.yaml leaves a.example alone");
+    latencies.push(setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "blue")),
+        "a.example",
+        Some("blue"),
+    ));
+    latencies.push(setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "green")),
+        "a.example",
+        Some("green"),
+    ));
+    latencies.push(setup.change(
+        "b.yaml",
+        Some(&ingress("b", "b.example", "blue")),
+        "b.example",
+        Some("blue"),
+    ));
+    assert_eq!(
+        setup.backend("a.example").as_deref(),
+        Some("green"),
+        "adding b.yaml leaves a.example alone"
+    );
     latencies.push(setup.change("a.yaml", None, "a.example", None));
-    assert_eq!(setup.backend("b.example").as_deref(), Some("blue"), "deleting a.yaml leaves b.example alone");
+    assert_eq!(
+        setup.backend("b.example").as_deref(),
+        Some("blue"),
+        "deleting a.yaml leaves b.example alone"
+    );
     report("add, change, add, delete", &latencies);
 
     let log = setup.watch.log();
-    assert!(log.contains("hosts lost: a.example"), "the push log names the host that went away:\n{log}");
+    assert!(
+        log.contains("hosts lost: a.example"),
+        "the push log names the host that went away:\n{log}"
+    );
     let (_, metrics) = setup.watch.get("/metrics");
     let pushes: u64 = metrics
         .lines()
-        .find_map(|l| l.strip_prefix("switchyard_pushes_total{sink=\"ecds-file ").and_then(|rest| rest.rsplit(' ').next()?.parse().ok()))
+        .find_map(|l| {
+            l.strip_prefix("switchyard_pushes_total{sink=\"ecds-file ")
+                .and_then(|rest| rest.rsplit(' ').next()?.parse().ok())
+        })
         .unwrap_or_else(|| panic!("no ECDS push counter in\n{metrics}"));
-    assert_eq!(pushes, 5, "one push for the empty folder and one per change:\n{metrics}");
-    assert!(metrics.lines().any(|l| l == "switchyard_resources{kind=\"Ingress\",status=\"accepted\"} 1"), "{metrics}");
+    assert_eq!(
+        pushes, 5,
+        "one push for the empty folder and one per change:\n{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "switchyard_resources{kind=\"Ingress\",status=\"accepted\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[test]
 fn no_request_fails_while_twenty_changes_are_pushed() {
     let setup = Setup::start();
-    setup.change("a.yaml", Some(&ingress("a", "a.example", "blue")), "a.example", Some("blue"));
+    setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "blue")),
+        "a.example",
+        Some("blue"),
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicUsize::new(0));
@@ -267,7 +338,10 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
                         Ok((200, Some(backend))) => {
                             seen.lock().unwrap().insert((keep_alive, backend));
                         }
-                        Ok((status, backend)) => failures.lock().unwrap().push(format!("keep-alive {keep_alive}: status {status} from {backend:?}")),
+                        Ok((status, backend)) => failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("keep-alive {keep_alive}: status {status} from {backend:?}")),
                         Err(e) => failures.lock().unwrap().push(format!("keep-alive {keep_alive}: {e}")),
                     }
                 }
@@ -278,7 +352,12 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
     let mut latencies = Vec::new();
     for change in 0..20 {
         let service = if change % 2 == 0 { "green" } else { "blue" };
-        latencies.push(setup.change("a.yaml", Some(&ingress("a", "a.example", service)), "a.example", Some(service)));
+        latencies.push(setup.change(
+            "a.yaml",
+            Some(&ingress("a", "a.example", service)),
+            "a.example",
+            Some(service),
+        ));
     }
     stop.store(true, Ordering::SeqCst);
     for client in clients {
@@ -288,33 +367,70 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
 
     let failures = failures.lock().unwrap();
     let sent = sent.load(Ordering::SeqCst);
-    eprintln!("requests sent through the 20 changes: {sent}, failed: {}", failures.len());
-    assert!(failures.is_empty(), "{} of {sent} requests failed: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    eprintln!(
+        "requests sent through the 20 changes: {sent}, failed: {}",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {sent} requests failed: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
     assert!(sent >= 100, "the clients kept sending ({sent} requests)");
-    let both: std::collections::BTreeSet<(bool, String)> =
-        [false, true].into_iter().flat_map(|k| [(k, "blue".to_owned()), (k, "green".to_owned())]).collect();
-    assert_eq!(*seen.lock().unwrap(), both, "each client, the keep-alive one too, saw both backends");
+    let both: std::collections::BTreeSet<(bool, String)> = [false, true]
+        .into_iter()
+        .flat_map(|k| [(k, "blue".to_owned()), (k, "green".to_owned())])
+        .collect();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        both,
+        "each client, the keep-alive one too, saw both backends"
+    );
     let status = setup.watch.status();
-    assert_eq!(status["generation"], 22, "the empty folder, the first Ingress and 20 changes: {status:#}");
+    assert_eq!(
+        status["generation"], 22,
+        "the empty folder, the first Ingress and 20 changes: {status:#}"
+    );
 }
 
 #[test]
 fn an_invalid_manifest_leaves_routing_as_it_was_and_appears_in_status() {
     let setup = Setup::start();
-    setup.change("a.yaml", Some(&ingress("a", "a.example", "blue")), "a.example", Some("blue"));
+    setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "blue")),
+        "a.example",
+        Some("blue"),
+    );
     let generation = setup.watch.status()["generation"].clone();
 
     // A broken edit of a routed manifest: its last good version keeps routing.
-    std::fs::write(setup.manifest("a.yaml"), "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: a\n").unwrap();
+    std::fs::write(
+        setup.manifest("a.yaml"),
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: a\n",
+    )
+    .unwrap();
     // A new manifest with a field of the wrong type: it routes nothing.
     let bad_field = ingress("c", "c.example", "green").replace("pathType: Prefix", "pathType: [Prefix]");
     std::fs::write(setup.manifest("c.yaml"), bad_field).unwrap();
-    let status = setup.watch.wait_status("both errors", |s| s["errors"].as_array().is_some_and(|e| e.len() == 2));
+    let status = setup
+        .watch
+        .wait_status("both errors", |s| s["errors"].as_array().is_some_and(|e| e.len() == 2));
     let errors = status["errors"].as_array().unwrap();
     assert!(errors[0]["source"].as_str().unwrap().ends_with("a.yaml"), "{status:#}");
-    assert!(errors[0]["message"].as_str().unwrap().contains("last good version is still routed"), "{status:#}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("last good version is still routed"),
+        "{status:#}"
+    );
     assert!(errors[1]["source"].as_str().unwrap().ends_with("c.yaml"), "{status:#}");
-    assert!(errors[1]["message"].as_str().unwrap().contains("pathType"), "the error names the field: {status:#}");
+    assert!(
+        errors[1]["message"].as_str().unwrap().contains("pathType"),
+        "the error names the field: {status:#}"
+    );
     assert_eq!(status["generation"], generation, "nothing was pushed: {status:#}");
     assert_eq!(setup.backend("a.example").as_deref(), Some("blue"));
     assert_eq!(setup.backend("c.example"), None);
@@ -322,7 +438,19 @@ fn an_invalid_manifest_leaves_routing_as_it_was_and_appears_in_status() {
     assert!(metrics.lines().any(|l| l == "switchyard_source_errors 2"), "{metrics}");
 
     // Fixing both files routes them and clears the errors.
-    setup.change("c.yaml", Some(&ingress("c", "c.example", "green")), "c.example", Some("green"));
-    setup.change("a.yaml", Some(&ingress("a", "a.example", "green")), "a.example", Some("green"));
-    setup.watch.wait_status("no errors", |s| s["errors"].as_array().is_some_and(Vec::is_empty));
+    setup.change(
+        "c.yaml",
+        Some(&ingress("c", "c.example", "green")),
+        "c.example",
+        Some("green"),
+    );
+    setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "green")),
+        "a.example",
+        Some("green"),
+    );
+    setup
+        .watch
+        .wait_status("no errors", |s| s["errors"].as_array().is_some_and(Vec::is_empty));
 }
