@@ -221,3 +221,42 @@ fn watch_needs_a_source_and_namespaces_need_kubernetes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn a_watched_folder_deleted_and_created_again_is_read_at_the_next_rescan() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("m");
+    std::fs::create_dir(&manifests).unwrap();
+    std::fs::write(manifests.join("web.yaml"), INGRESS.replace("HOST", "a.example")).unwrap();
+    let table = dir.path().join("table.json");
+    let log = dir.path().join("log");
+    let _child = spawn(
+        &[
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "-o",
+            table.to_str().unwrap(),
+            "--rescan-secs",
+            "1",
+        ],
+        &log,
+    );
+    wait_for("the first table", &log, || {
+        std::fs::read_to_string(&table).ok().filter(|t| t.contains("a.example"))
+    });
+    // The folder's inode changes: the file watcher keeps following the old one. The deletion's own
+    // events give one more compilation (the new, empty folder); the file written after it is only
+    // found by the rescan.
+    std::fs::remove_dir_all(&manifests).unwrap();
+    std::fs::create_dir(&manifests).unwrap();
+    wait_for("the empty table", &log, || {
+        std::fs::read_to_string(&table)
+            .ok()
+            .filter(|t| !t.contains("a.example"))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(manifests.join("web.yaml"), INGRESS.replace("HOST", "b.example")).unwrap();
+    wait_for("the table from the new folder", &log, || {
+        std::fs::read_to_string(&table).ok().filter(|t| t.contains("b.example"))
+    });
+}

@@ -107,6 +107,10 @@ pub struct WatchArgs {
     /// Longest wait after the first change before recompiling, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub debounce_max_ms: u64,
+    /// Folder mode: read everything again after this many seconds without a change (a safety net
+    /// for missed file events, such as a watched folder deleted and created again).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub rescan_secs: u64,
     /// Log every recompilation, not only pushes.
     #[arg(short, long)]
     pub verbose: bool,

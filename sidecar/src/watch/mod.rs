@@ -132,7 +132,15 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
         max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)),
     };
     match (args.manifests.is_empty(), client) {
-        (false, _) => follow_folder(&args.manifests, engine, debounce).await,
+        (false, _) => {
+            follow_folder(
+                &args.manifests,
+                engine,
+                debounce,
+                Duration::from_secs(args.rescan_secs.max(1)),
+            )
+            .await
+        }
         (true, Some(client)) => {
             let settings = kubernetes::Settings {
                 namespaces: args.namespaces.clone(),
@@ -218,7 +226,14 @@ fn check_outputs_outside(dir: &Path, args: &WatchArgs) -> Result<(), String> {
 }
 
 /// Folder mode: compile now, then after every settled burst of changes.
-async fn follow_folder(dirs: &[PathBuf], mut engine: Engine, debounce: Debounce) -> Result<(), String> {
+/// Without a change for `rescan`, everything is read again: a safety net for events the file watcher
+/// can miss (a queue overflow, a watched folder deleted and created again).
+async fn follow_folder(
+    dirs: &[PathBuf],
+    mut engine: Engine,
+    debounce: Debounce,
+    rescan: Duration,
+) -> Result<(), String> {
     let (tx, mut changes) = mpsc::channel(1);
     let _watcher = folder_watcher(dirs, tx)?;
     let mut folder = Folder::new(dirs);
@@ -235,6 +250,8 @@ async fn follow_folder(dirs: &[PathBuf], mut engine: Engine, debounce: Debounce)
                 rebuild_folder(&mut folder, &mut engine).await;
             }
             () = tokio::time::sleep(RETRY_AFTER), if retry => engine.retry().await,
+            // Pushes nothing unless the table changed.
+            () = tokio::time::sleep(rescan) => rebuild_folder(&mut folder, &mut engine).await,
         }
     }
 }
