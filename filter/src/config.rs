@@ -63,7 +63,9 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
     if config.iter().all(u8::is_ascii_whitespace) {
         return Err(ConfigError::Empty);
     }
-    let json_text = std::str::from_utf8(config).ok().filter(|t| t.trim_start().starts_with(['{', '"']));
+    let json_text = std::str::from_utf8(config)
+        .ok()
+        .filter(|t| t.trim_start().starts_with(['{', '"']));
     if let Some(text) = json_text {
         let result = load_text(text, 0);
         // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
@@ -135,7 +137,10 @@ mod tests {
         assert_eq!(generation(&format!(r#"{{"value": {TABLE}}}"#)), "g1");
         assert_eq!(generation(&format!(r#"{{"value": {as_string}}}"#)), "g1");
         assert_eq!(generation(&format!(r#"{{"table": {TABLE}}}"#)), "g1");
-        assert_eq!(generation(&format!(r#"  {{"config": {{"value": {as_string}}}}}"#)), "g1");
+        assert_eq!(
+            generation(&format!(r#"  {{"config": {{"value": {as_string}}}}}"#)),
+            "g1"
+        );
     }
 
     #[test]
@@ -148,7 +153,10 @@ mod tests {
     fn an_invalid_table_names_the_rule_and_field() {
         let bad = TABLE.replace(r#""value":"/""#, r#""value":"nope""#);
         let error = generation(&bad);
-        assert!(error.contains("Ingress/p/a#0") && error.contains("path.value"), "{error}");
+        assert!(
+            error.contains("Ingress/p/a#0") && error.contains("path.value"),
+            "{error}"
+        );
         let wrapped_bad = format!(r#"{{"value": {bad}}}"#);
         assert_eq!(generation(&wrapped_bad), error);
     }

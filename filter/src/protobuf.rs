@@ -80,7 +80,9 @@ fn read_struct(bytes: &[u8], depth: usize) -> Option<Value> {
     }
     let mut object = Map::new();
     for (number, field) in Reader::fields(bytes)? {
-        let (1, Field::Bytes(entry)) = (number, field) else { return None };
+        let (1, Field::Bytes(entry)) = (number, field) else {
+            return None;
+        };
         let mut key = None;
         let mut value = Value::Null;
         for (number, field) in Reader::fields(entry)? {
@@ -110,7 +112,9 @@ fn read_value(bytes: &[u8], depth: usize) -> Option<Value> {
             (6, Field::Bytes(list)) => {
                 let mut items = Vec::new();
                 for (number, field) in Reader::fields(list)? {
-                    let (1, Field::Bytes(item)) = (number, field) else { return None };
+                    let (1, Field::Bytes(item)) = (number, field) else {
+                        return None;
+                    };
                     items.push(read_value(item, depth + 1)?);
                 }
                 Value::Array(items)
@@ -163,7 +167,10 @@ mod tests {
 
     #[test]
     fn a_struct_reads_as_json_with_whole_numbers_as_integers() {
-        let list = bytes_field(6, &[bytes_field(1, &bytes_field(3, b"a")), bytes_field(1, &[4 << 3, 1])].concat());
+        let list = bytes_field(
+            6,
+            &[bytes_field(1, &bytes_field(3, b"a")), bytes_field(1, &[4 << 3, 1])].concat(),
+        );
         let inner = bytes_field(5, &entry("weight", number(2.5)));
         let message = [
             entry("version", number(1.0)),

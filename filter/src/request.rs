@@ -46,9 +46,19 @@ impl<'h, H: Host> HostRequest<'h, H> {
     /// Reads `:authority` (or `host`) and `:path`; nothing else until a condition needs it.
     /// `hidden` (the cluster header, lowercase) is never shown to a condition.
     pub fn new(host: &'h H, hidden: &'h str) -> Self {
-        let authority = host.request_header(":authority").or_else(|| host.request_header("host")).unwrap_or_default();
+        let authority = host
+            .request_header(":authority")
+            .or_else(|| host.request_header("host"))
+            .unwrap_or_default();
         let path = host.request_header(":path").unwrap_or_else(|| "/".to_owned());
-        HostRequest { host, hidden, authority, path, method: OnceCell::new(), headers: OnceCell::new() }
+        HostRequest {
+            host,
+            hidden,
+            authority,
+            path,
+            method: OnceCell::new(),
+            headers: OnceCell::new(),
+        }
     }
 }
 
@@ -62,7 +72,8 @@ impl<H: Host> RequestView for HostRequest<'_, H> {
     }
 
     fn method(&self) -> &str {
-        self.method.get_or_init(|| self.host.request_header(":method").unwrap_or_default())
+        self.method
+            .get_or_init(|| self.host.request_header(":method").unwrap_or_default())
     }
 
     fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
@@ -105,14 +116,20 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
     let position = decision.position;
     match rule.action() {
         ActionSpec::DirectResponse(direct) => {
-            let body = direct.body.clone().unwrap_or_else(|| short_body(direct.status, &request));
+            let body = direct
+                .body
+                .clone()
+                .unwrap_or_else(|| short_body(direct.status, &request));
             drop(request);
             let mut headers = vec![("content-type", "text/plain")];
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
             }
             host.send_response(direct.status, &headers, &body);
-            Outcome::Direct { position, status: direct.status }
+            Outcome::Direct {
+                position,
+                status: direct.status,
+            }
         }
         ActionSpec::Route(route) => {
             let new_path = rule.upstream_path(request.path());
@@ -174,11 +191,18 @@ mod tests {
                 (":method".to_owned(), "GET".to_owned()),
             ];
             headers.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-            FakeHost { headers, ..FakeHost::default() }
+            FakeHost {
+                headers,
+                ..FakeHost::default()
+            }
         }
 
         fn get(&self, name: &str) -> Vec<&str> {
-            self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+            self.headers
+                .iter()
+                .filter(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+                .collect()
         }
     }
 
@@ -198,7 +222,10 @@ mod tests {
             self.headers.retain(|(k, _)| k != name);
         }
         fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
-            let headers = headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let headers = headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
             self.response = Some((status, headers, body.to_owned()));
         }
     }
@@ -226,18 +253,30 @@ mod tests {
 
     #[test]
     fn cookie_rule_beats_header_rule_and_sets_the_cluster() {
-        let mut host =
-            FakeHost::new("example.net", "/bar/foo", &[("header-key", "value"), ("cookie", "cookie-key=value")]);
-        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Routed { position: 0 });
+        let mut host = FakeHost::new(
+            "example.net",
+            "/bar/foo",
+            &[("header-key", "value"), ("cookie", "cookie-key=value")],
+        );
+        assert_eq!(
+            handle_request(&mut host, &table("404"), 0),
+            Outcome::Routed { position: 0 }
+        );
         assert_eq!(host.get("x-route-cluster"), ["production/service2:80"]);
         assert_eq!(host.map_fetches.get(), 1, "the header map is fetched once");
     }
 
     #[test]
     fn a_client_cluster_header_is_removed_before_matching() {
-        let mut host =
-            FakeHost::new("example.net", "/bar", &[("x-route-cluster", "evil/admin:80"), ("header-key", "value")]);
-        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Routed { position: 1 });
+        let mut host = FakeHost::new(
+            "example.net",
+            "/bar",
+            &[("x-route-cluster", "evil/admin:80"), ("header-key", "value")],
+        );
+        assert_eq!(
+            handle_request(&mut host, &table("404"), 0),
+            Outcome::Routed { position: 1 }
+        );
         assert_eq!(host.get("x-route-cluster"), ["production/service1:80"]);
 
         let mut host = FakeHost::new("nowhere.net", "/", &[("x-route-cluster", "evil/admin:80")]);
@@ -258,7 +297,10 @@ mod tests {
     #[test]
     fn headers_are_not_fetched_when_no_condition_reads_them() {
         let mut host = FakeHost::new("example.net", "/app/x?q=1", &[("x-debug", "1")]);
-        assert_eq!(handle_request(&mut host, &table("404"), 3), Outcome::Routed { position: 2 });
+        assert_eq!(
+            handle_request(&mut host, &table("404"), 3),
+            Outcome::Routed { position: 2 }
+        );
         assert_eq!(host.map_fetches.get(), 0);
         assert_eq!(host.get(":path"), ["/x?q=1"]);
         assert_eq!(host.get("x-team"), ["shop"]);
@@ -281,10 +323,19 @@ mod tests {
     #[test]
     fn direct_responses_keep_their_status_and_name_the_rule_when_asked() {
         let mut host = FakeHost::new("root.example.org", "/missing/x", &[]);
-        assert_eq!(handle_request(&mut host, &table("404"), 0), Outcome::Direct { position: 3, status: 502 });
+        assert_eq!(
+            handle_request(&mut host, &table("404"), 0),
+            Outcome::Direct {
+                position: 3,
+                status: 502
+            }
+        );
         let (status, headers, body) = host.response.clone().unwrap();
         assert_eq!(status, 502);
-        assert!(body.starts_with("502 bad gateway for host \"root.example.org\""), "{body}");
+        assert!(
+            body.starts_with("502 bad gateway for host \"root.example.org\""),
+            "{body}"
+        );
         assert!(headers.contains(&("x-switchyard-rule".to_owned(), "a#3".to_owned())));
         assert!(host.get("x-route-cluster").is_empty());
     }

@@ -77,8 +77,14 @@ struct Root {
 
 impl Root {
     fn new() -> Self {
-        let shared = Shared { metrics: Metrics::define(), random: Cell::new(Random::from_entropy()) };
-        Root { table: None, shared: Rc::new(shared) }
+        let shared = Shared {
+            metrics: Metrics::define(),
+            random: Cell::new(Random::from_entropy()),
+        };
+        Root {
+            table: None,
+            shared: Rc::new(shared),
+        }
     }
 }
 
@@ -87,7 +93,9 @@ impl Context for Root {}
 impl RootContext for Root {
     fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
         let started = hostcalls::get_current_time().ok();
-        let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX).ok().flatten();
+        let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
+            .ok()
+            .flatten();
         match load_table(config.as_deref().unwrap_or_default()) {
             Ok(table) => {
                 // Whole microseconds: float formatting would add ~15 KB to the module.
@@ -110,7 +118,11 @@ impl RootContext for Root {
                 true
             }
             Err(error) => {
-                let kept = if self.table.is_some() { "the previous table keeps serving" } else { "no table loaded" };
+                let kept = if self.table.is_some() {
+                    "the previous table keeps serving"
+                } else {
+                    "no table loaded"
+                };
                 log(LogLevel::Error, &format!("table refused ({kept}): {error}"));
                 Metrics::increment(self.shared.metrics.refused);
                 false
@@ -119,7 +131,11 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http { table: self.table.clone(), shared: Rc::clone(&self.shared), rule: None }))
+        Some(Box::new(Http {
+            table: self.table.clone(),
+            shared: Rc::clone(&self.shared),
+            rule: None,
+        }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -188,7 +204,10 @@ fn text(bytes: Vec<u8>) -> String {
 
 impl Host for ProxyHost {
     fn request_header(&self, name: &str) -> Option<String> {
-        hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name).ok().flatten().map(text)
+        hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name)
+            .ok()
+            .flatten()
+            .map(text)
     }
 
     fn request_headers(&self) -> Vec<(String, String)> {

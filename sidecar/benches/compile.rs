@@ -87,7 +87,9 @@ fn bench(c: &mut Criterion) {
     eprintln!("compile bench: {} rules", compiled.table.rules.len());
     let mut group = c.benchmark_group("compile");
     group.sample_size(10);
-    group.bench_function("10k_ingresses_1k_httpproxy_trees", |b| b.iter(|| compile(&objects, &options)));
+    group.bench_function("10k_ingresses_1k_httpproxy_trees", |b| {
+        b.iter(|| compile(&objects, &options))
+    });
     group.finish();
 }
 

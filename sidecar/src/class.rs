@@ -45,13 +45,23 @@ impl Classes {
         let mut defaults: Vec<(Age, String)> = Vec::new();
         for class in classes {
             let name = class.metadata.name.clone().unwrap_or_default();
-            let controller = class.spec.as_ref().and_then(|s| s.controller.clone()).unwrap_or_default();
+            let controller = class
+                .spec
+                .as_ref()
+                .and_then(|s| s.controller.clone())
+                .unwrap_or_default();
             if annotation(&class.metadata, DEFAULT_CLASS_ANNOTATION) == Some("true") {
                 defaults.push((Age::of(Kind::IngressClass, &class.metadata), name.clone()));
             }
             let key = key_of(Kind::IngressClass, &class.metadata);
             if controller == wanted {
-                book.add(&key, Status::Valid, "Valid", "ControllerMatches", format!("spec.controller is {controller:?}: this class is ours"));
+                book.add(
+                    &key,
+                    Status::Valid,
+                    "Valid",
+                    "ControllerMatches",
+                    format!("spec.controller is {controller:?}: this class is ours"),
+                );
             } else {
                 book.add(
                     &key,
@@ -69,7 +79,13 @@ impl Classes {
             t(b).cmp(&t(a)).then_with(|| an.cmp(bn))
         });
         let default = defaults.into_iter().next().map(|(_, name)| name);
-        Classes { controllers, wanted, default, flag: options.ingress_class.clone(), empty_class: options.empty_ingress_class }
+        Classes {
+            controllers,
+            wanted,
+            default,
+            flag: options.ingress_class.clone(),
+            empty_class: options.empty_ingress_class,
+        }
     }
 
     /// The effective default IngressClass's name.
@@ -103,7 +119,10 @@ impl Classes {
                 return if value == self.flag {
                     Ok(format!("class annotation {value:?} equals --ingress-class"))
                 } else {
-                    Err(format!("class annotation {value:?} is not --ingress-class {:?}", self.flag))
+                    Err(format!(
+                        "class annotation {value:?} is not --ingress-class {:?}",
+                        self.flag
+                    ))
                 };
             }
         } else if let Some(value) = annotation_value {

@@ -188,7 +188,10 @@ impl TableArgs {
     /// The compiler options; an error for a cluster template without `{service}`.
     pub(crate) fn options(&self) -> Result<Options, String> {
         if !self.cluster_template.contains("{service}") {
-            return Err(format!("--cluster-template {:?} must contain {{service}}", self.cluster_template));
+            return Err(format!(
+                "--cluster-template {:?} must contain {{service}}",
+                self.cluster_template
+            ));
         }
         Ok(Options {
             ingress_class: self.ingress_class.clone(),
@@ -198,7 +201,12 @@ impl TableArgs {
                 CollisionArg::Merge => HostCollision::Merge,
                 CollisionArg::Winner => HostCollision::Winner,
             },
-            root_namespaces: self.root_namespaces.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+            root_namespaces: self
+                .root_namespaces
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
             cluster_template: self.cluster_template.clone(),
             cluster_header: self.cluster_header.clone(),
             no_route: match self.no_route {
@@ -215,7 +223,10 @@ fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
         Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display())),
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(|e| format!("stdout: {e}"))
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|e| format!("stdout: {e}"))
         }
     }
 }
@@ -244,27 +255,54 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
 fn summary(loaded: &Loaded, compiled: &crate::Compiled) -> String {
     let o = &loaded.objects;
     let objects = o.ingresses.len() + o.ingress_classes.len() + o.services.len() + o.http_proxies.len();
-    let mut out = format!("switchyard compile: read {objects} objects from {} file(s)\n", loaded.files);
+    let mut out = format!(
+        "switchyard compile: read {objects} objects from {} file(s)\n",
+        loaded.files
+    );
     for line in summarize(&compiled.statuses) {
         out.push_str(&format!("  {line}\n"));
     }
     let table = &compiled.table;
     let hosts = RouteTable::try_from(table.clone()).map(|t| t.host_count()).unwrap_or(0);
-    out.push_str(&format!("  table: {} rules, {hosts} hosts, generation {}\n", table.rules.len(), table.generation));
+    out.push_str(&format!(
+        "  table: {} rules, {hosts} hosts, generation {}\n",
+        table.rules.len(),
+        table.generation
+    ));
     if !loaded.skipped.is_empty() {
         let kinds: Vec<String> = loaded.skipped.iter().map(|(k, n)| format!("{k} ({n})")).collect();
-        out.push_str(&format!("  skipped objects of kinds Switchyard does not read: {}\n", kinds.join(", ")));
+        out.push_str(&format!(
+            "  skipped objects of kinds Switchyard does not read: {}\n",
+            kinds.join(", ")
+        ));
     }
     let problems: Vec<String> = compiled
         .statuses
         .iter()
         .flat_map(|s| {
-            s.conditions.iter().filter(|c| c.kind == "Error" || c.kind == "Warning" || s.status == Status::Ignored || s.status == Status::Orphaned).map(
-                move |c| {
-                    let ns = if s.namespace.is_empty() { String::new() } else { format!("{}/", s.namespace) };
-                    format!("{} {ns}{} ({}): {}: {}", s.kind, s.name, s.status.as_str(), c.reason, c.message)
-                },
-            )
+            s.conditions
+                .iter()
+                .filter(|c| {
+                    c.kind == "Error"
+                        || c.kind == "Warning"
+                        || s.status == Status::Ignored
+                        || s.status == Status::Orphaned
+                })
+                .map(move |c| {
+                    let ns = if s.namespace.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}/", s.namespace)
+                    };
+                    format!(
+                        "{} {ns}{} ({}): {}: {}",
+                        s.kind,
+                        s.name,
+                        s.status.as_str(),
+                        c.reason,
+                        c.message
+                    )
+                })
         })
         .collect();
     let warnings = loaded.warnings.len() + problems.len();

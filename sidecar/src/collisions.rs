@@ -28,7 +28,10 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
     for draft in &drafts {
         match draft.rule.host.as_deref() {
             Some(host) => {
-                claims.entry(host).or_default().insert(&draft.claimant, &draft.claimant_age);
+                claims
+                    .entry(host)
+                    .or_default()
+                    .insert(&draft.claimant, &draft.claimant_age);
             }
             None => {
                 hostless.insert(&draft.claimant);
@@ -42,7 +45,10 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
         let mut contenders: Vec<Contender> = Vec::new();
         let mut merged: Option<Contender> = None;
         for (key, age) in claimants {
-            let single = Contender { members: BTreeSet::from([(*key).clone()]), oldest: (*age).clone() };
+            let single = Contender {
+                members: BTreeSet::from([(*key).clone()]),
+                oldest: (*age).clone(),
+            };
             if mode == HostCollision::Merge && key.kind == Kind::Ingress {
                 match merged.as_mut() {
                     None => merged = Some(single),
@@ -73,12 +79,20 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
         winners.insert((*host).to_owned(), winner.members);
     }
     for (loser, host, by) in &losses {
-        let default = if loser.kind == Kind::HTTPProxy { Status::Invalid } else { Status::Accepted };
+        let default = if loser.kind == Kind::HTTPProxy {
+            Status::Invalid
+        } else {
+            Status::Accepted
+        };
         book.error(loser, default, "HostTaken", format!("host {host} is taken by {by}"));
     }
     for (key, won) in &hosts_won {
         if *won == 0 && !hostless.contains(key) {
-            let status = if key.kind == Kind::HTTPProxy { Status::Invalid } else { Status::Rejected };
+            let status = if key.kind == Kind::HTTPProxy {
+                Status::Invalid
+            } else {
+                Status::Rejected
+            };
             book.error(key, status, "Rejected", "All hosts are taken by other resources");
             book.set(key, status);
         }
@@ -106,12 +120,19 @@ fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
             }
             Some(k) => {
                 let other = &drafts[k];
-                let (older, newer) =
-                    if (&draft.age, draft.position) < (&other.age, other.position) { (i, k) } else { (k, i) };
+                let (older, newer) = if (&draft.age, draft.position) < (&other.age, other.position) {
+                    (i, k)
+                } else {
+                    (k, i)
+                };
                 dropped[newer] = true;
                 keeper.insert(identity, older);
                 let (o, n) = (&drafts[older], &drafts[newer]);
-                let default = if n.owner.kind == Kind::HTTPProxy { Status::Valid } else { Status::Accepted };
+                let default = if n.owner.kind == Kind::HTTPProxy {
+                    Status::Valid
+                } else {
+                    Status::Accepted
+                };
                 book.add(
                     &n.owner,
                     default,
@@ -128,16 +149,29 @@ fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
             }
         }
     }
-    drafts.into_iter().zip(dropped).filter(|(_, d)| !d).map(|(draft, _)| draft).collect()
+    drafts
+        .into_iter()
+        .zip(dropped)
+        .filter(|(_, d)| !d)
+        .map(|(draft, _)| draft)
+        .collect()
 }
 
 /// A canonical text of (host, path, conditions as a set).
 fn identity(draft: &Draft) -> String {
-    let mut conditions: Vec<String> =
-        draft.rule.conditions.iter().map(|c| serde_json::to_string(c).unwrap_or_default()).collect();
+    let mut conditions: Vec<String> = draft
+        .rule
+        .conditions
+        .iter()
+        .map(|c| serde_json::to_string(c).unwrap_or_default())
+        .collect();
     conditions.sort();
     let path = serde_json::to_string(&draft.rule.path).unwrap_or_default();
-    format!("{}\u{0}{path}\u{0}{}", draft.rule.host.as_deref().unwrap_or(""), conditions.join("\u{0}"))
+    format!(
+        "{}\u{0}{path}\u{0}{}",
+        draft.rule.host.as_deref().unwrap_or(""),
+        conditions.join("\u{0}")
+    )
 }
 
 /// `prefix /api`, `exact /x`, ...

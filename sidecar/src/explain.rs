@@ -84,7 +84,12 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             })
             .collect();
         return Explanation {
-            decision: Decision { rule: None, cluster: None, status, path: full_path },
+            decision: Decision {
+                rule: None,
+                cluster: None,
+                status,
+                path: full_path,
+            },
             winner_detail: None,
             losers,
         };
@@ -95,7 +100,10 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
         ActionSpec::Route(_) => (
             200,
             winner.backend.map(|b| b.cluster.clone()),
-            winner.rule.upstream_path(&full_path).unwrap_or_else(|| full_path.clone()),
+            winner
+                .rule
+                .upstream_path(&full_path)
+                .unwrap_or_else(|| full_path.clone()),
         ),
     };
     let winner_precedence = Precedence::of(spec);
@@ -107,10 +115,16 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 Some(i) => failed(c.rule.spec().conditions.get(i)),
                 None => format!(
                     "ranked lower by {}",
-                    winner_precedence.deciding_key(&Precedence::of(c.rule.spec())).describe()
+                    winner_precedence
+                        .deciding_key(&Precedence::of(c.rule.spec()))
+                        .describe()
                 ),
             };
-            Loser { rule: c.rule.name().to_owned(), position: c.position, why }
+            Loser {
+                rule: c.rule.name().to_owned(),
+                position: c.position,
+                why,
+            }
         })
         .collect();
     let conditions: Vec<String> = spec.conditions.iter().map(describe_condition).collect();
@@ -119,10 +133,19 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
         winner.position,
         spec.host.as_deref().unwrap_or("(any)"),
         describe_path(&spec.path),
-        if conditions.is_empty() { String::new() } else { format!(", when {}", conditions.join(" and ")) }
+        if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(", when {}", conditions.join(" and "))
+        }
     );
     Explanation {
-        decision: Decision { rule: Some(spec.name.clone()), cluster, status, path },
+        decision: Decision {
+            rule: Some(spec.name.clone()),
+            cluster,
+            status,
+            path,
+        },
         winner_detail: Some(detail),
         losers,
     }
@@ -170,7 +193,11 @@ pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
         }
         _ => out.push_str(&format!(
             "no rule matches: {}\n",
-            if d.status == 404 { "the filter answers 404" } else { "the request passes through untouched" }
+            if d.status == 404 {
+                "the filter answers 404"
+            } else {
+                "the request passes through untouched"
+            }
         )),
     }
     if explanation.losers.is_empty() {
@@ -178,7 +205,10 @@ pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
     } else {
         out.push_str("other candidates (host and path matched):\n");
         for loser in &explanation.losers {
-            out.push_str(&format!("  {} (position {}): {}\n", loser.rule, loser.position, loser.why));
+            out.push_str(&format!(
+                "  {} (position {}): {}\n",
+                loser.rule, loser.position, loser.why
+            ));
         }
     }
     out

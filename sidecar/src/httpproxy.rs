@@ -29,7 +29,13 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
                 eligible.insert(key, proxy);
             }
             Err(why) => {
-                book.add(&key, Status::Ignored, "Ignored", "IgnoredByClass", format!("not ours: {why}"));
+                book.add(
+                    &key,
+                    Status::Ignored,
+                    "Ignored",
+                    "IgnoredByClass",
+                    format!("not ours: {why}"),
+                );
                 ignored.insert(key, why);
             }
         }
@@ -47,14 +53,24 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
         visits: 0,
     };
     for (key, proxy) in &eligible {
-        let Some(vhost) = proxy.spec.virtualhost.as_ref() else { continue };
+        let Some(vhost) = proxy.spec.virtualhost.as_ref() else {
+            continue;
+        };
         let fqdn = normalize_host(&vhost.fqdn);
         if fqdn.is_empty() {
-            walker.invalid(key, "VirtualHostFqdnMissing", "spec.virtualhost.fqdn is empty: a root needs a host".to_owned());
+            walker.invalid(
+                key,
+                "VirtualHostFqdnMissing",
+                "spec.virtualhost.fqdn is empty: a root needs a host".to_owned(),
+            );
             continue;
         }
         if let Err(problem) = HostPattern::parse(Some(&fqdn)) {
-            walker.invalid(key, "VirtualHostFqdnInvalid", format!("spec.virtualhost.fqdn: {problem}"));
+            walker.invalid(
+                key,
+                "VirtualHostFqdnInvalid",
+                format!("spec.virtualhost.fqdn: {problem}"),
+            );
             continue;
         }
         if !options.root_namespaces.is_empty() && !options.root_namespaces.contains(&key.namespace) {
@@ -80,7 +96,13 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
         walker.visits = 0;
         walker.visit(key, &context);
     }
-    let Walker { drafts, reached, unroutable, book, .. } = walker;
+    let Walker {
+        drafts,
+        reached,
+        unroutable,
+        book,
+        ..
+    } = walker;
     for (key, proxy) in &eligible {
         if proxy.spec.virtualhost.is_none() && !reached.contains(key) {
             book.add(
@@ -152,7 +174,9 @@ impl Walker<'_> {
     }
 
     fn visit(&mut self, key: &ResourceKey, context: &Context) {
-        let Some(proxy) = self.proxies.get(key).copied() else { return };
+        let Some(proxy) = self.proxies.get(key).copied() else {
+            return;
+        };
         // Diamonds of includes multiply; a chain can be as deep as there are proxies. Bound both so
         // that no input can exhaust the stack or the time.
         if context.stack.len() > MAX_DEPTH || self.visits >= MAX_VISITS_PER_ROOT {
@@ -187,14 +211,22 @@ impl Walker<'_> {
                 match block_conditions(condition) {
                     Ok(list) => own.extend(list),
                     Err(why) => {
-                        self.invalid(key, "ConditionsNotValid", format!("{at}.conditions: {why}; this include is skipped"));
+                        self.invalid(
+                            key,
+                            "ConditionsNotValid",
+                            format!("{at}.conditions: {why}; this include is skipped"),
+                        );
                         bad = Some("");
                     }
                 }
             }
             if let Some(why) = bad {
                 if !why.is_empty() {
-                    self.invalid(key, "PathMatchConditionsNotValid", format!("{at}.conditions: {why}; this include is skipped"));
+                    self.invalid(
+                        key,
+                        "PathMatchConditionsNotValid",
+                        format!("{at}.conditions: {why}; this include is skipped"),
+                    );
                 }
                 continue;
             }
@@ -209,7 +241,11 @@ impl Walker<'_> {
             }
             let target = ResourceKey {
                 kind: Kind::HTTPProxy,
-                namespace: include.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| key.namespace.clone()),
+                namespace: include
+                    .namespace
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| key.namespace.clone()),
                 name: include.name.clone(),
             };
             let shown = format!("{}/{}", target.namespace, target.name);
@@ -252,13 +288,20 @@ impl Walker<'_> {
         }
         let mut problems = Vec::new();
         for (ri, route) in proxy.spec.routes.iter().enumerate() {
-            let paths = route.conditions.iter().filter(|c| c.prefix.is_some() || c.exact.is_some() || c.regex.is_some());
+            let paths = route
+                .conditions
+                .iter()
+                .filter(|c| c.prefix.is_some() || c.exact.is_some() || c.regex.is_some());
             let mut count = 0;
             for c in paths {
-                count += usize::from(c.prefix.is_some()) + usize::from(c.exact.is_some()) + usize::from(c.regex.is_some());
+                count +=
+                    usize::from(c.prefix.is_some()) + usize::from(c.exact.is_some()) + usize::from(c.regex.is_some());
                 for p in [&c.prefix, &c.exact, &c.regex].into_iter().flatten() {
                     if !p.starts_with('/') {
-                        problems.push(("PathMatchConditionsNotValid", format!("spec.routes[{ri}].conditions: path {p:?} must start with '/'")));
+                        problems.push((
+                            "PathMatchConditionsNotValid",
+                            format!("spec.routes[{ri}].conditions: path {p:?} must start with '/'"),
+                        ));
                     }
                 }
             }
@@ -277,13 +320,20 @@ impl Walker<'_> {
         for (ii, include) in proxy.spec.includes.iter().enumerate() {
             for p in include.conditions.iter().filter_map(|c| c.prefix.as_ref()) {
                 if !p.starts_with('/') {
-                    problems.push(("PathMatchConditionsNotValid", format!("spec.includes[{ii}].conditions: prefix {p:?} must start with '/'")));
+                    problems.push((
+                        "PathMatchConditionsNotValid",
+                        format!("spec.includes[{ii}].conditions: prefix {p:?} must start with '/'"),
+                    ));
                 }
             }
         }
         let sound = problems.is_empty();
         for (reason, message) in problems {
-            self.invalid(key, reason, format!("{message}; this HTTPProxy routes nothing until it is fixed"));
+            self.invalid(
+                key,
+                reason,
+                format!("{message}; this HTTPProxy routes nothing until it is fixed"),
+            );
         }
         if !sound {
             self.unroutable.insert(key.clone());
@@ -306,14 +356,28 @@ impl Walker<'_> {
             }
             conditions.extend(block_conditions(c).unwrap_or_default());
         }
-        let path = path.unwrap_or_else(|| PathSpec::Prefix(if context.prefix.is_empty() { "/".to_owned() } else { context.prefix.clone() }));
+        let path = path.unwrap_or_else(|| {
+            PathSpec::Prefix(if context.prefix.is_empty() {
+                "/".to_owned()
+            } else {
+                context.prefix.clone()
+            })
+        });
         if let Err((reason, why)) = conflicts(&conditions) {
-            self.invalid(key, reason, format!("{at}: {why}; this HTTPProxy is un-routable until it is fixed"));
+            self.invalid(
+                key,
+                reason,
+                format!("{at}: {why}; this HTTPProxy is un-routable until it is fixed"),
+            );
             self.unroutable.insert(key.clone());
             return;
         }
         if route.services.is_empty() {
-            self.invalid(key, "RouteHasNoServices", format!("{at}: a route needs at least one service; it is skipped"));
+            self.invalid(
+                key,
+                "RouteHasNoServices",
+                format!("{at}: a route needs at least one service; it is skipped"),
+            );
             return;
         }
         let all_unweighted = route.services.iter().all(|s| s.weight.unwrap_or(0) == 0);
@@ -323,12 +387,17 @@ impl Walker<'_> {
                 self.invalid(
                     key,
                     "ServiceInvalid",
-                    format!("{at}.services[{si}]: a service needs a name and a port from 1 to 65535; the route is skipped"),
+                    format!(
+                        "{at}.services[{si}]: a service needs a name and a port from 1 to 65535; the route is skipped"
+                    ),
                 );
                 return;
             }
             let weight = if all_unweighted { 1 } else { service.weight.unwrap_or(0) };
-            backends.push(Backend { cluster: self.options.cluster(&key.namespace, &service.name, service.port), weight });
+            backends.push(Backend {
+                cluster: self.options.cluster(&key.namespace, &service.name, service.port),
+                weight,
+            });
         }
         let rewrite_prefix = route.path_rewrite_policy.as_ref().and_then(|policy| {
             let matched = match &path {
@@ -338,13 +407,29 @@ impl Walker<'_> {
             policy
                 .replace_prefix
                 .iter()
-                .find(|r| r.prefix.as_deref().is_some_and(|p| p == matched || join_path("", p) == context.prefix))
-                .or_else(|| policy.replace_prefix.iter().find(|r| r.prefix.as_deref().is_none_or(str::is_empty)))
+                .find(|r| {
+                    r.prefix
+                        .as_deref()
+                        .is_some_and(|p| p == matched || join_path("", p) == context.prefix)
+                })
+                .or_else(|| {
+                    policy
+                        .replace_prefix
+                        .iter()
+                        .find(|r| r.prefix.as_deref().is_none_or(str::is_empty))
+                })
                 .map(|r| r.replacement.clone())
         });
         let (set_headers, remove_headers) = match &route.request_headers_policy {
             Some(policy) => (
-                policy.set.iter().map(|h| HeaderValue { name: h.name.clone(), value: h.value.clone() }).collect(),
+                policy
+                    .set
+                    .iter()
+                    .map(|h| HeaderValue {
+                        name: h.name.clone(),
+                        value: h.value.clone(),
+                    })
+                    .collect(),
                 policy.remove.clone(),
             ),
             None => (Vec::new(), Vec::new()),
@@ -355,7 +440,12 @@ impl Walker<'_> {
             host: Some(context.host.clone()),
             path,
             conditions,
-            action: ActionSpec::Route(RouteAction { backends, rewrite_prefix, set_headers, remove_headers }),
+            action: ActionSpec::Route(RouteAction {
+                backends,
+                rewrite_prefix,
+                set_headers,
+                remove_headers,
+            }),
         };
         if let Err(why) = validate_rule(&rule) {
             self.invalid(key, "RouteNotValid", format!("{at}: {why}; the route is skipped"));
@@ -370,9 +460,16 @@ impl Walker<'_> {
         let rule = RuleSpec {
             name: format!("{}#{n}", key.display()),
             host: Some(context.host.clone()),
-            path: PathSpec::Prefix(if context.prefix.is_empty() { "/".to_owned() } else { context.prefix.clone() }),
+            path: PathSpec::Prefix(if context.prefix.is_empty() {
+                "/".to_owned()
+            } else {
+                context.prefix.clone()
+            }),
             conditions: context.conditions.clone(),
-            action: ActionSpec::DirectResponse(DirectResponse { status: 502, body: None }),
+            action: ActionSpec::DirectResponse(DirectResponse {
+                status: 502,
+                body: None,
+            }),
         };
         if validate_rule(&rule).is_ok() {
             self.push(key, age, n, rule, context);
@@ -431,7 +528,13 @@ fn block_conditions(c: &MatchCondition) -> Result<Vec<ConditionSpec>, String> {
 }
 
 fn spec(on: ConditionSource, name: &str, op: MatchOp, value: Option<String>, invert: bool) -> ConditionSpec {
-    ConditionSpec { on, name: Some(name.to_owned()), op, value, invert }
+    ConditionSpec {
+        on,
+        name: Some(name.to_owned()),
+        op,
+        value,
+        invert,
+    }
 }
 
 fn case_insensitive(pattern: String) -> String {
@@ -464,7 +567,13 @@ fn header_condition(h: &HeaderMatch) -> Result<ConditionSpec, String> {
     for (value, invert) in [(&h.contains, false), (&h.notcontains, true)] {
         if let Some(v) = value {
             found.push(if h.ignore_case {
-                spec(on, &name, MatchOp::Regex, Some(case_insensitive(format!(".*{}.*", esc(v)))), invert)
+                spec(
+                    on,
+                    &name,
+                    MatchOp::Regex,
+                    Some(case_insensitive(format!(".*{}.*", esc(v)))),
+                    invert,
+                )
             } else {
                 spec(on, &name, MatchOp::Contains, Some(v.clone()), invert)
             });
@@ -473,7 +582,11 @@ fn header_condition(h: &HeaderMatch) -> Result<ConditionSpec, String> {
     if let Some(r) = &h.regex {
         found.push(spec(on, &name, MatchOp::Regex, Some(r.clone()), false));
     }
-    one_of(found, &format!("header condition {:?}", h.name), "present, notpresent, exact, notexact, contains, notcontains or regex")
+    one_of(
+        found,
+        &format!("header condition {:?}", h.name),
+        "present, notpresent, exact, notexact, contains, notcontains or regex",
+    )
 }
 
 fn query_condition(q: &QueryMatch) -> Result<ConditionSpec, String> {
@@ -489,7 +602,11 @@ fn query_condition(q: &QueryMatch) -> Result<ConditionSpec, String> {
         found.push(spec(on, name, MatchOp::Present, None, false));
     }
     if let Some(v) = &q.exact {
-        found.push(if q.ignore_case { spec(on, name, MatchOp::Regex, Some(ci(esc(v))), false) } else { spec(on, name, MatchOp::Exact, Some(v.clone()), false) });
+        found.push(if q.ignore_case {
+            spec(on, name, MatchOp::Regex, Some(ci(esc(v))), false)
+        } else {
+            spec(on, name, MatchOp::Exact, Some(v.clone()), false)
+        });
     }
     if let Some(v) = &q.prefix {
         found.push(if q.ignore_case {
@@ -511,7 +628,11 @@ fn query_condition(q: &QueryMatch) -> Result<ConditionSpec, String> {
     if let Some(r) = &q.regex {
         found.push(spec(on, name, MatchOp::Regex, Some(r.clone()), false));
     }
-    one_of(found, &format!("queryParameter condition {:?}", q.name), "present, exact, prefix, suffix, contains or regex")
+    one_of(
+        found,
+        &format!("queryParameter condition {:?}", q.name),
+        "present, exact, prefix, suffix, contains or regex",
+    )
 }
 
 fn one_of(mut found: Vec<ConditionSpec>, what: &str, choices: &str) -> Result<ConditionSpec, String> {
@@ -540,12 +661,18 @@ fn conflicts(conditions: &[ConditionSpec]) -> Result<(), (&'static str, String)>
                     ));
                 }
                 (MatchOp::Present, x, MatchOp::Present, y) if x != y => {
-                    return Err(("HeaderMatchConditionsNotValid", format!("header {name:?} must be both present and not present: no request can match")));
+                    return Err((
+                        "HeaderMatchConditionsNotValid",
+                        format!("header {name:?} must be both present and not present: no request can match"),
+                    ));
                 }
                 (MatchOp::Exact, x, MatchOp::Exact, y) if x != y && a.value == b.value => {
                     return Err((
                         "HeaderMatchConditionsNotValid",
-                        format!("header {name:?} must both equal and not equal {:?}: no request can match", a.value.as_deref().unwrap_or_default()),
+                        format!(
+                            "header {name:?} must both equal and not equal {:?}: no request can match",
+                            a.value.as_deref().unwrap_or_default()
+                        ),
                     ));
                 }
                 _ => {}
@@ -577,7 +704,15 @@ mod tests {
 
     #[test]
     fn header_conflicts_are_found_case_insensitively_after_lowercasing() {
-        let exact = |v: &str| spec(ConditionSource::Header, "x-a", MatchOp::Exact, Some(v.to_owned()), false);
+        let exact = |v: &str| {
+            spec(
+                ConditionSource::Header,
+                "x-a",
+                MatchOp::Exact,
+                Some(v.to_owned()),
+                false,
+            )
+        };
         assert!(conflicts(&[exact("1"), exact("2")]).is_err());
         assert!(conflicts(&[exact("1")]).is_ok());
         let not_exact = spec(ConditionSource::Header, "x-a", MatchOp::Exact, Some("2".into()), true);

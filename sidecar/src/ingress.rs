@@ -55,10 +55,14 @@ impl ServicePorts {
                 "the backend names port {port_name:?} of Service {namespace}/{service}, which is not in the input; give the port by number or add the Service"
             ));
         };
-        ports.iter().find(|(name, _)| name == port_name).map(|(_, port)| *port).ok_or_else(|| {
-            let names: Vec<&str> = ports.iter().map(|(n, _)| n.as_str()).collect();
-            format!("Service {namespace}/{service} has no port named {port_name:?} (its ports: {names:?})")
-        })
+        ports
+            .iter()
+            .find(|(name, _)| name == port_name)
+            .map(|(_, port)| *port)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ports.iter().map(|(n, _)| n.as_str()).collect();
+                format!("Service {namespace}/{service} has no port named {port_name:?} (its ports: {names:?})")
+            })
     }
 }
 
@@ -76,7 +80,13 @@ pub fn process(
         let spec = ingress.spec.as_ref();
         match classes.decide(&ingress.metadata, spec.and_then(|s| s.ingress_class_name.as_deref())) {
             Err(why) => {
-                book.add(&key, Status::Ignored, "Ignored", "IgnoredByClass", format!("not ours: {why}"));
+                book.add(
+                    &key,
+                    Status::Ignored,
+                    "Ignored",
+                    "IgnoredByClass",
+                    format!("not ours: {why}"),
+                );
                 continue;
             }
             Ok(why) => book.add(&key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}")),
@@ -92,11 +102,21 @@ pub fn process(
         let before = drafts.len();
         let age = Age::of(Kind::Ingress, &ingress.metadata);
         let mut position = 0usize;
-        let mut emit = |n: usize, host: Option<String>, path: PathSpec, backend: Option<&IngressBackend>, where_: String, book: &mut StatusBook| {
+        let mut emit = |n: usize,
+                        host: Option<String>,
+                        path: PathSpec,
+                        backend: Option<&IngressBackend>,
+                        where_: String,
+                        book: &mut StatusBook| {
             let cluster = match backend_cluster(backend, &key, services, options) {
                 Ok(cluster) => cluster,
                 Err((reason, why)) => {
-                    book.error(&key, Status::Accepted, reason, format!("{where_}: {why}; this path is not routed"));
+                    book.error(
+                        &key,
+                        Status::Accepted,
+                        reason,
+                        format!("{where_}: {why}; this path is not routed"),
+                    );
                     return;
                 }
             };
@@ -113,7 +133,12 @@ pub fn process(
                 }),
             };
             if let Err(why) = validate_rule(&rule) {
-                book.error(&key, Status::Accepted, "InvalidRule", format!("{where_}: {why}; this path is not routed"));
+                book.error(
+                    &key,
+                    Status::Accepted,
+                    "InvalidRule",
+                    format!("{where_}: {why}; this path is not routed"),
+                );
                 return;
             }
             drafts.push(Draft {
@@ -132,7 +157,11 @@ pub fn process(
                 let where_ = format!("spec.rules[{i}].http.paths[{j}]");
                 let n = position;
                 position += 1;
-                let value = path.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".to_owned());
+                let value = path
+                    .path
+                    .clone()
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| "/".to_owned());
                 let path_spec = match path.path_type.as_str() {
                     "Exact" => PathSpec::Exact(value),
                     "Prefix" | "ImplementationSpecific" | "" => PathSpec::SegmentPrefix(value),
@@ -150,10 +179,22 @@ pub fn process(
             }
         }
         if let Some(default) = spec.and_then(|s| s.default_backend.as_ref()) {
-            emit(position, None, PathSpec::SegmentPrefix("/".to_owned()), Some(default), "spec.defaultBackend".to_owned(), book);
+            emit(
+                position,
+                None,
+                PathSpec::SegmentPrefix("/".to_owned()),
+                Some(default),
+                "spec.defaultBackend".to_owned(),
+                book,
+            );
         }
         if drafts.len() == before {
-            book.error(&key, Status::Rejected, "NoRules", "this Ingress has no usable rule: nothing routes to it");
+            book.error(
+                &key,
+                Status::Rejected,
+                "NoRules",
+                "this Ingress has no usable rule: nothing routes to it",
+            );
             book.set(&key, Status::Rejected);
         }
     }
@@ -168,15 +209,23 @@ fn backend_cluster(
     options: &Options,
 ) -> Result<String, (&'static str, String)> {
     let Some(service) = backend.and_then(|b| b.service.as_ref()) else {
-        return Err(("UnsupportedBackend", "the backend names no service (resource backends are not supported)".to_owned()));
+        return Err((
+            "UnsupportedBackend",
+            "the backend names no service (resource backends are not supported)".to_owned(),
+        ));
     };
     let port = service.port.as_ref();
     let number = match (port.and_then(|p| p.number), port.and_then(|p| p.name.as_deref())) {
         (Some(number), _) => number,
-        (None, Some(name)) if !name.is_empty() => {
-            services.resolve(&key.namespace, &service.name, name).map_err(|why| ("ServicePortNotFound", why))?
+        (None, Some(name)) if !name.is_empty() => services
+            .resolve(&key.namespace, &service.name, name)
+            .map_err(|why| ("ServicePortNotFound", why))?,
+        _ => {
+            return Err((
+                "MissingServicePort",
+                format!("the backend for service {:?} has no port", service.name),
+            ))
         }
-        _ => return Err(("MissingServicePort", format!("the backend for service {:?} has no port", service.name))),
     };
     Ok(options.cluster(&key.namespace, &service.name, number))
 }
@@ -185,7 +234,9 @@ fn backend_cluster(
 fn router_conditions(ingress: &Ingress) -> Result<Vec<ConditionSpec>, String> {
     let mut conditions = Vec::new();
     for (key, on) in ROUTER_ANNOTATIONS {
-        let Some(text) = annotation(&ingress.metadata, key) else { continue };
+        let Some(text) = annotation(&ingress.metadata, key) else {
+            continue;
+        };
         let Some((name, value)) = text.split_once(':') else {
             return Err(format!("annotation {key}: {text:?} is not \"Name: value\""));
         };
@@ -194,12 +245,28 @@ fn router_conditions(ingress: &Ingress) -> Result<Vec<ConditionSpec>, String> {
         if name.is_empty() {
             return Err(format!("annotation {key}: {text:?} has no name before ':'"));
         }
-        let name = if on == ConditionSource::Header { name.to_ascii_lowercase() } else { name.to_owned() };
+        let name = if on == ConditionSource::Header {
+            name.to_ascii_lowercase()
+        } else {
+            name.to_owned()
+        };
         let condition = if value.contains('|') {
             let alternatives: Vec<String> = value.split('|').map(|v| regex_lite::escape(v.trim())).collect();
-            ConditionSpec { on, name: Some(name), op: MatchOp::Regex, value: Some(alternatives.join("|")), invert: false }
+            ConditionSpec {
+                on,
+                name: Some(name),
+                op: MatchOp::Regex,
+                value: Some(alternatives.join("|")),
+                invert: false,
+            }
         } else {
-            ConditionSpec { on, name: Some(name), op: MatchOp::Exact, value: Some(value.to_owned()), invert: false }
+            ConditionSpec {
+                on,
+                name: Some(name),
+                op: MatchOp::Exact,
+                value: Some(value.to_owned()),
+                invert: false,
+            }
         };
         if !conditions.contains(&condition) {
             conditions.push(condition);

@@ -82,7 +82,9 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
         let before = files.len();
         collect(path, &mut files, true)?;
         if files.len() == before {
-            return Err(LoadError::NoManifests { path: path.display().to_string() });
+            return Err(LoadError::NoManifests {
+                path: path.display().to_string(),
+            });
         }
     }
     files.sort();
@@ -90,7 +92,10 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
     for file in &files {
         let name = file.display().to_string();
-        let text = std::fs::read_to_string(file).map_err(|e| LoadError::Io { path: name.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(file).map_err(|e| LoadError::Io {
+            path: name.clone(),
+            message: e.to_string(),
+        })?;
         parse_text(&text, &name, &mut loaded)?;
         loaded.files += 1;
     }
@@ -107,11 +112,17 @@ pub fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 fn collect(path: &Path, files: &mut Vec<PathBuf>, given: bool) -> Result<(), LoadError> {
-    let io = |e: std::io::Error| LoadError::Io { path: path.display().to_string(), message: e.to_string() };
+    let io = |e: std::io::Error| LoadError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.is_dir() {
-        let mut entries: Vec<PathBuf> =
-            std::fs::read_dir(path).map_err(io)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(io)?;
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(io)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(io)?;
         entries.sort();
         for entry in entries {
             collect(&entry, files, false)?;
@@ -151,7 +162,9 @@ fn split_documents(text: &str) -> Vec<(usize, String)> {
     let mut start = 1;
     let mut current = String::new();
     for (i, line) in text.lines().enumerate() {
-        let marker = line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '#']));
+        let marker = line
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '#']));
         if marker {
             documents.push((start, std::mem::take(&mut current)));
             start = i + 2;
@@ -171,7 +184,13 @@ fn split_documents(text: &str) -> Vec<(usize, String)> {
         current.push('\n');
     }
     documents.push((start, current));
-    documents.into_iter().filter(|(_, d)| d.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))).collect()
+    documents
+        .into_iter()
+        .filter(|(_, d)| {
+            d.lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        })
+        .collect()
 }
 
 fn yaml_error(error: &serde_yaml::Error, file: &str, start: usize, document: &str) -> LoadError {
@@ -179,15 +198,16 @@ fn yaml_error(error: &serde_yaml::Error, file: &str, start: usize, document: &st
     let source_line = document.lines().nth(line.saturating_sub(1)).unwrap_or_default();
     // serde_yaml counts lines within the document; say them as lines of the file.
     let message = shift_lines(&error.to_string(), start.saturating_sub(1));
-    let hint = if source_line.contains(": *") || source_line.trim_start().starts_with("- *") || message.contains("anchor") {
-        let fixed = quote_star(source_line);
-        format!(
-            "\nhint: a value starting with '*' is a YAML alias; a wildcard host must be quoted, as in `{}`",
-            fixed.trim()
-        )
-    } else {
-        String::new()
-    };
+    let hint =
+        if source_line.contains(": *") || source_line.trim_start().starts_with("- *") || message.contains("anchor") {
+            let fixed = quote_star(source_line);
+            format!(
+                "\nhint: a value starting with '*' is a YAML alias; a wildcard host must be quoted, as in `{}`",
+                fixed.trim()
+            )
+        } else {
+            String::new()
+        };
     LoadError::Syntax {
         file: file.to_owned(),
         line: start + line.saturating_sub(1),
@@ -239,12 +259,32 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
             message: "a document must be a Kubernetes object: a mapping with apiVersion, kind and metadata".to_owned(),
         });
     };
-    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let meta = object.get("metadata");
-    let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("default").to_owned();
-    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_owned();
-    let what = if kind == "IngressClass" { format!("{kind} {name}") } else { format!("{kind} {namespace}/{name}") };
+    let namespace = meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_owned();
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let what = if kind == "IngressClass" {
+        format!("{kind} {name}")
+    } else {
+        format!("{kind} {namespace}/{name}")
+    };
     let schema = |field: &str, message: String| LoadError::Schema {
         file: file.to_owned(),
         line,
@@ -264,13 +304,19 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
     }
     let known = matches!(
         (api_version.as_str(), kind.as_str()),
-        ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1" | "extensions/v1beta1", "Ingress")
-            | ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "IngressClass")
+        (
+            "networking.k8s.io/v1" | "networking.k8s.io/v1beta1" | "extensions/v1beta1",
+            "Ingress"
+        ) | ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "IngressClass")
             | ("v1", "Service")
             | ("projectcontour.io/v1", "HTTPProxy")
     );
     if !known {
-        let label = if kind.is_empty() { "(no kind)".to_owned() } else { format!("{api_version} {kind}") };
+        let label = if kind.is_empty() {
+            "(no kind)".to_owned()
+        } else {
+            format!("{api_version} {kind}")
+        };
         *loaded.skipped.entry(label).or_default() += 1;
         return Ok(());
     }
@@ -278,7 +324,15 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         return Err(schema("metadata.name", "every object needs a name".to_owned()));
     }
     let at = format!("{file}:{line}");
-    let identity = (kind.clone(), if kind == "IngressClass" { String::new() } else { namespace.clone() }, name.clone());
+    let identity = (
+        kind.clone(),
+        if kind == "IngressClass" {
+            String::new()
+        } else {
+            namespace.clone()
+        },
+        name.clone(),
+    );
     if let Some(first) = loaded.seen.insert(identity, at.clone()) {
         loaded.warnings.push(format!(
             "{at}: {what} is also defined at {first}; only one copy is used (the same one whatever the file order)"
@@ -286,7 +340,12 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
     }
     match kind.as_str() {
         "Ingress" => {
-            upgrade_ingress(&mut object, &api_version, &format!("{at}: {what}"), &mut loaded.warnings);
+            upgrade_ingress(
+                &mut object,
+                &api_version,
+                &format!("{at}: {what}"),
+                &mut loaded.warnings,
+            );
             let ingress = typed(object, &schema)?;
             loaded.objects.ingresses.push(ingress);
         }
@@ -315,10 +374,14 @@ fn typed<T: serde::de::DeserializeOwned>(
 fn upgrade_ingress(object: &mut Map<String, Value>, api_version: &str, what: &str, warnings: &mut Vec<String>) {
     let old_version = api_version != "networking.k8s.io/v1";
     if old_version {
-        warnings.push(format!("{what}: apiVersion {api_version} is converted to networking.k8s.io/v1"));
+        warnings.push(format!(
+            "{what}: apiVersion {api_version} is converted to networking.k8s.io/v1"
+        ));
         object.insert("apiVersion".to_owned(), Value::from("networking.k8s.io/v1"));
     }
-    let Some(Value::Object(spec)) = object.get_mut("spec") else { return };
+    let Some(Value::Object(spec)) = object.get_mut("spec") else {
+        return;
+    };
     let mut old_backends = 0;
     let mut missing_path_type = 0;
     if let Some(backend) = spec.remove("backend") {
@@ -329,7 +392,9 @@ fn upgrade_ingress(object: &mut Map<String, Value>, api_version: &str, what: &st
     }
     if let Some(Value::Array(rules)) = spec.get_mut("rules") {
         for rule in rules {
-            let Some(Value::Array(paths)) = rule.pointer_mut("/http/paths") else { continue };
+            let Some(Value::Array(paths)) = rule.pointer_mut("/http/paths") else {
+                continue;
+            };
             for path in paths {
                 let Value::Object(path) = path else { continue };
                 if !path.contains_key("pathType") {
@@ -348,7 +413,9 @@ fn upgrade_ingress(object: &mut Map<String, Value>, api_version: &str, what: &st
         ));
     }
     if missing_path_type > 0 && !old_version {
-        warnings.push(format!("{what}: {missing_path_type} path(s) have no pathType; read as ImplementationSpecific"));
+        warnings.push(format!(
+            "{what}: {missing_path_type} path(s) have no pathType; read as ImplementationSpecific"
+        ));
     }
 }
 
@@ -390,7 +457,10 @@ mod tests {
 
     #[test]
     fn parser_line_numbers_shift_to_file_lines() {
-        assert_eq!(shift_lines("x at line 3 column 4, while y at line 2", 10), "x at line 13 column 4, while y at line 12");
+        assert_eq!(
+            shift_lines("x at line 3 column 4, while y at line 2", 10),
+            "x at line 13 column 4, while y at line 12"
+        );
     }
 
     #[test]

@@ -29,7 +29,13 @@ pub struct Objects {
 
 /// Contour's HTTPProxy: only the fields that decide routing.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[kube(group = "projectcontour.io", version = "v1", kind = "HTTPProxy", plural = "httpproxies", namespaced)]
+#[kube(
+    group = "projectcontour.io",
+    version = "v1",
+    kind = "HTTPProxy",
+    plural = "httpproxies",
+    namespaced
+)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPProxySpec {
     /// Present only on a root: the virtual host this tree serves.
@@ -290,7 +296,13 @@ impl Ord for Age {
         created(self)
             .cmp(&created(other))
             .then_with(|| self.uid.cmp(&other.uid))
-            .then_with(|| (&self.key.namespace, &self.key.name, self.key.kind).cmp(&(&other.key.namespace, &other.key.name, other.key.kind)))
+            .then_with(|| {
+                (&self.key.namespace, &self.key.name, self.key.kind).cmp(&(
+                    &other.key.namespace,
+                    &other.key.name,
+                    other.key.kind,
+                ))
+            })
     }
 }
 
@@ -304,7 +316,10 @@ impl Age {
     /// The age of an object with this metadata.
     pub fn of(kind: Kind, meta: &ObjectMeta) -> Age {
         Age {
-            created: meta.creation_timestamp.as_ref().map(|t| (t.0.as_second(), t.0.subsec_nanosecond())),
+            created: meta
+                .creation_timestamp
+                .as_ref()
+                .map(|t| (t.0.as_second(), t.0.subsec_nanosecond())),
             uid: meta.uid.clone().unwrap_or_default(),
             key: key_of(kind, meta),
         }
@@ -315,14 +330,25 @@ impl Age {
 pub fn key_of(kind: Kind, meta: &ObjectMeta) -> ResourceKey {
     let namespace = match kind {
         Kind::IngressClass => String::new(),
-        _ => meta.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".to_owned()),
+        _ => meta
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_owned()),
     };
-    ResourceKey { kind, namespace, name: meta.name.clone().unwrap_or_default() }
+    ResourceKey {
+        kind,
+        namespace,
+        name: meta.name.clone().unwrap_or_default(),
+    }
 }
 
 /// An annotation's value.
 pub fn annotation<'m>(meta: &'m ObjectMeta, key: &str) -> Option<&'m str> {
-    meta.annotations.as_ref().and_then(|a: &BTreeMap<String, String>| a.get(key)).map(String::as_str)
+    meta.annotations
+        .as_ref()
+        .and_then(|a: &BTreeMap<String, String>| a.get(key))
+        .map(String::as_str)
 }
 
 #[cfg(test)]
@@ -352,9 +378,21 @@ mod tests {
 
     #[test]
     fn missing_timestamp_is_older_than_any_timestamp() {
-        let key = ResourceKey { kind: Kind::Ingress, namespace: "ns".into(), name: "a".into() };
-        let unstamped = Age { created: None, uid: "z".into(), key: key.clone() };
-        let stamped = Age { created: Some((0, 0)), uid: "a".into(), key };
+        let key = ResourceKey {
+            kind: Kind::Ingress,
+            namespace: "ns".into(),
+            name: "a".into(),
+        };
+        let unstamped = Age {
+            created: None,
+            uid: "z".into(),
+            key: key.clone(),
+        };
+        let stamped = Age {
+            created: Some((0, 0)),
+            uid: "a".into(),
+            key,
+        };
         assert!(unstamped < stamped);
     }
 }

@@ -111,7 +111,12 @@ pub fn compile(objects: &Objects, options: &Options) -> Compiled {
     let classes = Classes::new(&objects.ingress_classes, options, &mut book);
     let services = crate::ingress::ServicePorts::new(&objects.services);
     let mut drafts = crate::ingress::process(&objects.ingresses, &classes, &services, options, &mut book);
-    drafts.extend(crate::httpproxy::process(&objects.http_proxies, &classes, options, &mut book));
+    drafts.extend(crate::httpproxy::process(
+        &objects.http_proxies,
+        &classes,
+        options,
+        &mut book,
+    ));
     let drafts = crate::collisions::resolve(drafts, options.host_collision, &mut book);
     let rules = crate::order::sort(drafts);
     let mut table = TableSpec {
@@ -122,7 +127,10 @@ pub fn compile(objects: &Objects, options: &Options) -> Compiled {
         ..TableSpec::default()
     };
     table.generation = crate::order::generation(&table);
-    Compiled { table, statuses: book.finish() }
+    Compiled {
+        table,
+        statuses: book.finish(),
+    }
 }
 
 /// The cache stage: objects sorted by identity, later duplicates of the same identity dropped, so
@@ -162,7 +170,10 @@ fn cache(objects: &Objects) -> Objects {
 /// Checks one rule exactly as the filter will, so that an invalid rule is refused here (with its
 /// resource's status saying why) and never makes the whole table unusable.
 pub fn validate_rule(rule: &RuleSpec) -> Result<(), String> {
-    let spec = TableSpec { rules: vec![rule.clone()], ..TableSpec::default() };
+    let spec = TableSpec {
+        rules: vec![rule.clone()],
+        ..TableSpec::default()
+    };
     RouteTable::try_from(spec).map(|_| ()).map_err(|e| e.to_string())
 }
 
@@ -191,7 +202,10 @@ mod tests {
 
     #[test]
     fn cluster_template_fills_namespace_service_and_port() {
-        let options = Options { cluster_template: "outbound|{port}||{service}.{namespace}.svc".into(), ..Options::default() };
+        let options = Options {
+            cluster_template: "outbound|{port}||{service}.{namespace}.svc".into(),
+            ..Options::default()
+        };
         assert_eq!(options.cluster("shop", "api", 8080), "outbound|8080||api.shop.svc");
         assert_eq!(Options::default().cluster("shop", "api", 80), "shop/api:80");
     }

@@ -92,7 +92,11 @@ impl StatusBook {
 
     /// Adds a condition; the resource gets `default` as its status if it has none yet.
     pub fn add(&mut self, key: &ResourceKey, default: Status, kind: &str, reason: &str, message: impl Into<String>) {
-        let condition = Condition { kind: kind.to_owned(), reason: reason.to_owned(), message: message.into() };
+        let condition = Condition {
+            kind: kind.to_owned(),
+            reason: reason.to_owned(),
+            message: message.into(),
+        };
         let entry = self.entry(key, default);
         if !entry.conditions.contains(&condition) {
             entry.conditions.push(condition);
@@ -106,11 +110,16 @@ impl StatusBook {
 
     /// Whether the resource has a condition with this reason.
     pub fn has_reason(&self, key: &ResourceKey, reason: &str) -> bool {
-        self.entries.get(key).is_some_and(|e| e.conditions.iter().any(|c| c.reason == reason))
+        self.entries
+            .get(key)
+            .is_some_and(|e| e.conditions.iter().any(|c| c.reason == reason))
     }
 
     fn entry(&mut self, key: &ResourceKey, status: Status) -> &mut Entry {
-        self.entries.entry(key.clone()).or_insert_with(|| Entry { status, conditions: Vec::new() })
+        self.entries.entry(key.clone()).or_insert_with(|| Entry {
+            status,
+            conditions: Vec::new(),
+        })
     }
 
     /// The report, sorted by kind, namespace and name.
@@ -143,12 +152,19 @@ fn kind_rank(kind: &str) -> u8 {
 pub fn summarize(statuses: &[ResourceStatus]) -> Vec<String> {
     let mut counts: BTreeMap<(u8, &str), BTreeMap<Status, usize>> = BTreeMap::new();
     for s in statuses {
-        *counts.entry((kind_rank(s.kind), s.kind)).or_default().entry(s.status).or_default() += 1;
+        *counts
+            .entry((kind_rank(s.kind), s.kind))
+            .or_default()
+            .entry(s.status)
+            .or_default() += 1;
     }
     counts
         .into_iter()
         .map(|((_, kind), by_status)| {
-            let parts: Vec<String> = by_status.into_iter().map(|(st, n)| format!("{n} {}", st.as_str())).collect();
+            let parts: Vec<String> = by_status
+                .into_iter()
+                .map(|(st, n)| format!("{n} {}", st.as_str()))
+                .collect();
             format!("{kind}: {}", parts.join(", "))
         })
         .collect()

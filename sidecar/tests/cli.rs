@@ -7,7 +7,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn switchyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchyard")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -24,7 +27,10 @@ fn compile_into(dir: &Path, name: &str, extra: &[&str]) -> String {
     let mut args = vec!["compile".to_owned(), example(name), "-o".to_owned(), table.clone()];
     args.extend(common::example_args(name));
     args.extend(extra.iter().map(|s| (*s).to_owned()));
-    let out = Command::new(env!("CARGO_BIN_EXE_switchyard")).args(&args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(&args)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     table
 }
@@ -47,7 +53,14 @@ fn compile_writes_table_and_status_files_with_the_documented_shape() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t.json");
     let status = dir.path().join("s.json");
-    let out = switchyard(&["compile", &example("003-host-collision"), "-o", table.to_str().unwrap(), "--status", status.to_str().unwrap()]);
+    let out = switchyard(&[
+        "compile",
+        &example("003-host-collision"),
+        "-o",
+        table.to_str().unwrap(),
+        "--status",
+        status.to_str().unwrap(),
+    ]);
     // Rejected resources are status, not failure.
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty());
@@ -56,7 +69,8 @@ fn compile_writes_table_and_status_files_with_the_documented_shape() {
     for entry in entries {
         let keys: Vec<&str> = entry.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["conditions", "kind", "name", "namespace", "status"]);
-        assert!(["accepted", "ignored", "rejected", "valid", "invalid", "orphaned"].contains(&entry["status"].as_str().unwrap()));
+        assert!(["accepted", "ignored", "rejected", "valid", "invalid", "orphaned"]
+            .contains(&entry["status"].as_str().unwrap()));
         for condition in entry["conditions"].as_array().unwrap() {
             let keys: Vec<&str> = condition.as_object().unwrap().keys().map(String::as_str).collect();
             assert_eq!(keys, ["message", "reason", "type"]);
@@ -72,7 +86,11 @@ fn compile_writes_table_and_status_files_with_the_documented_shape() {
 fn compile_fails_on_a_yaml_error_naming_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hosts.yaml");
-    std::fs::write(&file, "kind: Ingress\napiVersion: networking.k8s.io/v1\nmetadata:\n  name: x\nspec:\n  rules:\n    - host: *.net\n").unwrap();
+    std::fs::write(
+        &file,
+        "kind: Ingress\napiVersion: networking.k8s.io/v1\nmetadata:\n  name: x\nspec:\n  rules:\n    - host: *.net\n",
+    )
+    .unwrap();
     let out = switchyard(&["compile", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
@@ -91,7 +109,12 @@ fn compile_fails_on_a_missing_path() {
 #[test]
 fn usage_errors_exit_with_2() {
     assert_eq!(switchyard(&["compile"]).status.code(), Some(2));
-    assert_eq!(switchyard(&["compile", "x", "--host-collision", "sometimes"]).status.code(), Some(2));
+    assert_eq!(
+        switchyard(&["compile", "x", "--host-collision", "sometimes"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(switchyard(&["explain", "http://x/"]).status.code(), Some(2));
 }
 
@@ -104,7 +127,17 @@ fn help_teaches_with_examples() {
         assert!(help.contains("Examples:"), "{args:?}: {help}");
     }
     let help = text(&switchyard(&["compile", "--help"]).stdout);
-    for flag in ["--ingress-class", "--empty-ingress-class", "--controller-name", "--host-collision", "--root-namespaces", "--cluster-template", "--cluster-header", "--no-route", "--status"] {
+    for flag in [
+        "--ingress-class",
+        "--empty-ingress-class",
+        "--controller-name",
+        "--host-collision",
+        "--root-namespaces",
+        "--cluster-template",
+        "--cluster-header",
+        "--no-route",
+        "--status",
+    ] {
         assert!(help.contains(flag), "{flag}");
     }
     assert!(help.contains("TLS settings"), "{help}");
@@ -114,7 +147,17 @@ fn help_teaches_with_examples() {
 fn explain_json_names_rule_cluster_status_and_path() {
     let dir = tempfile::tempdir().unwrap();
     let table = compile_into(dir.path(), "002-multi-cond-priority", &[]);
-    let out = switchyard(&["explain", "--table", &table, "--json", "http://example.net/bar/foo", "-H", "Header-key: value", "--cookie", "cookie-key=value"]);
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        &table,
+        "--json",
+        "http://example.net/bar/foo",
+        "-H",
+        "Header-key: value",
+        "--cookie",
+        "cookie-key=value",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -122,7 +165,15 @@ fn explain_json_names_rule_cluster_status_and_path() {
         serde_json::json!({"rule": "Ingress/production/multi_cond_priority2#0", "cluster": "production/service2:80", "status": 200, "path": "/bar/foo"})
     );
     // The seed's curl spelling `--cookie "cookie-key: value"` means the same cookie.
-    let out = switchyard(&["explain", "--table", &table, "--json", "http://example.net/bar/foo", "--cookie", "cookie-key: value"]);
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        &table,
+        "--json",
+        "http://example.net/bar/foo",
+        "--cookie",
+        "cookie-key: value",
+    ]);
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(decision["rule"], "Ingress/production/multi_cond_priority2#0");
 }
@@ -133,7 +184,10 @@ fn explain_json_reports_404_when_no_rule_matches() {
     let table = compile_into(dir.path(), "002-multi-cond-priority", &[]);
     let out = switchyard(&["explain", "--table", &table, "--json", "http://example.net/bar/foo"]);
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(decision, serde_json::json!({"rule": null, "cluster": null, "status": 404, "path": "/bar/foo"}));
+    assert_eq!(
+        decision,
+        serde_json::json!({"rule": null, "cluster": null, "status": 404, "path": "/bar/foo"})
+    );
 }
 
 #[test]
@@ -145,26 +199,60 @@ fn explain_json_reports_502_for_a_broken_include() {
     )
     .unwrap();
     let table = dir.path().join("t.json");
-    assert!(switchyard(&["compile", dir.path().join("root.yaml").to_str().unwrap(), "-o", table.to_str().unwrap()]).status.success());
-    let out = switchyard(&["explain", "--table", table.to_str().unwrap(), "--json", "http://root.example.com/gone/x"]);
+    assert!(switchyard(&[
+        "compile",
+        dir.path().join("root.yaml").to_str().unwrap(),
+        "-o",
+        table.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        table.to_str().unwrap(),
+        "--json",
+        "http://root.example.com/gone/x",
+    ]);
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(decision, serde_json::json!({"rule": "HTTPProxy/default/root#0", "cluster": null, "status": 502, "path": "/gone/x"}));
+    assert_eq!(
+        decision,
+        serde_json::json!({"rule": "HTTPProxy/default/root#0", "cluster": null, "status": 502, "path": "/gone/x"})
+    );
 }
 
 #[test]
 fn explain_human_form_names_the_winner_and_why_each_other_candidate_lost() {
     let dir = tempfile::tempdir().unwrap();
     let table = compile_into(dir.path(), "002-path-priority", &[]);
-    let out = switchyard(&["explain", "--table", &table, "http://example.net/bar/foo", "-H", "Key: value"]);
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        &table,
+        "http://example.net/bar/foo",
+        "-H",
+        "Key: value",
+    ]);
     let human = text(&out.stdout);
-    assert!(human.contains("winner: Ingress/production/path_priority1#0 -> cluster production/service1:80"), "{human}");
-    assert!(human.contains("Ingress/production/path_priority2#0 (position 1): ranked lower by path precision"), "{human}");
+    assert!(
+        human.contains("winner: Ingress/production/path_priority1#0 -> cluster production/service1:80"),
+        "{human}"
+    );
+    assert!(
+        human.contains("Ingress/production/path_priority2#0 (position 1): ranked lower by path precision"),
+        "{human}"
+    );
     // Without the header... path_priority1 still wins, and a failed condition is named when one decides.
     let table = compile_into(dir.path(), "002-cond-priority", &[]);
     let out = switchyard(&["explain", "--table", &table, "http://example.net/bar/foo"]);
     let human = text(&out.stdout);
     assert!(human.contains("winner: Ingress/production/cond_priority2#0"), "{human}");
-    assert!(human.contains("Ingress/production/cond_priority1#0 (position 0): its condition failed: header key exact \"value\""), "{human}");
+    assert!(
+        human.contains(
+            "Ingress/production/cond_priority1#0 (position 0): its condition failed: header key exact \"value\""
+        ),
+        "{human}"
+    );
 }
 
 #[test]
@@ -176,8 +264,18 @@ fn explain_shows_the_rewritten_upstream_path() {
     )
     .unwrap();
     let table = dir.path().join("t.json");
-    assert!(switchyard(&["compile", dir.path().to_str().unwrap(), "-o", table.to_str().unwrap()]).status.success());
-    let out = switchyard(&["explain", "--table", table.to_str().unwrap(), "--json", "http://root.example.com/api/users?id=1"]);
+    assert!(
+        switchyard(&["compile", dir.path().to_str().unwrap(), "-o", table.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        table.to_str().unwrap(),
+        "--json",
+        "http://root.example.com/api/users?id=1",
+    ]);
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(decision["path"], "/v2/users?id=1");
     assert_eq!(decision["cluster"], "default/api:80");
@@ -190,7 +288,11 @@ fn explain_refuses_an_invalid_table() {
     std::fs::write(&table, r#"{"version": 2}"#).unwrap();
     let out = switchyard(&["explain", "--table", table.to_str().unwrap(), "http://x/"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("unsupported table version 2"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unsupported table version 2"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -225,7 +327,10 @@ fn compile_flags_reach_the_table() {
     assert_eq!(table["no_route"], "pass");
     assert_eq!(table["debug_rule_header"], true);
     assert_eq!(table["rules"].as_array().unwrap().len(), 1);
-    assert_eq!(table["rules"][0]["action"]["route"]["backends"][0]["cluster"], "outbound|80||api.infra.svc.cluster.local");
+    assert_eq!(
+        table["rules"][0]["action"]["route"]["backends"][0]["cluster"],
+        "outbound|80||api.infra.svc.cluster.local"
+    );
     let report = text(&std::fs::read(&status).unwrap());
     assert!(report.contains("RootProxyNotAllowedInNamespace"), "{report}");
 }
@@ -235,5 +340,8 @@ fn summary_counts_resources_by_status_and_lists_the_problems() {
     let out = switchyard(&["compile", &example("004-across-namespaces")]);
     let summary = text(&out.stderr);
     assert!(summary.contains("HTTPProxy: 2 valid, 1 orphaned"), "{summary}");
-    assert!(summary.contains("HTTPProxy marketing/orphan (orphaned): Orphaned:"), "{summary}");
+    assert!(
+        summary.contains("HTTPProxy marketing/orphan (orphaned): Orphaned:"),
+        "{summary}"
+    );
 }

@@ -30,8 +30,14 @@ fn ingresses_naming_the_same_host_merge() {
         simple_ingress("b", "shop.example.com", "/b", "sb", &meta(T2, "2"), None)
     );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/a")).as_deref(), Some("default/sa:80"));
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/b")).as_deref(), Some("default/sb:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/a")).as_deref(),
+        Some("default/sa:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/b")).as_deref(),
+        Some("default/sb:80")
+    );
     assert_eq!(status(&c, "Ingress", "default", "a"), Status::Accepted);
     assert_eq!(status(&c, "Ingress", "default", "b"), Status::Accepted);
 }
@@ -44,7 +50,10 @@ fn merged_ingresses_with_an_identical_path_keep_the_older_rule() {
         simple_ingress("older", "shop.example.com", "/", "old", &meta(T1, "2"), None)
     );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/")).as_deref(), Some("default/old:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
+        Some("default/old:80")
+    );
     assert_eq!(c.table.rules.len(), 1);
     let newer = status_of(&c, "Ingress", "default", "newer");
     // Only the rule is dropped, never the whole resource.
@@ -62,17 +71,29 @@ fn identical_path_with_equal_timestamps_keeps_the_smallest_uid() {
     );
     let c = compile_default(&yaml);
     // NGINX's code picks the larger uid; the document (and we) pick the smaller.
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/")).as_deref(), Some("default/sb:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
+        Some("default/sb:80")
+    );
     assert!(has_reason(status_of(&c, "Ingress", "default", "a"), "PathTaken"));
 }
 
 #[test]
 fn path_taken_drops_only_the_identical_rule() {
     let newer = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: newer\n  creationTimestamp: \"2024-02-01T00:00:00Z\"\nspec:\n  rules:\n    - host: shop.example.com\n      http:\n        paths:\n          - path: /\n            pathType: Prefix\n            backend: {service: {name: new, port: {number: 80}}}\n          - path: /new\n            pathType: Prefix\n            backend: {service: {name: new, port: {number: 80}}}\n---\n";
-    let yaml = format!("{}{newer}", simple_ingress("older", "shop.example.com", "/", "old", &meta(T1, "1"), None));
+    let yaml = format!(
+        "{}{newer}",
+        simple_ingress("older", "shop.example.com", "/", "old", &meta(T1, "1"), None)
+    );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/new/x")).as_deref(), Some("default/new:80"));
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/x")).as_deref(), Some("default/old:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/new/x")).as_deref(),
+        Some("default/new:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/x")).as_deref(),
+        Some("default/old:80")
+    );
 }
 
 #[test]
@@ -81,12 +102,25 @@ fn same_path_with_different_conditions_is_not_a_collision() {
     let yaml = format!(
         "{}{}",
         simple_ingress("plain", "shop.example.com", "/", "plain", &meta(T1, "1"), None),
-        simple_ingress("canary", "shop.example.com", "/", "canary", &format!("{}{header}", meta(T2, "2")), None)
+        simple_ingress(
+            "canary",
+            "shop.example.com",
+            "/",
+            "canary",
+            &format!("{}{header}", meta(T2, "2")),
+            None
+        )
     );
     let c = compile_default(&yaml);
     assert_eq!(c.table.rules.len(), 2);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/").header("X-Canary", "1")).as_deref(), Some("default/canary:80"));
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/")).as_deref(), Some("default/plain:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/").header("X-Canary", "1")).as_deref(),
+        Some("default/canary:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
+        Some("default/plain:80")
+    );
 }
 
 #[test]
@@ -96,35 +130,64 @@ fn host_collision_winner_turns_merging_off() {
         simple_ingress("a", "shop.example.com", "/a", "sa", &meta(T1, "1"), None),
         simple_ingress("b", "shop.example.com", "/b", "sb", &meta(T2, "2"), None)
     );
-    let options = Options { host_collision: HostCollision::Winner, ..Options::default() };
+    let options = Options {
+        host_collision: HostCollision::Winner,
+        ..Options::default()
+    };
     let c = compile_yaml(&yaml, &options);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/a")).as_deref(), Some("default/sa:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/a")).as_deref(),
+        Some("default/sa:80")
+    );
     assert_eq!(rule_for(&c, &get("http://shop.example.com/b")), None);
     let b = status_of(&c, "Ingress", "default", "b");
     assert_eq!(b.status, Status::Rejected);
-    assert_eq!(message(b, "HostTaken"), "host shop.example.com is taken by Ingress/default/a");
+    assert_eq!(
+        message(b, "HostTaken"),
+        "host shop.example.com is taken by Ingress/default/a"
+    );
     assert_eq!(message(b, "Rejected"), "All hosts are taken by other resources");
 }
 
 #[test]
 fn httpproxy_root_owns_its_host_alone_when_older() {
-    let yaml = format!("{}{}", root("proxy", "shop.example.com", "p", T1, "1"), simple_ingress("ing", "shop.example.com", "/x", "i", &meta(T2, "2"), None));
+    let yaml = format!(
+        "{}{}",
+        root("proxy", "shop.example.com", "p", T1, "1"),
+        simple_ingress("ing", "shop.example.com", "/x", "i", &meta(T2, "2"), None)
+    );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/x")).as_deref(), Some("default/p:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/x")).as_deref(),
+        Some("default/p:80")
+    );
     let ing = status_of(&c, "Ingress", "default", "ing");
     assert_eq!(ing.status, Status::Rejected);
-    assert_eq!(message(ing, "HostTaken"), "host shop.example.com is taken by HTTPProxy/default/proxy");
+    assert_eq!(
+        message(ing, "HostTaken"),
+        "host shop.example.com is taken by HTTPProxy/default/proxy"
+    );
 }
 
 #[test]
 fn older_ingress_takes_the_host_from_an_httpproxy_root() {
-    let yaml = format!("{}{}", root("proxy", "shop.example.com", "p", T2, "1"), simple_ingress("ing", "shop.example.com", "/x", "i", &meta(T1, "2"), None));
+    let yaml = format!(
+        "{}{}",
+        root("proxy", "shop.example.com", "p", T2, "1"),
+        simple_ingress("ing", "shop.example.com", "/x", "i", &meta(T1, "2"), None)
+    );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/x")).as_deref(), Some("default/i:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/x")).as_deref(),
+        Some("default/i:80")
+    );
     assert_eq!(rule_for(&c, &get("http://shop.example.com/")), None);
     let proxy = status_of(&c, "HTTPProxy", "default", "proxy");
     assert_eq!(proxy.status, Status::Invalid);
-    assert_eq!(message(proxy, "HostTaken"), "host shop.example.com is taken by Ingress/default/ing");
+    assert_eq!(
+        message(proxy, "HostTaken"),
+        "host shop.example.com is taken by Ingress/default/ing"
+    );
 }
 
 #[test]
@@ -137,17 +200,33 @@ fn merged_ingresses_compete_as_their_oldest_member() {
     );
     let c = compile_default(&yaml);
     // The group {old, new} is as old as `old`: it beats the proxy, and `new` shares the host.
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/new")).as_deref(), Some("default/new:80"));
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/old")).as_deref(), Some("default/old:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/new")).as_deref(),
+        Some("default/new:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/old")).as_deref(),
+        Some("default/old:80")
+    );
     assert_eq!(status(&c, "Ingress", "default", "new"), Status::Accepted);
-    assert_eq!(message(status_of(&c, "HTTPProxy", "default", "proxy"), "HostTaken"), "host shop.example.com is taken by Ingress/default/old");
+    assert_eq!(
+        message(status_of(&c, "HTTPProxy", "default", "proxy"), "HostTaken"),
+        "host shop.example.com is taken by Ingress/default/old"
+    );
 }
 
 #[test]
 fn two_roots_with_one_fqdn_and_equal_timestamps_pick_the_smallest_uid() {
-    let yaml = format!("{}{}", root("z", "shop.example.com", "z", T1, "aaa"), root("a", "shop.example.com", "a", T1, "bbb"));
+    let yaml = format!(
+        "{}{}",
+        root("z", "shop.example.com", "z", T1, "aaa"),
+        root("a", "shop.example.com", "a", T1, "bbb")
+    );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/")).as_deref(), Some("default/z:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
+        Some("default/z:80")
+    );
     assert_eq!(status(&c, "HTTPProxy", "default", "a"), Status::Invalid);
     assert_eq!(status(&c, "HTTPProxy", "default", "z"), Status::Valid);
 }
@@ -157,8 +236,14 @@ fn winning_is_per_host() {
     let two_hosts = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: two\n  creationTimestamp: \"2024-02-01T00:00:00Z\"\nspec:\n  rules:\n    - host: a.example.com\n      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: two, port: {number: 80}}}}]}\n    - host: b.example.com\n      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: two, port: {number: 80}}}}]}\n---\n";
     let yaml = format!("{}{two_hosts}", root("proxy", "a.example.com", "p", T1, "1"));
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://a.example.com/")).as_deref(), Some("default/p:80"));
-    assert_eq!(cluster_for(&c, &get("http://b.example.com/")).as_deref(), Some("default/two:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://a.example.com/")).as_deref(),
+        Some("default/p:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://b.example.com/")).as_deref(),
+        Some("default/two:80")
+    );
     let two = status_of(&c, "Ingress", "default", "two");
     assert_eq!(two.status, Status::Accepted);
     assert!(has_reason(two, "HostTaken") && !has_reason(two, "Rejected"));
@@ -166,16 +251,30 @@ fn winning_is_per_host() {
 
 #[test]
 fn hosts_compare_after_normalisation() {
-    let yaml = format!("{}{}", root("proxy", "Shop.Example.com.", "p", T1, "1"), simple_ingress("ing", "shop.example.COM", "/", "i", &meta(T2, "2"), None));
+    let yaml = format!(
+        "{}{}",
+        root("proxy", "Shop.Example.com.", "p", T1, "1"),
+        simple_ingress("ing", "shop.example.COM", "/", "i", &meta(T2, "2"), None)
+    );
     let c = compile_default(&yaml);
     assert_eq!(status(&c, "Ingress", "default", "ing"), Status::Rejected);
-    assert_eq!(cluster_for(&c, &get("http://SHOP.example.com:8080/")).as_deref(), Some("default/p:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://SHOP.example.com:8080/")).as_deref(),
+        Some("default/p:80")
+    );
     assert_eq!(c.table.rules[0].host.as_deref(), Some("shop.example.com"));
 }
 
 #[test]
 fn missing_creation_timestamp_counts_as_oldest() {
-    let yaml = format!("{}{}", simple_ingress("stamped", "shop.example.com", "/", "stamped", &meta(T1, "1"), None), simple_ingress("unstamped", "shop.example.com", "/", "unstamped", "", None));
+    let yaml = format!(
+        "{}{}",
+        simple_ingress("stamped", "shop.example.com", "/", "stamped", &meta(T1, "1"), None),
+        simple_ingress("unstamped", "shop.example.com", "/", "unstamped", "", None)
+    );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/")).as_deref(), Some("default/unstamped:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
+        Some("default/unstamped:80")
+    );
 }

@@ -29,9 +29,20 @@ fn compile(paths: &[PathBuf], example: &str, out_dir: &Path) -> (Vec<u8>, Vec<u8
     let table = out_dir.join("table.json");
     let status = out_dir.join("status.json");
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
-    command.arg("compile").args(paths).args(common::example_args(example)).arg("-o").arg(&table).arg("--status").arg(&status);
+    command
+        .arg("compile")
+        .args(paths)
+        .args(common::example_args(example))
+        .arg("-o")
+        .arg(&table)
+        .arg("--status")
+        .arg(&status);
     let out = command.output().unwrap();
-    assert!(out.status.success(), "{example}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{example}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (std::fs::read(&table).unwrap(), std::fs::read(&status).unwrap())
 }
 
@@ -41,7 +52,8 @@ fn check(path: &Path, actual: &[u8]) {
         std::fs::write(path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read(path).unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+    let expected =
+        std::fs::read(path).unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
     assert!(
         expected == actual,
         "{} differs from the compiler's output:\n{}",
@@ -71,7 +83,10 @@ fn shuffled_files_and_documents_give_byte_identical_tables() {
         // and pass the files on the command line in a scrambled order.
         let split = tempfile::tempdir().unwrap();
         let mut documents = Vec::new();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(common::examples_dir().join(&name)).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(common::examples_dir().join(&name))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         files.sort();
         for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml")) {
             let text = std::fs::read_to_string(file).unwrap();

@@ -41,7 +41,10 @@ fn include_prefixes_concatenate_from_the_root_down() {
     );
     let c = compile_default(&yaml);
     assert_eq!(path_of(&c, "users"), PathSpec::Prefix("/api/v1/users".into()));
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/api/v1/users/7")).as_deref(), Some("default/users:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/api/v1/users/7")).as_deref(),
+        Some("default/users:80")
+    );
 }
 
 #[test]
@@ -51,13 +54,23 @@ fn repeated_slashes_collapse_when_prefixes_concatenate() {
         proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api/\n"),
         proxy("default/child", "  routes:\n    - conditions:\n        - prefix: /v1\n      services:\n        - name: v1\n          port: 80\n")
     );
-    assert_eq!(path_of(&compile_default(&yaml), "v1"), PathSpec::Prefix("/api/v1".into()));
+    assert_eq!(
+        path_of(&compile_default(&yaml), "v1"),
+        PathSpec::Prefix("/api/v1".into())
+    );
 }
 
 #[test]
 fn child_route_without_conditions_inherits_the_include_prefix() {
-    let yaml = format!("{}{}", proxy("default/root", ROOT_TO_CHILD), proxy("default/child", &route("plain")));
-    assert_eq!(path_of(&compile_default(&yaml), "plain"), PathSpec::Prefix("/api".into()));
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", ROOT_TO_CHILD),
+        proxy("default/child", &route("plain"))
+    );
+    assert_eq!(
+        path_of(&compile_default(&yaml), "plain"),
+        PathSpec::Prefix("/api".into())
+    );
 }
 
 #[test]
@@ -69,7 +82,10 @@ fn child_exact_after_inherited_prefix_becomes_one_exact() {
     );
     let c = compile_default(&yaml);
     assert_eq!(path_of(&c, "js"), PathSpec::Exact("/static/main.js".into()));
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/static/main.js")).as_deref(), Some("default/js:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/static/main.js")).as_deref(),
+        Some("default/js:80")
+    );
     assert_eq!(rule_for(&c, &get("http://root.example.com/static/main.jsx")), None);
 }
 
@@ -82,7 +98,10 @@ fn child_regex_after_inherited_prefix_becomes_one_regex() {
     );
     let c = compile_default(&yaml);
     assert_eq!(path_of(&c, "js"), PathSpec::Regex("/static/.*/main.js".into()));
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/static/v2/main.js")).as_deref(), Some("default/js:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/static/v2/main.js")).as_deref(),
+        Some("default/js:80")
+    );
     assert_eq!(rule_for(&c, &get("http://root.example.com/other/v2/main.js")), None);
 }
 
@@ -97,11 +116,17 @@ fn exact_in_include_conditions_makes_the_include_invalid() {
         let c = compile_default(&yaml);
         let root = status_of(&c, "HTTPProxy", "default", "root");
         assert_eq!(root.status, Status::Invalid, "{condition}");
-        assert!(has_reason(root, "PathMatchConditionsNotValid"), "{condition}: {root:#?}");
+        assert!(
+            has_reason(root, "PathMatchConditionsNotValid"),
+            "{condition}: {root:#?}"
+        );
         // The include is skipped (no 502: nothing was delegated), the child is orphaned, and the
         // root's own route still serves.
         assert_eq!(status(&c, "HTTPProxy", "default", "child"), Status::Orphaned);
-        assert_eq!(cluster_for(&c, &get("http://root.example.com/api")).as_deref(), Some("default/root:80"));
+        assert_eq!(
+            cluster_for(&c, &get("http://root.example.com/api")).as_deref(),
+            Some("default/root:80")
+        );
     }
 }
 
@@ -125,7 +150,11 @@ fn a_path_condition_must_start_with_a_slash() {
         "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - prefix: api\n      services:\n        - name: s\n          port: 80\n",
     );
     let c = compile_default(&yaml);
-    assert!(message(status_of(&c, "HTTPProxy", "default", "root"), "PathMatchConditionsNotValid").contains("must start with '/'"));
+    assert!(message(
+        status_of(&c, "HTTPProxy", "default", "root"),
+        "PathMatchConditionsNotValid"
+    )
+    .contains("must start with '/'"));
 }
 
 #[test]
@@ -137,15 +166,27 @@ fn header_and_query_conditions_are_unioned_down_the_tree() {
     );
     let c = compile_default(&yaml);
     let rule = &c.table.rules[0];
-    let kinds: Vec<(ConditionSource, &str, MatchOp)> =
-        rule.conditions.iter().map(|c| (c.on, c.name.as_deref().unwrap(), c.op)).collect();
+    let kinds: Vec<(ConditionSource, &str, MatchOp)> = rule
+        .conditions
+        .iter()
+        .map(|c| (c.on, c.name.as_deref().unwrap(), c.op))
+        .collect();
     assert_eq!(
         kinds,
-        [(ConditionSource::Header, "x-team", MatchOp::Exact), (ConditionSource::Query, "v", MatchOp::Exact), (ConditionSource::Header, "x-canary", MatchOp::Present)]
+        [
+            (ConditionSource::Header, "x-team", MatchOp::Exact),
+            (ConditionSource::Query, "v", MatchOp::Exact),
+            (ConditionSource::Header, "x-canary", MatchOp::Present)
+        ]
     );
-    let request = get("http://root.example.com/api/x?v=2").header("X-Team", "shop").header("X-Canary", "yes");
+    let request = get("http://root.example.com/api/x?v=2")
+        .header("X-Team", "shop")
+        .header("X-Canary", "yes");
     assert_eq!(cluster_for(&c, &request).as_deref(), Some("default/s:80"));
-    assert_eq!(rule_for(&c, &get("http://root.example.com/api/x?v=2").header("X-Canary", "yes")), None);
+    assert_eq!(
+        rule_for(&c, &get("http://root.example.com/api/x?v=2").header("X-Canary", "yes")),
+        None
+    );
 }
 
 fn header_conflict(include_header: &str, route_header: &str) -> switchyard::Compiled {
@@ -172,14 +213,20 @@ fn duplicate_exact_header_conditions_make_the_proxy_invalid() {
 #[test]
 fn present_and_notpresent_on_one_header_make_the_proxy_invalid() {
     let c = header_conflict("present: true", "notpresent: true");
-    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "child"), "HeaderMatchConditionsNotValid"));
+    assert!(has_reason(
+        status_of(&c, "HTTPProxy", "default", "child"),
+        "HeaderMatchConditionsNotValid"
+    ));
     assert!(c.table.rules.is_empty());
 }
 
 #[test]
 fn exact_and_notexact_with_the_same_value_make_the_proxy_invalid() {
     let c = header_conflict("exact: \"1\"", "notexact: \"1\"");
-    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "child"), "HeaderMatchConditionsNotValid"));
+    assert!(has_reason(
+        status_of(&c, "HTTPProxy", "default", "child"),
+        "HeaderMatchConditionsNotValid"
+    ));
     // Different values are fine.
     let ok = header_conflict("exact: \"1\"", "notexact: \"2\"");
     assert_eq!(status(&ok, "HTTPProxy", "default", "child"), Status::Valid);
@@ -196,10 +243,19 @@ fn missing_include_answers_502_for_its_conditions() {
     let root = status_of(&c, "HTTPProxy", "default", "root");
     assert_eq!(root.status, Status::Invalid);
     assert!(message(root, "IncludeNotFound").contains("default/missing not found"));
-    assert_eq!(direct_status(&c, &get("http://root.example.com/missing/x").header("x-team", "a")), Some(502));
+    assert_eq!(
+        direct_status(&c, &get("http://root.example.com/missing/x").header("x-team", "a")),
+        Some(502)
+    );
     // Requests outside the include's conditions are not affected.
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/missing/x")).as_deref(), Some("default/root:80"));
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/other")).as_deref(), Some("default/root:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/missing/x")).as_deref(),
+        Some("default/root:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/other")).as_deref(),
+        Some("default/root:80")
+    );
 }
 
 #[test]
@@ -214,8 +270,14 @@ fn include_that_closes_a_cycle_answers_502() {
     let b = status_of(&c, "HTTPProxy", "default", "b");
     assert_eq!(b.status, Status::Invalid);
     assert!(has_reason(b, "IncludeCreatesCycle"));
-    assert_eq!(direct_status(&c, &get("http://root.example.com/a/b/again/x")), Some(502));
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/a/x")).as_deref(), Some("default/sa:80"));
+    assert_eq!(
+        direct_status(&c, &get("http://root.example.com/a/b/again/x")),
+        Some(502)
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/a/x")).as_deref(),
+        Some("default/sa:80")
+    );
 }
 
 #[test]
@@ -226,7 +288,10 @@ fn proxy_including_itself_is_a_cycle() {
         proxy("default/a", "  includes:\n    - name: a\n      conditions:\n        - prefix: /self\n")
     );
     let c = compile_default(&yaml);
-    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "a"), "IncludeCreatesCycle"));
+    assert!(has_reason(
+        status_of(&c, "HTTPProxy", "default", "a"),
+        "IncludeCreatesCycle"
+    ));
     assert_eq!(direct_status(&c, &get("http://root.example.com/a/self")), Some(502));
 }
 
@@ -242,8 +307,14 @@ fn root_including_a_root_is_invalid() {
     assert_eq!(root.status, Status::Invalid);
     assert!(has_reason(root, "RootIncludesRoot"));
     // Skipped: no 502, the root's own route serves /other, and the other root keeps its own host.
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/other")).as_deref(), Some("default/root:80"));
-    assert_eq!(cluster_for(&c, &get("http://other.example.com/")).as_deref(), Some("default/other:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/other")).as_deref(),
+        Some("default/root:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://other.example.com/")).as_deref(),
+        Some("default/other:80")
+    );
     assert_eq!(status(&c, "HTTPProxy", "default", "other"), Status::Valid);
 }
 
@@ -265,8 +336,14 @@ fn include_defaults_to_the_parents_namespace_and_may_cross_namespaces() {
         proxy("marketing/blog", &route("blog"))
     );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/same")).as_deref(), Some("team/same:80"));
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/blog")).as_deref(), Some("marketing/blog:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/same")).as_deref(),
+        Some("team/same:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/blog")).as_deref(),
+        Some("marketing/blog:80")
+    );
 }
 
 #[test]
@@ -277,7 +354,10 @@ fn root_namespaces_make_roots_elsewhere_invalid_and_their_children_orphaned() {
         proxy("team/child", &route("child")),
         proxy("infra/root", &format!("  virtualhost:\n    fqdn: infra.example.com\n{}", route("infra")))
     );
-    let options = Options { root_namespaces: vec!["infra".into()], ..Options::default() };
+    let options = Options {
+        root_namespaces: vec!["infra".into()],
+        ..Options::default()
+    };
     let c = compile_yaml(&yaml, &options);
     let team_root = status_of(&c, "HTTPProxy", "team", "root");
     assert_eq!(team_root.status, Status::Invalid);
@@ -291,7 +371,10 @@ fn root_namespaces_make_roots_elsewhere_invalid_and_their_children_orphaned() {
 fn httpproxy_prefix_is_a_string_prefix() {
     let yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - prefix: /foo\n      services:\n        - name: foo\n          port: 80\n");
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/foobar")).as_deref(), Some("default/foo:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/foobar")).as_deref(),
+        Some("default/foo:80")
+    );
 }
 
 #[test]
@@ -299,11 +382,21 @@ fn weighted_services_become_weighted_backends() {
     let yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - services:\n        - name: v1\n          port: 8080\n          weight: 90\n        - name: v2\n          port: 8080\n          weight: 10\n    - conditions:\n        - prefix: /even\n      services:\n        - name: a\n          port: 80\n        - name: b\n          port: 80\n");
     let c = compile_default(&yaml);
     let weights = |i: usize| match &c.table.rules[i].action {
-        ActionSpec::Route(r) => r.backends.iter().map(|b| (b.cluster.clone(), b.weight)).collect::<Vec<_>>(),
+        ActionSpec::Route(r) => r
+            .backends
+            .iter()
+            .map(|b| (b.cluster.clone(), b.weight))
+            .collect::<Vec<_>>(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(weights(0), [("default/a:80".to_owned(), 1), ("default/b:80".to_owned(), 1)]);
-    assert_eq!(weights(1), [("default/v1:8080".to_owned(), 90), ("default/v2:8080".to_owned(), 10)]);
+    assert_eq!(
+        weights(0),
+        [("default/a:80".to_owned(), 1), ("default/b:80".to_owned(), 1)]
+    );
+    assert_eq!(
+        weights(1),
+        [("default/v1:8080".to_owned(), 90), ("default/v2:8080".to_owned(), 10)]
+    );
 }
 
 #[test]
@@ -314,7 +407,9 @@ fn replace_prefix_and_request_headers_policy_reach_the_table() {
         proxy("default/child", "  routes:\n    - services:\n        - name: s\n          port: 80\n      pathRewritePolicy:\n        replacePrefix:\n          - replacement: /\n      requestHeadersPolicy:\n        set:\n          - name: x-team\n            value: shop\n        remove:\n          - x-debug\n")
     );
     let c = compile_default(&yaml);
-    let ActionSpec::Route(action) = &c.table.rules[0].action else { panic!() };
+    let ActionSpec::Route(action) = &c.table.rules[0].action else {
+        panic!()
+    };
     assert_eq!(action.rewrite_prefix.as_deref(), Some("/"));
     assert_eq!(action.set_headers[0].name, "x-team");
     assert_eq!(action.remove_headers, ["x-debug"]);
@@ -332,9 +427,20 @@ fn every_httpproxy_gets_a_status() {
         proxy("default/lonely", &route("l"))
     );
     let c = compile_default(&yaml);
-    let proxies: Vec<(&str, Status)> =
-        c.statuses.iter().filter(|s| s.kind == "HTTPProxy").map(|s| (s.name.as_str(), s.status)).collect();
-    assert_eq!(proxies, [("child", Status::Valid), ("lonely", Status::Orphaned), ("root", Status::Valid)]);
+    let proxies: Vec<(&str, Status)> = c
+        .statuses
+        .iter()
+        .filter(|s| s.kind == "HTTPProxy")
+        .map(|s| (s.name.as_str(), s.status))
+        .collect();
+    assert_eq!(
+        proxies,
+        [
+            ("child", Status::Valid),
+            ("lonely", Status::Orphaned),
+            ("root", Status::Valid)
+        ]
+    );
 }
 
 #[test]
@@ -345,7 +451,10 @@ fn a_bad_route_regex_is_refused_by_the_compiler_not_the_filter() {
     assert!(has_reason(root, "RouteNotValid"), "{root:#?}");
     // The refused route keeps its number: names do not shift when one route is fixed.
     assert_eq!(rule_names(&c), ["HTTPProxy/default/root#1"]);
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/(unclosed")).as_deref(), Some("default/ok:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/(unclosed")).as_deref(),
+        Some("default/ok:80")
+    );
 }
 
 #[test]
@@ -370,7 +479,10 @@ fn the_502_rule_sits_below_routes_that_are_more_precise() {
         "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: missing\n      conditions:\n        - prefix: /api\n  routes:\n    - conditions:\n        - prefix: /api/health\n      services:\n        - name: health\n          port: 80\n",
     );
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://root.example.com/api/health")).as_deref(), Some("default/health:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/api/health")).as_deref(),
+        Some("default/health:80")
+    );
     assert_eq!(direct_status(&c, &get("http://root.example.com/api/users")), Some(502));
     assert_eq!(rule_for(&c, &get("http://root.example.com/other")), None);
 }
@@ -388,19 +500,31 @@ fn include_trees_that_explode_are_cut_with_a_status() {
     }
     yaml.push_str(&proxy("default/l20", &route("leaf")));
     let c = compile_default(&yaml);
-    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "root"), "IncludeTreeTooLarge"));
+    assert!(has_reason(
+        status_of(&c, "HTTPProxy", "default", "root"),
+        "IncludeTreeTooLarge"
+    ));
     assert!(c.table.rules.len() <= 10_000);
 }
 
 #[test]
 fn a_long_include_chain_is_cut_with_a_status() {
-    let mut yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: c0\n");
+    let mut yaml = proxy(
+        "default/root",
+        "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: c0\n",
+    );
     for i in 0..100 {
-        yaml.push_str(&proxy(&format!("default/c{i}"), &format!("  includes:\n    - name: c{}\n", i + 1)));
+        yaml.push_str(&proxy(
+            &format!("default/c{i}"),
+            &format!("  includes:\n    - name: c{}\n", i + 1),
+        ));
     }
     yaml.push_str(&proxy("default/c100", &route("leaf")));
     let c = compile_default(&yaml);
-    assert!(has_reason(status_of(&c, "HTTPProxy", "default", "root"), "IncludeTreeTooLarge"));
+    assert!(has_reason(
+        status_of(&c, "HTTPProxy", "default", "root"),
+        "IncludeTreeTooLarge"
+    ));
 }
 
 #[test]
@@ -412,7 +536,12 @@ fn replace_prefix_entry_is_chosen_by_the_matched_prefix() {
     );
     let c = compile_default(&yaml);
     let t = table(&c);
-    let upstream = |path: &str| t.route(&get(&format!("http://root.example.com{path}")), 0).unwrap().rule.upstream_path(path);
+    let upstream = |path: &str| {
+        t.route(&get(&format!("http://root.example.com{path}")), 0)
+            .unwrap()
+            .rule
+            .upstream_path(path)
+    };
     assert_eq!(upstream("/v1/app/x").as_deref(), Some("/app/v1/x"));
     assert_eq!(upstream("/v2/app/x").as_deref(), Some("/app/x"));
 }

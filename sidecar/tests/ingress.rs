@@ -21,7 +21,11 @@ fn prefix_path_type_is_a_segment_prefix() {
     let c = compile_default(&ingress_with_paths(&path("/foo", "Prefix", "foo")));
     assert_eq!(c.table.rules[0].path, PathSpec::SegmentPrefix("/foo".into()));
     for matching in ["/foo", "/foo/", "/foo/bar"] {
-        assert_eq!(cluster_for(&c, &get(&format!("http://web.example.com{matching}"))).as_deref(), Some("shop/foo:80"), "{matching}");
+        assert_eq!(
+            cluster_for(&c, &get(&format!("http://web.example.com{matching}"))).as_deref(),
+            Some("shop/foo:80"),
+            "{matching}"
+        );
     }
     assert_eq!(rule_for(&c, &get("http://web.example.com/foobar")), None);
 }
@@ -30,29 +34,44 @@ fn prefix_path_type_is_a_segment_prefix() {
 fn implementation_specific_path_type_is_a_segment_prefix() {
     let c = compile_default(&ingress_with_paths(&path("/foo/", "ImplementationSpecific", "foo")));
     assert_eq!(c.table.rules[0].path, PathSpec::SegmentPrefix("/foo/".into()));
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/foo")).as_deref(), Some("shop/foo:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/foo")).as_deref(),
+        Some("shop/foo:80")
+    );
     assert_eq!(rule_for(&c, &get("http://web.example.com/foobar")), None);
 }
 
 #[test]
 fn exact_path_type_must_equal_the_path() {
     let c = compile_default(&ingress_with_paths(&path("/foo", "Exact", "foo")));
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/foo?x=1")).as_deref(), Some("shop/foo:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/foo?x=1")).as_deref(),
+        Some("shop/foo:80")
+    );
     assert_eq!(rule_for(&c, &get("http://web.example.com/foo/")), None);
     assert_eq!(rule_for(&c, &get("http://web.example.com/FOO")), None);
 }
 
 #[test]
 fn missing_path_is_the_segment_prefix_root() {
-    let yaml = ingress_with_paths("          - pathType: Prefix\n            backend: {service: {name: all, port: {number: 80}}}\n");
+    let yaml = ingress_with_paths(
+        "          - pathType: Prefix\n            backend: {service: {name: all, port: {number: 80}}}\n",
+    );
     let c = compile_default(&yaml);
     assert_eq!(c.table.rules[0].path, PathSpec::SegmentPrefix("/".into()));
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/anything")).as_deref(), Some("shop/all:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/anything")).as_deref(),
+        Some("shop/all:80")
+    );
 }
 
 #[test]
 fn unknown_path_type_is_a_status_error() {
-    let c = compile_default(&ingress_with_paths(&format!("{}{}", path("/a", "Glob", "a"), path("/b", "Prefix", "b"))));
+    let c = compile_default(&ingress_with_paths(&format!(
+        "{}{}",
+        path("/a", "Glob", "a"),
+        path("/b", "Prefix", "b")
+    )));
     let web = status_of(&c, "Ingress", "shop", "web");
     assert_eq!(web.status, Status::Accepted);
     assert!(message(web, "UnknownPathType").contains("spec.rules[0].http.paths[0]"));
@@ -64,17 +83,32 @@ fn default_backend_is_a_catch_all_below_every_host_rule() {
     let yaml = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\nspec:\n  defaultBackend: {service: {name: fallback, port: {number: 80}}}\n  rules:\n    - host: web.example.com\n      http: {paths: [{path: /app, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}]}\n";
     let c = compile_default(yaml);
     let last = c.table.rules.last().unwrap();
-    assert_eq!((last.host.as_deref(), &last.path), (None, &PathSpec::SegmentPrefix("/".into())));
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/app")).as_deref(), Some("default/app:80"));
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/other")).as_deref(), Some("default/fallback:80"));
-    assert_eq!(cluster_for(&c, &get("http://unknown.example.org/")).as_deref(), Some("default/fallback:80"));
+    assert_eq!(
+        (last.host.as_deref(), &last.path),
+        (None, &PathSpec::SegmentPrefix("/".into()))
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/app")).as_deref(),
+        Some("default/app:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/other")).as_deref(),
+        Some("default/fallback:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://unknown.example.org/")).as_deref(),
+        Some("default/fallback:80")
+    );
 }
 
 #[test]
 fn named_service_port_resolves_through_the_service() {
     let yaml = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: shop}\nspec:\n  ports: [{name: http, port: 8080}, {name: grpc, port: 9090}]\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n    - host: web.example.com\n      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: api, port: {name: grpc}}}}]}\n";
     let c = compile_default(yaml);
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/")).as_deref(), Some("shop/api:9090"));
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/")).as_deref(),
+        Some("shop/api:9090")
+    );
 }
 
 #[test]
@@ -93,9 +127,23 @@ fn router_header_annotation_adds_one_exact_header_condition() {
     let meta = "  annotations:\n    bfe.ingress.kubernetes.io/router.header: \"Key: value\"\n";
     let c = compile_default(&simple_ingress("web", "web.example.com", "/", "web", meta, None));
     let condition = &c.table.rules[0].conditions[0];
-    assert_eq!((condition.on, condition.name.as_deref(), condition.op, condition.value.as_deref()), (ConditionSource::Header, Some("key"), MatchOp::Exact, Some("value")));
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/").header("KEY", "value")).as_deref(), Some("default/web:80"));
-    assert_eq!(rule_for(&c, &get("http://web.example.com/").header("Key", "Value")), None);
+    assert_eq!(
+        (
+            condition.on,
+            condition.name.as_deref(),
+            condition.op,
+            condition.value.as_deref()
+        ),
+        (ConditionSource::Header, Some("key"), MatchOp::Exact, Some("value"))
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/").header("KEY", "value")).as_deref(),
+        Some("default/web:80")
+    );
+    assert_eq!(
+        rule_for(&c, &get("http://web.example.com/").header("Key", "Value")),
+        None
+    );
 }
 
 #[test]
@@ -103,8 +151,14 @@ fn router_cookie_annotation_adds_one_exact_cookie_condition() {
     let meta = "  annotations:\n    bfe.ingress.kubernetes.io/router.cookie: \"Session: abc\"\n";
     let c = compile_default(&simple_ingress("web", "web.example.com", "/", "web", meta, None));
     assert_eq!(c.table.rules[0].conditions[0].on, ConditionSource::Cookie);
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/").cookie("Session", "abc")).as_deref(), Some("default/web:80"));
-    assert_eq!(rule_for(&c, &get("http://web.example.com/").cookie("session", "abc")), None);
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/").cookie("Session", "abc")).as_deref(),
+        Some("default/web:80")
+    );
+    assert_eq!(
+        rule_for(&c, &get("http://web.example.com/").cookie("session", "abc")),
+        None
+    );
 }
 
 #[test]
@@ -112,12 +166,21 @@ fn router_annotation_alternatives_mean_any_of_them() {
     let meta = "  annotations:\n    switchyard.io/router.header: \"x-env: a.b|c\"\n";
     let c = compile_default(&simple_ingress("web", "web.example.com", "/", "web", meta, None));
     let condition = &c.table.rules[0].conditions[0];
-    assert_eq!((condition.op, condition.value.as_deref()), (MatchOp::Regex, Some("a\\.b|c")));
+    assert_eq!(
+        (condition.op, condition.value.as_deref()),
+        (MatchOp::Regex, Some("a\\.b|c"))
+    );
     for value in ["a.b", "c"] {
-        assert!(rule_for(&c, &get("http://web.example.com/").header("x-env", value)).is_some(), "{value}");
+        assert!(
+            rule_for(&c, &get("http://web.example.com/").header("x-env", value)).is_some(),
+            "{value}"
+        );
     }
     for value in ["axb", "a.b|c", "cc"] {
-        assert!(rule_for(&c, &get("http://web.example.com/").header("x-env", value)).is_none(), "{value}");
+        assert!(
+            rule_for(&c, &get("http://web.example.com/").header("x-env", value)).is_none(),
+            "{value}"
+        );
     }
 }
 
@@ -142,11 +205,24 @@ fn old_ingress_api_versions_are_converted_with_a_warning() {
     for version in ["extensions/v1beta1", "networking.k8s.io/v1beta1"] {
         let yaml = format!("apiVersion: {version}\nkind: Ingress\nmetadata: {{name: old}}\nspec:\n  backend: {{serviceName: fallback, servicePort: 80}}\n  rules:\n    - host: old.example.com\n      http:\n        paths:\n          - path: /x\n            backend: {{serviceName: x, servicePort: \"8080\"}}\n");
         let loaded = load(&yaml);
-        assert!(loaded.warnings.iter().any(|w| w.contains(&format!("apiVersion {version} is converted"))), "{:?}", loaded.warnings);
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains(&format!("apiVersion {version} is converted"))),
+            "{:?}",
+            loaded.warnings
+        );
         let c = switchyard::compile(&loaded.objects, &Options::default());
-        assert_eq!(cluster_for(&c, &get("http://old.example.com/x/y")).as_deref(), Some("default/x:8080"));
+        assert_eq!(
+            cluster_for(&c, &get("http://old.example.com/x/y")).as_deref(),
+            Some("default/x:8080")
+        );
         // spec.backend is v1beta1's name for defaultBackend.
-        assert_eq!(cluster_for(&c, &get("http://old.example.com/")).as_deref(), Some("default/fallback:80"));
+        assert_eq!(
+            cluster_for(&c, &get("http://old.example.com/")).as_deref(),
+            Some("default/fallback:80")
+        );
     }
 }
 
@@ -154,22 +230,36 @@ fn old_ingress_api_versions_are_converted_with_a_warning() {
 fn old_backend_fields_inside_a_v1_ingress_are_converted_with_a_warning() {
     let yaml = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: mixed}\nspec:\n  rules:\n    - host: m.example.com\n      http:\n        paths:\n          - path: /\n            pathType: Prefix\n            backend: {serviceName: m, servicePort: 81}\n";
     let loaded = load(yaml);
-    assert!(loaded.warnings.iter().any(|w| w.contains("serviceName/servicePort")), "{:?}", loaded.warnings);
+    assert!(
+        loaded.warnings.iter().any(|w| w.contains("serviceName/servicePort")),
+        "{:?}",
+        loaded.warnings
+    );
     let c = switchyard::compile(&loaded.objects, &Options::default());
-    assert_eq!(cluster_for(&c, &get("http://m.example.com/")).as_deref(), Some("default/m:81"));
+    assert_eq!(
+        cluster_for(&c, &get("http://m.example.com/")).as_deref(),
+        Some("default/m:81")
+    );
 }
 
 #[test]
 fn tls_settings_do_not_affect_routing() {
     let plain = simple_ingress("web", "web.example.com", "/", "web", "", None);
-    let with_tls = plain.replace("spec:\n", "spec:\n  tls:\n    - hosts: [web.example.com]\n      secretName: web-tls\n");
+    let with_tls = plain.replace(
+        "spec:\n",
+        "spec:\n  tls:\n    - hosts: [web.example.com]\n      secretName: web-tls\n",
+    );
     assert_ne!(plain, with_tls);
     assert_eq!(compile_default(&plain).table, compile_default(&with_tls).table);
 }
 
 #[test]
 fn rule_names_are_kind_namespace_name_and_position() {
-    let c = compile_default(&ingress_with_paths(&format!("{}{}", path("/a", "Prefix", "a"), path("/b", "Exact", "b"))));
+    let c = compile_default(&ingress_with_paths(&format!(
+        "{}{}",
+        path("/a", "Prefix", "a"),
+        path("/b", "Exact", "b")
+    )));
     let mut names = rule_names(&c);
     names.sort();
     assert_eq!(names, ["Ingress/shop/web#0", "Ingress/shop/web#1"]);
@@ -177,9 +267,18 @@ fn rule_names_are_kind_namespace_name_and_position() {
 
 #[test]
 fn cluster_template_names_the_clusters() {
-    let options = Options { cluster_template: "outbound|{port}||{service}.{namespace}.svc.cluster.local".into(), ..Options::default() };
-    let c = compile_yaml(&simple_ingress("web", "web.example.com", "/", "web", "", None), &options);
-    assert_eq!(cluster_for(&c, &get("http://web.example.com/")).as_deref(), Some("outbound|80||web.default.svc.cluster.local"));
+    let options = Options {
+        cluster_template: "outbound|{port}||{service}.{namespace}.svc.cluster.local".into(),
+        ..Options::default()
+    };
+    let c = compile_yaml(
+        &simple_ingress("web", "web.example.com", "/", "web", "", None),
+        &options,
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://web.example.com/")).as_deref(),
+        Some("outbound|80||web.default.svc.cluster.local")
+    );
 }
 
 #[test]
@@ -198,7 +297,10 @@ fn table_settings_come_from_the_options() {
         debug_rule_header: true,
         ..Options::default()
     };
-    let c = compile_yaml(&simple_ingress("web", "web.example.com", "/", "web", "", None), &options);
+    let c = compile_yaml(
+        &simple_ingress("web", "web.example.com", "/", "web", "", None),
+        &options,
+    );
     assert_eq!(c.table.cluster_header, "x-cluster");
     assert_eq!(c.table.no_route, switchyard_table::NoRoute::Pass);
     assert!(c.table.debug_rule_header);

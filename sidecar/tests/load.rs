@@ -48,7 +48,9 @@ fn quoted_wildcard_host_reads_fine() {
 #[test]
 fn yaml_syntax_error_names_file_and_line() {
     let error = parse("kind: Ingress\nmetadata:\n  name: [unclosed\n", "bad.yaml").unwrap_err();
-    let LoadError::Syntax { file, line, .. } = &error else { panic!("{error:?}") };
+    let LoadError::Syntax { file, line, .. } = &error else {
+        panic!("{error:?}")
+    };
     assert_eq!((file.as_str(), *line > 0), ("bad.yaml", true));
 }
 
@@ -56,12 +58,20 @@ fn yaml_syntax_error_names_file_and_line() {
 fn schema_error_names_the_document_line_and_field() {
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n    - host: 42\n      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: eighty}}}}]}\n";
     let error = parse(text, "web.yaml").unwrap_err().to_string();
-    assert!(error.starts_with("web.yaml:5: Ingress shop/web: field `spec.rules[0]"), "{error}");
+    assert!(
+        error.starts_with("web.yaml:5: Ingress shop/web: field `spec.rules[0]"),
+        "{error}"
+    );
 }
 
 #[test]
 fn object_without_a_name_is_an_error() {
-    let error = parse("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {}\nspec: {}\n", "x.yaml").unwrap_err().to_string();
+    let error = parse(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {}\nspec: {}\n",
+        "x.yaml",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("field `metadata.name`"), "{error}");
 }
 
@@ -96,9 +106,16 @@ fn duplicate_objects_are_warned_about_and_one_copy_is_kept_whatever_the_order() 
     let one = parse(&format!("{a}{b}"), "x.yaml").unwrap();
     let two = parse(&format!("{b}{a}"), "x.yaml").unwrap();
     assert_eq!(one.warnings.len(), 1, "{:?}", one.warnings);
-    assert!(one.warnings[0].contains("also defined at x.yaml:1"), "{:?}", one.warnings);
+    assert!(
+        one.warnings[0].contains("also defined at x.yaml:1"),
+        "{:?}",
+        one.warnings
+    );
     let options = switchyard::Options::default();
-    assert_eq!(switchyard::compile(&one.objects, &options).table, switchyard::compile(&two.objects, &options).table);
+    assert_eq!(
+        switchyard::compile(&one.objects, &options).table,
+        switchyard::compile(&two.objects, &options).table
+    );
 }
 
 #[test]
@@ -106,8 +123,16 @@ fn directories_are_read_recursively_taking_only_manifest_files() {
     let dir = tempfile::tempdir().unwrap();
     let nested = dir.path().join("team/nested");
     std::fs::create_dir_all(&nested).unwrap();
-    std::fs::write(dir.path().join("a.yaml"), common::simple_ingress("a", "a.example.com", "/", "a", "", None)).unwrap();
-    std::fs::write(nested.join("b.yml"), common::simple_ingress("b", "b.example.com", "/", "b", "", None)).unwrap();
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        common::simple_ingress("a", "a.example.com", "/", "a", "", None),
+    )
+    .unwrap();
+    std::fs::write(
+        nested.join("b.yml"),
+        common::simple_ingress("b", "b.example.com", "/", "b", "", None),
+    )
+    .unwrap();
     std::fs::write(nested.join("README.md"), "not: [a manifest").unwrap();
     let loaded = read_paths(&[dir.path().to_path_buf()]).unwrap();
     assert_eq!((loaded.files, loaded.objects.ingresses.len()), (2, 2));
@@ -115,7 +140,9 @@ fn directories_are_read_recursively_taking_only_manifest_files() {
 
 #[test]
 fn unreadable_path_is_an_error_naming_it() {
-    let error = read_paths(&[PathBuf::from("/nonexistent/manifests")]).unwrap_err().to_string();
+    let error = read_paths(&[PathBuf::from("/nonexistent/manifests")])
+        .unwrap_err()
+        .to_string();
     assert!(error.starts_with("/nonexistent/manifests: cannot read"), "{error}");
     let empty = tempfile::tempdir().unwrap();
     let error = read_paths(&[empty.path().to_path_buf()]).unwrap_err().to_string();

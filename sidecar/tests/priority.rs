@@ -23,14 +23,37 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
                 invert: false,
             })
             .collect(),
-        action: ActionSpec::Route(RouteAction { backends: vec![Backend { cluster: "c".into(), weight: 1 }], rewrite_prefix: None, set_headers: vec![], remove_headers: vec![] }),
+        action: ActionSpec::Route(RouteAction {
+            backends: vec![Backend {
+                cluster: "c".into(),
+                weight: 1,
+            }],
+            rewrite_prefix: None,
+            set_headers: vec![],
+            remove_headers: vec![],
+        }),
     }
 }
 
 fn draft(rule: RuleSpec, created: Option<i64>, uid: &str, namespace: &str, name: &str, position: usize) -> Draft {
-    let key = ResourceKey { kind: Kind::Ingress, namespace: namespace.into(), name: name.into() };
-    let age = Age { created: created.map(|s| (s, 0)), uid: uid.into(), key: key.clone() };
-    Draft { owner: key.clone(), age: age.clone(), position, claimant: key, claimant_age: age, rule }
+    let key = ResourceKey {
+        kind: Kind::Ingress,
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    let age = Age {
+        created: created.map(|s| (s, 0)),
+        uid: uid.into(),
+        key: key.clone(),
+    };
+    Draft {
+        owner: key.clone(),
+        age: age.clone(),
+        position,
+        claimant: key,
+        claimant_age: age,
+        rule,
+    }
 }
 
 fn order(drafts: Vec<Draft>) -> Vec<String> {
@@ -81,7 +104,10 @@ fn longer_prefix_wins_and_segment_beats_string_at_equal_length() {
 #[test]
 fn longer_regex_wins_among_regexes() {
     let h = Some("h.example.net");
-    let drafts = vec![simple("short", h, PathSpec::Regex("/.*".into()), &[]), simple("long", h, PathSpec::Regex("/a/.*".into()), &[])];
+    let drafts = vec![
+        simple("short", h, PathSpec::Regex("/.*".into()), &[]),
+        simple("long", h, PathSpec::Regex("/a/.*".into()), &[]),
+    ];
     assert_eq!(order(drafts), ["long", "short"]);
 }
 
@@ -89,7 +115,11 @@ fn longer_regex_wins_among_regexes() {
 fn more_conditions_win_at_equal_host_and_path() {
     use ConditionSource::*;
     let h = Some("h.example.net");
-    let drafts = vec![simple("one", h, seg("/"), &[Cookie]), simple("two", h, seg("/"), &[Method, Query]), simple("none", h, seg("/"), &[])];
+    let drafts = vec![
+        simple("one", h, seg("/"), &[Cookie]),
+        simple("two", h, seg("/"), &[Method, Query]),
+        simple("none", h, seg("/"), &[]),
+    ];
     assert_eq!(order(drafts), ["two", "one", "none"]);
 }
 
@@ -105,7 +135,10 @@ fn condition_kinds_compare_strongest_first_cookie_header_query_method() {
     ];
     assert_eq!(order(drafts), ["cookie", "header", "query", "method"]);
     // cookie+header beats cookie+query, whatever order the conditions are written in.
-    let drafts = vec![simple("cq", h, seg("/"), &[Query, Cookie]), simple("ch", h, seg("/"), &[Header, Cookie])];
+    let drafts = vec![
+        simple("cq", h, seg("/"), &[Query, Cookie]),
+        simple("ch", h, seg("/"), &[Header, Cookie]),
+    ];
     assert_eq!(order(drafts), ["ch", "cq"]);
 }
 
@@ -121,20 +154,40 @@ fn at_equal_keys_the_older_resource_then_smaller_uid_then_name_then_position_win
         draft(same("uid-a-name-y-0"), Some(100), "a", "ns", "y", 0),
         draft(same("unstamped"), None, "z", "ns", "unstamped", 0),
     ];
-    assert_eq!(order(drafts), ["unstamped", "uid-a-name-y-0", "uid-a-name-y-1", "uid-a-name-z", "uid-b", "newest"]);
+    assert_eq!(
+        order(drafts),
+        [
+            "unstamped",
+            "uid-a-name-y-0",
+            "uid-a-name-y-1",
+            "uid-a-name-z",
+            "uid-b",
+            "newest"
+        ]
+    );
 }
 
 #[test]
 fn table_order_does_not_depend_on_input_order() {
     let yaml = [
         simple_ingress("a", "shop.example.com", "/", "a", "", None),
-        simple_ingress("b", "shop.example.com", "/b", "b", "  annotations:\n    switchyard.io/router.header: \"x: 1\"\n", None),
+        simple_ingress(
+            "b",
+            "shop.example.com",
+            "/b",
+            "b",
+            "  annotations:\n    switchyard.io/router.header: \"x: 1\"\n",
+            None,
+        ),
         simple_ingress("c", "*.example.com", "/", "c", "", None),
         simple_ingress("d", "shop.example.com", "/b", "d", "", None),
     ];
     let forward = compile_default(&yaml.concat());
     let backward = compile_default(&yaml.iter().rev().cloned().collect::<String>());
-    assert_eq!(serde_json::to_string(&forward.table).unwrap(), serde_json::to_string(&backward.table).unwrap());
+    assert_eq!(
+        serde_json::to_string(&forward.table).unwrap(),
+        serde_json::to_string(&backward.table).unwrap()
+    );
     assert_eq!(forward.statuses, backward.statuses);
 }
 
@@ -148,9 +201,15 @@ fn a_rule_whose_conditions_fail_falls_back_to_the_next_rule_across_paths_and_hos
     ]
     .concat();
     let c = compile_default(&yaml);
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/api").header("x-canary", "1")).as_deref(), Some("default/canary:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/api").header("x-canary", "1")).as_deref(),
+        Some("default/canary:80")
+    );
     // Both exact-host rules need the header: the request falls to the wildcard host.
-    assert_eq!(cluster_for(&c, &get("http://shop.example.com/api")).as_deref(), Some("default/wild:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/api")).as_deref(),
+        Some("default/wild:80")
+    );
 }
 
 #[test]

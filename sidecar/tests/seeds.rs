@@ -12,10 +12,19 @@ use switchyard::status::Status;
 fn exact_host_beats_wildcard_seed_002_host_priority() {
     let c = compile_example("002-host-priority");
     // curl "http://example.net/bar" → host_priority1.
-    assert_eq!(cluster_for(&c, &get("http://example.net/bar")).as_deref(), Some("production/service1:80"));
-    assert_eq!(rule_for(&c, &get("http://example.net/bar")).as_deref(), Some("Ingress/production/host_priority1#0"));
+    assert_eq!(
+        cluster_for(&c, &get("http://example.net/bar")).as_deref(),
+        Some("production/service1:80")
+    );
+    assert_eq!(
+        rule_for(&c, &get("http://example.net/bar")).as_deref(),
+        Some("Ingress/production/host_priority1#0")
+    );
     // The wildcard still serves the hosts it alone matches.
-    assert_eq!(cluster_for(&c, &get("http://other.net/bar")).as_deref(), Some("production/service2:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://other.net/bar")).as_deref(),
+        Some("production/service2:80")
+    );
 }
 
 #[test]
@@ -24,7 +33,10 @@ fn more_precise_path_beats_more_conditions_seed_002_path_priority() {
     // curl "http://example.net/bar/foo" -H "Key: value" → path_priority1.
     let request = get("http://example.net/bar/foo").header("Key", "value");
     assert_eq!(cluster_for(&c, &request).as_deref(), Some("production/service1:80"));
-    assert_eq!(rule_for(&c, &request).as_deref(), Some("Ingress/production/path_priority1#0"));
+    assert_eq!(
+        rule_for(&c, &request).as_deref(),
+        Some("Ingress/production/path_priority1#0")
+    );
 }
 
 #[test]
@@ -34,16 +46,24 @@ fn more_conditions_win_when_host_and_path_are_equal_seed_002_cond_priority() {
     let request = get("http://example.net/bar/foo").header("Key", "value");
     assert_eq!(cluster_for(&c, &request).as_deref(), Some("production/service1:80"));
     // Without the header, cond_priority1's condition fails and cond_priority2 gets its chance.
-    assert_eq!(cluster_for(&c, &get("http://example.net/bar/foo")).as_deref(), Some("production/service2:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://example.net/bar/foo")).as_deref(),
+        Some("production/service2:80")
+    );
 }
 
 #[test]
 fn cookie_condition_beats_header_condition_seed_002_multi_cond_priority() {
     let c = compile_example("002-multi-cond-priority");
     // curl "http://example.net/bar/foo" -H "Header-key: value" --cookie "cookie-key: value" → multi_cond_priority2.
-    let request = get("http://example.net/bar/foo").header("Header-key", "value").cookie("cookie-key", "value");
+    let request = get("http://example.net/bar/foo")
+        .header("Header-key", "value")
+        .cookie("cookie-key", "value");
     assert_eq!(cluster_for(&c, &request).as_deref(), Some("production/service2:80"));
-    assert_eq!(rule_for(&c, &request).as_deref(), Some("Ingress/production/multi_cond_priority2#0"));
+    assert_eq!(
+        rule_for(&c, &request).as_deref(),
+        Some("Ingress/production/multi_cond_priority2#0")
+    );
     // With only the header, the header rule matches.
     let header_only = get("http://example.net/bar/foo").header("Header-key", "value");
     assert_eq!(cluster_for(&c, &header_only).as_deref(), Some("production/service1:80"));
@@ -67,7 +87,10 @@ fn ingress_class_name_pointing_at_our_controller_is_routed_seed_000() {
     let c = compile_example("000-class-name");
     assert_eq!(status(&c, "Ingress", "default", "test"), Status::Accepted);
     // servicePort: http is resolved through the Service http-echo.
-    assert_eq!(cluster_for(&c, &get("http://test.k8s.local/")).as_deref(), Some("default/http-echo:8080"));
+    assert_eq!(
+        cluster_for(&c, &get("http://test.k8s.local/")).as_deref(),
+        Some("default/http-echo:8080")
+    );
 }
 
 #[test]
@@ -78,7 +101,10 @@ fn ingress_class_flag_selects_the_controller_slash_class_seed_000() {
     assert_eq!(status(&c, "IngressClass", "", "haproxy-prod"), Status::Valid);
     assert_eq!(status(&c, "IngressClass", "", "haproxy"), Status::Ignored);
     // /other belongs to the other controller instance: here it falls to test's "/".
-    assert_eq!(cluster_for(&c, &get("http://test.k8s.local/other")).as_deref(), Some("default/http-echo:8080"));
+    assert_eq!(
+        cluster_for(&c, &get("http://test.k8s.local/other")).as_deref(),
+        Some("default/http-echo:8080")
+    );
 }
 
 #[test]
@@ -86,7 +112,10 @@ fn legacy_ingress_class_annotation_selects_the_controller_seed_000() {
     let c = compile_example("000-class-annotation");
     assert_eq!(status(&c, "Ingress", "default", "test"), Status::Accepted);
     assert_eq!(status(&c, "Ingress", "default", "nginx-one"), Status::Ignored);
-    assert_eq!(cluster_for(&c, &get("http://test.k8s.local/x")).as_deref(), Some("default/http-echo:8080"));
+    assert_eq!(
+        cluster_for(&c, &get("http://test.k8s.local/x")).as_deref(),
+        Some("default/http-echo:8080")
+    );
     assert_eq!(rule_for(&c, &get("http://nginx.k8s.local/")), None);
 }
 
@@ -107,8 +136,14 @@ fn classless_ingress_is_routed_when_our_class_is_the_default_seed_001() {
     let c = compile_example("001-default-class-ours");
     assert_eq!(status(&c, "Ingress", "default", "playground"), Status::Accepted);
     // extensions/v1beta1, ImplementationSpecific /metrics: a segment prefix.
-    assert_eq!(cluster_for(&c, &get("http://api-test.ifuryst.com/metrics")).as_deref(), Some("default/playground:2112"));
-    assert_eq!(cluster_for(&c, &get("http://api-test.ifuryst.com/metrics/x")).as_deref(), Some("default/playground:2112"));
+    assert_eq!(
+        cluster_for(&c, &get("http://api-test.ifuryst.com/metrics")).as_deref(),
+        Some("default/playground:2112")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://api-test.ifuryst.com/metrics/x")).as_deref(),
+        Some("default/playground:2112")
+    );
     assert_eq!(rule_for(&c, &get("http://api-test.ifuryst.com/metricsx")), None);
     // TLS settings do not affect routing: plain HTTP to the same host routes.
 }
@@ -118,12 +153,24 @@ fn classless_ingress_is_routed_when_our_class_is_the_default_seed_001() {
 #[test]
 fn oldest_resource_wins_the_host_and_the_loser_keeps_its_other_hosts_seed_003() {
     let c = compile_example("003-host-collision");
-    assert_eq!(cluster_for(&c, &get("http://cafe.example.com/")).as_deref(), Some("default/coffee-vs:80"));
-    assert_eq!(cluster_for(&c, &get("http://cafe.example.com/tea")).as_deref(), Some("default/coffee-vs:80"));
-    assert_eq!(cluster_for(&c, &get("http://pub.example.com/")).as_deref(), Some("default/pub:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe.example.com/")).as_deref(),
+        Some("default/coffee-vs:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe.example.com/tea")).as_deref(),
+        Some("default/coffee-vs:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://pub.example.com/")).as_deref(),
+        Some("default/pub:80")
+    );
     let ingress = status_of(&c, "Ingress", "default", "cafe-ingress");
     assert_eq!(ingress.status, Status::Accepted);
-    assert_eq!(message(ingress, "HostTaken"), "host cafe.example.com is taken by HTTPProxy/default/cafe-virtual-server");
+    assert_eq!(
+        message(ingress, "HostTaken"),
+        "host cafe.example.com is taken by HTTPProxy/default/cafe-virtual-server"
+    );
     let second = status_of(&c, "Ingress", "default", "cafe-ingress-2");
     assert_eq!(second.status, Status::Rejected);
     assert_eq!(message(second, "Rejected"), "All hosts are taken by other resources");
@@ -135,11 +182,26 @@ fn oldest_resource_wins_the_host_and_the_loser_keeps_its_other_hosts_seed_003() 
 #[test]
 fn inclusion_in_the_same_namespace_prefixes_the_childs_routes_seed_004() {
     let c = compile_example("004-same-namespace");
-    assert_eq!(cluster_for(&c, &get("http://root.bar.com/service2")).as_deref(), Some("default/s2:80"));
-    assert_eq!(cluster_for(&c, &get("http://root.bar.com/service2/blog")).as_deref(), Some("default/blog:80"));
-    assert_eq!(cluster_for(&c, &get("http://root.bar.com/service2/blog/post")).as_deref(), Some("default/blog:80"));
-    assert_eq!(cluster_for(&c, &get("http://root.bar.com/")).as_deref(), Some("default/s1:80"));
-    assert_eq!(cluster_for(&c, &get("http://root.bar.com/other")).as_deref(), Some("default/s1:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://root.bar.com/service2")).as_deref(),
+        Some("default/s2:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.bar.com/service2/blog")).as_deref(),
+        Some("default/blog:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.bar.com/service2/blog/post")).as_deref(),
+        Some("default/blog:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.bar.com/")).as_deref(),
+        Some("default/s1:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.bar.com/other")).as_deref(),
+        Some("default/s1:80")
+    );
     assert_eq!(status(&c, "HTTPProxy", "default", "include-root"), Status::Valid);
     assert_eq!(status(&c, "HTTPProxy", "default", "service2"), Status::Valid);
 }
@@ -147,9 +209,18 @@ fn inclusion_in_the_same_namespace_prefixes_the_childs_routes_seed_004() {
 #[test]
 fn inclusion_across_namespaces_uses_the_childs_namespace_for_services_seed_004() {
     let c = compile_example("004-across-namespaces");
-    assert_eq!(cluster_for(&c, &get("http://ns-root.bar.com/blog")).as_deref(), Some("marketing/s2:80"));
-    assert_eq!(cluster_for(&c, &get("http://ns-root.bar.com/blog/2024")).as_deref(), Some("marketing/s2:80"));
-    assert_eq!(cluster_for(&c, &get("http://ns-root.bar.com/")).as_deref(), Some("default/s1:80"));
+    assert_eq!(
+        cluster_for(&c, &get("http://ns-root.bar.com/blog")).as_deref(),
+        Some("marketing/s2:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://ns-root.bar.com/blog/2024")).as_deref(),
+        Some("marketing/s2:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://ns-root.bar.com/")).as_deref(),
+        Some("default/s1:80")
+    );
     assert_eq!(status(&c, "HTTPProxy", "marketing", "blog"), Status::Valid);
     // Orphaned HTTPProxy children are ignored in routing.
     assert_eq!(status(&c, "HTTPProxy", "marketing", "orphan"), Status::Orphaned);

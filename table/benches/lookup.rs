@@ -23,7 +23,10 @@ fn main() {
     let mut lookup = c.benchmark_group("lookup");
     for size in SIZES {
         let table = RouteTable::try_from(synthetic::table(size)).expect("synthetic tables are valid");
-        for (case, request) in [("typical", synthetic::typical_request(size)), ("worst", synthetic::worst_request())] {
+        for (case, request) in [
+            ("typical", synthetic::typical_request(size)),
+            ("worst", synthetic::worst_request()),
+        ] {
             lookup.bench_with_input(BenchmarkId::new(case, size), &request, |b, request| {
                 b.iter(|| table.route(black_box(request), 7).map(|d| d.position))
             });
@@ -60,7 +63,10 @@ fn report(out: &Path) {
         println!("{size:>8} {typical:>10.1} {worst:>10.1}");
     }
     for case in ["typical", "worst"] {
-        if let (Some(big), Some(small)) = (mean(&format!("lookup/{case}/100000")), mean(&format!("lookup/{case}/10"))) {
+        if let (Some(big), Some(small)) = (
+            mean(&format!("lookup/{case}/100000")),
+            mean(&format!("lookup/{case}/10")),
+        ) {
             println!("ratio 100k/10, {case}: {:.2} (goal <= 2)", big / small);
         }
     }

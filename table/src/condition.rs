@@ -37,7 +37,10 @@ impl Condition {
                 return Err(("name", Problem::ConditionName("a method condition has no name")));
             }
             (_, None | Some("")) => {
-                return Err(("name", Problem::ConditionName("header, cookie and query conditions need a name")));
+                return Err((
+                    "name",
+                    Problem::ConditionName("header, cookie and query conditions need a name"),
+                ));
             }
             (ConditionSource::Header, Some(name)) => {
                 if !is_token(name) {
@@ -48,7 +51,9 @@ impl Condition {
             (_, Some(name)) => name.to_owned(),
         };
         let value = || {
-            spec.value.clone().ok_or(("value", Problem::MissingValue { op: op_name(spec.op) }))
+            spec.value
+                .clone()
+                .ok_or(("value", Problem::MissingValue { op: op_name(spec.op) }))
         };
         let test = match spec.op {
             MatchOp::Exact => ValueTest::Exact(value()?),
@@ -57,7 +62,12 @@ impl Condition {
             MatchOp::Regex => ValueTest::Regex(anchored_regex(&value()?).map_err(|p| ("value", p))?),
             MatchOp::Present => ValueTest::Present,
         };
-        Ok(Condition { source: spec.on, name, test, invert: spec.invert })
+        Ok(Condition {
+            source: spec.on,
+            name,
+            test,
+            invert: spec.invert,
+        })
     }
 
     /// What part of the request this condition reads.
@@ -102,5 +112,8 @@ fn op_name(op: MatchOp) -> &'static str {
 
 /// An HTTP token (RFC 9110 §5.6.2): what a header name may be made of.
 pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }

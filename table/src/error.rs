@@ -99,7 +99,15 @@ pub enum Problem {
 
 impl TableError {
     pub(crate) fn rule(rule: &str, position: usize, field: impl Into<String>, problem: Problem) -> Self {
-        let rule = if rule.is_empty() { format!("#{position}") } else { rule.to_owned() };
-        TableError::Rule { rule, field: field.into(), problem }
+        let rule = if rule.is_empty() {
+            format!("#{position}")
+        } else {
+            rule.to_owned()
+        };
+        TableError::Rule {
+            rule,
+            field: field.into(),
+            problem,
+        }
     }
 }

@@ -21,8 +21,13 @@ pub enum HostPattern {
 impl HostPattern {
     /// Validates a host as written in a table rule (`None` is the catch-all).
     pub fn parse(host: Option<&str>) -> Result<HostPattern, Problem> {
-        let Some(written) = host else { return Ok(HostPattern::Any) };
-        let bad = |why| Problem::BadHost { host: written.to_owned(), why };
+        let Some(written) = host else {
+            return Ok(HostPattern::Any);
+        };
+        let bad = |why| Problem::BadHost {
+            host: written.to_owned(),
+            why,
+        };
         let host = written.strip_suffix('.').unwrap_or(written).to_ascii_lowercase();
         if host.is_empty() {
             return Err(bad("it is empty (leave the host out to match every host)"));
@@ -40,7 +45,10 @@ impl HostPattern {
         if name.split('.').any(str::is_empty) {
             return Err(bad("it has an empty label"));
         }
-        if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_') {
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+        {
             return Err(bad("only letters, digits, '-', '_' and '.' are allowed"));
         }
         Ok(pattern)
@@ -111,8 +119,14 @@ mod tests {
 
     #[test]
     fn host_patterns_are_validated() {
-        assert_eq!(HostPattern::parse(Some("Shop.Example.net.")), Ok(HostPattern::Exact("shop.example.net".into())));
-        assert_eq!(HostPattern::parse(Some("*.example.net")), Ok(HostPattern::Wildcard("example.net".into())));
+        assert_eq!(
+            HostPattern::parse(Some("Shop.Example.net.")),
+            Ok(HostPattern::Exact("shop.example.net".into()))
+        );
+        assert_eq!(
+            HostPattern::parse(Some("*.example.net")),
+            Ok(HostPattern::Wildcard("example.net".into()))
+        );
         for bad in ["", "a.*.net", "**.net", "example.net:80", "a..net", "exa mple.net", "*"] {
             assert!(HostPattern::parse(Some(bad)).is_err(), "{bad:?} should be refused");
         }

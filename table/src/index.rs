@@ -77,7 +77,11 @@ impl HostIndex {
             }
         }
         fixed.sort_unstable();
-        Candidates { fixed, next_fixed: 0, regex }
+        Candidates {
+            fixed,
+            next_fixed: 0,
+            regex,
+        }
     }
 }
 

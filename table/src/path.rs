@@ -83,7 +83,11 @@ impl PathPattern {
     pub fn rewrite(&self, full_path: &str, replacement: &str) -> Option<String> {
         let prefix = self.rewritable_prefix()?;
         let rest = full_path.get(prefix.len()..)?;
-        let rest = if replacement.ends_with('/') { rest.strip_prefix('/').unwrap_or(rest) } else { rest };
+        let rest = if replacement.ends_with('/') {
+            rest.strip_prefix('/').unwrap_or(rest)
+        } else {
+            rest
+        };
         let mut path = String::with_capacity(replacement.len() + rest.len());
         path.push_str(replacement);
         path.push_str(rest);
@@ -129,15 +133,20 @@ fn literal_prefix(pattern: &str) -> &str {
     let end = pattern.find(SPECIAL).unwrap_or(pattern.len());
     let literal = pattern.get(..end).unwrap_or("");
     match pattern.get(end..).and_then(|rest| rest.chars().next()) {
-        Some('?' | '*' | '{') => literal.char_indices().last().map_or("", |(at, _)| literal.get(..at).unwrap_or("")),
+        Some('?' | '*' | '{') => literal
+            .char_indices()
+            .last()
+            .map_or("", |(at, _)| literal.get(..at).unwrap_or("")),
         _ => literal,
     }
 }
 
 /// Compiles a `regex-lite` pattern anchored to the whole input.
 pub(crate) fn anchored_regex(pattern: &str) -> Result<Regex, Problem> {
-    Regex::new(&format!("^(?:{pattern})$"))
-        .map_err(|error| Problem::BadRegex { pattern: pattern.to_owned(), error: error.to_string() })
+    Regex::new(&format!("^(?:{pattern})$")).map_err(|error| Problem::BadRegex {
+        pattern: pattern.to_owned(),
+        error: error.to_string(),
+    })
 }
 
 #[cfg(test)]

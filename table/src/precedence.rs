@@ -83,12 +83,23 @@ impl Precedence {
         let path = match &rule.path {
             PathSpec::Exact(_) => PathPrecision::Exact,
             PathSpec::Regex(pattern) => PathPrecision::Regex { len: pattern.len() },
-            PathSpec::SegmentPrefix(prefix) => PathPrecision::Prefix { len: prefix.len(), segment: true },
-            PathSpec::Prefix(prefix) => PathPrecision::Prefix { len: prefix.len(), segment: false },
+            PathSpec::SegmentPrefix(prefix) => PathPrecision::Prefix {
+                len: prefix.len(),
+                segment: true,
+            },
+            PathSpec::Prefix(prefix) => PathPrecision::Prefix {
+                len: prefix.len(),
+                segment: false,
+            },
         };
         let mut condition_kinds: Vec<u8> = rule.conditions.iter().map(|c| kind_strength(c.on)).collect();
         condition_kinds.sort_unstable_by(|a, b| b.cmp(a));
-        Precedence { host, path, condition_count: rule.conditions.len(), condition_kinds }
+        Precedence {
+            host,
+            path,
+            condition_count: rule.conditions.len(),
+            condition_kinds,
+        }
     }
 
     /// The first key on which two rules differ (`Age` when keys 1 to 4 are all equal).

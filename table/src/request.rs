@@ -70,7 +70,10 @@ pub fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
     header.split(';').filter_map(|pair| {
         let (name, value) = pair.split_once('=')?;
         let value = value.trim_matches(COOKIE_SPACE);
-        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
         Some((name.trim_matches(COOKIE_SPACE), value))
     })
 }
@@ -119,8 +122,15 @@ impl SimpleRequest {
             Some(at) => (&rest[..at], &rest[at..]),
             None => (rest, "/"),
         };
-        let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
-        SimpleRequest { path, ..SimpleRequest::get(authority, "") }
+        let path = if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path.to_owned()
+        };
+        SimpleRequest {
+            path,
+            ..SimpleRequest::get(authority, "")
+        }
     }
 
     /// With another method.
@@ -163,7 +173,9 @@ impl RequestView for SimpleRequest {
     }
 
     fn any_header_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
-        self.headers.iter().any(|(key, value)| key.eq_ignore_ascii_case(name) && test(value))
+        self.headers
+            .iter()
+            .any(|(key, value)| key.eq_ignore_ascii_case(name) && test(value))
     }
 }
 
@@ -175,7 +187,9 @@ mod tests {
 
     #[test]
     fn cookies_come_from_every_cookie_header() {
-        let req = SimpleRequest::get("h", "/").header("Cookie", "a=1; b=\"2\"").header("cookie", "a=3");
+        let req = SimpleRequest::get("h", "/")
+            .header("Cookie", "a=1; b=\"2\"")
+            .header("cookie", "a=3");
         assert_eq!(req.cookie_values("a"), ["1", "3"]);
         assert_eq!(req.cookie_values("b"), ["2"]);
         assert!(req.cookie_values("A").is_empty());
@@ -191,7 +205,10 @@ mod tests {
     #[test]
     fn url_splits_into_authority_and_path() {
         let req = SimpleRequest::from_url("http://example.net:8080/bar?x=1");
-        assert_eq!((req.authority.as_str(), req.path.as_str()), ("example.net:8080", "/bar?x=1"));
+        assert_eq!(
+            (req.authority.as_str(), req.path.as_str()),
+            ("example.net:8080", "/bar?x=1")
+        );
         assert_eq!(SimpleRequest::from_url("example.net").path, "/");
         assert_eq!(SimpleRequest::from_url("example.net?q").path, "/?q");
     }

@@ -22,17 +22,26 @@ pub fn table(rules: usize) -> TableSpec {
     let filler = rules.saturating_sub(specs.len());
     specs.extend((0..filler).map(filler_rule));
     specs.sort_by(by_precedence); // stable: equal rules keep generation order, as key 5 would
-    TableSpec { generation: format!("synthetic-{rules}"), rules: specs, ..TableSpec::default() }
+    TableSpec {
+        generation: format!("synthetic-{rules}"),
+        rules: specs,
+        ..TableSpec::default()
+    }
 }
 
 /// A request that the last plain segment-prefix rule of a table of `rules` rules wins.
 pub fn typical_request(rules: usize) -> SimpleRequest {
     let filler = rules.saturating_sub(deep_rules().len());
-    let plain = (0..filler).rev().find(|&i| i % 10 != 9 && i % 20 != 7 && i % 20 != 17 && i % 50 % 8 != 5 && !matches!(i % 50, 3 | 4 | 29));
+    let plain = (0..filler)
+        .rev()
+        .find(|&i| i % 10 != 9 && i % 20 != 7 && i % 20 != 17 && i % 50 % 8 != 5 && !matches!(i % 50, 3 | 4 | 29));
     let i = plain.unwrap_or(0);
-    SimpleRequest::get(&format!("h{}.example.net", i / 10), &format!("{}/page?id=42", filler_segments(i)))
-        .header("user-agent", "bench")
-        .header("accept", "*/*")
+    SimpleRequest::get(
+        &format!("h{}.example.net", i / 10),
+        &format!("{}/page?id=42", filler_segments(i)),
+    )
+    .header("user-agent", "bench")
+    .header("accept", "*/*")
 }
 
 /// The deepest fallback: every conditioned rule on the way fails, the catch-all wins.
@@ -47,20 +56,44 @@ pub fn worst_request() -> SimpleRequest {
 fn deep_rules() -> Vec<RuleSpec> {
     let mut rules: Vec<RuleSpec> = (1..=5)
         .map(|depth| {
-            let path = ["a", "b", "c", "d", "e"][..depth].iter().fold(String::new(), |p, s| p + "/" + s);
+            let path = ["a", "b", "c", "d", "e"][..depth]
+                .iter()
+                .fold(String::new(), |p, s| p + "/" + s);
             let rule = spec(&format!("deep-{depth}"), Some(DEEP_HOST), PathSpec::SegmentPrefix(path));
-            with_condition(rule, if depth % 2 == 0 { ConditionSource::Cookie } else { ConditionSource::Header })
+            with_condition(
+                rule,
+                if depth % 2 == 0 {
+                    ConditionSource::Cookie
+                } else {
+                    ConditionSource::Header
+                },
+            )
         })
         .collect();
-    rules.push(spec("deep-regex", Some(DEEP_HOST), PathSpec::Regex("/a/b/[0-9]+/.*".into())));
-    rules.push(with_condition(spec("deep-wildcard", Some("*.example.net"), PathSpec::SegmentPrefix("/a/b".into())), ConditionSource::Cookie));
+    rules.push(spec(
+        "deep-regex",
+        Some(DEEP_HOST),
+        PathSpec::Regex("/a/b/[0-9]+/.*".into()),
+    ));
+    rules.push(with_condition(
+        spec(
+            "deep-wildcard",
+            Some("*.example.net"),
+            PathSpec::SegmentPrefix("/a/b".into()),
+        ),
+        ConditionSource::Cookie,
+    ));
     rules.push(spec("default", None, PathSpec::Prefix("/".into())));
     rules
 }
 
 fn filler_rule(i: usize) -> RuleSpec {
     let group = i / 10;
-    let host = if i % 10 == 9 { format!("*.t{group}.example.net") } else { format!("h{group}.example.net") };
+    let host = if i % 10 == 9 {
+        format!("*.t{group}.example.net")
+    } else {
+        format!("h{group}.example.net")
+    };
     let segments = filler_segments(i);
     let path = match i % 50 {
         3 => PathSpec::Regex(format!("/r{}/[a-z]+/item-[0-9]+", i % 13)),
@@ -88,7 +121,10 @@ fn spec(name: &str, host: Option<&str>, path: PathSpec) -> RuleSpec {
         path,
         conditions: Vec::new(),
         action: ActionSpec::Route(RouteAction {
-            backends: vec![Backend { cluster: format!("bench/{name}:80"), weight: 1 }],
+            backends: vec![Backend {
+                cluster: format!("bench/{name}:80"),
+                weight: 1,
+            }],
             rewrite_prefix: None,
             set_headers: Vec::new(),
             remove_headers: Vec::new(),
@@ -126,9 +162,17 @@ mod tests {
             let table = RouteTable::try_from(spec).unwrap();
             assert_eq!(table.route(&worst_request(), 0).unwrap().rule.name(), "default");
             let candidates = table.candidates(&worst_request());
-            assert!(candidates.len() >= 7, "the worst case walks every depth: {}", candidates.len());
+            assert!(
+                candidates.len() >= 7,
+                "the worst case walks every depth: {}",
+                candidates.len()
+            );
             let typical = table.route(&typical_request(size), 0).unwrap();
-            assert!(typical.rule.name().starts_with("Ingress/bench/"), "{}", typical.rule.name());
+            assert!(
+                typical.rule.name().starts_with("Ingress/bench/"),
+                "{}",
+                typical.rule.name()
+            );
         }
     }
 }

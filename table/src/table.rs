@@ -87,8 +87,12 @@ impl RouteTable {
 
     /// The number of distinct hosts (exact and wildcard) the rules name.
     pub fn host_count(&self) -> usize {
-        let mut hosts: Vec<&HostPattern> =
-            self.rules.iter().map(|r| &r.host).filter(|h| **h != HostPattern::Any).collect();
+        let mut hosts: Vec<&HostPattern> = self
+            .rules
+            .iter()
+            .map(|r| &r.host)
+            .filter(|h| **h != HostPattern::Any)
+            .collect();
         hosts.sort_unstable_by_key(|h| match h {
             HostPattern::Exact(n) | HostPattern::Wildcard(n) => (matches!(h, HostPattern::Wildcard(_)), n.as_str()),
             HostPattern::Any => (false, ""),
@@ -134,7 +138,11 @@ impl RouteTable {
                 continue;
             }
             let failed_condition = rule.conditions.iter().position(|c| !c.holds(request));
-            visit(Candidate { position, rule, failed_condition });
+            visit(Candidate {
+                position,
+                rule,
+                failed_condition,
+            });
             if failed_condition.is_none() && winner.is_none() {
                 winner = Some((position, rule));
                 if stop_at_match {
@@ -188,15 +196,18 @@ impl Rule {
     /// The `:path` to send upstream for `full_path` (query included), when this rule rewrites it.
     pub fn upstream_path(&self, full_path: &str) -> Option<String> {
         match &self.spec.action {
-            ActionSpec::Route(RouteAction { rewrite_prefix: Some(replacement), .. }) => {
-                self.path.rewrite(full_path, replacement)
-            }
+            ActionSpec::Route(RouteAction {
+                rewrite_prefix: Some(replacement),
+                ..
+            }) => self.path.rewrite(full_path, replacement),
             _ => None,
         }
     }
 
     fn pick_backend(&self, random: u64) -> Option<&Backend> {
-        let ActionSpec::Route(route) = &self.spec.action else { return None };
+        let ActionSpec::Route(route) = &self.spec.action else {
+            return None;
+        };
         let mut ticket = random % self.total_weight.max(1);
         for backend in &route.backends {
             let weight = u64::from(backend.weight);
@@ -223,7 +234,12 @@ impl TryFrom<TableSpec> for RouteTable {
         let mut first_position: HashMap<&str, usize> = HashMap::with_capacity(spec.rules.len());
         for (position, rule) in spec.rules.iter().enumerate() {
             if let Some(&first) = first_position.get(rule.name.as_str()) {
-                return Err(TableError::rule(&rule.name, position, "name", Problem::DuplicateName { first }));
+                return Err(TableError::rule(
+                    &rule.name,
+                    position,
+                    "name",
+                    Problem::DuplicateName { first },
+                ));
             }
             first_position.insert(&rule.name, position);
         }
@@ -233,7 +249,12 @@ impl TryFrom<TableSpec> for RouteTable {
         for (position, rule_spec) in spec.rules.into_iter().enumerate() {
             let rule = Rule::compile(rule_spec, position)?;
             let id = RuleId::try_from(position).map_err(|_| {
-                TableError::rule(rule.name(), position, "name", Problem::ConditionName("a table holds at most 2^32 rules"))
+                TableError::rule(
+                    rule.name(),
+                    position,
+                    "name",
+                    Problem::ConditionName("a table holds at most 2^32 rules"),
+                )
             })?;
             index.insert(id, &rule.host, &rule.path);
             rules.push(rule);
@@ -267,12 +288,21 @@ impl Rule {
             ActionSpec::Route(route) => validate_route(route, &path).map_err(|(field, p)| fail(field, p))?,
             ActionSpec::DirectResponse(direct) => {
                 if !(200..=599).contains(&direct.status) {
-                    return Err(fail("action.direct_response.status".into(), Problem::BadStatus(direct.status)));
+                    return Err(fail(
+                        "action.direct_response.status".into(),
+                        Problem::BadStatus(direct.status),
+                    ));
                 }
                 0
             }
         };
-        Ok(Rule { spec, host, path, conditions, total_weight })
+        Ok(Rule {
+            spec,
+            host,
+            path,
+            conditions,
+            total_weight,
+        })
     }
 }
 
@@ -297,7 +327,11 @@ fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (Strin
     let names = route.set_headers.iter().map(|h| &h.name).chain(&route.remove_headers);
     for (i, name) in names.enumerate() {
         if !is_token(name) {
-            let field = if i < route.set_headers.len() { "set_headers" } else { "remove_headers" };
+            let field = if i < route.set_headers.len() {
+                "set_headers"
+            } else {
+                "remove_headers"
+            };
             return Err((at(field), Problem::BadHeaderName(name.clone())));
         }
     }

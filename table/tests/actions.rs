@@ -11,8 +11,10 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 
 fn weighted(weights: &[(&str, u32)]) -> RouteTable {
     let mut r = rule("r", "", "prefix:/", "unused");
-    r["action"]["route"]["backends"] =
-        json!(weights.iter().map(|(c, w)| json!({ "cluster": c, "weight": w })).collect::<Vec<_>>());
+    r["action"]["route"]["backends"] = json!(weights
+        .iter()
+        .map(|(c, w)| json!({ "cluster": c, "weight": w }))
+        .collect::<Vec<_>>());
     table(vec![r])
 }
 
@@ -22,7 +24,9 @@ fn weighted(weights: &[(&str, u32)]) -> RouteTable {
 fn weighted_choice_follows_weights() {
     let t = weighted(&[("a", 90), ("b", 10)]);
     let request = get("http://h/");
-    let to_a = (0..1000u64).filter(|&r| t.route(&request, r).unwrap().backend.unwrap().cluster == "a").count();
+    let to_a = (0..1000u64)
+        .filter(|&r| t.route(&request, r).unwrap().backend.unwrap().cluster == "a")
+        .count();
     assert_eq!(to_a, 900);
 }
 
@@ -50,12 +54,18 @@ fn direct_response_rule_has_no_backend() {
 #[test]
 fn table_settings_default_and_parse() {
     let t = RouteTable::from_json(br#"{"version":1}"#).unwrap();
-    assert_eq!((t.cluster_header(), t.no_route(), t.debug_rule_header()), ("x-route-cluster", NoRoute::NotFound, false));
+    assert_eq!(
+        (t.cluster_header(), t.no_route(), t.debug_rule_header()),
+        ("x-route-cluster", NoRoute::NotFound, false)
+    );
     let t = RouteTable::from_json(
         br#"{"version":1,"generation":"g7","cluster_header":"X-Backend","no_route":"pass","debug_rule_header":true}"#,
     )
     .unwrap();
-    assert_eq!((t.generation(), t.cluster_header(), t.no_route(), t.debug_rule_header()), ("g7", "x-backend", NoRoute::Pass, true));
+    assert_eq!(
+        (t.generation(), t.cluster_header(), t.no_route(), t.debug_rule_header()),
+        ("g7", "x-backend", NoRoute::Pass, true)
+    );
 }
 
 /// The table's JSON round-trips through the serde types unchanged.

@@ -51,7 +51,11 @@ fn header_match_kinds() {
     ];
     for (op, operand, value, expected) in cases {
         let t = one("header", "h", op, operand);
-        assert_eq!(hit(&t, get("http://h/").header("h", value)), expected, "{op} {operand:?} on {value:?}");
+        assert_eq!(
+            hit(&t, get("http://h/").header("h", value)),
+            expected,
+            "{op} {operand:?} on {value:?}"
+        );
     }
     assert!(!hit(&one("header", "h", "present", ""), get("http://h/")));
 }
@@ -59,31 +63,66 @@ fn header_match_kinds() {
 /// Each kind negated: holds exactly when the plain test fails for every value.
 #[test]
 fn negated_conditions_hold_when_no_value_matches() {
-    assert!(hit(&not("header", "h", "present", ""), get("http://h/")), "notpresent without the header");
-    assert!(!hit(&not("header", "h", "present", ""), get("http://h/").header("h", "")));
-    assert!(hit(&not("header", "h", "exact", "a"), get("http://h/").header("h", "b")));
-    assert!(!hit(&not("header", "h", "exact", "a"), get("http://h/").header("h", "b").header("h", "a")), "one value matches");
+    assert!(
+        hit(&not("header", "h", "present", ""), get("http://h/")),
+        "notpresent without the header"
+    );
+    assert!(!hit(
+        &not("header", "h", "present", ""),
+        get("http://h/").header("h", "")
+    ));
+    assert!(hit(
+        &not("header", "h", "exact", "a"),
+        get("http://h/").header("h", "b")
+    ));
+    assert!(
+        !hit(
+            &not("header", "h", "exact", "a"),
+            get("http://h/").header("h", "b").header("h", "a")
+        ),
+        "one value matches"
+    );
     assert!(hit(&not("header", "h", "contains", "x"), get("http://h/")));
-    assert!(hit(&not("header", "h", "prefix", "x"), get("http://h/").header("h", "ax")));
-    assert!(!hit(&not("header", "h", "regex", "a+"), get("http://h/").header("h", "aa")));
+    assert!(hit(
+        &not("header", "h", "prefix", "x"),
+        get("http://h/").header("h", "ax")
+    ));
+    assert!(!hit(
+        &not("header", "h", "regex", "a+"),
+        get("http://h/").header("h", "aa")
+    ));
 }
 
 /// A request carrying the header several times matches when any one value does.
 #[test]
 fn any_of_several_header_values_matches() {
     let t = one("header", "x-env", "exact", "canary");
-    assert!(hit(&t, get("http://h/").header("x-env", "prod").header("X-Env", "canary")));
-    assert!(!hit(&t, get("http://h/").header("x-env", "prod").header("x-env", "dev")));
+    assert!(hit(
+        &t,
+        get("http://h/").header("x-env", "prod").header("X-Env", "canary")
+    ));
+    assert!(!hit(
+        &t,
+        get("http://h/").header("x-env", "prod").header("x-env", "dev")
+    ));
 }
 
 /// Cookies are parsed from every `Cookie` header.
 #[test]
 fn cookies_are_read_from_every_cookie_header() {
     let t = one("cookie", "session", "exact", "abc");
-    assert!(hit(&t, get("http://h/").header("cookie", "a=1; b=2").header("Cookie", "c=3; session=abc")));
+    assert!(hit(
+        &t,
+        get("http://h/")
+            .header("cookie", "a=1; b=2")
+            .header("Cookie", "c=3; session=abc")
+    ));
     assert!(hit(&t, get("http://h/").header("cookie", "a=1;session=abc;b=2")));
     assert!(!hit(&t, get("http://h/").header("cookie", "a=1; b=2")));
-    assert!(!hit(&t, get("http://h/").header("x-session", "session=abc")), "only Cookie headers");
+    assert!(
+        !hit(&t, get("http://h/").header("x-session", "session=abc")),
+        "only Cookie headers"
+    );
 }
 
 /// Cookie names are case-sensitive.
@@ -97,9 +136,18 @@ fn cookie_names_are_case_sensitive() {
 /// Cookie conditions take every kind, negation included.
 #[test]
 fn cookie_conditions_take_every_kind() {
-    assert!(hit(&one("cookie", "v", "regex", "[0-9]+"), get("http://h/").cookie("v", "42")));
-    assert!(hit(&one("cookie", "v", "present", ""), get("http://h/").cookie("v", "")));
-    assert!(hit(&not("cookie", "v", "present", ""), get("http://h/").cookie("w", "1")));
+    assert!(hit(
+        &one("cookie", "v", "regex", "[0-9]+"),
+        get("http://h/").cookie("v", "42")
+    ));
+    assert!(hit(
+        &one("cookie", "v", "present", ""),
+        get("http://h/").cookie("v", "")
+    ));
+    assert!(hit(
+        &not("cookie", "v", "present", ""),
+        get("http://h/").cookie("w", "1")
+    ));
 }
 
 /// Query parameters are percent-decoded, names and values alike.

@@ -25,12 +25,40 @@ impl Dice {
     }
 }
 
-const HOSTS: &[&str] = &["a.example.net", "b.example.net", "example.net", "x.a.example.net", "other.org"];
-const RULE_HOSTS: &[&str] = &["a.example.net", "*.example.net", "example.net", "*.net", "", "other.org"];
-const PATHS: &[&str] = &["/", "/a", "/a/", "/a/b", "/ab", "/a/bc", "/a/b/c", "/b", "/é/x", "/a//b"];
+const HOSTS: &[&str] = &[
+    "a.example.net",
+    "b.example.net",
+    "example.net",
+    "x.a.example.net",
+    "other.org",
+];
+const RULE_HOSTS: &[&str] = &[
+    "a.example.net",
+    "*.example.net",
+    "example.net",
+    "*.net",
+    "",
+    "other.org",
+];
+const PATHS: &[&str] = &[
+    "/", "/a", "/a/", "/a/b", "/ab", "/a/bc", "/a/b/c", "/b", "/é/x", "/a//b",
+];
 const RULE_PATHS: &[&str] = &[
-    "segment:/", "segment:/a", "segment:/a/", "segment:/a/b", "prefix:/a", "prefix:/a/b", "prefix:/", "exact:/a",
-    "exact:/a/b", "regex:/a/.*", "regex:/[ab]+", "regex:/ab?/?b*", "regex:/a|/b/c", "prefix:/é", "segment:/é",
+    "segment:/",
+    "segment:/a",
+    "segment:/a/",
+    "segment:/a/b",
+    "prefix:/a",
+    "prefix:/a/b",
+    "prefix:/",
+    "exact:/a",
+    "exact:/a/b",
+    "regex:/a/.*",
+    "regex:/[ab]+",
+    "regex:/ab?/?b*",
+    "regex:/a|/b/c",
+    "prefix:/é",
+    "segment:/é",
 ];
 
 fn random_table(dice: &mut Dice, size: usize) -> RouteTable {
@@ -84,10 +112,23 @@ fn candidates_are_every_host_and_path_match_in_order() {
         let table = random_table(&mut dice, size);
         let request = random_request(&mut dice);
         let positions: Vec<usize> = table.candidates(&request).iter().map(|c| c.position).collect();
-        let bare = SimpleRequest { headers: vec![("h".into(), "1".into()), ("cookie".into(), "k=v".into())], ..request.clone() };
-        let expected: Vec<usize> = table.rules().iter().enumerate().filter(|(_, r)| r.matches(&bare)).map(|(i, _)| i).collect();
+        let bare = SimpleRequest {
+            headers: vec![("h".into(), "1".into()), ("cookie".into(), "k=v".into())],
+            ..request.clone()
+        };
+        let expected: Vec<usize> = table
+            .rules()
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.matches(&bare))
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(positions, expected, "{request:?}");
-        let first = table.candidates(&request).into_iter().find(|c| c.failed_condition.is_none()).map(|c| c.position);
+        let first = table
+            .candidates(&request)
+            .into_iter()
+            .find(|c| c.failed_condition.is_none())
+            .map(|c| c.position);
         assert_eq!(first, table.route(&request, 0).map(|d| d.position));
     }
 }

@@ -42,7 +42,11 @@ fn segment_prefix_follows_the_kubernetes_examples_table() {
 /// Several prefixes: the longest that matches whole segments wins (`/`, `/aaa`, `/aaa/bbb`).
 #[test]
 fn longest_matching_segment_prefix_wins() {
-    let t = ranked(vec![rule("root", "", "segment:/", "a"), rule("aaa", "", "segment:/aaa", "b"), rule("bbb", "", "segment:/aaa/bbb", "c")]);
+    let t = ranked(vec![
+        rule("root", "", "segment:/", "a"),
+        rule("aaa", "", "segment:/aaa", "b"),
+        rule("bbb", "", "segment:/aaa/bbb", "c"),
+    ]);
     assert_eq!(winner(&t, &get("http://h/aaa/bbb")).as_deref(), Some("bbb"));
     assert_eq!(winner(&t, &get("http://h/aaa/ccc")).as_deref(), Some("aaa"));
     assert_eq!(winner(&t, &get("http://h/ccc")).as_deref(), Some("root"));
@@ -52,7 +56,10 @@ fn longest_matching_segment_prefix_wins() {
 /// Exact `/foo` and Prefix `/foo` on one host: a request for `/foo` takes the exact rule.
 #[test]
 fn exact_wins_over_prefix_for_the_same_path() {
-    let t = ranked(vec![rule("prefix", "", "segment:/foo", "a"), rule("exact", "", "exact:/foo", "b")]);
+    let t = ranked(vec![
+        rule("prefix", "", "segment:/foo", "a"),
+        rule("exact", "", "exact:/foo", "b"),
+    ]);
     assert_eq!(winner(&t, &get("http://h/foo")).as_deref(), Some("exact"));
     assert_eq!(winner(&t, &get("http://h/foo/x")).as_deref(), Some("prefix"));
 }
@@ -99,5 +106,8 @@ fn decision_gives_the_rewritten_upstream_path() {
     let t = table(vec![r]);
     let request = get("http://h/api/users?id=7");
     let decision = t.route(&request, 0).unwrap();
-    assert_eq!(decision.rule.upstream_path(&request.path).as_deref(), Some("/v2/users?id=7"));
+    assert_eq!(
+        decision.rule.upstream_path(&request.path).as_deref(),
+        Some("/v2/users?id=7")
+    );
 }

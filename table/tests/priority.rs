@@ -14,26 +14,56 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 /// A rule matches when its host, its path and every one of its conditions match.
 #[test]
 fn rule_matches_only_when_host_path_and_every_condition_match() {
-    let t = table(vec![with(with(rule("r", "example.net", "segment:/bar", "c"), "header", "a", "exact", "1"), "cookie", "b", "exact", "2")]);
+    let t = table(vec![with(
+        with(
+            rule("r", "example.net", "segment:/bar", "c"),
+            "header",
+            "a",
+            "exact",
+            "1",
+        ),
+        "cookie",
+        "b",
+        "exact",
+        "2",
+    )]);
     let full = get("http://example.net/bar").header("a", "1").cookie("b", "2");
     assert_eq!(winner(&t, &full).as_deref(), Some("r"));
-    assert_eq!(winner(&t, &get("http://example.net/bar").header("a", "1")), None, "one condition missing");
-    assert_eq!(winner(&t, &get("http://other.net/bar").header("a", "1").cookie("b", "2")), None, "wrong host");
-    assert_eq!(winner(&t, &get("http://example.net/baz").header("a", "1").cookie("b", "2")), None, "wrong path");
+    assert_eq!(
+        winner(&t, &get("http://example.net/bar").header("a", "1")),
+        None,
+        "one condition missing"
+    );
+    assert_eq!(
+        winner(&t, &get("http://other.net/bar").header("a", "1").cookie("b", "2")),
+        None,
+        "wrong host"
+    );
+    assert_eq!(
+        winner(&t, &get("http://example.net/baz").header("a", "1").cookie("b", "2")),
+        None,
+        "wrong path"
+    );
 }
 
 /// The winner is the first rule in table order whose host, path and conditions match, whatever
 /// its precision: the compiler sorts, the matcher obeys.
 #[test]
 fn first_matching_rule_in_table_order_wins() {
-    let t = table(vec![rule("catch-all", "", "prefix:/", "a"), rule("exact", "example.net", "exact:/bar", "b")]);
+    let t = table(vec![
+        rule("catch-all", "", "prefix:/", "a"),
+        rule("exact", "example.net", "exact:/bar", "b"),
+    ]);
     assert_eq!(winner(&t, &get("http://example.net/bar")).as_deref(), Some("catch-all"));
 }
 
 /// With equal keys 1 to 4 the order given (the compiler's key 5: age, uid, name, position) stands.
 #[test]
 fn equal_precedence_keeps_table_order() {
-    let t = ranked(vec![rule("older", "example.net", "segment:/bar", "a"), rule("newer", "example.net", "segment:/bar", "b")]);
+    let t = ranked(vec![
+        rule("older", "example.net", "segment:/bar", "a"),
+        rule("newer", "example.net", "segment:/bar", "b"),
+    ]);
     assert_eq!(winner(&t, &get("http://example.net/bar")).as_deref(), Some("older"));
 }
 
@@ -43,17 +73,36 @@ fn equal_precedence_keeps_table_order() {
 #[test]
 fn exact_host_beats_wildcard() {
     let t = ranked(vec![
-        rule("Ingress/production/host_priority2#0", "*.net", "segment:/bar", "production/service2:80"),
-        rule("Ingress/production/host_priority1#0", "example.net", "segment:/bar", "production/service1:80"),
+        rule(
+            "Ingress/production/host_priority2#0",
+            "*.net",
+            "segment:/bar",
+            "production/service2:80",
+        ),
+        rule(
+            "Ingress/production/host_priority1#0",
+            "example.net",
+            "segment:/bar",
+            "production/service1:80",
+        ),
     ]);
-    assert_eq!(winner(&t, &get("http://example.net/bar")).as_deref(), Some("Ingress/production/host_priority1#0"));
-    assert_eq!(winner(&t, &get("http://other.net/bar")).as_deref(), Some("Ingress/production/host_priority2#0"));
+    assert_eq!(
+        winner(&t, &get("http://example.net/bar")).as_deref(),
+        Some("Ingress/production/host_priority1#0")
+    );
+    assert_eq!(
+        winner(&t, &get("http://other.net/bar")).as_deref(),
+        Some("Ingress/production/host_priority2#0")
+    );
 }
 
 /// A wildcard host beats a rule with no host, even when the catch-all's path is more precise.
 #[test]
 fn wildcard_host_beats_catch_all() {
-    let t = ranked(vec![rule("any", "", "exact:/bar", "a"), rule("wild", "*.example.net", "segment:/", "b")]);
+    let t = ranked(vec![
+        rule("any", "", "exact:/bar", "a"),
+        rule("wild", "*.example.net", "segment:/", "b"),
+    ]);
     assert_eq!(winner(&t, &get("http://a.example.net/bar")).as_deref(), Some("wild"));
     assert_eq!(winner(&t, &get("http://elsewhere.org/bar")).as_deref(), Some("any"));
 }
@@ -71,9 +120,22 @@ fn wildcard_matches_exactly_one_label() {
 /// Host matching is case-insensitive; the port and a trailing dot are ignored.
 #[test]
 fn host_matching_ignores_case_port_and_trailing_dot() {
-    let t = table(vec![rule("exact", "Example.NET", "segment:/", "a"), rule("wild", "*.Example.org", "segment:/", "b")]);
-    for authority in ["example.net", "EXAMPLE.net", "example.net:8080", "example.net.", "Example.Net.:443"] {
-        assert_eq!(winner(&t, &get(&format!("http://{authority}/"))).as_deref(), Some("exact"), "{authority}");
+    let t = table(vec![
+        rule("exact", "Example.NET", "segment:/", "a"),
+        rule("wild", "*.Example.org", "segment:/", "b"),
+    ]);
+    for authority in [
+        "example.net",
+        "EXAMPLE.net",
+        "example.net:8080",
+        "example.net.",
+        "Example.Net.:443",
+    ] {
+        assert_eq!(
+            winner(&t, &get(&format!("http://{authority}/"))).as_deref(),
+            Some("exact"),
+            "{authority}"
+        );
     }
     assert_eq!(winner(&t, &get("http://A.EXAMPLE.ORG.:80/")).as_deref(), Some("wild"));
 }
@@ -88,8 +150,14 @@ fn exact_path_beats_regex_beats_prefix() {
         rule("regex", "example.net", "regex:/bar/.*", "b"),
         rule("exact", "example.net", "exact:/bar/foo/long", "c"),
     ]);
-    assert_eq!(winner(&t, &get("http://example.net/bar/foo/long")).as_deref(), Some("exact"));
-    assert_eq!(winner(&t, &get("http://example.net/bar/foo/long/x")).as_deref(), Some("regex"));
+    assert_eq!(
+        winner(&t, &get("http://example.net/bar/foo/long")).as_deref(),
+        Some("exact")
+    );
+    assert_eq!(
+        winner(&t, &get("http://example.net/bar/foo/long/x")).as_deref(),
+        Some("regex")
+    );
 }
 
 /// Seed 002 "Path precision first when hostname are identical": `/bar/foo` beats `/bar` even
@@ -97,17 +165,39 @@ fn exact_path_beats_regex_beats_prefix() {
 #[test]
 fn longer_prefix_beats_shorter_even_with_conditions() {
     let t = ranked(vec![
-        with(rule("Ingress/production/path_priority2#0", "example.net", "segment:/bar", "production/service2:80"), "header", "key", "exact", "value"),
-        rule("Ingress/production/path_priority1#0", "example.net", "segment:/bar/foo", "production/service1:80"),
+        with(
+            rule(
+                "Ingress/production/path_priority2#0",
+                "example.net",
+                "segment:/bar",
+                "production/service2:80",
+            ),
+            "header",
+            "key",
+            "exact",
+            "value",
+        ),
+        rule(
+            "Ingress/production/path_priority1#0",
+            "example.net",
+            "segment:/bar/foo",
+            "production/service1:80",
+        ),
     ]);
     let request = get("http://example.net/bar/foo").header("Key", "value");
-    assert_eq!(winner(&t, &request).as_deref(), Some("Ingress/production/path_priority1#0"));
+    assert_eq!(
+        winner(&t, &request).as_deref(),
+        Some("Ingress/production/path_priority1#0")
+    );
 }
 
 /// At equal length a segment prefix beats a string prefix.
 #[test]
 fn segment_prefix_beats_string_prefix_of_equal_length() {
-    let t = ranked(vec![rule("string", "example.net", "prefix:/bar", "a"), rule("segment", "example.net", "segment:/bar", "b")]);
+    let t = ranked(vec![
+        rule("string", "example.net", "prefix:/bar", "a"),
+        rule("segment", "example.net", "segment:/bar", "b"),
+    ]);
     assert_eq!(winner(&t, &get("http://example.net/bar/x")).as_deref(), Some("segment"));
     assert_eq!(winner(&t, &get("http://example.net/barx")).as_deref(), Some("string"));
 }
@@ -115,8 +205,14 @@ fn segment_prefix_beats_string_prefix_of_equal_length() {
 /// Among regexes the longer pattern wins.
 #[test]
 fn longer_regex_beats_shorter_regex() {
-    let t = ranked(vec![rule("short", "example.net", "regex:/.*", "a"), rule("long", "example.net", "regex:/api/v[0-9]+/.*", "b")]);
-    assert_eq!(winner(&t, &get("http://example.net/api/v2/users")).as_deref(), Some("long"));
+    let t = ranked(vec![
+        rule("short", "example.net", "regex:/.*", "a"),
+        rule("long", "example.net", "regex:/api/v[0-9]+/.*", "b"),
+    ]);
+    assert_eq!(
+        winner(&t, &get("http://example.net/api/v2/users")).as_deref(),
+        Some("long")
+    );
     assert_eq!(winner(&t, &get("http://example.net/web")).as_deref(), Some("short"));
 }
 
@@ -127,12 +223,34 @@ fn longer_regex_beats_shorter_regex() {
 #[test]
 fn more_conditions_beat_fewer() {
     let t = ranked(vec![
-        rule("Ingress/production/cond_priority2#0", "example.net", "segment:/bar", "production/service2:80"),
-        with(rule("Ingress/production/cond_priority1#0", "example.net", "segment:/bar", "production/service1:80"), "header", "key", "exact", "value"),
+        rule(
+            "Ingress/production/cond_priority2#0",
+            "example.net",
+            "segment:/bar",
+            "production/service2:80",
+        ),
+        with(
+            rule(
+                "Ingress/production/cond_priority1#0",
+                "example.net",
+                "segment:/bar",
+                "production/service1:80",
+            ),
+            "header",
+            "key",
+            "exact",
+            "value",
+        ),
     ]);
     let request = get("http://example.net/bar/foo").header("Key", "value");
-    assert_eq!(winner(&t, &request).as_deref(), Some("Ingress/production/cond_priority1#0"));
-    assert_eq!(winner(&t, &get("http://example.net/bar/foo")).as_deref(), Some("Ingress/production/cond_priority2#0"));
+    assert_eq!(
+        winner(&t, &request).as_deref(),
+        Some("Ingress/production/cond_priority1#0")
+    );
+    assert_eq!(
+        winner(&t, &get("http://example.net/bar/foo")).as_deref(),
+        Some("Ingress/production/cond_priority2#0")
+    );
 }
 
 /// Seed 002 "Matched advanced condition with higher priority first": a cookie condition beats a
@@ -140,21 +258,75 @@ fn more_conditions_beat_fewer() {
 #[test]
 fn cookie_condition_beats_header_condition() {
     let t = ranked(vec![
-        with(rule("Ingress/production/multi_cond_priority1#0", "example.net", "segment:/bar", "production/service1:80"), "header", "header-key", "exact", "value"),
-        with(rule("Ingress/production/multi_cond_priority2#0", "example.net", "segment:/bar", "production/service2:80"), "cookie", "cookie-key", "exact", "value"),
+        with(
+            rule(
+                "Ingress/production/multi_cond_priority1#0",
+                "example.net",
+                "segment:/bar",
+                "production/service1:80",
+            ),
+            "header",
+            "header-key",
+            "exact",
+            "value",
+        ),
+        with(
+            rule(
+                "Ingress/production/multi_cond_priority2#0",
+                "example.net",
+                "segment:/bar",
+                "production/service2:80",
+            ),
+            "cookie",
+            "cookie-key",
+            "exact",
+            "value",
+        ),
     ]);
-    let request = get("http://example.net/bar/foo").header("Header-key", "value").cookie("cookie-key", "value");
-    assert_eq!(winner(&t, &request).as_deref(), Some("Ingress/production/multi_cond_priority2#0"));
+    let request = get("http://example.net/bar/foo")
+        .header("Header-key", "value")
+        .cookie("cookie-key", "value");
+    assert_eq!(
+        winner(&t, &request).as_deref(),
+        Some("Ingress/production/multi_cond_priority2#0")
+    );
     let header_only = get("http://example.net/bar/foo").header("Header-key", "value");
-    assert_eq!(winner(&t, &header_only).as_deref(), Some("Ingress/production/multi_cond_priority1#0"));
+    assert_eq!(
+        winner(&t, &header_only).as_deref(),
+        Some("Ingress/production/multi_cond_priority1#0")
+    );
 }
 
 /// Kinds are compared element by element, strongest first: cookie+header beats cookie+query.
 #[test]
 fn cookie_and_header_beat_cookie_and_query() {
     let t = ranked(vec![
-        with(with(rule("cookie+query", "example.net", "segment:/", "a"), "query", "q", "exact", "1"), "cookie", "c", "exact", "1"),
-        with(with(rule("cookie+header", "example.net", "segment:/", "b"), "cookie", "c", "exact", "1"), "header", "h", "exact", "1"),
+        with(
+            with(
+                rule("cookie+query", "example.net", "segment:/", "a"),
+                "query",
+                "q",
+                "exact",
+                "1",
+            ),
+            "cookie",
+            "c",
+            "exact",
+            "1",
+        ),
+        with(
+            with(
+                rule("cookie+header", "example.net", "segment:/", "b"),
+                "cookie",
+                "c",
+                "exact",
+                "1",
+            ),
+            "header",
+            "h",
+            "exact",
+            "1",
+        ),
     ]);
     let request = get("http://example.net/?q=1").cookie("c", "1").header("h", "1");
     assert_eq!(winner(&t, &request).as_deref(), Some("cookie+header"));
@@ -164,11 +336,32 @@ fn cookie_and_header_beat_cookie_and_query() {
 #[test]
 fn header_beats_query_beats_method() {
     let t = ranked(vec![
-        with(rule("method", "example.net", "segment:/", "a"), "method", "", "exact", "GET"),
-        with(rule("query", "example.net", "segment:/", "b"), "query", "q", "present", ""),
-        with(rule("header", "example.net", "segment:/", "c"), "header", "h", "present", ""),
+        with(
+            rule("method", "example.net", "segment:/", "a"),
+            "method",
+            "",
+            "exact",
+            "GET",
+        ),
+        with(
+            rule("query", "example.net", "segment:/", "b"),
+            "query",
+            "q",
+            "present",
+            "",
+        ),
+        with(
+            rule("header", "example.net", "segment:/", "c"),
+            "header",
+            "h",
+            "present",
+            "",
+        ),
     ]);
-    assert_eq!(winner(&t, &get("http://example.net/?q").header("h", "")).as_deref(), Some("header"));
+    assert_eq!(
+        winner(&t, &get("http://example.net/?q").header("h", "")).as_deref(),
+        Some("header")
+    );
     assert_eq!(winner(&t, &get("http://example.net/?q")).as_deref(), Some("query"));
     assert_eq!(winner(&t, &get("http://example.net/")).as_deref(), Some("method"));
 }
@@ -180,33 +373,66 @@ fn header_beats_query_beats_method() {
 fn failed_conditions_fall_back_to_shorter_path() {
     let t = ranked(vec![
         rule("short", "example.net", "segment:/bar", "a"),
-        with(rule("long", "example.net", "segment:/bar/foo", "b"), "header", "key", "exact", "value"),
+        with(
+            rule("long", "example.net", "segment:/bar/foo", "b"),
+            "header",
+            "key",
+            "exact",
+            "value",
+        ),
     ]);
     assert_eq!(winner(&t, &get("http://example.net/bar/foo")).as_deref(), Some("short"));
-    assert_eq!(winner(&t, &get("http://example.net/bar/foo").header("key", "value")).as_deref(), Some("long"));
+    assert_eq!(
+        winner(&t, &get("http://example.net/bar/foo").header("key", "value")).as_deref(),
+        Some("long")
+    );
 }
 
 /// Falling back crosses host levels: from the exact host to the wildcard.
 #[test]
 fn failed_conditions_fall_back_to_wildcard_host() {
     let t = ranked(vec![
-        with(rule("exact", "a.example.net", "segment:/", "a"), "cookie", "beta", "exact", "1"),
+        with(
+            rule("exact", "a.example.net", "segment:/", "a"),
+            "cookie",
+            "beta",
+            "exact",
+            "1",
+        ),
         rule("wild", "*.example.net", "segment:/", "b"),
     ]);
     assert_eq!(winner(&t, &get("http://a.example.net/x")).as_deref(), Some("wild"));
-    assert_eq!(winner(&t, &get("http://a.example.net/x").cookie("beta", "1")).as_deref(), Some("exact"));
+    assert_eq!(
+        winner(&t, &get("http://a.example.net/x").cookie("beta", "1")).as_deref(),
+        Some("exact")
+    );
 }
 
 /// ... and on to the catch-all.
 #[test]
 fn failed_conditions_fall_back_to_catch_all() {
     let t = ranked(vec![
-        with(rule("exact", "a.example.net", "exact:/x", "a"), "header", "h", "exact", "1"),
-        with(rule("wild", "*.example.net", "segment:/", "b"), "header", "h", "exact", "2"),
+        with(
+            rule("exact", "a.example.net", "exact:/x", "a"),
+            "header",
+            "h",
+            "exact",
+            "1",
+        ),
+        with(
+            rule("wild", "*.example.net", "segment:/", "b"),
+            "header",
+            "h",
+            "exact",
+            "2",
+        ),
         rule("default", "", "prefix:/", "c"),
     ]);
     assert_eq!(winner(&t, &get("http://a.example.net/x")).as_deref(), Some("default"));
-    assert_eq!(winner(&t, &get("http://a.example.net/x").header("h", "2")).as_deref(), Some("wild"));
+    assert_eq!(
+        winner(&t, &get("http://a.example.net/x").header("h", "2")).as_deref(),
+        Some("wild")
+    );
 }
 
 /// Nothing matching gives no route (the filter answers 404 or passes, per the table).

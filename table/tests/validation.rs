@@ -17,7 +17,11 @@ fn refuse(rules: Vec<Value>) -> TableError {
 fn assert_rule_error(error: TableError, rule: &str, field: &str, expected: impl Fn(&Problem) -> bool) {
     let message = error.to_string();
     match error {
-        TableError::Rule { rule: r, field: f, problem } => {
+        TableError::Rule {
+            rule: r,
+            field: f,
+            problem,
+        } => {
             assert_eq!((r.as_str(), f.as_str()), (rule, field), "{message}");
             assert!(expected(&problem), "unexpected problem: {message}");
             assert!(message.contains(rule) && message.contains(field), "{message}");
@@ -37,7 +41,10 @@ fn unknown_version_is_refused() {
 /// Malformed JSON and unknown fields are refused, with the position.
 #[test]
 fn malformed_json_and_unknown_fields_are_refused() {
-    assert!(matches!(RouteTable::from_json(b"{\"version\":1,"), Err(TableError::Json(_))));
+    assert!(matches!(
+        RouteTable::from_json(b"{\"version\":1,"),
+        Err(TableError::Json(_))
+    ));
     let error = RouteTable::from_json(br#"{"version":1,"rulez":[]}"#).unwrap_err();
     assert!(error.to_string().contains("rulez"), "{error}");
 }
@@ -56,7 +63,9 @@ fn bad_host_is_refused() {
 fn path_not_starting_with_slash_is_refused() {
     for path in ["exact:foo", "segment:foo", "prefix:", "regex:.*"] {
         let error = refuse(vec![rule("r#0", "", path, "c")]);
-        assert_rule_error(error, "r#0", "path.value", |p| matches!(p, Problem::PathNotAbsolute { .. }));
+        assert_rule_error(error, "r#0", "path.value", |p| {
+            matches!(p, Problem::PathNotAbsolute { .. })
+        });
     }
 }
 
@@ -65,8 +74,16 @@ fn path_not_starting_with_slash_is_refused() {
 fn regex_that_does_not_compile_is_refused() {
     let error = refuse(vec![rule("r#0", "", "regex:/(unclosed", "c")]);
     assert_rule_error(error, "r#0", "path.value", |p| matches!(p, Problem::BadRegex { .. }));
-    let error = refuse(vec![common::with(rule("r#0", "", "prefix:/", "c"), "header", "h", "regex", "[z-a]")]);
-    assert_rule_error(error, "r#0", "conditions[0].value", |p| matches!(p, Problem::BadRegex { .. }));
+    let error = refuse(vec![common::with(
+        rule("r#0", "", "prefix:/", "c"),
+        "header",
+        "h",
+        "regex",
+        "[z-a]",
+    )]);
+    assert_rule_error(error, "r#0", "conditions[0].value", |p| {
+        matches!(p, Problem::BadRegex { .. })
+    });
 }
 
 /// Backend weights summing to zero are refused.
@@ -74,7 +91,9 @@ fn regex_that_does_not_compile_is_refused() {
 fn weights_summing_to_zero_are_refused() {
     let mut r = rule("r#0", "", "prefix:/", "c");
     r["action"]["route"]["backends"] = json!([{ "cluster": "a", "weight": 0 }, { "cluster": "b", "weight": 0 }]);
-    assert_rule_error(refuse(vec![r]), "r#0", "action.route.backends", |p| matches!(p, Problem::BadWeights { sum: 0 }));
+    assert_rule_error(refuse(vec![r]), "r#0", "action.route.backends", |p| {
+        matches!(p, Problem::BadWeights { sum: 0 })
+    });
 }
 
 /// A route without backends is refused.
@@ -82,13 +101,19 @@ fn weights_summing_to_zero_are_refused() {
 fn route_without_backends_is_refused() {
     let mut r = rule("r#0", "", "prefix:/", "c");
     r["action"]["route"]["backends"] = json!([]);
-    assert_rule_error(refuse(vec![r]), "r#0", "action.route.backends", |p| *p == Problem::NoBackends);
+    assert_rule_error(refuse(vec![r]), "r#0", "action.route.backends", |p| {
+        *p == Problem::NoBackends
+    });
 }
 
 /// Two rules with one name are refused.
 #[test]
 fn duplicate_rule_names_are_refused() {
-    let error = refuse(vec![rule("same", "", "prefix:/a", "c"), rule("other", "", "prefix:/", "c"), rule("same", "", "prefix:/b", "c")]);
+    let error = refuse(vec![
+        rule("same", "", "prefix:/a", "c"),
+        rule("other", "", "prefix:/", "c"),
+        rule("same", "", "prefix:/b", "c"),
+    ]);
     assert_rule_error(error, "same", "name", |p| *p == Problem::DuplicateName { first: 0 });
 }
 
@@ -96,7 +121,9 @@ fn duplicate_rule_names_are_refused() {
 #[test]
 fn empty_cluster_name_is_refused() {
     let error = refuse(vec![rule("r#0", "", "prefix:/", "")]);
-    assert_rule_error(error, "r#0", "action.route.backends[0].cluster", |p| *p == Problem::EmptyCluster);
+    assert_rule_error(error, "r#0", "action.route.backends[0].cluster", |p| {
+        *p == Problem::EmptyCluster
+    });
 }
 
 /// A rule without a name is refused, and named by its position.
@@ -111,15 +138,23 @@ fn empty_rule_name_is_refused() {
 fn incomplete_conditions_are_refused() {
     let r = || rule("r#0", "", "prefix:/", "c");
     let error = refuse(vec![common::with(r(), "header", "", "exact", "v")]);
-    assert_rule_error(error, "r#0", "conditions[0].name", |p| matches!(p, Problem::ConditionName(_)));
+    assert_rule_error(error, "r#0", "conditions[0].name", |p| {
+        matches!(p, Problem::ConditionName(_))
+    });
     let error = refuse(vec![common::with(r(), "header", "bad name", "exact", "v")]);
-    assert_rule_error(error, "r#0", "conditions[0].name", |p| matches!(p, Problem::BadHeaderName(_)));
+    assert_rule_error(error, "r#0", "conditions[0].name", |p| {
+        matches!(p, Problem::BadHeaderName(_))
+    });
     let mut missing = r();
     missing["conditions"] = json!([{ "on": "cookie", "name": "c", "match": "prefix" }]);
-    assert_rule_error(refuse(vec![missing]), "r#0", "conditions[0].value", |p| matches!(p, Problem::MissingValue { op: "prefix" }));
+    assert_rule_error(refuse(vec![missing]), "r#0", "conditions[0].value", |p| {
+        matches!(p, Problem::MissingValue { op: "prefix" })
+    });
     let mut named_method = r();
     named_method["conditions"] = json!([{ "on": "method", "name": "x", "match": "exact", "value": "GET" }]);
-    assert_rule_error(refuse(vec![named_method]), "r#0", "conditions[0].name", |p| matches!(p, Problem::ConditionName(_)));
+    assert_rule_error(refuse(vec![named_method]), "r#0", "conditions[0].name", |p| {
+        matches!(p, Problem::ConditionName(_))
+    });
 }
 
 /// Header actions need valid header names.
@@ -127,7 +162,9 @@ fn incomplete_conditions_are_refused() {
 fn bad_header_action_names_are_refused() {
     let mut r = rule("r#0", "", "prefix:/", "c");
     r["action"]["route"]["remove_headers"] = json!(["x-ok", "bad:name"]);
-    assert_rule_error(refuse(vec![r]), "r#0", "action.route.remove_headers", |p| matches!(p, Problem::BadHeaderName(_)));
+    assert_rule_error(refuse(vec![r]), "r#0", "action.route.remove_headers", |p| {
+        matches!(p, Problem::BadHeaderName(_))
+    });
 }
 
 /// A direct response needs a real HTTP status.
@@ -135,7 +172,9 @@ fn bad_header_action_names_are_refused() {
 fn bad_direct_response_status_is_refused() {
     let mut r = rule("r#0", "", "prefix:/", "c");
     r["action"] = json!({ "direct_response": { "status": 42 } });
-    assert_rule_error(refuse(vec![r]), "r#0", "action.direct_response.status", |p| *p == Problem::BadStatus(42));
+    assert_rule_error(refuse(vec![r]), "r#0", "action.direct_response.status", |p| {
+        *p == Problem::BadStatus(42)
+    });
 }
 
 /// A prefix rewrite needs a prefix (or exact) path.
@@ -143,7 +182,9 @@ fn bad_direct_response_status_is_refused() {
 fn rewrite_on_regex_path_is_refused() {
     let mut r = rule("r#0", "", "regex:/a.*", "c");
     r["action"]["route"]["rewrite_prefix"] = json!("/b");
-    assert_rule_error(refuse(vec![r]), "r#0", "action.route.rewrite_prefix", |p| *p == Problem::RewriteNeedsPrefix);
+    assert_rule_error(refuse(vec![r]), "r#0", "action.route.rewrite_prefix", |p| {
+        *p == Problem::RewriteNeedsPrefix
+    });
 }
 
 /// The table-wide cluster header must be a header name.

@@ -26,7 +26,10 @@ pub fn compile_default(yaml: &str) -> Compiled {
 
 /// Options with `--ingress-class`.
 pub fn with_class(class: &str) -> Options {
-    Options { ingress_class: class.to_owned(), ..Options::default() }
+    Options {
+        ingress_class: class.to_owned(),
+        ..Options::default()
+    }
 }
 
 /// The table, validated and indexed.
@@ -103,7 +106,11 @@ pub fn ingress_class(name: &str, controller: &str, default: bool, created: &str)
     } else {
         String::new()
     };
-    let created = if created.is_empty() { String::new() } else { format!("  creationTimestamp: \"{created}\"\n") };
+    let created = if created.is_empty() {
+        String::new()
+    } else {
+        format!("  creationTimestamp: \"{created}\"\n")
+    };
     format!(
         "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: {name}\n{created}{annotations}spec:\n  controller: {controller}\n---\n"
     )
@@ -111,8 +118,17 @@ pub fn ingress_class(name: &str, controller: &str, default: bool, created: &str)
 
 /// A simple v1 Ingress: one host, one Prefix path, one backend. `extra_meta` lines go under
 /// `metadata:` (indented by two spaces already), `class_name` sets `spec.ingressClassName`.
-pub fn simple_ingress(name: &str, host: &str, path: &str, service: &str, extra_meta: &str, class_name: Option<&str>) -> String {
-    let class = class_name.map(|c| format!("  ingressClassName: {c}\n")).unwrap_or_default();
+pub fn simple_ingress(
+    name: &str,
+    host: &str,
+    path: &str,
+    service: &str,
+    extra_meta: &str,
+    class_name: Option<&str>,
+) -> String {
+    let class = class_name
+        .map(|c| format!("  ingressClassName: {c}\n"))
+        .unwrap_or_default();
     format!(
         "apiVersion: networking.k8s.io/v1
 kind: Ingress

@@ -64,7 +64,11 @@ pub fn table(rules: Vec<Value>) -> RouteTable {
 pub fn ranked(rules: Vec<Value>) -> RouteTable {
     let mut specs: Vec<RuleSpec> = rules.into_iter().map(|r| serde_json::from_value(r).unwrap()).collect();
     specs.sort_by(by_precedence);
-    RouteTable::try_from(TableSpec { rules: specs, ..TableSpec::default() }).unwrap()
+    RouteTable::try_from(TableSpec {
+        rules: specs,
+        ..TableSpec::default()
+    })
+    .unwrap()
 }
 
 /// The name of the rule that wins `request`, or `None`.
@@ -74,7 +78,10 @@ pub fn winner(table: &RouteTable, request: &SimpleRequest) -> Option<String> {
 
 /// The cluster `request` is sent to, or `None`.
 pub fn cluster(table: &RouteTable, request: &SimpleRequest) -> Option<String> {
-    table.route(request, 0).and_then(|d| d.backend).map(|b| b.cluster.clone())
+    table
+        .route(request, 0)
+        .and_then(|d| d.backend)
+        .map(|b| b.cluster.clone())
 }
 
 /// A GET for a URL like `http://example.net/bar`.

@@ -60,7 +60,10 @@ impl Backend {
                 thread::spawn(move || serve_connection(&name, stream));
             }
         });
-        Ok(Backend { name: name.to_owned(), addr })
+        Ok(Backend {
+            name: name.to_owned(),
+            addr,
+        })
     }
 }
 
@@ -135,7 +138,12 @@ pub struct Request {
 
 /// A GET of `path` on `host`.
 pub fn get(host: &str, path: &str) -> Request {
-    Request { method: "GET".into(), host: host.into(), path: path.into(), headers: Vec::new() }
+    Request {
+        method: "GET".into(),
+        host: host.into(),
+        path: path.into(),
+        headers: Vec::new(),
+    }
 }
 
 impl Request {
@@ -182,7 +190,10 @@ impl Response {
     /// The values of a request header as the backend received it.
     pub fn upstream_header(&self, name: &str) -> Vec<&str> {
         let prefix = format!("header: {name}: ");
-        self.body.lines().filter_map(|l| l.strip_prefix(prefix.as_str())).collect()
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix(prefix.as_str()))
+            .collect()
     }
 }
 
@@ -190,8 +201,10 @@ impl Response {
 pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut text =
-        format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, request.host);
+    let mut text = format!(
+        "{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
+        request.method, request.path, request.host
+    );
     for (key, value) in &request.headers {
         text.push_str(&format!("{key}: {value}\r\n"));
     }
@@ -217,15 +230,22 @@ pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
 
 /// Whether `raw` holds a whole response (headers and the body they announce).
 fn response_complete(raw: &[u8]) -> bool {
-    let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
     let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
     let body = &raw[split + 4..];
-    if let Some(length) =
-        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok())
+    if let Some(length) = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
     {
         return body.len() >= length;
     }
-    if head.lines().any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked")) {
+    if head
+        .lines()
+        .any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked"))
+    {
         return body.ends_with(b"0\r\n\r\n");
     }
     false
@@ -241,10 +261,17 @@ fn parse_response(raw: &[u8]) -> Option<Response> {
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
     let mut body = raw[split + 4..].to_vec();
-    if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked")) {
+    if headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"))
+    {
         body = dechunk(&body)?;
     }
-    Some(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned() })
+    Some(Response {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
@@ -336,13 +363,17 @@ pub const PROBE_HOST: &str = "probe.switchyard.invalid";
 /// the filter's metrics. `None` when `table` is not a JSON object with `version` (it is then used as
 /// it is).
 pub fn with_probe(table: &str) -> (String, Option<String>) {
-    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(table) else { return (table.to_owned(), None) };
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(table) else {
+        return (table.to_owned(), None);
+    };
     // Only a table itself (it has `version`) gets a probe, not a wrapper around one.
     let Some(object) = doc.as_object_mut().filter(|o| o.contains_key("version")) else {
         return (table.to_owned(), None);
     };
     let rules = object.entry("rules").or_insert_with(|| serde_json::json!([]));
-    let Some(rules) = rules.as_array_mut() else { return (table.to_owned(), None) };
+    let Some(rules) = rules.as_array_mut() else {
+        return (table.to_owned(), None);
+    };
     let label = format!("probe-{}-{}", std::process::id(), PROBE.fetch_add(1, Ordering::SeqCst));
     rules.push(serde_json::json!({
         "name": format!("Probe/e2e/{label}#0"),
@@ -397,7 +428,13 @@ impl Envoy {
         let child = Command::new(envoy_bin)
             .arg("-c")
             .arg(dir.join("envoy.yaml"))
-            .args(["--concurrency", &workers.to_string(), "--disable-hot-restart", "--log-level", "info"])
+            .args([
+                "--concurrency",
+                &workers.to_string(),
+                "--disable-hot-restart",
+                "--log-level",
+                "info",
+            ])
             .arg("--admin-address-path")
             .arg(dir.join("admin.txt"))
             .stdin(Stdio::null())
@@ -406,7 +443,14 @@ impl Envoy {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", envoy_bin.display()));
         let unbound = SocketAddr::from(([127, 0, 0, 1], 0));
-        let mut envoy = Envoy { child, dir, wasm, addr: unbound, admin: unbound, backends: BTreeMap::new() };
+        let mut envoy = Envoy {
+            child,
+            dir,
+            wasm,
+            addr: unbound,
+            admin: unbound,
+            backends: BTreeMap::new(),
+        };
         envoy.wait_ready();
         envoy
     }
@@ -417,9 +461,14 @@ impl Envoy {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("Envoy exited ({status}) while starting:\n{}", self.log_tail());
             }
-            assert!(Instant::now() < deadline, "Envoy did not become ready:\n{}", self.log_tail());
-            if let Some(addr) =
-                std::fs::read_to_string(self.dir.join("admin.txt")).ok().and_then(|s| s.trim().parse().ok())
+            assert!(
+                Instant::now() < deadline,
+                "Envoy did not become ready:\n{}",
+                self.log_tail()
+            );
+            if let Some(addr) = std::fs::read_to_string(self.dir.join("admin.txt"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
             {
                 self.admin = addr;
                 if let Some(listener) = self.listener_address() {
@@ -460,7 +509,10 @@ impl Envoy {
     /// One stat's value from the admin API (`None` when Envoy does not have it).
     pub fn stat(&self, name: &str) -> Option<u64> {
         let stats = send(self.admin, &get("admin", &format!("/stats?filter=^{name}$"))).ok()?;
-        stats.body.lines().find_map(|l| l.strip_prefix(&format!("{name}: "))?.trim().parse().ok())
+        stats
+            .body
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: "))?.trim().parse().ok())
     }
 
     /// Replaces the table through the ECDS file (written beside, then renamed into place) and waits
@@ -468,7 +520,8 @@ impl Envoy {
     /// serving when this returns: a probe rule added to it answers (see [`with_probe`]).
     pub fn update_table(&self, table: &str, form: ConfigForm) -> bool {
         let counter = |what: &str| {
-            self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}")).unwrap_or(0)
+            self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}"))
+                .unwrap_or(0)
         };
         let (success, rejected) = (counter("update_success"), counter("update_rejected"));
         let (table, probe) = with_probe(table);
@@ -486,7 +539,11 @@ impl Envoy {
             if counter("update_rejected") > rejected {
                 return false;
             }
-            assert!(Instant::now() < deadline, "Envoy neither accepted nor rejected the table:\n{}", self.log_tail());
+            assert!(
+                Instant::now() < deadline,
+                "Envoy neither accepted nor rejected the table:\n{}",
+                self.log_tail()
+            );
             thread::sleep(Duration::from_millis(20));
         }
     }
@@ -500,7 +557,11 @@ impl Envoy {
             let answered =
                 send(self.addr, &get(PROBE_HOST, "/probe")).is_ok_and(|r| r.status == 200 && r.body == label);
             in_a_row = if answered { in_a_row + 1 } else { 0 };
-            assert!(Instant::now() < deadline, "the table labelled {label} is not serving:\n{}", self.log_tail());
+            assert!(
+                Instant::now() < deadline,
+                "the table labelled {label} is not serving:\n{}",
+                self.log_tail()
+            );
             if !answered {
                 thread::sleep(Duration::from_millis(20));
             }

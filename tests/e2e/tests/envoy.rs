@@ -31,8 +31,20 @@ fn seed_002_examples_reach_the_documented_backend() {
     let host_priority = table(
         "seed002-host",
         vec![
-            route("Ingress/production/host_priority1#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1),
-            route("Ingress/production/host_priority2#0", Some("*.net"), "segment_prefix /bar", vec![], SERVICE2),
+            route(
+                "Ingress/production/host_priority1#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![],
+                SERVICE1,
+            ),
+            route(
+                "Ingress/production/host_priority2#0",
+                Some("*.net"),
+                "segment_prefix /bar",
+                vec![],
+                SERVICE2,
+            ),
         ],
     );
     let envoy = Envoy::start(&host_priority, &[SERVICE1, SERVICE2]);
@@ -62,8 +74,16 @@ fn seed_002_examples_reach_the_documented_backend() {
     );
     assert!(envoy.update_table(&path_priority, ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Key: value": path_priority1.
-    expect(&envoy, get("example.net", "/bar/foo").header("Key", "value"), Some("service1"));
-    expect(&envoy, get("example.net", "/bar").header("Key", "value"), Some("service2"));
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Key", "value"),
+        Some("service1"),
+    );
+    expect(
+        &envoy,
+        get("example.net", "/bar").header("Key", "value"),
+        Some("service2"),
+    );
     expect(&envoy, get("example.net", "/bar"), None);
 
     let cond_priority = table(
@@ -76,13 +96,27 @@ fn seed_002_examples_reach_the_documented_backend() {
                 vec![header("key", "value")],
                 SERVICE1,
             ),
-            route("Ingress/production/cond_priority2#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE2),
+            route(
+                "Ingress/production/cond_priority2#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![],
+                SERVICE2,
+            ),
         ],
     );
     assert!(envoy.update_table(&cond_priority, ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Key: value": cond_priority1.
-    expect(&envoy, get("example.net", "/bar/foo").header("Key", "value"), Some("service1"));
-    expect(&envoy, get("example.net", "/bar/foo").header("Key", "other"), Some("service2"));
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Key", "value"),
+        Some("service1"),
+    );
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Key", "other"),
+        Some("service2"),
+    );
     expect(&envoy, get("example.net", "/bar/foo"), Some("service2"));
 
     let multi_cond = table(
@@ -106,11 +140,25 @@ fn seed_002_examples_reach_the_documented_backend() {
     );
     assert!(envoy.update_table(&multi_cond, ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Header-key: value" --cookie "cookie-key=value": multi_cond_priority2.
-    let both = get("example.net", "/bar/foo").header("Header-key", "value").header("Cookie", "cookie-key=value");
+    let both = get("example.net", "/bar/foo")
+        .header("Header-key", "value")
+        .header("Cookie", "cookie-key=value");
     expect(&envoy, both, Some("service2"));
-    expect(&envoy, get("example.net", "/bar/foo").header("Header-key", "value"), Some("service1"));
-    expect(&envoy, get("example.net", "/bar/foo").header("Cookie", "a=1; cookie-key=value"), Some("service2"));
-    expect(&envoy, get("example.net", "/bar/foo").header("Cookie", "cookie-key=other"), None);
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Header-key", "value"),
+        Some("service1"),
+    );
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Cookie", "a=1; cookie-key=value"),
+        Some("service2"),
+    );
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Cookie", "cookie-key=other"),
+        None,
+    );
 }
 
 /// A sample of ROUTING.md section 4: host precision and normalisation, path kinds and lengths,
@@ -120,10 +168,34 @@ fn routing_section_4_sample() {
     let c = |s: &str| format!("default/{s}:80");
     let rules = vec![
         route("r/exact#0", Some("a.example.com"), "exact /login", vec![], &c("exact")),
-        route("r/regex#0", Some("a.example.com"), "regex /api/v[0-9]+/.*", vec![], &c("regex")),
-        route("r/long#0", Some("a.example.com"), "segment_prefix /api/v1", vec![], &c("long")),
-        route("r/short#0", Some("a.example.com"), "segment_prefix /api", vec![], &c("short")),
-        route("r/string#0", Some("a.example.com"), "prefix /static", vec![], &c("string")),
+        route(
+            "r/regex#0",
+            Some("a.example.com"),
+            "regex /api/v[0-9]+/.*",
+            vec![],
+            &c("regex"),
+        ),
+        route(
+            "r/long#0",
+            Some("a.example.com"),
+            "segment_prefix /api/v1",
+            vec![],
+            &c("long"),
+        ),
+        route(
+            "r/short#0",
+            Some("a.example.com"),
+            "segment_prefix /api",
+            vec![],
+            &c("short"),
+        ),
+        route(
+            "r/string#0",
+            Some("a.example.com"),
+            "prefix /static",
+            vec![],
+            &c("string"),
+        ),
         route(
             "r/cookie-header#0",
             Some("*.example.com"),
@@ -145,8 +217,20 @@ fn routing_section_4_sample() {
             vec![cond("method", "", "exact", "POST")],
             &c("post"),
         ),
-        route("r/wild#0", Some("*.example.com"), "segment_prefix /", vec![], &c("wild")),
-        route("r/canary#0", None, "segment_prefix /", vec![cond("header", "x-canary", "present", "")], &c("canary")),
+        route(
+            "r/wild#0",
+            Some("*.example.com"),
+            "segment_prefix /",
+            vec![],
+            &c("wild"),
+        ),
+        route(
+            "r/canary#0",
+            None,
+            "segment_prefix /",
+            vec![cond("header", "x-canary", "present", "")],
+            &c("canary"),
+        ),
         route("r/shared#0", None, "segment_prefix /shared", vec![], &c("shared")),
     ];
     let clusters: Vec<String> = [
@@ -184,21 +268,37 @@ fn routing_section_4_sample() {
     let b = || get("b.example.com", "/");
     expect(
         &envoy,
-        b().header("cookie", "session=1").header("x-user", "a").header("x-user", "u"),
+        b().header("cookie", "session=1")
+            .header("x-user", "a")
+            .header("x-user", "u"),
         Some("cookie-header"),
     );
     expect(
         &envoy,
-        get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1").header("x-user", "u"),
+        get("b.example.com", "/?tier=gold%20plus")
+            .header("cookie", "session=1")
+            .header("x-user", "u"),
         Some("cookie-header"),
     );
-    expect(&envoy, get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1"), Some("cookie-query"));
-    expect(&envoy, get("b.example.com", "/?tier=gold+plus").header("cookie", "session=1"), Some("wild"));
+    expect(
+        &envoy,
+        get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1"),
+        Some("cookie-query"),
+    );
+    expect(
+        &envoy,
+        get("b.example.com", "/?tier=gold+plus").header("cookie", "session=1"),
+        Some("wild"),
+    );
     expect(&envoy, b().method("POST"), Some("post"));
     expect(&envoy, b(), Some("wild"));
     // A wildcard matches one label only; the catch-all level comes next.
     expect(&envoy, get("x.y.example.com", "/"), None);
-    expect(&envoy, get("x.y.example.com", "/").header("X-Canary", ""), Some("canary"));
+    expect(
+        &envoy,
+        get("x.y.example.com", "/").header("X-Canary", ""),
+        Some("canary"),
+    );
     expect(&envoy, get("example.com", "/shared/a"), Some("shared"));
     expect(&envoy, get("other.org", "/sharedx"), None);
 }
@@ -208,7 +308,13 @@ fn routing_section_4_sample() {
 /// the rule; the metrics count it all.
 #[test]
 fn actions_local_replies_and_metrics() {
-    let mut app = route("HTTPProxy/default/shop#0", Some("shop.example.org"), "prefix /app", vec![], SERVICE2);
+    let mut app = route(
+        "HTTPProxy/default/shop#0",
+        Some("shop.example.org"),
+        "prefix /app",
+        vec![],
+        SERVICE2,
+    );
     app["action"]["route"]["rewrite_prefix"] = json!("/");
     app["action"]["route"]["set_headers"] = json!([{ "name": "x-team", "value": "shop" }]);
     app["action"]["route"]["remove_headers"] = json!(["x-debug"]);
@@ -219,15 +325,23 @@ fn actions_local_replies_and_metrics() {
         "action": { "direct_response": { "status": 502 } }
     });
     let rules = vec![
-        route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1),
+        route(
+            "Ingress/production/one#0",
+            Some("example.net"),
+            "segment_prefix /bar",
+            vec![],
+            SERVICE1,
+        ),
         app,
         broken,
     ];
     let envoy = Envoy::start(&table("actions", rules), &[SERVICE1, SERVICE2]);
     let counter = |name: &str| envoy.stat(&format!("wasmcustom.switchyard_{name}")).unwrap_or(0);
     // The harness's probe requests (see `with_probe`) are counted too: measure from here.
-    let before: Vec<u64> =
-        ["requests_routed", "requests_not_routed", "requests_direct_response"].iter().map(|n| counter(n)).collect();
+    let before: Vec<u64> = ["requests_routed", "requests_not_routed", "requests_direct_response"]
+        .iter()
+        .map(|n| counter(n))
+        .collect();
 
     let routed = envoy.send(&get("example.net", "/bar"));
     assert_eq!(routed.backend(), Some("service1"));
@@ -240,7 +354,10 @@ fn actions_local_replies_and_metrics() {
     // ...nor routes one that no rule matches.
     let not_found = envoy.send(&get("example.net", "/nothing?token=secret").header("x-route-cluster", SERVICE2));
     assert_eq!(not_found.status, 404);
-    assert_eq!(not_found.body, "404 no route for host \"example.net\" path \"/nothing\"\n");
+    assert_eq!(
+        not_found.body,
+        "404 no route for host \"example.net\" path \"/nothing\"\n"
+    );
 
     let rewritten = envoy.send(&get("shop.example.org", "/app/cart?id=7").header("x-debug", "1"));
     assert_eq!(rewritten.backend(), Some("service2"));
@@ -251,23 +368,41 @@ fn actions_local_replies_and_metrics() {
 
     let direct = envoy.send(&get("shop.example.org", "/missing/page"));
     assert_eq!(direct.status, 502);
-    assert_eq!(direct.body, "502 bad gateway for host \"shop.example.org\" path \"/missing/page\"\n");
+    assert_eq!(
+        direct.body,
+        "502 bad gateway for host \"shop.example.org\" path \"/missing/page\"\n"
+    );
     assert_eq!(direct.header("x-switchyard-rule"), Some("HTTPProxy/default/root#1"));
 
     assert_eq!(counter("requests_routed") - before[0], 4);
     assert_eq!(counter("requests_not_routed") - before[1], 1);
     assert_eq!(counter("requests_direct_response") - before[2], 1);
-    assert_eq!(envoy.stat("wasmcustom.switchyard_rules"), Some(4), "3 rules and the harness's probe");
+    assert_eq!(
+        envoy.stat("wasmcustom.switchyard_rules"),
+        Some(4),
+        "3 rules and the harness's probe"
+    );
     assert!(envoy.stat("wasmcustom.switchyard_tables_accepted").unwrap_or(0) >= 1);
 }
 
 /// Weighted backends split in proportion (1:3) over 400 requests, through two Envoy workers.
 #[test]
 fn weighted_backends_split_as_weighted() {
-    let mut rule = route("HTTPProxy/default/canary#0", Some("example.net"), "prefix /", vec![], SERVICE1);
+    let mut rule = route(
+        "HTTPProxy/default/canary#0",
+        Some("example.net"),
+        "prefix /",
+        vec![],
+        SERVICE1,
+    );
     rule["action"]["route"]["backends"] =
         json!([{ "cluster": SERVICE1, "weight": 1 }, { "cluster": SERVICE2, "weight": 3 }]);
-    let envoy = Envoy::start_with(&table("weighted", vec![rule]), &[SERVICE1, SERVICE2], ConfigForm::StringValue, 2);
+    let envoy = Envoy::start_with(
+        &table("weighted", vec![rule]),
+        &[SERVICE1, SERVICE2],
+        ConfigForm::StringValue,
+        2,
+    );
     let mut first = 0;
     for i in 0..400 {
         match envoy.backend_for(&get("example.net", &format!("/{i}"))).as_deref() {
@@ -277,7 +412,10 @@ fn weighted_backends_split_as_weighted() {
         }
     }
     // Expected 100; the standard deviation is about 8.7.
-    assert!((65..=135).contains(&first), "service1 (weight 1 of 4) took {first} of 400");
+    assert!(
+        (65..=135).contains(&first),
+        "service1 (weight 1 of 4) took {first} of 400"
+    );
 }
 
 /// Envoy picks the route before the filter runs (here: the 418 route, as no cluster header is
@@ -287,14 +425,23 @@ fn weighted_backends_split_as_weighted() {
 fn route_cache_is_cleared_after_the_filter_sets_the_cluster_header() {
     let doc: serde_json::Value = serde_json::from_str(&table(
         "cache",
-        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1)],
+        vec![route(
+            "Ingress/production/one#0",
+            Some("example.net"),
+            "segment_prefix /bar",
+            vec![],
+            SERVICE1,
+        )],
     ))
     .unwrap();
     let mut doc = doc;
     doc["no_route"] = json!("pass");
     let envoy = Envoy::start(&doc.to_string(), &[SERVICE1]);
     let passed = envoy.send(&get("example.net", "/other"));
-    assert_eq!((passed.status, passed.body.as_str()), (418, "route picked without a cluster header\n"));
+    assert_eq!(
+        (passed.status, passed.body.as_str()),
+        (418, "route picked without a cluster header\n")
+    );
     let routed = envoy.send(&get("example.net", "/bar"));
     assert_eq!((routed.status, routed.backend()), (200, Some("service1")));
     // A client-sent header made Envoy pick the cluster_header route first; the filter removed it.
@@ -308,7 +455,13 @@ fn route_cache_is_cleared_after_the_filter_sets_the_cluster_header() {
 fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let good = table(
         "good-1",
-        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1)],
+        vec![route(
+            "Ingress/production/one#0",
+            Some("example.net"),
+            "segment_prefix /bar",
+            vec![],
+            SERVICE1,
+        )],
     );
     let envoy = Envoy::start(&good, &[SERVICE1, SERVICE2]);
     expect(&envoy, get("example.net", "/bar"), Some("service1"));
@@ -316,16 +469,33 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let bad = table(
         "bad",
         vec![
-            route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE2),
-            route("Ingress/production/broken#0", Some("example.net"), "segment_prefix baz", vec![], SERVICE2),
+            route(
+                "Ingress/production/one#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![],
+                SERVICE2,
+            ),
+            route(
+                "Ingress/production/broken#0",
+                Some("example.net"),
+                "segment_prefix baz",
+                vec![],
+                SERVICE2,
+            ),
         ],
     );
-    assert!(!envoy.update_table(&bad, ConfigForm::StringValue), "Envoy accepted a bad table");
+    assert!(
+        !envoy.update_table(&bad, ConfigForm::StringValue),
+        "Envoy accepted a bad table"
+    );
     let log = envoy.log();
     let refusals: Vec<&str> = log.lines().filter(|l| l.contains("table refused")).collect();
     assert!(!refusals.is_empty(), "no refusal logged:\n{log}");
     assert!(
-        refusals.iter().all(|l| l.contains("rule \"Ingress/production/broken#0\": field `path.value`")),
+        refusals
+            .iter()
+            .all(|l| l.contains("rule \"Ingress/production/broken#0\": field `path.value`")),
         "{refusals:?}"
     );
     assert!(envoy.stat("wasmcustom.switchyard_tables_refused").unwrap_or(0) >= 1);
@@ -335,18 +505,36 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
 
     let good2 = table(
         "good-2",
-        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE2)],
+        vec![route(
+            "Ingress/production/one#0",
+            Some("example.net"),
+            "segment_prefix /bar",
+            vec![],
+            SERVICE2,
+        )],
     );
-    assert!(envoy.update_table(&good2, ConfigForm::Struct), "Envoy refused a good table in Struct form");
+    assert!(
+        envoy.update_table(&good2, ConfigForm::Struct),
+        "Envoy refused a good table in Struct form"
+    );
     expect(&envoy, get("example.net", "/bar"), Some("service2"));
 
     // Wrapped as users of Istio write it: the table as a JSON string inside `{"value": ...}`.
     let good3 = table(
         "good-3",
-        vec![route("Ingress/production/one#0", Some("example.net"), "segment_prefix /bar", vec![], SERVICE1)],
+        vec![route(
+            "Ingress/production/one#0",
+            Some("example.net"),
+            "segment_prefix /bar",
+            vec![],
+            SERVICE1,
+        )],
     );
     let wrapped = json!({ "value": good3 }).to_string();
-    assert!(envoy.update_table(&wrapped, ConfigForm::StringValue), "Envoy refused a wrapped table");
+    assert!(
+        envoy.update_table(&wrapped, ConfigForm::StringValue),
+        "Envoy refused a wrapped table"
+    );
     // `update_table` adds no probe inside a wrapper: wait for the route to move instead.
     let mut routed = false;
     for _ in 0..100 {
@@ -358,7 +546,11 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     }
     assert!(routed, "the wrapped table never served");
     // One rule and one host of the test's, one of the harness's probe.
-    assert!(log.lines().any(|l| l.contains("table accepted: generation \"good-1\", 2 rules, 2 hosts")), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("table accepted: generation \"good-1\", 2 rules, 2 hosts")),
+        "{log}"
+    );
 }
 
 /// Seed 002 end to end: each example's manifests (examples/002-*) compiled by `switchyard compile`
@@ -377,7 +569,11 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
             .args(args.split_whitespace())
             .output()
             .unwrap_or_else(|e| panic!("{}: {e}", switchyard.display()));
-        assert!(output.status.success(), "switchyard compile {example}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "switchyard compile {example}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8(output.stdout).unwrap()
     };
     let envoy = Envoy::start(&compile("002-host-priority"), &[SERVICE1, SERVICE2]);
@@ -386,14 +582,24 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
 
     assert!(envoy.update_table(&compile("002-path-priority"), ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Key: value": path_priority1 (service1).
-    expect(&envoy, get("example.net", "/bar/foo").header("Key", "value"), Some("service1"));
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Key", "value"),
+        Some("service1"),
+    );
 
     assert!(envoy.update_table(&compile("002-cond-priority"), ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Key: value": cond_priority1 (service1).
-    expect(&envoy, get("example.net", "/bar/foo").header("Key", "value"), Some("service1"));
+    expect(
+        &envoy,
+        get("example.net", "/bar/foo").header("Key", "value"),
+        Some("service1"),
+    );
 
     assert!(envoy.update_table(&compile("002-multi-cond-priority"), ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Header-key: value" --cookie "cookie-key=value": multi_cond_priority2 (service2).
-    let both = get("example.net", "/bar/foo").header("Header-key", "value").header("Cookie", "cookie-key=value");
+    let both = get("example.net", "/bar/foo")
+        .header("Header-key", "value")
+        .header("Cookie", "cookie-key=value");
     expect(&envoy, both, Some("service2"));
 }

@@ -90,7 +90,11 @@ fn config(variant: &str, size: usize, backend_port: u16, switchyard: &Path, noop
             let routes: Vec<Value> = (0..size)
                 .map(|i| json!({ "match": { "path_separated_prefix": format!("/p{i}") }, "route": { "cluster": "backend" } }))
                 .collect();
-            bootstrap(json!([{ "name": "bench", "domains": [HOST], "routes": routes }]), vec![], backend_port)
+            bootstrap(
+                json!([{ "name": "bench", "domains": [HOST], "routes": routes }]),
+                vec![],
+                backend_port,
+            )
         }
         "switchyard" => bootstrap(
             json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
@@ -228,7 +232,11 @@ fn main() {
             let envoy = Envoy::spawn(&envoy_bin, dir, PathBuf::from(&switchyard), 1);
             for request in REQUESTS {
                 let response = envoy.send(&get(HOST, &path(request, size)));
-                assert_eq!(response.backend(), Some("backend"), "{variant} {size} {request}: {response:?}");
+                assert_eq!(
+                    response.backend(),
+                    Some("backend"),
+                    "{variant} {size} {request}: {response:?}"
+                );
             }
             eprintln!("started {variant:<10} with {size:>5} rules on {}", envoy.addr);
             envoys.push(((variant, size), envoy));
@@ -237,7 +245,12 @@ fn main() {
     // Warm up every Envoy (V8 tiers up hot code) before measuring.
     for ((_, size), envoy) in &envoys {
         for request in REQUESTS {
-            let _ = wrk(&format!("http://{}{}", envoy.addr, path(request, *size)), 1, connections, envoy.pid());
+            let _ = wrk(
+                &format!("http://{}{}", envoy.addr, path(request, *size)),
+                1,
+                connections,
+                envoy.pid(),
+            );
         }
     }
 
@@ -250,8 +263,8 @@ fn main() {
                         continue;
                     };
                     let url = format!("http://{}{}", envoy.addr, path(request, size));
-                    let measure =
-                        wrk(&url, seconds, connections, envoy.pid()).unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
+                    let measure = wrk(&url, seconds, connections, envoy.pid())
+                        .unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
                     eprintln!(
                         "round {} {variant:<12} {size:>5} rules {request:<5}: {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms  Envoy CPU {:.1} us/request",
                         round + 1,
@@ -300,7 +313,10 @@ fn main() {
             }
         }
     }
-    let columns: Vec<String> = sizes.iter().flat_map(|s| REQUESTS.iter().map(move |r| format!("{s} {r}"))).collect();
+    let columns: Vec<String> = sizes
+        .iter()
+        .flat_map(|s| REQUESTS.iter().map(move |r| format!("{s} {r}")))
+        .collect();
     report.push_str(&format!(
         "\n| ratio (req/s) | goal | {} |\n| --- | --- |{}\n",
         columns.join(" | "),

@@ -58,8 +58,11 @@ fn clusters(config: &str) -> Vec<(String, u16)> {
             name = Some(rest.trim().trim_matches('"').to_owned());
         }
         if let Some(at) = trimmed.find("port_value:") {
-            let digits: String =
-                trimmed[at + "port_value:".len()..].trim().chars().take_while(char::is_ascii_digit).collect();
+            let digits: String = trimmed[at + "port_value:".len()..]
+                .trim()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
             if let (Some(n), Ok(port)) = (name.take(), digits.parse()) {
                 found.push((n, port));
             }
@@ -79,7 +82,10 @@ fn backends(config: &str) -> Result<(), String> {
         let name = cluster.rsplit_once(':').map_or(cluster.as_str(), |(n, _)| n).to_owned();
         let backend = Backend::start_on(&name, &format!("127.0.0.1:{port}"))
             .map_err(|e| format!("backend {name} on port {port}: {e}"))?;
-        println!("  backend {:<24} http://{}  (cluster {cluster})", backend.name, backend.addr);
+        println!(
+            "  backend {:<24} http://{}  (cluster {cluster})",
+            backend.name, backend.addr
+        );
         running.push(backend);
     }
     loop {
@@ -93,7 +99,9 @@ fn samples(listener: &str, admin: &str) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !send(admin, &get("admin", "/ready")).is_ok_and(|r| r.status == 200) {
         if Instant::now() > deadline {
-            return Err(format!("Envoy's admin {admin} did not report ready within 60 s (see build/run/envoy.log)"));
+            return Err(format!(
+                "Envoy's admin {admin} did not report ready within 60 s (see build/run/envoy.log)"
+            ));
         }
         thread::sleep(Duration::from_millis(100));
     }
@@ -101,7 +109,9 @@ fn samples(listener: &str, admin: &str) -> Result<(), String> {
         get("example.net", "/bar"),
         get("example.net", "/bar/foo").header("Key", "value"),
         get("example.net", "/bar").header("Key", "value"),
-        get("example.net", "/bar").header("Header-key", "value").header("Cookie", "cookie-key=value"),
+        get("example.net", "/bar")
+            .header("Header-key", "value")
+            .header("Cookie", "cookie-key=value"),
         get("other.net", "/bar"),
         get("cafe.example.com", "/coffee"),
         get("root.bar.com", "/service2/blog/post-1"),
@@ -115,7 +125,10 @@ fn samples(listener: &str, admin: &str) -> Result<(), String> {
         let shown = format!("GET http://{}{} {}", request.host, request.path, extra.join(" "));
         match send(listener, request) {
             Ok(response) => {
-                let rule = response.header("x-switchyard-rule").map(|r| format!("  (rule {r})")).unwrap_or_default();
+                let rule = response
+                    .header("x-switchyard-rule")
+                    .map(|r| format!("  (rule {r})"))
+                    .unwrap_or_default();
                 let answer = match response.backend() {
                     Some(backend) => format!(
                         "{} from backend {backend}, which saw path {}",
