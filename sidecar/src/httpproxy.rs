@@ -29,13 +29,7 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
                 eligible.insert(key, proxy);
             }
             Err(why) => {
-                book.add(
-                    &key,
-                    Status::Ignored,
-                    "Ignored",
-                    "IgnoredByClass",
-                    format!("not ours: {why}"),
-                );
+                book.ignored_by_class(&key, &why);
                 ignored.insert(key, why);
             }
         }

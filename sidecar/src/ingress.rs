@@ -80,13 +80,7 @@ pub fn process(
         let spec = ingress.spec.as_ref();
         match classes.decide(&ingress.metadata, spec.and_then(|s| s.ingress_class_name.as_deref())) {
             Err(why) => {
-                book.add(
-                    &key,
-                    Status::Ignored,
-                    "Ignored",
-                    "IgnoredByClass",
-                    format!("not ours: {why}"),
-                );
+                book.ignored_by_class(&key, why);
                 continue;
             }
             Ok(why) => book.add(&key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}")),

@@ -90,6 +90,11 @@ impl StatusBook {
         self.entries.get(key).map(|e| e.status)
     }
 
+    /// Records that a resource is not ours (ROUTING.md §1), with the class rule that failed.
+    pub fn ignored_by_class(&mut self, key: &ResourceKey, why: impl std::fmt::Display) {
+        self.add(key, Status::Ignored, "Ignored", "IgnoredByClass", format!("not ours: {why}"));
+    }
+
     /// Adds a condition; the resource gets `default` as its status if it has none yet.
     pub fn add(&mut self, key: &ResourceKey, default: Status, kind: &str, reason: &str, message: impl Into<String>) {
         let condition = Condition {
