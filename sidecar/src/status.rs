@@ -92,7 +92,13 @@ impl StatusBook {
 
     /// Records that a resource is not ours (ROUTING.md §1), with the class rule that failed.
     pub fn ignored_by_class(&mut self, key: &ResourceKey, why: impl std::fmt::Display) {
-        self.add(key, Status::Ignored, "Ignored", "IgnoredByClass", format!("not ours: {why}"));
+        self.add(
+            key,
+            Status::Ignored,
+            "Ignored",
+            "IgnoredByClass",
+            format!("not ours: {why}"),
+        );
     }
 
     /// Adds a condition; the resource gets `default` as its status if it has none yet.
