@@ -77,15 +77,29 @@ impl<H: Host> RequestView for HostRequest<'_, H> {
     }
 
     fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
-        if name.eq_ignore_ascii_case(self.hidden) {
-            return Vec::new();
-        }
-        self.headers
-            .get_or_init(|| self.host.request_headers())
+        self.values(name).map(Cow::Borrowed).collect()
+    }
+
+    // The matcher's path: walks the cached header map without collecting the values.
+    fn any_header_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.values(name).any(test)
+    }
+}
+
+impl<'h, H: Host> HostRequest<'h, H> {
+    /// Every value of header `name` except the hidden cluster header's; the header map is fetched
+    /// from the host once, on first use.
+    fn values<'s, 'n>(&'s self, name: &'n str) -> impl Iterator<Item = &'s str> + use<'s, 'n, 'h, H> {
+        let hidden = name.eq_ignore_ascii_case(self.hidden);
+        let headers: &[(String, String)] = if hidden {
+            &[]
+        } else {
+            self.headers.get_or_init(|| self.host.request_headers())
+        };
+        headers
             .iter()
-            .filter(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| Cow::Borrowed(value.as_str()))
-            .collect()
+            .filter(move |(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
     }
 }
 
