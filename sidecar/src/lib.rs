@@ -8,7 +8,7 @@
 //! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
 //! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors (§3 for
 //!   inclusion). [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the
-//!   generation hash. [`status`]: the status report.
+//!   generation hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 //! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the same
 //!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
@@ -25,6 +25,7 @@ pub mod load;
 pub mod objects;
 pub mod order;
 pub mod pipeline;
+pub mod services;
 pub mod status;
 pub mod watch;
 
