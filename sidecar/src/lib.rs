@@ -3,7 +3,8 @@
 //! keeps proxies up to date as the manifests change (`switchyard watch`).
 //!
 //! The compiler is a pure pipeline, [`pipeline::compile`]: (objects, options) → (table, status),
-//! implementing ROUTING.md sections 1 to 4. Modules, one per job:
+//! implementing ROUTING.md sections 1 to 4 and the compiler's part of 5 (backend ports, 502 and 503
+//! rules). Modules, one per job:
 //!
 //! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
 //! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors (§3 for

@@ -1,6 +1,7 @@
 //! ROUTING.md §3, HTTPProxy inclusion (seed 004, Contour's rules): condition concatenation,
-//! invalid include conditions, header conflicts, 502 for broken includes, cycles, roots including
-//! roots, orphans, namespaces, `--root-namespaces`; plus the route features the table carries.
+//! malformed include and route conditions (skipped alone), header and query conflicts, 502 for
+//! broken includes, cycles, roots including roots, orphans, namespaces, `--root-namespaces`; §5's
+//! service ports (503 when unresolvable); plus the route features the table carries.
 
 mod common;
 
