@@ -14,7 +14,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use switchyard_table::{NoRoute, RouteTable};
 
 use crate::load::{read_paths, Loaded};
-use crate::pipeline::{compile, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
+use crate::model::{HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
+use crate::pipeline::compile;
 use crate::status::{summarize, Status};
 
 const AFTER_HELP: &str = "\
@@ -234,7 +235,7 @@ fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
 fn run_compile(args: &CompileArgs) -> Result<(), String> {
     let options = args.table.options()?;
     let loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
-    let compiled = compile(&loaded.objects, &options);
+    let compiled = compile(&loaded.objects, &options).map_err(|e| format!("internal error: {e}"))?;
     if let Err(e) = RouteTable::try_from(compiled.table.clone()) {
         // Never expected: every rule was validated on its own. Say so rather than write a bad table.
         return Err(format!("internal error: the compiled table does not validate: {e}"));

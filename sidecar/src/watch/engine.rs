@@ -57,7 +57,18 @@ impl Engine {
     /// compilation (for status write-back).
     pub async fn rebuild(&mut self, input: Input) -> Compiled {
         let started = Instant::now();
-        let compiled = compile(&input.objects, &self.options);
+        let compiled = match compile(&input.objects, &self.options) {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                // Never expected (only serialising can fail): keep serving, and reporting, the last table.
+                error!("internal error: {e}; nothing pushed");
+                let statuses = self.state.lock().statuses.clone();
+                return Compiled {
+                    table: self.pushed.clone().unwrap_or_default(),
+                    statuses,
+                };
+            }
+        };
         let seconds = started.elapsed().as_secs_f64();
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
