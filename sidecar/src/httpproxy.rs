@@ -16,21 +16,18 @@ use switchyard_table::{
     RouteAction, RuleSpec,
 };
 
-use crate::class::Classes;
-use crate::model::{normalize_host, validate_rule, Draft, Options};
+use crate::model::{normalize_host, validate_rule, Draft};
 use crate::objects::{
     key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey,
 };
-use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
-use crate::status::{Status, StatusBook};
+use crate::processor::Inputs;
+use crate::services::{service_unavailable, PortRef, PORT_NOT_FOUND};
+use crate::status::Status;
 
 /// The HTTPProxy processor: walks every root's inclusion tree into drafts and records every proxy's
 /// status.
 pub struct HTTPProxyProcessor<'a> {
-    classes: &'a Classes,
-    services: &'a ServicePorts,
-    options: &'a Options,
-    book: &'a mut StatusBook,
+    inputs: Inputs<'a>,
     drafts: Vec<Draft>,
     /// The next rule position of each proxy (the `n` of its rules' names).
     counters: BTreeMap<ResourceKey, usize>,
@@ -81,18 +78,10 @@ const MAX_DEPTH: usize = 64;
 const MAX_VISITS_PER_ROOT: usize = 10_000;
 
 impl<'a> HTTPProxyProcessor<'a> {
-    /// A processor deciding with `classes`, resolving ports through `services`, reporting to `book`.
-    pub fn new(
-        classes: &'a Classes,
-        services: &'a ServicePorts,
-        options: &'a Options,
-        book: &'a mut StatusBook,
-    ) -> HTTPProxyProcessor<'a> {
+    /// A processor reading and reporting through `inputs`.
+    pub fn new(inputs: Inputs<'a>) -> HTTPProxyProcessor<'a> {
         HTTPProxyProcessor {
-            classes,
-            services,
-            options,
-            book,
+            inputs,
             drafts: Vec::new(),
             counters: BTreeMap::new(),
             reached: BTreeSet::new(),
@@ -128,6 +117,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         for proxy in proxies {
             let key = key_of(Kind::HTTPProxy, &proxy.metadata);
             match self
+                .inputs
                 .classes
                 .decide(&proxy.metadata, proxy.spec.ingress_class_name.as_deref())
             {
@@ -135,7 +125,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                     forest.eligible.insert(key, proxy);
                 }
                 Err(why) => {
-                    self.book.ignored_by_class(&key, &why);
+                    self.inputs.book.ignored_by_class(&key, &why);
                     forest.ignored.insert(key, why);
                 }
             }
@@ -164,7 +154,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             );
             return None;
         }
-        let roots = &self.options.root_namespaces;
+        let roots = &self.inputs.options.root_namespaces;
         if !roots.is_empty() && !roots.contains(&key.namespace) {
             let message = format!(
                 "root HTTPProxies are allowed only in the namespaces {roots:?} (--root-namespaces); namespace {:?} is not one of them",
@@ -364,6 +354,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
             match self
+                .inputs
                 .services
                 .resolve(&key.namespace, &service.name, PortRef::Number(service.port))
             {
@@ -383,7 +374,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         let backends = resolved
             .into_iter()
             .map(|(service, port)| Backend {
-                cluster: self.options.cluster(&key.namespace, &service.name, port),
+                cluster: self.inputs.options.cluster(&key.namespace, &service.name, port),
                 weight: if all_unweighted { 1 } else { service.weight.unwrap_or(0) },
             })
             .collect();
@@ -435,8 +426,8 @@ impl<'a> HTTPProxyProcessor<'a> {
 
     /// Records an error that makes `key` invalid.
     fn invalid(&mut self, key: &ResourceKey, reason: &str, message: String) {
-        self.book.error(key, Status::Invalid, reason, message);
-        self.book.set(key, Status::Invalid);
+        self.inputs.book.error(key, Status::Invalid, reason, message);
+        self.inputs.book.set(key, Status::Invalid);
     }
 
     /// The next rule position of `key`.
@@ -452,21 +443,21 @@ impl<'a> HTTPProxyProcessor<'a> {
     fn report_unreported(&mut self, forest: &Forest<'_>) {
         for (key, proxy) in &forest.eligible {
             if proxy.spec.virtualhost.is_none() && !self.reached.contains(key) {
-                self.book.add(
+                self.inputs.book.add(
                     key,
                     Status::Orphaned,
                     "Orphaned",
                     "Orphaned",
                     "no valid root HTTPProxy includes this HTTPProxy (a root has spec.virtualhost.fqdn), so it routes nothing",
                 );
-                self.book.set(key, Status::Orphaned);
-            } else if self.book.get(key).is_none() {
+                self.inputs.book.set(key, Status::Orphaned);
+            } else if self.inputs.book.get(key).is_none() {
                 let message = if proxy.spec.virtualhost.is_some() {
                     "valid root HTTPProxy".to_owned()
                 } else {
                     "valid HTTPProxy, included by a valid root".to_owned()
                 };
-                self.book.add(key, Status::Valid, "Valid", "Valid", message);
+                self.inputs.book.add(key, Status::Valid, "Valid", "Valid", message);
             }
         }
     }

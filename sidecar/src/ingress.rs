@@ -15,11 +15,11 @@
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
-use crate::class::Classes;
 use crate::model::{normalize_host, validate_rule, Draft, Options};
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
+use crate::processor::Inputs;
 use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
-use crate::status::{Status, StatusBook};
+use crate::status::Status;
 
 /// Router annotations: (annotation keys, what they test).
 const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
@@ -31,10 +31,7 @@ const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
 
 /// The Ingress processor: turns the accepted Ingresses into drafts and records each one's status.
 pub struct IngressProcessor<'a> {
-    classes: &'a Classes,
-    services: &'a ServicePorts,
-    options: &'a Options,
-    book: &'a mut StatusBook,
+    inputs: Inputs<'a>,
     drafts: Vec<Draft>,
 }
 
@@ -56,18 +53,10 @@ struct Emit<'i> {
 }
 
 impl<'a> IngressProcessor<'a> {
-    /// A processor deciding with `classes`, resolving ports through `services`, reporting to `book`.
-    pub fn new(
-        classes: &'a Classes,
-        services: &'a ServicePorts,
-        options: &'a Options,
-        book: &'a mut StatusBook,
-    ) -> IngressProcessor<'a> {
+    /// A processor reading and reporting through `inputs`.
+    pub fn new(inputs: Inputs<'a>) -> IngressProcessor<'a> {
         IngressProcessor {
-            classes,
-            services,
-            options,
-            book,
+            inputs,
             drafts: Vec::new(),
         }
     }
@@ -111,26 +100,27 @@ impl<'a> IngressProcessor<'a> {
             );
         }
         if self.drafts.len() == before {
-            self.book.error(
+            self.inputs.book.error(
                 &owner.key,
                 Status::Rejected,
                 "NoRules",
                 "this Ingress has no usable rule: nothing routes to it",
             );
-            self.book.set(&owner.key, Status::Rejected);
+            self.inputs.book.set(&owner.key, Status::Rejected);
         }
     }
 
     /// Whether the class rules (ROUTING.md §1) make the Ingress ours; records the decision.
     fn is_ours(&mut self, key: &ResourceKey, ingress: &Ingress) -> bool {
         let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
-        match self.classes.decide(&ingress.metadata, class_name) {
+        match self.inputs.classes.decide(&ingress.metadata, class_name) {
             Err(why) => {
-                self.book.ignored_by_class(key, why);
+                self.inputs.book.ignored_by_class(key, why);
                 false
             }
             Ok(why) => {
-                self.book
+                self.inputs
+                    .book
                     .add(key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}"));
                 true
             }
@@ -143,8 +133,10 @@ impl<'a> IngressProcessor<'a> {
         match router_conditions(ingress) {
             Ok(conditions) => Some(conditions),
             Err(why) => {
-                self.book.error(key, Status::Rejected, "BadRouterAnnotation", why);
-                self.book.set(key, Status::Rejected);
+                self.inputs
+                    .book
+                    .error(key, Status::Rejected, "BadRouterAnnotation", why);
+                self.inputs.book.set(key, Status::Rejected);
                 None
             }
         }
@@ -191,7 +183,7 @@ impl<'a> IngressProcessor<'a> {
             "Exact" => Some(PathSpec::Exact(value)),
             "Prefix" | "ImplementationSpecific" | "" => Some(PathSpec::SegmentPrefix(value)),
             other => {
-                self.book.error(
+                self.inputs.book.error(
                     key,
                     Status::Accepted,
                     "UnknownPathType",
@@ -216,7 +208,7 @@ impl<'a> IngressProcessor<'a> {
             action,
         };
         if let Err(why) = validate_rule(&rule) {
-            self.book.error(
+            self.inputs.book.error(
                 &owner.key,
                 Status::Accepted,
                 "InvalidRule",
@@ -237,7 +229,7 @@ impl<'a> IngressProcessor<'a> {
     /// What a rule does with its backend: route to its cluster, answer 503 when its port cannot be
     /// resolved (ROUTING.md §5), or `None` (reported) when the backend cannot be used at all.
     fn action(&mut self, key: &ResourceKey, backend: &IngressBackend, at: &str) -> Option<ActionSpec> {
-        match backend_cluster(backend, key, self.services, self.options) {
+        match backend_cluster(backend, key, self.inputs.services, self.inputs.options) {
             Ok(cluster) => Some(ActionSpec::Route(RouteAction {
                 backends: vec![Backend { cluster, weight: 1 }],
                 rewrite_prefix: None,
@@ -245,7 +237,7 @@ impl<'a> IngressProcessor<'a> {
                 remove_headers: Vec::new(),
             })),
             Err(NoCluster::PortNotFound(why)) => {
-                self.book.error(
+                self.inputs.book.error(
                     key,
                     Status::Accepted,
                     PORT_NOT_FOUND,
@@ -254,7 +246,7 @@ impl<'a> IngressProcessor<'a> {
                 Some(service_unavailable())
             }
             Err(NoCluster::Unusable(reason, why)) => {
-                self.book.error(
+                self.inputs.book.error(
                     key,
                     Status::Accepted,
                     reason,

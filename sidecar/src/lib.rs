@@ -10,9 +10,9 @@
 //! - [`model`]: what every stage shares (options, the draft rule, rule validation, host
 //!   normalisation); a leaf that imports no stage. [`pipeline`] orders the stages.
 //! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors, each a struct
-//!   with one small method per decision (§3 for inclusion). [`collisions`]: host ownership (§2).
-//!   [`order`]: the priority order (§4) and the generation hash. [`services`]: backend ports
-//!   through Services (§5). [`status`]: the status report.
+//!   with one small method per decision (§3 for inclusion), both given [`processor::Inputs`].
+//!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the generation
+//!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 //! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the same
 //!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
@@ -30,6 +30,7 @@ pub mod model;
 pub mod objects;
 pub mod order;
 pub mod pipeline;
+pub mod processor;
 pub mod services;
 pub mod status;
 pub mod watch;

@@ -16,6 +16,7 @@ use crate::httpproxy::HTTPProxyProcessor;
 use crate::ingress::IngressProcessor;
 pub use crate::model::{CompileError, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 use crate::objects::{key_of, Kind, Objects, ResourceKey};
+use crate::processor::Inputs;
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
 
@@ -36,8 +37,22 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
     let mut book = StatusBook::default();
     let classes = Classes::new(&objects.ingress_classes, options, &mut book);
     let services = ServicePorts::new(&objects.services);
-    let mut drafts = IngressProcessor::new(&classes, &services, options, &mut book).run(&objects.ingresses);
-    drafts.extend(HTTPProxyProcessor::new(&classes, &services, options, &mut book).run(&objects.http_proxies));
+    let mut drafts = IngressProcessor::new(Inputs {
+        classes: &classes,
+        services: &services,
+        options,
+        book: &mut book,
+    })
+    .run(&objects.ingresses);
+    drafts.extend(
+        HTTPProxyProcessor::new(Inputs {
+            classes: &classes,
+            services: &services,
+            options,
+            book: &mut book,
+        })
+        .run(&objects.http_proxies),
+    );
     let drafts = crate::collisions::resolve(drafts, options.host_collision, &mut book);
     let rules = crate::order::sort(drafts);
     let mut table = TableSpec {
