@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy
+.PHONY: build build-wasm build-native test test-native test-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -50,12 +50,22 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-wasm32 test-host-sim test-envoy
+test: test-native test-wasm32 test-host-sim test-envoy test-kubernetes
 
 # Everything that needs no .wasm and no Envoy; the wasm crates and the e2e suite run below.
 test-native:
 	cargo test --workspace --exclude switchyard-filter --exclude switchyard-noop-filter \
 	  --exclude switchyard-host-sim --exclude switchyard-e2e
+
+# `switchyard watch --kubernetes` against a real kube-apiserver and etcd (sidecar/tests/envtest.rs,
+# harness in tests/envtest): needs KUBEBUILDER_ASSETS (a folder with kube-apiserver and etcd); .ci/run
+# sets it from ../shared/envtest. Without it, one line says the suite did not run.
+test-kubernetes:
+	@if [ -z "$${KUBEBUILDER_ASSETS:-}" ]; then \
+	  echo "test-kubernetes: NOT RUN (KUBEBUILDER_ASSETS is not set): the real-API-server suite needs kube-apiserver and etcd; get them with \`export KUBEBUILDER_ASSETS=\$$(../shared/envtest/assets build/envtest)\` or \`export KUBEBUILDER_ASSETS=\$$(setup-envtest use -p path)\` (any kube-apiserver and etcd binaries in one folder will do)"; \
+	else \
+	  cargo test -p switchyard --features envtest --test envtest; \
+	fi
 
 # host-sim's tests drive real .wasm files: the filter (build-wasm) and a probe module of its own
 # (a standalone crate under host-sim/tests, built into its own target dir).
