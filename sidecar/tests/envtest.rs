@@ -45,7 +45,6 @@ async fn admin_delete(client: &Client, api_version: &str, kind: &str, namespace:
     api.delete(name, &DeleteParams::default()).await.unwrap();
 }
 
-#[allow(dead_code)] // used by the status tests below
 /// Reads an object as the admin (`Null` when missing).
 async fn admin_get(client: &Client, api_version: &str, kind: &str, namespace: &str, name: &str) -> Value {
     let gvk = gvk_of(&json!({"apiVersion": api_version, "kind": kind})).unwrap();
@@ -55,6 +54,11 @@ async fn admin_get(client: &Client, api_version: &str, kind: &str, namespace: &s
         Some(object) => serde_json::to_value(object).unwrap(),
         None => Value::Null,
     }
+}
+
+/// A file of deploy/.
+fn deploy(file: &str) -> String {
+    std::fs::read_to_string(switchyard_envtest::project_root().join("deploy").join(file)).unwrap()
 }
 
 fn ingress(namespace: &str, name: &str, host: &str, service: &str) -> String {
@@ -96,4 +100,278 @@ async fn a_namespace_is_synced_and_routed_as_the_service_account() {
     )
     .await;
     assert!(!sy.log().contains("403"), "{}", sy.log());
+}
+
+/// An HTTPProxy: a root when `fqdn` is given, including `includes` (names in the same namespace).
+fn proxy(namespace: &str, name: &str, fqdn: Option<&str>, includes: &[&str], class: Option<&str>) -> String {
+    let mut spec = json!({"routes": [{"conditions": [{"prefix": "/"}], "services": [{"name": name, "port": 80}]}]});
+    if let Some(fqdn) = fqdn {
+        spec["virtualhost"] = json!({"fqdn": fqdn});
+    }
+    if !includes.is_empty() {
+        spec["includes"] = includes
+            .iter()
+            .map(|i| json!({"name": i, "conditions": [{"prefix": format!("/{i}")}]}))
+            .collect();
+    }
+    if let Some(class) = class {
+        spec["ingressClassName"] = json!(class);
+    }
+    json!({
+        "apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+        "metadata": {"name": name, "namespace": namespace}, "spec": spec
+    })
+    .to_string()
+}
+
+async fn proxy_status(client: &Client, namespace: &str, name: &str) -> Value {
+    admin_get(client, "projectcontour.io/v1", "HTTPProxy", namespace, name).await["status"].clone()
+}
+
+/// `switchyard_status_writes_total{result="failed"}` from `/metrics`.
+fn failed_status_writes(sy: &Watch) -> u64 {
+    sy.get("/metrics")
+        .body
+        .lines()
+        .find(|l| l.starts_with("switchyard_status_writes_total{result=\"failed\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until every HTTPProxy named has the `currentStatus` given.
+async fn wait_proxy_statuses(client: &Client, sy: &Watch, namespace: &str, expected: &[(&str, &str)]) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let mut seen = Vec::new();
+        for (name, _) in expected {
+            seen.push(proxy_status(client, namespace, name).await["currentStatus"].clone());
+        }
+        if expected.iter().zip(&seen).all(|((_, want), got)| got == want) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "HTTPProxy statuses {seen:?}, expected {expected:?}\n{}",
+            sy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn httpproxy_status_valid_invalid_and_orphaned_is_accepted_by_contours_schema() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("proxies").await;
+    for yaml in [
+        proxy(&ns, "root", Some("root.example"), &["child"], None),
+        proxy(&ns, "child", None, &[], None),
+        proxy(&ns, "broken", Some("broken.example"), &["missing"], None),
+        proxy(&ns, "orphan", None, &[], None),
+    ] {
+        admin_apply(&admin, &yaml).await;
+    }
+    let sy = watch(env, &ns, &["--publish-address", "203.0.113.7"]);
+    let expected = [
+        ("root", "valid"),
+        ("child", "valid"),
+        ("broken", "invalid"),
+        ("orphan", "orphaned"),
+    ];
+    wait_proxy_statuses(&admin, &sy, &ns, &expected).await;
+    let broken = proxy_status(&admin, &ns, "broken").await;
+    let condition = &broken["conditions"][0];
+    assert_eq!(condition["type"], "Valid");
+    assert_eq!(condition["status"], "False");
+    let error = &condition["errors"][0];
+    assert_eq!(
+        (&error["type"], &error["status"]),
+        (&json!("ErrorDetail"), &json!("True")),
+        "{broken}"
+    );
+    assert!(error["message"].as_str().unwrap().contains("missing"), "{broken}");
+    let root = proxy_status(&admin, &ns, "root").await;
+    assert_eq!(root["loadBalancer"], json!({"ingress": [{"ip": "203.0.113.7"}]}));
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
+}
+
+#[tokio::test]
+async fn httpproxies_of_another_class_keep_their_status_and_one_leaving_ours_loses_only_ours() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("classes").await;
+    admin_apply(&admin, &deploy("ingressclass.yaml")).await;
+    admin_apply(
+        &admin,
+        &proxy(&ns, "ours", Some("ours.example"), &[], Some("switchyard")),
+    )
+    .await;
+    admin_apply(
+        &admin,
+        &proxy(&ns, "contours", Some("theirs.example"), &[], Some("contour")),
+    )
+    .await;
+    // What Contour wrote on its own proxy.
+    let theirs = json!({"currentStatus": "valid", "description": "Valid HTTPProxy (Contour)"});
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        &ns,
+        &pinned_kind(
+            &admin,
+            &gvk_of(&json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy"})).unwrap(),
+        )
+        .await
+        .unwrap()
+        .0,
+    );
+    let params = kube::api::PatchParams::default();
+    api.patch_status("contours", &params, &kube::api::Patch::Merge(json!({"status": theirs})))
+        .await
+        .unwrap();
+    let sy = watch(
+        env,
+        &ns,
+        &["--ingress-class", "switchyard", "--publish-address", "203.0.113.7"],
+    );
+    wait_proxy_statuses(&admin, &sy, &ns, &[("ours", "valid")]).await;
+    eventually(
+        "ours.example routed",
+        PATIENCE,
+        || sy.routes("ours.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
+    // Ours moves to Contour: what we wrote goes, nothing else.
+    admin_apply(&admin, &proxy(&ns, "ours", Some("ours.example"), &[], Some("contour"))).await;
+    eventually(
+        "ours.example no longer routed",
+        PATIENCE,
+        || (!sy.routes("ours.example", None)).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let status = proxy_status(&admin, &ns, "ours").await;
+        if status.get("currentStatus").is_none() && status.get("loadBalancer").is_none() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "our status stayed: {status}\n{}",
+            sy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
+}
+
+/// The events.k8s.io/v1 events regarding an object: (reason, note, series count).
+async fn events_of(client: &Client, namespace: &str, name: &str) -> Vec<(String, String, Option<i32>)> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let mut out: Vec<(String, String, Option<i32>)> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                e.series.map(|s| s.count),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn load_balancer(client: &Client, namespace: &str, name: &str) -> Value {
+    admin_get(client, "networking.k8s.io/v1", "Ingress", namespace, name).await["status"]["loadBalancer"].clone()
+}
+
+fn ingress_hosts(namespace: &str, name: &str, hosts: &[&str], annotations: &str) -> String {
+    let rules: Vec<Value> = hosts
+        .iter()
+        .map(|h| {
+            json!({"host": h, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": name, "port": {"number": 80}}}}]}})
+        })
+        .collect();
+    let annotations: Value = serde_yaml::from_str(if annotations.is_empty() { "{}" } else { annotations }).unwrap();
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations}, "spec": {"rules": rules}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn ingress_events_are_one_per_message_and_a_restart_adds_none_and_clears_our_load_balancers() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("events").await;
+    admin_apply(&admin, &ingress_hosts(&ns, "old-a", &["a.example"], "")).await;
+    admin_apply(&admin, &ingress_hosts(&ns, "old-b", &["b.example"], "")).await;
+    let other = "{kubernetes.io/ingress.class: other}";
+    admin_apply(&admin, &ingress_hosts(&ns, "others", &["c.example"], other)).await;
+    // creationTimestamp has one-second resolution: `late` must be younger.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    admin_apply(&admin, &ingress_hosts(&ns, "late", &["a.example", "b.example"], "")).await;
+    let args = ["--host-collision", "winner", "--publish-address", "203.0.113.7"];
+    let mut sy = watch(env, &ns, &args);
+    sy.ready(PATIENCE).await.unwrap();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let events = loop {
+        let events = events_of(&admin, &ns, "late").await;
+        if events.len() >= 3 || std::time::Instant::now() > deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let reasons: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["HostTaken", "HostTaken", "Rejected"],
+        "{events:?}\n{}",
+        sy.log()
+    );
+    assert!(
+        events[0].1.contains("a.example") && events[1].1.contains("b.example"),
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e.2.is_none()), "{events:?}");
+    let published = json!({"ingress": [{"ip": "203.0.113.7"}]});
+    assert_eq!(load_balancer(&admin, &ns, "old-a").await, published);
+    assert_eq!(load_balancer(&admin, &ns, "late").await, json!({}));
+    assert_eq!(load_balancer(&admin, &ns, "others").await, json!({}));
+    assert!(events_of(&admin, &ns, "others").await.is_empty());
+
+    // Restarted with old-a moved to another class meanwhile: no new event, and the address we
+    // published on old-a is found (managedFields) and removed; others' Ingresses stay untouched.
+    let (_, dir) = sy.stop().unwrap();
+    admin_apply(&admin, &ingress_hosts(&ns, "old-a", &["a.example"], other)).await;
+    let mut sy = Watch::start_in(
+        dir,
+        bin(),
+        &env.kubeconfig(User::Switchyard),
+        &[&["--namespaces", &ns, "--debounce-ms", "50"][..], &args[..]].concat(),
+    )
+    .unwrap();
+    sy.ready(PATIENCE).await.unwrap();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while load_balancer(&admin, &ns, "old-a").await != json!({}) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "old-a keeps our address\n{}",
+            sy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(events_of(&admin, &ns, "late").await, events);
+    assert!(events_of(&admin, &ns, "old-a").await.is_empty());
+    assert_eq!(load_balancer(&admin, &ns, "old-b").await, published);
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
 }
