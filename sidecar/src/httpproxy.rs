@@ -387,7 +387,23 @@ impl Walker<'_> {
                 );
                 return;
             }
-            let weight = if all_unweighted { 1 } else { service.weight.unwrap_or(0) };
+            let weight = match service.weight.map(u32::try_from) {
+                Some(Err(_)) => {
+                    self.invalid(
+                        key,
+                        "ServiceInvalid",
+                        format!(
+                            "{at}.services[{si}].weight: {} is out of range (0 to {}); the route is skipped",
+                            service.weight.unwrap_or_default(),
+                            u32::MAX
+                        ),
+                    );
+                    return;
+                }
+                _ if all_unweighted => 1,
+                Some(Ok(weight)) => weight,
+                None => 0,
+            };
             backends.push(Backend {
                 cluster: self.options.cluster(&key.namespace, &service.name, service.port),
                 weight,

@@ -375,3 +375,90 @@ async fn ingress_events_are_one_per_message_and_a_restart_adds_none_and_clears_o
     assert_eq!(load_balancer(&admin, &ns, "old-b").await, published);
     assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
 }
+
+#[tokio::test]
+async fn a_weight_beyond_u32_invalidates_only_its_proxy_and_everything_else_routes() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("weights").await;
+    admin_apply(&admin, &proxy(&ns, "good", Some("good.example"), &[], None)).await;
+    let heavy = json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+        "metadata": {"name": "heavy", "namespace": ns},
+        "spec": {"virtualhost": {"fqdn": "heavy.example"}, "routes": [{"services": [
+            {"name": "a", "port": 80, "weight": 5_000_000_000_i64}, {"name": "b", "port": 80, "weight": 1}]}]}});
+    admin_apply(&admin, &heavy.to_string()).await;
+    admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
+    // Started after the objects exist (the initial list), then restarted: both must route the rest.
+    for _ in 0..2 {
+        let mut sy = watch(env, &ns, &[]);
+        sy.ready(PATIENCE).await.unwrap();
+        assert!(
+            sy.routes("good.example", None) && sy.routes("web.example", None),
+            "{}",
+            sy.log()
+        );
+        assert!(!sy.routes("heavy.example", None));
+        wait_proxy_statuses(&admin, &sy, &ns, &[("good", "valid"), ("heavy", "invalid")]).await;
+        let status = proxy_status(&admin, &ns, "heavy").await;
+        let error = &status["conditions"][0]["errors"][0];
+        assert_eq!(error["reason"], "ServiceInvalid", "{status}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("spec.routes[0].services[0].weight") && message.contains("5000000000"),
+            "{message}"
+        );
+        assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
+        sy.stop().unwrap();
+    }
+}
+
+/// Lines of the log saying a source went down.
+fn down_lines(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| l.contains(" is down")).collect()
+}
+
+#[tokio::test]
+async fn after_an_api_server_restart_ready_means_the_table_follows_the_cluster_and_the_log_is_short() {
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("outage").await;
+    admin_apply(&admin, &ingress(&ns, "before", "before.example", "web")).await;
+    let mut sy = watch(&env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(sy.routes("before.example", None));
+
+    env.stop_apiserver();
+    let reason = eventually(
+        "readyz 503 while the API server is down",
+        PATIENCE,
+        || {
+            let answer = sy.readyz();
+            (answer.code == 503).then_some(answer.body)
+        },
+        || sy.log(),
+    )
+    .await;
+    assert!(reason.contains("is down"), "{reason}");
+    assert!(sy.routes("before.example", None), "the last table keeps serving");
+    // Several seconds of retries: the log says each source went down once, in one short line.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let log = sy.log();
+    let down = down_lines(&log);
+    assert!(!down.is_empty() && down.len() <= 8, "{down:#?}");
+    assert!(log.lines().all(|l| l.len() < 1000), "{log}");
+
+    env.start_apiserver().await.unwrap();
+    let admin = env.admin().await;
+    sy.ready(Duration::from_secs(30)).await.unwrap();
+    // Ready: the watches run again, so a change made now reaches the table promptly.
+    admin_apply(&admin, &ingress(&ns, "after", "after.example", "web")).await;
+    eventually(
+        "after.example routed within 2 s of /readyz turning 200",
+        Duration::from_secs(2),
+        || sy.routes("after.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(sy.log().contains("is up again"), "{}", sy.log());
+    assert_eq!(down_lines(&sy.log()).len(), down.len(), "{}", sy.log());
+}

@@ -11,6 +11,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::objects::Objects;
 use crate::pipeline::{compile, Compiled, Options};
+use crate::status::ResourceStatus;
 use crate::watch::diff::diff;
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
@@ -25,6 +26,8 @@ pub struct Input {
     pub errors: Vec<SourceError>,
     /// Loader warnings.
     pub warnings: Vec<String>,
+    /// Statuses of resources the compiler never saw (objects that do not decode), added to its own.
+    pub statuses: Vec<ResourceStatus>,
 }
 
 /// Compiles and pushes.
@@ -48,6 +51,11 @@ impl Engine {
         }
     }
 
+    /// The compiler's options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
         self.retry.is_some()
@@ -57,7 +65,8 @@ impl Engine {
     /// compilation (for status write-back).
     pub async fn rebuild(&mut self, input: Input) -> Compiled {
         let started = Instant::now();
-        let compiled = compile(&input.objects, &self.options);
+        let mut compiled = compile(&input.objects, &self.options);
+        compiled.statuses.extend(input.statuses);
         let seconds = started.elapsed().as_secs_f64();
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod server;
 pub mod sinks;
 pub mod state;
+pub mod store;
 pub mod write_back;
 
 use std::path::{Path, PathBuf};
@@ -54,17 +55,24 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
 pub fn run(args: WatchArgs) -> Result<(), String> {
-    let level = if args.verbose {
-        tracing::Level::DEBUG
+    // Our own lines only: kube's client and watchers log every retry (one line per second during an
+    // outage); the sources log each state change once instead. --verbose adds their warnings.
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let (ours, others) = if args.verbose {
+        (LevelFilter::DEBUG, LevelFilter::WARN)
     } else {
-        tracing::Level::INFO
+        (LevelFilter::INFO, LevelFilter::OFF)
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(level)
+        .with_max_level(LevelFilter::DEBUG)
         .with_target(false)
         .with_ansi(ansi)
+        .finish()
+        .with(Targets::new().with_target("switchyard", ours).with_default(others))
         .try_init();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -263,6 +271,7 @@ async fn rebuild_folder(folder: &mut Folder, engine: &mut Engine) {
             objects: snapshot.objects,
             errors: snapshot.errors,
             warnings: snapshot.warnings,
+            ..Input::default()
         })
         .await;
 }

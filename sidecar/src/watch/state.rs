@@ -2,7 +2,7 @@
 //! HTTP server: the table last pushed, the status report, source health and the counters behind
 //! `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -54,6 +54,10 @@ pub struct State {
     pub waiting: Option<String>,
     /// Sources that are down now, with the reason; the last good table keeps serving meanwhile.
     pub down: BTreeMap<String, String>,
+    /// Sources down whose watch delivered again (a relist or an event): up after the next rebuild.
+    pub recovered: BTreeSet<String>,
+    /// Sources that failed since the last rebuild started (they stay down).
+    pub relapsed: BTreeSet<String>,
     /// The last push error, until a push succeeds.
     pub push_error: Option<String>,
     /// Pushes by sink name.

@@ -214,13 +214,11 @@ impl StatusWriter {
             };
             match status.kind {
                 "HTTPProxy" => {
-                    let Some(proxy) = objects.http_proxies.iter().find(|p| named(&p.metadata)) else {
-                        continue;
-                    };
-                    if status.status == Status::Ignored {
-                        self.release_proxy(key, proxy).await;
-                    } else {
-                        self.write_proxy(key, status).await;
+                    // An HTTPProxy that does not decode has a status but no object: it is written.
+                    let proxy = objects.http_proxies.iter().find(|p| named(&p.metadata));
+                    match proxy {
+                        Some(proxy) if status.status == Status::Ignored => self.release_proxy(key, proxy).await,
+                        _ => self.write_proxy(key, status).await,
                     }
                 }
                 "Ingress" => {
