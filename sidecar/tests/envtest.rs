@@ -462,3 +462,72 @@ async fn after_an_api_server_restart_ready_means_the_table_follows_the_cluster_a
     assert!(sy.log().contains("is up again"), "{}", sy.log());
     assert_eq!(down_lines(&sy.log()).len(), down.len(), "{}", sy.log());
 }
+
+/// `deploy/deployment.yaml`'s flags that decide class (`--ingress-class`, `--controller-name`).
+fn deployment_class_flags() -> Vec<String> {
+    let deployment: Value = serde_yaml::from_str(&deploy("deployment.yaml")).unwrap();
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|a| a.starts_with("--ingress-class") || a.starts_with("--controller-name"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn classed_ingress(namespace: &str, name: &str, host: &str, class: &str) -> String {
+    let mut ingress: Value = serde_yaml::from_str(&ingress(namespace, name, host, name)).unwrap();
+    ingress["spec"]["ingressClassName"] = json!(class);
+    ingress.to_string()
+}
+
+#[tokio::test]
+async fn deploy_as_shipped_routes_an_ingress_of_its_ingressclass() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("shipped").await;
+    admin_apply(&admin, &deploy("ingressclass.yaml")).await;
+    admin_apply(&admin, &classed_ingress(&ns, "web", "shipped.example", "switchyard")).await;
+    let flags = deployment_class_flags();
+    assert!(flags.iter().any(|f| f == "--ingress-class=switchyard"), "{flags:?}");
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut sy = watch(env, &ns, &flags);
+    sy.ready(PATIENCE).await.unwrap();
+    eventually(
+        "shipped.example routed",
+        PATIENCE,
+        || sy.routes("shipped.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(!sy.readyz().body.contains("WARNING"), "{}", sy.readyz().body);
+}
+
+#[tokio::test]
+async fn when_every_resource_is_ignored_by_class_the_log_status_and_readyz_say_so() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("mismatch").await;
+    // The IngressClass a user would naturally write for --ingress-class=natural.
+    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: natural}\nspec: {controller: switchyard.io/ingress-controller}\n";
+    admin_apply(&admin, class).await;
+    admin_apply(&admin, &classed_ingress(&ns, "web", "natural.example", "natural")).await;
+    let mut sy = watch(env, &ns, &["--ingress-class=natural"]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(!sy.routes("natural.example", None));
+    let readyz = sy.readyz().body;
+    assert!(
+        readyz.contains("WARNING: every Ingress and HTTPProxy (1) is ignored by class")
+            && readyz.contains("switchyard.io/ingress-controller/natural"),
+        "{readyz}"
+    );
+    let warnings = sy.status()["warnings"].to_string();
+    assert!(warnings.contains("is ignored by class"), "{warnings}");
+    assert!(
+        sy.log()
+            .contains("WARN every Ingress and HTTPProxy (1) is ignored by class"),
+        "{}",
+        sy.log()
+    );
+}

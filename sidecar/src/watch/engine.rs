@@ -11,7 +11,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::objects::Objects;
 use crate::pipeline::{compile, Compiled, Options};
-use crate::status::ResourceStatus;
+use crate::status::{ResourceStatus, Status};
 use crate::watch::diff::diff;
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
@@ -28,6 +28,35 @@ pub struct Input {
     pub warnings: Vec<String>,
     /// Statuses of resources the compiler never saw (objects that do not decode), added to its own.
     pub statuses: Vec<ResourceStatus>,
+}
+
+/// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
+/// empty though there is input: the flags and the IngressClasses disagree, most likely).
+pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> Option<String> {
+    let routable: Vec<&ResourceStatus> = statuses
+        .iter()
+        .filter(|s| s.kind == "Ingress" || s.kind == "HTTPProxy")
+        .collect();
+    if routable.is_empty() || routable.iter().any(|s| s.status != Status::Ignored) {
+        return None;
+    }
+    let wanted = if options.ingress_class.is_empty() {
+        format!(
+            "resources without a class annotation, or an IngressClass with spec.controller {:?}",
+            options.controller_name
+        )
+    } else {
+        format!(
+            "resources of class {:?}, whose IngressClass has spec.controller {:?}",
+            options.ingress_class,
+            format!("{}/{}", options.controller_name, options.ingress_class)
+        )
+    };
+    Some(format!(
+        "every Ingress and HTTPProxy ({}) is ignored by class, so the table is empty: this controller serves {wanted} \
+         (see /status for each resource's reason)",
+        routable.len()
+    ))
 }
 
 /// Compiles and pushes.
@@ -68,8 +97,15 @@ impl Engine {
         let mut compiled = compile(&input.objects, &self.options);
         compiled.statuses.extend(input.statuses);
         let seconds = started.elapsed().as_secs_f64();
+        let class_warning = all_ignored_by_class(&compiled.statuses, &self.options);
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
+            match (&state.class_warning, &class_warning) {
+                (None, Some(warning)) => warn!("{warning}"),
+                (Some(_), None) => info!("some resources are ours again: the table is no longer empty by class"),
+                _ => {}
+            }
+            state.class_warning = class_warning;
             let new_errors = input
                 .errors
                 .iter()

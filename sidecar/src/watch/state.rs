@@ -50,6 +50,8 @@ pub struct State {
     pub errors: Vec<SourceError>,
     /// Loader warnings of the last compilation.
     pub warnings: Vec<String>,
+    /// Set when every Ingress and HTTPProxy was ignored by class (the table is empty by class).
+    pub class_warning: Option<String>,
     /// Why no table can be pushed yet (stores not synced), when that is the case.
     pub waiting: Option<String>,
     /// Sources that are down now, with the reason; the last good table keeps serving meanwhile.
@@ -90,10 +92,15 @@ impl State {
             reasons.push(format!("the last push failed ({error}); retrying"));
         }
         if reasons.is_empty() {
-            Ok(format!(
+            let ready = format!(
                 "ready: generation {} (table {}), {} rules, {} hosts",
                 self.generation, self.table_hash, self.rules, self.hosts
-            ))
+            );
+            // Still ready (the table is what the cluster says), but loudly so.
+            Ok(match &self.class_warning {
+                Some(warning) => format!("{ready}; WARNING: {warning}"),
+                None => ready,
+            })
         } else {
             if self.generation > 0 {
                 reasons.push(format!(
@@ -116,7 +123,7 @@ impl State {
             "rules": self.rules,
             "hosts": self.hosts,
             "errors": self.errors,
-            "warnings": self.warnings,
+            "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
             "sources_down": self.down,
             "resources": self.statuses,
         })
