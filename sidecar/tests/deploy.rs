@@ -1,6 +1,6 @@
 //! The manifests in deploy/ agree with the code: the Deployment's arguments are accepted by
 //! `switchyard watch`, the Istio examples have the shape the sinks apply, and the RBAC grants what
-//! the Kubernetes mode uses (and no more on Istio objects than get/patch by name).
+//! the Kubernetes mode uses (on Istio objects: get/list/watch/patch by name, and create).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -87,7 +87,7 @@ fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
 }
 
 #[test]
-fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
+fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates() {
     let documents = deploy("rbac.yaml");
     let role = |kind: &str| documents.iter().find(|d| d["kind"] == kind).unwrap();
     let grants = |doc: &Value| -> Vec<(String, String, String)> {
@@ -127,8 +127,17 @@ fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
     let istio = role("Role");
+    // By name: read, watch and patch; without a name only create (resourceNames cannot limit it).
     for rule in istio["rules"].as_array().unwrap() {
-        assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
-        assert_eq!(rule["verbs"], serde_json::json!(["get", "patch"]), "{rule}");
+        if rule["resourceNames"].is_null() {
+            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
+        } else {
+            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
+            assert_eq!(
+                rule["verbs"],
+                serde_json::json!(["get", "list", "watch", "patch"]),
+                "{rule}"
+            );
+        }
     }
 }

@@ -99,7 +99,7 @@ async fn a_namespace_is_synced_and_routed_as_the_service_account() {
         || sy.log(),
     )
     .await;
-    assert!(!sy.log().contains("403"), "{}", sy.log());
+    assert!(!sy.log().contains("Forbidden"), "{}", sy.log());
 }
 
 /// An HTTPProxy: a root when `fqdn` is given, including `includes` (names in the same namespace).
@@ -527,6 +527,152 @@ async fn when_every_resource_is_ignored_by_class_the_log_status_and_readyz_say_s
     assert!(
         sy.log()
             .contains("WARN every Ingress and HTTPProxy (1) is ignored by class"),
+        "{}",
+        sy.log()
+    );
+}
+
+async fn istio_object(client: &Client, kind: &str) -> Value {
+    let api_version = if kind == "WasmPlugin" {
+        "extensions.istio.io/v1alpha1"
+    } else {
+        "networking.istio.io/v1alpha3"
+    };
+    admin_get(client, api_version, kind, "istio-system", "switchyard").await
+}
+
+/// The table generation an Istio object carries (`None` when missing).
+fn carried_generation(kind: &str, object: &Value) -> Option<String> {
+    if object.is_null() {
+        return None;
+    }
+    let table = if kind == "WasmPlugin" {
+        object["spec"]["pluginConfig"].clone()
+    } else {
+        let text = object["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["config"]["configuration"]
+            ["value"]
+            .as_str()?;
+        serde_json::from_str(text).ok()?
+    };
+    table["generation"].as_str().map(str::to_owned)
+}
+
+async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let want = sy.table()["generation"].as_str().map(str::to_owned);
+        let have = carried_generation(kind, &istio_object(client, kind).await);
+        if want.is_some() && have == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{kind} {what}: carries {have:?}, the table is {want:?}\n{}",
+            sy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The only test of this binary that writes istio-system/switchyard (the Role names that object).
+#[tokio::test]
+async fn istio_sinks_pass_istios_schemas_and_are_restored_when_deleted_or_recreated() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("istio").await;
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    admin_apply(&admin, &ingress(&ns, "web", "mesh.example", "web")).await;
+    let args = [
+        "--wasmplugin",
+        "istio-system/switchyard",
+        "--wasm-url",
+        "oci://registry.example/switchyard-filter:0.1.0",
+        "--envoyfilter",
+        "istio-system/switchyard",
+        "--gateway-wasm-path",
+        "/var/lib/switchyard/switchyard_filter.wasm",
+    ];
+    let mut sy = watch(env, &ns, &args);
+    sy.ready(PATIENCE).await.unwrap();
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "applied").await;
+    }
+    let plugin = istio_object(&admin, "WasmPlugin").await;
+    assert!(
+        plugin["spec"]["pluginConfig"].to_string().contains("mesh.example"),
+        "{plugin}"
+    );
+
+    // Deleted: created again (RBAC's create).
+    admin_delete(
+        &admin,
+        "extensions.istio.io/v1alpha1",
+        "WasmPlugin",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    wait_carried(&admin, &sy, "WasmPlugin", "after its deletion").await;
+    // Deleted and re-created from deploy/istio/ (an empty table): applied again.
+    admin_delete(
+        &admin,
+        "networking.istio.io/v1alpha3",
+        "EnvoyFilter",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    wait_carried(&admin, &sy, "EnvoyFilter", "after it was re-created from deploy/istio").await;
+    // A change by someone else to a field we own.
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    wait_carried(&admin, &sy, "WasmPlugin", "after someone else applied it").await;
+    // And the routing change still flows.
+    admin_apply(&admin, &ingress(&ns, "api", "api.mesh.example", "api")).await;
+    eventually(
+        "api.mesh.example routed",
+        PATIENCE,
+        || sy.routes("api.mesh.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "after a change").await;
+    }
+    let log = sy.log();
+    assert!(!log.contains("Forbidden"), "{log}");
+    assert!(log.contains("applied again"), "{log}");
+    assert_eq!(failed_status_writes(&sy), 0, "{log}");
+}
+
+#[tokio::test]
+async fn without_the_httpproxy_crd_nothing_is_pushed_unless_told_to_do_without_httpproxy() {
+    let env = Envtest::start_without_crds().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("plain").await;
+    admin_apply(&admin, &ingress(&ns, "web", "plain.example", "web")).await;
+    let sy = watch(&env, &ns, &[]);
+    let reason = eventually(
+        "readyz naming the HTTPProxy store",
+        PATIENCE,
+        || {
+            let answer = sy.readyz();
+            (answer.code == 503 && answer.body.contains("HTTPProxy in")).then_some(answer.body)
+        },
+        || sy.log(),
+    )
+    .await;
+    assert!(
+        reason.contains("no table pushed yet: waiting for the stores to sync"),
+        "{reason}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(sy.table().is_null(), "nothing pushed before every store synced");
+    let mut sy = watch(&env, &ns, &["--without-httpproxy"]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(
+        sy.routes("plain.example", Some(&format!("{ns}/web:80"))),
         "{}",
         sy.log()
     );

@@ -13,6 +13,7 @@ use crate::objects::Objects;
 use crate::pipeline::{compile, Compiled, Options};
 use crate::status::{ResourceStatus, Status};
 use crate::watch::diff::diff;
+use crate::watch::istio::IstioSink;
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
 use crate::watch::SourceError;
@@ -136,6 +137,36 @@ impl Engine {
             self.push(compiled.table.clone()).await;
         }
         compiled
+    }
+
+    /// The Istio sinks (whose objects [`crate::watch::drift`] follows).
+    pub fn istio_sinks(&self) -> impl Iterator<Item = &IstioSink> {
+        self.sinks.iter().filter_map(|s| match s {
+            Sink::Istio(istio) => Some(istio),
+            _ => None,
+        })
+    }
+
+    /// Pushes the table last pushed again to the sink named `name`, whose object was deleted or
+    /// changed by someone else; a failure is retried like any failed push.
+    pub async fn repair(&mut self, name: &str) {
+        let Some(table) = self.pushed.clone() else { return };
+        let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
+            return;
+        };
+        match sink.push(&table, "", "").await {
+            Ok(()) => {
+                info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
+                self.state.lock().pushes.entry(name.to_owned()).or_default().ok += 1;
+            }
+            Err(e) => {
+                error!(sink = %name, table = %table.generation, "deleted or changed by someone else; applying again failed (will retry): {e}");
+                let mut state = self.state.lock();
+                state.pushes.entry(name.to_owned()).or_default().failed += 1;
+                state.push_error = Some(format!("{name}: {e}"));
+                self.retry = Some(table);
+            }
+        }
     }
 
     /// Pushes the table whose push failed last time again.

@@ -372,6 +372,11 @@ pub async fn follow(
         },
     };
     drop(tx);
+    let (drift_tx, mut drifted) = mpsc::channel(4);
+    for sink in engine.istio_sinks() {
+        tokio::spawn(crate::watch::drift::follow(sink.clone(), drift_tx.clone()));
+    }
+    drop(drift_tx);
     let mut writer = StatusWriter::new(client, &settings, state.clone());
     state.lock().waiting = Some(format!(
         "waiting for the stores to sync: {}",
@@ -387,6 +392,10 @@ pub async fn follow(
             }
             () = tokio::time::sleep(Duration::from_secs(1)), if retry => {
                 engine.retry().await;
+                continue;
+            }
+            Some(sink) = drifted.recv() => {
+                engine.repair(&sink).await;
                 continue;
             }
         }

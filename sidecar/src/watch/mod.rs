@@ -13,6 +13,7 @@
 pub mod args;
 pub mod debounce;
 pub mod diff;
+pub mod drift;
 pub mod ecds;
 pub mod engine;
 pub mod folder;
@@ -197,13 +198,13 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
     ] {
         if let (Some(target), Some(client)) = (target, client) {
             let (namespace, name) = parse_target(target)?;
-            sinks.push(Sink::Istio(IstioSink {
-                client: client.clone(),
+            sinks.push(Sink::Istio(IstioSink::new(
+                client.clone(),
                 kind,
                 namespace,
                 name,
-                settings: settings.clone(),
-            }));
+                settings.clone(),
+            )));
         }
     }
     if sinks.is_empty() {

@@ -55,6 +55,7 @@ pub struct Envtest {
     port: u16,
     namespaces: AtomicU32,
     owned: bool,
+    crds: bool,
 }
 
 /// How long the API server may take to answer `/readyz` (2–5 s on a 2-core machine).
@@ -98,7 +99,7 @@ impl Envtest {
                         .enable_all()
                         .build()
                         .map_err(|e| e.to_string())?;
-                    runtime.block_on(Envtest::start_with(false))
+                    runtime.block_on(Envtest::start_with(false, true))
                 })
                 .join()
                 .unwrap_or_else(|_| Err("the envtest start panicked".to_owned()));
@@ -111,10 +112,15 @@ impl Envtest {
 
     /// A server of its own (stopped and removed on drop).
     pub async fn start() -> Result<Envtest, String> {
-        Envtest::start_with(true).await
+        Envtest::start_with(true, true).await
     }
 
-    async fn start_with(owned: bool) -> Result<Envtest, String> {
+    /// A server of its own without the CRDs (as a cluster without Contour or Istio).
+    pub async fn start_without_crds() -> Result<Envtest, String> {
+        Envtest::start_with(true, false).await
+    }
+
+    async fn start_with(owned: bool, crds: bool) -> Result<Envtest, String> {
         let assets = assets()?;
         let dir = tempfile::Builder::new()
             .prefix("switchyard-envtest-")
@@ -132,6 +138,7 @@ impl Envtest {
             apiserver: Mutex::new(None),
             namespaces: AtomicU32::new(0),
             owned,
+            crds,
         };
         match env.boot().await {
             Ok(()) => Ok(env),
@@ -278,6 +285,16 @@ impl Envtest {
     /// The CRDs, the namespace istio-system and `deploy/rbac.yaml`.
     async fn install(&self) -> Result<(), String> {
         let client = self.client(User::Admin).await?;
+        if self.crds {
+            self.install_crds(&client).await?;
+        }
+        self.create_namespace("istio-system").await?;
+        let rbac = project_root().join("deploy/rbac.yaml");
+        let text = std::fs::read_to_string(&rbac).map_err(|e| format!("{}: {e}", rbac.display()))?;
+        manifests::apply_all(&client, &text).await
+    }
+
+    async fn install_crds(&self, client: &Client) -> Result<(), String> {
         let crds = crds_dir();
         let mut files: Vec<PathBuf> = std::fs::read_dir(&crds)
             .map_err(|e| format!("{}: {e}", crds.display()))?
@@ -290,11 +307,7 @@ impl Envtest {
             all += &std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             all += "\n---\n";
         }
-        manifests::install_crds(&client, &all).await?;
-        self.create_namespace("istio-system").await?;
-        let rbac = project_root().join("deploy/rbac.yaml");
-        let text = std::fs::read_to_string(&rbac).map_err(|e| format!("{}: {e}", rbac.display()))?;
-        manifests::apply_all(&client, &text).await
+        manifests::install_crds(client, &all).await
     }
 
     /// The API server's URL.
