@@ -677,3 +677,29 @@ async fn without_the_httpproxy_crd_nothing_is_pushed_unless_told_to_do_without_h
         sy.log()
     );
 }
+
+#[tokio::test]
+async fn a_regex_looking_implementation_specific_path_gets_a_path_looks_like_regex_event() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("regex").await;
+    let yaml = ingress(&ns, "api", "regex.example", "api").replace(
+        "{path: /, pathType: Prefix,",
+        "{path: \"/api/v[0-9]+(/.*)?\", pathType: ImplementationSpecific,",
+    );
+    admin_apply(&admin, &yaml).await;
+    let mut sy = watch(env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let events = events_of(&admin, &ns, "api").await;
+        if let Some((_, note, _)) = events.iter().find(|e| e.0 == "PathLooksLikeRegex") {
+            assert!(note.contains("literal segment prefix"), "{note}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{events:?}\n{}", sy.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = sy.status().to_string();
+    assert!(status.contains("PathLooksLikeRegex"), "{status}");
+}
