@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy
+.PHONY: build build-wasm build-native test test-native test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -98,6 +98,14 @@ run: build envoy
 bench:
 	cargo bench -p switchyard-table --bench lookup
 	cargo bench -p switchyard --bench compile
+
+# `switchyard watch --kubernetes` (release build) against a real API server: change-to-table latency,
+# recovery after an outage, and memory/CPU with 10,000 Ingresses and 1,000 HTTPProxy trees. Figures in
+# BENCHMARKS.md. Needs KUBEBUILDER_ASSETS (see test-kubernetes).
+bench-kubernetes:
+	cargo build --release -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --features envtest --test envtest \
+	  -- --ignored --nocapture --test-threads 1 bench_
 
 # host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules
 # (tables from host-sim/bench/table.py). Figures in BENCHMARKS.md.

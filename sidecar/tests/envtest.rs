@@ -19,15 +19,18 @@ use switchyard_envtest::{Envtest, User};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_switchyard"))
+/// The binary under test: `SWITCHYARD_BIN` (the benchmarks use the release build), else this build's.
+fn bin() -> std::path::PathBuf {
+    std::env::var_os("SWITCHYARD_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_BIN_EXE_switchyard")).to_path_buf())
 }
 
 /// `switchyard watch` as the ServiceAccount user, watching `namespace` only.
 fn watch(env: &Envtest, namespace: &str, args: &[&str]) -> Watch {
     let mut all = vec!["--namespaces", namespace, "--debounce-ms", "50"];
     all.extend_from_slice(args);
-    Watch::start(bin(), &env.kubeconfig(User::Switchyard), &all).unwrap()
+    Watch::start(&bin(), &env.kubeconfig(User::Switchyard), &all).unwrap()
 }
 
 /// Server-side applies YAML documents as the admin.
@@ -354,7 +357,7 @@ async fn ingress_events_are_one_per_message_and_a_restart_adds_none_and_clears_o
     admin_apply(&admin, &ingress_hosts(&ns, "old-a", &["a.example"], other)).await;
     let mut sy = Watch::start_in(
         dir,
-        bin(),
+        &bin(),
         &env.kubeconfig(User::Switchyard),
         &[&["--namespaces", &ns, "--debounce-ms", "50"][..], &args[..]].concat(),
     )
@@ -702,4 +705,248 @@ async fn a_regex_looking_implementation_specific_path_gets_a_path_looks_like_reg
     }
     let status = sy.status().to_string();
     assert!(status.contains("PathLooksLikeRegex"), "{status}");
+}
+
+/// One change of a run and what the table shows once it arrived.
+struct Change {
+    yaml: Option<String>,
+    delete: Option<(&'static str, &'static str, String)>,
+    host: String,
+    cluster: Option<String>,
+}
+
+/// Twenty changes of every sort: Ingress added, its backend changed, HTTPProxy added, Ingress deleted.
+fn twenty_changes(ns: &str, round: usize) -> Vec<Change> {
+    (0..20)
+        .map(|i| {
+            let k = i / 4;
+            let name = format!("r{round}-{k}");
+            let host = format!("{name}.example");
+            match i % 4 {
+                0 => Change {
+                    yaml: Some(ingress(ns, &name, &host, "one")),
+                    delete: None,
+                    cluster: Some(format!("{ns}/one:80")),
+                    host,
+                },
+                1 => Change {
+                    yaml: Some(ingress(ns, &name, &host, "two")),
+                    delete: None,
+                    cluster: Some(format!("{ns}/two:80")),
+                    host,
+                },
+                2 => Change {
+                    yaml: Some(proxy(ns, &format!("p{name}"), Some(&format!("p{host}")), &[], None)),
+                    delete: None,
+                    cluster: Some(format!("{ns}/p{name}:80")),
+                    host: format!("p{host}"),
+                },
+                _ => Change {
+                    yaml: None,
+                    delete: Some(("networking.k8s.io/v1", "Ingress", name)),
+                    cluster: None,
+                    host,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Makes `change` and waits until the table file shows it; returns how long that took.
+async fn make_and_wait(admin: &Client, ns: &str, sy: &Watch, change: &Change) -> Duration {
+    let started = std::time::Instant::now();
+    if let Some(yaml) = &change.yaml {
+        admin_apply(admin, yaml).await;
+    }
+    if let Some((api_version, kind, name)) = &change.delete {
+        admin_delete(admin, api_version, kind, ns, name).await;
+    }
+    let arrived = || match &change.cluster {
+        Some(cluster) => sy.routes(&change.host, Some(cluster)),
+        None => !sy.routes(&change.host, None),
+    };
+    let deadline = started + PATIENCE;
+    while !arrived() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never reached the table\n{}",
+            change.host,
+            sy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn twenty_changes_each_reach_the_table_file() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("twenty").await;
+    let mut sy = watch(env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    for change in twenty_changes(&ns, 0) {
+        make_and_wait(&admin, &ns, &sy, &change).await;
+    }
+    let table = sy.table();
+    let hosts: Vec<&str> = table["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["host"].as_str())
+        .collect();
+    assert_eq!(
+        hosts.len(),
+        5,
+        "five HTTPProxies left, every Ingress deleted: {hosts:?}"
+    );
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
+}
+
+// ---- benchmarks (make bench-kubernetes; not part of make test) --------------------------------
+
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
+}
+
+/// Change-to-table latency over 50 changes (default debounce, 100 ms), and the time from the API
+/// server being ready after an outage to a change being routed.
+#[tokio::test]
+#[ignore = "benchmark: make bench-kubernetes"]
+async fn bench_change_to_table_latency_and_recovery() {
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("bench").await;
+    let kubeconfig = env.kubeconfig(User::Switchyard);
+    let mut sy = Watch::start(&bin(), &kubeconfig, &["--namespaces", &ns]).unwrap();
+    sy.ready(PATIENCE).await.unwrap();
+    let mut times = Vec::new();
+    for change in (0..3).flat_map(|round| twenty_changes(&ns, round)).take(50) {
+        times.push(make_and_wait(&admin, &ns, &sy, &change).await);
+    }
+    times.sort();
+    println!(
+        "change-to-table latency over {} changes (apply sent -> table file): p50 {:?}, p90 {:?}, max {:?}",
+        times.len(),
+        percentile(&times, 50),
+        percentile(&times, 90),
+        times[times.len() - 1]
+    );
+    for outage in [Duration::from_secs(5), Duration::from_secs(20)] {
+        env.stop_apiserver();
+        tokio::time::sleep(outage).await;
+        env.start_apiserver().await.unwrap();
+        let ready = std::time::Instant::now();
+        let admin = env.admin().await;
+        let host = format!("after-{}.example", outage.as_secs());
+        admin_apply(
+            &admin,
+            &ingress(&ns, &format!("after-{}", outage.as_secs()), &host, "web"),
+        )
+        .await;
+        let applied = ready.elapsed();
+        while !sy.routes(&host, None) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let routed = ready.elapsed();
+        sy.ready(PATIENCE).await.unwrap();
+        println!(
+            "after a {outage:?} API server outage: API server ready -> change applied {applied:?} -> routed {routed:?}, switchyard /readyz 200 at {:?}",
+            ready.elapsed()
+        );
+    }
+}
+
+/// Memory and CPU with 10,000 Ingresses and 1,000 HTTPProxy trees (a root including two children).
+#[tokio::test]
+#[ignore = "benchmark: make bench-kubernetes"]
+async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
+    use futures::StreamExt;
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let namespaces: Vec<String> = futures::future::join_all((0..10).map(|_| env.namespace("scale"))).await;
+    let mut objects = Vec::new();
+    for i in 0..10_000 {
+        let ns = &namespaces[i % 10];
+        objects.push(ingress(
+            ns,
+            &format!("ing-{i}"),
+            &format!("ing-{i}.example"),
+            &format!("svc-{}", i % 100),
+        ));
+    }
+    for t in 0..1_000 {
+        let ns = &namespaces[t % 10];
+        let (a, b) = (format!("child-a-{t}"), format!("child-b-{t}"));
+        objects.push(proxy(
+            ns,
+            &format!("root-{t}"),
+            Some(&format!("tree-{t}.example")),
+            &[&a, &b],
+            None,
+        ));
+        objects.push(proxy(ns, &a, None, &[], None));
+        objects.push(proxy(ns, &b, None, &[], None));
+    }
+    let started = std::time::Instant::now();
+    let total = objects.len();
+    let created = futures::stream::iter(objects)
+        .map(|yaml| {
+            let admin = admin.clone();
+            async move { admin_create(&admin, &yaml).await }
+        })
+        .buffer_unordered(16)
+        .count()
+        .await;
+    println!("created {created} of {total} objects in {:?}", started.elapsed());
+
+    let started = std::time::Instant::now();
+    let mut sy = Watch::start(&bin(), &env.kubeconfig(User::Switchyard), &[]).unwrap();
+    sy.ready(Duration::from_secs(300)).await.unwrap();
+    let synced = started.elapsed();
+    let rules = sy.table()["rules"].as_array().map_or(0, Vec::len);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss, cpu_sync) = sy.usage().unwrap();
+    println!(
+        "initial sync (start -> /readyz 200, {rules} rules pushed): {synced:?}; RSS after sync {} MiB; CPU so far {cpu_sync:?}",
+        rss / 1024
+    );
+    let changes = 10;
+    let mut times = Vec::new();
+    for i in 0..changes {
+        let ns = &namespaces[i % 10];
+        let change = Change {
+            yaml: Some(ingress(ns, &format!("ing-{i}"), &format!("ing-{i}.example"), "moved")),
+            delete: None,
+            host: format!("ing-{i}.example"),
+            cluster: Some(format!("{ns}/moved:80")),
+        };
+        times.push(make_and_wait(&admin, ns, &sy, &change).await);
+    }
+    let (rss_after, cpu_after) = sy.usage().unwrap();
+    times.sort();
+    println!(
+        "{changes} changes at this scale: CPU per change {:?}, change-to-table p50 {:?} max {:?}; RSS after {} MiB",
+        (cpu_after - cpu_sync) / changes as u32,
+        percentile(&times, 50),
+        times[times.len() - 1],
+        rss_after / 1024
+    );
+}
+
+/// Creates one object as the admin (discovery cached per kind).
+async fn admin_create(client: &Client, yaml: &str) {
+    use kube::api::PostParams;
+    let object: Value = serde_json::from_str(yaml)
+        .or_else(|_| serde_yaml::from_str(yaml))
+        .unwrap();
+    let kind = object["kind"].as_str().unwrap();
+    let resource = match kind {
+        "Ingress" => kube::api::ApiResource::erase::<k8s_openapi::api::networking::v1::Ingress>(&()),
+        _ => kube::api::ApiResource::erase::<switchyard::HTTPProxy>(&()),
+    };
+    let ns = object["metadata"]["namespace"].as_str().unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let object: DynamicObject = serde_json::from_value(object).unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
 }

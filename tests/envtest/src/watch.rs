@@ -113,6 +113,32 @@ impl Watch {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.id()
+    }
+
+    /// Its resident memory (VmRSS) in KiB and CPU time (user + system) so far, from /proc.
+    pub fn usage(&self) -> Option<(u64, Duration)> {
+        let pid = self.pid();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let rss = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command (which may hold spaces) : utime is the 14th field, stime the 15th.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Some((rss, Duration::from_millis(ticks * 1000 / per_second)))
+    }
+
     /// Whether it exited (with its status).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.proc.exited()
