@@ -377,7 +377,13 @@ pub async fn follow(
         tokio::spawn(crate::watch::drift::follow(sink.clone(), drift_tx.clone()));
     }
     drop(drift_tx);
-    let mut writer = StatusWriter::new(client, &settings, state.clone());
+    // Status is written by a task of its own, always from the latest compilation: thousands of
+    // status writes after a big sync must not hold back the next rebuild.
+    let (status_tx, status_rx) = tokio::sync::watch::channel(None);
+    if settings.write_status {
+        let writer = StatusWriter::new(client, &settings, state.clone());
+        tokio::spawn(write_statuses(writer, status_rx));
+    }
     state.lock().waiting = Some(format!(
         "waiting for the stores to sync: {}",
         stores.unsynced().join(", ")
@@ -421,8 +427,19 @@ pub async fn follow(
             })
             .await;
         mark_up(&state, recovered);
-        if settings.write_status {
-            writer.write(&objects, &compiled.statuses).await;
+        let _ = status_tx.send(Some(Arc::new((objects, compiled.statuses))));
+    }
+}
+
+/// What the status writer needs of one compilation.
+type Compilation = Option<Arc<(Objects, Vec<ResourceStatus>)>>;
+
+/// Writes the status of the latest compilation whenever there is a newer one.
+async fn write_statuses(mut writer: StatusWriter, mut latest: tokio::sync::watch::Receiver<Compilation>) {
+    while latest.changed().await.is_ok() {
+        let compilation = latest.borrow_and_update().clone();
+        if let Some(compilation) = compilation {
+            writer.write(&compilation.0, &compilation.1).await;
         }
     }
 }
