@@ -206,25 +206,27 @@ impl StatusWriter {
 
     /// Writes what changed since the last call.
     pub async fn write(&mut self, objects: &Objects, statuses: &[ResourceStatus]) {
+        fn index<'o, K: Resource>(all: &'o [K]) -> BTreeMap<(&'o str, &'o str), &'o K> {
+            all.iter()
+                .map(|o| {
+                    let meta = o.meta();
+                    let namespace = meta.namespace.as_deref().unwrap_or("default");
+                    ((namespace, meta.name.as_deref().unwrap_or_default()), o)
+                })
+                .collect()
+        }
+        let (proxies, ingresses) = (index(&objects.http_proxies), index(&objects.ingresses));
         for status in statuses {
             let key = (status.namespace.clone(), status.name.clone());
-            let named = |meta: &ObjectMeta| {
-                meta.name.as_deref() == Some(&status.name)
-                    && meta.namespace.as_deref().unwrap_or("default") == status.namespace
-            };
+            let at = (status.namespace.as_str(), status.name.as_str());
             match status.kind {
-                "HTTPProxy" => {
-                    // An HTTPProxy that does not decode has a status but no object: it is written.
-                    let proxy = objects.http_proxies.iter().find(|p| named(&p.metadata));
-                    match proxy {
-                        Some(proxy) if status.status == Status::Ignored => self.release_proxy(key, proxy).await,
-                        _ => self.write_proxy(key, status).await,
-                    }
-                }
+                // An HTTPProxy that does not decode has a status but no object: it is written.
+                "HTTPProxy" => match proxies.get(&at) {
+                    Some(proxy) if status.status == Status::Ignored => self.release_proxy(key, proxy).await,
+                    _ => self.write_proxy(key, status).await,
+                },
                 "Ingress" => {
-                    let Some(ingress) = objects.ingresses.iter().find(|i| named(&i.metadata)) else {
-                        continue;
-                    };
+                    let Some(ingress) = ingresses.get(&at) else { continue };
                     if status.status != Status::Ignored {
                         self.announce(ingress, status).await;
                     }
