@@ -14,7 +14,7 @@ use kube::discovery::pinned_kind;
 use kube::Client;
 use serde_json::{json, Value};
 use switchyard_envtest::manifests::{apply, documents, gvk_of};
-use switchyard_envtest::watch::{eventually, Watch};
+use switchyard_envtest::watch::{eventually, eventually_async, Watch};
 use switchyard_envtest::{Envtest, User};
 
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -153,22 +153,20 @@ fn failed_status_writes(sy: &Watch) -> u64 {
 
 /// Waits until every HTTPProxy named has the `currentStatus` given.
 async fn wait_proxy_statuses(client: &Client, sy: &Watch, namespace: &str, expected: &[(&str, &str)]) {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
+    let check = async || {
         let mut seen = Vec::new();
         for (name, _) in expected {
             seen.push(proxy_status(client, namespace, name).await["currentStatus"].clone());
         }
-        if expected.iter().zip(&seen).all(|((_, want), got)| got == want) {
-            return;
+        match expected.iter().zip(&seen).all(|((_, want), got)| got == want) {
+            true => Ok(()),
+            false => Err(format!("{seen:?}")),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "HTTPProxy statuses {seen:?}, expected {expected:?}\n{}",
-            sy.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
+    eventually_async(&format!("HTTPProxy statuses {expected:?}"), PATIENCE, check, || {
+        sy.log()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -264,19 +262,14 @@ async fn httpproxies_of_another_class_keep_their_status_and_one_leaving_ours_los
         || sy.log(),
     )
     .await;
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
+    let check = async || {
         let status = proxy_status(&admin, &ns, "ours").await;
-        if status.get("currentStatus").is_none() && status.get("loadBalancer").is_none() {
-            break;
+        match status.get("currentStatus").is_none() && status.get("loadBalancer").is_none() {
+            true => Ok(()),
+            false => Err(status.to_string()),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "our status stayed: {status}\n{}",
-            sy.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
+    eventually_async("our status removed", PATIENCE, check, || sy.log()).await;
     assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
 }
 
@@ -335,14 +328,14 @@ async fn ingress_events_are_one_per_message_and_a_restart_adds_none_and_clears_o
     let args = ["--host-collision", "winner", "--publish-address", "203.0.113.7"];
     let mut sy = watch(env, &ns, &args);
     sy.ready(PATIENCE).await.unwrap();
-    let deadline = std::time::Instant::now() + PATIENCE;
-    let events = loop {
+    let check = async || {
         let events = events_of(&admin, &ns, "late").await;
-        if events.len() >= 3 || std::time::Instant::now() > deadline {
-            break events;
+        match events.len() >= 3 {
+            true => Ok(events),
+            false => Err(format!("{events:?}")),
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let events = eventually_async("three events on late", PATIENCE, check, || sy.log()).await;
     let reasons: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(
         reasons,
@@ -373,15 +366,11 @@ async fn ingress_events_are_one_per_message_and_a_restart_adds_none_and_clears_o
     )
     .unwrap();
     sy.ready(PATIENCE).await.unwrap();
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while load_balancer(&admin, &ns, "old-a").await != json!({}) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "old-a keeps our address\n{}",
-            sy.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let check = async || match load_balancer(&admin, &ns, "old-a").await {
+        empty if empty == json!({}) => Ok(()),
+        kept => Err(kept.to_string()),
+    };
+    eventually_async("our address removed from old-a", PATIENCE, check, || sy.log()).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(events_of(&admin, &ns, "late").await, events);
     assert!(events_of(&admin, &ns, "old-a").await.is_empty());
@@ -571,20 +560,18 @@ fn carried_generation(kind: &str, object: &Value) -> Option<String> {
 }
 
 async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
+    let check = async || {
         let want = sy.table()["generation"].as_str().map(str::to_owned);
         let have = carried_generation(kind, &istio_object(client, kind).await);
-        if want.is_some() && have == want {
-            return;
+        match want.is_some() && have == want {
+            true => Ok(()),
+            false => Err(format!("carries {have:?}, the table is {want:?}")),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{kind} {what}: carries {have:?}, the table is {want:?}\n{}",
-            sy.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
+    eventually_async(&format!("{kind} {what} carrying the table"), PATIENCE, check, || {
+        sy.log()
+    })
+    .await;
 }
 
 /// The only test of this binary that writes istio-system/switchyard (the Role names that object).
@@ -703,16 +690,15 @@ async fn a_regex_looking_implementation_specific_path_gets_a_path_looks_like_reg
     admin_apply(&admin, &yaml).await;
     let mut sy = watch(env, &ns, &[]);
     sy.ready(PATIENCE).await.unwrap();
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
+    let check = async || {
         let events = events_of(&admin, &ns, "api").await;
-        if let Some((_, note, _)) = events.iter().find(|e| e.0 == "PathLooksLikeRegex") {
-            assert!(note.contains("literal segment prefix"), "{note}");
-            break;
+        match events.iter().find(|e| e.0 == "PathLooksLikeRegex") {
+            Some((_, note, _)) => Ok(note.clone()),
+            None => Err(format!("{events:?}")),
         }
-        assert!(std::time::Instant::now() < deadline, "{events:?}\n{}", sy.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
+    let note = eventually_async("a PathLooksLikeRegex event", PATIENCE, check, || sy.log()).await;
+    assert!(note.contains("literal segment prefix"), "{note}");
     let status = sy.status().to_string();
     assert!(status.contains("PathLooksLikeRegex"), "{status}");
 }

@@ -230,14 +230,7 @@ impl Envtest {
 
     /// Kills kube-apiserver (etcd keeps its data).
     pub fn stop_apiserver(&self) {
-        if let Some(mut proc) = self
-            .apiserver
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
-            proc.kill();
-        }
+        kill(&self.apiserver);
     }
 
     async fn wait_ready(&self) -> Result<(), String> {
@@ -374,15 +367,8 @@ impl Envtest {
 
     /// Stops both processes and removes the folder.
     fn stop_all(&self) {
-        self.stop_apiserver();
-        if let Some(mut proc) = self
-            .etcd
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
-            proc.kill();
-        }
+        kill(&self.apiserver);
+        kill(&self.etcd);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -392,6 +378,13 @@ impl Drop for Envtest {
         if self.owned {
             self.stop_all();
         }
+    }
+}
+
+/// Kills the process in `slot`, if any.
+fn kill(slot: &Mutex<Option<Proc>>) {
+    if let Some(mut proc) = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+        proc.kill();
     }
 }
 

@@ -232,3 +232,22 @@ pub async fn eventually<T>(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Polls the async `check` every 100 ms until it gives `Ok`, or panics after `within` with `what`,
+/// the last `Err` (what was seen instead) and `describe()` (the log, say).
+pub async fn eventually_async<T, F, Fut>(what: &str, within: Duration, mut check: F, describe: impl Fn() -> String) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(seen) if Instant::now() > deadline => {
+                panic!("{what}: not within {within:?}; seen: {seen}\n{}", describe())
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
