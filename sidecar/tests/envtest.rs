@@ -963,3 +963,67 @@ async fn admin_create(client: &Client, yaml: &str) {
     let object: DynamicObject = serde_json::from_value(object).unwrap();
     api.create(&PostParams::default(), &object).await.unwrap();
 }
+
+/// An HTTPProxy CRD that stores anything (as a CRD version other than Contour's current one might):
+/// the API server then serves objects our types cannot decode.
+const PERMISSIVE_HTTPPROXY_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+ "metadata": {"name": "httpproxies.projectcontour.io"},
+ "spec": {"group": "projectcontour.io", "scope": "Namespaced",
+  "names": {"kind": "HTTPProxy", "listKind": "HTTPProxyList", "plural": "httpproxies", "singular": "httpproxy"},
+  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+
+#[tokio::test]
+async fn an_object_that_does_not_decode_is_reported_and_invalid_while_everything_else_routes() {
+    let env = Envtest::start_without_crds().await.unwrap();
+    let admin = env.admin().await;
+    switchyard_envtest::manifests::install_crds(&admin, PERMISSIVE_HTTPPROXY_CRD)
+        .await
+        .unwrap();
+    let ns = env.namespace("undecodable").await;
+    admin_apply(&admin, &proxy(&ns, "good", Some("good.example"), &[], None)).await;
+    let odd = json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+        "metadata": {"name": "odd", "namespace": ns},
+        "spec": {"virtualhost": {"fqdn": "odd.example"}, "routes": [{"services": [{"name": "a", "port": "eighty"}]}]}});
+    admin_apply(&admin, &odd.to_string()).await;
+    admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
+    let mut sy = watch(&env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(
+        sy.routes("good.example", None) && sy.routes("web.example", None),
+        "{}",
+        sy.log()
+    );
+    let errors = sy.status()["errors"].clone();
+    let error = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["source"] == format!("HTTPProxy {ns}/odd"))
+        .unwrap_or_else(|| panic!("{errors}"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.routes[0].services[0].port"),
+        "{error}"
+    );
+    wait_proxy_statuses(&admin, &sy, &ns, &[("good", "valid"), ("odd", "invalid")]).await;
+    let status = proxy_status(&admin, &ns, "odd").await;
+    assert_eq!(
+        status["conditions"][0]["errors"][0]["reason"], "ObjectDoesNotDecode",
+        "{status}"
+    );
+    // Fixed: it routes.
+    let mut fixed = odd.clone();
+    fixed["spec"]["routes"][0]["services"][0]["port"] = json!(80);
+    admin_apply(&admin, &fixed.to_string()).await;
+    eventually(
+        "odd.example routed once fixed",
+        PATIENCE,
+        || sy.routes("odd.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
+}
