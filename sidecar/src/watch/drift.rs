@@ -12,7 +12,7 @@ use kube::runtime::WatchStreamExt;
 use kube::Api;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tracing::debug;
+use tracing::{info, warn};
 
 use crate::watch::istio::IstioSink;
 
@@ -49,7 +49,11 @@ pub async fn follow(sink: IstioSink, drifted_tx: mpsc::Sender<String>) {
     let stream = watcher::watcher(api, config).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut present = false;
+    let mut failing = false;
     while let Some(next) = stream.next().await {
+        if next.is_ok() && std::mem::take(&mut failing) {
+            info!("{}: followed again", sink.name());
+        }
         let lost = match next {
             Ok(Event::Init) => {
                 present = false;
@@ -64,9 +68,14 @@ pub async fn follow(sink: IstioSink, drifted_tx: mpsc::Sender<String>) {
                 present = false;
                 sink.applied().is_some()
             }
-            // The Kubernetes sources report outages; this watcher retries quietly.
+            // Said once (a Role without list/watch on the object, say); it retries meanwhile.
             Err(e) => {
-                debug!("{}: watch: {e}", sink.name());
+                if !std::mem::replace(&mut failing, true) {
+                    warn!(
+                        "{}: cannot follow it ({e}); a deletion or someone else's change is not repaired until it can",
+                        sink.name()
+                    );
+                }
                 false
             }
         };

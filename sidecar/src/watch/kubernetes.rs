@@ -453,3 +453,34 @@ fn mark_up(state: &Shared, recovered: BTreeSet<String>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchers_retry_after_100_ms_doubling_to_1_s_and_start_over_after_a_success() {
+        let mut retry = Retry::default();
+        let delays: Vec<u64> = retry.by_ref().take(6).map(|d| d.as_millis() as u64).collect();
+        assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
+        retry.reset();
+        assert_eq!(retry.next(), Some(Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn a_down_reason_is_one_short_line_never_a_body() {
+        let body = format!("{}\nsecond line", "x".repeat(5000));
+        let error = watcher::Error::WatchError(Box::new(kube::core::Status {
+            code: 500,
+            reason: "InternalError".into(),
+            message: body,
+            ..kube::core::Status::default()
+        }));
+        let reason = short_reason(&error);
+        assert!(reason.starts_with("500 InternalError: xxx"), "{reason}");
+        assert!(
+            reason.chars().count() <= REASON_MAX + 1 && !reason.contains('\n'),
+            "{reason}"
+        );
+    }
+}
