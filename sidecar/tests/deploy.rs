@@ -141,3 +141,21 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
         }
     }
 }
+
+#[test]
+fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
+    let deployment = &deploy("deployment.yaml")[0];
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let flag = |name: &str| args.iter().find_map(|a| a.strip_prefix(&format!("--{name}=")));
+    let class = flag("ingress-class").expect("the Deployment names its class");
+    let controller = flag("controller-name").unwrap_or(switchyard::pipeline::DEFAULT_CONTROLLER);
+    let shipped = &deploy("ingressclass.yaml")[0];
+    assert_eq!(shipped["metadata"]["name"], class);
+    // ROUTING.md §1: with --ingress-class set, ours is <controller name>/<ingress-class>.
+    assert_eq!(shipped["spec"]["controller"], format!("{controller}/{class}"));
+}
