@@ -259,6 +259,7 @@ impl TryFrom<TableSpec> for RouteTable {
             index.insert(id, &rule.host, &rule.path);
             rules.push(rule);
         }
+        index.shrink();
         Ok(RouteTable {
             generation: spec.generation,
             cluster_header,
