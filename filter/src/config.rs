@@ -162,6 +162,21 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_in_a_cluster_or_header_value_refuse_the_table() {
+        for control in ["\\r\\n", "\\n", "\\u0000", "\\u001b"] {
+            let bad = TABLE.replace("p/a:80", &format!("p/a:80{control}x"));
+            let error = generation(&bad);
+            assert!(
+                error.contains("Ingress/p/a#0") && error.contains("action.route.backends[0].cluster"),
+                "{error}"
+            );
+            let header = format!(r#"{{"cluster":"p/a:80"}}],"set_headers":[{{"name":"x-team","value":"a{control}"}}]"#);
+            let error = generation(&TABLE.replace(r#"{"cluster":"p/a:80"}]"#, &header));
+            assert!(error.contains("action.route.set_headers[0].value"), "{error}");
+        }
+    }
+
+    #[test]
     fn empty_and_non_json_configurations_are_refused() {
         assert!(matches!(load_table(b""), Err(ConfigError::Empty)));
         assert!(matches!(load_table(b"  \n"), Err(ConfigError::Empty)));

@@ -414,6 +414,16 @@ impl Walker<'_> {
                 })
                 .map(|r| r.replacement.clone())
         });
+        // The table would refuse the rule too; checked here to name the manifest's own field.
+        let set = route.request_headers_policy.iter().flat_map(|p| p.set.iter());
+        for (hi, header) in set.enumerate() {
+            if let Err(fault) = switchyard_table::field::field_value(&header.value) {
+                let field = format!("{at}.requestHeadersPolicy.set[{hi}].value");
+                let message = format!("{field}: {:?}: {fault}; the route is skipped", header.value);
+                self.invalid(key, "RequestHeadersPolicyInvalid", message);
+                return;
+            }
+        }
         let (set_headers, remove_headers) = match &route.request_headers_policy {
             Some(policy) => (
                 policy
