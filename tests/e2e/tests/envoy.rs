@@ -492,11 +492,36 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let log = envoy.log();
     let refusals: Vec<&str> = log.lines().filter(|l| l.contains("table refused")).collect();
     assert!(!refusals.is_empty(), "no refusal logged:\n{log}");
+    // Envoy configured a fresh root for the update, which never held a table: the line says what
+    // is true there too (the previous filter configuration keeps serving).
     assert!(
-        refusals
-            .iter()
-            .all(|l| l.contains("rule \"Ingress/production/broken#0\": field `path.value`")),
+        refusals.iter().all(|l| l.contains(
+            "table refused (the table serving before, if any, keeps serving): \
+             rule \"Ingress/production/broken#0\": field `path.value`"
+        ) && !l.contains("no table loaded")),
         "{refusals:?}"
+    );
+    // A cluster name with CR LF (which would make Envoy answer 503 for the rule) is refused too.
+    let injected = table(
+        "injected",
+        vec![route(
+            "Ingress/production/one#0",
+            Some("example.net"),
+            "segment_prefix /bar",
+            vec![],
+            "production/service2:80\r\nx-injected: 1",
+        )],
+    );
+    assert!(
+        !envoy.update_table(&injected, ConfigForm::StringValue),
+        "Envoy accepted a cluster name with CR LF"
+    );
+    let log = envoy.log();
+    assert!(
+        log.lines().any(|l| l.contains("table refused")
+            && l.contains("field `action.route.backends[0].cluster`")
+            && l.contains("CR (0x0d)")),
+        "{log}"
     );
     assert!(envoy.stat("wasmcustom.switchyard_tables_refused").unwrap_or(0) >= 1);
     for _ in 0..5 {
