@@ -628,3 +628,54 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
         .header("Cookie", "cookie-key=value");
     expect(&envoy, both, Some("service2"));
 }
+
+/// Paths are normalised by Envoy before the filter matches them (envoy.yaml's `normalize_path`,
+/// `merge_slashes` and `path_with_escaped_slashes_action: UNESCAPE_AND_FORWARD`, also in the
+/// harness's listener): `..` (also written `%2e%2e`) is resolved, `//` merged and `%2F` decoded, so
+/// the rule that wins is the one for the path the backend receives, which is the normalised path.
+#[test]
+fn paths_are_normalised_before_matching_and_forwarded_as_matched() {
+    let routes = table(
+        "normalised",
+        vec![
+            route(
+                "Ingress/p/bar#0",
+                Some("example.net"),
+                "segment_prefix /bar",
+                vec![],
+                SERVICE1,
+            ),
+            route(
+                "Ingress/p/admin#0",
+                Some("example.net"),
+                "segment_prefix /admin",
+                vec![],
+                SERVICE2,
+            ),
+        ],
+    );
+    let envoy = Envoy::start(&routes, &[SERVICE1, SERVICE2]);
+    let cases = [
+        ("/bar/../admin", "service2", "/admin"),
+        ("/bar/x/../../admin/y", "service2", "/admin/y"),
+        ("/bar/%2e%2e/admin", "service2", "/admin"),
+        ("/bar/%2E%2E/admin", "service2", "/admin"),
+        ("/bar//x", "service1", "/bar/x"),
+        ("//admin", "service2", "/admin"),
+        ("/bar///x//y", "service1", "/bar/x/y"),
+        ("/admin%2Fx", "service2", "/admin/x"),
+        ("/bar%2F..%2Fadmin", "service2", "/admin"),
+        ("/bar%2f%2e%2e%2fadmin", "service2", "/admin"),
+        ("/bar/./x", "service1", "/bar/x"),
+        ("/admin/..%2F..%2Fbar?q=/..", "service1", "/bar?q=/.."),
+    ];
+    for (path, backend, upstream) in cases {
+        let response = envoy.send(&get("example.net", path));
+        assert_eq!(
+            (response.status, response.backend(), response.upstream_path()),
+            (200, Some(backend), Some(upstream)),
+            "{path}: {}",
+            response.body
+        );
+    }
+}
