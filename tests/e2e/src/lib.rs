@@ -573,6 +573,18 @@ impl Envoy {
         self.child.id()
     }
 
+    /// The ECDS file this Envoy reads the filter from (a sidecar may write it).
+    pub fn ecds_file(&self) -> PathBuf {
+        self.dir.join("ecds/filter.json")
+    }
+
+    /// Envoy's resident memory in KiB (`VmRSS` of `/proc/<pid>/status`).
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+        line.trim().trim_end_matches("kB").trim().parse().ok()
+    }
+
     /// Envoy's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
