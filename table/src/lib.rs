@@ -6,6 +6,7 @@
 //! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
 //!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.
 //! - [`field`]: HTTP field syntax, which header values, cluster names and rewrites must follow.
+//! - [`oracle`]: the matcher's plain definition, which the index must agree with (tests, fuzzing).
 //! - [`precedence`]: the priority keys the compiler sorts by.
 //!
 //! No proxy-wasm and no Kubernetes here: the same code runs natively and on wasm32.
@@ -18,6 +19,7 @@ pub mod field;
 pub mod format;
 mod host;
 mod index;
+pub mod oracle;
 mod path;
 pub mod precedence;
 mod request;
