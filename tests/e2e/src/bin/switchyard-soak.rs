@@ -8,6 +8,11 @@
 //! pushes (default 1,000). With `SOAK_PACED=1` the sidecar gets `--envoy-admin`, so it pushes the
 //! next table only once Envoy applied the last one (edits in between are coalesced).
 //!
+//! With `SOAK_DIRECT_MS=N` there is no sidecar: the soak itself writes the ECDS file (a
+//! `SOAK_RULES`-rule table, a new generation each time) every N ms, as a producer faster than this
+//! machine's `switchyard watch` (the issue's 0.2 s), to show what Envoy does when unpaced tables
+//! outrun it.
+//!
 //! Printed: Envoy's RSS (from /proc) and its ECDS counters every `SOAK_EVERY` pushes (default 50),
 //! then after the pushes stop and Envoy is quiet; the verdict compares the final RSS with the RSS
 //! after the first `SOAK_EVERY` pushes (warm: V8 has compiled the module, a table is loaded):
@@ -18,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use switchyard_e2e::{fresh_dir, get, required_path, send, write_file, Envoy, FILTER_NAME};
+use switchyard_e2e::{ecds_document, fresh_dir, get, required_path, send, write_file, ConfigForm, Envoy, FILTER_NAME};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -81,12 +86,7 @@ fn main() {
     let switchyard = required_path("SWITCHYARD_BIN");
     let wasm = required_path("SWITCHYARD_WASM");
 
-    let envoy = Envoy::start_with(
-        r#"{"version": 1, "rules": []}"#,
-        &[],
-        switchyard_e2e::ConfigForm::StringValue,
-        workers,
-    );
+    let envoy = Envoy::start_with(r#"{"version": 1, "rules": []}"#, &[], ConfigForm::StringValue, workers);
     let manifests = fresh_dir("soak-manifests");
     let files = rules.div_ceil(2 * PER_FILE);
     for file in 0..files {
@@ -107,11 +107,28 @@ fn main() {
     if paced {
         command.args(["--envoy-admin", &envoy.admin.to_string()]);
     }
-    let _sidecar = Sidecar(
-        command
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {e}", switchyard.display())),
-    );
+    let direct = env_number("SOAK_DIRECT_MS", 0);
+    let _sidecar = (direct == 0).then(|| {
+        Sidecar(
+            command
+                .spawn()
+                .unwrap_or_else(|e| panic!("{}: {e}", switchyard.display())),
+        )
+    });
+    let direct_table = |generation: u64| {
+        let rules: Vec<serde_json::Value> = (0..rules)
+            .map(|n| {
+                serde_json::json!({
+                    "name": format!("Ingress/soak/ing-{n}#0"),
+                    "host": format!("h{}.soak.example", n / 2),
+                    "path": { "type": "segment_prefix", "value": format!("/p{}", n % 2) },
+                    "action": { "route": { "backends": [ { "cluster": format!("soak/s{n}:80") } ] } }
+                })
+            })
+            .collect();
+        serde_json::json!({ "version": 1, "generation": format!("direct-{generation}"), "rules": rules }).to_string()
+    };
+    let pushed = |edits: u64| if direct == 0 { pushes(listen) } else { edits };
 
     let ecds = |what: &str| {
         envoy
@@ -122,7 +139,11 @@ fn main() {
     println!(
         "soak: {rules} rules in {files} files, {workers} Envoy workers, an edit every {} ms until {pushes_wanted} pushes{}",
         gap.as_millis(),
-        if paced { ", pushes paced by Envoy's admin (--envoy-admin)" } else { "" }
+        match (direct, paced) {
+            (0, true) => ", pushes paced by Envoy's admin (--envoy-admin)".to_owned(),
+            (0, false) => String::new(),
+            (ms, _) => format!(", no sidecar: the ECDS file written every {ms} ms"),
+        }
     );
     println!(
         "{:>7} {:>7} {:>9} {:>9} {:>9}",
@@ -134,7 +155,7 @@ fn main() {
     let mut edits = 0u64;
     let mut next_report = every;
     loop {
-        let done = pushes(listen);
+        let done = pushed(edits);
         if done >= next_report {
             let rss = rss_mib();
             peak = peak.max(rss);
@@ -150,6 +171,14 @@ fn main() {
             break;
         }
         edits += 1;
+        if direct > 0 {
+            let tmp = envoy.ecds_file().with_extension("tmp");
+            let table = direct_table(edits);
+            write_file(&tmp, &ecds_document(&wasm, &table, ConfigForm::StringValue));
+            std::fs::rename(&tmp, envoy.ecds_file()).unwrap_or_else(|e| panic!("rename: {e}"));
+            sleep(Duration::from_millis(direct));
+            continue;
+        }
         let file = (edits as usize) % files;
         write_file(&manifests.join(format!("f{file}.yaml")), &manifest_file(file, edits));
         sleep(gap);
@@ -171,7 +200,7 @@ fn main() {
     let baseline = baseline.unwrap_or(final_rss);
     println!(
         "after the pushes (quiet): {edits} edits, {} pushes in {:.0} s, {} applied, {} rejected, RSS {final_rss:.1} MiB",
-        pushes(listen),
+        pushed(edits),
         pushing.as_secs_f64(),
         last.0,
         last.1
