@@ -3,8 +3,11 @@
 //! Only roots (`spec.virtualhost.fqdn`) start a tree. Walking down, include conditions accumulate:
 //! prefixes concatenate (repeated `/` collapse), a child's `exact` or `regex` after inherited
 //! prefixes becomes one exact or regex, header and query conditions are unioned. An include of a
-//! proxy that is missing or closes a cycle is skipped and its conditions answer 502, so a broken
-//! delegation is visible. Proxies no valid root reaches are orphaned. Every HTTPProxy gets a status.
+//! proxy that is missing, closes a cycle or is another root is skipped and its conditions answer
+//! 502, so a broken delegation is visible. An include or a route whose own conditions are malformed
+//! is skipped alone; conditions that contradict each other after merging make the proxy that holds
+//! them un-routable. A service whose port cannot be resolved leaves its route answering 503
+//! ([`crate::services`]). Proxies no valid root reaches are orphaned. Every HTTPProxy gets a status.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,10 +19,17 @@ use switchyard_table::{
 use crate::class::Classes;
 use crate::objects::{key_of, Age, HTTPProxy, HeaderMatch, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey};
 use crate::pipeline::{normalize_host, validate_rule, Draft, Options};
+use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
 use crate::status::{Status, StatusBook};
 
 /// Turns the HTTPProxy trees into drafts; records every proxy's status.
-pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book: &mut StatusBook) -> Vec<Draft> {
+pub fn process(
+    proxies: &[HTTPProxy],
+    classes: &Classes,
+    services: &ServicePorts,
+    options: &Options,
+    book: &mut StatusBook,
+) -> Vec<Draft> {
     let mut eligible: BTreeMap<ResourceKey, &HTTPProxy> = BTreeMap::new();
     let mut ignored: BTreeMap<ResourceKey, String> = BTreeMap::new();
     for proxy in proxies {
@@ -37,13 +47,13 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
     let mut walker = Walker {
         proxies: &eligible,
         ignored: &ignored,
+        services,
         options,
         book,
         drafts: Vec::new(),
         counters: BTreeMap::new(),
         reached: BTreeSet::new(),
         unroutable: BTreeSet::new(),
-        checked: BTreeMap::new(),
         visits: 0,
     };
     for (key, proxy) in &eligible {
@@ -84,7 +94,7 @@ pub fn process(proxies: &[HTTPProxy], classes: &Classes, options: &Options, book
             root_age: age,
             host: fqdn,
             prefix: String::new(),
-            conditions: Vec::new(),
+            blocks: Vec::new(),
             stack: vec![key.clone()],
         };
         walker.visits = 0;
@@ -127,24 +137,36 @@ struct Context {
     host: String,
     /// The concatenated include prefixes, `""` at the root.
     prefix: String,
-    /// Header and query conditions, unioned.
-    conditions: Vec<ConditionSpec>,
+    /// The include condition blocks from the root down, as written: their header and query
+    /// conditions are unioned into every rule below (their prefixes are in `prefix`).
+    blocks: Vec<MatchCondition>,
     /// The proxies from the root down to here, to spot cycles.
     stack: Vec<ResourceKey>,
+}
+
+impl Context {
+    /// The inherited prefix as a path (`/` at the root): the path of a route without a path condition
+    /// and of a broken include's 502.
+    fn prefix_path(&self) -> PathSpec {
+        PathSpec::Prefix(if self.prefix.is_empty() {
+            "/".to_owned()
+        } else {
+            self.prefix.clone()
+        })
+    }
 }
 
 struct Walker<'a> {
     proxies: &'a BTreeMap<ResourceKey, &'a HTTPProxy>,
     ignored: &'a BTreeMap<ResourceKey, String>,
+    services: &'a ServicePorts,
     options: &'a Options,
     book: &'a mut StatusBook,
     drafts: Vec<Draft>,
     counters: BTreeMap<ResourceKey, usize>,
     reached: BTreeSet<ResourceKey>,
-    /// Proxies whose conditions cannot route: none of their own rules reach the table.
+    /// Proxies whose conditions contradict each other: none of their own rules reach the table.
     unroutable: BTreeSet<ResourceKey>,
-    /// Proxies whose own condition blocks were checked: `true` when they are sound.
-    checked: BTreeMap<ResourceKey, bool>,
     /// Proxies visited for the current root.
     visits: usize,
 }
@@ -182,54 +204,25 @@ impl Walker<'_> {
         }
         self.visits += 1;
         self.reached.insert(key.clone());
-        if !self.blocks_are_sound(key, proxy) {
-            return;
-        }
         let age = Age::of(Kind::HTTPProxy, &proxy.metadata);
         for (ri, route) in proxy.spec.routes.iter().enumerate() {
             self.route(key, &age, ri, route, context);
         }
         for (ii, include) in proxy.spec.includes.iter().enumerate() {
             let at = format!("spec.includes[{ii}]");
-            let mut prefix = None;
-            let mut own = Vec::new();
-            let mut bad = None;
-            for condition in &include.conditions {
-                if condition.exact.is_some() || condition.regex.is_some() {
-                    bad = Some("exact and regex conditions are not allowed on an include (only prefix, header and queryParameter)");
-                } else if let Some(p) = &condition.prefix {
-                    if prefix.replace(p.clone()).is_some() {
-                        bad = Some("an include may have at most one prefix condition");
-                    }
+            let prefix = match path_condition(&include.conditions, Block::Include) {
+                Ok(prefix) => prefix,
+                Err((reason, why)) => {
+                    self.invalid(key, reason, format!("{at}.conditions: {why}; this include is skipped"));
+                    continue;
                 }
-                match block_conditions(condition) {
-                    Ok(list) => own.extend(list),
-                    Err(why) => {
-                        self.invalid(
-                            key,
-                            "ConditionsNotValid",
-                            format!("{at}.conditions: {why}; this include is skipped"),
-                        );
-                        bad = Some("");
-                    }
-                }
-            }
-            if let Some(why) = bad {
-                if !why.is_empty() {
-                    self.invalid(
-                        key,
-                        "PathMatchConditionsNotValid",
-                        format!("{at}.conditions: {why}; this include is skipped"),
-                    );
-                }
-                continue;
-            }
+            };
             let mut child = context.clone();
-            if let Some(p) = prefix {
-                child.prefix = join_path(&child.prefix, &p);
+            if let Some(WrittenPath::Prefix(p)) = prefix {
+                child.prefix = join_path(&child.prefix, p);
             }
-            child.conditions.extend(own);
-            if let Err((reason, why)) = conflicts(&child.conditions) {
+            child.blocks.extend(include.conditions.iter().cloned());
+            if let Err((reason, why)) = conflicts(&child.blocks) {
                 self.invalid(key, reason, format!("{at}: {why}; this include is skipped"));
                 continue;
             }
@@ -265,8 +258,9 @@ impl Walker<'_> {
                 self.invalid(
                     key,
                     "RootIncludesRoot",
-                    format!("{at}: include {shown} is a root HTTPProxy (it has spec.virtualhost); roots cannot include roots, so this include is skipped"),
+                    format!("{at}: include {shown} is a root HTTPProxy (it has spec.virtualhost); roots cannot include roots, so requests for it get 502"),
                 );
+                self.bad_gateway(key, &age, &child);
                 continue;
             }
             child.stack.push(target.clone());
@@ -274,90 +268,25 @@ impl Walker<'_> {
         }
     }
 
-    /// Checks the proxy's own condition blocks once: one path condition per block, paths start
-    /// with `/`, each header or query condition is well formed.
-    fn blocks_are_sound(&mut self, key: &ResourceKey, proxy: &HTTPProxy) -> bool {
-        if let Some(sound) = self.checked.get(key) {
-            return *sound;
-        }
-        let mut problems = Vec::new();
-        for (ri, route) in proxy.spec.routes.iter().enumerate() {
-            let paths = route
-                .conditions
-                .iter()
-                .filter(|c| c.prefix.is_some() || c.exact.is_some() || c.regex.is_some());
-            let mut count = 0;
-            for c in paths {
-                count +=
-                    usize::from(c.prefix.is_some()) + usize::from(c.exact.is_some()) + usize::from(c.regex.is_some());
-                for p in [&c.prefix, &c.exact, &c.regex].into_iter().flatten() {
-                    if !p.starts_with('/') {
-                        problems.push((
-                            "PathMatchConditionsNotValid",
-                            format!("spec.routes[{ri}].conditions: path {p:?} must start with '/'"),
-                        ));
-                    }
-                }
-            }
-            if count > 1 {
-                problems.push((
-                    "PathMatchConditionsNotValid",
-                    format!("spec.routes[{ri}].conditions: at most one prefix, exact or regex condition is allowed"),
-                ));
-            }
-            for c in &route.conditions {
-                if let Err(why) = block_conditions(c) {
-                    problems.push(("ConditionsNotValid", format!("spec.routes[{ri}].conditions: {why}")));
-                }
-            }
-        }
-        for (ii, include) in proxy.spec.includes.iter().enumerate() {
-            for p in include.conditions.iter().filter_map(|c| c.prefix.as_ref()) {
-                if !p.starts_with('/') {
-                    problems.push((
-                        "PathMatchConditionsNotValid",
-                        format!("spec.includes[{ii}].conditions: prefix {p:?} must start with '/'"),
-                    ));
-                }
-            }
-        }
-        let sound = problems.is_empty();
-        for (reason, message) in problems {
-            self.invalid(
-                key,
-                reason,
-                format!("{message}; this HTTPProxy routes nothing until it is fixed"),
-            );
-        }
-        if !sound {
-            self.unroutable.insert(key.clone());
-        }
-        self.checked.insert(key.clone(), sound);
-        sound
-    }
-
     fn route(&mut self, key: &ResourceKey, age: &Age, ri: usize, route: &ProxyRoute, context: &Context) {
         let at = format!("spec.routes[{ri}]");
-        let mut path = None;
-        let mut conditions = context.conditions.clone();
-        for c in &route.conditions {
-            if let Some(p) = &c.prefix {
-                path = Some(PathSpec::Prefix(join_path(&context.prefix, p)));
-            } else if let Some(e) = &c.exact {
-                path = Some(PathSpec::Exact(join_path(&context.prefix, e)));
-            } else if let Some(r) = &c.regex {
-                path = Some(PathSpec::Regex(join_regex(&context.prefix, r)));
+        // Every written route takes a position, refused or not, so names do not shift when one is fixed.
+        let n = self.next_position(key);
+        let path = match path_condition(&route.conditions, Block::Route) {
+            Ok(path) => path,
+            Err((reason, why)) => {
+                self.invalid(key, reason, format!("{at}.conditions: {why}; this route is skipped"));
+                return;
             }
-            conditions.extend(block_conditions(c).unwrap_or_default());
-        }
-        let path = path.unwrap_or_else(|| {
-            PathSpec::Prefix(if context.prefix.is_empty() {
-                "/".to_owned()
-            } else {
-                context.prefix.clone()
-            })
-        });
-        if let Err((reason, why)) = conflicts(&conditions) {
+        };
+        let path = match path {
+            Some(WrittenPath::Prefix(p)) => PathSpec::Prefix(join_path(&context.prefix, p)),
+            Some(WrittenPath::Exact(e)) => PathSpec::Exact(join_path(&context.prefix, e)),
+            Some(WrittenPath::Regex(r)) => PathSpec::Regex(join_regex(&context.prefix, r)),
+            None => context.prefix_path(),
+        };
+        let blocks: Vec<MatchCondition> = context.blocks.iter().chain(&route.conditions).cloned().collect();
+        if let Err((reason, why)) = conflicts(&blocks) {
             self.invalid(
                 key,
                 reason,
@@ -366,54 +295,17 @@ impl Walker<'_> {
             self.unroutable.insert(key.clone());
             return;
         }
-        if route.services.is_empty() {
-            self.invalid(
-                key,
-                "RouteHasNoServices",
-                format!("{at}: a route needs at least one service; it is skipped"),
-            );
-            return;
-        }
-        let all_unweighted = route.services.iter().all(|s| s.weight.unwrap_or(0) == 0);
-        let mut backends = Vec::new();
-        for (si, service) in route.services.iter().enumerate() {
-            if !(1..=65535).contains(&service.port) || service.name.is_empty() {
+        let conditions = match table_conditions(&blocks) {
+            Ok(conditions) => conditions,
+            Err(why) => {
                 self.invalid(
                     key,
-                    "ServiceInvalid",
-                    format!(
-                        "{at}.services[{si}]: a service needs a name and a port from 1 to 65535; the route is skipped"
-                    ),
+                    "ConditionsNotValid",
+                    format!("{at}.conditions: {why}; this route is skipped"),
                 );
                 return;
             }
-            let weight = if all_unweighted { 1 } else { service.weight.unwrap_or(0) };
-            backends.push(Backend {
-                cluster: self.options.cluster(&key.namespace, &service.name, service.port),
-                weight,
-            });
-        }
-        let rewrite_prefix = route.path_rewrite_policy.as_ref().and_then(|policy| {
-            let matched = match &path {
-                PathSpec::Prefix(p) | PathSpec::Exact(p) | PathSpec::SegmentPrefix(p) => p.as_str(),
-                PathSpec::Regex(_) => "",
-            };
-            policy
-                .replace_prefix
-                .iter()
-                .find(|r| {
-                    r.prefix
-                        .as_deref()
-                        .is_some_and(|p| p == matched || join_path("", p) == context.prefix)
-                })
-                .or_else(|| {
-                    policy
-                        .replace_prefix
-                        .iter()
-                        .find(|r| r.prefix.as_deref().is_none_or(str::is_empty))
-                })
-                .map(|r| r.replacement.clone())
-        });
+        };
         // The table would refuse the rule too; checked here to name the manifest's own field.
         let set = route.request_headers_policy.iter().flat_map(|p| p.set.iter());
         for (hi, header) in set.enumerate() {
@@ -424,33 +316,80 @@ impl Walker<'_> {
                 return;
             }
         }
-        let (set_headers, remove_headers) = match &route.request_headers_policy {
-            Some(policy) => (
-                policy
-                    .set
-                    .iter()
-                    .map(|h| HeaderValue {
-                        name: h.name.clone(),
-                        value: h.value.clone(),
-                    })
-                    .collect(),
-                policy.remove.clone(),
-            ),
-            None => (Vec::new(), Vec::new()),
+        let Some(backends) = self.backends(key, &at, route) else {
+            return;
         };
-        let n = self.next_position(key);
+        // A route none of whose services can be resolved answers 503 rather than letting its
+        // requests fall through to a shorter path (ROUTING.md §5).
+        let action = if backends.is_empty() {
+            service_unavailable()
+        } else {
+            route_action(route, &path, context, backends)
+        };
         let rule = RuleSpec {
             name: format!("{}#{n}", key.display()),
             host: Some(context.host.clone()),
             path,
             conditions,
-            action: ActionSpec::Route(RouteAction {
-                backends,
-                rewrite_prefix,
-                set_headers,
-                remove_headers,
-            }),
+            action,
         };
+        self.push_valid(key, age, n, rule, context, &at);
+    }
+
+    /// The route's backends, each service's port resolved through its Service; `None` when the route
+    /// is refused. As Contour does, a service that cannot be resolved gets no traffic (status
+    /// `ServicePortNotFound`); an empty list means none could be, and the route answers 503.
+    fn backends(&mut self, key: &ResourceKey, at: &str, route: &ProxyRoute) -> Option<Vec<Backend>> {
+        if route.services.is_empty() {
+            self.invalid(
+                key,
+                "RouteHasNoServices",
+                format!("{at}: a route needs at least one service; it is skipped"),
+            );
+            return None;
+        }
+        let mut resolved = Vec::new();
+        let mut unresolved = Vec::new();
+        for (si, service) in route.services.iter().enumerate() {
+            if !(1..=65535).contains(&service.port) || service.name.is_empty() {
+                self.invalid(
+                    key,
+                    "ServiceInvalid",
+                    format!(
+                        "{at}.services[{si}]: a service needs a name and a port from 1 to 65535; the route is skipped"
+                    ),
+                );
+                return None;
+            }
+            match self
+                .services
+                .resolve(&key.namespace, &service.name, PortRef::Number(service.port))
+            {
+                Ok(port) => resolved.push((service, port)),
+                Err(why) => unresolved.push(format!("{at}.services[{si}]: {why}")),
+            }
+        }
+        let consequence = if resolved.is_empty() {
+            "requests for this route get 503"
+        } else {
+            "this service gets no traffic; the route's other services share it"
+        };
+        for why in unresolved {
+            self.invalid(key, PORT_NOT_FOUND, format!("{why}; {consequence}"));
+        }
+        let all_unweighted = resolved.iter().all(|(s, _)| s.weight.unwrap_or(0) == 0);
+        let backends = resolved
+            .into_iter()
+            .map(|(service, port)| Backend {
+                cluster: self.options.cluster(&key.namespace, &service.name, port),
+                weight: if all_unweighted { 1 } else { service.weight.unwrap_or(0) },
+            })
+            .collect();
+        Some(backends)
+    }
+
+    /// Pushes a route's rule if the filter would accept it; otherwise the route is refused here.
+    fn push_valid(&mut self, key: &ResourceKey, age: &Age, n: usize, rule: RuleSpec, context: &Context, at: &str) {
         if let Err(why) = validate_rule(&rule) {
             self.invalid(key, "RouteNotValid", format!("{at}: {why}; the route is skipped"));
             return;
@@ -460,16 +399,17 @@ impl Walker<'_> {
 
     /// The 502 rule for a broken include: the include's accumulated conditions, answered locally.
     fn bad_gateway(&mut self, key: &ResourceKey, age: &Age, context: &Context) {
+        // The include's blocks were checked before it was followed; should that ever change, no 502
+        // is better than a 502 that ignores some of its conditions.
+        let Ok(conditions) = table_conditions(&context.blocks) else {
+            return;
+        };
         let n = self.next_position(key);
         let rule = RuleSpec {
             name: format!("{}#{n}", key.display()),
             host: Some(context.host.clone()),
-            path: PathSpec::Prefix(if context.prefix.is_empty() {
-                "/".to_owned()
-            } else {
-                context.prefix.clone()
-            }),
-            conditions: context.conditions.clone(),
+            path: context.prefix_path(),
+            conditions,
             action: ActionSpec::DirectResponse(DirectResponse {
                 status: 502,
                 body: None,
@@ -490,6 +430,52 @@ impl Walker<'_> {
             rule,
         });
     }
+}
+
+/// A route's action: its backends, with its prefix rewrite (the `replacePrefix` entry for the
+/// matched prefix, else the one without a prefix) and its request header changes.
+fn route_action(route: &ProxyRoute, path: &PathSpec, context: &Context, backends: Vec<Backend>) -> ActionSpec {
+    let rewrite_prefix = route.path_rewrite_policy.as_ref().and_then(|policy| {
+        let matched = match path {
+            PathSpec::Prefix(p) | PathSpec::Exact(p) | PathSpec::SegmentPrefix(p) => p.as_str(),
+            PathSpec::Regex(_) => "",
+        };
+        policy
+            .replace_prefix
+            .iter()
+            .find(|r| {
+                r.prefix
+                    .as_deref()
+                    .is_some_and(|p| p == matched || join_path("", p) == context.prefix)
+            })
+            .or_else(|| {
+                policy
+                    .replace_prefix
+                    .iter()
+                    .find(|r| r.prefix.as_deref().is_none_or(str::is_empty))
+            })
+            .map(|r| r.replacement.clone())
+    });
+    let (set_headers, remove_headers) = match &route.request_headers_policy {
+        Some(policy) => (
+            policy
+                .set
+                .iter()
+                .map(|h| HeaderValue {
+                    name: h.name.clone(),
+                    value: h.value.clone(),
+                })
+                .collect(),
+            policy.remove.clone(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    ActionSpec::Route(RouteAction {
+        backends,
+        rewrite_prefix,
+        set_headers,
+        remove_headers,
+    })
 }
 
 /// Concatenates two path pieces; repeated `/` collapse to one.
@@ -647,43 +633,129 @@ fn one_of(mut found: Vec<ConditionSpec>, what: &str, choices: &str) -> Result<Co
     }
 }
 
-/// Header conditions that no request can satisfy after merging (ROUTING.md §3): two `exact` on one
-/// header, `present` with `notpresent`, `exact` with `notexact` of the same value.
-fn conflicts(conditions: &[ConditionSpec]) -> Result<(), (&'static str, String)> {
-    let headers: Vec<&ConditionSpec> = conditions.iter().filter(|c| c.on == ConditionSource::Header).collect();
-    for (i, a) in headers.iter().enumerate() {
-        for b in &headers[i + 1..] {
-            if a.name != b.name {
-                continue;
+/// Where a condition list is written: on an include only a prefix may be the path condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Include,
+    Route,
+}
+
+/// A path condition as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WrittenPath<'a> {
+    Prefix(&'a str),
+    Exact(&'a str),
+    Regex(&'a str),
+}
+
+/// The one path condition of an include's or a route's condition list, checked (ROUTING.md §3): at
+/// most one, starting with `/`, only a prefix on an include; every header and query condition well
+/// formed. Otherwise (reason, why): that include or route is skipped, not the whole proxy.
+fn path_condition(blocks: &[MatchCondition], on: Block) -> Result<Option<WrittenPath<'_>>, (&'static str, String)> {
+    const PATH: &str = "PathMatchConditionsNotValid";
+    let mut found = None;
+    for block in blocks {
+        let written = [
+            block.prefix.as_deref().map(WrittenPath::Prefix),
+            block.exact.as_deref().map(WrittenPath::Exact),
+            block.regex.as_deref().map(WrittenPath::Regex),
+        ];
+        for path in written.into_iter().flatten() {
+            let value = match path {
+                WrittenPath::Prefix(v) | WrittenPath::Exact(v) | WrittenPath::Regex(v) => v,
+            };
+            if on == Block::Include && !matches!(path, WrittenPath::Prefix(_)) {
+                return Err((
+                    PATH,
+                    "exact and regex conditions are not allowed on an include (only prefix, header and queryParameter)"
+                        .to_owned(),
+                ));
             }
-            let name = a.name.as_deref().unwrap_or_default();
-            match (a.op, a.invert, b.op, b.invert) {
-                (MatchOp::Exact, false, MatchOp::Exact, false) => {
-                    return Err((
-                        "DuplicateMatchConditionHeaders",
-                        format!("header {name:?} has two exact conditions after inclusion ({:?} and {:?}): no request can match", a.value.as_deref().unwrap_or_default(), b.value.as_deref().unwrap_or_default()),
-                    ));
-                }
-                (MatchOp::Present, x, MatchOp::Present, y) if x != y => {
-                    return Err((
-                        "HeaderMatchConditionsNotValid",
-                        format!("header {name:?} must be both present and not present: no request can match"),
-                    ));
-                }
-                (MatchOp::Exact, x, MatchOp::Exact, y) if x != y && a.value == b.value => {
-                    return Err((
-                        "HeaderMatchConditionsNotValid",
-                        format!(
-                            "header {name:?} must both equal and not equal {:?}: no request can match",
-                            a.value.as_deref().unwrap_or_default()
-                        ),
-                    ));
-                }
-                _ => {}
+            if !value.starts_with('/') {
+                return Err((PATH, format!("path {value:?} must start with '/'")));
+            }
+            if found.replace(path).is_some() {
+                let why = match on {
+                    Block::Include => "an include may have at most one prefix condition",
+                    Block::Route => "at most one prefix, exact or regex condition is allowed",
+                };
+                return Err((PATH, why.to_owned()));
+            }
+        }
+        block_conditions(block).map_err(|why| ("ConditionsNotValid", why))?;
+    }
+    Ok(found)
+}
+
+/// The header and query conditions of condition blocks, in the table's terms and in order.
+fn table_conditions(blocks: &[MatchCondition]) -> Result<Vec<ConditionSpec>, String> {
+    let mut out = Vec::new();
+    for block in blocks {
+        out.extend(block_conditions(block)?);
+    }
+    Ok(out)
+}
+
+/// Conditions that make a proxy Invalid once merged (ROUTING.md §3, as Contour's builder checks
+/// them): two `exact` on one header; `present` with `notpresent`, `exact` with `notexact` or `contains`
+/// with `notcontains` of the same value on one header; two `exact` on one query parameter. Header
+/// names compare case-insensitively, query parameter names as written (the filter matches them so).
+fn conflicts(blocks: &[MatchCondition]) -> Result<(), (&'static str, String)> {
+    let headers: Vec<&HeaderMatch> = blocks.iter().filter_map(|b| b.header.as_ref()).collect();
+    for (i, a) in headers.iter().enumerate() {
+        for b in headers[i + 1..].iter().filter(|b| b.name.eq_ignore_ascii_case(&a.name)) {
+            let name = a.name.to_ascii_lowercase();
+            if let (Some(x), Some(y)) = (&a.exact, &b.exact) {
+                return Err((
+                    "DuplicateMatchConditionHeaders",
+                    format!("header {name:?} has two exact conditions after inclusion ({x:?} and {y:?}): no request can match"),
+                ));
+            }
+            if (a.present && b.notpresent) || (a.notpresent && b.present) {
+                return Err((
+                    "HeaderMatchConditionsNotValid",
+                    format!("header {name:?} must be both present and not present: no request can match"),
+                ));
+            }
+            if let Some((verb, value)) = negated(a, b).or_else(|| negated(b, a)) {
+                return Err((
+                    "HeaderMatchConditionsNotValid",
+                    format!("header {name:?} must both {verb} and not {verb} {value:?}: no request can match"),
+                ));
             }
         }
     }
+    let exact_queries: Vec<(&str, &str)> = blocks
+        .iter()
+        .filter_map(|b| b.query_parameter.as_ref())
+        .filter_map(|q| Some((q.name.as_str(), q.exact.as_deref()?)))
+        .collect();
+    for (i, (name, x)) in exact_queries.iter().enumerate() {
+        if let Some((_, y)) = exact_queries[i + 1..].iter().find(|(other, _)| other == name) {
+            return Err((
+                "QueryParameterMatchConditionsNotValid",
+                format!("query parameter {name:?} has two exact conditions after inclusion ({x:?} and {y:?}); one parameter may have only one"),
+            ));
+        }
+    }
     Ok(())
+}
+
+/// The test that `negative` negates with the same value as `positive` (`exact`/`notexact`,
+/// `contains`/`notcontains`, compared alike: both case-sensitive, or both `ignoreCase`), as (verb, value).
+fn negated<'h>(positive: &'h HeaderMatch, negative: &HeaderMatch) -> Option<(&'static str, &'h str)> {
+    if positive.ignore_case != negative.ignore_case {
+        return None;
+    }
+    let same = |x: &str, y: &str| x == y || (positive.ignore_case && x.eq_ignore_ascii_case(y));
+    let pairs = [
+        ("equal", &positive.exact, &negative.notexact),
+        ("contain", &positive.contains, &negative.notcontains),
+    ];
+    pairs.into_iter().find_map(|(verb, x, y)| match (x, y) {
+        (Some(x), Some(y)) if same(x, y) => Some((verb, x.as_str())),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -706,23 +778,76 @@ mod tests {
         assert_eq!(join_regex("/v1.0/", "/x+"), "/v1\\.0/x+");
     }
 
+    fn header(name: &str, test: serde_json::Value) -> MatchCondition {
+        let mut header = serde_json::json!({ "name": name });
+        header
+            .as_object_mut()
+            .unwrap()
+            .extend(test.as_object().unwrap().clone());
+        serde_json::from_value(serde_json::json!({ "header": header })).unwrap()
+    }
+
+    fn query(name: &str, exact: &str) -> MatchCondition {
+        serde_json::from_value(serde_json::json!({ "queryParameter": { "name": name, "exact": exact } })).unwrap()
+    }
+
+    fn reason(blocks: &[MatchCondition]) -> Option<&'static str> {
+        conflicts(blocks).err().map(|(reason, _)| reason)
+    }
+
     #[test]
-    fn header_conflicts_are_found_case_insensitively_after_lowercasing() {
-        let exact = |v: &str| {
-            spec(
-                ConditionSource::Header,
-                "x-a",
-                MatchOp::Exact,
-                Some(v.to_owned()),
-                false,
-            )
-        };
-        assert!(conflicts(&[exact("1"), exact("2")]).is_err());
-        assert!(conflicts(&[exact("1")]).is_ok());
-        let not_exact = spec(ConditionSource::Header, "x-a", MatchOp::Exact, Some("2".into()), true);
-        assert!(conflicts(&[exact("1"), not_exact]).is_ok());
-        // Query parameters may repeat.
-        let query = |v: &str| spec(ConditionSource::Query, "x-a", MatchOp::Exact, Some(v.to_owned()), false);
-        assert!(conflicts(&[query("1"), query("2")]).is_ok());
+    fn header_conflicts_are_found_with_names_in_any_case() {
+        use serde_json::json;
+        let exact = |v: &str| header("X-A", json!({ "exact": v }));
+        assert_eq!(
+            reason(&[exact("1"), header("x-a", json!({"exact": "2"}))]),
+            Some("DuplicateMatchConditionHeaders")
+        );
+        assert_eq!(reason(&[exact("1")]), None);
+        assert_eq!(reason(&[exact("1"), header("x-a", json!({"notexact": "2"}))]), None);
+        assert_eq!(
+            reason(&[header("x-a", json!({"notexact": "1"})), exact("1")]),
+            Some("HeaderMatchConditionsNotValid")
+        );
+        let contains = header("x-a", json!({ "contains": "abc" }));
+        assert_eq!(
+            reason(&[contains.clone(), header("X-a", json!({"notcontains": "abc"}))]),
+            Some("HeaderMatchConditionsNotValid")
+        );
+        assert_eq!(
+            reason(&[contains.clone(), header("x-a", json!({"notcontains": "abd"}))]),
+            None
+        );
+        // Two tests compared alike (both ignoreCase) conflict on values equal in any case.
+        let loose = |k: &str, v: &str| header("x-a", json!({ k: v, "ignoreCase": true }));
+        assert_eq!(
+            reason(&[loose("contains", "abc"), loose("notcontains", "ABC")]),
+            Some("HeaderMatchConditionsNotValid")
+        );
+        assert_eq!(reason(&[contains, loose("notcontains", "xyz")]), None);
+        assert_eq!(
+            reason(&[
+                header("x-a", json!({"present": true})),
+                header("x-a", json!({"notpresent": true}))
+            ]),
+            Some("HeaderMatchConditionsNotValid")
+        );
+        assert_eq!(
+            reason(&[
+                header("x-a", json!({"present": true})),
+                header("x-b", json!({"notpresent": true}))
+            ]),
+            None
+        );
+    }
+
+    #[test]
+    fn two_exact_query_conditions_on_one_name_conflict_names_compared_as_written() {
+        assert_eq!(
+            reason(&[query("v", "1"), query("v", "2")]),
+            Some("QueryParameterMatchConditionsNotValid")
+        );
+        assert_eq!(reason(&[query("v", "1"), query("V", "2")]), None);
+        assert_eq!(reason(&[query("v", "1"), query("w", "1")]), None);
     }
 }

@@ -4,17 +4,16 @@
 //! `Prefix` and `ImplementationSpecific` paths are segment prefixes, `Exact` is exact, a path left
 //! out is the segment prefix `/`. `defaultBackend` is a rule with no host and `Prefix("/")`, so it
 //! ranks below everything by keys 1 and 2. The router annotations of ROUTING.md §4 add one
-//! condition each to every rule of the Ingress. TLS settings do not affect routing and are not read.
+//! condition each to every rule of the Ingress. A backend whose port cannot be resolved keeps its
+//! rule as a 503 ([`crate::services`]). TLS settings do not affect routing and are not read.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
 use crate::class::Classes;
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
 use crate::pipeline::{normalize_host, validate_rule, Draft, Options};
+use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
 use crate::status::{Status, StatusBook};
 
 /// Router annotations: (annotation keys, what they test).
@@ -24,47 +23,6 @@ const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
     ("switchyard.io/router.cookie", ConditionSource::Cookie),
     ("switchyard.io/router.header", ConditionSource::Header),
 ];
-
-/// Service ports by namespace, service and port name, to resolve backends given by port name.
-#[derive(Debug, Default)]
-pub struct ServicePorts {
-    ports: BTreeMap<(String, String), Vec<(String, i32)>>,
-}
-
-impl ServicePorts {
-    /// Indexes the Services of the input.
-    pub fn new(services: &[Service]) -> ServicePorts {
-        let mut ports = BTreeMap::new();
-        for service in services {
-            let key = key_of(Kind::Ingress, &service.metadata);
-            let list: Vec<(String, i32)> = service
-                .spec
-                .iter()
-                .flat_map(|spec| spec.ports.iter().flatten())
-                .map(|p| (p.name.clone().unwrap_or_default(), p.port))
-                .collect();
-            ports.insert((key.namespace, key.name), list);
-        }
-        ServicePorts { ports }
-    }
-
-    /// The port number of `service`'s port named `port_name`.
-    pub fn resolve(&self, namespace: &str, service: &str, port_name: &str) -> Result<i32, String> {
-        let Some(ports) = self.ports.get(&(namespace.to_owned(), service.to_owned())) else {
-            return Err(format!(
-                "the backend names port {port_name:?} of Service {namespace}/{service}, which is not in the input; give the port by number or add the Service"
-            ));
-        };
-        ports
-            .iter()
-            .find(|(name, _)| name == port_name)
-            .map(|(_, port)| *port)
-            .ok_or_else(|| {
-                let names: Vec<&str> = ports.iter().map(|(n, _)| n.as_str()).collect();
-                format!("Service {namespace}/{service} has no port named {port_name:?} (its ports: {names:?})")
-            })
-    }
-}
 
 /// Turns the accepted Ingresses into drafts; records each Ingress's status.
 pub fn process(
@@ -102,9 +60,23 @@ pub fn process(
                         backend: Option<&IngressBackend>,
                         where_: String,
                         book: &mut StatusBook| {
-            let cluster = match backend_cluster(backend, &key, services, options) {
-                Ok(cluster) => cluster,
-                Err((reason, why)) => {
+            let action = match backend_cluster(backend, &key, services, options) {
+                Ok(cluster) => ActionSpec::Route(RouteAction {
+                    backends: vec![Backend { cluster, weight: 1 }],
+                    rewrite_prefix: None,
+                    set_headers: Vec::new(),
+                    remove_headers: Vec::new(),
+                }),
+                Err(NoCluster::PortNotFound(why)) => {
+                    book.error(
+                        &key,
+                        Status::Accepted,
+                        PORT_NOT_FOUND,
+                        format!("{where_}: {why}; requests for this path get 503"),
+                    );
+                    service_unavailable()
+                }
+                Err(NoCluster::Unusable(reason, why)) => {
                     book.error(
                         &key,
                         Status::Accepted,
@@ -119,12 +91,7 @@ pub fn process(
                 host,
                 path,
                 conditions: conditions.clone(),
-                action: ActionSpec::Route(RouteAction {
-                    backends: vec![Backend { cluster, weight: 1 }],
-                    rewrite_prefix: None,
-                    set_headers: Vec::new(),
-                    remove_headers: Vec::new(),
-                }),
+                action,
             };
             if let Err(why) = validate_rule(&rule) {
                 book.error(
@@ -195,32 +162,41 @@ pub fn process(
     drafts
 }
 
-/// The cluster of a backend, or (reason, why) it has none.
+/// Why a backend has no cluster.
+enum NoCluster {
+    /// Its port cannot be resolved: the rule stays and answers 503 (ROUTING.md §5).
+    PortNotFound(String),
+    /// It cannot be used at all (reason, why): the path is not routed.
+    Unusable(&'static str, String),
+}
+
+/// The cluster of a backend, or why it has none.
 fn backend_cluster(
     backend: Option<&IngressBackend>,
     key: &ResourceKey,
     services: &ServicePorts,
     options: &Options,
-) -> Result<String, (&'static str, String)> {
+) -> Result<String, NoCluster> {
     let Some(service) = backend.and_then(|b| b.service.as_ref()) else {
-        return Err((
+        return Err(NoCluster::Unusable(
             "UnsupportedBackend",
             "the backend names no service (resource backends are not supported)".to_owned(),
         ));
     };
     let port = service.port.as_ref();
-    let number = match (port.and_then(|p| p.number), port.and_then(|p| p.name.as_deref())) {
-        (Some(number), _) => number,
-        (None, Some(name)) if !name.is_empty() => services
-            .resolve(&key.namespace, &service.name, name)
-            .map_err(|why| ("ServicePortNotFound", why))?,
+    let port = match (port.and_then(|p| p.number), port.and_then(|p| p.name.as_deref())) {
+        (Some(number), _) => PortRef::Number(number),
+        (None, Some(name)) if !name.is_empty() => PortRef::Name(name),
         _ => {
-            return Err((
+            return Err(NoCluster::Unusable(
                 "MissingServicePort",
                 format!("the backend for service {:?} has no port", service.name),
             ))
         }
     };
+    let number = services
+        .resolve(&key.namespace, &service.name, port)
+        .map_err(NoCluster::PortNotFound)?;
     Ok(options.cluster(&key.namespace, &service.name, number))
 }
 

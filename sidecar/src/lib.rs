@@ -3,12 +3,13 @@
 //! keeps proxies up to date as the manifests change (`switchyard watch`).
 //!
 //! The compiler is a pure pipeline, [`pipeline::compile`]: (objects, options) → (table, status),
-//! implementing ROUTING.md sections 1 to 4. Modules, one per job:
+//! implementing ROUTING.md sections 1 to 4 and the compiler's part of 5 (backend ports, 502 and 503
+//! rules). Modules, one per job:
 //!
 //! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
 //! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors (§3 for
 //!   inclusion). [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the
-//!   generation hash. [`status`]: the status report.
+//!   generation hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 //! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the same
 //!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
@@ -25,6 +26,7 @@ pub mod load;
 pub mod objects;
 pub mod order;
 pub mod pipeline;
+pub mod services;
 pub mod status;
 pub mod watch;
 

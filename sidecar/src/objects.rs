@@ -21,7 +21,7 @@ pub struct Objects {
     pub ingresses: Vec<Ingress>,
     /// IngressClasses, for class eligibility (ROUTING.md §1).
     pub ingress_classes: Vec<IngressClass>,
-    /// Services, to resolve Ingress backend ports given by name.
+    /// Services, to resolve backend ports (ROUTING.md §5, [`crate::services`]).
     pub services: Vec<Service>,
     /// Contour HTTPProxies.
     pub http_proxies: Vec<HTTPProxy>,

@@ -109,11 +109,12 @@ pub fn compile(objects: &Objects, options: &Options) -> Compiled {
     let objects = cache(objects);
     let mut book = StatusBook::default();
     let classes = Classes::new(&objects.ingress_classes, options, &mut book);
-    let services = crate::ingress::ServicePorts::new(&objects.services);
+    let services = crate::services::ServicePorts::new(&objects.services);
     let mut drafts = crate::ingress::process(&objects.ingresses, &classes, &services, options, &mut book);
     drafts.extend(crate::httpproxy::process(
         &objects.http_proxies,
         &classes,
+        &services,
         options,
         &mut book,
     ));

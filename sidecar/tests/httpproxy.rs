@@ -1,6 +1,7 @@
 //! ROUTING.md §3, HTTPProxy inclusion (seed 004, Contour's rules): condition concatenation,
-//! invalid include conditions, header conflicts, 502 for broken includes, cycles, roots including
-//! roots, orphans, namespaces, `--root-namespaces`; plus the route features the table carries.
+//! malformed include and route conditions (skipped alone), header and query conflicts, 502 for
+//! broken includes, cycles, roots including roots, orphans, namespaces, `--root-namespaces`; §5's
+//! service ports (503 when unresolvable); plus the route features the table carries.
 
 mod common;
 
@@ -234,6 +235,50 @@ fn exact_and_notexact_with_the_same_value_make_the_proxy_invalid() {
 }
 
 #[test]
+fn contains_and_notcontains_with_the_same_value_make_the_proxy_invalid() {
+    let c = header_conflict("contains: abc", "notcontains: abc");
+    let child = status_of(&c, "HTTPProxy", "default", "child");
+    assert_eq!(child.status, Status::Invalid);
+    assert!(
+        message(child, "HeaderMatchConditionsNotValid").contains("must both contain and not contain \"abc\""),
+        "{child:#?}"
+    );
+    // Un-routable: neither of the child's routes is in the table.
+    assert!(c.table.rules.is_empty(), "{:#?}", c.table.rules);
+    // Different values are fine.
+    let ok = header_conflict("contains: abc", "notcontains: xyz");
+    assert_eq!(status(&ok, "HTTPProxy", "default", "child"), Status::Valid);
+    assert_eq!(ok.table.rules.len(), 2);
+}
+
+#[test]
+fn two_exact_query_conditions_on_one_name_make_the_proxy_invalid() {
+    let yaml = |route_query: &str| {
+        format!(
+            "{}{}",
+            proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api\n        - queryParameter: {name: v, exact: \"1\"}\n"),
+            proxy("default/child", &format!("  routes:\n    - conditions:\n        - queryParameter: {route_query}\n      services: [{{name: s, port: 80}}]\n    - services: [{{name: other, port: 80}}]\n"))
+        )
+    };
+    let c = compile_default(&yaml("{name: v, exact: \"2\"}"));
+    let child = status_of(&c, "HTTPProxy", "default", "child");
+    assert_eq!(child.status, Status::Invalid);
+    assert!(
+        message(child, "QueryParameterMatchConditionsNotValid")
+            .contains("query parameter \"v\" has two exact conditions"),
+        "{child:#?}"
+    );
+    assert!(c.table.rules.is_empty(), "{:#?}", c.table.rules);
+    assert_eq!(rule_for(&c, &get("http://root.example.com/api?v=1&v=2")), None);
+    // Another name, or another kind of test on the same name, is fine.
+    for fine in ["{name: w, exact: \"2\"}", "{name: v, prefix: \"1\"}"] {
+        let ok = compile_default(&yaml(fine));
+        assert_eq!(status(&ok, "HTTPProxy", "default", "child"), Status::Valid, "{fine}");
+        assert_eq!(ok.table.rules.len(), 2, "{fine}");
+    }
+}
+
+#[test]
 fn missing_include_answers_502_for_its_conditions() {
     let yaml = proxy(
         "default/root",
@@ -296,7 +341,7 @@ fn proxy_including_itself_is_a_cycle() {
 }
 
 #[test]
-fn root_including_a_root_is_invalid() {
+fn include_of_another_root_answers_502() {
     let yaml = format!(
         "{}{}",
         proxy("default/root", &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: other\n      conditions:\n        - prefix: /other\n{}", route("root"))),
@@ -305,17 +350,105 @@ fn root_including_a_root_is_invalid() {
     let c = compile_default(&yaml);
     let root = status_of(&c, "HTTPProxy", "default", "root");
     assert_eq!(root.status, Status::Invalid);
-    assert!(has_reason(root, "RootIncludesRoot"));
-    // Skipped: no 502, the root's own route serves /other, and the other root keeps its own host.
+    assert!(
+        message(root, "RootIncludesRoot").contains("requests for it get 502"),
+        "{root:#?}"
+    );
+    // Requests for the include's conditions get 502, not the root's own `/` route; the rest of the
+    // root serves, and the other root keeps its own host.
+    assert_eq!(direct_status(&c, &get("http://root.example.com/other/x")), Some(502));
     assert_eq!(
-        cluster_for(&c, &get("http://root.example.com/other")).as_deref(),
+        cluster_for(&c, &get("http://root.example.com/x")).as_deref(),
         Some("default/root:80")
     );
     assert_eq!(
-        cluster_for(&c, &get("http://other.example.com/")).as_deref(),
+        cluster_for(&c, &get("http://other.example.com/other")).as_deref(),
         Some("default/other:80")
     );
     assert_eq!(status(&c, "HTTPProxy", "default", "other"), Status::Valid);
+}
+
+/// A root with its own route, a malformed include of `child` and a good include of `second`.
+fn root_with_a_malformed_include(conditions: &str) -> String {
+    format!(
+        "{}{}{}",
+        proxy("default/root", &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n{conditions}    - name: second\n      conditions:\n        - prefix: /second\n{}", route("root"))),
+        proxy("default/child", &route("child")),
+        proxy("default/second", &route("second"))
+    )
+}
+
+#[test]
+fn include_with_a_malformed_prefix_is_skipped_and_the_rest_of_the_proxy_serves() {
+    for (conditions, why) in [
+        ("        - prefix: api\n", "path \"api\" must start with '/'"),
+        (
+            "        - prefix: /a\n        - prefix: /b\n",
+            "an include may have at most one prefix condition",
+        ),
+    ] {
+        let c = compile_default(&root_with_a_malformed_include(conditions));
+        let root = status_of(&c, "HTTPProxy", "default", "root");
+        assert_eq!(root.status, Status::Invalid, "{conditions}");
+        let said = message(root, "PathMatchConditionsNotValid");
+        assert!(said.contains(why) && said.contains("this include is skipped"), "{said}");
+        // The root's own route and its other include keep serving; nothing answers 502 (nothing was
+        // delegated) and the child is orphaned.
+        assert_eq!(
+            cluster_for(&c, &get("http://root.example.com/api/x")).as_deref(),
+            Some("default/root:80")
+        );
+        assert_eq!(
+            cluster_for(&c, &get("http://root.example.com/second/x")).as_deref(),
+            Some("default/second:80")
+        );
+        assert_eq!(status(&c, "HTTPProxy", "default", "child"), Status::Orphaned);
+        assert_eq!(status(&c, "HTTPProxy", "default", "second"), Status::Valid);
+    }
+}
+
+#[test]
+fn child_of_a_skipped_include_is_orphaned_unless_another_include_reaches_it() {
+    let yaml = format!(
+        "{}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: api\n    - name: child\n      conditions:\n        - prefix: /c\n"),
+        proxy("default/child", &route("child"))
+    );
+    let c = compile_default(&yaml);
+    assert_eq!(status(&c, "HTTPProxy", "default", "root"), Status::Invalid);
+    assert_eq!(status(&c, "HTTPProxy", "default", "child"), Status::Valid);
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/c/x")).as_deref(),
+        Some("default/child:80")
+    );
+    assert_eq!(rule_for(&c, &get("http://root.example.com/api")), None);
+}
+
+#[test]
+fn route_with_malformed_conditions_is_refused_alone() {
+    let yaml = proxy(
+        "default/root",
+        "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions: [{prefix: api}]\n      services: [{name: a, port: 80}]\n    - conditions: [{prefix: /b}, {exact: /b/c}]\n      services: [{name: b, port: 80}]\n    - conditions: [{prefix: /h}, {header: {name: x-a, present: true, exact: \"1\"}}]\n      services: [{name: h, port: 80}]\n    - conditions: [{prefix: /}]\n      services: [{name: ok, port: 80}]\n",
+    );
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert_eq!(root.status, Status::Invalid);
+    let path_errors: Vec<&str> = root
+        .conditions
+        .iter()
+        .filter(|c| c.reason == "PathMatchConditionsNotValid")
+        .map(|c| c.message.as_str())
+        .collect();
+    assert_eq!(path_errors.len(), 2, "{root:#?}");
+    assert!(path_errors[0].starts_with("spec.routes[0].conditions: path \"api\" must start with '/'"));
+    assert!(path_errors[1].starts_with("spec.routes[1].conditions: at most one"));
+    assert!(message(root, "ConditionsNotValid").starts_with("spec.routes[2].conditions: header condition"));
+    // The good route serves everything, under its own number (refused routes keep theirs).
+    assert_eq!(rule_names(&c), ["HTTPProxy/default/root#3"]);
+    for path in ["/api", "/b/c", "/h"] {
+        let request = get(&format!("http://root.example.com{path}")).header("x-a", "1");
+        assert_eq!(cluster_for(&c, &request).as_deref(), Some("default/ok:80"), "{path}");
+    }
 }
 
 #[test]
@@ -544,4 +677,49 @@ fn replace_prefix_entry_is_chosen_by_the_matched_prefix() {
     };
     assert_eq!(upstream("/v1/app/x").as_deref(), Some("/app/v1/x"));
     assert_eq!(upstream("/v2/app/x").as_deref(), Some("/app/x"));
+}
+
+/// A Service `default/api` whose only port is 8080.
+const API_SERVICE: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: default}\nspec:\n  ports: [{name: http, port: 8080}]\n---\n";
+
+#[test]
+fn service_without_the_routes_port_answers_503_not_a_shorter_prefix() {
+    let yaml = format!(
+        "{API_SERVICE}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions: [{prefix: /api}]\n      services: [{name: api, port: 80}]\n    - conditions: [{prefix: /api/v2}]\n      services: [{name: api, port: 8080}]\n    - services: [{name: web, port: 80}]\n")
+    );
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert_eq!(root.status, Status::Invalid);
+    assert_eq!(
+        message(root, "ServicePortNotFound"),
+        "spec.routes[0].services[0]: Service default/api has no port 80 (its ports: [http=8080]); requests for this route get 503"
+    );
+    assert_eq!(direct_status(&c, &get("http://root.example.com/api/users")), Some(503));
+    // The Service's own port routes; a service not in the input is taken at its word.
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/api/v2/users")).as_deref(),
+        Some("default/api:8080")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://root.example.com/other")).as_deref(),
+        Some("default/web:80")
+    );
+}
+
+#[test]
+fn weighted_service_without_its_port_gets_no_traffic_and_the_others_share_it() {
+    let yaml = format!(
+        "{API_SERVICE}{}",
+        proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - services:\n        - {name: api, port: 80, weight: 90}\n        - {name: canary, port: 80, weight: 10}\n")
+    );
+    let c = compile_default(&yaml);
+    let root = status_of(&c, "HTTPProxy", "default", "root");
+    assert!(message(root, "ServicePortNotFound")
+        .ends_with("this service gets no traffic; the route's other services share it"));
+    let ActionSpec::Route(action) = &c.table.rules[0].action else {
+        panic!("{:#?}", c.table.rules)
+    };
+    let backends: Vec<(&str, u32)> = action.backends.iter().map(|b| (b.cluster.as_str(), b.weight)).collect();
+    assert_eq!(backends, [("default/canary:80", 10)]);
 }

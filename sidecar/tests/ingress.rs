@@ -111,15 +111,55 @@ fn named_service_port_resolves_through_the_service() {
     );
 }
 
+/// An Ingress `shop/web` on web.example.com: `/` to `web` port 80, `/api` to `api` port `{api_port}`.
+fn api_and_web(api_port: &str) -> String {
+    format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: web, namespace: shop}}\nspec:\n  rules:\n    - host: web.example.com\n      http:\n        paths:\n          - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}\n          - {{path: /api, pathType: Prefix, backend: {{service: {{name: api, port: {api_port}}}}}}}\n")
+}
+
 #[test]
-fn unresolved_port_name_is_a_status_error() {
-    let yaml = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n    - host: web.example.com\n      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: api, port: {name: http}}}}]}\n";
-    let c = compile_default(yaml);
-    let web = status_of(&c, "Ingress", "shop", "web");
-    assert_eq!(web.status, Status::Rejected);
-    assert!(message(web, "ServicePortNotFound").contains("Service shop/api"));
-    assert!(has_reason(web, "NoRules"));
-    assert!(c.table.rules.is_empty());
+fn unresolvable_service_port_answers_503_not_a_shorter_prefix() {
+    let service = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: shop}\nspec:\n  ports: [{name: grpc, port: 9090}]\n---\n";
+    let cases = [
+        // A named port and no Service to name it.
+        (
+            api_and_web("{name: http}"),
+            "names port \"http\" of Service shop/api, which is not in the input",
+        ),
+        // A Service without a port of that name, or of that number.
+        (
+            format!("{service}{}", api_and_web("{name: http}")),
+            "Service shop/api has no port named \"http\" (its ports: [grpc=9090])",
+        ),
+        (
+            format!("{service}{}", api_and_web("{number: 8080}")),
+            "Service shop/api has no port 8080 (its ports: [grpc=9090])",
+        ),
+    ];
+    for (yaml, why) in cases {
+        let c = compile_default(&yaml);
+        let web = status_of(&c, "Ingress", "shop", "web");
+        assert_eq!(web.status, Status::Accepted, "{why}");
+        let said = message(web, "ServicePortNotFound");
+        assert!(
+            said.starts_with("spec.rules[0].http.paths[1]: ") && said.contains(why),
+            "{said}"
+        );
+        assert!(said.ends_with("requests for this path get 503"), "{said}");
+        // The rule stays: /api answers 503 instead of falling through to `/`.
+        assert_eq!(
+            direct_status(&c, &get("http://web.example.com/api/users")),
+            Some(503),
+            "{why}"
+        );
+        assert_eq!(
+            rule_for(&c, &get("http://web.example.com/api")).as_deref(),
+            Some("Ingress/shop/web#1")
+        );
+        assert_eq!(
+            cluster_for(&c, &get("http://web.example.com/other")).as_deref(),
+            Some("shop/web:80")
+        );
+    }
 }
 
 #[test]

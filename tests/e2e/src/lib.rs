@@ -685,6 +685,37 @@ static_resources:
     yaml
 }
 
+// ---- the compiler -------------------------------------------------------------------------------
+
+/// The table `switchyard compile PATHS ARGS` writes (the binary from `SWITCHYARD_BIN`); panics with
+/// its stderr when it fails.
+pub fn switchyard_compile(paths: &[&Path], args: &[&str]) -> String {
+    let switchyard = required_path("SWITCHYARD_BIN");
+    let output = Command::new(&switchyard)
+        .arg("compile")
+        .args(paths)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", switchyard.display()));
+    assert!(
+        output.status.success(),
+        "switchyard compile {paths:?} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap_or_else(|e| panic!("switchyard compile wrote non-UTF-8: {e}"))
+}
+
+/// The table `switchyard compile` makes of `yaml` (manifests, `---`-separated), written to a file
+/// in a fresh folder.
+pub fn compile_manifests(yaml: &str, args: &[&str]) -> String {
+    let dir = fresh_dir("manifests");
+    let file = dir.join("manifests.yaml");
+    write_file(&file, yaml);
+    let table = switchyard_compile(&[&file], args);
+    let _ = std::fs::remove_dir_all(&dir);
+    table
+}
+
 // ---- tables -----------------------------------------------------------------------------------
 
 /// Helpers that write tables by hand (rules in priority order, as the compiler would sort them).

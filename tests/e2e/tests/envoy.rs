@@ -583,23 +583,12 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
 /// seed's document answered by the backend it names.
 #[test]
 fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
-    let switchyard = switchyard_e2e::required_path("SWITCHYARD_BIN");
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let compile = |example: &str| -> String {
         let dir = examples.join(example);
         let args = std::fs::read_to_string(dir.join("ARGS")).unwrap_or_default();
-        let output = std::process::Command::new(&switchyard)
-            .arg("compile")
-            .arg(&dir)
-            .args(args.split_whitespace())
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e}", switchyard.display()));
-        assert!(
-            output.status.success(),
-            "switchyard compile {example}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
+        let args: Vec<&str> = args.split_whitespace().collect();
+        switchyard_e2e::switchyard_compile(&[&dir], &args)
     };
     let envoy = Envoy::start(&compile("002-host-priority"), &[SERVICE1, SERVICE2]);
     // curl "http://example.net/bar": host_priority1 (service1).
