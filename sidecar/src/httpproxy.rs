@@ -361,6 +361,18 @@ impl Walker<'_> {
                 );
                 return None;
             }
+            // The CRD allows any int64; the table's weights are u32.
+            if let Some(weight) = service.weight.filter(|w| u32::try_from(*w).is_err()) {
+                self.invalid(
+                    key,
+                    "ServiceInvalid",
+                    format!(
+                        "{at}.services[{si}].weight: {weight} is out of range (0 to {}); the route is skipped",
+                        u32::MAX
+                    ),
+                );
+                return None;
+            }
             match self
                 .services
                 .resolve(&key.namespace, &service.name, PortRef::Number(service.port))
@@ -382,7 +394,11 @@ impl Walker<'_> {
             .into_iter()
             .map(|(service, port)| Backend {
                 cluster: self.options.cluster(&key.namespace, &service.name, port),
-                weight: if all_unweighted { 1 } else { service.weight.unwrap_or(0) },
+                weight: if all_unweighted {
+                    1
+                } else {
+                    service.weight.and_then(|w| u32::try_from(w).ok()).unwrap_or(0)
+                },
             })
             .collect();
         Some(backends)

@@ -2,8 +2,9 @@
 //! catch-all for `defaultBackend`.
 //!
 //! `Prefix` and `ImplementationSpecific` paths are segment prefixes, `Exact` is exact, a path left
-//! out is the segment prefix `/`. `defaultBackend` is a rule with no host and `Prefix("/")`, so it
-//! ranks below everything by keys 1 and 2. The router annotations of ROUTING.md §4 add one
+//! out is the segment prefix `/` (an `ImplementationSpecific` path that looks like a regex gets a
+//! `PathLooksLikeRegex` warning: it stays a literal prefix, as ROUTING.md says). `defaultBackend`
+//! is a rule with no host and `Prefix("/")`, so it ranks below everything by keys 1 and 2. The router annotations of ROUTING.md §4 add one
 //! condition each to every rule of the Ingress. A backend whose port cannot be resolved keeps its
 //! rule as a 503 ([`crate::services`]). TLS settings do not affect routing and are not read.
 
@@ -23,6 +24,12 @@ const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
     ("switchyard.io/router.cookie", ConditionSource::Cookie),
     ("switchyard.io/router.header", ConditionSource::Header),
 ];
+
+/// Whether a path holds characters that only mean something in a regular expression or a glob
+/// (ImplementationSpecific paths of other controllers are often regexes; ours are literal).
+fn looks_like_regex(path: &str) -> bool {
+    path.contains(['[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|', '\\'])
+}
 
 /// Turns the accepted Ingresses into drafts; records each Ingress's status.
 pub fn process(
@@ -123,6 +130,19 @@ pub fn process(
                     .clone()
                     .filter(|p| !p.is_empty())
                     .unwrap_or_else(|| "/".to_owned());
+                if path.path_type == "ImplementationSpecific" && looks_like_regex(&value) {
+                    book.add(
+                        &key,
+                        Status::Accepted,
+                        "Warning",
+                        "PathLooksLikeRegex",
+                        format!(
+                            "{where_}: path {value:?} looks like a regular expression, but an ImplementationSpecific \
+                             path is a literal segment prefix here: it matches only paths starting with exactly \
+                             these characters (use Prefix/Exact paths, or an HTTPProxy regex condition)"
+                        ),
+                    );
+                }
                 let path_spec = match path.path_type.as_str() {
                     "Exact" => PathSpec::Exact(value),
                     "Prefix" | "ImplementationSpecific" | "" => PathSpec::SegmentPrefix(value),

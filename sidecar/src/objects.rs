@@ -188,9 +188,10 @@ pub struct ProxyService {
     /// Service port.
     #[serde(default)]
     pub port: i32,
-    /// Relative weight; when every weight is zero or absent, traffic is split evenly.
+    /// Relative weight; when every weight is zero or absent, traffic is split evenly. The CRD allows
+    /// any int64; one outside 0..=u32::MAX makes its route invalid (checked in `httpproxy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<u32>,
+    pub weight: Option<i64>,
 }
 
 /// `pathRewritePolicy`.

@@ -1,6 +1,6 @@
 //! The manifests in deploy/ agree with the code: the Deployment's arguments are accepted by
 //! `switchyard watch`, the Istio examples have the shape the sinks apply, and the RBAC grants what
-//! the Kubernetes mode uses (and no more on Istio objects than get/patch by name).
+//! the Kubernetes mode uses (on Istio objects: get/list/watch/patch by name, and create).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -87,7 +87,7 @@ fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
 }
 
 #[test]
-fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
+fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates() {
     let documents = deploy("rbac.yaml");
     let role = |kind: &str| documents.iter().find(|d| d["kind"] == kind).unwrap();
     let grants = |doc: &Value| -> Vec<(String, String, String)> {
@@ -127,9 +127,18 @@ fn rbac_grants_reads_status_writes_events_and_only_named_istio_patches() {
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
     let istio = role("Role");
+    // By name: read, watch and patch; without a name only create (resourceNames cannot limit it).
     for rule in istio["rules"].as_array().unwrap() {
-        assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
-        assert_eq!(rule["verbs"], serde_json::json!(["get", "patch"]), "{rule}");
+        if rule["resourceNames"].is_null() {
+            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
+        } else {
+            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
+            assert_eq!(
+                rule["verbs"],
+                serde_json::json!(["get", "list", "watch", "patch"]),
+                "{rule}"
+            );
+        }
     }
 }
 
@@ -149,4 +158,22 @@ fn istio_and_envoy_normalise_paths_the_same_way() {
     assert_eq!(hcm["normalize_path"], true);
     assert_eq!(hcm["merge_slashes"], true);
     assert_eq!(hcm["path_with_escaped_slashes_action"], "UNESCAPE_AND_FORWARD");
+}
+
+#[test]
+fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
+    let deployment = &deploy("deployment.yaml")[0];
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let flag = |name: &str| args.iter().find_map(|a| a.strip_prefix(&format!("--{name}=")));
+    let class = flag("ingress-class").expect("the Deployment names its class");
+    let controller = flag("controller-name").unwrap_or(switchyard::pipeline::DEFAULT_CONTROLLER);
+    let shipped = &deploy("ingressclass.yaml")[0];
+    assert_eq!(shipped["metadata"]["name"], class);
+    // ROUTING.md §1: with --ingress-class set, ours is <controller name>/<ingress-class>.
+    assert_eq!(shipped["spec"]["controller"], format!("{controller}/{class}"));
 }

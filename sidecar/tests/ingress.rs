@@ -42,6 +42,39 @@ fn implementation_specific_path_type_is_a_segment_prefix() {
 }
 
 #[test]
+fn a_regex_looking_implementation_specific_path_stays_literal_with_a_warning() {
+    let c = compile_default(&ingress_with_paths(&format!(
+        "{}{}",
+        path("/api/v[0-9]+(/.*)?", "ImplementationSpecific", "api"),
+        path("/plain", "ImplementationSpecific", "plain")
+    )));
+    assert_eq!(
+        c.table
+            .rules
+            .iter()
+            .find(|r| r.name == "Ingress/shop/web#0")
+            .unwrap()
+            .path,
+        PathSpec::SegmentPrefix("/api/v[0-9]+(/.*)?".into())
+    );
+    assert_eq!(rule_for(&c, &get("http://web.example.com/api/v1/users")), None);
+    let web = status_of(&c, "Ingress", "shop", "web");
+    assert_eq!(web.status, Status::Accepted);
+    let warning = message(web, "PathLooksLikeRegex");
+    assert!(
+        warning.contains("spec.rules[0].http.paths[0]") && warning.contains("literal"),
+        "{warning}"
+    );
+    assert_eq!(
+        web.conditions
+            .iter()
+            .filter(|c| c.reason == "PathLooksLikeRegex")
+            .count(),
+        1
+    );
+}
+
+#[test]
 fn exact_path_type_must_equal_the_path() {
     let c = compile_default(&ingress_with_paths(&path("/foo", "Exact", "foo")));
     assert_eq!(

@@ -11,7 +11,9 @@ use tracing::{debug, error, info, warn};
 
 use crate::objects::Objects;
 use crate::pipeline::{compile, Compiled, Options};
+use crate::status::{ResourceStatus, Status};
 use crate::watch::diff::diff;
+use crate::watch::istio::IstioSink;
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
 use crate::watch::SourceError;
@@ -25,6 +27,37 @@ pub struct Input {
     pub errors: Vec<SourceError>,
     /// Loader warnings.
     pub warnings: Vec<String>,
+    /// Statuses of resources the compiler never saw (objects that do not decode), added to its own.
+    pub statuses: Vec<ResourceStatus>,
+}
+
+/// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
+/// empty though there is input: the flags and the IngressClasses disagree, most likely).
+pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> Option<String> {
+    let routable: Vec<&ResourceStatus> = statuses
+        .iter()
+        .filter(|s| s.kind == "Ingress" || s.kind == "HTTPProxy")
+        .collect();
+    if routable.is_empty() || routable.iter().any(|s| s.status != Status::Ignored) {
+        return None;
+    }
+    let wanted = if options.ingress_class.is_empty() {
+        format!(
+            "resources without a class annotation, or an IngressClass with spec.controller {:?}",
+            options.controller_name
+        )
+    } else {
+        format!(
+            "resources of class {:?}, whose IngressClass has spec.controller {:?}",
+            options.ingress_class,
+            format!("{}/{}", options.controller_name, options.ingress_class)
+        )
+    };
+    Some(format!(
+        "every Ingress and HTTPProxy ({}) is ignored by class, so the table is empty: this controller serves {wanted} \
+         (see /status for each resource's reason)",
+        routable.len()
+    ))
 }
 
 /// Compiles and pushes.
@@ -48,6 +81,11 @@ impl Engine {
         }
     }
 
+    /// The compiler's options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
         self.retry.is_some()
@@ -57,10 +95,18 @@ impl Engine {
     /// compilation (for status write-back).
     pub async fn rebuild(&mut self, input: Input) -> Compiled {
         let started = Instant::now();
-        let compiled = compile(&input.objects, &self.options);
+        let mut compiled = compile(&input.objects, &self.options);
+        compiled.statuses.extend(input.statuses);
         let seconds = started.elapsed().as_secs_f64();
+        let class_warning = all_ignored_by_class(&compiled.statuses, &self.options);
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
+            match (&state.class_warning, &class_warning) {
+                (None, Some(warning)) => warn!("{warning}"),
+                (Some(_), None) => info!("some resources are ours again: the table is no longer empty by class"),
+                _ => {}
+            }
+            state.class_warning = class_warning;
             let new_errors = input
                 .errors
                 .iter()
@@ -91,6 +137,36 @@ impl Engine {
             self.push(compiled.table.clone()).await;
         }
         compiled
+    }
+
+    /// The Istio sinks (whose objects [`crate::watch::drift`] follows).
+    pub fn istio_sinks(&self) -> impl Iterator<Item = &IstioSink> {
+        self.sinks.iter().filter_map(|s| match s {
+            Sink::Istio(istio) => Some(istio),
+            _ => None,
+        })
+    }
+
+    /// Pushes the table last pushed again to the sink named `name`, whose object was deleted or
+    /// changed by someone else; a failure is retried like any failed push.
+    pub async fn repair(&mut self, name: &str) {
+        let Some(table) = self.pushed.clone() else { return };
+        let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
+            return;
+        };
+        match sink.push(&table, "", "").await {
+            Ok(()) => {
+                info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
+                self.state.lock().pushes.entry(name.to_owned()).or_default().ok += 1;
+            }
+            Err(e) => {
+                error!(sink = %name, table = %table.generation, "deleted or changed by someone else; applying again failed (will retry): {e}");
+                let mut state = self.state.lock();
+                state.pushes.entry(name.to_owned()).or_default().failed += 1;
+                state.push_error = Some(format!("{name}: {e}"));
+                self.retry = Some(table);
+            }
+        }
     }
 
     /// Pushes the table whose push failed last time again.

@@ -9,6 +9,7 @@
 //!   `envoy.extensions.filters.http.wasm.v3.Wasm` configuration as the ECDS file.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
@@ -44,7 +45,17 @@ pub struct IstioSettings {
     pub runtime: String,
 }
 
+/// What we last applied to an Istio object: our fields, and the resourceVersion the API gave it.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    /// The object we applied (only the fields we own).
+    pub object: Value,
+    /// Its resourceVersion after our apply.
+    pub resource_version: String,
+}
+
 /// One Istio resource to keep up to date.
+#[derive(Clone)]
 pub struct IstioSink {
     /// The client.
     pub client: Client,
@@ -56,6 +67,8 @@ pub struct IstioSink {
     pub name: String,
     /// The rest.
     pub settings: IstioSettings,
+    /// What we last applied (shared with [`crate::watch::drift`], which follows the object).
+    pub applied: Arc<Mutex<Option<Applied>>>,
 }
 
 impl IstioKind {
@@ -136,6 +149,26 @@ pub fn manifest(
 }
 
 impl IstioSink {
+    /// A sink for `namespace/name` of `kind`.
+    pub fn new(client: Client, kind: IstioKind, namespace: String, name: String, settings: IstioSettings) -> IstioSink {
+        IstioSink {
+            client,
+            kind,
+            namespace,
+            name,
+            settings,
+            applied: Arc::default(),
+        }
+    }
+
+    /// What we last applied.
+    pub fn applied(&self) -> Option<Applied> {
+        self.applied
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// The name used in logs and metrics.
     pub fn name(&self) -> String {
         let kind = match self.kind {
@@ -151,10 +184,15 @@ impl IstioSink {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(&self.name, &params, &Patch::Apply(&object))
+        let result = api
+            .patch(&self.name, &params, &Patch::Apply(&object))
             .await
-            .map(|_| ())
-            .map_err(|e| format!("server-side apply: {e}"))
+            .map_err(|e| format!("server-side apply: {e}"))?;
+        *self.applied.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Applied {
+            object,
+            resource_version: result.metadata.resource_version.unwrap_or_default(),
+        });
+        Ok(())
     }
 }
 

@@ -1,36 +1,48 @@
-//! Kubernetes mode's source: kube-rs watchers feeding reflector stores for Ingress, IngressClass,
-//! Service and HTTPProxy (optionally one store per namespace), and the rebuild loop over them.
+//! Kubernetes mode's source: one kube-rs watcher per kind (and namespace, with `--namespaces`) for
+//! Ingress, IngressClass, Service and HTTPProxy, each feeding a [`Held`] store that decodes object
+//! by object, and the rebuild loop over them.
 //!
 //! - Nothing is compiled before every store has synced (its first list finished); until then
 //!   `/readyz` names the stores still waiting.
-//! - The watchers re-list after `410 Gone` and reconnect with kube's default backoff after any
-//!   error. A watcher in error marks its source down (`/readyz` says which and why) while the last
-//!   good table keeps serving; the next event, or a successful probe list, marks it up again.
+//! - An object that does not decode is listed in `/status` errors (kind, namespace, name, field);
+//!   an HTTPProxy of ours among them is Invalid (`ObjectDoesNotDecode`); everything else routes.
+//! - A watcher error marks its source down (logged once, with a short reason; `/readyz` says which
+//!   and why) while the last good table keeps serving. The watcher retries after 100 ms, doubling up
+//!   to 1 s, so it lists again within about a second of the API server coming back (a restarted
+//!   server answers the old resourceVersion with `410 Gone`); a source down whose API answers a
+//!   one-item list again (probed every 2 s) starts a fresh watcher, which lists. The source is up
+//!   again only once its
+//!   watch delivered again (a finished relist, or an event) *and* the table was rebuilt from it:
+//!   ready means the table reflects the cluster.
 //! - After every settled change the stores' contents are compiled; the status is written back by
 //!   [`crate::watch::write_back`].
 
-use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use kube::api::ListParams;
-use kube::runtime::reflector::{self, Store};
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
-use crate::objects::{HTTPProxy, Objects};
+use crate::class::Classes;
+use crate::objects::{key_of, HTTPProxy, Kind, Objects};
+use crate::pipeline::Options;
+use crate::status::{Condition, ResourceStatus, Status, StatusBook};
 use crate::watch::debounce::Debounce;
 use crate::watch::engine::{Engine, Input};
 use crate::watch::state::Shared;
+use crate::watch::store::{Held, Undecodable};
 use crate::watch::write_back::StatusWriter;
+use crate::watch::SourceError;
 
 /// Kubernetes mode's settings.
 #[derive(Debug, Clone)]
@@ -47,17 +59,50 @@ pub struct Settings {
     pub controller_name: String,
 }
 
-/// How often a source that is down is probed with a one-item list.
+/// The reason an HTTPProxy that does not decode is Invalid.
+pub const DOES_NOT_DECODE: &str = "ObjectDoesNotDecode";
+
+/// How often a source that is down probes its API with a one-item list.
 const PROBE_EVERY: Duration = Duration::from_secs(2);
 
+/// The longest reason kept from a watcher error (an error may carry a whole response body).
+const REASON_MAX: usize = 200;
+
+/// Watcher retry delays: 100 ms, doubling, at most 1 s; reset after each success.
+#[derive(Debug, Clone, Copy)]
+struct Retry(Duration);
+
+impl Default for Retry {
+    fn default() -> Retry {
+        Retry(Duration::from_millis(100))
+    }
+}
+
+impl Iterator for Retry {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(1));
+        Some(now)
+    }
+}
+
+impl Backoff for Retry {
+    fn reset(&mut self) {
+        *self = Retry::default();
+    }
+}
+
 /// One watched store: a kind in one namespace (or all).
-struct Source<K: Resource + Clone + 'static>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store: Store<K>,
-    synced: Arc<AtomicBool>,
+struct Source<K> {
+    held: Arc<Mutex<Held<K>>>,
     label: String,
+}
+
+impl<K> Source<K> {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held<K>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The stores of every kind.
@@ -68,17 +113,22 @@ struct Stores {
     proxies: Vec<Source<HTTPProxy>>,
 }
 
+fn pending<K>(sources: &[Source<K>]) -> impl Iterator<Item = String> + '_ {
+    sources.iter().filter(|s| !s.held().synced).map(|s| s.label.clone())
+}
+
+fn all<K: Clone>(sources: &[Source<K>], undecodable: &mut Vec<Undecodable>) -> Vec<K> {
+    let mut out = Vec::new();
+    for source in sources {
+        let held = source.held();
+        out.extend(held.objects.values().cloned());
+        undecodable.extend(held.undecodable.values().cloned());
+    }
+    out
+}
+
 impl Stores {
     fn unsynced(&self) -> Vec<String> {
-        fn pending<K: Resource + Clone>(sources: &[Source<K>]) -> impl Iterator<Item = String> + '_
-        where
-            K::DynamicType: Eq + std::hash::Hash + Clone,
-        {
-            sources
-                .iter()
-                .filter(|s| !s.synced.load(Ordering::SeqCst))
-                .map(|s| s.label.clone())
-        }
         pending(&self.ingresses)
             .chain(pending(&self.classes))
             .chain(pending(&self.services))
@@ -86,143 +136,218 @@ impl Stores {
             .collect()
     }
 
-    fn objects(&self) -> Objects {
-        fn all<K: Resource + Clone>(sources: &[Source<K>]) -> Vec<K>
-        where
-            K::DynamicType: Eq + std::hash::Hash + Clone,
-        {
-            sources
-                .iter()
-                .flat_map(|s| s.store.state())
-                .map(|o| (*o).clone())
-                .collect()
-        }
-        Objects {
-            ingresses: all(&self.ingresses),
-            ingress_classes: all(&self.classes),
-            services: all(&self.services),
-            http_proxies: all(&self.proxies),
-        }
+    fn objects(&self) -> (Objects, Vec<Undecodable>) {
+        let mut undecodable = Vec::new();
+        let objects = Objects {
+            ingresses: all(&self.ingresses, &mut undecodable),
+            ingress_classes: all(&self.classes, &mut undecodable),
+            services: all(&self.services, &mut undecodable),
+            http_proxies: all(&self.proxies, &mut undecodable),
+        };
+        (objects, undecodable)
     }
 }
 
-/// Starts one watcher per kind and namespace, each feeding its store and signalling `changes`.
-fn start<K>(
-    client: &Client,
-    namespaces: &[String],
-    kind: &str,
-    changes: &mpsc::Sender<()>,
-    state: &Shared,
-) -> Vec<Source<K>>
+/// Starts one watcher per namespace (or one for all) of kind `K`, each signalling `changes`.
+fn start<K>(client: &Client, namespaces: &[String], changes: &mpsc::Sender<()>, state: &Shared) -> Vec<Source<K>>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
 {
-    let apis: Vec<(Api<K>, String)> = if namespaces.is_empty() {
-        vec![(Api::all(client.clone()), format!("{kind} (all namespaces)"))]
+    let resource = ApiResource::erase::<K>(&());
+    let kind = K::kind(&()).to_string();
+    let apis: Vec<(Api<DynamicObject>, String)> = if namespaces.is_empty() {
+        // IngressClass is cluster-scoped: it has no namespaces.
+        let label = if kind == "IngressClass" {
+            kind
+        } else {
+            format!("{kind} (all namespaces)")
+        };
+        vec![(Api::all_with(client.clone(), &resource), label)]
     } else {
         namespaces
             .iter()
-            .map(|ns| (Api::namespaced(client.clone(), ns), format!("{kind} in {ns}")))
+            .map(|ns| {
+                (
+                    Api::namespaced_with(client.clone(), ns, &resource),
+                    format!("{kind} in {ns}"),
+                )
+            })
             .collect()
     };
     apis.into_iter()
-        .map(|(api, label)| spawn_source(api, label, changes, state))
+        .map(|(api, label)| {
+            let held = Arc::new(Mutex::new(Held::new(kind_name::<K>())));
+            let task = SourceTask {
+                api,
+                label: label.clone(),
+                held: held.clone(),
+                changes: changes.clone(),
+                state: state.clone(),
+            };
+            tokio::spawn(task.run());
+            Source { held, label }
+        })
         .collect()
 }
 
-fn spawn_source<K>(api: Api<K>, label: String, changes: &mpsc::Sender<()>, state: &Shared) -> Source<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
-{
-    let (store, writer) = reflector::store();
-    let synced = Arc::new(AtomicBool::new(false));
-    let task = SourceTask {
-        api,
-        label: label.clone(),
-        synced: synced.clone(),
-        changes: changes.clone(),
-        state: state.clone(),
-    };
-    tokio::spawn(task.run(writer));
-    Source { store, synced, label }
+/// The kind's name as a `'static` str (for status entries).
+fn kind_name<K: Resource<DynamicType = ()>>() -> &'static str {
+    match K::kind(&()).as_ref() {
+        "Ingress" => "Ingress",
+        "IngressClass" => "IngressClass",
+        "Service" => "Service",
+        _ => "HTTPProxy",
+    }
 }
 
-struct SourceTask<K: Resource + Clone + 'static> {
-    api: Api<K>,
+struct SourceTask<K> {
+    api: Api<DynamicObject>,
     label: String,
-    synced: Arc<AtomicBool>,
+    held: Arc<Mutex<Held<K>>>,
     changes: mpsc::Sender<()>,
     state: Shared,
 }
 
-impl<K> SourceTask<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
-{
-    async fn run(self, writer: reflector::store::Writer<K>) {
-        let stream = reflector::reflector(
-            writer,
-            watcher::watcher(self.api.clone(), watcher::Config::default()).default_backoff(),
-        );
-        let mut stream = std::pin::pin!(stream);
-        let mut down = false;
+impl<K: DeserializeOwned> SourceTask<K> {
+    async fn run(self) {
+        // Each pass is one watcher from a fresh list; a source that is down and whose API answers a
+        // probe again starts a new pass (a resumed watch would deliver nothing until a change).
         loop {
-            let next = tokio::select! {
-                next = stream.next() => next,
-                () = tokio::time::sleep(PROBE_EVERY), if down => {
-                    if self.api.list_metadata(&ListParams::default().limit(1)).await.is_ok() {
-                        down = self.up();
-                    }
-                    continue;
-                }
-            };
-            match next {
-                None => return,
-                Some(Ok(event)) => {
-                    if down {
-                        down = self.up();
-                    }
-                    match event {
-                        Event::Init | Event::InitApply(_) => {}
-                        Event::InitDone => {
-                            if !self.synced.swap(true, Ordering::SeqCst) {
-                                info!("store {} synced", self.label);
-                            }
-                            let _ = self.changes.try_send(());
+            let stream = watcher::watcher(self.api.clone(), watcher::Config::default()).backoff(Retry::default());
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                let next = tokio::select! {
+                    next = stream.next() => next,
+                    () = tokio::time::sleep(PROBE_EVERY), if self.waiting_to_recover() => {
+                        if self.api.list_metadata(&ListParams::default().limit(1)).await.is_ok() {
+                            break;
                         }
-                        Event::Apply(_) | Event::Delete(_) => {
-                            let _ = self.changes.try_send(());
-                        }
+                        continue;
                     }
-                }
-                // 410 Gone: our resourceVersion was compacted away; the watcher lists again (the
-                // store is swapped at the end of the list). Routine, not an outage.
-                Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
-                    info!(
-                        "store {}: resourceVersion expired (410 Gone), listing again",
-                        self.label
-                    );
-                }
-                Some(Err(e)) => {
-                    warn!("source {} is down, the last table keeps serving: {e}", self.label);
-                    self.state.lock().down.insert(self.label.clone(), e.to_string());
-                    down = true;
+                };
+                match next {
+                    None => return,
+                    Some(Ok(event)) => self.receive(event),
+                    // A compacted or fresh watch cache: the watcher lists again. Routine, not down.
+                    Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
+                        info!(
+                            "store {}: resourceVersion expired (410 Gone), listing again",
+                            self.label
+                        );
+                    }
+                    Some(Err(e)) => self.down(&e),
                 }
             }
         }
     }
 
-    /// Marks the source up again; returns the new `down` (false).
-    fn up(&self) -> bool {
-        if self.state.lock().down.remove(&self.label).is_some() {
-            info!("source {} is up again", self.label);
-        }
-        false
+    /// Whether the source is down and its watch has not delivered since.
+    fn waiting_to_recover(&self) -> bool {
+        let state = self.state.lock();
+        state.down.contains_key(&self.label) && !state.recovered.contains(&self.label)
     }
+
+    fn receive(&self, event: Event<DynamicObject>) {
+        {
+            let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &event {
+                Event::Init => held.relist(),
+                Event::InitApply(object) => held.relisted(object),
+                Event::InitDone => {
+                    if !held.synced {
+                        info!("store {} synced", self.label);
+                    }
+                    held.relist_done();
+                }
+                Event::Apply(object) => held.apply(object),
+                Event::Delete(object) => held.delete(object),
+            }
+        }
+        if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
+            self.delivered();
+            let _ = self.changes.try_send(());
+        }
+    }
+
+    /// A watcher error: the source is down (logged when it goes down or its reason changes).
+    fn down(&self, error: &watcher::Error) {
+        let reason = short_reason(error);
+        let mut state = self.state.lock();
+        state.recovered.remove(&self.label);
+        state.relapsed.insert(self.label.clone());
+        // One line when it goes down; a later reason (connection refused, then 403 while a restarted
+        // API server warms up) only updates /readyz.
+        match state.down.insert(self.label.clone(), reason.clone()) {
+            None => warn!("source {} is down, the last table keeps serving: {reason}", self.label),
+            Some(old) if old != reason => debug!("source {} is still down: {reason}", self.label),
+            Some(_) => {}
+        }
+    }
+
+    /// The watch delivered: a source that was down is up once the table is rebuilt from it.
+    fn delivered(&self) {
+        let mut state = self.state.lock();
+        if state.down.contains_key(&self.label) {
+            state.recovered.insert(self.label.clone());
+        }
+    }
+}
+
+/// A watcher error in one short line: the API's status code and message, or the transport error,
+/// never a response body.
+fn short_reason(error: &watcher::Error) -> String {
+    let text = match error {
+        watcher::Error::WatchError(status)
+        | watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => {
+            format!("{} {}: {}", status.code, status.reason, status.message)
+        }
+        other => other.to_string(),
+    };
+    let line = text.lines().next().unwrap_or_default();
+    let mut end = line.len().min(REASON_MAX);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < line.len() {
+        format!("{}…", &line[..end])
+    } else {
+        line.to_owned()
+    }
+}
+
+/// The `/status` errors for objects that do not decode, and the Invalid status of the HTTPProxies
+/// among them that our class rules accept.
+fn undecodable_report(
+    undecodable: &[Undecodable],
+    classes: &[IngressClass],
+    options: &Options,
+) -> (Vec<SourceError>, Vec<ResourceStatus>) {
+    let classes = Classes::new(classes, options, &mut StatusBook::default());
+    let mut errors = Vec::new();
+    let mut statuses = Vec::new();
+    for object in undecodable {
+        errors.push(SourceError {
+            source: format!("{} {}", object.kind, object.name()),
+            message: format!("does not decode: {}", object.message),
+        });
+        if object.kind == "HTTPProxy" && classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
+            let key = key_of(Kind::HTTPProxy, &object.metadata);
+            statuses.push(ResourceStatus {
+                kind: "HTTPProxy",
+                namespace: key.namespace,
+                name: key.name,
+                status: Status::Invalid,
+                conditions: vec![Condition {
+                    kind: "Error".to_owned(),
+                    reason: DOES_NOT_DECODE.to_owned(),
+                    message: format!("{}; this HTTPProxy routes nothing until it is fixed", object.message),
+                }],
+            });
+        }
+    }
+    (errors, statuses)
 }
 
 /// Kubernetes mode: watches, waits for every store to sync, then compiles after every settled
@@ -236,19 +361,29 @@ pub async fn follow(
 ) -> Result<(), String> {
     let (tx, mut changes) = mpsc::channel(1);
     let namespaces = &settings.namespaces;
-    let classes: Api<IngressClass> = Api::all(client.clone());
     let stores = Stores {
-        ingresses: start(&client, namespaces, "Ingress", &tx, &state),
-        classes: vec![spawn_source(classes, "IngressClass".to_owned(), &tx, &state)],
-        services: start(&client, namespaces, "Service", &tx, &state),
+        ingresses: start(&client, namespaces, &tx, &state),
+        classes: start(&client, &[], &tx, &state),
+        services: start(&client, namespaces, &tx, &state),
         proxies: if settings.httpproxy {
-            start(&client, namespaces, "HTTPProxy", &tx, &state)
+            start(&client, namespaces, &tx, &state)
         } else {
             Vec::new()
         },
     };
     drop(tx);
-    let mut writer = StatusWriter::new(client, &settings, state.clone());
+    let (drift_tx, mut drifted) = mpsc::channel(4);
+    for sink in engine.istio_sinks() {
+        tokio::spawn(crate::watch::drift::follow(sink.clone(), drift_tx.clone()));
+    }
+    drop(drift_tx);
+    // Status is written by a task of its own, always from the latest compilation: thousands of
+    // status writes after a big sync must not hold back the next rebuild.
+    let (status_tx, status_rx) = tokio::sync::watch::channel(None);
+    if settings.write_status {
+        let writer = StatusWriter::new(client, &settings, state.clone());
+        tokio::spawn(write_statuses(writer, status_rx));
+    }
     state.lock().waiting = Some(format!(
         "waiting for the stores to sync: {}",
         stores.unsynced().join(", ")
@@ -265,6 +400,10 @@ pub async fn follow(
                 engine.retry().await;
                 continue;
             }
+            Some(sink) = drifted.recv() => {
+                engine.repair(&sink).await;
+                continue;
+            }
         }
         let unsynced = stores.unsynced();
         if !unsynced.is_empty() {
@@ -272,15 +411,76 @@ pub async fn follow(
             continue;
         }
         state.lock().waiting = None;
-        let objects = stores.objects();
+        let recovered = {
+            let mut state = state.lock();
+            state.relapsed.clear();
+            std::mem::take(&mut state.recovered)
+        };
+        let (objects, undecodable) = stores.objects();
+        let (errors, statuses) = undecodable_report(&undecodable, &objects.ingress_classes, engine.options());
         let compiled = engine
             .rebuild(Input {
                 objects: objects.clone(),
+                errors,
+                statuses,
                 ..Input::default()
             })
             .await;
-        if settings.write_status {
-            writer.write(&objects, &compiled.statuses).await;
+        mark_up(&state, recovered);
+        let _ = status_tx.send(Some(Arc::new((objects, compiled.statuses))));
+    }
+}
+
+/// What the status writer needs of one compilation.
+type Compilation = Option<Arc<(Objects, Vec<ResourceStatus>)>>;
+
+/// Writes the status of the latest compilation whenever there is a newer one.
+async fn write_statuses(mut writer: StatusWriter, mut latest: tokio::sync::watch::Receiver<Compilation>) {
+    while latest.changed().await.is_ok() {
+        let compilation = latest.borrow_and_update().clone();
+        if let Some(compilation) = compilation {
+            writer.write(&compilation.0, &compilation.1).await;
         }
+    }
+}
+
+/// Sources whose watch delivered before this rebuild are up again, unless they failed meanwhile.
+fn mark_up(state: &Shared, recovered: BTreeSet<String>) {
+    let mut state = state.lock();
+    for label in recovered {
+        if !state.relapsed.contains(&label) && state.down.remove(&label).is_some() {
+            info!("source {label} is up again");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchers_retry_after_100_ms_doubling_to_1_s_and_start_over_after_a_success() {
+        let mut retry = Retry::default();
+        let delays: Vec<u64> = retry.by_ref().take(6).map(|d| d.as_millis() as u64).collect();
+        assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
+        retry.reset();
+        assert_eq!(retry.next(), Some(Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn a_down_reason_is_one_short_line_never_a_body() {
+        let body = format!("{}\nsecond line", "x".repeat(5000));
+        let error = watcher::Error::WatchError(Box::new(kube::core::Status {
+            code: 500,
+            reason: "InternalError".into(),
+            message: body,
+            ..kube::core::Status::default()
+        }));
+        let reason = short_reason(&error);
+        assert!(reason.starts_with("500 InternalError: xxx"), "{reason}");
+        assert!(
+            reason.chars().count() <= REASON_MAX + 1 && !reason.contains('\n'),
+            "{reason}"
+        );
     }
 }

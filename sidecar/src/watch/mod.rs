@@ -14,6 +14,7 @@
 pub mod args;
 pub mod debounce;
 pub mod diff;
+pub mod drift;
 pub mod ecds;
 pub mod engine;
 pub mod envoy_admin;
@@ -24,6 +25,7 @@ pub mod metrics;
 pub mod server;
 pub mod sinks;
 pub mod state;
+pub mod store;
 pub mod write_back;
 
 use std::path::{Path, PathBuf};
@@ -57,17 +59,24 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
 pub fn run(args: WatchArgs) -> Result<(), String> {
-    let level = if args.verbose {
-        tracing::Level::DEBUG
+    // Our own lines only: kube's client and watchers log every retry (one line per second during an
+    // outage); the sources log each state change once instead. --verbose adds their warnings.
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let (ours, others) = if args.verbose {
+        (LevelFilter::DEBUG, LevelFilter::WARN)
     } else {
-        tracing::Level::INFO
+        (LevelFilter::INFO, LevelFilter::OFF)
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(level)
+        .with_max_level(LevelFilter::DEBUG)
         .with_target(false)
         .with_ansi(ansi)
+        .finish()
+        .with(Targets::new().with_target("switchyard", ours).with_default(others))
         .try_init();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -196,13 +205,13 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
     ] {
         if let (Some(target), Some(client)) = (target, client) {
             let (namespace, name) = parse_target(target)?;
-            sinks.push(Sink::Istio(IstioSink {
-                client: client.clone(),
+            sinks.push(Sink::Istio(IstioSink::new(
+                client.clone(),
                 kind,
                 namespace,
                 name,
-                settings: settings.clone(),
-            }));
+                settings.clone(),
+            )));
         }
     }
     if sinks.is_empty() {
@@ -270,6 +279,7 @@ async fn rebuild_folder(folder: &mut Folder, engine: &mut Engine) {
             objects: snapshot.objects,
             errors: snapshot.errors,
             warnings: snapshot.warnings,
+            ..Input::default()
         })
         .await;
 }

@@ -2,7 +2,7 @@
 //! HTTP server: the table last pushed, the status report, source health and the counters behind
 //! `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -50,10 +50,16 @@ pub struct State {
     pub errors: Vec<SourceError>,
     /// Loader warnings of the last compilation.
     pub warnings: Vec<String>,
+    /// Set when every Ingress and HTTPProxy was ignored by class (the table is empty by class).
+    pub class_warning: Option<String>,
     /// Why no table can be pushed yet (stores not synced), when that is the case.
     pub waiting: Option<String>,
     /// Sources that are down now, with the reason; the last good table keeps serving meanwhile.
     pub down: BTreeMap<String, String>,
+    /// Sources down whose watch delivered again (a relist or an event): up after the next rebuild.
+    pub recovered: BTreeSet<String>,
+    /// Sources that failed since the last rebuild started (they stay down).
+    pub relapsed: BTreeSet<String>,
     /// The last push error, until a push succeeds.
     pub push_error: Option<String>,
     /// Pushes by sink name.
@@ -86,10 +92,15 @@ impl State {
             reasons.push(format!("the last push failed ({error}); retrying"));
         }
         if reasons.is_empty() {
-            Ok(format!(
+            let ready = format!(
                 "ready: generation {} (table {}), {} rules, {} hosts",
                 self.generation, self.table_hash, self.rules, self.hosts
-            ))
+            );
+            // Still ready (the table is what the cluster says), but loudly so.
+            Ok(match &self.class_warning {
+                Some(warning) => format!("{ready}; WARNING: {warning}"),
+                None => ready,
+            })
         } else {
             if self.generation > 0 {
                 reasons.push(format!(
@@ -112,7 +123,7 @@ impl State {
             "rules": self.rules,
             "hosts": self.hosts,
             "errors": self.errors,
-            "warnings": self.warnings,
+            "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
             "sources_down": self.down,
             "resources": self.statuses,
         })

@@ -1,41 +1,71 @@
-//! Kubernetes mode's status write-back, after every compilation:
+//! Kubernetes mode's status write-back, after every compilation, on resources our class rules
+//! accept and nothing else:
 //!
 //! - HTTPProxy `.status`: `currentStatus` (valid, invalid, orphaned), `description` and one
-//!   Contour-style `Valid` condition with the errors and warnings (merge patch of the status
-//!   subresource), plus `loadBalancer` from `--publish-address`.
-//! - Ingress events (events.k8s.io/v1): `Rejected`, `HostTaken`, `PathTaken`, `IgnoredByClass`.
-//! - Ingress `.status.loadBalancer`: the `--publish-address` list on every Ingress that routes;
-//!   emptied again on an Ingress that stops routing after we wrote it.
+//!   Contour-style `Valid` condition with the errors and warnings (each sub-condition with the
+//!   `status` Contour's schema requires), plus `loadBalancer` from `--publish-address`.
+//! - Ingress events (events.k8s.io/v1): `Rejected`, `HostTaken`, `PathTaken`, `PathLooksLikeRegex`,
+//!   one per distinct message, written by us under a name derived from the Ingress's uid, the reason
+//!   and the note, so a restart finds them (`409 AlreadyExists`) instead of adding copies.
+//! - Ingress `.status.loadBalancer`: the `--publish-address` list on every Ingress that routes.
+//!
+//! Status is written with the field manager `switchyard`, so what we wrote is recognisable after a
+//! restart: a resource that is no longer ours (another class) or an Ingress that no longer routes
+//! has only our fields removed, whether this process or an earlier one wrote them (its
+//! `managedFields` name `switchyard` on the status subresource). A resource of another class is
+//! never written otherwise: its status belongs to its controller.
 //!
 //! Only changes are written: what was last written (or announced) is remembered, so a steady state
 //! sends nothing. A failed write is counted, logged, and retried on the next compilation.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::api::{Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource};
 use serde_json::{json, Value};
 use tracing::warn;
 
 use crate::objects::{HTTPProxy, Objects};
+use crate::order::fnv1a;
 use crate::status::{ResourceStatus, Status};
+use crate::watch::istio::FIELD_MANAGER;
 use crate::watch::kubernetes::Settings;
 use crate::watch::state::Shared;
 
-/// The event reasons Switchyard publishes on Ingresses.
-pub const INGRESS_EVENT_REASONS: [&str; 4] = ["Rejected", "HostTaken", "PathTaken", "IgnoredByClass"];
+/// The event reasons Switchyard publishes on Ingresses (Warning events).
+pub const INGRESS_EVENT_REASONS: [&str; 4] = ["Rejected", "HostTaken", "PathTaken", "PathLooksLikeRegex"];
+
+/// A namespaced object: (namespace, name).
+type Key = (String, String);
 
 /// Writes status back, remembering what it wrote.
 pub struct StatusWriter {
     client: Client,
-    recorder: Recorder,
+    controller: String,
+    instance: String,
     publish: Vec<String>,
     state: Shared,
-    proxies: BTreeMap<(String, String), Value>,
-    balancers: BTreeMap<(String, String), Value>,
-    events: BTreeSet<(String, String, String, String)>,
+    proxies: BTreeMap<Key, Value>,
+    balancers: BTreeMap<Key, Value>,
+    /// Events known to exist: (namespace, event name).
+    events: BTreeSet<Key>,
+}
+
+/// Whether `switchyard` wrote some of this object's status (its `managedFields` say so).
+pub fn wrote_status(meta: &ObjectMeta) -> bool {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .any(|m| m.manager.as_deref() == Some(FIELD_MANAGER) && m.subresource.as_deref() == Some("status"))
+}
+
+/// The merge patch that removes what [`proxy_status`] writes.
+fn proxy_status_removed() -> Value {
+    json!({"currentStatus": null, "description": null, "conditions": null, "loadBalancer": null})
 }
 
 /// `.status` of an HTTPProxy for its status entry (without timestamps, so that it compares).
@@ -89,7 +119,15 @@ fn conditions(status: &ResourceStatus, kind: &str) -> Vec<Value> {
         .conditions
         .iter()
         .filter(|c| c.kind == kind)
-        .map(|c| json!({"type": if kind == "Error" { "ErrorDetail" } else { "WarningDetail" }, "reason": c.reason, "message": c.message}))
+        .map(|c| {
+            json!({
+                "type": if kind == "Error" { "ErrorDetail" } else { "WarningDetail" },
+                // Contour's CRD requires it in every sub-condition (a patch without it is refused).
+                "status": "True",
+                "reason": c.reason,
+                "message": c.message,
+            })
+        })
         .collect()
 }
 
@@ -108,8 +146,8 @@ pub fn load_balancer(publish: &[String]) -> Value {
     json!({ "ingress": entries })
 }
 
-/// The events an Ingress's status calls for: (type, reason, note).
-pub fn ingress_events(status: &ResourceStatus) -> Vec<(EventType, String, String)> {
+/// The events an Ingress's status calls for: (reason, note), all of type Warning.
+pub fn ingress_events(status: &ResourceStatus) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if status.status == Status::Rejected {
         let why: Vec<&str> = status
@@ -118,23 +156,14 @@ pub fn ingress_events(status: &ResourceStatus) -> Vec<(EventType, String, String
             .filter(|c| c.kind == "Error")
             .map(|c| c.message.as_str())
             .collect();
-        out.push((
-            EventType::Warning,
-            "Rejected".to_owned(),
-            format!("routes nothing: {}", why.join("; ")),
-        ));
+        out.push(("Rejected".to_owned(), format!("routes nothing: {}", why.join("; "))));
     }
     for c in &status.conditions {
         if INGRESS_EVENT_REASONS[1..].contains(&c.reason.as_str()) {
-            let kind = if c.reason == "IgnoredByClass" {
-                EventType::Normal
-            } else {
-                EventType::Warning
-            };
-            out.push((kind, c.reason.clone(), c.message.clone()));
+            out.push((c.reason.clone(), c.message.clone()));
         }
     }
-    for (_, _, note) in &mut out {
+    for (_, note) in &mut out {
         // The API's limit for an event note.
         if note.len() > 1000 {
             let mut end = 1000;
@@ -147,16 +176,26 @@ pub fn ingress_events(status: &ResourceStatus) -> Vec<(EventType, String, String
     out
 }
 
+/// The name of the event for (reason, note) on an Ingress: the same across restarts, distinct per
+/// message (a DNS subdomain of at most 253 characters).
+pub fn event_name(ingress: &ObjectMeta, reason: &str, note: &str) -> String {
+    let uid = ingress.uid.as_deref().unwrap_or_default();
+    let hash = fnv1a(format!("{uid}\n{reason}\n{note}").as_bytes());
+    let name = ingress.name.as_deref().unwrap_or_default();
+    let mut end = name.len().min(200);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}.{hash:016x}", &name[..end])
+}
+
 impl StatusWriter {
     /// A writer for `settings`.
     pub fn new(client: Client, settings: &Settings, state: Shared) -> StatusWriter {
-        let reporter = Reporter {
-            controller: settings.controller_name.clone(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
         StatusWriter {
-            recorder: Recorder::new(client.clone(), reporter),
             client,
+            controller: settings.controller_name.clone(),
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| FIELD_MANAGER.to_owned()),
             publish: settings.publish_addresses.clone(),
             state,
             proxies: BTreeMap::new(),
@@ -167,19 +206,31 @@ impl StatusWriter {
 
     /// Writes what changed since the last call.
     pub async fn write(&mut self, objects: &Objects, statuses: &[ResourceStatus]) {
+        fn index<'o, K: Resource>(all: &'o [K]) -> BTreeMap<(&'o str, &'o str), &'o K> {
+            all.iter()
+                .map(|o| {
+                    let meta = o.meta();
+                    let namespace = meta.namespace.as_deref().unwrap_or("default");
+                    ((namespace, meta.name.as_deref().unwrap_or_default()), o)
+                })
+                .collect()
+        }
+        let (proxies, ingresses) = (index(&objects.http_proxies), index(&objects.ingresses));
         for status in statuses {
             let key = (status.namespace.clone(), status.name.clone());
+            let at = (status.namespace.as_str(), status.name.as_str());
             match status.kind {
-                "HTTPProxy" => self.write_proxy(key, status).await,
+                // An HTTPProxy that does not decode has a status but no object: it is written.
+                "HTTPProxy" => match proxies.get(&at) {
+                    Some(proxy) if status.status == Status::Ignored => self.release_proxy(key, proxy).await,
+                    _ => self.write_proxy(key, status).await,
+                },
                 "Ingress" => {
-                    let found = objects.ingresses.iter().find(|i| {
-                        i.metadata.name.as_deref() == Some(&status.name)
-                            && i.metadata.namespace.as_deref().unwrap_or("default") == status.namespace
-                    });
-                    if let Some(ingress) = found {
+                    let Some(ingress) = ingresses.get(&at) else { continue };
+                    if status.status != Status::Ignored {
                         self.announce(ingress, status).await;
-                        self.write_balancer(key, status).await;
                     }
+                    self.write_balancer(key, ingress, status).await;
                 }
                 _ => {}
             }
@@ -201,7 +252,25 @@ impl StatusWriter {
         }
     }
 
-    async fn write_proxy(&mut self, key: (String, String), status: &ResourceStatus) {
+    fn params() -> PatchParams {
+        PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        }
+    }
+
+    async fn patch_proxy_status(&self, key: &Key, status: Value) -> bool {
+        let api: Api<HTTPProxy> = Api::namespaced(self.client.clone(), &key.0);
+        let result = api
+            .patch_status(&key.1, &Self::params(), &Patch::Merge(json!({ "status": status })))
+            .await;
+        self.count(
+            result.map(|_| ()).map_err(|e| e.to_string()),
+            &format!("HTTPProxy {}/{}", key.0, key.1),
+        )
+    }
+
+    async fn write_proxy(&mut self, key: Key, status: &ResourceStatus) {
         let body = proxy_status(status, &self.publish);
         if self.proxies.get(&key) == Some(&body) {
             return;
@@ -213,30 +282,35 @@ impl StatusWriter {
         if let Some(condition) = sent["conditions"].get_mut(0) {
             condition["lastTransitionTime"] = json!(now);
         }
-        let api: Api<HTTPProxy> = Api::namespaced(self.client.clone(), &key.0);
-        let result = api
-            .patch_status(
-                &key.1,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": sent })),
-            )
-            .await;
-        if self.count(
-            result.map(|_| ()).map_err(|e| e.to_string()),
-            &format!("HTTPProxy {}/{}", key.0, key.1),
-        ) {
+        if self.patch_proxy_status(&key, sent).await {
             self.proxies.insert(key, body);
         }
     }
 
-    async fn write_balancer(&mut self, key: (String, String), status: &ResourceStatus) {
-        if self.publish.is_empty() {
+    /// An HTTPProxy that is not ours: removes what we wrote (now or before a restart), else nothing.
+    async fn release_proxy(&mut self, key: Key, proxy: &HTTPProxy) {
+        let ours = self.proxies.contains_key(&key) || wrote_status(&proxy.metadata);
+        if !ours || self.proxies.get(&key) == Some(&Value::Null) {
             return;
         }
+        if self.patch_proxy_status(&key, proxy_status_removed()).await {
+            // Null: released; until its managedFields forget us, nothing is sent again.
+            self.proxies.insert(key, Value::Null);
+        }
+    }
+
+    async fn write_balancer(&mut self, key: Key, ingress: &Ingress, status: &ResourceStatus) {
+        let published = ingress
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref())
+            .is_some_and(|i| !i.is_empty());
         let body = match status.status {
-            Status::Accepted => load_balancer(&self.publish),
-            // Only an Ingress we published before is emptied: others belong to other controllers.
-            _ if self.balancers.contains_key(&key) => json!({}),
+            Status::Accepted if !self.publish.is_empty() => load_balancer(&self.publish),
+            // Emptied only where we published (this process, or an earlier one: managedFields):
+            // other Ingresses belong to other controllers.
+            _ if self.balancers.contains_key(&key) || (published && wrote_status(&ingress.metadata)) => json!({}),
             _ => return,
         };
         if self.balancers.get(&key) == Some(&body) {
@@ -250,9 +324,7 @@ impl StatusWriter {
             body.clone()
         };
         let patch = json!({ "status": { "loadBalancer": sent } });
-        let result = api
-            .patch_status(&key.1, &PatchParams::default(), &Patch::Merge(patch))
-            .await;
+        let result = api.patch_status(&key.1, &Self::params(), &Patch::Merge(patch)).await;
         if self.count(
             result.map(|_| ()).map_err(|e| e.to_string()),
             &format!("Ingress {}/{} loadBalancer", key.0, key.1),
@@ -261,31 +333,48 @@ impl StatusWriter {
         }
     }
 
+    /// One event per distinct (reason, note), created under a deterministic name: an event that
+    /// exists already (written before a restart) answers 409 and is left as it is.
     async fn announce(&mut self, ingress: &Ingress, status: &ResourceStatus) {
-        for (kind, reason, note) in ingress_events(status) {
-            let key = (
-                status.namespace.clone(),
-                status.name.clone(),
-                reason.clone(),
-                note.clone(),
-            );
+        for (reason, note) in ingress_events(status) {
+            let name = event_name(&ingress.metadata, &reason, &note);
+            let key = (status.namespace.clone(), name.clone());
             if self.events.contains(&key) {
                 continue;
             }
-            let event = Event {
-                type_: kind,
-                reason: reason.clone(),
-                note: Some(note),
-                action: "Route".to_owned(),
-                secondary: None,
+            let event = self.event(ingress, name, &reason, note);
+            let api: Api<Event> = Api::namespaced(self.client.clone(), &status.namespace);
+            let result = match api.create(&PostParams::default(), &event).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                Err(e) => Err(e.to_string()),
             };
-            let result = self.recorder.publish(&event, &ingress.object_ref(&())).await;
             if self.count(
-                result.map_err(|e| e.to_string()),
+                result,
                 &format!("event {reason} on Ingress {}/{}", status.namespace, status.name),
             ) {
                 self.events.insert(key);
             }
+        }
+    }
+
+    fn event(&self, ingress: &Ingress, name: String, reason: &str, note: String) -> Event {
+        let regarding: ObjectReference = ingress.object_ref(&());
+        Event {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: ingress.metadata.namespace.clone(),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            type_: Some("Warning".to_owned()),
+            reason: Some(reason.to_owned()),
+            note: Some(note),
+            action: Some("Route".to_owned()),
+            regarding: Some(regarding),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
         }
     }
 }
@@ -313,7 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_proxy_says_why_in_contours_shape() {
+    fn an_invalid_proxy_says_why_in_contours_shape_with_the_status_its_schema_requires() {
         let s = status(
             "HTTPProxy",
             Status::Invalid,
@@ -325,6 +414,7 @@ mod tests {
         assert_eq!(body["conditions"][0]["status"], "False");
         assert_eq!(body["conditions"][0]["reason"], "IncludeNotFound");
         assert_eq!(body["conditions"][0]["errors"][0]["reason"], "IncludeNotFound");
+        assert_eq!(body["conditions"][0]["errors"][0]["status"], "True");
         assert!(body.get("loadBalancer").is_none());
     }
 
@@ -349,7 +439,7 @@ mod tests {
             Status::Rejected,
             &[("Error", "HostTaken", "host a.example belongs to Ingress shop/old")],
         );
-        let events: Vec<(String, String)> = ingress_events(&s).into_iter().map(|(_, r, n)| (r, n)).collect();
+        let events = ingress_events(&s);
         assert_eq!(events[0].0, "Rejected");
         assert!(events[0].1.contains("host a.example belongs to"));
         assert_eq!(

@@ -1,0 +1,103 @@
+//! Following the Istio objects we write (`--wasmplugin`, `--envoyfilter`): one watcher per object
+//! (a `metadata.name` field selector, which RBAC authorizes by `resourceNames`). The object is
+//! applied again, with the table last pushed, when it is deleted, missing after a relist, or
+//! changed by someone else so that a field we own no longer has our value (a re-creation from
+//! `deploy/istio/` is such a change: its table is empty). Our own applies are recognised by the
+//! resourceVersion they returned; server defaults added to our fields do not count as changes.
+
+use futures::StreamExt;
+use kube::api::DynamicObject;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Api;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::watch::istio::IstioSink;
+
+/// Whether `actual` holds every field of `wanted` with its value (extra fields allowed).
+pub fn holds(actual: &Value, wanted: &Value) -> bool {
+    match (actual, wanted) {
+        (Value::Object(actual), Value::Object(wanted)) => {
+            wanted.iter().all(|(k, w)| actual.get(k).is_some_and(|a| holds(a, w)))
+        }
+        (Value::Array(actual), Value::Array(wanted)) => {
+            actual.len() == wanted.len() && actual.iter().zip(wanted).all(|(a, w)| holds(a, w))
+        }
+        _ => actual == wanted,
+    }
+}
+
+/// Whether the object as the API shows it lost what we applied.
+fn drifted(sink: &IstioSink, object: &DynamicObject) -> bool {
+    let Some(applied) = sink.applied() else {
+        return false;
+    };
+    if object.metadata.resource_version.as_deref() == Some(applied.resource_version.as_str()) {
+        return false;
+    }
+    let actual = serde_json::to_value(object).unwrap_or_default();
+    !(holds(&actual["spec"], &applied.object["spec"])
+        && holds(&actual["metadata"]["labels"], &applied.object["metadata"]["labels"]))
+}
+
+/// Follows `sink`'s object; sends the sink's name on `drifted` whenever it must be applied again.
+pub async fn follow(sink: IstioSink, drifted_tx: mpsc::Sender<String>) {
+    let api: Api<DynamicObject> = Api::namespaced_with(sink.client.clone(), &sink.namespace, &sink.kind.api_resource());
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", sink.name));
+    let stream = watcher::watcher(api, config).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    let mut present = false;
+    let mut failing = false;
+    while let Some(next) = stream.next().await {
+        if next.is_ok() && std::mem::take(&mut failing) {
+            info!("{}: followed again", sink.name());
+        }
+        let lost = match next {
+            Ok(Event::Init) => {
+                present = false;
+                false
+            }
+            Ok(Event::InitApply(object) | Event::Apply(object)) => {
+                present = true;
+                drifted(&sink, &object)
+            }
+            Ok(Event::InitDone) => !present && sink.applied().is_some(),
+            Ok(Event::Delete(_)) => {
+                present = false;
+                sink.applied().is_some()
+            }
+            // Said once (a Role without list/watch on the object, say); it retries meanwhile.
+            Err(e) => {
+                if !std::mem::replace(&mut failing, true) {
+                    warn!(
+                        "{}: cannot follow it ({e}); a deletion or someone else's change is not repaired until it can",
+                        sink.name()
+                    );
+                }
+                false
+            }
+        };
+        if lost {
+            let _ = drifted_tx.send(sink.name()).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_defaults_do_not_count_as_a_change_but_another_value_does() {
+        let ours =
+            json!({"selector": {"matchLabels": {"istio": "ingressgateway"}}, "pluginConfig": {"generation": "g1"}});
+        let defaulted = json!({"selector": {"matchLabels": {"istio": "ingressgateway"}}, "pluginConfig": {"generation": "g1"}, "phase": "UNSPECIFIED_PHASE"});
+        assert!(holds(&defaulted, &ours));
+        let recreated =
+            json!({"selector": {"matchLabels": {"istio": "ingressgateway"}}, "pluginConfig": {"generation": ""}});
+        assert!(!holds(&recreated, &ours));
+    }
+}

@@ -1,0 +1,1029 @@
+//! `switchyard watch --kubernetes` against a real kube-apiserver and etcd (`switchyard-envtest`,
+//! from `KUBEBUILDER_ASSETS`) with the real CRDs of Contour and Istio and `deploy/rbac.yaml`. The
+//! sidecar runs as a process, as the restricted ServiceAccount user, through its kubeconfig. Most
+//! tests share one API server, each in its own namespace (and watching only it); the outage tests
+//! start their own.
+//!
+//! Run with `make test-kubernetes` (part of `make test` when `KUBEBUILDER_ASSETS` is set).
+
+use std::path::Path;
+use std::time::Duration;
+
+use kube::api::{Api, DeleteParams, DynamicObject};
+use kube::discovery::pinned_kind;
+use kube::Client;
+use serde_json::{json, Value};
+use switchyard_envtest::manifests::{apply, documents, gvk_of};
+use switchyard_envtest::watch::{eventually, eventually_async, Watch};
+use switchyard_envtest::{Envtest, User};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// The binary under test: `SWITCHYARD_BIN` (the benchmarks use the release build), else this build's.
+fn bin() -> std::path::PathBuf {
+    std::env::var_os("SWITCHYARD_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_BIN_EXE_switchyard")).to_path_buf())
+}
+
+/// `switchyard watch` as the ServiceAccount user, watching `namespace` only.
+fn watch(env: &Envtest, namespace: &str, args: &[&str]) -> Watch {
+    let mut all = vec!["--namespaces", namespace, "--debounce-ms", "50"];
+    all.extend_from_slice(args);
+    Watch::start(&bin(), &env.kubeconfig(User::Switchyard), &all).unwrap()
+}
+
+/// Server-side applies YAML documents as the admin.
+async fn admin_apply(client: &Client, yaml: &str) {
+    for object in documents(yaml).unwrap() {
+        apply(client, &object).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// Deletes an object as the admin.
+async fn admin_delete(client: &Client, api_version: &str, kind: &str, namespace: &str, name: &str) {
+    let gvk = gvk_of(&json!({"apiVersion": api_version, "kind": kind})).unwrap();
+    let (resource, _) = pinned_kind(client, &gvk).await.unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+}
+
+/// Reads an object as the admin (`Null` when missing).
+async fn admin_get(client: &Client, api_version: &str, kind: &str, namespace: &str, name: &str) -> Value {
+    let gvk = gvk_of(&json!({"apiVersion": api_version, "kind": kind})).unwrap();
+    let (resource, _) = pinned_kind(client, &gvk).await.unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    match api.get_opt(name).await.unwrap() {
+        Some(object) => serde_json::to_value(object).unwrap(),
+        None => Value::Null,
+    }
+}
+
+/// A file of deploy/.
+fn deploy(file: &str) -> String {
+    std::fs::read_to_string(switchyard_envtest::project_root().join("deploy").join(file)).unwrap()
+}
+
+fn ingress(namespace: &str, name: &str, host: &str, service: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n  rules:\n  - host: {host}\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: {service}, port: {{number: 80}}}}}}}}\n"
+    )
+}
+
+#[tokio::test]
+async fn a_namespace_is_synced_and_routed_as_the_service_account() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("routed").await;
+    admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
+    let mut sy = watch(env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    let cluster = format!("{ns}/web:80");
+    eventually(
+        "web.example routed",
+        PATIENCE,
+        || sy.routes("web.example", Some(&cluster)).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    admin_apply(&admin, &ingress(&ns, "api", "api.example", "api")).await;
+    eventually(
+        "api.example routed",
+        PATIENCE,
+        || sy.routes("api.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    admin_delete(&admin, "networking.k8s.io/v1", "Ingress", &ns, "web").await;
+    eventually(
+        "web.example gone",
+        PATIENCE,
+        || (!sy.routes("web.example", None)).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(!sy.log().contains("Forbidden"), "{}", sy.log());
+}
+
+/// An HTTPProxy: a root when `fqdn` is given, including `includes` (names in the same namespace).
+fn proxy(namespace: &str, name: &str, fqdn: Option<&str>, includes: &[&str], class: Option<&str>) -> String {
+    let mut spec = json!({"routes": [{"conditions": [{"prefix": "/"}], "services": [{"name": name, "port": 80}]}]});
+    if let Some(fqdn) = fqdn {
+        spec["virtualhost"] = json!({"fqdn": fqdn});
+    }
+    if !includes.is_empty() {
+        spec["includes"] = includes
+            .iter()
+            .map(|i| json!({"name": i, "conditions": [{"prefix": format!("/{i}")}]}))
+            .collect();
+    }
+    if let Some(class) = class {
+        spec["ingressClassName"] = json!(class);
+    }
+    json!({
+        "apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+        "metadata": {"name": name, "namespace": namespace}, "spec": spec
+    })
+    .to_string()
+}
+
+async fn proxy_status(client: &Client, namespace: &str, name: &str) -> Value {
+    admin_get(client, "projectcontour.io/v1", "HTTPProxy", namespace, name).await["status"].clone()
+}
+
+/// `switchyard_status_writes_total{result="ok"}` from `/metrics`.
+fn status_writes(sy: &Watch) -> u64 {
+    sy.get("/metrics")
+        .body
+        .lines()
+        .find(|l| l.starts_with("switchyard_status_writes_total{result=\"ok\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `switchyard_status_writes_total{result="failed"}` from `/metrics`.
+fn failed_status_writes(sy: &Watch) -> u64 {
+    sy.get("/metrics")
+        .body
+        .lines()
+        .find(|l| l.starts_with("switchyard_status_writes_total{result=\"failed\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until every HTTPProxy named has the `currentStatus` given.
+async fn wait_proxy_statuses(client: &Client, sy: &Watch, namespace: &str, expected: &[(&str, &str)]) {
+    let check = async || {
+        let mut seen = Vec::new();
+        for (name, _) in expected {
+            seen.push(proxy_status(client, namespace, name).await["currentStatus"].clone());
+        }
+        match expected.iter().zip(&seen).all(|((_, want), got)| got == want) {
+            true => Ok(()),
+            false => Err(format!("{seen:?}")),
+        }
+    };
+    eventually_async(&format!("HTTPProxy statuses {expected:?}"), PATIENCE, check, || {
+        sy.log()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn httpproxy_status_valid_invalid_and_orphaned_is_accepted_by_contours_schema() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("proxies").await;
+    for yaml in [
+        proxy(&ns, "root", Some("root.example"), &["child"], None),
+        proxy(&ns, "child", None, &[], None),
+        proxy(&ns, "broken", Some("broken.example"), &["missing"], None),
+        proxy(&ns, "orphan", None, &[], None),
+    ] {
+        admin_apply(&admin, &yaml).await;
+    }
+    let sy = watch(env, &ns, &["--publish-address", "203.0.113.7"]);
+    let expected = [
+        ("root", "valid"),
+        ("child", "valid"),
+        ("broken", "invalid"),
+        ("orphan", "orphaned"),
+    ];
+    wait_proxy_statuses(&admin, &sy, &ns, &expected).await;
+    let broken = proxy_status(&admin, &ns, "broken").await;
+    let condition = &broken["conditions"][0];
+    assert_eq!(condition["type"], "Valid");
+    assert_eq!(condition["status"], "False");
+    let error = &condition["errors"][0];
+    assert_eq!(
+        (&error["type"], &error["status"]),
+        (&json!("ErrorDetail"), &json!("True")),
+        "{broken}"
+    );
+    assert!(error["message"].as_str().unwrap().contains("missing"), "{broken}");
+    let root = proxy_status(&admin, &ns, "root").await;
+    assert_eq!(root["loadBalancer"], json!({"ingress": [{"ip": "203.0.113.7"}]}));
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
+}
+
+#[tokio::test]
+async fn httpproxies_of_another_class_keep_their_status_and_one_leaving_ours_loses_only_ours() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("classes").await;
+    admin_apply(&admin, &deploy("ingressclass.yaml")).await;
+    admin_apply(
+        &admin,
+        &proxy(&ns, "ours", Some("ours.example"), &[], Some("switchyard")),
+    )
+    .await;
+    admin_apply(
+        &admin,
+        &proxy(&ns, "contours", Some("theirs.example"), &[], Some("contour")),
+    )
+    .await;
+    // What Contour wrote on its own proxy.
+    let theirs = json!({"currentStatus": "valid", "description": "Valid HTTPProxy (Contour)"});
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        &ns,
+        &pinned_kind(
+            &admin,
+            &gvk_of(&json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy"})).unwrap(),
+        )
+        .await
+        .unwrap()
+        .0,
+    );
+    let params = kube::api::PatchParams::default();
+    api.patch_status("contours", &params, &kube::api::Patch::Merge(json!({"status": theirs})))
+        .await
+        .unwrap();
+    let sy = watch(
+        env,
+        &ns,
+        &["--ingress-class", "switchyard", "--publish-address", "203.0.113.7"],
+    );
+    wait_proxy_statuses(&admin, &sy, &ns, &[("ours", "valid")]).await;
+    eventually(
+        "ours.example routed",
+        PATIENCE,
+        || sy.routes("ours.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
+    // Ours moves to Contour: what we wrote goes, nothing else.
+    admin_apply(&admin, &proxy(&ns, "ours", Some("ours.example"), &[], Some("contour"))).await;
+    eventually(
+        "ours.example no longer routed",
+        PATIENCE,
+        || (!sy.routes("ours.example", None)).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let check = async || {
+        let status = proxy_status(&admin, &ns, "ours").await;
+        match status.get("currentStatus").is_none() && status.get("loadBalancer").is_none() {
+            true => Ok(()),
+            false => Err(status.to_string()),
+        }
+    };
+    eventually_async("our status removed", PATIENCE, check, || sy.log()).await;
+    assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
+}
+
+/// The events.k8s.io/v1 events regarding an object: (reason, note, series count).
+async fn events_of(client: &Client, namespace: &str, name: &str) -> Vec<(String, String, Option<i32>)> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let mut out: Vec<(String, String, Option<i32>)> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                e.series.map(|s| s.count),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn load_balancer(client: &Client, namespace: &str, name: &str) -> Value {
+    admin_get(client, "networking.k8s.io/v1", "Ingress", namespace, name).await["status"]["loadBalancer"].clone()
+}
+
+fn ingress_hosts(namespace: &str, name: &str, hosts: &[&str], annotations: &str) -> String {
+    let rules: Vec<Value> = hosts
+        .iter()
+        .map(|h| {
+            json!({"host": h, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": name, "port": {"number": 80}}}}]}})
+        })
+        .collect();
+    let annotations: Value = serde_yaml::from_str(if annotations.is_empty() { "{}" } else { annotations }).unwrap();
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations}, "spec": {"rules": rules}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn ingress_events_are_one_per_message_and_a_restart_adds_none_and_clears_our_load_balancers() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("events").await;
+    admin_apply(&admin, &ingress_hosts(&ns, "old-a", &["a.example"], "")).await;
+    admin_apply(&admin, &ingress_hosts(&ns, "old-b", &["b.example"], "")).await;
+    let other = "{kubernetes.io/ingress.class: other}";
+    admin_apply(&admin, &ingress_hosts(&ns, "others", &["c.example"], other)).await;
+    // creationTimestamp has one-second resolution: `late` must be younger.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    admin_apply(&admin, &ingress_hosts(&ns, "late", &["a.example", "b.example"], "")).await;
+    let args = ["--host-collision", "winner", "--publish-address", "203.0.113.7"];
+    let mut sy = watch(env, &ns, &args);
+    sy.ready(PATIENCE).await.unwrap();
+    let check = async || {
+        let events = events_of(&admin, &ns, "late").await;
+        match events.len() >= 3 {
+            true => Ok(events),
+            false => Err(format!("{events:?}")),
+        }
+    };
+    let events = eventually_async("three events on late", PATIENCE, check, || sy.log()).await;
+    let reasons: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["HostTaken", "HostTaken", "Rejected"],
+        "{events:?}\n{}",
+        sy.log()
+    );
+    assert!(
+        events[0].1.contains("a.example") && events[1].1.contains("b.example"),
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e.2.is_none()), "{events:?}");
+    let published = json!({"ingress": [{"ip": "203.0.113.7"}]});
+    assert_eq!(load_balancer(&admin, &ns, "old-a").await, published);
+    assert_eq!(load_balancer(&admin, &ns, "late").await, json!({}));
+    assert_eq!(load_balancer(&admin, &ns, "others").await, json!({}));
+    assert!(events_of(&admin, &ns, "others").await.is_empty());
+
+    // Restarted with old-a moved to another class meanwhile: no new event, and the address we
+    // published on old-a is found (managedFields) and removed; others' Ingresses stay untouched.
+    let (_, dir) = sy.stop().unwrap();
+    admin_apply(&admin, &ingress_hosts(&ns, "old-a", &["a.example"], other)).await;
+    let mut sy = Watch::start_in(
+        dir,
+        &bin(),
+        &env.kubeconfig(User::Switchyard),
+        &[&["--namespaces", &ns, "--debounce-ms", "50"][..], &args[..]].concat(),
+    )
+    .unwrap();
+    sy.ready(PATIENCE).await.unwrap();
+    let check = async || match load_balancer(&admin, &ns, "old-a").await {
+        empty if empty == json!({}) => Ok(()),
+        kept => Err(kept.to_string()),
+    };
+    eventually_async("our address removed from old-a", PATIENCE, check, || sy.log()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(events_of(&admin, &ns, "late").await, events);
+    assert!(events_of(&admin, &ns, "old-a").await.is_empty());
+    assert_eq!(load_balancer(&admin, &ns, "old-b").await, published);
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
+}
+
+#[tokio::test]
+async fn a_weight_beyond_u32_invalidates_only_its_proxy_and_everything_else_routes() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("weights").await;
+    admin_apply(&admin, &proxy(&ns, "good", Some("good.example"), &[], None)).await;
+    let heavy = json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+        "metadata": {"name": "heavy", "namespace": ns},
+        "spec": {"virtualhost": {"fqdn": "heavy.example"}, "routes": [{"services": [
+            {"name": "a", "port": 80, "weight": 5_000_000_000_i64}, {"name": "b", "port": 80, "weight": 1}]}]}});
+    admin_apply(&admin, &heavy.to_string()).await;
+    admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
+    // Started after the objects exist (the initial list), then restarted: both must route the rest.
+    for _ in 0..2 {
+        let mut sy = watch(env, &ns, &[]);
+        sy.ready(PATIENCE).await.unwrap();
+        assert!(
+            sy.routes("good.example", None) && sy.routes("web.example", None),
+            "{}",
+            sy.log()
+        );
+        assert!(!sy.routes("heavy.example", None));
+        wait_proxy_statuses(&admin, &sy, &ns, &[("good", "valid"), ("heavy", "invalid")]).await;
+        let status = proxy_status(&admin, &ns, "heavy").await;
+        let error = &status["conditions"][0]["errors"][0];
+        assert_eq!(error["reason"], "ServiceInvalid", "{status}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("spec.routes[0].services[0].weight") && message.contains("5000000000"),
+            "{message}"
+        );
+        assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
+        sy.stop().unwrap();
+    }
+}
+
+/// Lines of the log saying a source went down.
+fn down_lines(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| l.contains(" is down")).collect()
+}
+
+#[tokio::test]
+async fn after_an_api_server_restart_ready_means_the_table_follows_the_cluster_and_the_log_is_short() {
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("outage").await;
+    admin_apply(&admin, &ingress(&ns, "before", "before.example", "web")).await;
+    let mut sy = watch(&env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(sy.routes("before.example", None));
+
+    env.stop_apiserver();
+    let reason = eventually(
+        "readyz 503 while the API server is down",
+        PATIENCE,
+        || {
+            let answer = sy.readyz();
+            (answer.code == 503).then_some(answer.body)
+        },
+        || sy.log(),
+    )
+    .await;
+    assert!(reason.contains("is down"), "{reason}");
+    assert!(sy.routes("before.example", None), "the last table keeps serving");
+    // Several seconds of retries: the log says each source went down once, in one short line.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let log = sy.log();
+    let down = down_lines(&log);
+    assert!(!down.is_empty() && down.len() <= 8, "{down:#?}");
+    assert!(log.lines().all(|l| l.len() < 1000), "{log}");
+
+    env.start_apiserver().await.unwrap();
+    let admin = env.admin().await;
+    sy.ready(Duration::from_secs(30)).await.unwrap();
+    // Ready: the watches run again, so a change made now reaches the table promptly.
+    admin_apply(&admin, &ingress(&ns, "after", "after.example", "web")).await;
+    eventually(
+        "after.example routed within 2 s of /readyz turning 200",
+        Duration::from_secs(2),
+        || sy.routes("after.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(sy.log().contains("is up again"), "{}", sy.log());
+    assert_eq!(down_lines(&sy.log()).len(), down.len(), "{}", sy.log());
+}
+
+/// `deploy/deployment.yaml`'s flags that decide class (`--ingress-class`, `--controller-name`).
+fn deployment_class_flags() -> Vec<String> {
+    let deployment: Value = serde_yaml::from_str(&deploy("deployment.yaml")).unwrap();
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|a| a.starts_with("--ingress-class") || a.starts_with("--controller-name"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn classed_ingress(namespace: &str, name: &str, host: &str, class: &str) -> String {
+    let mut ingress: Value = serde_yaml::from_str(&ingress(namespace, name, host, name)).unwrap();
+    ingress["spec"]["ingressClassName"] = json!(class);
+    ingress.to_string()
+}
+
+#[tokio::test]
+async fn deploy_as_shipped_routes_an_ingress_of_its_ingressclass() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("shipped").await;
+    admin_apply(&admin, &deploy("ingressclass.yaml")).await;
+    admin_apply(&admin, &classed_ingress(&ns, "web", "shipped.example", "switchyard")).await;
+    let flags = deployment_class_flags();
+    assert!(flags.iter().any(|f| f == "--ingress-class=switchyard"), "{flags:?}");
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut sy = watch(env, &ns, &flags);
+    sy.ready(PATIENCE).await.unwrap();
+    eventually(
+        "shipped.example routed",
+        PATIENCE,
+        || sy.routes("shipped.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(!sy.readyz().body.contains("WARNING"), "{}", sy.readyz().body);
+}
+
+#[tokio::test]
+async fn when_every_resource_is_ignored_by_class_the_log_status_and_readyz_say_so() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("mismatch").await;
+    // The IngressClass a user would naturally write for --ingress-class=natural.
+    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: natural}\nspec: {controller: switchyard.io/ingress-controller}\n";
+    admin_apply(&admin, class).await;
+    admin_apply(&admin, &classed_ingress(&ns, "web", "natural.example", "natural")).await;
+    let mut sy = watch(env, &ns, &["--ingress-class=natural"]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(!sy.routes("natural.example", None));
+    let readyz = sy.readyz().body;
+    assert!(
+        readyz.contains("WARNING: every Ingress and HTTPProxy (1) is ignored by class")
+            && readyz.contains("switchyard.io/ingress-controller/natural"),
+        "{readyz}"
+    );
+    let warnings = sy.status()["warnings"].to_string();
+    assert!(warnings.contains("is ignored by class"), "{warnings}");
+    assert!(
+        sy.log()
+            .contains("WARN every Ingress and HTTPProxy (1) is ignored by class"),
+        "{}",
+        sy.log()
+    );
+}
+
+async fn istio_object(client: &Client, kind: &str) -> Value {
+    let api_version = if kind == "WasmPlugin" {
+        "extensions.istio.io/v1alpha1"
+    } else {
+        "networking.istio.io/v1alpha3"
+    };
+    admin_get(client, api_version, kind, "istio-system", "switchyard").await
+}
+
+/// The table generation an Istio object carries (`None` when missing).
+fn carried_generation(kind: &str, object: &Value) -> Option<String> {
+    if object.is_null() {
+        return None;
+    }
+    let table = if kind == "WasmPlugin" {
+        object["spec"]["pluginConfig"].clone()
+    } else {
+        let text = object["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["config"]["configuration"]
+            ["value"]
+            .as_str()?;
+        serde_json::from_str(text).ok()?
+    };
+    table["generation"].as_str().map(str::to_owned)
+}
+
+async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
+    let check = async || {
+        let want = sy.table()["generation"].as_str().map(str::to_owned);
+        let have = carried_generation(kind, &istio_object(client, kind).await);
+        match want.is_some() && have == want {
+            true => Ok(()),
+            false => Err(format!("carries {have:?}, the table is {want:?}")),
+        }
+    };
+    eventually_async(&format!("{kind} {what} carrying the table"), PATIENCE, check, || {
+        sy.log()
+    })
+    .await;
+}
+
+/// The only test of this binary that writes istio-system/switchyard (the Role names that object).
+#[tokio::test]
+async fn istio_sinks_pass_istios_schemas_and_are_restored_when_deleted_or_recreated() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("istio").await;
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    admin_apply(&admin, &ingress(&ns, "web", "mesh.example", "web")).await;
+    let args = [
+        "--wasmplugin",
+        "istio-system/switchyard",
+        "--wasm-url",
+        "oci://registry.example/switchyard-filter:0.1.0",
+        "--envoyfilter",
+        "istio-system/switchyard",
+        "--gateway-wasm-path",
+        "/var/lib/switchyard/switchyard_filter.wasm",
+    ];
+    let mut sy = watch(env, &ns, &args);
+    sy.ready(PATIENCE).await.unwrap();
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "applied").await;
+    }
+    let plugin = istio_object(&admin, "WasmPlugin").await;
+    assert!(
+        plugin["spec"]["pluginConfig"].to_string().contains("mesh.example"),
+        "{plugin}"
+    );
+
+    // Deleted: created again (RBAC's create).
+    admin_delete(
+        &admin,
+        "extensions.istio.io/v1alpha1",
+        "WasmPlugin",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    wait_carried(&admin, &sy, "WasmPlugin", "after its deletion").await;
+    // Deleted and re-created from deploy/istio/ (an empty table): applied again.
+    admin_delete(
+        &admin,
+        "networking.istio.io/v1alpha3",
+        "EnvoyFilter",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    wait_carried(&admin, &sy, "EnvoyFilter", "after it was re-created from deploy/istio").await;
+    // A change by someone else to a field we own.
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    wait_carried(&admin, &sy, "WasmPlugin", "after someone else applied it").await;
+    // And the routing change still flows.
+    admin_apply(&admin, &ingress(&ns, "api", "api.mesh.example", "api")).await;
+    eventually(
+        "api.mesh.example routed",
+        PATIENCE,
+        || sy.routes("api.mesh.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "after a change").await;
+    }
+    let log = sy.log();
+    assert!(!log.contains("Forbidden"), "{log}");
+    assert!(log.contains("applied again"), "{log}");
+    assert_eq!(failed_status_writes(&sy), 0, "{log}");
+}
+
+#[tokio::test]
+async fn without_the_httpproxy_crd_nothing_is_pushed_unless_told_to_do_without_httpproxy() {
+    let env = Envtest::start_without_crds().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("plain").await;
+    admin_apply(&admin, &ingress(&ns, "web", "plain.example", "web")).await;
+    let sy = watch(&env, &ns, &[]);
+    let reason = eventually(
+        "readyz naming the HTTPProxy store",
+        PATIENCE,
+        || {
+            let answer = sy.readyz();
+            (answer.code == 503 && answer.body.contains("HTTPProxy in")).then_some(answer.body)
+        },
+        || sy.log(),
+    )
+    .await;
+    assert!(
+        reason.contains("no table pushed yet: waiting for the stores to sync"),
+        "{reason}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(sy.table().is_null(), "nothing pushed before every store synced");
+    let mut sy = watch(&env, &ns, &["--without-httpproxy"]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(
+        sy.routes("plain.example", Some(&format!("{ns}/web:80"))),
+        "{}",
+        sy.log()
+    );
+}
+
+#[tokio::test]
+async fn a_regex_looking_implementation_specific_path_gets_a_path_looks_like_regex_event() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("regex").await;
+    let yaml = ingress(&ns, "api", "regex.example", "api").replace(
+        "{path: /, pathType: Prefix,",
+        "{path: \"/api/v[0-9]+(/.*)?\", pathType: ImplementationSpecific,",
+    );
+    admin_apply(&admin, &yaml).await;
+    let mut sy = watch(env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    let check = async || {
+        let events = events_of(&admin, &ns, "api").await;
+        match events.iter().find(|e| e.0 == "PathLooksLikeRegex") {
+            Some((_, note, _)) => Ok(note.clone()),
+            None => Err(format!("{events:?}")),
+        }
+    };
+    let note = eventually_async("a PathLooksLikeRegex event", PATIENCE, check, || sy.log()).await;
+    assert!(note.contains("literal segment prefix"), "{note}");
+    let status = sy.status().to_string();
+    assert!(status.contains("PathLooksLikeRegex"), "{status}");
+}
+
+/// One change of a run and what the table shows once it arrived.
+struct Change {
+    yaml: Option<String>,
+    delete: Option<(&'static str, &'static str, String)>,
+    host: String,
+    cluster: Option<String>,
+}
+
+/// Twenty changes of every sort: Ingress added, its backend changed, HTTPProxy added, Ingress deleted.
+fn twenty_changes(ns: &str, round: usize) -> Vec<Change> {
+    (0..20)
+        .map(|i| {
+            let k = i / 4;
+            let name = format!("r{round}-{k}");
+            let host = format!("{name}.example");
+            match i % 4 {
+                0 => Change {
+                    yaml: Some(ingress(ns, &name, &host, "one")),
+                    delete: None,
+                    cluster: Some(format!("{ns}/one:80")),
+                    host,
+                },
+                1 => Change {
+                    yaml: Some(ingress(ns, &name, &host, "two")),
+                    delete: None,
+                    cluster: Some(format!("{ns}/two:80")),
+                    host,
+                },
+                2 => Change {
+                    yaml: Some(proxy(ns, &format!("p{name}"), Some(&format!("p{host}")), &[], None)),
+                    delete: None,
+                    cluster: Some(format!("{ns}/p{name}:80")),
+                    host: format!("p{host}"),
+                },
+                _ => Change {
+                    yaml: None,
+                    delete: Some(("networking.k8s.io/v1", "Ingress", name)),
+                    cluster: None,
+                    host,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Makes `change` and waits until the table file shows it; returns how long that took.
+async fn make_and_wait(admin: &Client, ns: &str, sy: &Watch, change: &Change) -> Duration {
+    let started = std::time::Instant::now();
+    if let Some(yaml) = &change.yaml {
+        admin_apply(admin, yaml).await;
+    }
+    if let Some((api_version, kind, name)) = &change.delete {
+        admin_delete(admin, api_version, kind, ns, name).await;
+    }
+    let arrived = || match &change.cluster {
+        Some(cluster) => sy.routes(&change.host, Some(cluster)),
+        None => !sy.routes(&change.host, None),
+    };
+    let deadline = started + PATIENCE;
+    while !arrived() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never reached the table\n{}",
+            change.host,
+            sy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn twenty_changes_each_reach_the_table_file() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("twenty").await;
+    let mut sy = watch(env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    for change in twenty_changes(&ns, 0) {
+        make_and_wait(&admin, &ns, &sy, &change).await;
+    }
+    let table = sy.table();
+    let hosts: Vec<&str> = table["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["host"].as_str())
+        .collect();
+    assert_eq!(
+        hosts.len(),
+        5,
+        "five HTTPProxies left, every Ingress deleted: {hosts:?}"
+    );
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
+}
+
+// ---- benchmarks (make bench-kubernetes; not part of make test) --------------------------------
+
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
+}
+
+/// Change-to-table latency over 50 changes (default debounce, 100 ms), and the time from the API
+/// server being ready after an outage to a change being routed.
+#[tokio::test]
+#[ignore = "benchmark: make bench-kubernetes"]
+async fn bench_change_to_table_latency_and_recovery() {
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("bench").await;
+    let kubeconfig = env.kubeconfig(User::Switchyard);
+    let mut sy = Watch::start(&bin(), &kubeconfig, &["--namespaces", &ns]).unwrap();
+    sy.ready(PATIENCE).await.unwrap();
+    let mut times = Vec::new();
+    for change in (0..3).flat_map(|round| twenty_changes(&ns, round)).take(50) {
+        times.push(make_and_wait(&admin, &ns, &sy, &change).await);
+    }
+    times.sort();
+    println!(
+        "change-to-table latency over {} changes (apply sent -> table file): p50 {:?}, p90 {:?}, max {:?}",
+        times.len(),
+        percentile(&times, 50),
+        percentile(&times, 90),
+        times[times.len() - 1]
+    );
+    for outage in [Duration::from_secs(5), Duration::from_secs(20)] {
+        env.stop_apiserver();
+        tokio::time::sleep(outage).await;
+        env.start_apiserver().await.unwrap();
+        let ready = std::time::Instant::now();
+        let admin = env.admin().await;
+        let host = format!("after-{}.example", outage.as_secs());
+        admin_apply(
+            &admin,
+            &ingress(&ns, &format!("after-{}", outage.as_secs()), &host, "web"),
+        )
+        .await;
+        let applied = ready.elapsed();
+        while !sy.routes(&host, None) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let routed = ready.elapsed();
+        sy.ready(PATIENCE).await.unwrap();
+        println!(
+            "after a {outage:?} API server outage: API server ready -> change applied {applied:?} -> routed {routed:?}, switchyard /readyz 200 at {:?}",
+            ready.elapsed()
+        );
+    }
+}
+
+/// Memory and CPU with 10,000 Ingresses and 1,000 HTTPProxy trees (a root including two children).
+#[tokio::test]
+#[ignore = "benchmark: make bench-kubernetes"]
+async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
+    use futures::StreamExt;
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let namespaces: Vec<String> = futures::future::join_all((0..10).map(|_| env.namespace("scale"))).await;
+    let mut objects = Vec::new();
+    for i in 0..10_000 {
+        let ns = &namespaces[i % 10];
+        objects.push(ingress(
+            ns,
+            &format!("ing-{i}"),
+            &format!("ing-{i}.example"),
+            &format!("svc-{}", i % 100),
+        ));
+    }
+    for t in 0..1_000 {
+        let ns = &namespaces[t % 10];
+        let (a, b) = (format!("child-a-{t}"), format!("child-b-{t}"));
+        objects.push(proxy(
+            ns,
+            &format!("root-{t}"),
+            Some(&format!("tree-{t}.example")),
+            &[&a, &b],
+            None,
+        ));
+        objects.push(proxy(ns, &a, None, &[], None));
+        objects.push(proxy(ns, &b, None, &[], None));
+    }
+    let started = std::time::Instant::now();
+    let total = objects.len();
+    let created = futures::stream::iter(objects)
+        .map(|yaml| {
+            let admin = admin.clone();
+            async move { admin_create(&admin, &yaml).await }
+        })
+        .buffer_unordered(16)
+        .count()
+        .await;
+    println!("created {created} of {total} objects in {:?}", started.elapsed());
+
+    let started = std::time::Instant::now();
+    let mut sy = Watch::start(&bin(), &env.kubeconfig(User::Switchyard), &[]).unwrap();
+    sy.ready(Duration::from_secs(300)).await.unwrap();
+    let synced = started.elapsed();
+    let rules = sy.table()["rules"].as_array().map_or(0, Vec::len);
+    let (rss, cpu_sync) = sy.usage().unwrap();
+    println!(
+        "initial sync (start -> /readyz 200, {rules} rules pushed): {synced:?}; RSS then {} MiB; CPU so far {cpu_sync:?}",
+        rss / 1024
+    );
+    // The first status write-back (3,000 HTTPProxies) runs behind; wait until it is done.
+    let mut last = (u64::MAX, std::time::Instant::now());
+    loop {
+        let writes = status_writes(&sy);
+        if writes != last.0 {
+            last = (writes, std::time::Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (rss, cpu_sync) = sy.usage().unwrap();
+    println!(
+        "status written back ({} writes) {:?} after start; RSS {} MiB; CPU so far {cpu_sync:?}",
+        last.0,
+        started.elapsed() - Duration::from_secs(3),
+        rss / 1024
+    );
+    let changes = 10;
+    let mut times = Vec::new();
+    for i in 0..changes {
+        let ns = &namespaces[i % 10];
+        let change = Change {
+            yaml: Some(ingress(ns, &format!("ing-{i}"), &format!("ing-{i}.example"), "moved")),
+            delete: None,
+            host: format!("ing-{i}.example"),
+            cluster: Some(format!("{ns}/moved:80")),
+        };
+        times.push(make_and_wait(&admin, ns, &sy, &change).await);
+    }
+    let (rss_after, cpu_after) = sy.usage().unwrap();
+    times.sort();
+    println!(
+        "{changes} changes at this scale: CPU per change {:?}, change-to-table p50 {:?} max {:?}; RSS after {} MiB",
+        (cpu_after - cpu_sync) / changes as u32,
+        percentile(&times, 50),
+        times[times.len() - 1],
+        rss_after / 1024
+    );
+}
+
+/// Creates one object as the admin (discovery cached per kind).
+async fn admin_create(client: &Client, yaml: &str) {
+    use kube::api::PostParams;
+    let object: Value = serde_json::from_str(yaml)
+        .or_else(|_| serde_yaml::from_str(yaml))
+        .unwrap();
+    let kind = object["kind"].as_str().unwrap();
+    let resource = match kind {
+        "Ingress" => kube::api::ApiResource::erase::<k8s_openapi::api::networking::v1::Ingress>(&()),
+        _ => kube::api::ApiResource::erase::<switchyard::HTTPProxy>(&()),
+    };
+    let ns = object["metadata"]["namespace"].as_str().unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let object: DynamicObject = serde_json::from_value(object).unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+}
+
+/// An HTTPProxy CRD that stores anything (as a CRD version other than Contour's current one might):
+/// the API server then serves objects our types cannot decode.
+const PERMISSIVE_HTTPPROXY_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+ "metadata": {"name": "httpproxies.projectcontour.io"},
+ "spec": {"group": "projectcontour.io", "scope": "Namespaced",
+  "names": {"kind": "HTTPProxy", "listKind": "HTTPProxyList", "plural": "httpproxies", "singular": "httpproxy"},
+  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+
+#[tokio::test]
+async fn an_object_that_does_not_decode_is_reported_and_invalid_while_everything_else_routes() {
+    let env = Envtest::start_without_crds().await.unwrap();
+    let admin = env.admin().await;
+    switchyard_envtest::manifests::install_crds(&admin, PERMISSIVE_HTTPPROXY_CRD)
+        .await
+        .unwrap();
+    let ns = env.namespace("undecodable").await;
+    admin_apply(&admin, &proxy(&ns, "good", Some("good.example"), &[], None)).await;
+    let odd = json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+        "metadata": {"name": "odd", "namespace": ns},
+        "spec": {"virtualhost": {"fqdn": "odd.example"}, "routes": [{"services": [{"name": "a", "port": "eighty"}]}]}});
+    admin_apply(&admin, &odd.to_string()).await;
+    admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
+    let mut sy = watch(&env, &ns, &[]);
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(
+        sy.routes("good.example", None) && sy.routes("web.example", None),
+        "{}",
+        sy.log()
+    );
+    let errors = sy.status()["errors"].clone();
+    let error = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["source"] == format!("HTTPProxy {ns}/odd"))
+        .unwrap_or_else(|| panic!("{errors}"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.routes[0].services[0].port"),
+        "{error}"
+    );
+    wait_proxy_statuses(&admin, &sy, &ns, &[("good", "valid"), ("odd", "invalid")]).await;
+    let status = proxy_status(&admin, &ns, "odd").await;
+    assert_eq!(
+        status["conditions"][0]["errors"][0]["reason"], "ObjectDoesNotDecode",
+        "{status}"
+    );
+    // Fixed: it routes.
+    let mut fixed = odd.clone();
+    fixed["spec"]["routes"][0]["services"][0]["port"] = json!(80);
+    admin_apply(&admin, &fixed.to_string()).await;
+    eventually(
+        "odd.example routed once fixed",
+        PATIENCE,
+        || sy.routes("odd.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
+}

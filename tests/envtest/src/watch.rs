@@ -1,0 +1,253 @@
+//! `switchyard watch --kubernetes` as a process, as a user runs it: its kubeconfig names the API
+//! server and a user, `--listen` serves `/readyz` and `/status` on a free loopback port, `-o` writes
+//! the table file, and its log (stderr) goes to a file the test can read.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::process::{free_port, Proc};
+
+/// A running `switchyard watch`.
+#[derive(Debug)]
+pub struct Watch {
+    proc: Proc,
+    port: u16,
+    table: PathBuf,
+    log: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+/// An HTTP answer: status code and body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The status code (0 when nothing answered).
+    pub code: u16,
+    /// The body.
+    pub body: String,
+}
+
+impl Watch {
+    /// Starts `bin watch --kubernetes -o TABLE --listen 127.0.0.1:PORT ARGS...` with `KUBECONFIG`.
+    pub fn start(bin: &Path, kubeconfig: &Path, args: &[&str]) -> Result<Watch, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        Watch::start_in(dir, bin, kubeconfig, args)
+    }
+
+    /// The same, in a folder that already holds files (a restart keeps the table and the log).
+    pub fn start_in(dir: tempfile::TempDir, bin: &Path, kubeconfig: &Path, args: &[&str]) -> Result<Watch, String> {
+        let port = free_port()?;
+        let table = dir.path().join("table.json");
+        let log = dir.path().join("switchyard.log");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| e.to_string())?;
+        let mut command = Command::new(bin);
+        command
+            .args(["watch", "--kubernetes", "-o"])
+            .arg(&table)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .args(args)
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file);
+        let proc = Proc::spawn("switchyard watch", command)?;
+        Ok(Watch {
+            proc,
+            port,
+            table,
+            log,
+            dir,
+        })
+    }
+
+    /// Stops it with SIGTERM and returns its folder (table file and log), for a restart.
+    pub fn stop(mut self) -> Result<(std::process::ExitStatus, tempfile::TempDir), String> {
+        self.proc.signal(libc::SIGTERM);
+        let status = self.proc.wait()?;
+        Ok((status, self.dir))
+    }
+
+    /// GET `path` on its `--listen` port.
+    pub fn get(&self, path: &str) -> Answer {
+        get(self.port, path).unwrap_or(Answer {
+            code: 0,
+            body: String::new(),
+        })
+    }
+
+    /// `/readyz`.
+    pub fn readyz(&self) -> Answer {
+        self.get("/readyz")
+    }
+
+    /// `/status` as JSON (`Null` when it does not answer).
+    pub fn status(&self) -> Value {
+        serde_json::from_str(&self.get("/status").body).unwrap_or(Value::Null)
+    }
+
+    /// The table file (`Null` before the first push).
+    pub fn table(&self) -> Value {
+        std::fs::read_to_string(&self.table)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// The table file's path.
+    pub fn table_path(&self) -> &Path {
+        &self.table
+    }
+
+    /// Its log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.id()
+    }
+
+    /// Its resident memory (VmRSS) in KiB and CPU time (user + system) so far, from /proc.
+    pub fn usage(&self) -> Option<(u64, Duration)> {
+        let pid = self.pid();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let rss = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command (which may hold spaces) : utime is the 14th field, stime the 15th.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Some((rss, Duration::from_millis(ticks * 1000 / per_second)))
+    }
+
+    /// Whether it exited (with its status).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.proc.exited()
+    }
+
+    /// Waits until `/readyz` answers 200.
+    pub async fn ready(&mut self, within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let answer = self.readyz();
+            if answer.code == 200 {
+                return Ok(());
+            }
+            if let Some(status) = self.exited() {
+                return Err(format!("switchyard exited ({status}):\n{}", self.log()));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "not ready after {within:?}: {} {}\nlog:\n{}",
+                    answer.code,
+                    answer.body,
+                    self.log()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Whether the table file has a rule for `host` (sending to `cluster`, when given).
+    pub fn routes(&self, host: &str, cluster: Option<&str>) -> bool {
+        table_routes(&self.table(), host, cluster)
+    }
+}
+
+/// Whether `table` has a rule for `host` (with a backend `cluster`, when given: `ns/service:port`
+/// with the default cluster template).
+pub fn table_routes(table: &Value, host: &str, cluster: Option<&str>) -> bool {
+    table["rules"].as_array().is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            rule["host"] == host
+                && cluster.is_none_or(|c| {
+                    rule["action"]["route"]["backends"]
+                        .as_array()
+                        .is_some_and(|b| b.iter().any(|b| b["cluster"] == c))
+                })
+        })
+    })
+}
+
+/// A plain HTTP/1.1 GET on 127.0.0.1 (connection closed after the answer).
+pub fn get(port: u16, path: &str) -> Result<Answer, String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).map_err(|e| e.to_string())?;
+    let (head, body) = raw.split_once("\r\n\r\n").ok_or("no HTTP header")?;
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or("no status code")?;
+    Ok(Answer {
+        code,
+        body: body.to_owned(),
+    })
+}
+
+/// Polls `check` every 50 ms until it gives `Some`, or panics after `within` naming `what` and the
+/// last thing `describe` says (the log, a status).
+pub async fn eventually<T>(
+    what: &str,
+    within: Duration,
+    mut check: impl FnMut() -> Option<T>,
+    describe: impl Fn() -> String,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        if Instant::now() > deadline {
+            panic!("{what}: not within {within:?}\n{}", describe());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls the async `check` every 100 ms until it gives `Ok`, or panics after `within` with `what`,
+/// the last `Err` (what was seen instead) and `describe()` (the log, say).
+pub async fn eventually_async<T, F, Fut>(what: &str, within: Duration, mut check: F, describe: impl Fn() -> String) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(seen) if Instant::now() > deadline => {
+                panic!("{what}: not within {within:?}; seen: {seen}\n{}", describe())
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
