@@ -200,11 +200,34 @@ fn a_refused_table_keeps_the_previous_one() {
             "after refusing {bad}"
         );
     }
+    // Not UTF-8: a table with one Latin-1 byte in it.
+    let mut latin1 = table(json!([rule("I/a/caf#0").segment_prefix("/caf").to("a/x:80")]))
+        .to_string()
+        .into_bytes();
+    let at = latin1.windows(4).position(|w| w == b"/caf").unwrap() + 4;
+    latin1.insert(at, 0xe9);
+    assert!(!sim.configure(latin1));
+    assert_eq!(cluster(&get(&mut sim, "http://x/")), Some("a/old:80"));
     let logs = sim.take_logs();
     assert!(
         logs.iter().any(|l| l.message.contains("must start with '/'")),
         "the refusal names the field: {logs:?}"
     );
+    assert!(
+        logs.iter()
+            .any(|l| l.message.contains(&format!("not UTF-8 (byte 0xe9 at offset {at})"))),
+        "invalid UTF-8 is reported as such: {logs:?}"
+    );
+    let refusals: Vec<_> = logs.iter().filter(|l| l.message.contains("table refused")).collect();
+    assert_eq!(refusals.len(), 5, "{logs:?}");
+    for refusal in refusals {
+        assert!(
+            refusal
+                .message
+                .starts_with("table refused (the table serving before, if any, keeps serving): "),
+            "{refusal:?}"
+        );
+    }
     assert!(sim.configure(table(json!([rule("I/a/new#0").to("a/new:80")])).to_string()));
     assert_eq!(cluster(&get(&mut sim, "http://x/")), Some("a/new:80"));
 }

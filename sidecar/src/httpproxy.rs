@@ -262,6 +262,16 @@ impl<'a> HTTPProxyProcessor<'a> {
         let Some((path, conditions)) = self.route_match(key, &at, route, context) else {
             return;
         };
+        // The table would refuse the rule too; checked here to name the manifest's own field.
+        let set = route.request_headers_policy.iter().flat_map(|p| p.set.iter());
+        for (hi, header) in set.enumerate() {
+            if let Err(fault) = switchyard_table::field::field_value(&header.value) {
+                let field = format!("{at}.requestHeadersPolicy.set[{hi}].value");
+                let message = format!("{field}: {:?}: {fault}; the route is skipped", header.value);
+                self.invalid(key, "RequestHeadersPolicyInvalid", message);
+                return;
+            }
+        }
         let Some(backends) = self.backends(key, &at, route) else {
             return;
         };

@@ -6,7 +6,8 @@
 //!   settle, then the whole input is compiled again (the compiler is pure and fast: 10k Ingresses in
 //!   about 0.4 s).
 //! - [`engine`]: compile, record status, push when the content hash changed, log the [`diff`].
-//! - Sinks ([`sinks`]): [`ecds`] file, plain table file, [`istio`] resources.
+//! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
+//!   [`istio`] resources.
 //! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
 //!   [`metrics`], `/table`, `/status`); Kubernetes status write-back in [`write_back`].
 
@@ -16,6 +17,7 @@ pub mod diff;
 pub mod drift;
 pub mod ecds;
 pub mod engine;
+pub mod envoy_admin;
 pub mod folder;
 pub mod istio;
 pub mod kubernetes;
@@ -37,6 +39,7 @@ use crate::watch::args::WatchArgs;
 use crate::watch::debounce::Debounce;
 use crate::watch::ecds::EcdsFile;
 use crate::watch::engine::{Engine, Input};
+use crate::watch::envoy_admin::EnvoyAdmin;
 use crate::watch::folder::Folder;
 use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
 use crate::watch::sinks::Sink;
@@ -180,6 +183,10 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             filter_name: args.filter_name.clone(),
             wasm,
             runtime: args.wasm_runtime.clone(),
+            admin: args.envoy_admin.map(|addr| EnvoyAdmin {
+                addr,
+                filter_name: args.filter_name.clone(),
+            }),
         }));
     }
     if let Some(path) = &args.output {

@@ -577,6 +577,18 @@ impl Envoy {
         self.child.id()
     }
 
+    /// The ECDS file this Envoy reads the filter from (a sidecar may write it).
+    pub fn ecds_file(&self) -> PathBuf {
+        self.dir.join("ecds/filter.json")
+    }
+
+    /// Envoy's resident memory in KiB (`VmRSS` of `/proc/<pid>/status`).
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+        line.trim().trim_end_matches("kB").trim().parse().ok()
+    }
+
     /// Envoy's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
@@ -634,6 +646,10 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
+          # As envoy.yaml: the path is normalised before any filter sees it (README, "Paths").
+          normalize_path: true
+          merge_slashes: true
+          path_with_escaped_slashes_action: UNESCAPE_AND_FORWARD
           route_config:
             name: switchyard
             virtual_hosts:

@@ -193,11 +193,33 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let log = envoy.log();
     let refusals: Vec<&str> = log.lines().filter(|l| l.contains("table refused")).collect();
     assert!(!refusals.is_empty(), "no refusal logged:\n{log}");
+    // Envoy configured a fresh root for the update, which never held a table: the line says what
+    // is true there too (the previous filter configuration keeps serving).
     assert!(
-        refusals
-            .iter()
-            .all(|l| l.contains("rule \"Ingress/production/broken#0\": field `path.value`")),
+        refusals.iter().all(|l| l.contains(
+            "table refused (the table serving before, if any, keeps serving): \
+             rule \"Ingress/production/broken#0\": field `path.value`"
+        ) && !l.contains("no table loaded")),
         "{refusals:?}"
+    );
+    // A cluster name with CR LF (which would make Envoy answer 503 for the rule) is refused too.
+    let injected = table(
+        "injected",
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to("production/service2:80\r\nx-injected: 1")],
+    );
+    assert!(
+        !envoy.update_table(&injected, ConfigForm::StringValue),
+        "Envoy accepted a cluster name with CR LF"
+    );
+    let log = envoy.log();
+    assert!(
+        log.lines().any(|l| l.contains("table refused")
+            && l.contains("field `action.route.backends[0].cluster`")
+            && l.contains("CR (0x0d)")),
+        "{log}"
     );
     assert!(envoy.stat("wasmcustom.switchyard_tables_refused").unwrap_or(0) >= 1);
     for _ in 0..5 {
@@ -286,4 +308,49 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
         .header("Header-key", "value")
         .header("Cookie", "cookie-key=value");
     expect(&envoy, both, Some("service2"));
+}
+
+/// Paths are normalised by Envoy before the filter matches them (envoy.yaml's `normalize_path`,
+/// `merge_slashes` and `path_with_escaped_slashes_action: UNESCAPE_AND_FORWARD`, also in the
+/// harness's listener): `..` (also written `%2e%2e`) is resolved, `//` merged and `%2F` decoded, so
+/// the rule that wins is the one for the path the backend receives, which is the normalised path.
+#[test]
+fn paths_are_normalised_before_matching_and_forwarded_as_matched() {
+    let routes = table(
+        "normalised",
+        vec![
+            rule("Ingress/p/bar#0")
+                .host("example.net")
+                .segment_prefix("/bar")
+                .to(SERVICE1),
+            rule("Ingress/p/admin#0")
+                .host("example.net")
+                .segment_prefix("/admin")
+                .to(SERVICE2),
+        ],
+    );
+    let envoy = Envoy::start(&routes, &[SERVICE1, SERVICE2]);
+    let cases = [
+        ("/bar/../admin", "service2", "/admin"),
+        ("/bar/x/../../admin/y", "service2", "/admin/y"),
+        ("/bar/%2e%2e/admin", "service2", "/admin"),
+        ("/bar/%2E%2E/admin", "service2", "/admin"),
+        ("/bar//x", "service1", "/bar/x"),
+        ("//admin", "service2", "/admin"),
+        ("/bar///x//y", "service1", "/bar/x/y"),
+        ("/admin%2Fx", "service2", "/admin/x"),
+        ("/bar%2F..%2Fadmin", "service2", "/admin"),
+        ("/bar%2f%2e%2e%2fadmin", "service2", "/admin"),
+        ("/bar/./x", "service1", "/bar/x"),
+        ("/admin/..%2F..%2Fbar?q=/..", "service1", "/bar?q=/.."),
+    ];
+    for (path, backend, upstream) in cases {
+        let response = envoy.send(&get("example.net", path));
+        assert_eq!(
+            (response.status, response.backend(), response.upstream_path()),
+            (200, Some(backend), Some(upstream)),
+            "{path}: {}",
+            response.body
+        );
+    }
 }
