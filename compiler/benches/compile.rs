@@ -1,10 +1,10 @@
 //! The compiler's speed: 10k Ingresses plus 1k HTTPProxy trees (a root and two children each),
 //! generated in code, through the whole pipeline (class, processors, collisions, order, hash).
-//! Goal: under 1 s. Run with `cargo bench -p switchyard --bench compile`.
+//! Goal: under 1 s. Run with `cargo bench -p switchyard-compiler --bench compile`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
-use switchyard::{compile, HTTPProxy, Objects, Options};
+use switchyard_compiler::{compile, HTTPProxy, Objects, Options};
 
 fn objects() -> Objects {
     let mut objects = Objects::default();

@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use switchyard::status::{Reason, Status};
-use switchyard::Options;
+use switchyard_compiler::status::{Reason, Status};
+use switchyard_compiler::Options;
 
 const OURS: &str = "switchyard.io/ingress-controller";
 const OURS_PROD: &str = "switchyard.io/ingress-controller/prod";

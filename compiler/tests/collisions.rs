@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use switchyard::status::{Reason, Status};
-use switchyard::{HostCollision, Options};
+use switchyard_compiler::status::{Reason, Status};
+use switchyard_compiler::{HostCollision, Options};
 
 fn meta(created: &str, uid: &str) -> String {
     format!("  creationTimestamp: \"{created}\"\n  uid: \"{uid}\"\n")

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{cluster_for, compile_default, get, has_reason, message, simple_ingress, status, status_of};
-use switchyard::status::{Reason, Status};
+use switchyard_compiler::status::{Reason, Status};
 
 /// YAML double-quoted escapes for CR LF, LF, NUL, ESC and DEL.
 const CONTROLS: [&str; 5] = [

@@ -6,8 +6,8 @@
 mod common;
 
 use common::*;
-use switchyard::status::{Reason, Status};
-use switchyard::Options;
+use switchyard_compiler::status::{Reason, Status};
+use switchyard_compiler::Options;
 use switchyard_table::{ActionSpec, ConditionSource, MatchOp, PathSpec};
 
 /// An HTTPProxy manifest from its name (`ns/name`) and the YAML of its spec (indented by 2).
@@ -20,7 +20,7 @@ fn route(service: &str) -> String {
     format!("  routes:\n    - services:\n        - name: {service}\n          port: 80\n")
 }
 
-fn path_of(c: &switchyard::Compiled, service: &str) -> PathSpec {
+fn path_of(c: &switchyard_compiler::Compiled, service: &str) -> PathSpec {
     c.table
         .rules
         .iter()
@@ -190,7 +190,7 @@ fn header_and_query_conditions_are_unioned_down_the_tree() {
     );
 }
 
-fn header_conflict(include_header: &str, route_header: &str) -> switchyard::Compiled {
+fn header_conflict(include_header: &str, route_header: &str) -> switchyard_compiler::Compiled {
     let yaml = format!(
         "{}{}",
         proxy("default/root", &format!("  virtualhost:\n    fqdn: root.example.com\n  includes:\n    - name: child\n      conditions:\n        - prefix: /api\n        - header:\n            name: x-a\n            {include_header}\n")),

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use switchyard::load::{parse_text, read_paths, LoadError, Loaded};
+use switchyard_compiler::load::{parse_text, read_paths, LoadError, Loaded};
 
 fn parse(text: &str, file: &str) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
@@ -111,10 +111,14 @@ fn duplicate_objects_are_warned_about_and_one_copy_is_kept_whatever_the_order() 
         "{:?}",
         one.warnings
     );
-    let options = switchyard::Options::default();
+    let options = switchyard_compiler::Options::default();
     assert_eq!(
-        switchyard::compile(&one.objects, &options).expect("compiles").table,
-        switchyard::compile(&two.objects, &options).expect("compiles").table
+        switchyard_compiler::compile(&one.objects, &options)
+            .expect("compiles")
+            .table,
+        switchyard_compiler::compile(&two.objects, &options)
+            .expect("compiles")
+            .table
     );
 }
 

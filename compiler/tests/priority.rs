@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use switchyard::model::Draft;
-use switchyard::objects::{Age, Kind, ResourceKey};
+use switchyard_compiler::model::Draft;
+use switchyard_compiler::objects::{Age, Kind, ResourceKey};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
 fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionSource]) -> RuleSpec {
@@ -57,7 +57,10 @@ fn draft(rule: RuleSpec, created: Option<i64>, uid: &str, namespace: &str, name:
 }
 
 fn order(drafts: Vec<Draft>) -> Vec<String> {
-    switchyard::order::sort(drafts).into_iter().map(|r| r.name).collect()
+    switchyard_compiler::order::sort(drafts)
+        .into_iter()
+        .map(|r| r.name)
+        .collect()
 }
 
 fn simple(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionSource]) -> Draft {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use switchyard::status::{Reason, Status};
+use switchyard_compiler::status::{Reason, Status};
 
 // ---- seed 002: BFE's priority of route rules ---------------------------------------------------------
 
@@ -74,8 +74,8 @@ fn cookie_condition_beats_header_condition_seed_002_multi_cond_priority() {
 #[test]
 fn seed_002_ingresses_need_ingress_class_bfe() {
     // They carry kubernetes.io/ingress.class: bfe; without --ingress-class bfe they are not ours.
-    let loaded = switchyard::load::read_paths(&[examples_dir().join("002-host-priority")]).unwrap();
-    let c = switchyard::compile(&loaded.objects, &switchyard::Options::default()).expect("compiles");
+    let loaded = switchyard_compiler::load::read_paths(&[examples_dir().join("002-host-priority")]).unwrap();
+    let c = switchyard_compiler::compile(&loaded.objects, &switchyard_compiler::Options::default()).expect("compiles");
     assert!(c.table.rules.is_empty());
     assert_eq!(status(&c, "Ingress", "production", "host_priority1"), Status::Ignored);
 }

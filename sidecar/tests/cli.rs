@@ -1,6 +1,8 @@
 //! The `switchyard` binary on real files: compile output, status JSON shape, exit codes, YAML errors
 //! naming file and line, and `explain` in JSON and human form.
 
+// The compiler's test helpers (examples and their flags), shared rather than copied.
+#[path = "../../compiler/tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;

@@ -4,6 +4,8 @@
 //!
 //! After an intended change: `UPDATE_GOLDEN=1 cargo test -p switchyard --test golden`.
 
+// The compiler's test helpers (examples and their flags), shared rather than copied.
+#[path = "../../compiler/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,10 +1,10 @@
-//! Helpers shared by the sidecar's tests: manifests in, table and status out, requests routed by
-//! the same matcher the filter runs.
+//! Helpers shared by the compiler's tests (and, by path, the sidecar's `cli` and `golden` tests):
+//! manifests in, table and status out, requests routed by the same matcher the filter runs.
 #![allow(dead_code)]
 
-use switchyard::load::{parse_text, Loaded};
-use switchyard::status::{Reason, ResourceStatus, Status};
-use switchyard::{compile, Compiled, Options};
+use switchyard_compiler::load::{parse_text, Loaded};
+use switchyard_compiler::status::{Reason, ResourceStatus, Status};
+use switchyard_compiler::{compile, Compiled, Options};
 use switchyard_table::{RouteTable, SimpleRequest};
 
 /// Parses YAML text (several documents) into objects; panics on a load error (tests only).
@@ -182,6 +182,6 @@ pub fn example_options(example: &str) -> Options {
 
 /// Compiles one example folder as `switchyard compile` would.
 pub fn compile_example(example: &str) -> Compiled {
-    let loaded = switchyard::load::read_paths(&[examples_dir().join(example)]).unwrap();
+    let loaded = switchyard_compiler::load::read_paths(&[examples_dir().join(example)]).unwrap();
     compile(&loaded.objects, &example_options(example)).expect("compiles")
 }

@@ -1,0 +1,35 @@
+//! Switchyard's compiler: Ingress, IngressClass and HTTPProxy objects in, the route table and a
+//! status report out. Pure: no I/O runtime, no Kubernetes client; the `switchyard` crate (the CLI and
+//! `switchyard watch`) drives it.
+//!
+//! The data path is [`load`] (manifests → [`objects::Objects`]) then [`pipeline::compile`]:
+//! (objects, options) → (table, status), implementing ROUTING.md sections 1 to 4 and the compiler's
+//! part of 5 (backend ports, 502 and 503 rules). Modules, one per job:
+//!
+//! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
+//! - [`model`]: what every stage shares (options, the draft rule, rule validation, host
+//!   normalisation); a leaf that imports no stage. [`pipeline`] orders the stages.
+//! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors, each a struct
+//!   with one small method per decision (§3 for inclusion), both given [`processor::Inputs`].
+//!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the generation
+//!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
+//! - [`explain`]: the decision for one request, from the same matcher the filter runs.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod class;
+pub mod collisions;
+pub mod explain;
+pub mod httpproxy;
+pub mod ingress;
+pub mod load;
+pub mod model;
+pub mod objects;
+pub mod order;
+pub mod pipeline;
+pub mod processor;
+pub mod services;
+pub mod status;
+
+pub use model::{CompileError, HostCollision, Options};
+pub use objects::{HTTPProxy, HTTPProxySpec, Objects};
+pub use pipeline::{compile, Compiled};
