@@ -97,7 +97,7 @@ run: build envoy
 # ---- benchmarks ------------------------------------------------------------------------------
 bench:
 	cargo bench -p switchyard-table --bench lookup
-	cargo bench -p switchyard --bench compile
+	cargo bench -p switchyard-compiler --bench compile
 
 # `switchyard watch --kubernetes` (release build) against a real API server: change-to-table latency,
 # recovery after an outage, and memory/CPU with 10,000 Ingresses and 1,000 HTTPProxy trees. Figures in

@@ -1,7 +1,7 @@
 //! ROUTING.md §3 and §5 end to end: manifests compiled by `switchyard compile` (`SWITCHYARD_BIN`),
 //! the table loaded into a real Envoy with the filter, and real requests answered by the backend or
 //! by the filter's direct response that the contract names. One case per behaviour; the compiler's
-//! own tests (sidecar/tests) cover the variants. Needs `ENVOY_BIN`, `SWITCHYARD_WASM` and
+//! own tests (compiler/tests) cover the variants. Needs `ENVOY_BIN`, `SWITCHYARD_WASM` and
 //! `SWITCHYARD_BIN` (`make test-envoy` sets them); fails without them.
 
 use switchyard_e2e::{compile_manifests, get, Envoy, Request, Response};
