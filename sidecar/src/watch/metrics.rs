@@ -37,7 +37,7 @@ pub fn render(state: &State) -> String {
         "switchyard_table_generation",
         "gauge",
         "Distinct tables pushed since start.",
-        &one(state.generation.to_string()),
+        &one(state.tables_pushed.to_string()),
     );
     metric(
         "switchyard_compiles_total",
@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn pushes_rules_and_resources_by_status_are_exposed() {
         let mut state = State {
-            generation: 2,
+            tables_pushed: 2,
             rules: 5,
             ..State::default()
         };
