@@ -13,13 +13,14 @@
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 //! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the same
 //!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line; [`flags`]: the compiler's flags that `compile` and `watch` share.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod class;
 pub mod cli;
 pub mod collisions;
 pub mod explain;
+pub mod flags;
 pub mod httpproxy;
 pub mod ingress;
 pub mod load;
