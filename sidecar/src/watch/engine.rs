@@ -73,6 +73,11 @@ impl Engine {
         &self.options
     }
 
+    /// The state it records into.
+    pub fn state(&self) -> Shared {
+        self.state.clone()
+    }
+
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
         self.retry.is_some()
@@ -163,21 +168,24 @@ impl Engine {
         }
     }
 
+    /// A table that cannot be pushed at all: logged, counted, and `/readyz` says so until a push
+    /// succeeds.
+    fn not_pushed(&self, table: &TableSpec, why: &str) {
+        self.state
+            .internal_error(&format!("table {}: {why}; not pushed", table.generation));
+        self.state.lock().push_error = Some(format!("internal error: {why}"));
+    }
+
     async fn push(&mut self, table: TableSpec) {
+        // Never expected: the compiler validates every rule, and the table is plain data. Either way
+        // nothing is pushed (never an empty table) and the last table keeps serving.
         let hosts = match RouteTable::try_from(table.clone()) {
             Ok(index) => index.host_count(),
-            Err(e) => {
-                // Never expected: the compiler validates every rule. Keep serving the last table.
-                error!(table = %table.generation, "internal error: the compiled table does not validate, not pushed: {e}");
-                return;
-            }
+            Err(e) => return self.not_pushed(&table, &format!("the compiled table does not validate: {e}")),
         };
         let (compact, pretty) = match (serde_json::to_string(&table), serde_json::to_string_pretty(&table)) {
             (Ok(compact), Ok(pretty)) => (compact, pretty + "\n"),
-            (Err(e), _) | (_, Err(e)) => {
-                error!("internal error: cannot serialize the table: {e}");
-                return;
-            }
+            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &format!("cannot serialize the table: {e}")),
         };
         let mut failures = Vec::new();
         for sink in &self.sinks {

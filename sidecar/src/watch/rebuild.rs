@@ -24,7 +24,11 @@ pub async fn run(
 ) -> Result<(), String> {
     let (drift_tx, mut drifted) = mpsc::channel(4);
     for sink in engine.istio_sinks() {
-        tokio::spawn(crate::watch::drift::follow(sink.clone(), drift_tx.clone()));
+        tokio::spawn(crate::watch::drift::follow(
+            sink.clone(),
+            drift_tx.clone(),
+            engine.state(),
+        ));
     }
     drop(drift_tx);
     rebuild(&mut source, &mut engine).await;

@@ -20,6 +20,13 @@ impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Logs an internal error (never expected: a table or document that does not serialize) and
+    /// counts it (`switchyard_internal_errors_total`).
+    pub fn internal_error(&self, message: &str) {
+        tracing::error!("internal error: {message}");
+        self.lock().internal_errors += 1;
+    }
 }
 
 /// Push counters of one sink.
@@ -74,6 +81,9 @@ pub struct State {
     pub compile_seconds_last: f64,
     /// Status writes to the API server (Kubernetes mode): succeeded and failed.
     pub status_writes: PushCount,
+    /// Internal errors: a table that does not validate or serialize, a document that does not
+    /// serialize (never expected; each is logged, and nothing empty is pushed or served instead).
+    pub internal_errors: u64,
 }
 
 impl State {
