@@ -115,6 +115,13 @@ mod tests {
             .unwrap()
     }
 
+    /// An engine writing a table file in `dir`, and its state.
+    fn engine(dir: &std::path::Path) -> (Engine, Shared) {
+        let state = Shared::default();
+        let sinks = vec![Sink::TableFile(dir.join("t.json"))];
+        (Engine::new(Options::default(), sinks, state.clone()), state)
+    }
+
     fn debounce() -> Debounce {
         Debounce {
             quiet: Duration::from_millis(10),
@@ -125,12 +132,7 @@ mod tests {
     #[test]
     fn a_source_not_ready_is_read_again_after_each_change_and_compiled_once_ready() {
         let dir = tempfile::tempdir().unwrap();
-        let state = Shared::default();
-        let engine = Engine::new(
-            Options::default(),
-            vec![Sink::TableFile(dir.path().join("t.json"))],
-            state.clone(),
-        );
+        let (engine, state) = engine(dir.path());
         let host = std::sync::Arc::new(std::sync::Mutex::new(None));
         let source = Hosts {
             host: host.clone(),
@@ -163,12 +165,7 @@ mod tests {
     #[test]
     fn a_source_asking_for_rescans_is_read_again_without_a_change() {
         let dir = tempfile::tempdir().unwrap();
-        let state = Shared::default();
-        let engine = Engine::new(
-            Options::default(),
-            vec![Sink::TableFile(dir.path().join("t.json"))],
-            state.clone(),
-        );
+        let (engine, state) = engine(dir.path());
         let source = Hosts {
             host: std::sync::Arc::new(std::sync::Mutex::new(Some("a.example".into()))),
             reads: 0,
