@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy
+.PHONY: build build-wasm build-native test test-native test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -50,7 +50,7 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-wasm32 test-host-sim test-envoy test-kubernetes
+test: test-native test-wasm32 test-host-sim test-envoy test-kubernetes test-fuzz
 
 # Everything that needs no .wasm and no Envoy; the wasm crates and the e2e suite run below.
 test-native:
@@ -127,6 +127,49 @@ bench-envoy: build-wasm envoy
 	ls -l $(WASM)
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) NOOP_WASM=$(abspath $(NOOP_WASM)) \
 	  target/release/switchyard-bench-envoy
+
+# Envoy's memory under 1,000 pushes of 10,000-rule tables through the ECDS file, at the fastest rate
+# `switchyard watch` produces (an edit every 110 ms): prints Envoy's RSS series and the verdict (flat
+# within 10 %; exit 1 if not). Not part of test. SOAK_PACED=1 (default) runs the watch with
+# --envoy-admin, 0 without; SOAK_PUSHES, SOAK_RULES, SOAK_WORKERS, SOAK_GAP_MS, SOAK_EVERY.
+# Figures in BENCHMARKS.md ("Memory under fast pushes").
+SOAK_PACED ?= 1
+soak: build-wasm envoy
+	cargo build --release -p switchyard --bin switchyard
+	cargo build --release -p switchyard-e2e --bin switchyard-soak
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/release/switchyard) \
+	  SOAK_PACED=$(SOAK_PACED) target/release/switchyard-soak
+
+# ---- fuzzing ---------------------------------------------------------------------------------
+# libFuzzer (the libfuzzer-sys crate) on the stable toolchain: cargo-fuzz's coverage instrumentation
+# is plain -C options; only sanitizers would need nightly. fuzz/ is its own workspace, built for the
+# host triple (so build scripts are not instrumented) into target/fuzz. Targets: the table parser,
+# the filter's configuration reader, the matcher against its definition (switchyard_table::oracle).
+# `make fuzz` runs each for FUZZ_SECONDS (default 60); `make test` runs each for 5 s. Corpora grow in
+# target/fuzz/corpus/<target>, seeded from fuzz/seeds/<target>; a crash is written to
+# target/fuzz/artifacts/<target>/ and fails the run. libFuzzer's C++ needs g++ (installed if missing).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := table_json filter_config matcher_oracle
+FUZZ_TRIPLE   = $(shell rustc -vV | sed -n 's/^host: //p')
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks
+fuzz-build:
+	command -v g++ >/dev/null || (apt-get update && apt-get install -y g++)
+	RUSTFLAGS="$(FUZZ_RUSTFLAGS)" cargo build --release --manifest-path fuzz/Cargo.toml \
+	  --target $(FUZZ_TRIPLE) --target-dir target/fuzz
+
+fuzz: fuzz-build
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p target/fuzz/corpus/$$t target/fuzz/artifacts/$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  target/fuzz/$(FUZZ_TRIPLE)/release/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	    -artifact_prefix=target/fuzz/artifacts/$$t/ target/fuzz/corpus/$$t fuzz/seeds/$$t 2>&1 \
+	    | grep -E '^(#[0-9]+.*DONE|Done|stat::number_of_executed_units|==|INFO: seed)|panicked|SUMMARY|ERROR|crash-' ; \
+	done
+
+test-fuzz:
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
 clean:
 	rm -rf $(BUILD) target

@@ -38,7 +38,8 @@ trap 'exit 130' INT TERM
 # starts: the listener waits for it) and rewrites it on every change; its log stays on this terminal.
 echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ecds-file $RUN/switchyard-filter.json"
 "$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --debug-rule-header \
-  --ecds-file "$RUN/switchyard-filter.json" --wasm "$WASM" -o build/table.json --listen 127.0.0.1:9102 &
+  --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 --wasm "$WASM" -o build/table.json \
+  --listen 127.0.0.1:9102 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && break; sleep 0.1; done
 

@@ -35,8 +35,15 @@ const WRAPPER_KEYS: [&str; 3] = ["value", "table", "config"];
 pub enum ConfigError {
     /// Envoy handed over no configuration at all.
     Empty,
-    /// The bytes are neither JSON text nor a protobuf `Struct`.
+    /// The bytes are text but not JSON, and not a protobuf `Struct` either.
     Unreadable,
+    /// The bytes are not UTF-8 (so not JSON text) and not a protobuf `Struct` either.
+    NotUtf8 {
+        /// The first byte that is not part of a UTF-8 character.
+        byte: u8,
+        /// Its offset.
+        at: usize,
+    },
     /// A wrapper could not be read (it is not JSON).
     Wrapper(serde_json::Error),
     /// The table itself is invalid.
@@ -50,6 +57,10 @@ impl std::fmt::Display for ConfigError {
             ConfigError::Unreadable => {
                 f.write_str("the plugin configuration is neither JSON text nor a google.protobuf.Struct")
             }
+            ConfigError::NotUtf8 { byte, at } => write!(
+                f,
+                "the plugin configuration is not UTF-8 (byte 0x{byte:02x} at offset {at}); the table is JSON text in UTF-8"
+            ),
             ConfigError::Wrapper(e) => write!(f, "the plugin configuration is not JSON: {e}"),
             ConfigError::Table(e) => e.fmt(f),
         }
@@ -63,9 +74,8 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
     if config.iter().all(u8::is_ascii_whitespace) {
         return Err(ConfigError::Empty);
     }
-    let json_text = std::str::from_utf8(config)
-        .ok()
-        .filter(|t| t.trim_start().starts_with(['{', '"']));
+    let utf8 = std::str::from_utf8(config);
+    let json_text = utf8.ok().filter(|t| t.trim_start().starts_with(['{', '"']));
     if let Some(text) = json_text {
         let result = load_text(text, 0);
         // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
@@ -76,9 +86,13 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
         }
         return result;
     }
-    match struct_to_json(config) {
-        Some(json) => load_text(&json.to_string(), 0),
-        None => Err(ConfigError::Unreadable),
+    match (struct_to_json(config), utf8) {
+        (Some(json), _) => load_text(&json.to_string(), 0),
+        (None, Ok(_)) => Err(ConfigError::Unreadable),
+        (None, Err(e)) => Err(ConfigError::NotUtf8 {
+            byte: config.get(e.valid_up_to()).copied().unwrap_or(0),
+            at: e.valid_up_to(),
+        }),
     }
 }
 
@@ -162,10 +176,33 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_in_a_cluster_or_header_value_refuse_the_table() {
+        for control in ["\\r\\n", "\\n", "\\u0000", "\\u001b"] {
+            let bad = TABLE.replace("p/a:80", &format!("p/a:80{control}x"));
+            let error = generation(&bad);
+            assert!(
+                error.contains("Ingress/p/a#0") && error.contains("action.route.backends[0].cluster"),
+                "{error}"
+            );
+            let header = format!(r#"{{"cluster":"p/a:80"}}],"set_headers":[{{"name":"x-team","value":"a{control}"}}]"#);
+            let error = generation(&TABLE.replace(r#"{"cluster":"p/a:80"}]"#, &header));
+            assert!(error.contains("action.route.set_headers[0].value"), "{error}");
+        }
+    }
+
+    #[test]
     fn empty_and_non_json_configurations_are_refused() {
         assert!(matches!(load_table(b""), Err(ConfigError::Empty)));
         assert!(matches!(load_table(b"  \n"), Err(ConfigError::Empty)));
-        assert!(matches!(load_table(&[0xff, 0xfe]), Err(ConfigError::Unreadable)));
+        assert!(matches!(
+            load_table(&[0xff, 0xfe]),
+            Err(ConfigError::NotUtf8 { byte: 0xff, at: 0 })
+        ));
+        // A JSON table with one byte that is not UTF-8 is reported as that, not as "not JSON".
+        let mut latin1 = TABLE.as_bytes().to_vec();
+        latin1[10] = 0xe9;
+        let error = load_table(&latin1).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("not UTF-8 (byte 0xe9 at offset 10)"), "{error}");
         assert!(matches!(load_table(b"rules: []"), Err(ConfigError::Unreadable)));
         assert!(matches!(load_table(b"\"unterminated"), Err(ConfigError::Wrapper(_))));
         assert!(generation(r#"{"rules":[]}"#).contains("version"));

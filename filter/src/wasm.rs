@@ -118,12 +118,13 @@ impl RootContext for Root {
                 true
             }
             Err(error) => {
-                let kept = if self.table.is_some() {
-                    "the previous table keeps serving"
-                } else {
-                    "no table loaded"
-                };
-                log(LogLevel::Error, &format!("table refused ({kept}): {error}"));
+                // True in every host: Envoy configures a fresh root for each ECDS update and keeps
+                // serving through the previous filter configuration, while host-sim (and a host
+                // that reconfigures in place) keeps this root's table; this root cannot tell which.
+                log(
+                    LogLevel::Error,
+                    &format!("table refused (the table serving before, if any, keeps serving): {error}"),
+                );
                 Metrics::increment(self.shared.metrics.refused);
                 false
             }

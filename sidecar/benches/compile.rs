@@ -83,7 +83,7 @@ fn objects() -> Objects {
 fn bench(c: &mut Criterion) {
     let objects = objects();
     let options = Options::default();
-    let compiled = compile(&objects, &options);
+    let compiled = compile(&objects, &options).expect("the bench objects compile");
     eprintln!("compile bench: {} rules", compiled.table.rules.len());
     let mut group = c.benchmark_group("compile");
     group.sample_size(10);

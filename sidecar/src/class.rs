@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::networking::v1::IngressClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::model::Options;
 use crate::objects::{annotation, key_of, Age, Kind};
-use crate::pipeline::Options;
 use crate::status::{Status, StatusBook};
 
 /// The class annotation.

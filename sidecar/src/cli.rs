@@ -152,7 +152,7 @@ fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
 fn run_compile(args: &CompileArgs) -> Result<(), String> {
     let options = args.table.options()?;
     let loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
-    let compiled = compile(&loaded.objects, &options);
+    let compiled = compile(&loaded.objects, &options).map_err(|e| format!("internal error: {e}"))?;
     if let Err(e) = RouteTable::try_from(compiled.table.clone()) {
         // Never expected: every rule was validated on its own. Say so rather than write a bad table.
         return Err(format!("internal error: the compiled table does not validate: {e}"));

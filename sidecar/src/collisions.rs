@@ -9,8 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use switchyard_table::{ConditionSpec, PathSpec};
+
+use crate::model::{Draft, HostCollision};
 use crate::objects::{Age, Kind, ResourceKey};
-use crate::pipeline::{Draft, HostCollision};
 use crate::status::{Status, StatusBook};
 
 /// One side in a host's contest: the resources that win or lose together.
@@ -110,7 +112,7 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
 /// Keeps, of rules identical in host, path and conditions, the one of the older resource (then the
 /// earlier position); the others are dropped with `PathTaken`.
 fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
-    let mut keeper: BTreeMap<String, usize> = BTreeMap::new();
+    let mut keeper: BTreeMap<Identity<'_>, usize> = BTreeMap::new();
     let mut dropped = vec![false; drafts.len()];
     for (i, draft) in drafts.iter().enumerate() {
         let identity = identity(draft);
@@ -157,26 +159,18 @@ fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
         .collect()
 }
 
-/// A canonical text of (host, path, conditions as a set).
-fn identity(draft: &Draft) -> String {
-    let mut conditions: Vec<String> = draft
-        .rule
-        .conditions
-        .iter()
-        .map(|c| serde_json::to_string(c).unwrap_or_default())
-        .collect();
+/// What makes two rules the same route: host, path, and conditions in any order (compared through
+/// the table types' own order, not their JSON text).
+type Identity<'a> = (Option<&'a str>, &'a PathSpec, Vec<&'a ConditionSpec>);
+
+fn identity(draft: &Draft) -> Identity<'_> {
+    let mut conditions: Vec<&ConditionSpec> = draft.rule.conditions.iter().collect();
     conditions.sort();
-    let path = serde_json::to_string(&draft.rule.path).unwrap_or_default();
-    format!(
-        "{}\u{0}{path}\u{0}{}",
-        draft.rule.host.as_deref().unwrap_or(""),
-        conditions.join("\u{0}")
-    )
+    (draft.rule.host.as_deref(), &draft.rule.path, conditions)
 }
 
 /// `prefix /api`, `exact /x`, ...
-pub fn describe_path(path: &switchyard_table::PathSpec) -> String {
-    use switchyard_table::PathSpec;
+pub fn describe_path(path: &PathSpec) -> String {
     match path {
         PathSpec::Exact(p) => format!("exact {p}"),
         PathSpec::SegmentPrefix(p) => format!("segment prefix {p}"),

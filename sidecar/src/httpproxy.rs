@@ -16,117 +16,33 @@ use switchyard_table::{
     RouteAction, RuleSpec,
 };
 
-use crate::class::Classes;
-use crate::objects::{key_of, Age, HTTPProxy, HeaderMatch, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey};
-use crate::pipeline::{normalize_host, validate_rule, Draft, Options};
-use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
-use crate::status::{Status, StatusBook};
+use crate::model::{normalize_host, validate_rule, Draft};
+use crate::objects::{
+    key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey,
+};
+use crate::processor::Inputs;
+use crate::services::{service_unavailable, PortRef, PORT_NOT_FOUND};
+use crate::status::Status;
 
-/// Turns the HTTPProxy trees into drafts; records every proxy's status.
-pub fn process(
-    proxies: &[HTTPProxy],
-    classes: &Classes,
-    services: &ServicePorts,
-    options: &Options,
-    book: &mut StatusBook,
-) -> Vec<Draft> {
-    let mut eligible: BTreeMap<ResourceKey, &HTTPProxy> = BTreeMap::new();
-    let mut ignored: BTreeMap<ResourceKey, String> = BTreeMap::new();
-    for proxy in proxies {
-        let key = key_of(Kind::HTTPProxy, &proxy.metadata);
-        match classes.decide(&proxy.metadata, proxy.spec.ingress_class_name.as_deref()) {
-            Ok(_) => {
-                eligible.insert(key, proxy);
-            }
-            Err(why) => {
-                book.ignored_by_class(&key, &why);
-                ignored.insert(key, why);
-            }
-        }
-    }
-    let mut walker = Walker {
-        proxies: &eligible,
-        ignored: &ignored,
-        services,
-        options,
-        book,
-        drafts: Vec::new(),
-        counters: BTreeMap::new(),
-        reached: BTreeSet::new(),
-        unroutable: BTreeSet::new(),
-        visits: 0,
-    };
-    for (key, proxy) in &eligible {
-        let Some(vhost) = proxy.spec.virtualhost.as_ref() else {
-            continue;
-        };
-        let fqdn = normalize_host(&vhost.fqdn);
-        if fqdn.is_empty() {
-            walker.invalid(
-                key,
-                "VirtualHostFqdnMissing",
-                "spec.virtualhost.fqdn is empty: a root needs a host".to_owned(),
-            );
-            continue;
-        }
-        if let Err(problem) = HostPattern::parse(Some(&fqdn)) {
-            walker.invalid(
-                key,
-                "VirtualHostFqdnInvalid",
-                format!("spec.virtualhost.fqdn: {problem}"),
-            );
-            continue;
-        }
-        if !options.root_namespaces.is_empty() && !options.root_namespaces.contains(&key.namespace) {
-            walker.invalid(
-                key,
-                "RootProxyNotAllowedInNamespace",
-                format!(
-                    "root HTTPProxies are allowed only in the namespaces {:?} (--root-namespaces); namespace {:?} is not one of them",
-                    options.root_namespaces, key.namespace
-                ),
-            );
-            continue;
-        }
-        let age = Age::of(Kind::HTTPProxy, &proxy.metadata);
-        let context = Context {
-            root: key.clone(),
-            root_age: age,
-            host: fqdn,
-            prefix: String::new(),
-            blocks: Vec::new(),
-            stack: vec![key.clone()],
-        };
-        walker.visits = 0;
-        walker.visit(key, &context);
-    }
-    let Walker {
-        drafts,
-        reached,
-        unroutable,
-        book,
-        ..
-    } = walker;
-    for (key, proxy) in &eligible {
-        if proxy.spec.virtualhost.is_none() && !reached.contains(key) {
-            book.add(
-                key,
-                Status::Orphaned,
-                "Orphaned",
-                "Orphaned",
-                "no valid root HTTPProxy includes this HTTPProxy (a root has spec.virtualhost.fqdn), so it routes nothing",
-            );
-            book.set(key, Status::Orphaned);
-        } else if book.get(key).is_none() {
-            let message = if proxy.spec.virtualhost.is_some() {
-                "valid root HTTPProxy".to_owned()
-            } else {
-                "valid HTTPProxy, included by a valid root".to_owned()
-            };
-            book.add(key, Status::Valid, "Valid", "Valid", message);
-        }
-    }
-    drafts.into_iter().filter(|d| !unroutable.contains(&d.owner)).collect()
+/// The HTTPProxy processor: walks every root's inclusion tree into drafts and records every proxy's
+/// status.
+pub struct HTTPProxyProcessor<'a> {
+    inputs: Inputs<'a>,
+    drafts: Vec<Draft>,
+    /// The next rule position of each proxy (the `n` of its rules' names).
+    counters: BTreeMap<ResourceKey, usize>,
+    /// Proxies some valid root reached.
+    reached: BTreeSet<ResourceKey>,
+    /// Proxies whose conditions contradict each other: none of their own rules reach the table.
+    unroutable: BTreeSet<ResourceKey>,
+    /// Proxies visited for the current root.
+    visits: usize,
+}
+
+/// The proxies the class rules let in, and why each other one was left out.
+struct Forest<'p> {
+    eligible: BTreeMap<ResourceKey, &'p HTTPProxy>,
+    ignored: BTreeMap<ResourceKey, String>,
 }
 
 /// What a proxy inherits from the includes above it.
@@ -156,41 +72,111 @@ impl Context {
     }
 }
 
-struct Walker<'a> {
-    proxies: &'a BTreeMap<ResourceKey, &'a HTTPProxy>,
-    ignored: &'a BTreeMap<ResourceKey, String>,
-    services: &'a ServicePorts,
-    options: &'a Options,
-    book: &'a mut StatusBook,
-    drafts: Vec<Draft>,
-    counters: BTreeMap<ResourceKey, usize>,
-    reached: BTreeSet<ResourceKey>,
-    /// Proxies whose conditions contradict each other: none of their own rules reach the table.
-    unroutable: BTreeSet<ResourceKey>,
-    /// Proxies visited for the current root.
-    visits: usize,
-}
-
 /// The deepest include chain followed.
 const MAX_DEPTH: usize = 64;
 /// The most proxy visits one root's tree may take (a proxy included twice is visited twice).
 const MAX_VISITS_PER_ROOT: usize = 10_000;
 
-impl Walker<'_> {
-    fn invalid(&mut self, key: &ResourceKey, reason: &str, message: String) {
-        self.book.error(key, Status::Invalid, reason, message);
-        self.book.set(key, Status::Invalid);
+impl<'a> HTTPProxyProcessor<'a> {
+    /// A processor reading and reporting through `inputs`.
+    pub fn new(inputs: Inputs<'a>) -> HTTPProxyProcessor<'a> {
+        HTTPProxyProcessor {
+            inputs,
+            drafts: Vec::new(),
+            counters: BTreeMap::new(),
+            reached: BTreeSet::new(),
+            unroutable: BTreeSet::new(),
+            visits: 0,
+        }
     }
 
-    fn next_position(&mut self, key: &ResourceKey) -> usize {
-        let counter = self.counters.entry(key.clone()).or_default();
-        let n = *counter;
-        *counter += 1;
-        n
+    /// The drafts of every tree: each valid root walked down its includes; then every proxy that
+    /// no root reached is orphaned, and the rules of un-routable proxies are dropped.
+    pub fn run(mut self, proxies: &[HTTPProxy]) -> Vec<Draft> {
+        let forest = self.forest(proxies);
+        for (key, proxy) in &forest.eligible {
+            if let Some(context) = self.root_context(key, proxy) {
+                self.visits = 0;
+                self.compute_proxy(&forest, key, &context);
+            }
+        }
+        self.report_unreported(&forest);
+        let unroutable = self.unroutable;
+        self.drafts
+            .into_iter()
+            .filter(|d| !unroutable.contains(&d.owner))
+            .collect()
     }
 
-    fn visit(&mut self, key: &ResourceKey, context: &Context) {
-        let Some(proxy) = self.proxies.get(key).copied() else {
+    /// Sorts the proxies by the class rules (ROUTING.md §1, children included).
+    fn forest<'p>(&mut self, proxies: &'p [HTTPProxy]) -> Forest<'p> {
+        let mut forest = Forest {
+            eligible: BTreeMap::new(),
+            ignored: BTreeMap::new(),
+        };
+        for proxy in proxies {
+            let key = key_of(Kind::HTTPProxy, &proxy.metadata);
+            match self
+                .inputs
+                .classes
+                .decide(&proxy.metadata, proxy.spec.ingress_class_name.as_deref())
+            {
+                Ok(_) => {
+                    forest.eligible.insert(key, proxy);
+                }
+                Err(why) => {
+                    self.inputs.book.ignored_by_class(&key, &why);
+                    forest.ignored.insert(key, why);
+                }
+            }
+        }
+        forest
+    }
+
+    /// The context a root starts its tree with, or `None` when the proxy is no root or an invalid
+    /// one (no fqdn, a malformed fqdn, a namespace `--root-namespaces` leaves out).
+    fn root_context(&mut self, key: &ResourceKey, proxy: &HTTPProxy) -> Option<Context> {
+        let vhost = proxy.spec.virtualhost.as_ref()?;
+        let fqdn = normalize_host(&vhost.fqdn);
+        if fqdn.is_empty() {
+            self.invalid(
+                key,
+                "VirtualHostFqdnMissing",
+                "spec.virtualhost.fqdn is empty: a root needs a host".to_owned(),
+            );
+            return None;
+        }
+        if let Err(problem) = HostPattern::parse(Some(&fqdn)) {
+            self.invalid(
+                key,
+                "VirtualHostFqdnInvalid",
+                format!("spec.virtualhost.fqdn: {problem}"),
+            );
+            return None;
+        }
+        let roots = &self.inputs.options.root_namespaces;
+        if !roots.is_empty() && !roots.contains(&key.namespace) {
+            let message = format!(
+                "root HTTPProxies are allowed only in the namespaces {roots:?} (--root-namespaces); namespace {:?} is not one of them",
+                key.namespace
+            );
+            self.invalid(key, "RootProxyNotAllowedInNamespace", message);
+            return None;
+        }
+        Some(Context {
+            root: key.clone(),
+            root_age: Age::of(Kind::HTTPProxy, &proxy.metadata),
+            host: fqdn,
+            prefix: String::new(),
+            blocks: Vec::new(),
+            stack: vec![key.clone()],
+        })
+    }
+
+    /// One proxy of a tree: its routes, then its includes, each followed down. Bounded in depth
+    /// and in visits per root.
+    fn compute_proxy(&mut self, forest: &Forest<'_>, key: &ResourceKey, context: &Context) {
+        let Some(proxy) = forest.eligible.get(key).copied() else {
             return;
         };
         // Diamonds of includes multiply; a chain can be as deep as there are proxies. Bound both so
@@ -206,106 +192,86 @@ impl Walker<'_> {
         self.reached.insert(key.clone());
         let age = Age::of(Kind::HTTPProxy, &proxy.metadata);
         for (ri, route) in proxy.spec.routes.iter().enumerate() {
-            self.route(key, &age, ri, route, context);
+            self.compute_route(key, &age, ri, route, context);
         }
         for (ii, include) in proxy.spec.includes.iter().enumerate() {
-            let at = format!("spec.includes[{ii}]");
-            let prefix = match path_condition(&include.conditions, Block::Include) {
-                Ok(prefix) => prefix,
-                Err((reason, why)) => {
-                    self.invalid(key, reason, format!("{at}.conditions: {why}; this include is skipped"));
-                    continue;
-                }
-            };
-            let mut child = context.clone();
-            if let Some(WrittenPath::Prefix(p)) = prefix {
-                child.prefix = join_path(&child.prefix, p);
-            }
-            child.blocks.extend(include.conditions.iter().cloned());
-            if let Err((reason, why)) = conflicts(&child.blocks) {
-                self.invalid(key, reason, format!("{at}: {why}; this include is skipped"));
-                continue;
-            }
-            let target = ResourceKey {
-                kind: Kind::HTTPProxy,
-                namespace: include
-                    .namespace
-                    .clone()
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| key.namespace.clone()),
-                name: include.name.clone(),
-            };
-            let shown = format!("{}/{}", target.namespace, target.name);
-            let Some(target_proxy) = self.proxies.get(&target).copied() else {
-                let why = match self.ignored.get(&target) {
-                    Some(class) => format!("{at}: include {shown} exists but is not ours ({class})"),
-                    None => format!("{at}: include {shown} not found"),
-                };
-                self.invalid(key, "IncludeNotFound", format!("{why}; requests for it get 502"));
-                self.bad_gateway(key, &age, &child);
-                continue;
-            };
-            if context.stack.contains(&target) {
-                self.invalid(
-                    key,
-                    "IncludeCreatesCycle",
-                    format!("{at}: include {shown} creates an include cycle; requests for it get 502"),
-                );
-                self.bad_gateway(key, &age, &child);
-                continue;
-            }
-            if target_proxy.spec.virtualhost.is_some() {
-                self.invalid(
-                    key,
-                    "RootIncludesRoot",
-                    format!("{at}: include {shown} is a root HTTPProxy (it has spec.virtualhost); roots cannot include roots, so requests for it get 502"),
-                );
-                self.bad_gateway(key, &age, &child);
-                continue;
-            }
-            child.stack.push(target.clone());
-            self.visit(&target, &child);
+            self.compute_include(forest, key, &age, ii, include, context);
         }
     }
 
-    fn route(&mut self, key: &ResourceKey, age: &Age, ri: usize, route: &ProxyRoute, context: &Context) {
+    /// One include: its conditions added to the context and the child followed; a broken include
+    /// (missing, a cycle, a root) answers 502 for its conditions, a malformed one is skipped.
+    fn compute_include(
+        &mut self,
+        forest: &Forest<'_>,
+        key: &ResourceKey,
+        age: &Age,
+        ii: usize,
+        include: &Include,
+        context: &Context,
+    ) {
+        let at = format!("spec.includes[{ii}]");
+        let Some(mut child) = self.include_context(key, &at, include, context) else {
+            return;
+        };
+        match include_target(forest, key, &at, include, context) {
+            Ok(target) => {
+                child.stack.push(target.clone());
+                self.compute_proxy(forest, &target, &child);
+            }
+            Err((reason, message)) => {
+                self.invalid(key, reason, message);
+                self.bad_gateway(key, age, &child);
+            }
+        }
+    }
+
+    /// The context below an include: its prefix joined and its condition blocks added; `None`
+    /// (reported, the include skipped) when its conditions are malformed or contradict.
+    fn include_context(
+        &mut self,
+        key: &ResourceKey,
+        at: &str,
+        include: &Include,
+        context: &Context,
+    ) -> Option<Context> {
+        let prefix = match path_condition(&include.conditions, Block::Include) {
+            Ok(prefix) => prefix,
+            Err((reason, why)) => {
+                self.invalid(key, reason, format!("{at}.conditions: {why}; this include is skipped"));
+                return None;
+            }
+        };
+        let mut child = context.clone();
+        if let Some(WrittenPath::Prefix(p)) = prefix {
+            child.prefix = join_path(&child.prefix, p);
+        }
+        child.blocks.extend(include.conditions.iter().cloned());
+        if let Err((reason, why)) = conflicts(&child.blocks) {
+            self.invalid(key, reason, format!("{at}: {why}; this include is skipped"));
+            return None;
+        }
+        Some(child)
+    }
+
+    /// One route: its path and conditions under the context, its backends, the rule drafted.
+    fn compute_route(&mut self, key: &ResourceKey, age: &Age, ri: usize, route: &ProxyRoute, context: &Context) {
         let at = format!("spec.routes[{ri}]");
         // Every written route takes a position, refused or not, so names do not shift when one is fixed.
         let n = self.next_position(key);
-        let path = match path_condition(&route.conditions, Block::Route) {
-            Ok(path) => path,
-            Err((reason, why)) => {
-                self.invalid(key, reason, format!("{at}.conditions: {why}; this route is skipped"));
-                return;
-            }
-        };
-        let path = match path {
-            Some(WrittenPath::Prefix(p)) => PathSpec::Prefix(join_path(&context.prefix, p)),
-            Some(WrittenPath::Exact(e)) => PathSpec::Exact(join_path(&context.prefix, e)),
-            Some(WrittenPath::Regex(r)) => PathSpec::Regex(join_regex(&context.prefix, r)),
-            None => context.prefix_path(),
-        };
-        let blocks: Vec<MatchCondition> = context.blocks.iter().chain(&route.conditions).cloned().collect();
-        if let Err((reason, why)) = conflicts(&blocks) {
-            self.invalid(
-                key,
-                reason,
-                format!("{at}: {why}; this HTTPProxy is un-routable until it is fixed"),
-            );
-            self.unroutable.insert(key.clone());
+        let Some((path, conditions)) = self.route_match(key, &at, route, context) else {
             return;
-        }
-        let conditions = match table_conditions(&blocks) {
-            Ok(conditions) => conditions,
-            Err(why) => {
-                self.invalid(
-                    key,
-                    "ConditionsNotValid",
-                    format!("{at}.conditions: {why}; this route is skipped"),
-                );
+        };
+        // The table would refuse the rule too; checked here to name the manifest's own field.
+        let set = route.request_headers_policy.iter().flat_map(|p| p.set.iter());
+        for (hi, header) in set.enumerate() {
+            if let Err(fault) = switchyard_table::field::field_value(&header.value) {
+                let field = format!("{at}.requestHeadersPolicy.set[{hi}].value");
+                let message = format!("{field}: {:?}: {fault}; the route is skipped", header.value);
+                self.invalid(key, "RequestHeadersPolicyInvalid", message);
                 return;
             }
-        };
+        }
         let Some(backends) = self.backends(key, &at, route) else {
             return;
         };
@@ -324,6 +290,52 @@ impl Walker<'_> {
             action,
         };
         self.push_valid(key, age, n, rule, context, &at);
+    }
+
+    /// What a route matches: its path after the inherited prefix, and the inherited and its own
+    /// header and query conditions. `None` (reported) when they are malformed (the route is
+    /// skipped) or contradict (the whole proxy becomes un-routable).
+    fn route_match(
+        &mut self,
+        key: &ResourceKey,
+        at: &str,
+        route: &ProxyRoute,
+        context: &Context,
+    ) -> Option<(PathSpec, Vec<ConditionSpec>)> {
+        let path = match path_condition(&route.conditions, Block::Route) {
+            Ok(path) => path,
+            Err((reason, why)) => {
+                self.invalid(key, reason, format!("{at}.conditions: {why}; this route is skipped"));
+                return None;
+            }
+        };
+        let path = match path {
+            Some(WrittenPath::Prefix(p)) => PathSpec::Prefix(join_path(&context.prefix, p)),
+            Some(WrittenPath::Exact(e)) => PathSpec::Exact(join_path(&context.prefix, e)),
+            Some(WrittenPath::Regex(r)) => PathSpec::Regex(join_regex(&context.prefix, r)),
+            None => context.prefix_path(),
+        };
+        let blocks: Vec<MatchCondition> = context.blocks.iter().chain(&route.conditions).cloned().collect();
+        if let Err((reason, why)) = conflicts(&blocks) {
+            self.invalid(
+                key,
+                reason,
+                format!("{at}: {why}; this HTTPProxy is un-routable until it is fixed"),
+            );
+            self.unroutable.insert(key.clone());
+            return None;
+        }
+        match table_conditions(&blocks) {
+            Ok(conditions) => Some((path, conditions)),
+            Err(why) => {
+                self.invalid(
+                    key,
+                    "ConditionsNotValid",
+                    format!("{at}.conditions: {why}; this route is skipped"),
+                );
+                None
+            }
+        }
     }
 
     /// The route's backends, each service's port resolved through its Service; `None` when the route
@@ -364,6 +376,7 @@ impl Walker<'_> {
                 return None;
             }
             match self
+                .inputs
                 .services
                 .resolve(&key.namespace, &service.name, PortRef::Number(service.port))
             {
@@ -383,7 +396,7 @@ impl Walker<'_> {
         let backends = resolved
             .into_iter()
             .map(|(service, port)| Backend {
-                cluster: self.options.cluster(&key.namespace, &service.name, port),
+                cluster: self.inputs.options.cluster(&key.namespace, &service.name, port),
                 weight: if all_unweighted {
                     1
                 } else {
@@ -436,6 +449,85 @@ impl Walker<'_> {
             rule,
         });
     }
+
+    /// Records an error that makes `key` invalid.
+    fn invalid(&mut self, key: &ResourceKey, reason: &str, message: String) {
+        self.inputs.book.error(key, Status::Invalid, reason, message);
+        self.inputs.book.set(key, Status::Invalid);
+    }
+
+    /// The next rule position of `key`.
+    fn next_position(&mut self, key: &ResourceKey) -> usize {
+        let counter = self.counters.entry(key.clone()).or_default();
+        let n = *counter;
+        *counter += 1;
+        n
+    }
+
+    /// The status of every eligible proxy nothing reported on: orphaned when no valid root reached
+    /// it, else valid.
+    fn report_unreported(&mut self, forest: &Forest<'_>) {
+        for (key, proxy) in &forest.eligible {
+            if proxy.spec.virtualhost.is_none() && !self.reached.contains(key) {
+                self.inputs.book.add(
+                    key,
+                    Status::Orphaned,
+                    "Orphaned",
+                    "Orphaned",
+                    "no valid root HTTPProxy includes this HTTPProxy (a root has spec.virtualhost.fqdn), so it routes nothing",
+                );
+                self.inputs.book.set(key, Status::Orphaned);
+            } else if self.inputs.book.get(key).is_none() {
+                let message = if proxy.spec.virtualhost.is_some() {
+                    "valid root HTTPProxy".to_owned()
+                } else {
+                    "valid HTTPProxy, included by a valid root".to_owned()
+                };
+                self.inputs.book.add(key, Status::Valid, "Valid", "Valid", message);
+            }
+        }
+    }
+}
+
+/// The proxy an include names, or why the include is broken (reason, message): the proxy is
+/// missing (or not ours), closes a cycle, or is itself a root; requests for it then get 502.
+fn include_target(
+    forest: &Forest<'_>,
+    key: &ResourceKey,
+    at: &str,
+    include: &Include,
+    context: &Context,
+) -> Result<ResourceKey, (&'static str, String)> {
+    let target = ResourceKey {
+        kind: Kind::HTTPProxy,
+        namespace: include
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| key.namespace.clone()),
+        name: include.name.clone(),
+    };
+    let shown = format!("{}/{}", target.namespace, target.name);
+    let Some(target_proxy) = forest.eligible.get(&target).copied() else {
+        let why = match forest.ignored.get(&target) {
+            Some(class) => format!("{at}: include {shown} exists but is not ours ({class})"),
+            None => format!("{at}: include {shown} not found"),
+        };
+        return Err(("IncludeNotFound", format!("{why}; requests for it get 502")));
+    };
+    if context.stack.contains(&target) {
+        return Err((
+            "IncludeCreatesCycle",
+            format!("{at}: include {shown} creates an include cycle; requests for it get 502"),
+        ));
+    }
+    if target_proxy.spec.virtualhost.is_some() {
+        return Err((
+            "RootIncludesRoot",
+            format!("{at}: include {shown} is a root HTTPProxy (it has spec.virtualhost); roots cannot include roots, so requests for it get 502"),
+        ));
+    }
+    Ok(target)
 }
 
 /// A route's action: its backends, with its prefix rewrite (the `replacePrefix` entry for the

@@ -7,15 +7,20 @@
 //! is a rule with no host and `Prefix("/")`, so it ranks below everything by keys 1 and 2. The router annotations of ROUTING.md §4 add one
 //! condition each to every rule of the Ingress. A backend whose port cannot be resolved keeps its
 //! rule as a 503 ([`crate::services`]). TLS settings do not affect routing and are not read.
+//!
+//! [`IngressProcessor::run`] computes one Ingress at a time (`compute_ingress`):
+//! whether its class makes it ours, the conditions its annotations add, then one rule per path
+//! (`compute_rules`) and the default backend's catch-all, each through
+//! `emit`, which resolves the backend and refuses what the filter would refuse.
 
-use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
-use crate::class::Classes;
+use crate::model::{normalize_host, validate_rule, Draft, Options};
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
-use crate::pipeline::{normalize_host, validate_rule, Draft, Options};
+use crate::processor::Inputs;
 use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
-use crate::status::{Status, StatusBook};
+use crate::status::Status;
 
 /// Router annotations: (annotation keys, what they test).
 const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
@@ -31,155 +36,246 @@ fn looks_like_regex(path: &str) -> bool {
     path.contains(['[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|', '\\'])
 }
 
-/// Turns the accepted Ingresses into drafts; records each Ingress's status.
-pub fn process(
-    ingresses: &[Ingress],
-    classes: &Classes,
-    services: &ServicePorts,
-    options: &Options,
-    book: &mut StatusBook,
-) -> Vec<Draft> {
-    let mut drafts = Vec::new();
-    for ingress in ingresses {
+/// The Ingress processor: turns the accepted Ingresses into drafts and records each one's status.
+pub struct IngressProcessor<'a> {
+    inputs: Inputs<'a>,
+    drafts: Vec<Draft>,
+}
+
+/// The Ingress being computed: what all of its rules share.
+struct Owner {
+    key: ResourceKey,
+    age: Age,
+    /// The conditions its router annotations add to every rule.
+    conditions: Vec<ConditionSpec>,
+}
+
+/// One rule to emit: its position, host, path and backend, and where the manifest writes it.
+struct Emit<'i> {
+    position: usize,
+    host: Option<String>,
+    path: PathSpec,
+    backend: &'i IngressBackend,
+    at: String,
+}
+
+impl<'a> IngressProcessor<'a> {
+    /// A processor reading and reporting through `inputs`.
+    pub fn new(inputs: Inputs<'a>) -> IngressProcessor<'a> {
+        IngressProcessor {
+            inputs,
+            drafts: Vec::new(),
+        }
+    }
+
+    /// The drafts of every Ingress, in the order given.
+    pub fn run(mut self, ingresses: &[Ingress]) -> Vec<Draft> {
+        for ingress in ingresses {
+            self.compute_ingress(ingress);
+        }
+        self.drafts
+    }
+
+    /// One Ingress: its class, its annotations' conditions, its paths and default backend; rejected
+    /// when none of them routes.
+    fn compute_ingress(&mut self, ingress: &Ingress) {
         let key = key_of(Kind::Ingress, &ingress.metadata);
         let spec = ingress.spec.as_ref();
-        match classes.decide(&ingress.metadata, spec.and_then(|s| s.ingress_class_name.as_deref())) {
-            Err(why) => {
-                book.ignored_by_class(&key, why);
-                continue;
-            }
-            Ok(why) => book.add(&key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}")),
+        if !self.is_ours(&key, ingress) {
+            return;
         }
-        let conditions = match router_conditions(ingress) {
-            Ok(conditions) => conditions,
-            Err(why) => {
-                book.error(&key, Status::Rejected, "BadRouterAnnotation", why);
-                book.set(&key, Status::Rejected);
-                continue;
-            }
+        let Some(conditions) = self.annotation_conditions(&key, ingress) else {
+            return;
         };
-        let before = drafts.len();
-        let age = Age::of(Kind::Ingress, &ingress.metadata);
-        let mut position = 0usize;
-        let mut emit = |n: usize,
-                        host: Option<String>,
-                        path: PathSpec,
-                        backend: Option<&IngressBackend>,
-                        where_: String,
-                        book: &mut StatusBook| {
-            let action = match backend_cluster(backend, &key, services, options) {
-                Ok(cluster) => ActionSpec::Route(RouteAction {
-                    backends: vec![Backend { cluster, weight: 1 }],
-                    rewrite_prefix: None,
-                    set_headers: Vec::new(),
-                    remove_headers: Vec::new(),
-                }),
-                Err(NoCluster::PortNotFound(why)) => {
-                    book.error(
-                        &key,
-                        Status::Accepted,
-                        PORT_NOT_FOUND,
-                        format!("{where_}: {why}; requests for this path get 503"),
-                    );
-                    service_unavailable()
-                }
-                Err(NoCluster::Unusable(reason, why)) => {
-                    book.error(
-                        &key,
-                        Status::Accepted,
-                        reason,
-                        format!("{where_}: {why}; this path is not routed"),
-                    );
-                    return;
-                }
-            };
-            let rule = RuleSpec {
-                name: format!("{}#{n}", key.display()),
-                host,
-                path,
-                conditions: conditions.clone(),
-                action,
-            };
-            if let Err(why) = validate_rule(&rule) {
-                book.error(
-                    &key,
-                    Status::Accepted,
-                    "InvalidRule",
-                    format!("{where_}: {why}; this path is not routed"),
-                );
-                return;
-            }
-            drafts.push(Draft {
-                owner: key.clone(),
-                age: age.clone(),
-                position: n,
-                claimant: key.clone(),
-                claimant_age: age.clone(),
-                rule,
-            });
+        let owner = Owner {
+            age: Age::of(Kind::Ingress, &ingress.metadata),
+            key,
+            conditions,
         };
-        for (i, rule) in spec.iter().flat_map(|s| s.rules.iter().flatten()).enumerate() {
-            let host = rule.host.as_deref().filter(|h| !h.is_empty()).map(normalize_host);
-            let Some(http) = rule.http.as_ref() else { continue };
-            for (j, path) in http.paths.iter().enumerate() {
-                let where_ = format!("spec.rules[{i}].http.paths[{j}]");
-                let n = position;
-                position += 1;
-                let value = path
-                    .path
-                    .clone()
-                    .filter(|p| !p.is_empty())
-                    .unwrap_or_else(|| "/".to_owned());
-                if path.path_type == "ImplementationSpecific" && looks_like_regex(&value) {
-                    book.add(
-                        &key,
-                        Status::Accepted,
-                        "Warning",
-                        "PathLooksLikeRegex",
-                        format!(
-                            "{where_}: path {value:?} looks like a regular expression, but an ImplementationSpecific \
-                             path is a literal segment prefix here: it matches only paths starting with exactly \
-                             these characters (use Prefix/Exact paths, or an HTTPProxy regex condition)"
-                        ),
-                    );
-                }
-                let path_spec = match path.path_type.as_str() {
-                    "Exact" => PathSpec::Exact(value),
-                    "Prefix" | "ImplementationSpecific" | "" => PathSpec::SegmentPrefix(value),
-                    other => {
-                        book.error(
-                            &key,
-                            Status::Accepted,
-                            "UnknownPathType",
-                            format!("{where_}: pathType {other:?} is not Exact, Prefix or ImplementationSpecific; this path is not routed"),
-                        );
-                        continue;
-                    }
-                };
-                emit(n, host.clone(), path_spec, Some(&path.backend), where_, book);
-            }
-        }
+        let before = self.drafts.len();
+        let positions = self.compute_rules(&owner, spec);
         if let Some(default) = spec.and_then(|s| s.default_backend.as_ref()) {
-            emit(
-                position,
-                None,
-                PathSpec::SegmentPrefix("/".to_owned()),
-                Some(default),
-                "spec.defaultBackend".to_owned(),
-                book,
+            self.emit(
+                &owner,
+                Emit {
+                    position: positions,
+                    host: None,
+                    path: PathSpec::SegmentPrefix("/".to_owned()),
+                    backend: default,
+                    at: "spec.defaultBackend".to_owned(),
+                },
             );
         }
-        if drafts.len() == before {
-            book.error(
-                &key,
+        if self.drafts.len() == before {
+            self.inputs.book.error(
+                &owner.key,
                 Status::Rejected,
                 "NoRules",
                 "this Ingress has no usable rule: nothing routes to it",
             );
-            book.set(&key, Status::Rejected);
+            self.inputs.book.set(&owner.key, Status::Rejected);
         }
     }
-    drafts
+
+    /// Whether the class rules (ROUTING.md §1) make the Ingress ours; records the decision.
+    fn is_ours(&mut self, key: &ResourceKey, ingress: &Ingress) -> bool {
+        let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+        match self.inputs.classes.decide(&ingress.metadata, class_name) {
+            Err(why) => {
+                self.inputs.book.ignored_by_class(key, why);
+                false
+            }
+            Ok(why) => {
+                self.inputs
+                    .book
+                    .add(key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}"));
+                true
+            }
+        }
+    }
+
+    /// The conditions the router annotations add, or `None` (the Ingress rejected) when one is
+    /// malformed: dropping it would widen the rule.
+    fn annotation_conditions(&mut self, key: &ResourceKey, ingress: &Ingress) -> Option<Vec<ConditionSpec>> {
+        match router_conditions(ingress) {
+            Ok(conditions) => Some(conditions),
+            Err(why) => {
+                self.inputs
+                    .book
+                    .error(key, Status::Rejected, "BadRouterAnnotation", why);
+                self.inputs.book.set(key, Status::Rejected);
+                None
+            }
+        }
+    }
+
+    /// One rule per path of every `spec.rules[]` entry; returns how many positions the paths took
+    /// (a refused path keeps its position, so names do not shift when it is fixed).
+    fn compute_rules(&mut self, owner: &Owner, spec: Option<&IngressSpec>) -> usize {
+        let mut position = 0usize;
+        for (i, rule) in spec.iter().flat_map(|s| s.rules.iter().flatten()).enumerate() {
+            let host = rule.host.as_deref().filter(|h| !h.is_empty()).map(normalize_host);
+            let Some(http) = rule.http.as_ref() else { continue };
+            for (j, path) in http.paths.iter().enumerate() {
+                let at = format!("spec.rules[{i}].http.paths[{j}]");
+                let n = position;
+                position += 1;
+                let Some(path_spec) = self.path_spec(&owner.key, &at, path) else {
+                    continue;
+                };
+                self.emit(
+                    owner,
+                    Emit {
+                        position: n,
+                        host: host.clone(),
+                        path: path_spec,
+                        backend: &path.backend,
+                        at,
+                    },
+                );
+            }
+        }
+        position
+    }
+
+    /// The table path of an Ingress path: `Exact` is exact, `Prefix` and `ImplementationSpecific`
+    /// segment prefixes, a path left out `/`; `None` (reported) for an unknown `pathType`.
+    fn path_spec(&mut self, key: &ResourceKey, at: &str, path: &HTTPIngressPath) -> Option<PathSpec> {
+        let value = path
+            .path
+            .clone()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/".to_owned());
+        if path.path_type == "ImplementationSpecific" && looks_like_regex(&value) {
+            self.inputs.book.add(
+                key,
+                Status::Accepted,
+                "Warning",
+                "PathLooksLikeRegex",
+                format!(
+                    "{at}: path {value:?} looks like a regular expression, but an ImplementationSpecific \
+                     path is a literal segment prefix here: it matches only paths starting with exactly \
+                     these characters (use Prefix/Exact paths, or an HTTPProxy regex condition)"
+                ),
+            );
+        }
+        match path.path_type.as_str() {
+            "Exact" => Some(PathSpec::Exact(value)),
+            "Prefix" | "ImplementationSpecific" | "" => Some(PathSpec::SegmentPrefix(value)),
+            other => {
+                self.inputs.book.error(
+                    key,
+                    Status::Accepted,
+                    "UnknownPathType",
+                    format!("{at}: pathType {other:?} is not Exact, Prefix or ImplementationSpecific; this path is not routed"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Drafts one rule: its backend resolved (a 503 when the port cannot be), refused with a status
+    /// when the backend is unusable or the filter would refuse the rule.
+    fn emit(&mut self, owner: &Owner, emit: Emit<'_>) {
+        let Some(action) = self.action(&owner.key, emit.backend, &emit.at) else {
+            return;
+        };
+        let rule = RuleSpec {
+            name: format!("{}#{}", owner.key.display(), emit.position),
+            host: emit.host,
+            path: emit.path,
+            conditions: owner.conditions.clone(),
+            action,
+        };
+        if let Err(why) = validate_rule(&rule) {
+            self.inputs.book.error(
+                &owner.key,
+                Status::Accepted,
+                "InvalidRule",
+                format!("{}: {why}; this path is not routed", emit.at),
+            );
+            return;
+        }
+        self.drafts.push(Draft {
+            owner: owner.key.clone(),
+            age: owner.age.clone(),
+            position: emit.position,
+            claimant: owner.key.clone(),
+            claimant_age: owner.age.clone(),
+            rule,
+        });
+    }
+
+    /// What a rule does with its backend: route to its cluster, answer 503 when its port cannot be
+    /// resolved (ROUTING.md §5), or `None` (reported) when the backend cannot be used at all.
+    fn action(&mut self, key: &ResourceKey, backend: &IngressBackend, at: &str) -> Option<ActionSpec> {
+        match backend_cluster(backend, key, self.inputs.services, self.inputs.options) {
+            Ok(cluster) => Some(ActionSpec::Route(RouteAction {
+                backends: vec![Backend { cluster, weight: 1 }],
+                rewrite_prefix: None,
+                set_headers: Vec::new(),
+                remove_headers: Vec::new(),
+            })),
+            Err(NoCluster::PortNotFound(why)) => {
+                self.inputs.book.error(
+                    key,
+                    Status::Accepted,
+                    PORT_NOT_FOUND,
+                    format!("{at}: {why}; requests for this path get 503"),
+                );
+                Some(service_unavailable())
+            }
+            Err(NoCluster::Unusable(reason, why)) => {
+                self.inputs.book.error(
+                    key,
+                    Status::Accepted,
+                    reason,
+                    format!("{at}: {why}; this path is not routed"),
+                );
+                None
+            }
+        }
+    }
 }
 
 /// Why a backend has no cluster.
@@ -192,12 +288,12 @@ enum NoCluster {
 
 /// The cluster of a backend, or why it has none.
 fn backend_cluster(
-    backend: Option<&IngressBackend>,
+    backend: &IngressBackend,
     key: &ResourceKey,
     services: &ServicePorts,
     options: &Options,
 ) -> Result<String, NoCluster> {
-    let Some(service) = backend.and_then(|b| b.service.as_ref()) else {
+    let Some(service) = backend.service.as_ref() else {
         return Err(NoCluster::Unusable(
             "UnsupportedBackend",
             "the backend names no service (resource backends are not supported)".to_owned(),

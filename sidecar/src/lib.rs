@@ -7,9 +7,12 @@
 //! rules). Modules, one per job:
 //!
 //! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
-//! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors (§3 for
-//!   inclusion). [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the
-//!   generation hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
+//! - [`model`]: what every stage shares (options, the draft rule, rule validation, host
+//!   normalisation); a leaf that imports no stage. [`pipeline`] orders the stages.
+//! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors, each a struct
+//!   with one small method per decision (§3 for inclusion), both given [`processor::Inputs`].
+//!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the generation
+//!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 //! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the same
 //!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
@@ -24,12 +27,15 @@ pub mod flags;
 pub mod httpproxy;
 pub mod ingress;
 pub mod load;
+pub mod model;
 pub mod objects;
 pub mod order;
 pub mod pipeline;
+pub mod processor;
 pub mod services;
 pub mod status;
 pub mod watch;
 
+pub use model::{CompileError, HostCollision, Options};
 pub use objects::{HTTPProxy, HTTPProxySpec, Objects};
-pub use pipeline::{compile, Compiled, HostCollision, Options};
+pub use pipeline::{compile, Compiled};

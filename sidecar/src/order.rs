@@ -7,7 +7,7 @@
 use switchyard_table::precedence::Precedence;
 use switchyard_table::{RuleSpec, TableSpec};
 
-use crate::pipeline::Draft;
+use crate::model::{CompileError, Draft};
 
 /// Sorts drafts into table order, highest priority first, and returns the rules.
 pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
@@ -23,11 +23,14 @@ pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
 
 /// A content hash of the rules and table-wide settings: 64-bit FNV-1a over the table's JSON with an
 /// empty generation, as 16 hex digits. Any change to what the filter would do changes it.
-pub fn generation(table: &TableSpec) -> String {
+pub fn generation(table: &TableSpec) -> Result<String, CompileError> {
     let mut unlabelled = table.clone();
     unlabelled.generation = String::new();
-    let bytes = serde_json::to_vec(&unlabelled).unwrap_or_default();
-    format!("{:016x}", fnv1a(&bytes))
+    let bytes = serde_json::to_vec(&unlabelled).map_err(|source| CompileError::Serialize {
+        what: "the table (for its generation hash)",
+        source,
+    })?;
+    Ok(format!("{:016x}", fnv1a(&bytes)))
 }
 
 /// 64-bit FNV-1a.

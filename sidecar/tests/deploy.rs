@@ -142,6 +142,24 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     }
 }
 
+/// The Istio path normalisation example asks for what envoy.yaml sets: dot segments, merged slashes
+/// and decoded `%2F` (Istio's DECODE_AND_MERGE_SLASHES), and envoy.yaml does set all three.
+#[test]
+fn istio_and_envoy_normalise_paths_the_same_way() {
+    let mesh = &deploy("istio/path-normalization.yaml")[0];
+    assert_eq!(mesh["kind"], "IstioOperator");
+    assert_eq!(
+        mesh["spec"]["meshConfig"]["pathNormalization"]["normalization"],
+        "DECODE_AND_MERGE_SLASHES"
+    );
+    let envoy = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../envoy.yaml")).unwrap();
+    let envoy: Value = serde_yaml::from_str(&envoy).unwrap();
+    let hcm = &envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    assert_eq!(hcm["normalize_path"], true);
+    assert_eq!(hcm["merge_slashes"], true);
+    assert_eq!(hcm["path_with_escaped_slashes_action"], "UNESCAPE_AND_FORWARD");
+}
+
 #[test]
 fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
     let deployment = &deploy("deployment.yaml")[0];

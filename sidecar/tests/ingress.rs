@@ -286,7 +286,7 @@ fn old_ingress_api_versions_are_converted_with_a_warning() {
             "{:?}",
             loaded.warnings
         );
-        let c = switchyard::compile(&loaded.objects, &Options::default());
+        let c = switchyard::compile(&loaded.objects, &Options::default()).expect("compiles");
         assert_eq!(
             cluster_for(&c, &get("http://old.example.com/x/y")).as_deref(),
             Some("default/x:8080")
@@ -308,7 +308,7 @@ fn old_backend_fields_inside_a_v1_ingress_are_converted_with_a_warning() {
         "{:?}",
         loaded.warnings
     );
-    let c = switchyard::compile(&loaded.objects, &Options::default());
+    let c = switchyard::compile(&loaded.objects, &Options::default()).expect("compiles");
     assert_eq!(
         cluster_for(&c, &get("http://m.example.com/")).as_deref(),
         Some("default/m:81")

@@ -113,8 +113,8 @@ fn duplicate_objects_are_warned_about_and_one_copy_is_kept_whatever_the_order() 
     );
     let options = switchyard::Options::default();
     assert_eq!(
-        switchyard::compile(&one.objects, &options).table,
-        switchyard::compile(&two.objects, &options).table
+        switchyard::compile(&one.objects, &options).expect("compiles").table,
+        switchyard::compile(&two.objects, &options).expect("compiles").table
     );
 }
 

@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
+use switchyard::model::Draft;
 use switchyard::objects::{Age, Kind, ResourceKey};
-use switchyard::pipeline::Draft;
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
 fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionSource]) -> RuleSpec {

@@ -75,7 +75,7 @@ fn cookie_condition_beats_header_condition_seed_002_multi_cond_priority() {
 fn seed_002_ingresses_need_ingress_class_bfe() {
     // They carry kubernetes.io/ingress.class: bfe; without --ingress-class bfe they are not ours.
     let loaded = switchyard::load::read_paths(&[examples_dir().join("002-host-priority")]).unwrap();
-    let c = switchyard::compile(&loaded.objects, &switchyard::Options::default());
+    let c = switchyard::compile(&loaded.objects, &switchyard::Options::default()).expect("compiles");
     assert!(c.table.rules.is_empty());
     assert_eq!(status(&c, "Ingress", "production", "host_priority1"), Status::Ignored);
 }

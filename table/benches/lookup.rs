@@ -1,16 +1,33 @@
 //! The matcher's benchmark (`make bench`): lookup time at 10 to 100k rules for a typical and the
-//! worst-case request, and the time to parse, validate and index 10k and 100k rules. After the
-//! criterion runs it prints the figures side by side with the ratio 100k/10 and the goals.
+//! worst-case request, hostile 60 KB paths of four shapes at 10k rules, and the time to parse,
+//! validate and index 10k and 100k rules. After the criterion runs it prints the figures side by
+//! side with the ratio 100k/10 and the goals.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
-use switchyard_table::{synthetic, RouteTable};
+use switchyard_table::{synthetic, RouteTable, SimpleRequest};
 
 const SIZES: [usize; 4] = [10, 1_000, 10_000, 100_000];
 const INDEX_SIZES: [usize; 2] = [10_000, 100_000];
+/// Hostile paths: about 60 KB (Envoy's default header limit) of one unit repeated after a `/`.
+const HOSTILE: [(&str, &str); 4] = [
+    ("slashes", "/"),
+    ("one_segment", "a"),
+    ("short_segments", "ab/"),
+    ("a_slash_a", "a/"),
+];
+const HOSTILE_BYTES: usize = 60_000;
+const HOSTILE_RULES: usize = 10_000;
+
+/// A request for the deep host (rules at five depths under `/a`, a regex, the wildcard above it
+/// and the catch-all) with a hostile path.
+fn hostile_request(unit: &str) -> SimpleRequest {
+    let path = format!("/{}", unit.repeat(HOSTILE_BYTES / unit.len()));
+    SimpleRequest::get(synthetic::DEEP_HOST, &path)
+}
 
 fn main() {
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
@@ -33,6 +50,16 @@ fn main() {
         }
     }
     lookup.finish();
+
+    let mut hostile = c.benchmark_group("hostile");
+    let table = RouteTable::try_from(synthetic::table(HOSTILE_RULES)).expect("synthetic tables are valid");
+    for (shape, unit) in HOSTILE {
+        let request = hostile_request(unit);
+        hostile.bench_with_input(BenchmarkId::new(shape, HOSTILE_RULES), &request, |b, request| {
+            b.iter(|| table.route(black_box(request), 7).map(|d| d.position))
+        });
+    }
+    hostile.finish();
 
     let mut index = c.benchmark_group("index");
     index.sample_size(10);
@@ -72,6 +99,12 @@ fn report(out: &Path) {
     }
     if let Some(worst) = mean("lookup/worst/100000") {
         println!("worst case at 100k rules: {worst:.0} ns (goal < 1000 ns)");
+    }
+    println!("hostile paths of {HOSTILE_BYTES} bytes at {HOSTILE_RULES} rules, us per request (goal < 1000 us)");
+    for (shape, _) in HOSTILE {
+        if let Some(ns) = mean(&format!("hostile/{shape}/{HOSTILE_RULES}")) {
+            println!("{shape:>16} {:>10.1}", ns / 1e3);
+        }
     }
     for size in INDEX_SIZES {
         if let Some(ns) = mean(&format!("index/parse_validate_index/{size}")) {

@@ -6,6 +6,7 @@
 use regex_lite::Regex;
 
 use crate::error::Problem;
+use crate::field::is_token;
 use crate::format::{ConditionSource, ConditionSpec, MatchOp};
 use crate::path::anchored_regex;
 use crate::request::RequestView;
@@ -108,12 +109,4 @@ fn op_name(op: MatchOp) -> &'static str {
         MatchOp::Regex => "regex",
         MatchOp::Present => "present",
     }
-}
-
-/// An HTTP token (RFC 9110 §5.6.2): what a header name may be made of.
-pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }

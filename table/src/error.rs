@@ -1,5 +1,6 @@
 //! Why a table is refused: every error names the rule and the field at fault.
 
+use crate::field::FieldValueFault;
 use crate::format::VERSION;
 
 /// A table that cannot be used. The filter logs it and keeps its previous table.
@@ -89,6 +90,15 @@ pub enum Problem {
     /// A header name that is empty or not a token.
     #[error("{0:?} is not a valid header name")]
     BadHeaderName(String),
+    /// A value the filter writes into a header (a cluster name, a header value, a rewritten path,
+    /// a rule name) that is not an HTTP field value.
+    #[error("{value:?} is not a valid HTTP field value: {fault}")]
+    BadFieldValue {
+        /// The value as written.
+        value: String,
+        /// Which rule of RFC 9110 it breaks.
+        fault: FieldValueFault,
+    },
     /// A direct-response status outside 200..=599.
     #[error("status {0} is outside 200..=599")]
     BadStatus(u16),

@@ -70,7 +70,7 @@ pub struct RuleSpec {
 }
 
 /// How a rule matches the request path (the query string is never part of it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 pub enum PathSpec {
     /// The path equals the value (case-sensitive).
@@ -85,7 +85,7 @@ pub enum PathSpec {
 }
 
 /// A condition on the request beyond host and path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConditionSpec {
     /// What part of the request is tested.
@@ -120,7 +120,7 @@ pub enum ConditionSource {
 }
 
 /// How a condition compares the request's values with its operand (values are case-sensitive).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchOp {
     /// Equal.

@@ -109,6 +109,16 @@ mod tests {
         assert_eq!(normalize_authority("[::1]:80"), "[::1]");
     }
 
+    /// The compiler normalises manifest hosts with this same function, so an IPv6 literal with or
+    /// without a port (or with an empty one) reads the same on both sides.
+    #[test]
+    fn ipv6_literals_keep_their_brackets_and_lose_the_port() {
+        assert_eq!(normalize_authority("[::1]:8080"), "[::1]");
+        assert_eq!(normalize_authority("[::1]"), "[::1]");
+        assert_eq!(normalize_authority("[::1]:"), "[::1]");
+        assert_eq!(normalize_authority("[FE80::1]:8080"), "[fe80::1]");
+    }
+
     #[test]
     fn wildcard_suffix_strips_exactly_one_label() {
         assert_eq!(wildcard_suffix("a.example.net"), Some("example.net"));

@@ -5,6 +5,8 @@
 //! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
 //! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
 //!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.
+//! - [`field`]: HTTP field syntax, which header values, cluster names and rewrites must follow.
+//! - [`oracle`]: the matcher's plain definition, which the index must agree with (tests, fuzzing).
 //! - [`precedence`]: the priority keys the compiler sorts by.
 //!
 //! No proxy-wasm and no Kubernetes here: the same code runs natively and on wasm32.
@@ -13,9 +15,11 @@
 
 mod condition;
 mod error;
+pub mod field;
 pub mod format;
 mod host;
 mod index;
+pub mod oracle;
 mod path;
 pub mod precedence;
 mod request;

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::condition::{is_token, Condition};
+use crate::condition::Condition;
 use crate::error::{Problem, TableError};
+use crate::field::{field_value, is_token, FieldValueFault};
 use crate::format::{ActionSpec, Backend, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
 use crate::host::{normalize_authority, HostPattern};
 use crate::index::{HostIndex, RuleId};
@@ -259,6 +260,7 @@ impl TryFrom<TableSpec> for RouteTable {
             index.insert(id, &rule.host, &rule.path);
             rules.push(rule);
         }
+        index.shrink();
         Ok(RouteTable {
             generation: spec.generation,
             cluster_header,
@@ -276,6 +278,8 @@ impl Rule {
         if spec.name.is_empty() {
             return Err(fail("name".into(), Problem::EmptyName));
         }
+        // The name becomes the debug response header's value.
+        field_value(&spec.name).map_err(|fault| fail("name".into(), bad_value(&spec.name, fault)))?;
         let host = HostPattern::parse(spec.host.as_deref()).map_err(|p| fail("host".into(), p))?;
         let path = PathPattern::compile(&spec.path).map_err(|p| fail("path.value".into(), p))?;
         let conditions = spec
@@ -313,9 +317,19 @@ fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (Strin
         return Err((at("backends"), Problem::NoBackends));
     }
     for (i, backend) in route.backends.iter().enumerate() {
+        let field = || at(&format!("backends[{i}].cluster"));
         if backend.cluster.is_empty() {
-            return Err((at(&format!("backends[{i}].cluster")), Problem::EmptyCluster));
+            return Err((field(), Problem::EmptyCluster));
         }
+        field_value(&backend.cluster).map_err(|fault| (field(), bad_value(&backend.cluster, fault)))?;
+    }
+    for (i, header) in route.set_headers.iter().enumerate() {
+        field_value(&header.value)
+            .map_err(|fault| (at(&format!("set_headers[{i}].value")), bad_value(&header.value, fault)))?;
+    }
+    if let Some(rewrite) = &route.rewrite_prefix {
+        // The rewritten `:path` is a header value too.
+        field_value(rewrite).map_err(|fault| (at("rewrite_prefix"), bad_value(rewrite, fault)))?;
     }
     let sum: u64 = route.backends.iter().map(|b| u64::from(b.weight)).sum();
     if sum == 0 || sum > u64::from(u32::MAX) {
@@ -336,4 +350,11 @@ fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (Strin
         }
     }
     Ok(sum)
+}
+
+fn bad_value(value: &str, fault: FieldValueFault) -> Problem {
+    Problem::BadFieldValue {
+        value: value.to_owned(),
+        fault,
+    }
 }

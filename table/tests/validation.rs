@@ -24,7 +24,10 @@ fn assert_rule_error(error: TableError, rule: &str, field: &str, expected: impl 
         } => {
             assert_eq!((r.as_str(), f.as_str()), (rule, field), "{message}");
             assert!(expected(&problem), "unexpected problem: {message}");
-            assert!(message.contains(rule) && message.contains(field), "{message}");
+            assert!(
+                message.contains(&format!("{rule:?}")) && message.contains(field),
+                "{message}"
+            );
         }
         other => panic!("expected a rule error, got {other}"),
     }
@@ -192,4 +195,51 @@ fn rewrite_on_regex_path_is_refused() {
 fn bad_cluster_header_is_refused() {
     let error = RouteTable::from_json(br#"{"version":1,"cluster_header":"x route"}"#).unwrap_err();
     assert!(matches!(error, TableError::BadClusterHeader(_)), "{error}");
+}
+
+/// Every value the filter writes into a header must be an RFC 9110 field value: a cluster name,
+/// a `set_headers` value, a `rewrite_prefix` (the new `:path`) and a rule name (the debug header).
+/// CR, LF, NUL and other control characters are refused in each place, naming the field.
+#[test]
+fn control_characters_in_header_values_and_cluster_names_are_refused() {
+    let controls = [
+        "shop\r\nx-injected: 1",
+        "shop\nx",
+        "shop\0",
+        "shop\u{1b}",
+        "shop\u{7f}",
+        " shop",
+    ];
+    type Put = fn(&mut Value, &str);
+    let places: [(&str, Put); 4] = [
+        ("action.route.backends[0].cluster", |r, v| {
+            r["action"]["route"]["backends"][0]["cluster"] = json!(v)
+        }),
+        ("action.route.set_headers[1].value", |r, v| {
+            r["action"]["route"]["set_headers"] =
+                json!([{ "name": "x-ok", "value": "fine" }, { "name": "x-team", "value": v }])
+        }),
+        ("action.route.rewrite_prefix", |r, v| {
+            r["action"]["route"]["rewrite_prefix"] = json!(v)
+        }),
+        ("name", |r, v| r["name"] = json!(v)),
+    ];
+    for (field, put) in places {
+        for value in controls {
+            let mut bad = rule("r#0", "", "prefix:/app", "c");
+            put(&mut bad, value);
+            let name = bad["name"].as_str().unwrap().to_owned();
+            let error = refuse(vec![bad]);
+            assert_rule_error(error, &name, field, |p| matches!(p, Problem::BadFieldValue { .. }));
+        }
+    }
+    // The message says which character and where.
+    let mut bad = rule("r#0", "", "prefix:/", "c");
+    bad["action"]["route"]["backends"][0]["cluster"] = json!("p/s:80\r\n");
+    let message = refuse(vec![bad]).to_string();
+    assert!(message.contains("CR (0x0d) at byte 6"), "{message}");
+    // Tabs inside, UTF-8 and the characters Istio's cluster names use are fine.
+    let mut good = rule("r#0", "", "prefix:/", "outbound|80||s.ns.svc.cluster.local");
+    good["action"]["route"]["set_headers"] = json!([{ "name": "x-team", "value": "shop\tcafé" }]);
+    assert!(RouteTable::from_json(json!({ "version": 1, "rules": [good] }).to_string().as_bytes()).is_ok());
 }

@@ -57,6 +57,11 @@ pub struct WatchArgs {
     /// Write Envoy's ECDS file here (a DiscoveryResponse with the filter's TypedExtensionConfig).
     #[arg(long, value_name = "PATH")]
     pub ecds_file: Option<PathBuf>,
+    /// ECDS file: Envoy's admin address. Each push then waits until Envoy applied (or rejected) the
+    /// previous one, by its stats; edits made meanwhile are coalesced into the next push. Without
+    /// it, tables written faster than Envoy applies them pile up in its wasm VMs' memory.
+    #[arg(long, value_name = "ADDR:PORT", requires = "ecds_file")]
+    pub envoy_admin: Option<SocketAddr>,
     /// The filter's .wasm as Envoy loads it (ECDS file).
     #[arg(
         long,

@@ -9,6 +9,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::watch::envoy_admin::EnvoyAdmin;
+
 /// Where and how to write the ECDS file.
 #[derive(Debug, Clone)]
 pub struct EcdsFile {
@@ -20,6 +22,8 @@ pub struct EcdsFile {
     pub wasm: PathBuf,
     /// The wasm runtime, e.g. `envoy.wasm.runtime.v8`.
     pub runtime: String,
+    /// `--envoy-admin`: wait for Envoy to settle each write before the next.
+    pub admin: Option<EnvoyAdmin>,
 }
 
 impl EcdsFile {
@@ -43,9 +47,24 @@ impl EcdsFile {
         Ok(text + "\n")
     }
 
-    /// Writes the file for `table`.
-    pub fn write(&self, table: &str) -> Result<(), String> {
-        write_atomically(&self.path, &self.document(table)?)
+    /// Writes the file for `table`; with an admin address, returns once Envoy applied or rejected
+    /// it (a rejection is the filter's to log: the table was delivered). When the admin API does not
+    /// answer before the write (Envoy not started yet), the write does not wait.
+    pub async fn write(&self, table: &str) -> Result<(), String> {
+        let document = self.document(table)?;
+        let Some(admin) = &self.admin else {
+            return write_atomically(&self.path, &document);
+        };
+        // An Envoy that is not up yet reads the file when it starts: nothing to wait for then.
+        let before = admin.settled().await;
+        write_atomically(&self.path, &document)?;
+        match before {
+            Ok(before) => admin.wait_settled_beyond(before).await,
+            Err(e) => {
+                tracing::debug!("not waiting for Envoy to apply the table: {e}");
+                Ok(())
+            }
+        }
     }
 }
 
@@ -111,6 +130,7 @@ mod tests {
             filter_name: "switchyard".into(),
             wasm: "/w/f.wasm".into(),
             runtime: "envoy.wasm.runtime.v8".into(),
+            admin: None,
         }
     }
 
@@ -138,7 +158,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("filter.json");
         std::fs::write(&path, "old").unwrap();
-        ecds(path.clone()).write("{}").unwrap();
+        write_atomically(&path, &ecds(path.clone()).document("{}").unwrap()).unwrap();
         assert!(std::fs::read_to_string(&path).unwrap().contains("TypedExtensionConfig"));
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

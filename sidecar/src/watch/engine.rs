@@ -10,7 +10,8 @@ use std::time::Instant;
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
 
-use crate::pipeline::{compile, Compiled, Options};
+use crate::model::Options;
+use crate::pipeline::{compile, Compiled};
 use crate::status::{ResourceStatus, Status};
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
@@ -87,7 +88,18 @@ impl Engine {
     /// compilation (for status write-back).
     pub async fn rebuild(&mut self, input: &Snapshot) -> Compiled {
         let started = Instant::now();
-        let mut compiled = compile(&input.objects, &self.options);
+        let mut compiled = match compile(&input.objects, &self.options) {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                // Never expected (only serialising can fail): keep serving, and reporting, the last table.
+                self.state.internal_error(&format!("{e}; nothing pushed"));
+                let statuses = self.state.lock().statuses.clone();
+                return Compiled {
+                    table: self.pushed.clone().unwrap_or_default(),
+                    statuses,
+                };
+            }
+        };
         compiled.statuses.extend(input.statuses.iter().cloned());
         let seconds = started.elapsed().as_secs_f64();
         let class_warning = all_ignored_by_class(&compiled.statuses, &self.options);

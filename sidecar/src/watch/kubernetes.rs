@@ -35,8 +35,9 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use crate::class::Classes;
+use crate::model::Options;
 use crate::objects::{key_of, HTTPProxy, Kind, Objects};
-use crate::pipeline::{Compiled, Options};
+use crate::pipeline::Compiled;
 use crate::status::{Condition, ResourceStatus, Status, StatusBook};
 use crate::watch::debounce::Debounce;
 use crate::watch::engine::Engine;

@@ -7,7 +7,8 @@
 //!   the whole input as a [`source::Snapshot`] and compiles it again (the compiler is pure and fast:
 //!   10k Ingresses in about 0.4 s).
 //! - [`engine`]: compile, record status, push when the content hash changed, log the [`diff`].
-//! - Sinks ([`sinks`]): [`ecds`] file, plain table file, [`istio`] resources.
+//! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
+//!   [`istio`] resources.
 //! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
 //!   [`metrics`], `/table`, `/status`); Kubernetes status write-back in [`write_back`].
 
@@ -17,6 +18,7 @@ pub mod diff;
 pub mod drift;
 pub mod ecds;
 pub mod engine;
+pub mod envoy_admin;
 pub mod folder;
 pub mod istio;
 pub mod kubernetes;
@@ -38,6 +40,7 @@ use crate::watch::args::WatchArgs;
 use crate::watch::debounce::Debounce;
 use crate::watch::ecds::EcdsFile;
 use crate::watch::engine::Engine;
+use crate::watch::envoy_admin::EnvoyAdmin;
 use crate::watch::folder::Watched;
 use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
 use crate::watch::sinks::Sink;
@@ -166,6 +169,10 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             filter_name: args.filter_name.clone(),
             wasm,
             runtime: args.wasm_runtime.clone(),
+            admin: args.envoy_admin.map(|addr| EnvoyAdmin {
+                addr,
+                filter_name: args.filter_name.clone(),
+            }),
         }));
     }
     if let Some(path) = &args.output {

@@ -68,7 +68,8 @@ async fn rebuild(source: &mut impl Source, engine: &mut Engine) {
 mod tests {
     use super::*;
     use crate::load::{parse_text, Loaded};
-    use crate::pipeline::{Compiled, Options};
+    use crate::model::Options;
+    use crate::pipeline::Compiled;
     use crate::watch::sinks::Sink;
     use crate::watch::source::Snapshot;
     use crate::watch::state::Shared;

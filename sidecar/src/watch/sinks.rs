@@ -31,7 +31,7 @@ impl Sink {
     /// Pushes `table`. `compact` is its JSON on one line, `pretty` indented.
     pub async fn push(&self, table: &TableSpec, compact: &str, pretty: &str) -> Result<(), String> {
         match self {
-            Sink::Ecds(ecds) => ecds.write(compact),
+            Sink::Ecds(ecds) => ecds.write(compact).await,
             Sink::TableFile(path) => write_atomically(path, pretty),
             Sink::Istio(istio) => istio.apply(table).await,
         }

@@ -16,7 +16,7 @@ pub fn load(yaml: &str) -> Loaded {
 
 /// Compiles YAML text with options.
 pub fn compile_yaml(yaml: &str, options: &Options) -> Compiled {
-    compile(&load(yaml).objects, options)
+    compile(&load(yaml).objects, options).expect("compiles")
 }
 
 /// Compiles with the default options.
@@ -183,5 +183,5 @@ pub fn example_options(example: &str) -> Options {
 /// Compiles one example folder as `switchyard compile` would.
 pub fn compile_example(example: &str) -> Compiled {
     let loaded = switchyard::load::read_paths(&[examples_dir().join(example)]).unwrap();
-    compile(&loaded.objects, &example_options(example))
+    compile(&loaded.objects, &example_options(example)).expect("compiles")
 }

@@ -6,51 +6,42 @@ use switchyard_table::precedence::by_precedence;
 use switchyard_table::{RouteTable, RuleSpec, SimpleRequest, TableSpec};
 
 /// A rule routing to `cluster`; `host` "" means no host; `path` is `type:value`
-/// (`exact:/a`, `segment:/a`, `prefix:/a`, `regex:/a.*`).
+/// (`exact:/a`, `segment:/a`, `prefix:/a`, `regex:/a.*`). Built with the shared builder.
 pub fn rule(name: &str, host: &str, path: &str, cluster: &str) -> Value {
     let (kind, value) = path.split_once(':').unwrap();
     let kind = match kind {
         "segment" => "segment_prefix",
         other => other,
     };
-    let mut rule = json!({
-        "name": name,
-        "path": { "type": kind, "value": value },
-        "action": { "route": { "backends": [ { "cluster": cluster } ] } }
-    });
-    if !host.is_empty() {
-        rule["host"] = json!(host);
-    }
-    rule
+    let rule = switchyard_cases::rule(name).path(kind, value);
+    let rule = if host.is_empty() { rule } else { rule.host(host) };
+    rule.to(cluster)
 }
 
 /// Adds a condition `on`/`name`/`match`/`value` to a rule.
-pub fn with(mut rule: Value, on: &str, name: &str, op: &str, value: &str) -> Value {
-    let mut condition = json!({ "on": on, "match": op });
-    if !name.is_empty() {
-        condition["name"] = json!(name);
-    }
-    if !value.is_empty() || op != "present" {
-        condition["value"] = json!(value);
-    }
-    push_condition(&mut rule, condition);
-    rule
+pub fn with(rule: Value, on: &str, name: &str, op: &str, value: &str) -> Value {
+    push_condition(rule, on, name, op, value, false)
 }
 
 /// Adds an inverted condition.
-pub fn without(mut rule: Value, on: &str, name: &str, op: &str, value: &str) -> Value {
-    rule = with(rule, on, name, op, value);
-    if let Some(last) = rule["conditions"].as_array_mut().and_then(|c| c.last_mut()) {
-        last["invert"] = json!(true);
-    }
-    rule
+pub fn without(rule: Value, on: &str, name: &str, op: &str, value: &str) -> Value {
+    push_condition(rule, on, name, op, value, true)
 }
 
-fn push_condition(rule: &mut Value, condition: Value) {
+/// `rule` with one more condition, written by the shared builder.
+fn push_condition(mut rule: Value, on: &str, name: &str, op: &str, value: &str, invert: bool) -> Value {
+    let built = switchyard_cases::rule("");
+    let built = if invert {
+        built.unless(on, name, op, value)
+    } else {
+        built.when(on, name, op, value)
+    };
+    let condition = built.to("")["conditions"][0].clone();
     match rule["conditions"].as_array_mut() {
         Some(list) => list.push(condition),
         None => rule["conditions"] = json!([condition]),
     }
+    rule
 }
 
 /// A table with the rules in the order given.

@@ -358,8 +358,9 @@ static PROBE: AtomicUsize = AtomicUsize::new(0);
 /// The host of the probe rule: no test routes it.
 pub const PROBE_HOST: &str = "probe.switchyard.invalid";
 
-/// `table` with one more rule, last: a direct response `200 <label>` for `http://PROBE_HOST/probe`,
-/// so a test can tell when Envoy serves this very table. The probe counts as a direct response in
+/// `table` with one more rule, first (so that no catch-all written before it can hide it; its host
+/// is no test's): a direct response `200 <label>` for `http://PROBE_HOST/probe`, so a test can tell
+/// when Envoy serves this very table. The probe counts as a direct response in
 /// the filter's metrics. `None` when `table` is not a JSON object with `version` (it is then used as
 /// it is).
 pub fn with_probe(table: &str) -> (String, Option<String>) {
@@ -375,12 +376,15 @@ pub fn with_probe(table: &str) -> (String, Option<String>) {
         return (table.to_owned(), None);
     };
     let label = format!("probe-{}-{}", std::process::id(), PROBE.fetch_add(1, Ordering::SeqCst));
-    rules.push(serde_json::json!({
-        "name": format!("Probe/e2e/{label}#0"),
-        "host": PROBE_HOST,
-        "path": { "type": "exact", "value": "/probe" },
-        "action": { "direct_response": { "status": 200, "body": label } }
-    }));
+    rules.insert(
+        0,
+        serde_json::json!({
+            "name": format!("Probe/e2e/{label}#0"),
+            "host": PROBE_HOST,
+            "path": { "type": "exact", "value": "/probe" },
+            "action": { "direct_response": { "status": 200, "body": label } }
+        }),
+    );
     (doc.to_string(), Some(label))
 }
 
@@ -573,6 +577,18 @@ impl Envoy {
         self.child.id()
     }
 
+    /// The ECDS file this Envoy reads the filter from (a sidecar may write it).
+    pub fn ecds_file(&self) -> PathBuf {
+        self.dir.join("ecds/filter.json")
+    }
+
+    /// Envoy's resident memory in KiB (`VmRSS` of `/proc/<pid>/status`).
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+        line.trim().trim_end_matches("kB").trim().parse().ok()
+    }
+
     /// Envoy's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
@@ -630,6 +646,10 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
+          # As envoy.yaml: the path is normalised before any filter sees it (README, "Paths").
+          normalize_path: true
+          merge_slashes: true
+          path_with_escaped_slashes_action: UNESCAPE_AND_FORWARD
           route_config:
             name: switchyard
             virtual_hosts:
@@ -702,49 +722,13 @@ pub fn compile_manifests(yaml: &str, args: &[&str]) -> String {
 
 // ---- tables -----------------------------------------------------------------------------------
 
-/// Helpers that write tables by hand (rules in priority order, as the compiler would sort them).
+/// Tables written by hand (rules from `switchyard_cases::rule`, in priority order, as the compiler
+/// would sort them).
 pub mod table {
     use serde_json::{json, Value};
 
     /// A table document with `rules`.
     pub fn table(generation: &str, rules: Vec<Value>) -> String {
         json!({ "version": 1, "generation": generation, "debug_rule_header": true, "rules": rules }).to_string()
-    }
-
-    /// A rule routing to one cluster. `path` is `"type value"`, e.g. `"segment_prefix /bar"`.
-    pub fn route(name: &str, host: Option<&str>, path: &str, conditions: Vec<Value>, cluster: &str) -> Value {
-        let (kind, value) = path.split_once(' ').unwrap_or(("prefix", path));
-        let mut rule = json!({
-            "name": name,
-            "path": { "type": kind, "value": value },
-            "conditions": conditions,
-            "action": { "route": { "backends": [ { "cluster": cluster } ] } }
-        });
-        if let Some(host) = host {
-            rule["host"] = json!(host);
-        }
-        rule
-    }
-
-    /// A condition: `on` is header, cookie, query or method.
-    pub fn cond(on: &str, name: &str, op: &str, value: &str) -> Value {
-        let mut c = json!({ "on": on, "match": op });
-        if on != "method" {
-            c["name"] = json!(name);
-        }
-        if op != "present" {
-            c["value"] = json!(value);
-        }
-        c
-    }
-
-    /// An exact header condition.
-    pub fn header(name: &str, value: &str) -> Value {
-        cond("header", name, "exact", value)
-    }
-
-    /// An exact cookie condition.
-    pub fn cookie(name: &str, value: &str) -> Value {
-        cond("cookie", name, "exact", value)
     }
 }

@@ -3,7 +3,8 @@
 //! them); fails without them.
 
 use serde_json::json;
-use switchyard_e2e::table::{cond, cookie, header, route, table};
+use switchyard_cases::rule;
+use switchyard_e2e::table::table;
 use switchyard_e2e::{get, ConfigForm, Envoy, Request};
 
 const SERVICE1: &str = "production/service1:80";
@@ -24,297 +25,15 @@ fn expect(envoy: &Envoy, request: Request, backend: Option<&str>) {
     );
 }
 
-/// Seed 002's four examples (BFE's priority), each table written as `switchyard compile` orders it,
-/// loaded one after another through ECDS into one Envoy.
-#[test]
-fn seed_002_examples_reach_the_documented_backend() {
-    let host_priority = table(
-        "seed002-host",
-        vec![
-            route(
-                "Ingress/production/host_priority1#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![],
-                SERVICE1,
-            ),
-            route(
-                "Ingress/production/host_priority2#0",
-                Some("*.net"),
-                "segment_prefix /bar",
-                vec![],
-                SERVICE2,
-            ),
-        ],
-    );
-    let envoy = Envoy::start(&host_priority, &[SERVICE1, SERVICE2]);
-    // curl "http://example.net/bar": host_priority1.
-    expect(&envoy, get("example.net", "/bar"), Some("service1"));
-    expect(&envoy, get("other.net", "/bar"), Some("service2"));
-    expect(&envoy, get("a.b.net", "/bar"), None);
-
-    let path_priority = table(
-        "seed002-path",
-        vec![
-            route(
-                "Ingress/production/path_priority1#0",
-                Some("example.net"),
-                "segment_prefix /bar/foo",
-                vec![],
-                SERVICE1,
-            ),
-            route(
-                "Ingress/production/path_priority2#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![header("key", "value")],
-                SERVICE2,
-            ),
-        ],
-    );
-    assert!(envoy.update_table(&path_priority, ConfigForm::StringValue));
-    // curl "http://example.net/bar/foo" -H "Key: value": path_priority1.
-    expect(
-        &envoy,
-        get("example.net", "/bar/foo").header("Key", "value"),
-        Some("service1"),
-    );
-    expect(
-        &envoy,
-        get("example.net", "/bar").header("Key", "value"),
-        Some("service2"),
-    );
-    expect(&envoy, get("example.net", "/bar"), None);
-
-    let cond_priority = table(
-        "seed002-cond",
-        vec![
-            route(
-                "Ingress/production/cond_priority1#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![header("key", "value")],
-                SERVICE1,
-            ),
-            route(
-                "Ingress/production/cond_priority2#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![],
-                SERVICE2,
-            ),
-        ],
-    );
-    assert!(envoy.update_table(&cond_priority, ConfigForm::StringValue));
-    // curl "http://example.net/bar/foo" -H "Key: value": cond_priority1.
-    expect(
-        &envoy,
-        get("example.net", "/bar/foo").header("Key", "value"),
-        Some("service1"),
-    );
-    expect(
-        &envoy,
-        get("example.net", "/bar/foo").header("Key", "other"),
-        Some("service2"),
-    );
-    expect(&envoy, get("example.net", "/bar/foo"), Some("service2"));
-
-    let multi_cond = table(
-        "seed002-multi",
-        vec![
-            route(
-                "Ingress/production/multi_cond_priority2#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![cookie("cookie-key", "value")],
-                SERVICE2,
-            ),
-            route(
-                "Ingress/production/multi_cond_priority1#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![header("header-key", "value")],
-                SERVICE1,
-            ),
-        ],
-    );
-    assert!(envoy.update_table(&multi_cond, ConfigForm::StringValue));
-    // curl "http://example.net/bar/foo" -H "Header-key: value" --cookie "cookie-key=value": multi_cond_priority2.
-    let both = get("example.net", "/bar/foo")
-        .header("Header-key", "value")
-        .header("Cookie", "cookie-key=value");
-    expect(&envoy, both, Some("service2"));
-    expect(
-        &envoy,
-        get("example.net", "/bar/foo").header("Header-key", "value"),
-        Some("service1"),
-    );
-    expect(
-        &envoy,
-        get("example.net", "/bar/foo").header("Cookie", "a=1; cookie-key=value"),
-        Some("service2"),
-    );
-    expect(
-        &envoy,
-        get("example.net", "/bar/foo").header("Cookie", "cookie-key=other"),
-        None,
-    );
-}
-
-/// A sample of ROUTING.md section 4: host precision and normalisation, path kinds and lengths,
-/// condition kinds, and falling through to the next rule (across host levels) when conditions fail.
-#[test]
-fn routing_section_4_sample() {
-    let c = |s: &str| format!("default/{s}:80");
-    let rules = vec![
-        route("r/exact#0", Some("a.example.com"), "exact /login", vec![], &c("exact")),
-        route(
-            "r/regex#0",
-            Some("a.example.com"),
-            "regex /api/v[0-9]+/.*",
-            vec![],
-            &c("regex"),
-        ),
-        route(
-            "r/long#0",
-            Some("a.example.com"),
-            "segment_prefix /api/v1",
-            vec![],
-            &c("long"),
-        ),
-        route(
-            "r/short#0",
-            Some("a.example.com"),
-            "segment_prefix /api",
-            vec![],
-            &c("short"),
-        ),
-        route(
-            "r/string#0",
-            Some("a.example.com"),
-            "prefix /static",
-            vec![],
-            &c("string"),
-        ),
-        route(
-            "r/cookie-header#0",
-            Some("*.example.com"),
-            "segment_prefix /",
-            vec![cookie("session", "1"), header("x-user", "u")],
-            &c("cookie-header"),
-        ),
-        route(
-            "r/cookie-query#0",
-            Some("*.example.com"),
-            "segment_prefix /",
-            vec![cookie("session", "1"), cond("query", "tier", "exact", "gold plus")],
-            &c("cookie-query"),
-        ),
-        route(
-            "r/post#0",
-            Some("*.example.com"),
-            "segment_prefix /",
-            vec![cond("method", "", "exact", "POST")],
-            &c("post"),
-        ),
-        route(
-            "r/wild#0",
-            Some("*.example.com"),
-            "segment_prefix /",
-            vec![],
-            &c("wild"),
-        ),
-        route(
-            "r/canary#0",
-            None,
-            "segment_prefix /",
-            vec![cond("header", "x-canary", "present", "")],
-            &c("canary"),
-        ),
-        route("r/shared#0", None, "segment_prefix /shared", vec![], &c("shared")),
-    ];
-    let clusters: Vec<String> = [
-        "exact",
-        "regex",
-        "long",
-        "short",
-        "string",
-        "cookie-header",
-        "cookie-query",
-        "post",
-        "wild",
-        "canary",
-        "shared",
-    ]
-    .iter()
-    .map(|s| c(s))
-    .collect();
-    let cluster_refs: Vec<&str> = clusters.iter().map(String::as_str).collect();
-    let envoy = Envoy::start(&table("section4", rules), &cluster_refs);
-
-    // Host precision; case, port and trailing dot ignored.
-    expect(&envoy, get("A.Example.COM:8080", "/login"), Some("exact"));
-    expect(&envoy, get("a.example.com.", "/login"), Some("exact"));
-    // Exact > regex > prefix; longer prefix wins; segment vs string prefixes.
-    expect(&envoy, get("a.example.com", "/api/v2/users"), Some("regex"));
-    expect(&envoy, get("a.example.com", "/api/v1"), Some("long"));
-    expect(&envoy, get("a.example.com", "/api/v1/"), Some("regex"));
-    expect(&envoy, get("a.example.com", "/api/x?y=1"), Some("short"));
-    expect(&envoy, get("a.example.com", "/staticfiles/x"), Some("string"));
-    // `/api` is a segment prefix: `/apix` falls through to the wildcard host's rules.
-    expect(&envoy, get("a.example.com", "/apix"), Some("wild"));
-    expect(&envoy, get("a.example.com", "/login/x"), Some("wild"));
-    // Condition count and kind: cookie+header > cookie+query > method > none.
-    let b = || get("b.example.com", "/");
-    expect(
-        &envoy,
-        b().header("cookie", "session=1")
-            .header("x-user", "a")
-            .header("x-user", "u"),
-        Some("cookie-header"),
-    );
-    expect(
-        &envoy,
-        get("b.example.com", "/?tier=gold%20plus")
-            .header("cookie", "session=1")
-            .header("x-user", "u"),
-        Some("cookie-header"),
-    );
-    expect(
-        &envoy,
-        get("b.example.com", "/?tier=gold%20plus").header("cookie", "session=1"),
-        Some("cookie-query"),
-    );
-    expect(
-        &envoy,
-        get("b.example.com", "/?tier=gold+plus").header("cookie", "session=1"),
-        Some("wild"),
-    );
-    expect(&envoy, b().method("POST"), Some("post"));
-    expect(&envoy, b(), Some("wild"));
-    // A wildcard matches one label only; the catch-all level comes next.
-    expect(&envoy, get("x.y.example.com", "/"), None);
-    expect(
-        &envoy,
-        get("x.y.example.com", "/").header("X-Canary", ""),
-        Some("canary"),
-    );
-    expect(&envoy, get("example.com", "/shared/a"), Some("shared"));
-    expect(&envoy, get("other.org", "/sharedx"), None);
-}
-
 /// 404 naming only host and path; a client's cluster header never picks the backend; rewrites and
 /// header actions reach the backend; direct responses keep their status; the debug header names
 /// the rule; the metrics count it all.
 #[test]
 fn actions_local_replies_and_metrics() {
-    let mut app = route(
-        "HTTPProxy/default/shop#0",
-        Some("shop.example.org"),
-        "prefix /app",
-        vec![],
-        SERVICE2,
-    );
+    let mut app = rule("HTTPProxy/default/shop#0")
+        .host("shop.example.org")
+        .prefix("/app")
+        .to(SERVICE2);
     app["action"]["route"]["rewrite_prefix"] = json!("/");
     app["action"]["route"]["set_headers"] = json!([{ "name": "x-team", "value": "shop" }]);
     app["action"]["route"]["remove_headers"] = json!(["x-debug"]);
@@ -325,13 +44,10 @@ fn actions_local_replies_and_metrics() {
         "action": { "direct_response": { "status": 502 } }
     });
     let rules = vec![
-        route(
-            "Ingress/production/one#0",
-            Some("example.net"),
-            "segment_prefix /bar",
-            vec![],
-            SERVICE1,
-        ),
+        rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1),
         app,
         broken,
     ];
@@ -388,13 +104,10 @@ fn actions_local_replies_and_metrics() {
 /// Weighted backends split in proportion (1:3) over 400 requests, through two Envoy workers.
 #[test]
 fn weighted_backends_split_as_weighted() {
-    let mut rule = route(
-        "HTTPProxy/default/canary#0",
-        Some("example.net"),
-        "prefix /",
-        vec![],
-        SERVICE1,
-    );
+    let mut rule = rule("HTTPProxy/default/canary#0")
+        .host("example.net")
+        .prefix("/")
+        .to(SERVICE1);
     rule["action"]["route"]["backends"] =
         json!([{ "cluster": SERVICE1, "weight": 1 }, { "cluster": SERVICE2, "weight": 3 }]);
     let envoy = Envoy::start_with(
@@ -425,13 +138,10 @@ fn weighted_backends_split_as_weighted() {
 fn route_cache_is_cleared_after_the_filter_sets_the_cluster_header() {
     let doc: serde_json::Value = serde_json::from_str(&table(
         "cache",
-        vec![route(
-            "Ingress/production/one#0",
-            Some("example.net"),
-            "segment_prefix /bar",
-            vec![],
-            SERVICE1,
-        )],
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1)],
     ))
     .unwrap();
     let mut doc = doc;
@@ -455,13 +165,10 @@ fn route_cache_is_cleared_after_the_filter_sets_the_cluster_header() {
 fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let good = table(
         "good-1",
-        vec![route(
-            "Ingress/production/one#0",
-            Some("example.net"),
-            "segment_prefix /bar",
-            vec![],
-            SERVICE1,
-        )],
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1)],
     );
     let envoy = Envoy::start(&good, &[SERVICE1, SERVICE2]);
     expect(&envoy, get("example.net", "/bar"), Some("service1"));
@@ -469,20 +176,14 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let bad = table(
         "bad",
         vec![
-            route(
-                "Ingress/production/one#0",
-                Some("example.net"),
-                "segment_prefix /bar",
-                vec![],
-                SERVICE2,
-            ),
-            route(
-                "Ingress/production/broken#0",
-                Some("example.net"),
-                "segment_prefix baz",
-                vec![],
-                SERVICE2,
-            ),
+            rule("Ingress/production/one#0")
+                .host("example.net")
+                .segment_prefix("/bar")
+                .to(SERVICE2),
+            rule("Ingress/production/broken#0")
+                .host("example.net")
+                .segment_prefix("baz")
+                .to(SERVICE2),
         ],
     );
     assert!(
@@ -492,11 +193,33 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let log = envoy.log();
     let refusals: Vec<&str> = log.lines().filter(|l| l.contains("table refused")).collect();
     assert!(!refusals.is_empty(), "no refusal logged:\n{log}");
+    // Envoy configured a fresh root for the update, which never held a table: the line says what
+    // is true there too (the previous filter configuration keeps serving).
     assert!(
-        refusals
-            .iter()
-            .all(|l| l.contains("rule \"Ingress/production/broken#0\": field `path.value`")),
+        refusals.iter().all(|l| l.contains(
+            "table refused (the table serving before, if any, keeps serving): \
+             rule \"Ingress/production/broken#0\": field `path.value`"
+        ) && !l.contains("no table loaded")),
         "{refusals:?}"
+    );
+    // A cluster name with CR LF (which would make Envoy answer 503 for the rule) is refused too.
+    let injected = table(
+        "injected",
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to("production/service2:80\r\nx-injected: 1")],
+    );
+    assert!(
+        !envoy.update_table(&injected, ConfigForm::StringValue),
+        "Envoy accepted a cluster name with CR LF"
+    );
+    let log = envoy.log();
+    assert!(
+        log.lines().any(|l| l.contains("table refused")
+            && l.contains("field `action.route.backends[0].cluster`")
+            && l.contains("CR (0x0d)")),
+        "{log}"
     );
     assert!(envoy.stat("wasmcustom.switchyard_tables_refused").unwrap_or(0) >= 1);
     for _ in 0..5 {
@@ -505,13 +228,10 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
 
     let good2 = table(
         "good-2",
-        vec![route(
-            "Ingress/production/one#0",
-            Some("example.net"),
-            "segment_prefix /bar",
-            vec![],
-            SERVICE2,
-        )],
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE2)],
     );
     assert!(
         envoy.update_table(&good2, ConfigForm::Struct),
@@ -522,13 +242,10 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     // Wrapped as users of Istio write it: the table as a JSON string inside `{"value": ...}`.
     let good3 = table(
         "good-3",
-        vec![route(
-            "Ingress/production/one#0",
-            Some("example.net"),
-            "segment_prefix /bar",
-            vec![],
-            SERVICE1,
-        )],
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1)],
     );
     let wrapped = json!({ "value": good3 }).to_string();
     assert!(
@@ -591,4 +308,49 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
         .header("Header-key", "value")
         .header("Cookie", "cookie-key=value");
     expect(&envoy, both, Some("service2"));
+}
+
+/// Paths are normalised by Envoy before the filter matches them (envoy.yaml's `normalize_path`,
+/// `merge_slashes` and `path_with_escaped_slashes_action: UNESCAPE_AND_FORWARD`, also in the
+/// harness's listener): `..` (also written `%2e%2e`) is resolved, `//` merged and `%2F` decoded, so
+/// the rule that wins is the one for the path the backend receives, which is the normalised path.
+#[test]
+fn paths_are_normalised_before_matching_and_forwarded_as_matched() {
+    let routes = table(
+        "normalised",
+        vec![
+            rule("Ingress/p/bar#0")
+                .host("example.net")
+                .segment_prefix("/bar")
+                .to(SERVICE1),
+            rule("Ingress/p/admin#0")
+                .host("example.net")
+                .segment_prefix("/admin")
+                .to(SERVICE2),
+        ],
+    );
+    let envoy = Envoy::start(&routes, &[SERVICE1, SERVICE2]);
+    let cases = [
+        ("/bar/../admin", "service2", "/admin"),
+        ("/bar/x/../../admin/y", "service2", "/admin/y"),
+        ("/bar/%2e%2e/admin", "service2", "/admin"),
+        ("/bar/%2E%2E/admin", "service2", "/admin"),
+        ("/bar//x", "service1", "/bar/x"),
+        ("//admin", "service2", "/admin"),
+        ("/bar///x//y", "service1", "/bar/x/y"),
+        ("/admin%2Fx", "service2", "/admin/x"),
+        ("/bar%2F..%2Fadmin", "service2", "/admin"),
+        ("/bar%2f%2e%2e%2fadmin", "service2", "/admin"),
+        ("/bar/./x", "service1", "/bar/x"),
+        ("/admin/..%2F..%2Fbar?q=/..", "service1", "/bar?q=/.."),
+    ];
+    for (path, backend, upstream) in cases {
+        let response = envoy.send(&get("example.net", path));
+        assert_eq!(
+            (response.status, response.backend(), response.upstream_path()),
+            (200, Some(backend), Some(upstream)),
+            "{path}: {}",
+            response.body
+        );
+    }
 }

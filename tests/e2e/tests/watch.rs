@@ -30,7 +30,8 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(dir: &Path) -> Watch {
+    /// Starts `switchyard watch` on `<dir>/manifests` with these more arguments.
+    fn start_with(dir: &Path, extra: &[String]) -> Watch {
         let bin = required_path("SWITCHYARD_BIN");
         let wasm = required_path("SWITCHYARD_WASM");
         let log = dir.join("watch.log");
@@ -43,6 +44,7 @@ impl Watch {
             .arg("--wasm")
             .arg(wasm)
             .args(["--listen", "127.0.0.1:0", "--debug-rule-header"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)
@@ -121,6 +123,11 @@ struct Setup {
 
 impl Setup {
     fn start() -> Setup {
+        Setup::start_with(false)
+    }
+
+    /// With `paced`, Envoy's admin listens on a port chosen here and the watch gets `--envoy-admin`.
+    fn start_with(paced: bool) -> Setup {
         let envoy_bin = required_path("ENVOY_BIN");
         let wasm = required_path("SWITCHYARD_WASM");
         let dir = fresh_dir("watch");
@@ -131,9 +138,20 @@ impl Setup {
             .map(|c| ((*c).to_owned(), Backend::start(&backend_name(c)).unwrap()))
             .collect();
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
-        std::fs::write(dir.join("envoy.yaml"), envoy_config(&dir, &ports, 0, 0)).unwrap();
+        let admin_port = if paced {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        } else {
+            0
+        };
+        std::fs::write(dir.join("envoy.yaml"), envoy_config(&dir, &ports, 0, admin_port)).unwrap();
         // The watch writes the ECDS file before Envoy starts: Envoy's listener waits for it.
-        let watch = Watch::start(&dir);
+        let extra = if paced {
+            vec!["--envoy-admin".to_owned(), format!("127.0.0.1:{admin_port}")]
+        } else {
+            Vec::new()
+        };
+        let watch = Watch::start_with(&dir, &extra);
         let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), wasm, 1);
         envoy.backends = backends.into_iter().collect();
         Setup { dir, envoy, watch }
@@ -453,4 +471,62 @@ fn an_invalid_manifest_leaves_routing_as_it_was_and_appears_in_status() {
     setup
         .watch
         .wait_status("no errors", |s| s["errors"].as_array().is_some_and(Vec::is_empty));
+}
+
+/// `--envoy-admin`: a push to the ECDS file counts only once Envoy's admin stats say it was applied
+/// or rejected. A storm of edits (one every 30 ms) is delivered, each push settled by Envoy, and the
+/// last edit routes; a second watch whose ECDS file this Envoy does not read writes its file but never
+/// counts the push (it waits for Envoy; without `--envoy-admin` it would count it at once).
+#[test]
+fn paced_pushes_wait_for_envoy_to_apply_them_and_lose_no_edit() {
+    let setup = Setup::start_with(true);
+    let pushes = |watch: &Watch| -> u64 {
+        let (_, metrics) = watch.get("/metrics");
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("switchyard_pushes_total"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    let settled = || {
+        ["update_success", "update_rejected"]
+            .iter()
+            .map(|what| {
+                setup
+                    .envoy
+                    .stat(&format!("extension_config_discovery.http_filter.switchyard.{what}"))
+                    .unwrap_or(0)
+            })
+            .sum::<u64>()
+    };
+    for i in 0..40 {
+        let service = if i % 2 == 0 { "blue" } else { "green" };
+        let extra = ingress(&format!("extra{i}"), &format!("e{i}.example"), "blue");
+        let text = format!("{}---\n{extra}", ingress("shop", "shop.example", service));
+        std::fs::write(setup.manifest("shop.yaml"), text).unwrap();
+        thread::sleep(Duration::from_millis(30));
+    }
+    // The last edit (i = 39: green) routes.
+    let deadline = Instant::now() + FOLLOW_WITHIN * 5;
+    while setup.backend("shop.example").as_deref() != Some("green") {
+        assert!(
+            Instant::now() < deadline,
+            "the last edit never routed\n{}",
+            setup.watch.log()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    let log = setup.watch.log();
+    assert!(!log.contains("push failed"), "{log}");
+    assert!(settled() >= pushes(&setup.watch), "{log}");
+
+    let other = setup.dir.join("other");
+    std::fs::create_dir_all(other.join("ecds")).unwrap();
+    std::fs::create_dir_all(other.join("manifests")).unwrap();
+    std::fs::copy(setup.manifest("shop.yaml"), other.join("manifests/shop.yaml")).unwrap();
+    let admin = format!("127.0.0.1:{}", setup.envoy.admin.port());
+    let waiting = Watch::start_with(&other, &["--envoy-admin".to_owned(), admin]);
+    thread::sleep(Duration::from_secs(2));
+    assert!(other.join("ecds/filter.json").is_file());
+    assert_eq!(pushes(&waiting), 0, "{}", waiting.log());
 }

@@ -66,6 +66,10 @@ fn bootstrap(virtual_hosts: Value, mut filters: Vec<Value>, backend_port: u16) -
                     "typed_config": {
                         "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
                         "stat_prefix": "bench",
+                        // As envoy.yaml: what a production listener pays for path normalisation.
+                        "normalize_path": true,
+                        "merge_slashes": true,
+                        "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",
                         "route_config": { "name": "bench", "virtual_hosts": virtual_hosts },
                         "http_filters": filters
                     }

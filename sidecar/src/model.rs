@@ -1,0 +1,150 @@
+//! What every stage of the compiler shares: its [`Options`], the [`Draft`] a processor makes of a
+//! rule, [`validate_rule`], the host normalisation processors apply, and [`CompileError`]. A leaf:
+//! it depends on no stage, every stage depends on it, and [`crate::pipeline`] orders the stages
+//! (Contour's `dag.go` holds the types, each `*_processor.go` uses them, `builder.go` runs them).
+
+use switchyard_table::{NoRoute, RouteTable, RuleSpec, TableSpec};
+
+use crate::objects::{Age, ResourceKey};
+
+/// What `--host-collision` chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostCollision {
+    /// Ingresses naming the same host share it (ROUTING.md §2).
+    #[default]
+    Merge,
+    /// Every resource competes alone; the oldest wins the host.
+    Winner,
+}
+
+/// The compiler's options: the controller flags of ROUTING.md §1 and the table-wide settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--ingress-class` (empty: none).
+    pub ingress_class: String,
+    /// `--empty-ingress-class`.
+    pub empty_ingress_class: bool,
+    /// `--controller-name`.
+    pub controller_name: String,
+    /// `--host-collision`.
+    pub host_collision: HostCollision,
+    /// `--root-namespaces` (empty: every namespace may hold roots).
+    pub root_namespaces: Vec<String>,
+    /// `--cluster-template`, over `{namespace}`, `{service}` and `{port}`.
+    pub cluster_template: String,
+    /// `--cluster-header`.
+    pub cluster_header: String,
+    /// `--no-route`.
+    pub no_route: NoRoute,
+    /// `--debug-rule-header`.
+    pub debug_rule_header: bool,
+}
+
+/// The default controller name.
+pub const DEFAULT_CONTROLLER: &str = "switchyard.io/ingress-controller";
+/// The default cluster template.
+pub const DEFAULT_CLUSTER_TEMPLATE: &str = "{namespace}/{service}:{port}";
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ingress_class: String::new(),
+            empty_ingress_class: false,
+            controller_name: DEFAULT_CONTROLLER.to_owned(),
+            host_collision: HostCollision::Merge,
+            root_namespaces: Vec::new(),
+            cluster_template: DEFAULT_CLUSTER_TEMPLATE.to_owned(),
+            cluster_header: switchyard_table::format::DEFAULT_CLUSTER_HEADER.to_owned(),
+            no_route: NoRoute::NotFound,
+            debug_rule_header: false,
+        }
+    }
+}
+
+impl Options {
+    /// The cluster name of a service port.
+    pub fn cluster(&self, namespace: &str, service: &str, port: i32) -> String {
+        self.cluster_template
+            .replace("{namespace}", namespace)
+            .replace("{service}", service)
+            .replace("{port}", &port.to_string())
+    }
+}
+
+/// A rule on its way to the table, with what the later stages need to know about it.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    /// The resource the rule is named after (an Ingress, or the HTTPProxy that wrote the route).
+    pub owner: ResourceKey,
+    /// The owner's age (§4 key 5 and §2's `PathTaken`).
+    pub age: Age,
+    /// The rule's position within its owner (the `n` of its name).
+    pub position: usize,
+    /// The resource that claims the rule's host: the Ingress itself, or the HTTPProxy tree's root.
+    pub claimant: ResourceKey,
+    /// The claimant's age.
+    pub claimant_age: Age,
+    /// The rule, named.
+    pub rule: RuleSpec,
+}
+
+/// Why a compilation failed. Only serialising what the compiler builds can fail, and then nothing
+/// is written: no table hashed over empty bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// A value could not be written as JSON (`what` says which).
+    #[error("cannot serialise {what}: {source}")]
+    Serialize {
+        /// What was being serialised.
+        what: &'static str,
+        /// serde_json's error.
+        source: serde_json::Error,
+    },
+}
+
+/// Checks one rule exactly as the filter will, so that an invalid rule is refused here (with its
+/// resource's status saying why) and never makes the whole table unusable.
+pub fn validate_rule(rule: &RuleSpec) -> Result<(), String> {
+    let spec = TableSpec {
+        rules: vec![rule.clone()],
+        ..TableSpec::default()
+    };
+    RouteTable::try_from(spec).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// A host as a manifest writes it, normalised as the filter normalises a request's authority
+/// ([`switchyard_table::normalize_authority`], ROUTING.md §2: hosts compare after normalisation):
+/// surrounding blanks, the case, a port and a trailing dot go.
+pub fn normalize_host(host: &str) -> String {
+    switchyard_table::normalize_authority(host.trim()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_lose_blanks_case_port_and_trailing_dot_as_the_filter_does() {
+        assert_eq!(normalize_host("Shop.Example.COM."), "shop.example.com");
+        assert_eq!(normalize_host(" shop.example.com:8443 "), "shop.example.com");
+        assert_eq!(normalize_host("*.Example.net"), "*.example.net");
+        for host in ["[::1]:8080", "[::1]", "[::1]:"] {
+            assert_eq!(normalize_host(host), "[::1]", "{host}");
+            assert_eq!(
+                normalize_host(host),
+                switchyard_table::normalize_authority(host),
+                "{host}"
+            );
+        }
+    }
+
+    #[test]
+    fn cluster_template_fills_namespace_service_and_port() {
+        let options = Options {
+            cluster_template: "outbound|{port}||{service}.{namespace}.svc".into(),
+            ..Options::default()
+        };
+        assert_eq!(options.cluster("shop", "api", 8080), "outbound|8080||api.shop.svc");
+        assert_eq!(Options::default().cluster("shop", "api", 80), "shop/api:80");
+    }
+}
