@@ -2,14 +2,19 @@
 //! a test double in the tests of `request.rs`. Every call is a host call in Envoy, so the filter
 //! makes as few as it can.
 
+/// A host call the proxy answered with a status other than `Ok`: the proxy-wasm ABI's status code
+/// (1 `NotFound`, 2 `BadArgument`, ... 10 `InternalFailure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCallFailed(pub u32);
+
 /// The host calls one request needs. Header names are lowercase, as Envoy keeps them.
 pub trait Host {
     /// One request header's first value (`:authority`, `:path`, `:method` included), if present.
     fn request_header(&self, name: &str) -> Option<String>;
     /// Every request header, in order (names lowercase).
     fn request_headers(&self) -> Vec<(String, String)>;
-    /// Replaces a request header (adds it when absent).
-    fn set_request_header(&mut self, name: &str, value: &str);
+    /// Replaces a request header (adds it when absent); `Err` when the proxy refuses the call.
+    fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed>;
     /// Removes every value of a request header.
     fn remove_request_header(&mut self, name: &str);
     /// Answers locally; the request goes no further.

@@ -7,7 +7,7 @@ use std::cell::OnceCell;
 use switchyard_table::format::RULE_NAME_HEADER;
 use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestView, RouteTable};
 
-use crate::host::Host;
+use crate::host::{Host, HostCallFailed};
 
 /// What the filter did with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,15 @@ pub enum Outcome {
         position: usize,
         /// The status sent.
         status: u16,
+    },
+    /// The rule at `position` won but the host refused to set the cluster header: the request goes
+    /// on without the table's cluster (a header the client sent is removed, as far as the host lets
+    /// it), so it is counted as a failure, not as routed.
+    ClusterNotSet {
+        /// The winning rule's position in the table.
+        position: usize,
+        /// The host call's failure.
+        error: HostCallFailed,
     },
     /// No rule matched and the filter answered 404.
     NotFound,
@@ -151,18 +160,28 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
             for name in &route.remove_headers {
                 host.remove_request_header(name);
             }
+            // The rule's own header actions are best effort: a refused one leaves that header as it was.
             for header in &route.set_headers {
-                host.set_request_header(&header.name, &header.value);
+                let _ = host.set_request_header(&header.name, &header.value);
             }
             if let Some(path) = new_path {
-                host.set_request_header(":path", &path);
+                let _ = host.set_request_header(":path", &path);
             }
             match decision.backend {
                 // Last, so no header action can overwrite it; it replaces any value the client sent.
-                Some(backend) => host.set_request_header(table.cluster_header(), &backend.cluster),
-                None => host.remove_request_header(table.cluster_header()),
+                Some(backend) => match host.set_request_header(table.cluster_header(), &backend.cluster) {
+                    Ok(()) => Outcome::Routed { position },
+                    Err(error) => {
+                        // Whatever the client sent must not route the request in the table's place.
+                        host.remove_request_header(table.cluster_header());
+                        Outcome::ClusterNotSet { position, error }
+                    }
+                },
+                None => {
+                    host.remove_request_header(table.cluster_header());
+                    Outcome::Routed { position }
+                }
             }
-            Outcome::Routed { position }
         }
     }
 }
@@ -189,12 +208,14 @@ mod tests {
     /// A local reply: status, headers, body.
     type Reply = (u16, Vec<(String, String)>, String);
 
-    /// A host holding one request; counts header-map fetches to prove laziness.
+    /// A host holding one request; counts header-map fetches to prove laziness. `refuse` names a
+    /// header whose setting the host refuses (as Envoy answers a host call with a failed status).
     #[derive(Default)]
     struct FakeHost {
         headers: Vec<(String, String)>,
         map_fetches: Cell<usize>,
         response: Option<Reply>,
+        refuse: Option<&'static str>,
     }
 
     impl FakeHost {
@@ -228,9 +249,13 @@ mod tests {
             self.map_fetches.set(self.map_fetches.get() + 1);
             self.headers.clone()
         }
-        fn set_request_header(&mut self, name: &str, value: &str) {
+        fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {
+            if self.refuse == Some(name) {
+                return Err(HostCallFailed(10));
+            }
             self.remove_request_header(name);
             self.headers.push((name.to_owned(), value.to_owned()));
+            Ok(())
         }
         fn remove_request_header(&mut self, name: &str) {
             self.headers.retain(|(k, _)| k != name);
@@ -296,6 +321,38 @@ mod tests {
         let mut host = FakeHost::new("nowhere.net", "/", &[("x-route-cluster", "evil/admin:80")]);
         assert_eq!(handle_request(&mut host, &table("pass"), 0), Outcome::Passed);
         assert!(host.get("x-route-cluster").is_empty());
+    }
+
+    #[test]
+    fn a_refused_cluster_header_is_a_failure_not_a_route_and_the_clients_value_is_removed() {
+        let mut host = FakeHost::new(
+            "example.net",
+            "/bar",
+            &[("x-route-cluster", "evil/admin:80"), ("header-key", "value")],
+        );
+        host.refuse = Some("x-route-cluster");
+        assert_eq!(
+            handle_request(&mut host, &table("404"), 0),
+            Outcome::ClusterNotSet {
+                position: 1,
+                error: HostCallFailed(10)
+            }
+        );
+        assert!(host.get("x-route-cluster").is_empty(), "{:?}", host.headers);
+        assert!(host.response.is_none(), "the request goes on; no local reply");
+    }
+
+    #[test]
+    fn a_refused_header_action_still_routes() {
+        let mut host = FakeHost::new("example.net", "/app/x", &[]);
+        host.refuse = Some("x-team");
+        assert!(matches!(
+            handle_request(&mut host, &table("404"), 0),
+            Outcome::Routed { position: 2 }
+        ));
+        assert!(host.get("x-team").is_empty());
+        assert_eq!(host.get(":path"), ["/x"]);
+        assert_eq!(host.get("x-route-cluster").len(), 1);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
 use switchyard_table::RouteTable;
 
 use crate::config::load_table;
-use crate::host::Host;
+use crate::host::{Host, HostCallFailed};
 use crate::random::Random;
 use crate::request::{handle_request, Outcome};
 
@@ -30,6 +30,7 @@ fn log(level: LogLevel, message: &str) {
 /// The filter's counters and gauge; Envoy shows them as `wasmcustom.<name>`.
 struct Metrics {
     routed: u32,
+    route_failed: u32,
     not_routed: u32,
     direct: u32,
     accepted: u32,
@@ -42,6 +43,7 @@ impl Metrics {
         let counter = |name| hostcalls::define_metric(MetricType::Counter, name).unwrap_or(u32::MAX);
         Metrics {
             routed: counter("switchyard_requests_routed"),
+            route_failed: counter("switchyard_requests_route_failed"),
             not_routed: counter("switchyard_requests_not_routed"),
             direct: counter("switchyard_requests_direct_response"),
             accepted: counter("switchyard_tables_accepted"),
@@ -59,6 +61,8 @@ impl Metrics {
 struct Shared {
     metrics: Metrics,
     random: Cell<Random>,
+    /// Whether a refused cluster header was logged: once per VM, not per request.
+    route_failure_logged: Cell<bool>,
 }
 
 impl Shared {
@@ -80,6 +84,7 @@ impl Root {
         let shared = Shared {
             metrics: Metrics::define(),
             random: Cell::new(Random::from_entropy()),
+            route_failure_logged: Cell::new(false),
         };
         Root {
             table: None,
@@ -171,6 +176,22 @@ impl HttpContext for Http {
                 }
                 Action::Continue
             }
+            Outcome::ClusterNotSet { position, error } => {
+                Metrics::increment(metrics.route_failed);
+                if !self.shared.route_failure_logged.replace(true) {
+                    let rule = table.rules().get(position).map_or("?", |r| r.name());
+                    log(
+                        LogLevel::Error,
+                        &format!(
+                            "setting {} failed (proxy-wasm status {}) for rule {rule:?}: the request goes on \
+                             without a cluster; counted in switchyard_requests_route_failed, logged once",
+                            table.cluster_header(),
+                            error.0
+                        ),
+                    );
+                }
+                Action::Continue
+            }
             Outcome::Passed => {
                 Metrics::increment(metrics.not_routed);
                 Action::Continue
@@ -217,8 +238,8 @@ impl Host for ProxyHost {
             .unwrap_or_default()
     }
 
-    fn set_request_header(&mut self, name: &str, value: &str) {
-        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, name, Some(value));
+    fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {
+        hostcalls::set_map_value(MapType::HttpRequestHeaders, name, Some(value)).map_err(|s| HostCallFailed(s as u32))
     }
 
     fn remove_request_header(&mut self, name: &str) {

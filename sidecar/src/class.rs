@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::model::Options;
 use crate::objects::{annotation, key_of, Age, Kind};
-use crate::status::{Status, StatusBook};
+use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
 /// The class annotation.
 pub const CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
@@ -58,16 +58,16 @@ impl Classes {
                 book.add(
                     &key,
                     Status::Valid,
-                    "Valid",
-                    "ControllerMatches",
+                    ConditionKind::Valid,
+                    Reason::ControllerMatches,
                     format!("spec.controller is {controller:?}: this class is ours"),
                 );
             } else {
                 book.add(
                     &key,
                     Status::Ignored,
-                    "Ignored",
-                    "OtherController",
+                    ConditionKind::Ignored,
+                    Reason::OtherController,
                     format!("spec.controller is {controller:?}; ours is {wanted:?}"),
                 );
             }

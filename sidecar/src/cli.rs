@@ -16,7 +16,7 @@ use switchyard_table::RouteTable;
 use crate::flags::TableArgs;
 use crate::load::{read_paths, Loaded};
 use crate::pipeline::compile;
-use crate::status::{summarize, Status};
+use crate::status::{summarize, ConditionKind, Status};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -201,8 +201,8 @@ fn summary(loaded: &Loaded, compiled: &crate::Compiled) -> String {
             s.conditions
                 .iter()
                 .filter(|c| {
-                    c.kind == "Error"
-                        || c.kind == "Warning"
+                    c.kind == ConditionKind::Error
+                        || c.kind == ConditionKind::Warning
                         || s.status == Status::Ignored
                         || s.status == Status::Orphaned
                 })

@@ -13,7 +13,7 @@ use switchyard_table::{ConditionSpec, PathSpec};
 
 use crate::model::{Draft, HostCollision};
 use crate::objects::{Age, Kind, ResourceKey};
-use crate::status::{Status, StatusBook};
+use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
 /// One side in a host's contest: the resources that win or lose together.
 struct Contender {
@@ -86,7 +86,12 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
         } else {
             Status::Accepted
         };
-        book.error(loser, default, "HostTaken", format!("host {host} is taken by {by}"));
+        book.error(
+            loser,
+            default,
+            Reason::HostTaken,
+            format!("host {host} is taken by {by}"),
+        );
     }
     for (key, won) in &hosts_won {
         if *won == 0 && !hostless.contains(key) {
@@ -95,7 +100,7 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
             } else {
                 Status::Rejected
             };
-            book.error(key, status, "Rejected", "All hosts are taken by other resources");
+            book.error(key, status, Reason::Rejected, "All hosts are taken by other resources");
             book.set(key, status);
         }
     }
@@ -138,8 +143,8 @@ fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
                 book.add(
                     &n.owner,
                     default,
-                    "Warning",
-                    "PathTaken",
+                    ConditionKind::Warning,
+                    Reason::PathTaken,
                     format!(
                         "rule {} is dropped: host {}, path {} and its conditions are already routed by the older rule {}",
                         n.rule.name,

@@ -21,8 +21,8 @@ use crate::objects::{
     key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey,
 };
 use crate::processor::Inputs;
-use crate::services::{service_unavailable, PortRef, PORT_NOT_FOUND};
-use crate::status::Status;
+use crate::services::{service_unavailable, PortRef};
+use crate::status::{ConditionKind, Reason, Status};
 
 /// The HTTPProxy processor: walks every root's inclusion tree into drafts and records every proxy's
 /// status.
@@ -141,7 +141,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         if fqdn.is_empty() {
             self.invalid(
                 key,
-                "VirtualHostFqdnMissing",
+                Reason::VirtualHostFqdnMissing,
                 "spec.virtualhost.fqdn is empty: a root needs a host".to_owned(),
             );
             return None;
@@ -149,7 +149,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         if let Err(problem) = HostPattern::parse(Some(&fqdn)) {
             self.invalid(
                 key,
-                "VirtualHostFqdnInvalid",
+                Reason::VirtualHostFqdnInvalid,
                 format!("spec.virtualhost.fqdn: {problem}"),
             );
             return None;
@@ -160,7 +160,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 "root HTTPProxies are allowed only in the namespaces {roots:?} (--root-namespaces); namespace {:?} is not one of them",
                 key.namespace
             );
-            self.invalid(key, "RootProxyNotAllowedInNamespace", message);
+            self.invalid(key, Reason::RootProxyNotAllowedInNamespace, message);
             return None;
         }
         Some(Context {
@@ -185,7 +185,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             let message = format!(
                 "the include tree below this root is deeper than {MAX_DEPTH} levels or visits more than {MAX_VISITS_PER_ROOT} proxies; the part beyond that is not routed"
             );
-            self.invalid(&context.root, "IncludeTreeTooLarge", message);
+            self.invalid(&context.root, Reason::IncludeTreeTooLarge, message);
             return;
         }
         self.visits += 1;
@@ -268,7 +268,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             if let Err(fault) = switchyard_table::field::field_value(&header.value) {
                 let field = format!("{at}.requestHeadersPolicy.set[{hi}].value");
                 let message = format!("{field}: {:?}: {fault}; the route is skipped", header.value);
-                self.invalid(key, "RequestHeadersPolicyInvalid", message);
+                self.invalid(key, Reason::RequestHeadersPolicyInvalid, message);
                 return;
             }
         }
@@ -330,7 +330,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             Err(why) => {
                 self.invalid(
                     key,
-                    "ConditionsNotValid",
+                    Reason::ConditionsNotValid,
                     format!("{at}.conditions: {why}; this route is skipped"),
                 );
                 None
@@ -345,7 +345,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         if route.services.is_empty() {
             self.invalid(
                 key,
-                "RouteHasNoServices",
+                Reason::RouteHasNoServices,
                 format!("{at}: a route needs at least one service; it is skipped"),
             );
             return None;
@@ -356,7 +356,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             if !(1..=65535).contains(&service.port) || service.name.is_empty() {
                 self.invalid(
                     key,
-                    "ServiceInvalid",
+                    Reason::ServiceInvalid,
                     format!(
                         "{at}.services[{si}]: a service needs a name and a port from 1 to 65535; the route is skipped"
                     ),
@@ -367,7 +367,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             if let Some(weight) = service.weight.filter(|w| u32::try_from(*w).is_err()) {
                 self.invalid(
                     key,
-                    "ServiceInvalid",
+                    Reason::ServiceInvalid,
                     format!(
                         "{at}.services[{si}].weight: {weight} is out of range (0 to {}); the route is skipped",
                         u32::MAX
@@ -390,7 +390,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             "this service gets no traffic; the route's other services share it"
         };
         for why in unresolved {
-            self.invalid(key, PORT_NOT_FOUND, format!("{why}; {consequence}"));
+            self.invalid(key, Reason::ServicePortNotFound, format!("{why}; {consequence}"));
         }
         let all_unweighted = resolved.iter().all(|(s, _)| s.weight.unwrap_or(0) == 0);
         let backends = resolved
@@ -410,7 +410,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     /// Pushes a route's rule if the filter would accept it; otherwise the route is refused here.
     fn push_valid(&mut self, key: &ResourceKey, age: &Age, n: usize, rule: RuleSpec, context: &Context, at: &str) {
         if let Err(why) = validate_rule(&rule) {
-            self.invalid(key, "RouteNotValid", format!("{at}: {why}; the route is skipped"));
+            self.invalid(key, Reason::RouteNotValid, format!("{at}: {why}; the route is skipped"));
             return;
         }
         self.push(key, age, n, rule, context);
@@ -451,7 +451,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     }
 
     /// Records an error that makes `key` invalid.
-    fn invalid(&mut self, key: &ResourceKey, reason: &str, message: String) {
+    fn invalid(&mut self, key: &ResourceKey, reason: Reason, message: String) {
         self.inputs.book.error(key, Status::Invalid, reason, message);
         self.inputs.book.set(key, Status::Invalid);
     }
@@ -472,8 +472,8 @@ impl<'a> HTTPProxyProcessor<'a> {
                 self.inputs.book.add(
                     key,
                     Status::Orphaned,
-                    "Orphaned",
-                    "Orphaned",
+                    ConditionKind::Orphaned,
+                    Reason::Orphaned,
                     "no valid root HTTPProxy includes this HTTPProxy (a root has spec.virtualhost.fqdn), so it routes nothing",
                 );
                 self.inputs.book.set(key, Status::Orphaned);
@@ -483,7 +483,9 @@ impl<'a> HTTPProxyProcessor<'a> {
                 } else {
                     "valid HTTPProxy, included by a valid root".to_owned()
                 };
-                self.inputs.book.add(key, Status::Valid, "Valid", "Valid", message);
+                self.inputs
+                    .book
+                    .add(key, Status::Valid, ConditionKind::Valid, Reason::Valid, message);
             }
         }
     }
@@ -497,7 +499,7 @@ fn include_target(
     at: &str,
     include: &Include,
     context: &Context,
-) -> Result<ResourceKey, (&'static str, String)> {
+) -> Result<ResourceKey, (Reason, String)> {
     let target = ResourceKey {
         kind: Kind::HTTPProxy,
         namespace: include
@@ -513,17 +515,17 @@ fn include_target(
             Some(class) => format!("{at}: include {shown} exists but is not ours ({class})"),
             None => format!("{at}: include {shown} not found"),
         };
-        return Err(("IncludeNotFound", format!("{why}; requests for it get 502")));
+        return Err((Reason::IncludeNotFound, format!("{why}; requests for it get 502")));
     };
     if context.stack.contains(&target) {
         return Err((
-            "IncludeCreatesCycle",
+            Reason::IncludeCreatesCycle,
             format!("{at}: include {shown} creates an include cycle; requests for it get 502"),
         ));
     }
     if target_proxy.spec.virtualhost.is_some() {
         return Err((
-            "RootIncludesRoot",
+            Reason::RootIncludesRoot,
             format!("{at}: include {shown} is a root HTTPProxy (it has spec.virtualhost); roots cannot include roots, so requests for it get 502"),
         ));
     }
@@ -749,8 +751,8 @@ enum WrittenPath<'a> {
 /// The one path condition of an include's or a route's condition list, checked (ROUTING.md §3): at
 /// most one, starting with `/`, only a prefix on an include; every header and query condition well
 /// formed. Otherwise (reason, why): that include or route is skipped, not the whole proxy.
-fn path_condition(blocks: &[MatchCondition], on: Block) -> Result<Option<WrittenPath<'_>>, (&'static str, String)> {
-    const PATH: &str = "PathMatchConditionsNotValid";
+fn path_condition(blocks: &[MatchCondition], on: Block) -> Result<Option<WrittenPath<'_>>, (Reason, String)> {
+    const PATH: Reason = Reason::PathMatchConditionsNotValid;
     let mut found = None;
     for block in blocks {
         let written = [
@@ -780,7 +782,7 @@ fn path_condition(blocks: &[MatchCondition], on: Block) -> Result<Option<Written
                 return Err((PATH, why.to_owned()));
             }
         }
-        block_conditions(block).map_err(|why| ("ConditionsNotValid", why))?;
+        block_conditions(block).map_err(|why| (Reason::ConditionsNotValid, why))?;
     }
     Ok(found)
 }
@@ -798,26 +800,26 @@ fn table_conditions(blocks: &[MatchCondition]) -> Result<Vec<ConditionSpec>, Str
 /// them): two `exact` on one header; `present` with `notpresent`, `exact` with `notexact` or `contains`
 /// with `notcontains` of the same value on one header; two `exact` on one query parameter. Header
 /// names compare case-insensitively, query parameter names as written (the filter matches them so).
-fn conflicts(blocks: &[MatchCondition]) -> Result<(), (&'static str, String)> {
+fn conflicts(blocks: &[MatchCondition]) -> Result<(), (Reason, String)> {
     let headers: Vec<&HeaderMatch> = blocks.iter().filter_map(|b| b.header.as_ref()).collect();
     for (i, a) in headers.iter().enumerate() {
         for b in headers[i + 1..].iter().filter(|b| b.name.eq_ignore_ascii_case(&a.name)) {
             let name = a.name.to_ascii_lowercase();
             if let (Some(x), Some(y)) = (&a.exact, &b.exact) {
                 return Err((
-                    "DuplicateMatchConditionHeaders",
+                    Reason::DuplicateMatchConditionHeaders,
                     format!("header {name:?} has two exact conditions after inclusion ({x:?} and {y:?}): no request can match"),
                 ));
             }
             if (a.present && b.notpresent) || (a.notpresent && b.present) {
                 return Err((
-                    "HeaderMatchConditionsNotValid",
+                    Reason::HeaderMatchConditionsNotValid,
                     format!("header {name:?} must be both present and not present: no request can match"),
                 ));
             }
             if let Some((verb, value)) = negated(a, b).or_else(|| negated(b, a)) {
                 return Err((
-                    "HeaderMatchConditionsNotValid",
+                    Reason::HeaderMatchConditionsNotValid,
                     format!("header {name:?} must both {verb} and not {verb} {value:?}: no request can match"),
                 ));
             }
@@ -831,7 +833,7 @@ fn conflicts(blocks: &[MatchCondition]) -> Result<(), (&'static str, String)> {
     for (i, (name, x)) in exact_queries.iter().enumerate() {
         if let Some((_, y)) = exact_queries[i + 1..].iter().find(|(other, _)| other == name) {
             return Err((
-                "QueryParameterMatchConditionsNotValid",
+                Reason::QueryParameterMatchConditionsNotValid,
                 format!("query parameter {name:?} has two exact conditions after inclusion ({x:?} and {y:?}); one parameter may have only one"),
             ));
         }
@@ -889,7 +891,7 @@ mod tests {
         serde_json::from_value(serde_json::json!({ "queryParameter": { "name": name, "exact": exact } })).unwrap()
     }
 
-    fn reason(blocks: &[MatchCondition]) -> Option<&'static str> {
+    fn reason(blocks: &[MatchCondition]) -> Option<Reason> {
         conflicts(blocks).err().map(|(reason, _)| reason)
     }
 
@@ -899,18 +901,18 @@ mod tests {
         let exact = |v: &str| header("X-A", json!({ "exact": v }));
         assert_eq!(
             reason(&[exact("1"), header("x-a", json!({"exact": "2"}))]),
-            Some("DuplicateMatchConditionHeaders")
+            Some(Reason::DuplicateMatchConditionHeaders)
         );
         assert_eq!(reason(&[exact("1")]), None);
         assert_eq!(reason(&[exact("1"), header("x-a", json!({"notexact": "2"}))]), None);
         assert_eq!(
             reason(&[header("x-a", json!({"notexact": "1"})), exact("1")]),
-            Some("HeaderMatchConditionsNotValid")
+            Some(Reason::HeaderMatchConditionsNotValid)
         );
         let contains = header("x-a", json!({ "contains": "abc" }));
         assert_eq!(
             reason(&[contains.clone(), header("X-a", json!({"notcontains": "abc"}))]),
-            Some("HeaderMatchConditionsNotValid")
+            Some(Reason::HeaderMatchConditionsNotValid)
         );
         assert_eq!(
             reason(&[contains.clone(), header("x-a", json!({"notcontains": "abd"}))]),
@@ -920,7 +922,7 @@ mod tests {
         let loose = |k: &str, v: &str| header("x-a", json!({ k: v, "ignoreCase": true }));
         assert_eq!(
             reason(&[loose("contains", "abc"), loose("notcontains", "ABC")]),
-            Some("HeaderMatchConditionsNotValid")
+            Some(Reason::HeaderMatchConditionsNotValid)
         );
         assert_eq!(reason(&[contains, loose("notcontains", "xyz")]), None);
         assert_eq!(
@@ -928,7 +930,7 @@ mod tests {
                 header("x-a", json!({"present": true})),
                 header("x-a", json!({"notpresent": true}))
             ]),
-            Some("HeaderMatchConditionsNotValid")
+            Some(Reason::HeaderMatchConditionsNotValid)
         );
         assert_eq!(
             reason(&[
@@ -943,7 +945,7 @@ mod tests {
     fn two_exact_query_conditions_on_one_name_conflict_names_compared_as_written() {
         assert_eq!(
             reason(&[query("v", "1"), query("v", "2")]),
-            Some("QueryParameterMatchConditionsNotValid")
+            Some(Reason::QueryParameterMatchConditionsNotValid)
         );
         assert_eq!(reason(&[query("v", "1"), query("V", "2")]), None);
         assert_eq!(reason(&[query("v", "1"), query("w", "1")]), None);

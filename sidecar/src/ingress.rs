@@ -19,8 +19,8 @@ use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, Matc
 use crate::model::{normalize_host, validate_rule, Draft, Options};
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
 use crate::processor::Inputs;
-use crate::services::{service_unavailable, PortRef, ServicePorts, PORT_NOT_FOUND};
-use crate::status::Status;
+use crate::services::{service_unavailable, PortRef, ServicePorts};
+use crate::status::{ConditionKind, Reason, Status};
 
 /// Router annotations: (annotation keys, what they test).
 const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
@@ -110,7 +110,7 @@ impl<'a> IngressProcessor<'a> {
             self.inputs.book.error(
                 &owner.key,
                 Status::Rejected,
-                "NoRules",
+                Reason::NoRules,
                 "this Ingress has no usable rule: nothing routes to it",
             );
             self.inputs.book.set(&owner.key, Status::Rejected);
@@ -126,9 +126,13 @@ impl<'a> IngressProcessor<'a> {
                 false
             }
             Ok(why) => {
-                self.inputs
-                    .book
-                    .add(key, Status::Accepted, "Info", "ClassMatches", format!("ours: {why}"));
+                self.inputs.book.add(
+                    key,
+                    Status::Accepted,
+                    ConditionKind::Info,
+                    Reason::ClassMatches,
+                    format!("ours: {why}"),
+                );
                 true
             }
         }
@@ -142,7 +146,7 @@ impl<'a> IngressProcessor<'a> {
             Err(why) => {
                 self.inputs
                     .book
-                    .error(key, Status::Rejected, "BadRouterAnnotation", why);
+                    .error(key, Status::Rejected, Reason::BadRouterAnnotation, why);
                 self.inputs.book.set(key, Status::Rejected);
                 None
             }
@@ -190,8 +194,8 @@ impl<'a> IngressProcessor<'a> {
             self.inputs.book.add(
                 key,
                 Status::Accepted,
-                "Warning",
-                "PathLooksLikeRegex",
+                ConditionKind::Warning,
+                Reason::PathLooksLikeRegex,
                 format!(
                     "{at}: path {value:?} looks like a regular expression, but an ImplementationSpecific \
                      path is a literal segment prefix here: it matches only paths starting with exactly \
@@ -206,7 +210,7 @@ impl<'a> IngressProcessor<'a> {
                 self.inputs.book.error(
                     key,
                     Status::Accepted,
-                    "UnknownPathType",
+                    Reason::UnknownPathType,
                     format!("{at}: pathType {other:?} is not Exact, Prefix or ImplementationSpecific; this path is not routed"),
                 );
                 None
@@ -231,7 +235,7 @@ impl<'a> IngressProcessor<'a> {
             self.inputs.book.error(
                 &owner.key,
                 Status::Accepted,
-                "InvalidRule",
+                Reason::InvalidRule,
                 format!("{}: {why}; this path is not routed", emit.at),
             );
             return;
@@ -260,7 +264,7 @@ impl<'a> IngressProcessor<'a> {
                 self.inputs.book.error(
                     key,
                     Status::Accepted,
-                    PORT_NOT_FOUND,
+                    Reason::ServicePortNotFound,
                     format!("{at}: {why}; requests for this path get 503"),
                 );
                 Some(service_unavailable())
@@ -283,7 +287,7 @@ enum NoCluster {
     /// Its port cannot be resolved: the rule stays and answers 503 (ROUTING.md §5).
     PortNotFound(String),
     /// It cannot be used at all (reason, why): the path is not routed.
-    Unusable(&'static str, String),
+    Unusable(Reason, String),
 }
 
 /// The cluster of a backend, or why it has none.
@@ -295,7 +299,7 @@ fn backend_cluster(
 ) -> Result<String, NoCluster> {
     let Some(service) = backend.service.as_ref() else {
         return Err(NoCluster::Unusable(
-            "UnsupportedBackend",
+            Reason::UnsupportedBackend,
             "the backend names no service (resource backends are not supported)".to_owned(),
         ));
     };
@@ -305,7 +309,7 @@ fn backend_cluster(
         (None, Some(name)) if !name.is_empty() => PortRef::Name(name),
         _ => {
             return Err(NoCluster::Unusable(
-                "MissingServicePort",
+                Reason::MissingServicePort,
                 format!("the backend for service {:?} has no port", service.name),
             ))
         }

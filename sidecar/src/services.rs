@@ -14,9 +14,6 @@ use switchyard_table::{ActionSpec, DirectResponse};
 
 use crate::objects::{key_of, Kind};
 
-/// The status reason of a backend whose port cannot be resolved.
-pub const PORT_NOT_FOUND: &str = "ServicePortNotFound";
-
 /// The action of a rule whose backends cannot be resolved: a 503 answered by the filter.
 pub fn service_unavailable() -> ActionSpec {
     ActionSpec::DirectResponse(DirectResponse {

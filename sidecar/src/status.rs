@@ -40,14 +40,150 @@ impl Status {
     }
 }
 
+/// Declares a vocabulary of unit variants whose words are the variant names: `Display`, `as_str`
+/// and serde all give the name as written, and values order by that word (so any sort of conditions
+/// is the one the strings had).
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$doc:meta])* $variant:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        pub enum $name {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl $name {
+            /// Every word of the vocabulary, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The word as it appears in the report, on /status and in Kubernetes.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => stringify!($variant),)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.as_str().cmp(other.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// The type of a condition (Contour's `DetailedCondition` error/warning split, plus the words for
+    /// a resource that is fine).
+    pub enum ConditionKind {
+        /// A note on a resource that routes.
+        Info,
+        /// The resource is valid (HTTPProxy, IngressClass of ours).
+        Valid,
+        /// The resource is not ours.
+        Ignored,
+        /// No valid root includes the HTTPProxy.
+        Orphaned,
+        /// Something of the resource is not routed.
+        Error,
+        /// Routed, but perhaps not as the author meant.
+        Warning,
+    }
+}
+
+vocabulary! {
+    /// Why a condition holds: the CamelCase reason of the report, the Kubernetes status and events.
+    pub enum Reason {
+        /// The class rules (ROUTING.md §1) make the resource ours.
+        ClassMatches,
+        /// The class rules make the resource another controller's.
+        IgnoredByClass,
+        /// An IngressClass names our controller.
+        ControllerMatches,
+        /// An IngressClass names another controller.
+        OtherController,
+        /// An Ingress with no usable rule.
+        NoRules,
+        /// The router annotation of an Ingress cannot be read.
+        BadRouterAnnotation,
+        /// An `ImplementationSpecific` path that looks like a regex, routed as a prefix.
+        PathLooksLikeRegex,
+        /// An Ingress path type we do not know.
+        UnknownPathType,
+        /// An Ingress rule the table refuses.
+        InvalidRule,
+        /// An Ingress backend that names no Service.
+        UnsupportedBackend,
+        /// An Ingress backend without a port.
+        MissingServicePort,
+        /// A backend port the Service does not list (ROUTING.md §5): the rule answers 503.
+        ServicePortNotFound,
+        /// A host owned by an older resource (ROUTING.md §2).
+        HostTaken,
+        /// An Ingress all of whose hosts are taken.
+        Rejected,
+        /// A rule identical to an older one, dropped.
+        PathTaken,
+        /// A root HTTPProxy without `virtualhost.fqdn`.
+        VirtualHostFqdnMissing,
+        /// A `virtualhost.fqdn` that is not a host.
+        VirtualHostFqdnInvalid,
+        /// A root HTTPProxy outside the root namespaces.
+        RootProxyNotAllowedInNamespace,
+        /// An include tree deeper or larger than allowed.
+        IncludeTreeTooLarge,
+        /// A request headers policy that cannot be applied.
+        RequestHeadersPolicyInvalid,
+        /// Match conditions that cannot be combined.
+        ConditionsNotValid,
+        /// A route without services.
+        RouteHasNoServices,
+        /// A route service that cannot be used.
+        ServiceInvalid,
+        /// A route the table refuses.
+        RouteNotValid,
+        /// No valid root includes the HTTPProxy.
+        Orphaned,
+        /// The HTTPProxy is valid.
+        Valid,
+        /// An include names a proxy that does not exist.
+        IncludeNotFound,
+        /// An include that leads back to a proxy on its own path.
+        IncludeCreatesCycle,
+        /// An include that names a root HTTPProxy.
+        RootIncludesRoot,
+        /// Prefix/exact/regex path conditions that are malformed or conflict.
+        PathMatchConditionsNotValid,
+        /// Two exact header conditions on the same header.
+        DuplicateMatchConditionHeaders,
+        /// Header conditions that contradict each other.
+        HeaderMatchConditionsNotValid,
+        /// Query parameter conditions that contradict each other.
+        QueryParameterMatchConditionsNotValid,
+        /// An object the API server sent that does not decode into its schema.
+        ObjectDoesNotDecode,
+    }
+}
+
 /// One condition of a resource's status.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Condition {
     /// `Info`, `Valid`, `Ignored`, `Orphaned`, `Error` or `Warning`.
     #[serde(rename = "type")]
-    pub kind: String,
-    /// A CamelCase reason (`HostTaken`, `IncludeNotFound`, ...).
-    pub reason: String,
+    pub kind: ConditionKind,
+    /// Why (`HostTaken`, `IncludeNotFound`, ...).
+    pub reason: Reason,
     /// A sentence for a human.
     pub message: String,
 }
@@ -95,17 +231,24 @@ impl StatusBook {
         self.add(
             key,
             Status::Ignored,
-            "Ignored",
-            "IgnoredByClass",
+            ConditionKind::Ignored,
+            Reason::IgnoredByClass,
             format!("not ours: {why}"),
         );
     }
 
     /// Adds a condition; the resource gets `default` as its status if it has none yet.
-    pub fn add(&mut self, key: &ResourceKey, default: Status, kind: &str, reason: &str, message: impl Into<String>) {
+    pub fn add(
+        &mut self,
+        key: &ResourceKey,
+        default: Status,
+        kind: ConditionKind,
+        reason: Reason,
+        message: impl Into<String>,
+    ) {
         let condition = Condition {
-            kind: kind.to_owned(),
-            reason: reason.to_owned(),
+            kind,
+            reason,
             message: message.into(),
         };
         let entry = self.entry(key, default);
@@ -115,12 +258,12 @@ impl StatusBook {
     }
 
     /// Adds an `Error` condition.
-    pub fn error(&mut self, key: &ResourceKey, default: Status, reason: &str, message: impl Into<String>) {
-        self.add(key, default, "Error", reason, message);
+    pub fn error(&mut self, key: &ResourceKey, default: Status, reason: Reason, message: impl Into<String>) {
+        self.add(key, default, ConditionKind::Error, reason, message);
     }
 
     /// Whether the resource has a condition with this reason.
-    pub fn has_reason(&self, key: &ResourceKey, reason: &str) -> bool {
+    pub fn has_reason(&self, key: &ResourceKey, reason: Reason) -> bool {
         self.entries
             .get(key)
             .is_some_and(|e| e.conditions.iter().any(|c| c.reason == reason))
@@ -185,5 +328,36 @@ impl Kind {
     /// Whether statuses of this kind use the HTTPProxy words (valid/invalid/orphaned).
     pub fn is_proxy(self) -> bool {
         matches!(self, Kind::HTTPProxy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_and_kind_is_written_as_its_name_in_json_and_text() {
+        let words = Reason::ALL
+            .iter()
+            .map(|r| (serde_json::to_value(r).unwrap(), r.to_string(), r.as_str()))
+            .chain(
+                ConditionKind::ALL
+                    .iter()
+                    .map(|k| (serde_json::to_value(k).unwrap(), k.to_string(), k.as_str())),
+            );
+        for (json, display, word) in words {
+            assert_eq!(json, serde_json::Value::from(word));
+            assert_eq!(display, word);
+        }
+        assert_eq!(Reason::ServicePortNotFound.as_str(), "ServicePortNotFound");
+    }
+
+    #[test]
+    fn reasons_order_as_their_words_did_as_strings() {
+        let mut by_enum = Reason::ALL.to_vec();
+        by_enum.sort();
+        let mut by_word: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        by_word.sort();
+        assert_eq!(by_enum.iter().map(|r| r.as_str()).collect::<Vec<_>>(), by_word);
     }
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use switchyard::status::Status;
+use switchyard::status::{Reason, Status};
 use switchyard::Options;
 
 const OURS: &str = "switchyard.io/ingress-controller";
@@ -311,7 +311,7 @@ fn ignored_resource_status_says_which_rule_failed() {
     let compiled = compile_default(&yaml);
     let st = status_of(&compiled, "Ingress", "default", "web");
     assert_eq!(st.status, Status::Ignored);
-    let why = message(st, "IgnoredByClass");
+    let why = message(st, Reason::IgnoredByClass);
     assert!(why.contains("default IngressClass \"traefik\""), "{why}");
     assert!(why.contains(OTHER), "{why}");
     assert_eq!(status(&compiled, "IngressClass", "", "traefik"), Status::Ignored);

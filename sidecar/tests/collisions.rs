@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use switchyard::status::Status;
+use switchyard::status::{Reason, Status};
 use switchyard::{HostCollision, Options};
 
 fn meta(created: &str, uid: &str) -> String {
@@ -58,7 +58,7 @@ fn merged_ingresses_with_an_identical_path_keep_the_older_rule() {
     let newer = status_of(&c, "Ingress", "default", "newer");
     // Only the rule is dropped, never the whole resource.
     assert_eq!(newer.status, Status::Accepted);
-    let why = message(newer, "PathTaken");
+    let why = message(newer, Reason::PathTaken);
     assert!(why.contains("Ingress/default/older#0"), "{why}");
 }
 
@@ -75,7 +75,7 @@ fn identical_path_with_equal_timestamps_keeps_the_smallest_uid() {
         cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
         Some("default/sb:80")
     );
-    assert!(has_reason(status_of(&c, "Ingress", "default", "a"), "PathTaken"));
+    assert!(has_reason(status_of(&c, "Ingress", "default", "a"), Reason::PathTaken));
 }
 
 #[test]
@@ -143,10 +143,10 @@ fn host_collision_winner_turns_merging_off() {
     let b = status_of(&c, "Ingress", "default", "b");
     assert_eq!(b.status, Status::Rejected);
     assert_eq!(
-        message(b, "HostTaken"),
+        message(b, Reason::HostTaken),
         "host shop.example.com is taken by Ingress/default/a"
     );
-    assert_eq!(message(b, "Rejected"), "All hosts are taken by other resources");
+    assert_eq!(message(b, Reason::Rejected), "All hosts are taken by other resources");
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn httpproxy_root_owns_its_host_alone_when_older() {
     let ing = status_of(&c, "Ingress", "default", "ing");
     assert_eq!(ing.status, Status::Rejected);
     assert_eq!(
-        message(ing, "HostTaken"),
+        message(ing, Reason::HostTaken),
         "host shop.example.com is taken by HTTPProxy/default/proxy"
     );
 }
@@ -185,7 +185,7 @@ fn older_ingress_takes_the_host_from_an_httpproxy_root() {
     let proxy = status_of(&c, "HTTPProxy", "default", "proxy");
     assert_eq!(proxy.status, Status::Invalid);
     assert_eq!(
-        message(proxy, "HostTaken"),
+        message(proxy, Reason::HostTaken),
         "host shop.example.com is taken by Ingress/default/ing"
     );
 }
@@ -210,7 +210,7 @@ fn merged_ingresses_compete_as_their_oldest_member() {
     );
     assert_eq!(status(&c, "Ingress", "default", "new"), Status::Accepted);
     assert_eq!(
-        message(status_of(&c, "HTTPProxy", "default", "proxy"), "HostTaken"),
+        message(status_of(&c, "HTTPProxy", "default", "proxy"), Reason::HostTaken),
         "host shop.example.com is taken by Ingress/default/old"
     );
 }
@@ -246,7 +246,7 @@ fn winning_is_per_host() {
     );
     let two = status_of(&c, "Ingress", "default", "two");
     assert_eq!(two.status, Status::Accepted);
-    assert!(has_reason(two, "HostTaken") && !has_reason(two, "Rejected"));
+    assert!(has_reason(two, Reason::HostTaken) && !has_reason(two, Reason::Rejected));
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{cluster_for, compile_default, get, has_reason, message, simple_ingress, status, status_of};
-use switchyard::status::Status;
+use switchyard::status::{Reason, Status};
 
 /// YAML double-quoted escapes for CR LF, LF, NUL, ESC and DEL.
 const CONTROLS: [&str; 5] = [
@@ -41,7 +41,7 @@ fn control_characters_in_a_request_header_value_make_the_httpproxy_invalid_namin
         let compiled = compile_default(&proxy(value, "s"));
         let proxy = status_of(&compiled, "HTTPProxy", "default", "shop");
         assert_eq!(proxy.status, Status::Invalid, "{value}: {proxy:#?}");
-        let why = message(proxy, "RequestHeadersPolicyInvalid");
+        let why = message(proxy, Reason::RequestHeadersPolicyInvalid);
         assert!(
             why.contains("spec.routes[1].requestHeadersPolicy.set[1].value") && why.contains("RFC 9110"),
             "{why}"
@@ -64,7 +64,7 @@ fn control_characters_in_a_service_name_keep_the_route_out_of_the_table_naming_t
         let compiled = compile_default(&proxy("fine", name));
         let proxy = status_of(&compiled, "HTTPProxy", "default", "shop");
         assert_eq!(proxy.status, Status::Invalid, "{name}: {proxy:#?}");
-        let why = message(proxy, "RouteNotValid");
+        let why = message(proxy, Reason::RouteNotValid);
         assert!(
             why.contains("spec.routes[1]") && why.contains("action.route.backends[0].cluster"),
             "{why}"
@@ -74,9 +74,9 @@ fn control_characters_in_a_service_name_keep_the_route_out_of_the_table_naming_t
         let ingress = simple_ingress("web", "web.example.com", "/", &format!("\"{name}\""), "", None);
         let compiled = compile_default(&ingress);
         let web = status_of(&compiled, "Ingress", "default", "web");
-        assert!(has_reason(web, "InvalidRule"), "{web:#?}");
+        assert!(has_reason(web, Reason::InvalidRule), "{web:#?}");
         assert!(
-            message(web, "InvalidRule").contains("action.route.backends[0].cluster"),
+            message(web, Reason::InvalidRule).contains("action.route.backends[0].cluster"),
             "{web:#?}"
         );
         assert_eq!(cluster_for(&compiled, &get("http://web.example.com/")), None);

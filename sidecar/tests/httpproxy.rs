@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use switchyard::status::Status;
+use switchyard::status::{Reason, Status};
 use switchyard::Options;
 use switchyard_table::{ActionSpec, ConditionSource, MatchOp, PathSpec};
 
@@ -118,7 +118,7 @@ fn exact_in_include_conditions_makes_the_include_invalid() {
         let root = status_of(&c, "HTTPProxy", "default", "root");
         assert_eq!(root.status, Status::Invalid, "{condition}");
         assert!(
-            has_reason(root, "PathMatchConditionsNotValid"),
+            has_reason(root, Reason::PathMatchConditionsNotValid),
             "{condition}: {root:#?}"
         );
         // The include is skipped (no 502: nothing was delegated), the child is orphaned, and the
@@ -140,7 +140,7 @@ fn at_most_one_path_condition_per_block() {
     let c = compile_default(&yaml);
     let root = status_of(&c, "HTTPProxy", "default", "root");
     assert_eq!(root.status, Status::Invalid);
-    assert!(has_reason(root, "PathMatchConditionsNotValid"));
+    assert!(has_reason(root, Reason::PathMatchConditionsNotValid));
     assert!(c.table.rules.is_empty());
 }
 
@@ -153,7 +153,7 @@ fn a_path_condition_must_start_with_a_slash() {
     let c = compile_default(&yaml);
     assert!(message(
         status_of(&c, "HTTPProxy", "default", "root"),
-        "PathMatchConditionsNotValid"
+        Reason::PathMatchConditionsNotValid
     )
     .contains("must start with '/'"));
 }
@@ -205,7 +205,7 @@ fn duplicate_exact_header_conditions_make_the_proxy_invalid() {
         let c = header_conflict(a, b);
         let child = status_of(&c, "HTTPProxy", "default", "child");
         assert_eq!(child.status, Status::Invalid);
-        assert!(has_reason(child, "DuplicateMatchConditionHeaders"), "{child:#?}");
+        assert!(has_reason(child, Reason::DuplicateMatchConditionHeaders), "{child:#?}");
         // Un-routable: none of the child's routes is in the table.
         assert!(c.table.rules.is_empty(), "{:#?}", c.table.rules);
     }
@@ -216,7 +216,7 @@ fn present_and_notpresent_on_one_header_make_the_proxy_invalid() {
     let c = header_conflict("present: true", "notpresent: true");
     assert!(has_reason(
         status_of(&c, "HTTPProxy", "default", "child"),
-        "HeaderMatchConditionsNotValid"
+        Reason::HeaderMatchConditionsNotValid
     ));
     assert!(c.table.rules.is_empty());
 }
@@ -226,7 +226,7 @@ fn exact_and_notexact_with_the_same_value_make_the_proxy_invalid() {
     let c = header_conflict("exact: \"1\"", "notexact: \"1\"");
     assert!(has_reason(
         status_of(&c, "HTTPProxy", "default", "child"),
-        "HeaderMatchConditionsNotValid"
+        Reason::HeaderMatchConditionsNotValid
     ));
     // Different values are fine.
     let ok = header_conflict("exact: \"1\"", "notexact: \"2\"");
@@ -240,7 +240,7 @@ fn contains_and_notcontains_with_the_same_value_make_the_proxy_invalid() {
     let child = status_of(&c, "HTTPProxy", "default", "child");
     assert_eq!(child.status, Status::Invalid);
     assert!(
-        message(child, "HeaderMatchConditionsNotValid").contains("must both contain and not contain \"abc\""),
+        message(child, Reason::HeaderMatchConditionsNotValid).contains("must both contain and not contain \"abc\""),
         "{child:#?}"
     );
     // Un-routable: neither of the child's routes is in the table.
@@ -264,7 +264,7 @@ fn two_exact_query_conditions_on_one_name_make_the_proxy_invalid() {
     let child = status_of(&c, "HTTPProxy", "default", "child");
     assert_eq!(child.status, Status::Invalid);
     assert!(
-        message(child, "QueryParameterMatchConditionsNotValid")
+        message(child, Reason::QueryParameterMatchConditionsNotValid)
             .contains("query parameter \"v\" has two exact conditions"),
         "{child:#?}"
     );
@@ -287,7 +287,7 @@ fn missing_include_answers_502_for_its_conditions() {
     let c = compile_default(&yaml);
     let root = status_of(&c, "HTTPProxy", "default", "root");
     assert_eq!(root.status, Status::Invalid);
-    assert!(message(root, "IncludeNotFound").contains("default/missing not found"));
+    assert!(message(root, Reason::IncludeNotFound).contains("default/missing not found"));
     assert_eq!(
         direct_status(&c, &get("http://root.example.com/missing/x").header("x-team", "a")),
         Some(502)
@@ -314,7 +314,7 @@ fn include_that_closes_a_cycle_answers_502() {
     let c = compile_default(&yaml);
     let b = status_of(&c, "HTTPProxy", "default", "b");
     assert_eq!(b.status, Status::Invalid);
-    assert!(has_reason(b, "IncludeCreatesCycle"));
+    assert!(has_reason(b, Reason::IncludeCreatesCycle));
     assert_eq!(
         direct_status(&c, &get("http://root.example.com/a/b/again/x")),
         Some(502)
@@ -335,7 +335,7 @@ fn proxy_including_itself_is_a_cycle() {
     let c = compile_default(&yaml);
     assert!(has_reason(
         status_of(&c, "HTTPProxy", "default", "a"),
-        "IncludeCreatesCycle"
+        Reason::IncludeCreatesCycle
     ));
     assert_eq!(direct_status(&c, &get("http://root.example.com/a/self")), Some(502));
 }
@@ -351,7 +351,7 @@ fn include_of_another_root_answers_502() {
     let root = status_of(&c, "HTTPProxy", "default", "root");
     assert_eq!(root.status, Status::Invalid);
     assert!(
-        message(root, "RootIncludesRoot").contains("requests for it get 502"),
+        message(root, Reason::RootIncludesRoot).contains("requests for it get 502"),
         "{root:#?}"
     );
     // Requests for the include's conditions get 502, not the root's own `/` route; the rest of the
@@ -390,7 +390,7 @@ fn include_with_a_malformed_prefix_is_skipped_and_the_rest_of_the_proxy_serves()
         let c = compile_default(&root_with_a_malformed_include(conditions));
         let root = status_of(&c, "HTTPProxy", "default", "root");
         assert_eq!(root.status, Status::Invalid, "{conditions}");
-        let said = message(root, "PathMatchConditionsNotValid");
+        let said = message(root, Reason::PathMatchConditionsNotValid);
         assert!(said.contains(why) && said.contains("this include is skipped"), "{said}");
         // The root's own route and its other include keep serving; nothing answers 502 (nothing was
         // delegated) and the child is orphaned.
@@ -436,13 +436,13 @@ fn route_with_malformed_conditions_is_refused_alone() {
     let path_errors: Vec<&str> = root
         .conditions
         .iter()
-        .filter(|c| c.reason == "PathMatchConditionsNotValid")
+        .filter(|c| c.reason == Reason::PathMatchConditionsNotValid)
         .map(|c| c.message.as_str())
         .collect();
     assert_eq!(path_errors.len(), 2, "{root:#?}");
     assert!(path_errors[0].starts_with("spec.routes[0].conditions: path \"api\" must start with '/'"));
     assert!(path_errors[1].starts_with("spec.routes[1].conditions: at most one"));
-    assert!(message(root, "ConditionsNotValid").starts_with("spec.routes[2].conditions: header condition"));
+    assert!(message(root, Reason::ConditionsNotValid).starts_with("spec.routes[2].conditions: header condition"));
     // The good route serves everything, under its own number (refused routes keep theirs).
     assert_eq!(rule_names(&c), ["HTTPProxy/default/root#3"]);
     for path in ["/api", "/b/c", "/h"] {
@@ -456,7 +456,7 @@ fn proxies_no_valid_root_reaches_are_orphaned() {
     let c = compile_default(&proxy("default/lonely", &route("lonely")));
     let lonely = status_of(&c, "HTTPProxy", "default", "lonely");
     assert_eq!(lonely.status, Status::Orphaned);
-    assert!(message(lonely, "Orphaned").contains("no valid root HTTPProxy includes"));
+    assert!(message(lonely, Reason::Orphaned).contains("no valid root HTTPProxy includes"));
     assert!(c.table.rules.is_empty());
 }
 
@@ -494,7 +494,7 @@ fn root_namespaces_make_roots_elsewhere_invalid_and_their_children_orphaned() {
     let c = compile_yaml(&yaml, &options);
     let team_root = status_of(&c, "HTTPProxy", "team", "root");
     assert_eq!(team_root.status, Status::Invalid);
-    assert!(has_reason(team_root, "RootProxyNotAllowedInNamespace"));
+    assert!(has_reason(team_root, Reason::RootProxyNotAllowedInNamespace));
     assert_eq!(status(&c, "HTTPProxy", "team", "child"), Status::Orphaned);
     assert_eq!(status(&c, "HTTPProxy", "infra", "root"), Status::Valid);
     assert_eq!(rule_names(&c), ["HTTPProxy/infra/root#0"]);
@@ -581,7 +581,7 @@ fn a_bad_route_regex_is_refused_by_the_compiler_not_the_filter() {
     let yaml = proxy("default/root", "  virtualhost:\n    fqdn: root.example.com\n  routes:\n    - conditions:\n        - regex: /(unclosed\n      services:\n        - name: s\n          port: 80\n    - services:\n        - name: ok\n          port: 80\n");
     let c = compile_default(&yaml);
     let root = status_of(&c, "HTTPProxy", "default", "root");
-    assert!(has_reason(root, "RouteNotValid"), "{root:#?}");
+    assert!(has_reason(root, Reason::RouteNotValid), "{root:#?}");
     // The refused route keeps its number: names do not shift when one route is fixed.
     assert_eq!(rule_names(&c), ["HTTPProxy/default/root#1"]);
     assert_eq!(
@@ -598,7 +598,7 @@ fn include_of_a_proxy_of_another_class_is_not_found_and_answers_502() {
         "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata:\n  name: child\n  namespace: default\n  annotations:\n    kubernetes.io/ingress.class: other\nspec:\n  routes:\n    - services:\n        - name: s\n          port: 80\n"
     );
     let c = compile_default(&yaml);
-    let why = message(status_of(&c, "HTTPProxy", "default", "root"), "IncludeNotFound");
+    let why = message(status_of(&c, "HTTPProxy", "default", "root"), Reason::IncludeNotFound);
     assert!(why.contains("exists but is not ours"), "{why}");
     assert_eq!(status(&c, "HTTPProxy", "default", "child"), Status::Ignored);
     assert_eq!(direct_status(&c, &get("http://root.example.com/c")), Some(502));
@@ -635,7 +635,7 @@ fn include_trees_that_explode_are_cut_with_a_status() {
     let c = compile_default(&yaml);
     assert!(has_reason(
         status_of(&c, "HTTPProxy", "default", "root"),
-        "IncludeTreeTooLarge"
+        Reason::IncludeTreeTooLarge
     ));
     assert!(c.table.rules.len() <= 10_000);
 }
@@ -656,7 +656,7 @@ fn a_long_include_chain_is_cut_with_a_status() {
     let c = compile_default(&yaml);
     assert!(has_reason(
         status_of(&c, "HTTPProxy", "default", "root"),
-        "IncludeTreeTooLarge"
+        Reason::IncludeTreeTooLarge
     ));
 }
 
@@ -692,7 +692,7 @@ fn service_without_the_routes_port_answers_503_not_a_shorter_prefix() {
     let root = status_of(&c, "HTTPProxy", "default", "root");
     assert_eq!(root.status, Status::Invalid);
     assert_eq!(
-        message(root, "ServicePortNotFound"),
+        message(root, Reason::ServicePortNotFound),
         "spec.routes[0].services[0]: Service default/api has no port 80 (its ports: [http=8080]); requests for this route get 503"
     );
     assert_eq!(direct_status(&c, &get("http://root.example.com/api/users")), Some(503));
@@ -715,7 +715,7 @@ fn weighted_service_without_its_port_gets_no_traffic_and_the_others_share_it() {
     );
     let c = compile_default(&yaml);
     let root = status_of(&c, "HTTPProxy", "default", "root");
-    assert!(message(root, "ServicePortNotFound")
+    assert!(message(root, Reason::ServicePortNotFound)
         .ends_with("this service gets no traffic; the route's other services share it"));
     let ActionSpec::Route(action) = &c.table.rules[0].action else {
         panic!("{:#?}", c.table.rules)

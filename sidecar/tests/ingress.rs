@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use switchyard::status::Status;
+use switchyard::status::{Reason, Status};
 use switchyard::Options;
 use switchyard_table::{ConditionSource, MatchOp, PathSpec};
 
@@ -60,7 +60,7 @@ fn a_regex_looking_implementation_specific_path_stays_literal_with_a_warning() {
     assert_eq!(rule_for(&c, &get("http://web.example.com/api/v1/users")), None);
     let web = status_of(&c, "Ingress", "shop", "web");
     assert_eq!(web.status, Status::Accepted);
-    let warning = message(web, "PathLooksLikeRegex");
+    let warning = message(web, Reason::PathLooksLikeRegex);
     assert!(
         warning.contains("spec.rules[0].http.paths[0]") && warning.contains("literal"),
         "{warning}"
@@ -68,7 +68,7 @@ fn a_regex_looking_implementation_specific_path_stays_literal_with_a_warning() {
     assert_eq!(
         web.conditions
             .iter()
-            .filter(|c| c.reason == "PathLooksLikeRegex")
+            .filter(|c| c.reason == Reason::PathLooksLikeRegex)
             .count(),
         1
     );
@@ -107,7 +107,7 @@ fn unknown_path_type_is_a_status_error() {
     )));
     let web = status_of(&c, "Ingress", "shop", "web");
     assert_eq!(web.status, Status::Accepted);
-    assert!(message(web, "UnknownPathType").contains("spec.rules[0].http.paths[0]"));
+    assert!(message(web, Reason::UnknownPathType).contains("spec.rules[0].http.paths[0]"));
     assert_eq!(rule_names(&c), ["Ingress/shop/web#1"]);
 }
 
@@ -172,7 +172,7 @@ fn unresolvable_service_port_answers_503_not_a_shorter_prefix() {
         let c = compile_default(&yaml);
         let web = status_of(&c, "Ingress", "shop", "web");
         assert_eq!(web.status, Status::Accepted, "{why}");
-        let said = message(web, "ServicePortNotFound");
+        let said = message(web, Reason::ServicePortNotFound);
         assert!(
             said.starts_with("spec.rules[0].http.paths[1]: ") && said.contains(why),
             "{said}"

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use switchyard::status::Status;
+use switchyard::status::{Reason, Status};
 
 // ---- seed 002: BFE's priority of route rules ---------------------------------------------------------
 
@@ -127,7 +127,10 @@ fn classless_ingress_is_unrouted_when_another_controller_owns_the_default_seed_0
     assert_eq!(status(&c, "Ingress", "default", "playground"), Status::Ignored);
     assert!(c.table.rules.is_empty());
     assert_eq!(rule_for(&c, &get("http://api-test.ifuryst.com/metrics")), None);
-    let why = message(status_of(&c, "Ingress", "default", "playground"), "IgnoredByClass");
+    let why = message(
+        status_of(&c, "Ingress", "default", "playground"),
+        Reason::IgnoredByClass,
+    );
     assert!(why.contains("traefik"), "{why}");
 }
 
@@ -168,12 +171,15 @@ fn oldest_resource_wins_the_host_and_the_loser_keeps_its_other_hosts_seed_003() 
     let ingress = status_of(&c, "Ingress", "default", "cafe-ingress");
     assert_eq!(ingress.status, Status::Accepted);
     assert_eq!(
-        message(ingress, "HostTaken"),
+        message(ingress, Reason::HostTaken),
         "host cafe.example.com is taken by HTTPProxy/default/cafe-virtual-server"
     );
     let second = status_of(&c, "Ingress", "default", "cafe-ingress-2");
     assert_eq!(second.status, Status::Rejected);
-    assert_eq!(message(second, "Rejected"), "All hosts are taken by other resources");
+    assert_eq!(
+        message(second, Reason::Rejected),
+        "All hosts are taken by other resources"
+    );
     assert_eq!(status(&c, "HTTPProxy", "default", "cafe-virtual-server"), Status::Valid);
 }
 

@@ -38,7 +38,7 @@ use crate::class::Classes;
 use crate::model::Options;
 use crate::objects::{key_of, HTTPProxy, Kind, Objects};
 use crate::pipeline::Compiled;
-use crate::status::{Condition, ResourceStatus, Status, StatusBook};
+use crate::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
 use crate::watch::debounce::Debounce;
 use crate::watch::engine::Engine;
 use crate::watch::rebuild;
@@ -61,9 +61,6 @@ pub struct Settings {
     /// The controller name (events' reporter).
     pub controller_name: String,
 }
-
-/// The reason an HTTPProxy that does not decode is Invalid.
-pub const DOES_NOT_DECODE: &str = "ObjectDoesNotDecode";
 
 /// How often a source that is down probes its API with a one-item list.
 const PROBE_EVERY: Duration = Duration::from_secs(2);
@@ -343,8 +340,8 @@ fn undecodable_report(
                 name: key.name,
                 status: Status::Invalid,
                 conditions: vec![Condition {
-                    kind: "Error".to_owned(),
-                    reason: DOES_NOT_DECODE.to_owned(),
+                    kind: ConditionKind::Error,
+                    reason: Reason::ObjectDoesNotDecode,
                     message: format!("{}; this HTTPProxy routes nothing until it is fixed", object.message),
                 }],
             });

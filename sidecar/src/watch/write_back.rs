@@ -31,12 +31,17 @@ use tracing::warn;
 
 use crate::objects::{HTTPProxy, Objects};
 use crate::order::fnv1a;
-use crate::status::{ResourceStatus, Status};
+use crate::status::{ConditionKind, Reason, ResourceStatus, Status};
 use crate::watch::istio::FIELD_MANAGER;
 use crate::watch::state::Shared;
 
-/// The event reasons Switchyard publishes on Ingresses (Warning events).
-pub const INGRESS_EVENT_REASONS: [&str; 4] = ["Rejected", "HostTaken", "PathTaken", "PathLooksLikeRegex"];
+/// The event reasons Switchyard publishes on Ingresses (Warning events), besides `Rejected`.
+pub fn is_ingress_event(reason: Reason) -> bool {
+    matches!(
+        reason,
+        Reason::HostTaken | Reason::PathTaken | Reason::PathLooksLikeRegex
+    )
+}
 
 /// A namespaced object: (namespace, name).
 type Key = (String, String);
@@ -69,8 +74,8 @@ fn proxy_status_removed() -> Value {
 
 /// `.status` of an HTTPProxy for its status entry (without timestamps, so that it compares).
 pub fn proxy_status(status: &ResourceStatus, publish: &[String]) -> Value {
-    let errors: Vec<Value> = conditions(status, "Error");
-    let warnings: Vec<Value> = conditions(status, "Warning");
+    let errors: Vec<Value> = conditions(status, ConditionKind::Error);
+    let warnings: Vec<Value> = conditions(status, ConditionKind::Warning);
     let valid = status.status == Status::Valid;
     let description = match status.status {
         Status::Valid => "Valid HTTPProxy".to_owned(),
@@ -78,17 +83,17 @@ pub fn proxy_status(status: &ResourceStatus, publish: &[String]) -> Value {
         _ => status
             .conditions
             .iter()
-            .find(|c| c.kind == "Error")
+            .find(|c| c.kind == ConditionKind::Error)
             .map_or_else(|| status.status.as_str().to_owned(), |c| c.message.clone()),
     };
     let reason = match status.status {
-        Status::Valid => "Valid".to_owned(),
-        Status::Orphaned => "Orphaned".to_owned(),
+        Status::Valid => Reason::Valid.to_string(),
+        Status::Orphaned => Reason::Orphaned.to_string(),
         _ => status
             .conditions
             .iter()
-            .find(|c| c.kind == "Error")
-            .map_or_else(|| "Invalid".to_owned(), |c| c.reason.clone()),
+            .find(|c| c.kind == ConditionKind::Error)
+            .map_or_else(|| "Invalid".to_owned(), |c| c.reason.to_string()),
     };
     let mut condition = json!({
         "type": "Valid",
@@ -113,14 +118,14 @@ pub fn proxy_status(status: &ResourceStatus, publish: &[String]) -> Value {
     out
 }
 
-fn conditions(status: &ResourceStatus, kind: &str) -> Vec<Value> {
+fn conditions(status: &ResourceStatus, kind: ConditionKind) -> Vec<Value> {
     status
         .conditions
         .iter()
         .filter(|c| c.kind == kind)
         .map(|c| {
             json!({
-                "type": if kind == "Error" { "ErrorDetail" } else { "WarningDetail" },
+                "type": if kind == ConditionKind::Error { "ErrorDetail" } else { "WarningDetail" },
                 // Contour's CRD requires it in every sub-condition (a patch without it is refused).
                 "status": "True",
                 "reason": c.reason,
@@ -146,20 +151,20 @@ pub fn load_balancer(publish: &[String]) -> Value {
 }
 
 /// The events an Ingress's status calls for: (reason, note), all of type Warning.
-pub fn ingress_events(status: &ResourceStatus) -> Vec<(String, String)> {
+pub fn ingress_events(status: &ResourceStatus) -> Vec<(Reason, String)> {
     let mut out = Vec::new();
     if status.status == Status::Rejected {
         let why: Vec<&str> = status
             .conditions
             .iter()
-            .filter(|c| c.kind == "Error")
+            .filter(|c| c.kind == ConditionKind::Error)
             .map(|c| c.message.as_str())
             .collect();
-        out.push(("Rejected".to_owned(), format!("routes nothing: {}", why.join("; "))));
+        out.push((Reason::Rejected, format!("routes nothing: {}", why.join("; "))));
     }
     for c in &status.conditions {
-        if INGRESS_EVENT_REASONS[1..].contains(&c.reason.as_str()) {
-            out.push((c.reason.clone(), c.message.clone()));
+        if is_ingress_event(c.reason) {
+            out.push((c.reason, c.message.clone()));
         }
     }
     for (_, note) in &mut out {
@@ -336,12 +341,12 @@ impl StatusWriter {
     /// exists already (written before a restart) answers 409 and is left as it is.
     async fn announce(&mut self, ingress: &Ingress, status: &ResourceStatus) {
         for (reason, note) in ingress_events(status) {
-            let name = event_name(&ingress.metadata, &reason, &note);
+            let name = event_name(&ingress.metadata, reason.as_str(), &note);
             let key = (status.namespace.clone(), name.clone());
             if self.events.contains(&key) {
                 continue;
             }
-            let event = self.event(ingress, name, &reason, note);
+            let event = self.event(ingress, name, reason.as_str(), note);
             let api: Api<Event> = Api::namespaced(self.client.clone(), &status.namespace);
             let result = match api.create(&PostParams::default(), &event).await {
                 Ok(_) => Ok(()),
@@ -383,7 +388,7 @@ mod tests {
     use super::*;
     use crate::status::Condition;
 
-    fn status(kind: &'static str, status: Status, conditions: &[(&str, &str, &str)]) -> ResourceStatus {
+    fn status(kind: &'static str, status: Status, conditions: &[(ConditionKind, Reason, &str)]) -> ResourceStatus {
         ResourceStatus {
             kind,
             namespace: "shop".into(),
@@ -392,8 +397,8 @@ mod tests {
             conditions: conditions
                 .iter()
                 .map(|(k, r, m)| Condition {
-                    kind: (*k).into(),
-                    reason: (*r).into(),
+                    kind: *k,
+                    reason: *r,
                     message: (*m).into(),
                 })
                 .collect(),
@@ -405,7 +410,11 @@ mod tests {
         let s = status(
             "HTTPProxy",
             Status::Invalid,
-            &[("Error", "IncludeNotFound", "include shop/missing not found")],
+            &[(
+                ConditionKind::Error,
+                Reason::IncludeNotFound,
+                "include shop/missing not found",
+            )],
         );
         let body = proxy_status(&s, &[]);
         assert_eq!(body["currentStatus"], "invalid");
@@ -436,15 +445,19 @@ mod tests {
         let s = status(
             "Ingress",
             Status::Rejected,
-            &[("Error", "HostTaken", "host a.example belongs to Ingress shop/old")],
+            &[(
+                ConditionKind::Error,
+                Reason::HostTaken,
+                "host a.example belongs to Ingress shop/old",
+            )],
         );
         let events = ingress_events(&s);
-        assert_eq!(events[0].0, "Rejected");
+        assert_eq!(events[0].0, Reason::Rejected);
         assert!(events[0].1.contains("host a.example belongs to"));
         assert_eq!(
             events[1],
             (
-                "HostTaken".to_owned(),
+                Reason::HostTaken,
                 "host a.example belongs to Ingress shop/old".to_owned()
             )
         );
@@ -452,6 +465,11 @@ mod tests {
 
     #[test]
     fn an_accepted_ingress_without_problems_gets_no_event() {
-        assert!(ingress_events(&status("Ingress", Status::Accepted, &[("Info", "ClassMatches", "ok")])).is_empty());
+        assert!(ingress_events(&status(
+            "Ingress",
+            Status::Accepted,
+            &[(ConditionKind::Info, Reason::ClassMatches, "ok")]
+        ))
+        .is_empty());
     }
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use switchyard::load::{parse_text, Loaded};
-use switchyard::status::{ResourceStatus, Status};
+use switchyard::status::{Reason, ResourceStatus, Status};
 use switchyard::{compile, Compiled, Options};
 use switchyard_table::{RouteTable, SimpleRequest};
 
@@ -75,12 +75,12 @@ pub fn status_of<'c>(compiled: &'c Compiled, kind: &str, namespace: &str, name: 
 }
 
 /// Whether a resource's status has a condition with this reason.
-pub fn has_reason(status: &ResourceStatus, reason: &str) -> bool {
+pub fn has_reason(status: &ResourceStatus, reason: Reason) -> bool {
     status.conditions.iter().any(|c| c.reason == reason)
 }
 
 /// The message of the condition with this reason.
-pub fn message(status: &ResourceStatus, reason: &str) -> String {
+pub fn message(status: &ResourceStatus, reason: Reason) -> String {
     status
         .conditions
         .iter()
