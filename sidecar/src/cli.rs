@@ -1,5 +1,5 @@
 //! The command line: `switchyard compile`, `switchyard explain` and `switchyard watch` (whose
-//! flags live in [`crate::watch::args`]). Other tools depend on these
+//! flags live in [`crate::watch::args`]; the compiler's flags both share are [`crate::flags`]). Other tools depend on these
 //! exact flags and output shapes (see README.md).
 //!
 //! Exit codes: 0 when the input was read (even if resources were rejected: that is status), 1 when
@@ -10,11 +10,11 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use switchyard_table::{NoRoute, RouteTable};
+use clap::{Parser, Subcommand};
+use switchyard_table::RouteTable;
 
+use crate::flags::TableArgs;
 use crate::load::{read_paths, Loaded};
-use crate::model::{HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 use crate::pipeline::compile;
 use crate::status::{summarize, ConditionKind, Status};
 
@@ -77,23 +77,6 @@ enum Command {
     Watch(Box<crate::watch::args::WatchArgs>),
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum CollisionArg {
-    /// Ingresses naming the same host share it.
-    Merge,
-    /// The oldest resource wins a host alone.
-    Winner,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum NoRouteArg {
-    /// Answer 404 locally.
-    #[value(name = "404")]
-    NotFound,
-    /// Let the request through untouched.
-    Pass,
-}
-
 #[derive(Debug, clap::Args)]
 struct CompileArgs {
     /// Manifest files or directories (directories are read recursively: *.yaml, *.yml, *.json).
@@ -107,38 +90,6 @@ struct CompileArgs {
     status: Option<PathBuf>,
     #[command(flatten)]
     table: TableArgs,
-}
-
-/// The compiler's options, shared by `compile` and `watch`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct TableArgs {
-    /// The class this controller serves; empty: resources without a class annotation (ROUTING.md §1).
-    #[arg(long, default_value = "", value_name = "NAME")]
-    ingress_class: String,
-    /// With --ingress-class set, also accept resources that name no class at all.
-    #[arg(long)]
-    empty_ingress_class: bool,
-    /// The spec.controller of our IngressClasses (with --ingress-class: <name>/<class>).
-    #[arg(long, default_value = DEFAULT_CONTROLLER, value_name = "NAME")]
-    controller_name: String,
-    /// How Ingresses that name the same host share it.
-    #[arg(long, value_enum, default_value = "merge")]
-    host_collision: CollisionArg,
-    /// Namespaces where root HTTPProxies are allowed (comma-separated); all when absent.
-    #[arg(long, value_delimiter = ',', value_name = "NS,...")]
-    root_namespaces: Vec<String>,
-    /// Cluster names, over {namespace}, {service} and {port}.
-    #[arg(long, default_value = DEFAULT_CLUSTER_TEMPLATE, value_name = "TEMPLATE")]
-    cluster_template: String,
-    /// The request header the filter sets to the cluster name.
-    #[arg(long, default_value = switchyard_table::format::DEFAULT_CLUSTER_HEADER, value_name = "NAME")]
-    cluster_header: String,
-    /// What the filter does when no rule matches.
-    #[arg(long, value_enum, default_value = "404")]
-    no_route: NoRouteArg,
-    /// Make the filter add x-switchyard-rule: <rule> to responses.
-    #[arg(long)]
-    debug_rule_header: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -182,40 +133,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             eprintln!("switchyard: {message}");
             1
         }
-    }
-}
-
-impl TableArgs {
-    /// The compiler options; an error for a cluster template without `{service}`.
-    pub(crate) fn options(&self) -> Result<Options, String> {
-        if !self.cluster_template.contains("{service}") {
-            return Err(format!(
-                "--cluster-template {:?} must contain {{service}}",
-                self.cluster_template
-            ));
-        }
-        Ok(Options {
-            ingress_class: self.ingress_class.clone(),
-            empty_ingress_class: self.empty_ingress_class,
-            controller_name: self.controller_name.clone(),
-            host_collision: match self.host_collision {
-                CollisionArg::Merge => HostCollision::Merge,
-                CollisionArg::Winner => HostCollision::Winner,
-            },
-            root_namespaces: self
-                .root_namespaces
-                .iter()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect(),
-            cluster_template: self.cluster_template.clone(),
-            cluster_header: self.cluster_header.clone(),
-            no_route: match self.no_route {
-                NoRouteArg::NotFound => NoRoute::NotFound,
-                NoRouteArg::Pass => NoRoute::Pass,
-            },
-            debug_rule_header: self.debug_rule_header,
-        })
     }
 }
 

@@ -4,10 +4,11 @@
 //!
 //! - [`watch`]: `switchyard watch`, the live half: sources (a folder, a cluster) → the compiler's
 //!   pipeline → sinks (Envoy's ECDS file, Istio, a table file), status back to Kubernetes.
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line; [`flags`]: the compiler's flags that `compile` and `watch` share.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod cli;
+pub mod flags;
 pub mod watch;
 
 // Transition: the compiler moved to its own crate (`compiler/`, issue 12). Its modules are re-exported

@@ -91,7 +91,7 @@ impl Running {
     }
 
     fn generation(&self) -> u64 {
-        self.state.lock().generation
+        self.state.lock().tables_pushed
     }
 }
 

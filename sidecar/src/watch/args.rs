@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::cli::TableArgs;
+use crate::flags::TableArgs;
 
 /// `switchyard watch --help`'s examples.
 pub const WATCH_HELP: &str = "\
@@ -121,7 +121,7 @@ pub struct WatchArgs {
     pub verbose: bool,
 
     #[command(flatten)]
-    pub(crate) table: TableArgs,
+    pub table: TableArgs,
 }
 
 impl WatchArgs {

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::watch::istio::IstioSink;
+use crate::watch::state::Shared;
 
 /// Whether `actual` holds every field of `wanted` with its value (extra fields allowed).
 pub fn holds(actual: &Value, wanted: &Value) -> bool {
@@ -29,21 +30,23 @@ pub fn holds(actual: &Value, wanted: &Value) -> bool {
     }
 }
 
-/// Whether the object as the API shows it lost what we applied.
-fn drifted(sink: &IstioSink, object: &DynamicObject) -> bool {
+/// Whether the object as the API shows it lost what we applied; `Err` when it cannot be compared
+/// (never expected: the object does not serialize).
+fn drifted(sink: &IstioSink, object: &DynamicObject) -> Result<bool, serde_json::Error> {
     let Some(applied) = sink.applied() else {
-        return false;
+        return Ok(false);
     };
     if object.metadata.resource_version.as_deref() == Some(applied.resource_version.as_str()) {
-        return false;
+        return Ok(false);
     }
-    let actual = serde_json::to_value(object).unwrap_or_default();
-    !(holds(&actual["spec"], &applied.object["spec"])
-        && holds(&actual["metadata"]["labels"], &applied.object["metadata"]["labels"]))
+    let actual = serde_json::to_value(object)?;
+    Ok(!(holds(&actual["spec"], &applied.object["spec"])
+        && holds(&actual["metadata"]["labels"], &applied.object["metadata"]["labels"])))
 }
 
 /// Follows `sink`'s object; sends the sink's name on `drifted` whenever it must be applied again.
-pub async fn follow(sink: IstioSink, drifted_tx: mpsc::Sender<String>) {
+/// `state` counts an object that cannot be compared.
+pub async fn follow(sink: IstioSink, drifted_tx: mpsc::Sender<String>, state: Shared) {
     let api: Api<DynamicObject> = Api::namespaced_with(sink.client.clone(), &sink.namespace, &sink.kind.api_resource());
     let config = watcher::Config::default().fields(&format!("metadata.name={}", sink.name));
     let stream = watcher::watcher(api, config).default_backoff();
@@ -61,7 +64,14 @@ pub async fn follow(sink: IstioSink, drifted_tx: mpsc::Sender<String>) {
             }
             Ok(Event::InitApply(object) | Event::Apply(object)) => {
                 present = true;
-                drifted(&sink, &object)
+                drifted(&sink, &object).unwrap_or_else(|e| {
+                    // Not compared, so not repaired: an apply on a guess could undo someone's edit.
+                    state.internal_error(&format!(
+                        "{}: the object as the API shows it does not serialize: {e}",
+                        sink.name()
+                    ));
+                    false
+                })
             }
             Ok(Event::InitDone) => !present && sink.applied().is_some(),
             Ok(Event::Delete(_)) => {

@@ -1,5 +1,6 @@
-//! The rebuild step shared by every source: input → [`crate::pipeline::compile`] → the sinks, only
-//! when the table's content changed, logging the generation and what changed.
+//! The rebuild step shared by every source: a [`Snapshot`] → [`crate::pipeline::compile`] → the
+//! sinks, only when the table's content changed, logging the push count, the table's content hash
+//! (its `generation`) and what changed.
 //!
 //! A push that fails anywhere is retried (the loop asks [`Engine::needs_retry`]); the table that
 //! counts as pushed is the last one every sink took.
@@ -9,27 +10,14 @@ use std::time::Instant;
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
 
-use crate::objects::Objects;
-use crate::pipeline::{compile, Compiled, Options};
+use crate::model::Options;
+use crate::pipeline::{compile, Compiled};
 use crate::status::{ResourceStatus, Status};
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
 use crate::watch::sinks::Sink;
+use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::Shared;
-use crate::watch::SourceError;
-
-/// One input to compile.
-#[derive(Debug, Default)]
-pub struct Input {
-    /// The objects.
-    pub objects: Objects,
-    /// Input that could not be read (shown in `/status`).
-    pub errors: Vec<SourceError>,
-    /// Loader warnings.
-    pub warnings: Vec<String>,
-    /// Statuses of resources the compiler never saw (objects that do not decode), added to its own.
-    pub statuses: Vec<ResourceStatus>,
-}
 
 /// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
 /// empty though there is input: the flags and the IngressClasses disagree, most likely).
@@ -86,6 +74,11 @@ impl Engine {
         &self.options
     }
 
+    /// The state it records into.
+    pub fn state(&self) -> Shared {
+        self.state.clone()
+    }
+
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
         self.retry.is_some()
@@ -93,13 +86,13 @@ impl Engine {
 
     /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
     /// compilation (for status write-back).
-    pub async fn rebuild(&mut self, input: Input) -> Compiled {
+    pub async fn rebuild(&mut self, input: &Snapshot) -> Compiled {
         let started = Instant::now();
         let mut compiled = match compile(&input.objects, &self.options) {
             Ok(compiled) => compiled,
             Err(e) => {
                 // Never expected (only serialising can fail): keep serving, and reporting, the last table.
-                error!("internal error: {e}; nothing pushed");
+                self.state.internal_error(&format!("{e}; nothing pushed"));
                 let statuses = self.state.lock().statuses.clone();
                 return Compiled {
                     table: self.pushed.clone().unwrap_or_default(),
@@ -107,7 +100,7 @@ impl Engine {
                 };
             }
         };
-        compiled.statuses.extend(input.statuses);
+        compiled.statuses.extend(input.statuses.iter().cloned());
         let seconds = started.elapsed().as_secs_f64();
         let class_warning = all_ignored_by_class(&compiled.statuses, &self.options);
         let new_errors: Vec<SourceError> = {
@@ -187,21 +180,24 @@ impl Engine {
         }
     }
 
+    /// A table that cannot be pushed at all: logged, counted, and `/readyz` says so until a push
+    /// succeeds.
+    fn not_pushed(&self, table: &TableSpec, why: &str) {
+        self.state
+            .internal_error(&format!("table {}: {why}; not pushed", table.generation));
+        self.state.lock().push_error = Some(format!("internal error: {why}"));
+    }
+
     async fn push(&mut self, table: TableSpec) {
+        // Never expected: the compiler validates every rule, and the table is plain data. Either way
+        // nothing is pushed (never an empty table) and the last table keeps serving.
         let hosts = match RouteTable::try_from(table.clone()) {
             Ok(index) => index.host_count(),
-            Err(e) => {
-                // Never expected: the compiler validates every rule. Keep serving the last table.
-                error!(table = %table.generation, "internal error: the compiled table does not validate, not pushed: {e}");
-                return;
-            }
+            Err(e) => return self.not_pushed(&table, &format!("the compiled table does not validate: {e}")),
         };
         let (compact, pretty) = match (serde_json::to_string(&table), serde_json::to_string_pretty(&table)) {
             (Ok(compact), Ok(pretty)) => (compact, pretty + "\n"),
-            (Err(e), _) | (_, Err(e)) => {
-                error!("internal error: cannot serialize the table: {e}");
-                return;
-            }
+            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &format!("cannot serialize the table: {e}")),
         };
         let mut failures = Vec::new();
         for sink in &self.sinks {
@@ -224,14 +220,14 @@ impl Engine {
             return;
         }
         let change = diff(self.pushed.as_ref(), &table);
-        state.generation += 1;
+        state.tables_pushed += 1;
         state.table_hash = table.generation.clone();
         state.table = Some(pretty);
         state.rules = table.rules.len();
         state.hosts = hosts;
         state.push_error = None;
         info!(
-            generation = state.generation,
+            generation = state.tables_pushed,
             table = %table.generation,
             rules = table.rules.len(),
             hosts,
@@ -252,12 +248,12 @@ mod tests {
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 
-    fn input(host: &str) -> Input {
+    fn input(host: &str) -> Snapshot {
         let mut loaded = Loaded::default();
         parse_text(&INGRESS.replace("HOST", host), "web.yaml", &mut loaded).unwrap();
-        Input {
+        Snapshot {
             objects: loaded.objects,
-            ..Input::default()
+            ..Snapshot::default()
         }
     }
 
@@ -279,13 +275,13 @@ mod tests {
             state.clone(),
         );
         block_on(async {
-            engine.rebuild(input("a.example")).await;
-            engine.rebuild(input("a.example")).await;
-            assert_eq!(state.lock().generation, 1);
-            engine.rebuild(input("b.example")).await;
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
+            assert_eq!(state.lock().tables_pushed, 1);
+            engine.rebuild(&input("b.example")).await;
         });
         let state = state.lock();
-        assert_eq!((state.generation, state.compiles), (2, 3));
+        assert_eq!((state.tables_pushed, state.compiles), (2, 3));
         assert_eq!(state.pushes.values().map(|c| c.ok).sum::<u64>(), 2);
     }
 
@@ -295,21 +291,21 @@ mod tests {
         let target = dir.path().join("later").join("t.json");
         let state = Shared::default();
         let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(target.clone())], state.clone());
-        block_on(engine.rebuild(input("a.example")));
+        block_on(engine.rebuild(&input("a.example")));
         assert!(engine.needs_retry());
         let reason = state.lock().readiness().unwrap_err();
         assert!(
             reason.contains("the last push failed") && reason.contains("later"),
             "{reason}"
         );
-        assert_eq!(state.lock().generation, 0);
+        assert_eq!(state.lock().tables_pushed, 0);
 
         std::fs::create_dir(dir.path().join("later")).unwrap();
         block_on(engine.retry());
         assert!(!engine.needs_retry());
         assert!(std::fs::read_to_string(&target).unwrap().contains("a.example"));
         let state = state.lock();
-        assert_eq!(state.generation, 1);
+        assert_eq!(state.tables_pushed, 1);
         assert!(state.readiness().is_ok(), "{:?}", state.readiness());
         let count = state.pushes.values().next().copied().unwrap();
         assert_eq!((count.ok, count.failed), (1, 1));
@@ -324,13 +320,13 @@ mod tests {
         let state = Shared::default();
         let mut engine = Engine::new(Options::default(), sinks, state.clone());
         block_on(async {
-            engine.rebuild(input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
             std::fs::remove_dir_all(&flaky_dir).unwrap();
             // b.example reaches the first sink only.
-            engine.rebuild(input("b.example")).await;
+            engine.rebuild(&input("b.example")).await;
             assert!(std::fs::read_to_string(&good).unwrap().contains("b.example"));
             // Back to a.example, the table counted as pushed: the first sink must get it again.
-            engine.rebuild(input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
         });
         assert!(
             std::fs::read_to_string(&good).unwrap().contains("a.example"),

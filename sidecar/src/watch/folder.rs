@@ -1,5 +1,6 @@
-//! Folder mode's source: the manifests under one or more directories, read again after every
-//! change.
+//! Folder mode's source: the manifests under one or more directories, followed with a recursive
+//! `notify` watcher ([`Watched`]) and read again after every change, and after `--rescan-secs`
+//! without one.
 //!
 //! Each file is parsed on its own. A file that no longer parses keeps contributing the objects of
 //! its last good version, so that a half-written or broken manifest leaves routing as it was; its
@@ -8,10 +9,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
 
 use crate::load::{manifest_files, parse_text, Loaded};
 use crate::objects::Objects;
-use crate::watch::SourceError;
+use crate::watch::source::{Snapshot, Source, SourceError};
 
 /// The state of one file, from its last read.
 #[derive(Debug, Default)]
@@ -29,17 +33,6 @@ pub struct Folder {
     files: BTreeMap<PathBuf, FileState>,
 }
 
-/// One reading of the folder: the objects to compile and what could not be read.
-#[derive(Debug, Default)]
-pub struct Snapshot {
-    /// Every file's objects (a broken file's last good version).
-    pub objects: Objects,
-    /// The files that do not parse now, or the folder itself when it cannot be listed.
-    pub errors: Vec<SourceError>,
-    /// Conversions and oddities the loader reported.
-    pub warnings: Vec<String>,
-}
-
 impl Folder {
     /// Folders not read yet.
     pub fn new(dirs: &[PathBuf]) -> Folder {
@@ -47,6 +40,12 @@ impl Folder {
             dirs: dirs.to_vec(),
             files: BTreeMap::new(),
         }
+    }
+
+    /// The folders' names, comma-separated (for logs and errors).
+    pub fn names(&self) -> String {
+        let names: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
+        names.join(", ")
     }
 
     /// Reads every manifest again and returns what to compile. When a folder cannot be listed at
@@ -88,6 +87,74 @@ impl Folder {
         }
         snapshot
     }
+}
+
+/// The folders as a [`Source`]: the files' state and the `notify` watcher that signals changes.
+pub struct Watched {
+    folder: Folder,
+    rescan: Duration,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl Watched {
+    /// Starts watching `dirs` (recursively); returns the source and its change channel.
+    pub fn start(dirs: &[PathBuf], rescan: Duration) -> Result<(Watched, mpsc::Receiver<()>), String> {
+        let (tx, changes) = mpsc::channel(1);
+        let watcher = watcher(dirs, tx)?;
+        let source = Watched {
+            folder: Folder::new(dirs),
+            rescan,
+            _watcher: watcher,
+        };
+        Ok((source, changes))
+    }
+
+    /// The folders' names, comma-separated.
+    pub fn names(&self) -> String {
+        self.folder.names()
+    }
+}
+
+impl Source for Watched {
+    fn read(&mut self) -> Option<Snapshot> {
+        Some(self.folder.scan())
+    }
+
+    fn rescan(&self) -> Option<Duration> {
+        Some(self.rescan)
+    }
+
+    fn stopped(&self) -> String {
+        format!("{}: the file watcher stopped", self.folder.names())
+    }
+}
+
+/// A recursive `notify` watcher on `dirs` that signals on every create, modify or remove (never on
+/// reads: the rescans themselves must not look like changes).
+fn watcher(dirs: &[PathBuf], tx: mpsc::Sender<()>) -> Result<notify::RecommendedWatcher, String> {
+    use notify::{EventKind, RecursiveMode, Watcher};
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let relevant = match &event {
+            Ok(event) => matches!(
+                event.kind,
+                EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any
+            ),
+            // An overflowed queue or similar: rescan to be safe.
+            Err(_) => true,
+        };
+        tracing::debug!("file event: {event:?}");
+        if relevant {
+            // A full channel already holds a pending change: nothing is lost.
+            let _ = tx.try_send(());
+        }
+    })
+    .map_err(|e| format!("cannot watch: {e}"))?;
+    for dir in dirs {
+        watcher
+            .watch(dir, RecursiveMode::Recursive)
+            .map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
+    }
+    Ok(watcher)
 }
 
 fn read_file(path: &Path, state: &mut FileState, warnings: &mut Vec<String>) {

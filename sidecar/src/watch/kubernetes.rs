@@ -14,7 +14,8 @@
 //!   again only once its
 //!   watch delivered again (a finished relist, or an event) *and* the table was rebuilt from it:
 //!   ready means the table reflects the cluster.
-//! - After every settled change the stores' contents are compiled; the status is written back by
+//! - [`Cluster`] is the [`Source`] over the stores: after every settled change the one rebuild loop
+//!   ([`crate::watch::rebuild`]) compiles their contents; the status is written back by
 //!   [`crate::watch::write_back`].
 
 use std::collections::BTreeSet;
@@ -34,15 +35,17 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use crate::class::Classes;
+use crate::model::Options;
 use crate::objects::{key_of, HTTPProxy, Kind, Objects};
-use crate::pipeline::Options;
+use crate::pipeline::Compiled;
 use crate::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
 use crate::watch::debounce::Debounce;
-use crate::watch::engine::{Engine, Input};
+use crate::watch::engine::Engine;
+use crate::watch::rebuild;
+use crate::watch::source::{Snapshot, Source, SourceError};
 use crate::watch::state::Shared;
 use crate::watch::store::{Held, Undecodable};
 use crate::watch::write_back::StatusWriter;
-use crate::watch::SourceError;
 
 /// Kubernetes mode's settings.
 #[derive(Debug, Clone)]
@@ -91,12 +94,12 @@ impl Backoff for Retry {
 }
 
 /// One watched store: a kind in one namespace (or all).
-struct Source<K> {
+struct Store<K> {
     held: Arc<Mutex<Held<K>>>,
     label: String,
 }
 
-impl<K> Source<K> {
+impl<K> Store<K> {
     fn held(&self) -> std::sync::MutexGuard<'_, Held<K>> {
         self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -104,17 +107,17 @@ impl<K> Source<K> {
 
 /// The stores of every kind.
 struct Stores {
-    ingresses: Vec<Source<Ingress>>,
-    classes: Vec<Source<IngressClass>>,
-    services: Vec<Source<Service>>,
-    proxies: Vec<Source<HTTPProxy>>,
+    ingresses: Vec<Store<Ingress>>,
+    classes: Vec<Store<IngressClass>>,
+    services: Vec<Store<Service>>,
+    proxies: Vec<Store<HTTPProxy>>,
 }
 
-fn pending<K>(sources: &[Source<K>]) -> impl Iterator<Item = String> + '_ {
+fn pending<K>(sources: &[Store<K>]) -> impl Iterator<Item = String> + '_ {
     sources.iter().filter(|s| !s.held().synced).map(|s| s.label.clone())
 }
 
-fn all<K: Clone>(sources: &[Source<K>], undecodable: &mut Vec<Undecodable>) -> Vec<K> {
+fn all<K: Clone>(sources: &[Store<K>], undecodable: &mut Vec<Undecodable>) -> Vec<K> {
     let mut out = Vec::new();
     for source in sources {
         let held = source.held();
@@ -146,7 +149,7 @@ impl Stores {
 }
 
 /// Starts one watcher per namespace (or one for all) of kind `K`, each signalling `changes`.
-fn start<K>(client: &Client, namespaces: &[String], changes: &mpsc::Sender<()>, state: &Shared) -> Vec<Source<K>>
+fn start<K>(client: &Client, namespaces: &[String], changes: &mpsc::Sender<()>, state: &Shared) -> Vec<Store<K>>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
 {
@@ -182,7 +185,7 @@ where
                 state: state.clone(),
             };
             tokio::spawn(task.run());
-            Source { held, label }
+            Store { held, label }
         })
         .collect()
 }
@@ -348,83 +351,104 @@ fn undecodable_report(
 }
 
 /// Kubernetes mode: watches, waits for every store to sync, then compiles after every settled
-/// change and writes status back.
+/// change (the one loop, [`crate::watch::rebuild`]) and writes status back.
 pub async fn follow(
     client: Client,
     settings: Settings,
-    mut engine: Engine,
+    engine: Engine,
     state: Shared,
     debounce: Debounce,
 ) -> Result<(), String> {
-    let (tx, mut changes) = mpsc::channel(1);
-    let namespaces = &settings.namespaces;
-    let stores = Stores {
-        ingresses: start(&client, namespaces, &tx, &state),
-        classes: start(&client, &[], &tx, &state),
-        services: start(&client, namespaces, &tx, &state),
-        proxies: if settings.httpproxy {
-            start(&client, namespaces, &tx, &state)
-        } else {
-            Vec::new()
-        },
-    };
-    drop(tx);
-    let (drift_tx, mut drifted) = mpsc::channel(4);
-    for sink in engine.istio_sinks() {
-        tokio::spawn(crate::watch::drift::follow(sink.clone(), drift_tx.clone()));
-    }
-    drop(drift_tx);
-    // Status is written by a task of its own, always from the latest compilation: thousands of
-    // status writes after a big sync must not hold back the next rebuild.
-    let (status_tx, status_rx) = tokio::sync::watch::channel(None);
-    if settings.write_status {
-        let writer = StatusWriter::new(client, &settings, state.clone());
-        tokio::spawn(write_statuses(writer, status_rx));
-    }
-    state.lock().waiting = Some(format!(
-        "waiting for the stores to sync: {}",
-        stores.unsynced().join(", ")
-    ));
-    loop {
-        let retry = engine.needs_retry();
-        tokio::select! {
-            settled = debounce.settle(&mut changes) => {
-                if !settled {
-                    return Err("every Kubernetes watcher stopped".to_owned());
-                }
-            }
-            () = tokio::time::sleep(Duration::from_secs(1)), if retry => {
-                engine.retry().await;
-                continue;
-            }
-            Some(sink) = drifted.recv() => {
-                engine.repair(&sink).await;
-                continue;
-            }
+    let (cluster, changes) = Cluster::start(client, &settings, state, engine.options().clone());
+    rebuild::run(cluster, changes, engine, debounce).await
+}
+
+/// The cluster as a [`Source`]: the stores, and where each compilation's status goes.
+pub struct Cluster {
+    stores: Stores,
+    state: Shared,
+    options: Options,
+    /// Status is written by a task of its own, always from the latest compilation: thousands of
+    /// status writes after a big sync must not hold back the next rebuild.
+    status_tx: tokio::sync::watch::Sender<Compilation>,
+    /// Sources whose watch delivered before the rebuild in progress.
+    recovered: BTreeSet<String>,
+}
+
+impl Cluster {
+    /// Starts the watchers (and, unless `--no-status-write`, the status writer); returns the source
+    /// and its change channel.
+    pub fn start(
+        client: Client,
+        settings: &Settings,
+        state: Shared,
+        options: Options,
+    ) -> (Cluster, mpsc::Receiver<()>) {
+        let (tx, changes) = mpsc::channel(1);
+        let namespaces = &settings.namespaces;
+        let stores = Stores {
+            ingresses: start(&client, namespaces, &tx, &state),
+            classes: start(&client, &[], &tx, &state),
+            services: start(&client, namespaces, &tx, &state),
+            proxies: if settings.httpproxy {
+                start(&client, namespaces, &tx, &state)
+            } else {
+                Vec::new()
+            },
+        };
+        let (status_tx, status_rx) = tokio::sync::watch::channel(None);
+        if settings.write_status {
+            let writer = StatusWriter::new(
+                client,
+                &settings.controller_name,
+                &settings.publish_addresses,
+                state.clone(),
+            );
+            tokio::spawn(write_statuses(writer, status_rx));
         }
-        let unsynced = stores.unsynced();
+        let cluster = Cluster {
+            stores,
+            state,
+            options,
+            status_tx,
+            recovered: BTreeSet::new(),
+        };
+        (cluster, changes)
+    }
+}
+
+impl Source for Cluster {
+    fn read(&mut self) -> Option<Snapshot> {
+        let unsynced = self.stores.unsynced();
         if !unsynced.is_empty() {
-            state.lock().waiting = Some(format!("waiting for the stores to sync: {}", unsynced.join(", ")));
-            continue;
+            self.state.lock().waiting = Some(format!("waiting for the stores to sync: {}", unsynced.join(", ")));
+            return None;
         }
-        state.lock().waiting = None;
-        let recovered = {
-            let mut state = state.lock();
+        self.recovered = {
+            let mut state = self.state.lock();
+            state.waiting = None;
             state.relapsed.clear();
             std::mem::take(&mut state.recovered)
         };
-        let (objects, undecodable) = stores.objects();
-        let (errors, statuses) = undecodable_report(&undecodable, &objects.ingress_classes, engine.options());
-        let compiled = engine
-            .rebuild(Input {
-                objects: objects.clone(),
-                errors,
-                statuses,
-                ..Input::default()
-            })
-            .await;
-        mark_up(&state, recovered);
-        let _ = status_tx.send(Some(Arc::new((objects, compiled.statuses))));
+        let (objects, undecodable) = self.stores.objects();
+        let (errors, statuses) = undecodable_report(&undecodable, &objects.ingress_classes, &self.options);
+        Some(Snapshot {
+            objects,
+            errors,
+            statuses,
+            ..Snapshot::default()
+        })
+    }
+
+    fn rebuilt(&mut self, snapshot: Snapshot, compiled: &Compiled) {
+        mark_up(&self.state, std::mem::take(&mut self.recovered));
+        let _ = self
+            .status_tx
+            .send(Some(Arc::new((snapshot.objects, compiled.statuses.clone()))));
+    }
+
+    fn stopped(&self) -> String {
+        "every Kubernetes watcher stopped".to_owned()
     }
 }
 

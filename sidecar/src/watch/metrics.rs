@@ -37,7 +37,7 @@ pub fn render(state: &State) -> String {
         "switchyard_table_generation",
         "gauge",
         "Distinct tables pushed since start.",
-        &one(state.generation.to_string()),
+        &one(state.tables_pushed.to_string()),
     );
     metric(
         "switchyard_compiles_total",
@@ -111,6 +111,12 @@ pub fn render(state: &State) -> String {
         "Status writes to the API server (Kubernetes mode).",
         &writes,
     );
+    metric(
+        "switchyard_internal_errors_total",
+        "counter",
+        "Internal errors (a table or document that does not serialize or validate): logged, nothing pushed.",
+        &one(state.internal_errors.to_string()),
+    );
     out
 }
 
@@ -127,7 +133,7 @@ mod tests {
     #[test]
     fn pushes_rules_and_resources_by_status_are_exposed() {
         let mut state = State {
-            generation: 2,
+            tables_pushed: 2,
             rules: 5,
             ..State::default()
         };
@@ -152,6 +158,7 @@ mod tests {
             "switchyard_resources{kind=\"Ingress\",status=\"accepted\"} 2",
             "switchyard_resources{kind=\"Ingress\",status=\"rejected\"} 1",
             "switchyard_ready 1",
+            "switchyard_internal_errors_total 0",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
         }

@@ -2,9 +2,10 @@
 //! it runs.
 //!
 //! - Sources: [`folder`] (a directory, followed with `notify`) and [`kubernetes`] (kube-rs watchers
-//!   and reflector stores). Both only say "something changed"; [`debounce`] waits for the input to
-//!   settle, then the whole input is compiled again (the compiler is pure and fast: 10k Ingresses in
-//!   about 0.4 s).
+//!   and reflector stores), both a [`source::Source`]. Both only say "something changed" on a
+//!   channel; the one loop, [`rebuild`], lets [`debounce`] wait for the input to settle, then reads
+//!   the whole input as a [`source::Snapshot`] and compiles it again (the compiler is pure and fast:
+//!   10k Ingresses in about 0.4 s).
 //! - [`engine`]: compile, record status, push when the content hash changed, log the [`diff`].
 //! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
 //!   [`istio`] resources.
@@ -22,40 +23,28 @@ pub mod folder;
 pub mod istio;
 pub mod kubernetes;
 pub mod metrics;
+pub mod rebuild;
 pub mod server;
 pub mod sinks;
+pub mod source;
 pub mod state;
 pub mod store;
 pub mod write_back;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
-use tokio::sync::mpsc;
 use tracing::{error, info};
 
 use crate::watch::args::WatchArgs;
 use crate::watch::debounce::Debounce;
 use crate::watch::ecds::EcdsFile;
-use crate::watch::engine::{Engine, Input};
+use crate::watch::engine::Engine;
 use crate::watch::envoy_admin::EnvoyAdmin;
-use crate::watch::folder::Folder;
+use crate::watch::folder::Watched;
 use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
-
-/// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SourceError {
-    /// The file (or source) at fault.
-    pub source: String,
-    /// What is wrong: file, line, field.
-    pub message: String,
-}
-
-/// How long to wait before pushing again after a failed push.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
 pub fn run(args: WatchArgs) -> Result<(), String> {
@@ -145,13 +134,10 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
     };
     match (args.manifests.is_empty(), client) {
         (false, _) => {
-            follow_folder(
-                &args.manifests,
-                engine,
-                debounce,
-                Duration::from_secs(args.rescan_secs.max(1)),
-            )
-            .await
+            let rescan = Duration::from_secs(args.rescan_secs.max(1));
+            let (folder, changes) = Watched::start(&args.manifests, rescan)?;
+            info!("watching {}", folder.names());
+            rebuild::run(folder, changes, engine, debounce).await
         }
         (true, Some(client)) => {
             let settings = kubernetes::Settings {
@@ -239,75 +225,4 @@ fn check_outputs_outside(dir: &Path, args: &WatchArgs) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Folder mode: compile now, then after every settled burst of changes.
-/// Without a change for `rescan`, everything is read again: a safety net for events the file watcher
-/// can miss (a queue overflow, a watched folder deleted and created again).
-async fn follow_folder(
-    dirs: &[PathBuf],
-    mut engine: Engine,
-    debounce: Debounce,
-    rescan: Duration,
-) -> Result<(), String> {
-    let (tx, mut changes) = mpsc::channel(1);
-    let _watcher = folder_watcher(dirs, tx)?;
-    let mut folder = Folder::new(dirs);
-    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    info!("watching {}", names.join(", "));
-    rebuild_folder(&mut folder, &mut engine).await;
-    loop {
-        let retry = engine.needs_retry();
-        tokio::select! {
-            settled = debounce.settle(&mut changes) => {
-                if !settled {
-                    return Err(format!("{}: the file watcher stopped", names.join(", ")));
-                }
-                rebuild_folder(&mut folder, &mut engine).await;
-            }
-            () = tokio::time::sleep(RETRY_AFTER), if retry => engine.retry().await,
-            // Pushes nothing unless the table changed.
-            () = tokio::time::sleep(rescan) => rebuild_folder(&mut folder, &mut engine).await,
-        }
-    }
-}
-
-async fn rebuild_folder(folder: &mut Folder, engine: &mut Engine) {
-    let snapshot = folder.scan();
-    engine
-        .rebuild(Input {
-            objects: snapshot.objects,
-            errors: snapshot.errors,
-            warnings: snapshot.warnings,
-            ..Input::default()
-        })
-        .await;
-}
-
-/// A recursive `notify` watcher on `dirs` that signals on every create, modify or remove (never on
-/// reads: the rescans themselves must not look like changes).
-fn folder_watcher(dirs: &[PathBuf], tx: mpsc::Sender<()>) -> Result<notify::RecommendedWatcher, String> {
-    use notify::{EventKind, RecursiveMode, Watcher};
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let relevant = match &event {
-            Ok(event) => matches!(
-                event.kind,
-                EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any
-            ),
-            // An overflowed queue or similar: rescan to be safe.
-            Err(_) => true,
-        };
-        tracing::debug!("file event: {event:?}");
-        if relevant {
-            // A full channel already holds a pending change: nothing is lost.
-            let _ = tx.try_send(());
-        }
-    })
-    .map_err(|e| format!("cannot watch: {e}"))?;
-    for dir in dirs {
-        watcher
-            .watch(dir, RecursiveMode::Recursive)
-            .map_err(|e| format!("{}: cannot watch: {e}", dir.display()))?;
-    }
-    Ok(watcher)
 }

@@ -63,7 +63,14 @@ async fn table(AxumState(state): AxumState<Shared>) -> Response {
 
 async fn status(AxumState(state): AxumState<Shared>) -> Response {
     let document = state.lock().status_json();
-    let mut body = serde_json::to_string_pretty(&document).unwrap_or_default();
-    body.push('\n');
-    json(StatusCode::OK, body)
+    match serde_json::to_string_pretty(&document) {
+        Ok(body) => json(StatusCode::OK, body + "\n"),
+        Err(e) => {
+            state.internal_error(&format!("/status does not serialize: {e}"));
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "{\"error\": \"internal error: the status does not serialize (see the log)\"}\n".to_owned(),
+            )
+        }
+    }
 }

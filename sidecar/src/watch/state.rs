@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 
 use crate::status::ResourceStatus;
-use crate::watch::SourceError;
+use crate::watch::source::SourceError;
 
 /// The state, shared.
 #[derive(Debug, Clone, Default)]
@@ -19,6 +19,13 @@ impl Shared {
     /// assignments, so a poisoned lock is still used).
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Logs an internal error (never expected: a table or document that does not serialize) and
+    /// counts it (`switchyard_internal_errors_total`).
+    pub fn internal_error(&self, message: &str) {
+        tracing::error!("internal error: {message}");
+        self.lock().internal_errors += 1;
     }
 }
 
@@ -34,8 +41,10 @@ pub struct PushCount {
 /// The watch's state.
 #[derive(Debug, Default)]
 pub struct State {
-    /// Tables pushed so far (each a different content); 0 before the first push.
-    pub generation: u64,
+    /// Tables pushed so far (each a different content); 0 before the first push. A counter, shown as
+    /// `generation` in `/status`, `/readyz` and the push log line, and as the metric
+    /// `switchyard_table_generation`; not the table's own `generation`, which is [`State::table_hash`].
+    pub tables_pushed: u64,
     /// The content hash of the table last pushed (the table's `generation` field).
     pub table_hash: String,
     /// The table last pushed, as JSON.
@@ -72,6 +81,9 @@ pub struct State {
     pub compile_seconds_last: f64,
     /// Status writes to the API server (Kubernetes mode): succeeded and failed.
     pub status_writes: PushCount,
+    /// Internal errors: a table that does not validate or serialize, a document that does not
+    /// serialize (never expected; each is logged, and nothing empty is pushed or served instead).
+    pub internal_errors: u64,
 }
 
 impl State {
@@ -79,7 +91,7 @@ impl State {
     /// and the last push succeeded.
     pub fn readiness(&self) -> Result<String, String> {
         let mut reasons = Vec::new();
-        if self.generation == 0 {
+        if self.tables_pushed == 0 {
             reasons.push(match &self.waiting {
                 Some(waiting) => format!("no table pushed yet: {waiting}"),
                 None => "no table pushed yet".to_owned(),
@@ -94,7 +106,7 @@ impl State {
         if reasons.is_empty() {
             let ready = format!(
                 "ready: generation {} (table {}), {} rules, {} hosts",
-                self.generation, self.table_hash, self.rules, self.hosts
+                self.tables_pushed, self.table_hash, self.rules, self.hosts
             );
             // Still ready (the table is what the cluster says), but loudly so.
             Ok(match &self.class_warning {
@@ -102,10 +114,10 @@ impl State {
                 None => ready,
             })
         } else {
-            if self.generation > 0 {
+            if self.tables_pushed > 0 {
                 reasons.push(format!(
                     "generation {} (table {}) keeps serving",
-                    self.generation, self.table_hash
+                    self.tables_pushed, self.table_hash
                 ));
             }
             Err(format!("not ready: {}", reasons.join("; ")))
@@ -118,7 +130,7 @@ impl State {
         serde_json::json!({
             "ready": readiness.is_ok(),
             "reason": match &readiness { Ok(s) | Err(s) => s },
-            "generation": self.generation,
+            "generation": self.tables_pushed,
             "table": self.table_hash,
             "rules": self.rules,
             "hosts": self.hosts,
@@ -150,7 +162,7 @@ mod tests {
     #[test]
     fn a_source_down_makes_it_unready_while_the_last_table_serves() {
         let mut state = State {
-            generation: 3,
+            tables_pushed: 3,
             table_hash: "abc".into(),
             ..State::default()
         };

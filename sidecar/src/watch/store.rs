@@ -78,12 +78,18 @@ fn slim(mut object: DynamicObject) -> DynamicObject {
 /// Decodes one object (slimmed); `Err` names the field at fault.
 pub fn decode<K: DeserializeOwned>(kind: &'static str, object: &DynamicObject) -> Result<K, Undecodable> {
     let object = &slim(object.clone());
-    let value = serde_json::to_value(object).unwrap_or_default();
-    serde_path_to_error::deserialize(&value).map_err(|e| Undecodable {
+    let undecodable = |message: String, class_name: Option<String>| Undecodable {
         kind,
         metadata: object.metadata.clone(),
-        class_name: value["spec"]["ingressClassName"].as_str().map(str::to_owned),
-        message: format!("{}: {}", e.path(), e.inner()),
+        class_name,
+        message,
+    };
+    // Never expected (a DynamicObject is JSON already); reported like any object that does not
+    // decode rather than decoded from `null`.
+    let value = serde_json::to_value(object).map_err(|e| undecodable(format!("does not serialize: {e}"), None))?;
+    serde_path_to_error::deserialize(&value).map_err(|e| {
+        let class_name = value["spec"]["ingressClassName"].as_str().map(str::to_owned);
+        undecodable(format!("{}: {}", e.path(), e.inner()), class_name)
     })
 }
 

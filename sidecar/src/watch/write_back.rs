@@ -33,7 +33,6 @@ use crate::objects::{HTTPProxy, Objects};
 use crate::order::fnv1a;
 use crate::status::{ConditionKind, Reason, ResourceStatus, Status};
 use crate::watch::istio::FIELD_MANAGER;
-use crate::watch::kubernetes::Settings;
 use crate::watch::state::Shared;
 
 /// The event reasons Switchyard publishes on Ingresses (Warning events), besides `Rejected`.
@@ -195,13 +194,13 @@ pub fn event_name(ingress: &ObjectMeta, reason: &str, note: &str) -> String {
 }
 
 impl StatusWriter {
-    /// A writer for `settings`.
-    pub fn new(client: Client, settings: &Settings, state: Shared) -> StatusWriter {
+    /// A writer reporting events as `controller` and publishing `publish` (`--publish-address`).
+    pub fn new(client: Client, controller: &str, publish: &[String], state: Shared) -> StatusWriter {
         StatusWriter {
             client,
-            controller: settings.controller_name.clone(),
+            controller: controller.to_owned(),
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| FIELD_MANAGER.to_owned()),
-            publish: settings.publish_addresses.clone(),
+            publish: publish.to_vec(),
             state,
             proxies: BTreeMap::new(),
             balancers: BTreeMap::new(),

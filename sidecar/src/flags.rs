@@ -1,0 +1,93 @@
+//! The compiler's flags, shared by `switchyard compile` ([`crate::cli`]) and `switchyard watch`
+//! ([`crate::watch::args`]): `--ingress-class`, `--controller-name`, `--host-collision`, ... and
+//! the [`Options`] they make. A leaf of the command line: it imports neither command.
+
+use clap::ValueEnum;
+use switchyard_table::NoRoute;
+
+use crate::model::{HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
+
+/// `--host-collision`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CollisionArg {
+    /// Ingresses naming the same host share it.
+    Merge,
+    /// The oldest resource wins a host alone.
+    Winner,
+}
+
+/// `--no-route`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum NoRouteArg {
+    /// Answer 404 locally.
+    #[value(name = "404")]
+    NotFound,
+    /// Let the request through untouched.
+    Pass,
+}
+
+/// The compiler's options, shared by `compile` and `watch`.
+#[derive(Debug, clap::Args)]
+pub struct TableArgs {
+    /// The class this controller serves; empty: resources without a class annotation (ROUTING.md §1).
+    #[arg(long, default_value = "", value_name = "NAME")]
+    ingress_class: String,
+    /// With --ingress-class set, also accept resources that name no class at all.
+    #[arg(long)]
+    empty_ingress_class: bool,
+    /// The spec.controller of our IngressClasses (with --ingress-class: <name>/<class>).
+    #[arg(long, default_value = DEFAULT_CONTROLLER, value_name = "NAME")]
+    controller_name: String,
+    /// How Ingresses that name the same host share it.
+    #[arg(long, value_enum, default_value = "merge")]
+    host_collision: CollisionArg,
+    /// Namespaces where root HTTPProxies are allowed (comma-separated); all when absent.
+    #[arg(long, value_delimiter = ',', value_name = "NS,...")]
+    root_namespaces: Vec<String>,
+    /// Cluster names, over {namespace}, {service} and {port}.
+    #[arg(long, default_value = DEFAULT_CLUSTER_TEMPLATE, value_name = "TEMPLATE")]
+    cluster_template: String,
+    /// The request header the filter sets to the cluster name.
+    #[arg(long, default_value = switchyard_table::format::DEFAULT_CLUSTER_HEADER, value_name = "NAME")]
+    cluster_header: String,
+    /// What the filter does when no rule matches.
+    #[arg(long, value_enum, default_value = "404")]
+    no_route: NoRouteArg,
+    /// Make the filter add x-switchyard-rule: <rule> to responses.
+    #[arg(long)]
+    debug_rule_header: bool,
+}
+
+impl TableArgs {
+    /// The compiler options; an error for a cluster template without `{service}`.
+    pub fn options(&self) -> Result<Options, String> {
+        if !self.cluster_template.contains("{service}") {
+            return Err(format!(
+                "--cluster-template {:?} must contain {{service}}",
+                self.cluster_template
+            ));
+        }
+        Ok(Options {
+            ingress_class: self.ingress_class.clone(),
+            empty_ingress_class: self.empty_ingress_class,
+            controller_name: self.controller_name.clone(),
+            host_collision: match self.host_collision {
+                CollisionArg::Merge => HostCollision::Merge,
+                CollisionArg::Winner => HostCollision::Winner,
+            },
+            root_namespaces: self
+                .root_namespaces
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            cluster_template: self.cluster_template.clone(),
+            cluster_header: self.cluster_header.clone(),
+            no_route: match self.no_route {
+                NoRouteArg::NotFound => NoRoute::NotFound,
+                NoRouteArg::Pass => NoRoute::Pass,
+            },
+            debug_rule_header: self.debug_rule_header,
+        })
+    }
+}

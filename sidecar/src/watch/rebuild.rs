@@ -1,0 +1,186 @@
+//! The one rebuild loop, fed by either source (kube-rs's shape: one stream per source into one
+//! consumer): compile now, then after every settled burst of changes; retry a failed push every
+//! [`RETRY_AFTER`]; apply an Istio object again when [`crate::watch::drift`] says it was deleted or
+//! changed by someone else; read everything again when the source asks for a rescan.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::watch::debounce::Debounce;
+use crate::watch::engine::Engine;
+use crate::watch::source::Source;
+
+/// How long to wait before pushing again after a failed push.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Runs `source` through `engine` until the source's `changes` channel closes (an error: the
+/// watch never ends on its own).
+pub async fn run(
+    mut source: impl Source,
+    mut changes: mpsc::Receiver<()>,
+    mut engine: Engine,
+    debounce: Debounce,
+) -> Result<(), String> {
+    let (drift_tx, mut drifted) = mpsc::channel(4);
+    for sink in engine.istio_sinks() {
+        tokio::spawn(crate::watch::drift::follow(
+            sink.clone(),
+            drift_tx.clone(),
+            engine.state(),
+        ));
+    }
+    drop(drift_tx);
+    rebuild(&mut source, &mut engine).await;
+    loop {
+        let retry = engine.needs_retry();
+        let rescan = source.rescan();
+        tokio::select! {
+            settled = debounce.settle(&mut changes) => {
+                if !settled {
+                    return Err(source.stopped());
+                }
+            }
+            () = tokio::time::sleep(RETRY_AFTER), if retry => {
+                engine.retry().await;
+                continue;
+            }
+            Some(sink) = drifted.recv() => {
+                engine.repair(&sink).await;
+                continue;
+            }
+            // Pushes nothing unless the table changed.
+            () = tokio::time::sleep(rescan.unwrap_or_default()), if rescan.is_some() => {}
+        }
+        rebuild(&mut source, &mut engine).await;
+    }
+}
+
+/// Reads the source and, when it can be compiled, compiles and pushes it.
+async fn rebuild(source: &mut impl Source, engine: &mut Engine) {
+    if let Some(snapshot) = source.read() {
+        let compiled = engine.rebuild(&snapshot).await;
+        source.rebuilt(snapshot, &compiled);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{parse_text, Loaded};
+    use crate::model::Options;
+    use crate::pipeline::Compiled;
+    use crate::watch::sinks::Sink;
+    use crate::watch::source::Snapshot;
+    use crate::watch::state::Shared;
+
+    const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+    /// A source whose input is a host name set by the test; not ready until `ready`.
+    struct Hosts {
+        host: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+        reads: usize,
+        rebuilt: usize,
+        rescan: Option<Duration>,
+    }
+
+    impl Source for Hosts {
+        fn read(&mut self) -> Option<Snapshot> {
+            self.reads += 1;
+            let host = self.host.lock().unwrap().clone()?;
+            let mut loaded = Loaded::default();
+            parse_text(&INGRESS.replace("HOST", &host), "web.yaml", &mut loaded).unwrap();
+            Some(Snapshot {
+                objects: loaded.objects,
+                ..Snapshot::default()
+            })
+        }
+
+        fn rebuilt(&mut self, _snapshot: Snapshot, _compiled: &Compiled) {
+            self.rebuilt += 1;
+        }
+
+        fn rescan(&self) -> Option<Duration> {
+            self.rescan
+        }
+
+        fn stopped(&self) -> String {
+            format!("stopped after {} reads, {} rebuilds", self.reads, self.rebuilt)
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// An engine writing a table file in `dir`, and its state.
+    fn engine(dir: &std::path::Path) -> (Engine, Shared) {
+        let state = Shared::default();
+        let sinks = vec![Sink::TableFile(dir.join("t.json"))];
+        (Engine::new(Options::default(), sinks, state.clone()), state)
+    }
+
+    fn debounce() -> Debounce {
+        Debounce {
+            quiet: Duration::from_millis(10),
+            max: Duration::from_millis(50),
+        }
+    }
+
+    #[test]
+    fn a_source_not_ready_is_read_again_after_each_change_and_compiled_once_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, state) = engine(dir.path());
+        let host = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let source = Hosts {
+            host: host.clone(),
+            reads: 0,
+            rebuilt: 0,
+            rescan: None,
+        };
+        let (tx, changes) = mpsc::channel(1);
+        let outcome = runtime().block_on(async {
+            let watch = tokio::spawn(run(source, changes, engine, debounce()));
+            tx.send(()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(
+                state.lock().compiles,
+                0,
+                "nothing is compiled while the source is not ready"
+            );
+            *host.lock().unwrap() = Some("a.example".into());
+            tx.send(()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(tx);
+            watch.await.unwrap()
+        });
+        // Read at start, after the first change and after the second: compiled once.
+        assert_eq!(outcome, Err("stopped after 3 reads, 1 rebuilds".to_owned()));
+        let state = state.lock();
+        assert_eq!((state.compiles, state.tables_pushed), (1, 1));
+    }
+
+    #[test]
+    fn a_source_asking_for_rescans_is_read_again_without_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, state) = engine(dir.path());
+        let source = Hosts {
+            host: std::sync::Arc::new(std::sync::Mutex::new(Some("a.example".into()))),
+            reads: 0,
+            rebuilt: 0,
+            rescan: Some(Duration::from_millis(30)),
+        };
+        let (_tx, changes) = mpsc::channel(1);
+        runtime().block_on(async {
+            let watch = tokio::spawn(run(source, changes, engine, debounce()));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            watch.abort();
+        });
+        let state = state.lock();
+        assert!(state.compiles >= 3, "compiled {} times", state.compiles);
+        assert_eq!(state.tables_pushed, 1, "the same table is pushed once");
+    }
+}

@@ -1,0 +1,58 @@
+//! What a source hands the rebuild loop ([`crate::watch::rebuild`]), whichever it is: one reading of
+//! its whole input as a [`Snapshot`], and the [`Source`] trait both sources (the folder,
+//! [`crate::watch::folder`], and the cluster, [`crate::watch::kubernetes`]) implement.
+//!
+//! A leaf: it imports no other module of `watch`, so the sources, the engine and the state can all
+//! depend on it.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::objects::Objects;
+use crate::pipeline::Compiled;
+use crate::status::ResourceStatus;
+
+/// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed,
+/// an object the API serves that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceError {
+    /// The file (or source) at fault.
+    pub source: String,
+    /// What is wrong: file, line, field.
+    pub message: String,
+}
+
+/// One reading of a source: everything to compile, and what could not be read.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The objects (a broken file's last good version; a cluster's decoded objects).
+    pub objects: Objects,
+    /// Input that could not be read (shown in `/status`).
+    pub errors: Vec<SourceError>,
+    /// Loader warnings (conversions and oddities).
+    pub warnings: Vec<String>,
+    /// Statuses of resources the compiler never saw (objects that do not decode), added to its own.
+    pub statuses: Vec<ResourceStatus>,
+}
+
+/// A source of input: it signals changes on the channel it was started with, and the rebuild loop
+/// then reads it whole.
+pub trait Source {
+    /// Everything to compile now; `None` while the source cannot be compiled yet (a cluster whose
+    /// stores have not synced: the source says why in the state's `waiting`).
+    fn read(&mut self) -> Option<Snapshot>;
+
+    /// Called with the snapshot [`Source::read`] returned, once it was compiled (and pushed when it
+    /// changed the table).
+    fn rebuilt(&mut self, _snapshot: Snapshot, _compiled: &Compiled) {}
+
+    /// Read everything again after this long without a change (the folder's safety net for missed
+    /// file events); `None`: never.
+    fn rescan(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The error when the source's change channel closed (nothing will change any more).
+    fn stopped(&self) -> String;
+}
