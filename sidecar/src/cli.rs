@@ -14,9 +14,9 @@ use clap::{Parser, Subcommand};
 use switchyard_table::RouteTable;
 
 use crate::flags::TableArgs;
-use crate::load::{read_paths, Loaded};
-use crate::pipeline::compile;
-use crate::status::{summarize, ConditionKind, Status};
+use switchyard_compiler::load::{read_paths, Loaded};
+use switchyard_compiler::pipeline::compile;
+use switchyard_compiler::status::{summarize, ConditionKind, Status};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -170,7 +170,7 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
 }
 
 /// The human summary printed on stderr.
-fn summary(loaded: &Loaded, compiled: &crate::Compiled) -> String {
+fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String {
     let o = &loaded.objects;
     let objects = o.ingresses.len() + o.ingress_classes.len() + o.services.len() + o.http_proxies.len();
     let mut out = format!(
@@ -236,14 +236,14 @@ fn summary(loaded: &Loaded, compiled: &crate::Compiled) -> String {
 fn run_explain(args: &ExplainArgs) -> Result<(), String> {
     let bytes = std::fs::read(&args.table).map_err(|e| format!("{}: cannot read: {e}", args.table.display()))?;
     let table = RouteTable::from_json(&bytes).map_err(|e| format!("{}: {e}", args.table.display()))?;
-    let request = crate::explain::request(&args.url, &args.method, &args.headers, &args.cookies)?;
-    let explanation = crate::explain::explain(&table, &request);
+    let request = switchyard_compiler::explain::request(&args.url, &args.method, &args.headers, &args.cookies)?;
+    let explanation = switchyard_compiler::explain::explain(&table, &request);
     let text = if args.json {
         let mut json = serde_json::to_string(&explanation.decision).map_err(|e| e.to_string())?;
         json.push('\n');
         json
     } else {
-        crate::explain::render(&explanation, &request)
+        switchyard_compiler::explain::render(&explanation, &request)
     };
     write_out(None, &text)
 }

@@ -5,7 +5,7 @@
 use clap::ValueEnum;
 use switchyard_table::NoRoute;
 
-use crate::model::{HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
+use switchyard_compiler::model::{HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 
 /// `--host-collision`.
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -10,14 +10,3 @@
 pub mod cli;
 pub mod flags;
 pub mod watch;
-
-// Transition: the compiler moved to its own crate (`compiler/`, issue 12). Its modules are re-exported
-// under their old names so `crate::objects::...` paths in `watch/` and `switchyard::...` paths keep
-// compiling while `watch/` is being restructured; new code should name `switchyard_compiler` directly,
-// and this re-export goes once `watch/` does.
-pub use switchyard_compiler::{
-    class, collisions, explain, httpproxy, ingress, load, model, objects, order, pipeline, processor, services, status,
-};
-pub use switchyard_compiler::{
-    compile, CompileError, Compiled, HTTPProxy, HTTPProxySpec, HostCollision, Objects, Options,
-};

@@ -171,7 +171,7 @@ fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
         .collect();
     let flag = |name: &str| args.iter().find_map(|a| a.strip_prefix(&format!("--{name}=")));
     let class = flag("ingress-class").expect("the Deployment names its class");
-    let controller = flag("controller-name").unwrap_or(switchyard::pipeline::DEFAULT_CONTROLLER);
+    let controller = flag("controller-name").unwrap_or(switchyard_compiler::pipeline::DEFAULT_CONTROLLER);
     let shipped = &deploy("ingressclass.yaml")[0];
     assert_eq!(shipped["metadata"]["name"], class);
     // ROUTING.md §1: with --ingress-class set, ours is <controller name>/<ingress-class>.

@@ -956,7 +956,7 @@ async fn admin_create(client: &Client, yaml: &str) {
     let kind = object["kind"].as_str().unwrap();
     let resource = match kind {
         "Ingress" => kube::api::ApiResource::erase::<k8s_openapi::api::networking::v1::Ingress>(&()),
-        _ => kube::api::ApiResource::erase::<switchyard::HTTPProxy>(&()),
+        _ => kube::api::ApiResource::erase::<switchyard_compiler::HTTPProxy>(&()),
     };
     let ns = object["metadata"]["namespace"].as_str().unwrap();
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);

@@ -16,7 +16,7 @@ use switchyard::watch::engine::Engine;
 use switchyard::watch::kubernetes::{follow, Settings};
 use switchyard::watch::sinks::Sink;
 use switchyard::watch::state::Shared;
-use switchyard::Options;
+use switchyard_compiler::Options;
 
 const PATIENCE: Duration = Duration::from_secs(15);
 

@@ -1,4 +1,4 @@
-//! The rebuild step shared by every source: a [`Snapshot`] → [`crate::pipeline::compile`] → the
+//! The rebuild step shared by every source: a [`Snapshot`] → [`switchyard_compiler::pipeline::compile`] → the
 //! sinks, only when the table's content changed, logging the push count, the table's content hash
 //! (its `generation`) and what changed.
 //!
@@ -10,14 +10,14 @@ use std::time::Instant;
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
 
-use crate::model::Options;
-use crate::pipeline::{compile, Compiled};
-use crate::status::{ResourceStatus, Status};
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
 use crate::watch::sinks::Sink;
 use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::Shared;
+use switchyard_compiler::model::Options;
+use switchyard_compiler::pipeline::{compile, Compiled};
+use switchyard_compiler::status::{ResourceStatus, Status};
 
 /// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
 /// empty though there is input: the flags and the IngressClasses disagree, most likely).
@@ -244,7 +244,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{parse_text, Loaded};
+    use switchyard_compiler::load::{parse_text, Loaded};
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::load::{manifest_files, parse_text, Loaded};
-use crate::objects::Objects;
 use crate::watch::source::{Snapshot, Source, SourceError};
+use switchyard_compiler::load::{manifest_files, parse_text, Loaded};
+use switchyard_compiler::objects::Objects;
 
 /// The state of one file, from its last read.
 #[derive(Debug, Default)]

@@ -34,11 +34,6 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
-use crate::class::Classes;
-use crate::model::Options;
-use crate::objects::{key_of, HTTPProxy, Kind, Objects};
-use crate::pipeline::Compiled;
-use crate::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
 use crate::watch::debounce::Debounce;
 use crate::watch::engine::Engine;
 use crate::watch::rebuild;
@@ -46,6 +41,11 @@ use crate::watch::source::{Snapshot, Source, SourceError};
 use crate::watch::state::Shared;
 use crate::watch::store::{Held, Undecodable};
 use crate::watch::write_back::StatusWriter;
+use switchyard_compiler::class::Classes;
+use switchyard_compiler::model::Options;
+use switchyard_compiler::objects::{key_of, HTTPProxy, Kind, Objects};
+use switchyard_compiler::pipeline::Compiled;
+use switchyard_compiler::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
 
 /// Kubernetes mode's settings.
 #[derive(Debug, Clone)]

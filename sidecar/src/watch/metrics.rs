@@ -127,8 +127,8 @@ fn escape(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{ResourceStatus, Status};
     use crate::watch::state::PushCount;
+    use switchyard_compiler::status::{ResourceStatus, Status};
 
     #[test]
     fn pushes_rules_and_resources_by_status_are_exposed() {

@@ -67,12 +67,12 @@ async fn rebuild(source: &mut impl Source, engine: &mut Engine) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{parse_text, Loaded};
-    use crate::model::Options;
-    use crate::pipeline::Compiled;
     use crate::watch::sinks::Sink;
     use crate::watch::source::Snapshot;
     use crate::watch::state::Shared;
+    use switchyard_compiler::load::{parse_text, Loaded};
+    use switchyard_compiler::model::Options;
+    use switchyard_compiler::pipeline::Compiled;
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 

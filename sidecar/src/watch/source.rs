@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::objects::Objects;
-use crate::pipeline::Compiled;
-use crate::status::ResourceStatus;
+use switchyard_compiler::objects::Objects;
+use switchyard_compiler::pipeline::Compiled;
+use switchyard_compiler::status::ResourceStatus;
 
 /// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed,
 /// an object the API serves that does not decode.

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 
-use crate::status::ResourceStatus;
 use crate::watch::source::SourceError;
+use switchyard_compiler::status::ResourceStatus;
 
 /// The state, shared.
 #[derive(Debug, Clone, Default)]

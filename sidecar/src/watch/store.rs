@@ -162,8 +162,8 @@ fn put<K: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::HTTPProxy;
     use serde_json::json;
+    use switchyard_compiler::objects::HTTPProxy;
 
     fn object(value: serde_json::Value) -> DynamicObject {
         serde_json::from_value(value).unwrap()

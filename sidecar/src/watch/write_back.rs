@@ -29,11 +29,11 @@ use kube::{Api, Client, Resource};
 use serde_json::{json, Value};
 use tracing::warn;
 
-use crate::objects::{HTTPProxy, Objects};
-use crate::order::fnv1a;
-use crate::status::{ConditionKind, Reason, ResourceStatus, Status};
 use crate::watch::istio::FIELD_MANAGER;
 use crate::watch::state::Shared;
+use switchyard_compiler::objects::{HTTPProxy, Objects};
+use switchyard_compiler::order::fnv1a;
+use switchyard_compiler::status::{ConditionKind, Reason, ResourceStatus, Status};
 
 /// The event reasons Switchyard publishes on Ingresses (Warning events), besides `Rejected`.
 pub fn is_ingress_event(reason: Reason) -> bool {
@@ -386,7 +386,7 @@ impl StatusWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::Condition;
+    use switchyard_compiler::status::Condition;
 
     fn status(kind: &'static str, status: Status, conditions: &[(ConditionKind, Reason, &str)]) -> ResourceStatus {
         ResourceStatus {
