@@ -84,6 +84,13 @@ pub struct WatchArgs {
     /// Keep this Istio WasmPlugin up to date (server-side apply).
     #[arg(long, value_name = "NAMESPACE/NAME", requires = "wasm_url")]
     pub wasmplugin: Option<String>,
+    /// Istio: the largest object (serialized JSON, bytes) sent to the API server. A table whose
+    /// object is larger is refused for that sink (logged, in /status, /readyz and /metrics; the
+    /// object keeps its last good table; not retried until the table changes), as is one the API
+    /// server answers "request is too large". The default stays ~170 KB under etcd's default
+    /// request limit (--max-request-bytes, 1.5 MiB), which every Kubernetes object must fit.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::watch::istio::DEFAULT_MAX_BYTES)]
+    pub istio_max_bytes: usize,
     /// WasmPlugin: where Istio fetches the filter (oci://, https:// or file://).
     #[arg(long, value_name = "URL")]
     pub wasm_url: Option<String>,

@@ -3,7 +3,10 @@
 //! (its `generation`) and what changed.
 //!
 //! A push that fails anywhere is retried (the loop asks [`Engine::needs_retry`]); the table that
-//! counts as pushed is the last one every sink took.
+//! counts as pushed is the last one every sink took or refused. A sink refuses a table too large for
+//! it ([`PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until that sink takes a
+//! table again, counted in `switchyard_push_refused_total`, and not retried until the table changes;
+//! that sink keeps its last good table, the others get the new one.
 
 use std::time::Instant;
 
@@ -12,7 +15,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
-use crate::watch::sinks::Sink;
+use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::Shared;
 use switchyard_compiler::model::Options;
@@ -158,17 +161,40 @@ impl Engine {
         let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
             return;
         };
-        match sink.push(&table, "", "").await {
+        let result = sink.push(&table, "", "").await;
+        if let Ok(()) = result {
+            info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
+        }
+        if let Err(e) = self.record(name, &table, result) {
+            self.state.lock().push_error = Some(e);
+            self.retry = Some(table);
+        }
+    }
+
+    /// Counts and logs one sink's answer; `Err` (what to report) when the push is to be retried.
+    fn record(&self, name: &str, table: &TableSpec, result: Result<(), PushError>) -> Result<(), String> {
+        let mut state = self.state.lock();
+        let count = state.pushes.entry(name.to_owned()).or_default();
+        match result {
             Ok(()) => {
-                info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
-                self.state.lock().pushes.entry(name.to_owned()).or_default().ok += 1;
+                count.ok += 1;
+                if state.refused.remove(name).is_some() {
+                    info!(sink = %name, table = %table.generation, "takes tables again");
+                }
+                Ok(())
             }
-            Err(e) => {
-                error!(sink = %name, table = %table.generation, "deleted or changed by someone else; applying again failed (will retry): {e}");
-                let mut state = self.state.lock();
-                state.pushes.entry(name.to_owned()).or_default().failed += 1;
-                state.push_error = Some(format!("{name}: {e}"));
-                self.retry = Some(table);
+            Err(PushError::TooLarge(e)) => {
+                count.refused += 1;
+                error!(sink = %name, table = %table.generation, "refused: {e}");
+                state
+                    .refused
+                    .insert(name.to_owned(), format!("table {}: {e}", table.generation));
+                Ok(())
+            }
+            Err(PushError::Failed(e)) => {
+                count.failed += 1;
+                error!(sink = %name, table = %table.generation, "push failed (will retry): {e}");
+                Err(format!("{name}: {e}"))
             }
         }
     }
@@ -202,15 +228,8 @@ impl Engine {
         let mut failures = Vec::new();
         for sink in &self.sinks {
             let result = sink.push(&table, &compact, &pretty).await;
-            let mut state = self.state.lock();
-            let count = state.pushes.entry(sink.name()).or_default();
-            match result {
-                Ok(()) => count.ok += 1,
-                Err(e) => {
-                    count.failed += 1;
-                    error!(sink = %sink.name(), table = %table.generation, "push failed (will retry): {e}");
-                    failures.push(format!("{}: {e}", sink.name()));
-                }
+            if let Err(e) = self.record(&sink.name(), &table, result) {
+                failures.push(e);
             }
         }
         let mut state = self.state.lock();
@@ -332,5 +351,60 @@ mod tests {
             std::fs::read_to_string(&good).unwrap().contains("a.example"),
             "the first sink was left on b.example"
         );
+    }
+
+    /// A WasmPlugin sink allowing 100 bytes, whose API server (a closed port) is never reached:
+    /// the refusal comes before any request.
+    fn tiny_wasmplugin() -> Sink {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let settings = crate::watch::istio::IstioSettings {
+            selector: Default::default(),
+            wasm_url: "oci://registry.example/switchyard:1".into(),
+            wasm_path: String::new(),
+            filter_name: "switchyard".into(),
+            runtime: "envoy.wasm.runtime.v8".into(),
+        };
+        let mut sink = IstioSink::new(
+            kube::Client::try_from(config).unwrap(),
+            crate::watch::istio::IstioKind::WasmPlugin,
+            "istio-system".into(),
+            "switchyard".into(),
+            settings,
+        );
+        sink.max_bytes = 100;
+        Sink::Istio(sink)
+    }
+
+    #[test]
+    fn a_table_too_large_for_a_sink_is_refused_there_only_and_not_retried_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        block_on(async {
+            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
+            let mut engine = Engine::new(Options::default(), sinks, state.clone());
+            engine.rebuild(&input("a.example")).await;
+            assert!(!engine.needs_retry(), "a refused table is not retried");
+            assert!(std::fs::read_to_string(&file).unwrap().contains("a.example"));
+            {
+                let state = state.lock();
+                assert_eq!(state.tables_pushed, 1);
+                let reason = state.readiness().unwrap_err();
+                assert!(
+                    reason.contains("wasmplugin istio-system/switchyard refused the newest table")
+                        && reason.contains("limit of 100 bytes"),
+                    "{reason}"
+                );
+                let count = state.pushes["wasmplugin istio-system/switchyard"];
+                assert_eq!((count.ok, count.failed, count.refused), (0, 0, 1));
+            }
+            // The same table: not tried again.
+            engine.rebuild(&input("a.example")).await;
+            assert_eq!(state.lock().pushes["wasmplugin istio-system/switchyard"].refused, 1);
+            // A new table is tried again (and refused again: still too large).
+            engine.rebuild(&input("b.example")).await;
+            assert_eq!(state.lock().pushes["wasmplugin istio-system/switchyard"].refused, 2);
+            assert!(std::fs::read_to_string(&file).unwrap().contains("b.example"));
+        });
     }
 }

@@ -7,6 +7,11 @@
 //! - `--envoyfilter NAMESPACE/NAME`: a `networking.istio.io/v1alpha3` EnvoyFilter inserting the wasm
 //!   filter before the router of the gateway's HTTP connection managers, with the same
 //!   `envoy.extensions.filters.http.wasm.v3.Wasm` configuration as the ECDS file.
+//!
+//! Every Kubernetes object must fit one etcd request (`--max-request-bytes`, 1.5 MiB by default), so
+//! an object over `--istio-max-bytes` ([`DEFAULT_MAX_BYTES`]) is refused before any request is sent,
+//! and an API server answering "request is too large" (or 413) is treated the same way: never retried
+//! until the table changes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +22,12 @@ use serde_json::{json, Value};
 use switchyard_table::TableSpec;
 
 use crate::watch::ecds::wasm_filter_config;
+use crate::watch::sinks::{PushError, TooLarge};
+
+/// The default `--istio-max-bytes`: 1,400,000 bytes, under etcd's default request limit of 1.5 MiB
+/// (1,572,864 bytes) by ~170 KB, room for what the API server adds to our object before storing it
+/// (metadata, managedFields, other managers' fields, the etcd transaction's own framing).
+pub const DEFAULT_MAX_BYTES: usize = 1_400_000;
 
 /// Switchyard's field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "switchyard";
@@ -69,6 +80,8 @@ pub struct IstioSink {
     pub settings: IstioSettings,
     /// What we last applied (shared with [`crate::watch::drift`], which follows the object).
     pub applied: Arc<Mutex<Option<Applied>>>,
+    /// The largest object (serialized JSON, in bytes) sent to the API server.
+    pub max_bytes: usize,
 }
 
 impl IstioKind {
@@ -158,6 +171,7 @@ impl IstioSink {
             name,
             settings,
             applied: Arc::default(),
+            max_bytes: DEFAULT_MAX_BYTES,
         }
     }
 
@@ -178,21 +192,50 @@ impl IstioSink {
         format!("{kind} {}/{}", self.namespace, self.name)
     }
 
-    /// Server-side applies the resource carrying `table`.
-    pub async fn apply(&self, table: &TableSpec) -> Result<(), String> {
+    /// Server-side applies the resource carrying `table`, unless its object is over [`Self::max_bytes`].
+    pub async fn apply(&self, table: &TableSpec) -> Result<(), PushError> {
         let object = manifest(self.kind, &self.namespace, &self.name, &self.settings, table)?;
+        let bytes = serde_json::to_vec(&object).map_err(|e| e.to_string())?.len();
+        check_size(bytes, self.max_bytes).map_err(PushError::TooLarge)?;
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let result = api
             .patch(&self.name, &params, &Patch::Apply(&object))
             .await
-            .map_err(|e| format!("server-side apply: {e}"))?;
+            .map_err(|e| refused(&e, bytes, self.max_bytes))?;
         *self.applied.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Applied {
             object,
             resource_version: result.metadata.resource_version.unwrap_or_default(),
         });
         Ok(())
+    }
+}
+
+/// Refuses an object of `bytes` over `limit`.
+pub fn check_size(bytes: usize, limit: usize) -> Result<(), TooLarge> {
+    match bytes > limit {
+        true => Err(TooLarge {
+            bytes,
+            limit,
+            answer: None,
+        }),
+        false => Ok(()),
+    }
+}
+
+/// What an apply error means: too large when the API server says so (413, or etcd's
+/// "request is too large" passed on as a 500), else a failure to retry.
+pub fn refused(e: &kube::Error, bytes: usize, limit: usize) -> PushError {
+    match e {
+        kube::Error::Api(status) if status.code == 413 || status.message.contains("request is too large") => {
+            PushError::TooLarge(TooLarge {
+                bytes,
+                limit,
+                answer: Some(status.message.clone()),
+            })
+        }
+        _ => PushError::Failed(format!("server-side apply: {e}")),
     }
 }
 
@@ -250,6 +293,43 @@ mod tests {
         );
         let carried: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
         assert_eq!(carried["generation"], "g1");
+    }
+
+    #[test]
+    fn an_object_over_the_limit_is_refused_naming_its_size_and_the_limit() {
+        assert_eq!(check_size(1_400_000, 1_400_000), Ok(()));
+        let refused = check_size(2_000_000, 1_400_000).unwrap_err();
+        let message = refused.to_string();
+        for part in [
+            "2000000 bytes",
+            "limit of 1400000 bytes",
+            "--istio-max-bytes",
+            "--ecds-file",
+        ] {
+            assert!(message.contains(part), "{part:?} missing in {message}");
+        }
+    }
+
+    #[test]
+    fn the_api_servers_too_large_answers_are_not_retried_and_others_are() {
+        let answer = |code, message: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure(message, "InternalError")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        for e in [
+            answer(500, "etcdserver: request is too large"),
+            answer(413, "Request entity too large: limit is 3145728"),
+        ] {
+            match refused(&e, 1_000, 1_400_000) {
+                PushError::TooLarge(too_large) => assert!(too_large.to_string().contains("lower it"), "{too_large}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        let conflict = answer(409, "Apply failed with 1 conflict");
+        assert!(matches!(refused(&conflict, 1_000, 1_400_000), PushError::Failed(_)));
     }
 
     #[test]

@@ -26,12 +26,26 @@ pub fn render(state: &State) -> String {
         .iter()
         .map(|(sink, c)| (format!("{{sink=\"{}\"}}", escape(sink)), c.failed.to_string()))
         .collect();
+    let refused: Vec<(String, String)> = state
+        .pushes
+        .iter()
+        .map(|(sink, c)| {
+            let labels = format!("{{reason=\"too_large\",sink=\"{}\"}}", escape(sink));
+            (labels, c.refused.to_string())
+        })
+        .collect();
     metric("switchyard_pushes_total", "counter", "Tables pushed, by sink.", &pushes);
     metric(
         "switchyard_push_failures_total",
         "counter",
         "Pushes that failed (and were retried), by sink.",
         &failures,
+    );
+    metric(
+        "switchyard_push_refused_total",
+        "counter",
+        "Tables a sink refused (not retried until the table changes), by sink and reason.",
+        &refused,
     );
     metric(
         "switchyard_table_generation",
@@ -137,7 +151,14 @@ mod tests {
             rules: 5,
             ..State::default()
         };
-        state.pushes.insert("ecds-file".into(), PushCount { ok: 2, failed: 1 });
+        state.pushes.insert(
+            "ecds-file".into(),
+            PushCount {
+                ok: 2,
+                failed: 1,
+                refused: 3,
+            },
+        );
         let status = |name: &str, status| ResourceStatus {
             kind: "Ingress",
             namespace: "a".into(),
@@ -154,6 +175,7 @@ mod tests {
         for line in [
             "switchyard_pushes_total{sink=\"ecds-file\"} 2",
             "switchyard_push_failures_total{sink=\"ecds-file\"} 1",
+            "switchyard_push_refused_total{reason=\"too_large\",sink=\"ecds-file\"} 3",
             "switchyard_rules 5",
             "switchyard_resources{kind=\"Ingress\",status=\"accepted\"} 2",
             "switchyard_resources{kind=\"Ingress\",status=\"rejected\"} 1",

@@ -191,13 +191,9 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
     ] {
         if let (Some(target), Some(client)) = (target, client) {
             let (namespace, name) = parse_target(target)?;
-            sinks.push(Sink::Istio(IstioSink::new(
-                client.clone(),
-                kind,
-                namespace,
-                name,
-                settings.clone(),
-            )));
+            let mut sink = IstioSink::new(client.clone(), kind, namespace, name, settings.clone());
+            sink.max_bytes = args.istio_max_bytes;
+            sinks.push(Sink::Istio(sink));
         }
     }
     if sinks.is_empty() {

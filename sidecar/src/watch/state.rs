@@ -36,6 +36,8 @@ pub struct PushCount {
     pub ok: u64,
     /// Pushes that failed (retried).
     pub failed: u64,
+    /// Tables refused as too large for the sink (not retried).
+    pub refused: u64,
 }
 
 /// The watch's state.
@@ -71,6 +73,9 @@ pub struct State {
     pub relapsed: BTreeSet<String>,
     /// The last push error, until a push succeeds.
     pub push_error: Option<String>,
+    /// Sinks that refused the newest table as too large for them (they keep their last good table),
+    /// with the reason, until they take a table again.
+    pub refused: BTreeMap<String, String>,
     /// Pushes by sink name.
     pub pushes: BTreeMap<String, PushCount>,
     /// Compilations run.
@@ -102,6 +107,9 @@ impl State {
         }
         if let Some(error) = &self.push_error {
             reasons.push(format!("the last push failed ({error}); retrying"));
+        }
+        for (sink, why) in &self.refused {
+            reasons.push(format!("{sink} refused the newest table ({why})"));
         }
         if reasons.is_empty() {
             let ready = format!(
@@ -137,6 +145,7 @@ impl State {
             "errors": self.errors,
             "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
             "sources_down": self.down,
+            "sinks_refused": self.refused,
             "resources": self.statuses,
         })
     }
