@@ -574,9 +574,15 @@ async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
     .await;
 }
 
-/// The only test of this binary that writes istio-system/switchyard (the Role names that object).
+/// The only test of this binary that writes istio-system/switchyard (the Role names that object), so
+/// it runs both Istio scenarios one after the other.
 #[tokio::test]
 async fn istio_sinks_pass_istios_schemas_and_are_restored_when_deleted_or_recreated() {
+    istio_sinks_are_applied_and_restored().await;
+    a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_file_gets_it().await;
+}
+
+async fn istio_sinks_are_applied_and_restored() {
     let env = Envtest::shared().await;
     let admin = env.admin().await;
     let ns = env.namespace("istio").await;
@@ -644,6 +650,104 @@ async fn istio_sinks_pass_istios_schemas_and_are_restored_when_deleted_or_recrea
     assert!(!log.contains("Forbidden"), "{log}");
     assert!(log.contains("applied again"), "{log}");
     assert_eq!(failed_status_writes(&sy), 0, "{log}");
+    sy.stop().unwrap();
+}
+
+/// An Ingress of `paths` paths under `host`.
+fn ingress_of_paths(namespace: &str, name: &str, host: &str, paths: usize) -> String {
+    let mut yaml = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n  rules:\n  - host: {host}\n    http:\n      paths:\n"
+    );
+    for i in 0..paths {
+        yaml.push_str(&format!(
+            "      - {{path: /p{i}, pathType: Prefix, backend: {{service: {{name: s{i}, port: {{number: 80}}}}}}}}\n"
+        ));
+    }
+    yaml
+}
+
+/// `--wasmplugin` with `-o table.json` and `--istio-max-bytes 8000`: a table whose WasmPlugin would
+/// be larger is refused for the WasmPlugin only (which keeps its last good table, with no retry),
+/// the table file gets it, /status, /readyz and /metrics say so, and a later small table reaches both.
+async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_file_gets_it() {
+    const SINK: &str = "wasmplugin istio-system/switchyard";
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("istio-big").await;
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    admin_apply(&admin, &ingress(&ns, "web", "small.example", "web")).await;
+    let args = [
+        "--wasmplugin",
+        "istio-system/switchyard",
+        "--wasm-url",
+        "oci://registry.example/switchyard-filter:0.1.0",
+        "--istio-max-bytes",
+        "8000",
+    ];
+    let mut sy = watch(env, &ns, &args);
+    sy.ready(PATIENCE).await.unwrap();
+    wait_carried(&admin, &sy, "WasmPlugin", "small").await;
+    let good = carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await);
+
+    // 100 paths: about 20 KB of WasmPlugin.
+    admin_apply(&admin, &ingress_of_paths(&ns, "big", "big.example", 100)).await;
+    eventually(
+        "big.example in the table file",
+        PATIENCE,
+        || sy.routes("big.example", None).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let refused = format!("switchyard_push_refused_total{{reason=\"too_large\",sink=\"{SINK}\"}} 1");
+    eventually(
+        "the refusal in /metrics",
+        PATIENCE,
+        || sy.get("/metrics").body.lines().any(|l| l == refused).then_some(()),
+        || sy.get("/metrics").body,
+    )
+    .await;
+    let readyz = sy.readyz();
+    assert_eq!(readyz.code, 503, "{}", readyz.body);
+    assert!(
+        readyz.body.contains(&format!("{SINK} refused the newest table"))
+            && readyz.body.contains("limit of 8000 bytes"),
+        "{}",
+        readyz.body
+    );
+    let status = sy.status();
+    let why = status["sinks_refused"][SINK].as_str().unwrap_or_default();
+    assert!(why.contains("table too large") && why.contains("bytes"), "{status}");
+    let log = sy.log();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("refused: table too large")).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains(SINK) && lines[0].contains("--ecds-file"), "{log}");
+    // Not retried: the same count, no failed push, and the WasmPlugin keeps the last good table.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
+    assert!(!sy.log().contains("push failed"), "{}", sy.log());
+    assert_eq!(
+        carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await),
+        good
+    );
+
+    // Small again (and different): both sinks take it, and it is ready again.
+    admin_delete(&admin, "networking.k8s.io/v1", "Ingress", &ns, "big").await;
+    admin_apply(&admin, &ingress(&ns, "api", "api.small.example", "api")).await;
+    eventually(
+        "api.small.example in the table file",
+        PATIENCE,
+        || (sy.routes("api.small.example", None) && !sy.routes("big.example", None)).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    wait_carried(&admin, &sy, "WasmPlugin", "small again").await;
+    sy.ready(PATIENCE).await.unwrap();
+    assert!(
+        sy.status()["sinks_refused"].as_object().is_some_and(|m| m.is_empty()),
+        "{}",
+        sy.status()
+    );
+    sy.stop().unwrap();
 }
 
 #[tokio::test]
