@@ -580,6 +580,7 @@ async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
 async fn istio_sinks_pass_istios_schemas_and_are_restored_when_deleted_or_recreated() {
     istio_sinks_are_applied_and_restored().await;
     a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_file_gets_it().await;
+    a_wasmplugin_etcd_refuses_as_too_large_is_not_retried().await;
 }
 
 async fn istio_sinks_are_applied_and_restored() {
@@ -746,6 +747,67 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
         sy.status()["sinks_refused"].as_object().is_some_and(|m| m.is_empty()),
         "{}",
         sy.status()
+    );
+    sy.stop().unwrap();
+}
+
+/// `--istio-max-bytes` set too high: a 10,000-rule table (a WasmPlugin of about 2 MB) reaches the
+/// real API server, whose etcd answers `request is too large`; that answer is a refusal like ours
+/// (the WasmPlugin keeps its last good table, no retry) while the table file gets the table.
+async fn a_wasmplugin_etcd_refuses_as_too_large_is_not_retried() {
+    const SINK: &str = "wasmplugin istio-system/switchyard";
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("istio-etcd").await;
+    // The cluster holds the 10,000 rules from the start (one table, one refusal); the WasmPlugin
+    // holds the previous scenario's table.
+    admin_apply(&admin, &ingress(&ns, "web", "small.example", "web")).await;
+    for i in 0..40 {
+        admin_apply(
+            &admin,
+            &ingress_of_paths(&ns, &format!("big{i}"), &format!("big{i}.example"), 250),
+        )
+        .await;
+    }
+    let good = carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await);
+    assert!(good.is_some());
+    let args = [
+        "--wasmplugin",
+        "istio-system/switchyard",
+        "--wasm-url",
+        "oci://registry.example/switchyard-filter:0.1.0",
+        "--istio-max-bytes",
+        "3000000",
+    ];
+    let sy = watch(env, &ns, &args);
+    eventually(
+        "10,000 rules in the table file",
+        PATIENCE,
+        || (sy.table()["rules"].as_array().map_or(0, Vec::len) > 10_000).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let refused = format!("switchyard_push_refused_total{{reason=\"too_large\",sink=\"{SINK}\"}} 1");
+    eventually(
+        "the refusal in /metrics",
+        PATIENCE,
+        || sy.get("/metrics").body.lines().any(|l| l == refused).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let readyz = sy.readyz();
+    assert_eq!(readyz.code, 503, "{}", readyz.body);
+    assert!(
+        readyz.body.contains("request is too large") && readyz.body.contains("lower it"),
+        "{}",
+        readyz.body
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
+    assert!(!sy.log().contains("push failed"), "{}", sy.log());
+    assert_eq!(
+        carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await),
+        good
     );
     sy.stop().unwrap();
 }
