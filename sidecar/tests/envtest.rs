@@ -730,6 +730,28 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
         carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await),
         good
     );
+    // Deleted meanwhile: applied again with the table it kept, still refusing the newest.
+    admin_delete(
+        &admin,
+        "extensions.istio.io/v1alpha1",
+        "WasmPlugin",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    let check = async || match carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await) {
+        carried if carried == good => Ok(()),
+        carried => Err(format!("carries {carried:?}, not {good:?}")),
+    };
+    eventually_async(
+        "the WasmPlugin restored with its last good table",
+        PATIENCE,
+        check,
+        || sy.log(),
+    )
+    .await;
+    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
+    assert_eq!(sy.readyz().code, 503);
 
     // Small again (and different): both sinks take it, and it is ready again.
     admin_delete(&admin, "networking.k8s.io/v1", "Ingress", &ns, "big").await;

@@ -8,6 +8,7 @@
 //! table again, counted in `switchyard_push_refused_total`, and not retried until the table changes;
 //! that sink keeps its last good table, the others get the new one.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use switchyard_table::{RouteTable, TableSpec};
@@ -58,6 +59,9 @@ pub struct Engine {
     state: Shared,
     pushed: Option<TableSpec>,
     retry: Option<TableSpec>,
+    /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
+    /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
+    kept: BTreeMap<String, Option<TableSpec>>,
 }
 
 impl Engine {
@@ -69,6 +73,7 @@ impl Engine {
             state,
             pushed: None,
             retry: None,
+            kept: BTreeMap::new(),
         }
     }
 
@@ -154,10 +159,15 @@ impl Engine {
         })
     }
 
-    /// Pushes the table last pushed again to the sink named `name`, whose object was deleted or
-    /// changed by someone else; a failure is retried like any failed push.
+    /// Pushes the table last pushed again to the sink named `name` (or, when it refused that one as
+    /// too large, the table it kept), whose object was deleted or changed by someone else; a failure
+    /// is retried like any failed push.
     pub async fn repair(&mut self, name: &str) {
-        let Some(table) = self.pushed.clone() else { return };
+        let (table, newest) = match self.kept.get(name) {
+            Some(kept) => (kept.clone(), false),
+            None => (self.pushed.clone(), true),
+        };
+        let Some(table) = table else { return };
         let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
             return;
         };
@@ -165,20 +175,39 @@ impl Engine {
         if let Ok(()) = result {
             info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
         }
-        if let Err(e) = self.record(name, &table, result) {
+        if let Err(e) = self.record(name, &table, newest, result) {
             self.state.lock().push_error = Some(e);
-            self.retry = Some(table);
+            // A retry pushes to every sink: the newest table (a refusing sink refuses it again).
+            self.retry = self.pushed.clone();
         }
     }
 
     /// Counts and logs one sink's answer; `Err` (what to report) when the push is to be retried.
-    fn record(&self, name: &str, table: &TableSpec, result: Result<(), PushError>) -> Result<(), String> {
+    /// `newest`: `table` is the newest table (not a refusing sink's kept one, applied again).
+    fn record(
+        &mut self,
+        name: &str,
+        table: &TableSpec,
+        newest: bool,
+        result: Result<(), PushError>,
+    ) -> Result<(), String> {
+        match &result {
+            Ok(()) if !newest => {}
+            Ok(()) => drop(self.kept.remove(name)),
+            // Refused first now: it holds the table every sink took last.
+            Err(PushError::TooLarge(_)) => {
+                if !self.kept.contains_key(name) {
+                    self.kept.insert(name.to_owned(), self.pushed.clone());
+                }
+            }
+            Err(PushError::Failed(_)) => {}
+        }
         let mut state = self.state.lock();
         let count = state.pushes.entry(name.to_owned()).or_default();
         match result {
             Ok(()) => {
                 count.ok += 1;
-                if state.refused.remove(name).is_some() {
+                if newest && state.refused.remove(name).is_some() {
                     info!(sink = %name, table = %table.generation, "takes tables again");
                 }
                 Ok(())
@@ -226,9 +255,12 @@ impl Engine {
             (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &format!("cannot serialize the table: {e}")),
         };
         let mut failures = Vec::new();
+        let mut results = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
-            let result = sink.push(&table, &compact, &pretty).await;
-            if let Err(e) = self.record(&sink.name(), &table, result) {
+            results.push((sink.name(), sink.push(&table, &compact, &pretty).await));
+        }
+        for (name, result) in results {
+            if let Err(e) = self.record(&name, &table, true, result) {
                 failures.push(e);
             }
         }
