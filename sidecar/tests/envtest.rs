@@ -534,13 +534,29 @@ async fn when_every_resource_is_ignored_by_class_the_log_status_and_readyz_say_s
     );
 }
 
-async fn istio_object(client: &Client, kind: &str) -> Value {
-    let api_version = if kind == "WasmPlugin" {
+fn istio_object_api_version(kind: &str) -> &'static str {
+    if kind == "WasmPlugin" {
         "extensions.istio.io/v1alpha1"
     } else {
         "networking.istio.io/v1alpha3"
-    };
-    admin_get(client, api_version, kind, "istio-system", "switchyard").await
+    }
+}
+
+async fn istio_object(client: &Client, kind: &str) -> Value {
+    admin_get(
+        client,
+        istio_object_api_version(kind),
+        kind,
+        "istio-system",
+        "switchyard",
+    )
+    .await
+}
+
+/// Deletes istio-system/switchyard of `kind` as the admin.
+async fn delete_istio_object(client: &Client, kind: &str) {
+    let api_version = istio_object_api_version(kind);
+    admin_delete(client, api_version, kind, "istio-system", "switchyard").await;
 }
 
 /// The table generation an Istio object carries (`None` when missing).
@@ -612,24 +628,10 @@ async fn istio_sinks_are_applied_and_restored() {
     );
 
     // Deleted: created again (RBAC's create).
-    admin_delete(
-        &admin,
-        "extensions.istio.io/v1alpha1",
-        "WasmPlugin",
-        "istio-system",
-        "switchyard",
-    )
-    .await;
+    delete_istio_object(&admin, "WasmPlugin").await;
     wait_carried(&admin, &sy, "WasmPlugin", "after its deletion").await;
     // Deleted and re-created from deploy/istio/ (an empty table): applied again.
-    admin_delete(
-        &admin,
-        "networking.istio.io/v1alpha3",
-        "EnvoyFilter",
-        "istio-system",
-        "switchyard",
-    )
-    .await;
+    delete_istio_object(&admin, "EnvoyFilter").await;
     admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
     wait_carried(&admin, &sy, "EnvoyFilter", "after it was re-created from deploy/istio").await;
     // A change by someone else to a field we own.
@@ -671,21 +673,12 @@ fn ingress_of_paths(namespace: &str, name: &str, host: &str, paths: usize) -> St
 /// be larger is refused for the WasmPlugin only (which keeps its last good table, with no retry),
 /// the table file gets it, /status, /readyz and /metrics say so, and a later small table reaches both.
 async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_file_gets_it() {
-    const SINK: &str = "wasmplugin istio-system/switchyard";
     let env = Envtest::shared().await;
     let admin = env.admin().await;
     let ns = env.namespace("istio-big").await;
     admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
     admin_apply(&admin, &ingress(&ns, "web", "small.example", "web")).await;
-    let args = [
-        "--wasmplugin",
-        "istio-system/switchyard",
-        "--wasm-url",
-        "oci://registry.example/switchyard-filter:0.1.0",
-        "--istio-max-bytes",
-        "8000",
-    ];
-    let mut sy = watch(env, &ns, &args);
+    let mut sy = watch_wasmplugin_up_to(env, &ns, "8000");
     sy.ready(PATIENCE).await.unwrap();
     wait_carried(&admin, &sy, "WasmPlugin", "small").await;
     let good = carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await);
@@ -699,46 +692,23 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
         || sy.log(),
     )
     .await;
-    let refused = format!("switchyard_push_refused_total{{reason=\"too_large\",sink=\"{SINK}\"}} 1");
-    eventually(
-        "the refusal in /metrics",
-        PATIENCE,
-        || sy.get("/metrics").body.lines().any(|l| l == refused).then_some(()),
-        || sy.get("/metrics").body,
-    )
-    .await;
-    let readyz = sy.readyz();
-    assert_eq!(readyz.code, 503, "{}", readyz.body);
+    let readyz = refused_once_and_kept(&admin, &sy, &good).await;
     assert!(
-        readyz.body.contains(&format!("{SINK} refused the newest table"))
-            && readyz.body.contains("limit of 8000 bytes"),
-        "{}",
-        readyz.body
+        readyz.contains(&format!("{WASMPLUGIN} refused the newest table")) && readyz.contains("limit of 8000 bytes"),
+        "{readyz}"
     );
     let status = sy.status();
-    let why = status["sinks_refused"][SINK].as_str().unwrap_or_default();
+    let why = status["sinks_refused"][WASMPLUGIN].as_str().unwrap_or_default();
     assert!(why.contains("table too large") && why.contains("bytes"), "{status}");
     let log = sy.log();
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("refused: table too large")).collect();
     assert_eq!(lines.len(), 1, "{log}");
-    assert!(lines[0].contains(SINK) && lines[0].contains("--ecds-file"), "{log}");
-    // Not retried: the same count, no failed push, and the WasmPlugin keeps the last good table.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
-    assert!(!sy.log().contains("push failed"), "{}", sy.log());
-    assert_eq!(
-        carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await),
-        good
+    assert!(
+        lines[0].contains(WASMPLUGIN) && lines[0].contains("--ecds-file"),
+        "{log}"
     );
     // Deleted meanwhile: applied again with the table it kept, still refusing the newest.
-    admin_delete(
-        &admin,
-        "extensions.istio.io/v1alpha1",
-        "WasmPlugin",
-        "istio-system",
-        "switchyard",
-    )
-    .await;
+    delete_istio_object(&admin, "WasmPlugin").await;
     let check = async || match carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await) {
         carried if carried == good => Ok(()),
         carried => Err(format!("carries {carried:?}, not {good:?}")),
@@ -750,7 +720,6 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
         || sy.log(),
     )
     .await;
-    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
     assert_eq!(sy.readyz().code, 503);
 
     // Small again (and different): both sinks take it, and it is ready again.
@@ -773,11 +742,50 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
     sy.stop().unwrap();
 }
 
-/// `--istio-max-bytes` set too high: a 10,000-rule table (a WasmPlugin of about 2 MB) reaches the
+/// The WasmPlugin sink's name in logs, `/status` and `/metrics`.
+const WASMPLUGIN: &str = "wasmplugin istio-system/switchyard";
+
+/// `switchyard watch --wasmplugin istio-system/switchyard --istio-max-bytes MAX_BYTES` (and `-o`).
+fn watch_wasmplugin_up_to(env: &Envtest, namespace: &str, max_bytes: &str) -> Watch {
+    let args = [
+        "--wasmplugin",
+        "istio-system/switchyard",
+        "--wasm-url",
+        "oci://registry.example/switchyard-filter:0.1.0",
+        "--istio-max-bytes",
+        max_bytes,
+    ];
+    watch(env, namespace, &args)
+}
+
+/// Waits until the WasmPlugin refused one table, then checks that it is not retried and that the
+/// WasmPlugin still carries `good`; returns the `/readyz` reason (503).
+async fn refused_once_and_kept(admin: &Client, sy: &Watch, good: &Option<String>) -> String {
+    let refused = format!("switchyard_push_refused_total{{reason=\"too_large\",sink=\"{WASMPLUGIN}\"}} 1");
+    eventually(
+        "the refusal in /metrics",
+        PATIENCE,
+        || sy.get("/metrics").body.lines().any(|l| l == refused).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let readyz = sy.readyz();
+    assert_eq!(readyz.code, 503, "{}", readyz.body);
+    // Not retried: the same count, no failed push, and the WasmPlugin keeps the last good table.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
+    assert!(!sy.log().contains("push failed"), "{}", sy.log());
+    assert_eq!(
+        &carried_generation("WasmPlugin", &istio_object(admin, "WasmPlugin").await),
+        good
+    );
+    readyz.body
+}
+
+/// `--istio-max-bytes` set too high: a 10,000-rule table (a WasmPlugin of about 1.9 MB) reaches the
 /// real API server, whose etcd answers `request is too large`; that answer is a refusal like ours
 /// (the WasmPlugin keeps its last good table, no retry) while the table file gets the table.
 async fn a_wasmplugin_etcd_refuses_as_too_large_is_not_retried() {
-    const SINK: &str = "wasmplugin istio-system/switchyard";
     let env = Envtest::shared().await;
     let admin = env.admin().await;
     let ns = env.namespace("istio-etcd").await;
@@ -793,15 +801,7 @@ async fn a_wasmplugin_etcd_refuses_as_too_large_is_not_retried() {
     }
     let good = carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await);
     assert!(good.is_some());
-    let args = [
-        "--wasmplugin",
-        "istio-system/switchyard",
-        "--wasm-url",
-        "oci://registry.example/switchyard-filter:0.1.0",
-        "--istio-max-bytes",
-        "3000000",
-    ];
-    let sy = watch(env, &ns, &args);
+    let sy = watch_wasmplugin_up_to(env, &ns, "3000000");
     eventually(
         "10,000 rules in the table file",
         PATIENCE,
@@ -809,27 +809,10 @@ async fn a_wasmplugin_etcd_refuses_as_too_large_is_not_retried() {
         || sy.log(),
     )
     .await;
-    let refused = format!("switchyard_push_refused_total{{reason=\"too_large\",sink=\"{SINK}\"}} 1");
-    eventually(
-        "the refusal in /metrics",
-        PATIENCE,
-        || sy.get("/metrics").body.lines().any(|l| l == refused).then_some(()),
-        || sy.log(),
-    )
-    .await;
-    let readyz = sy.readyz();
-    assert_eq!(readyz.code, 503, "{}", readyz.body);
+    let readyz = refused_once_and_kept(&admin, &sy, &good).await;
     assert!(
-        readyz.body.contains("request is too large") && readyz.body.contains("lower it"),
-        "{}",
-        readyz.body
-    );
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(sy.get("/metrics").body.lines().any(|l| l == refused), "{}", sy.log());
-    assert!(!sy.log().contains("push failed"), "{}", sy.log());
-    assert_eq!(
-        carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await),
-        good
+        readyz.contains("request is too large") && readyz.contains("lower it"),
+        "{readyz}"
     );
     sy.stop().unwrap();
 }
