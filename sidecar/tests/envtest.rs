@@ -678,7 +678,7 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
     let ns = env.namespace("istio-big").await;
     admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
     admin_apply(&admin, &ingress(&ns, "web", "small.example", "web")).await;
-    let mut sy = watch_wasmplugin_up_to(env, &ns, "8000");
+    let mut sy = watch_wasmplugin_up_to(env, &ns, Some("8000"));
     sy.ready(PATIENCE).await.unwrap();
     wait_carried(&admin, &sy, "WasmPlugin", "small").await;
     let good = carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await);
@@ -745,16 +745,16 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
 /// The WasmPlugin sink's name in logs, `/status` and `/metrics`.
 const WASMPLUGIN: &str = "wasmplugin istio-system/switchyard";
 
-/// `switchyard watch --wasmplugin istio-system/switchyard --istio-max-bytes MAX_BYTES` (and `-o`).
-fn watch_wasmplugin_up_to(env: &Envtest, namespace: &str, max_bytes: &str) -> Watch {
-    let args = [
+/// `switchyard watch --wasmplugin istio-system/switchyard` (and `-o`), with `--istio-max-bytes
+/// MAX_BYTES` when given.
+fn watch_wasmplugin_up_to(env: &Envtest, namespace: &str, max_bytes: Option<&str>) -> Watch {
+    let mut args = vec![
         "--wasmplugin",
         "istio-system/switchyard",
         "--wasm-url",
         "oci://registry.example/switchyard-filter:0.1.0",
-        "--istio-max-bytes",
-        max_bytes,
     ];
+    args.extend(max_bytes.map(|max| ["--istio-max-bytes", max]).into_iter().flatten());
     watch(env, namespace, &args)
 }
 
@@ -782,30 +782,33 @@ async fn refused_once_and_kept(admin: &Client, sy: &Watch, good: &Option<String>
     readyz.body
 }
 
-/// `--istio-max-bytes` set too high: a 10,000-rule table (a WasmPlugin of about 1.9 MB) reaches the
-/// real API server, whose etcd answers `request is too large`; that answer is a refusal like ours
-/// (the WasmPlugin keeps its last good table, no retry) while the table file gets the table.
+/// The default `--istio-max-bytes` admits what etcd admits near its limit: a 7,000-rule table (a
+/// WasmPlugin of about 1.35 MB) is applied. Set too high, it lets a 10,000-rule table (about 1.9 MB)
+/// reach the real API server, whose etcd answers `request is too large`; that answer is a refusal
+/// like ours (the WasmPlugin keeps its last good table, no retry) while the table file gets it.
 async fn a_wasmplugin_etcd_refuses_as_too_large_is_not_retried() {
     let env = Envtest::shared().await;
     let admin = env.admin().await;
     let ns = env.namespace("istio-etcd").await;
-    // The cluster holds the 10,000 rules from the start (one table, one refusal); the WasmPlugin
-    // holds the previous scenario's table.
-    admin_apply(&admin, &ingress(&ns, "web", "small.example", "web")).await;
-    for i in 0..40 {
-        admin_apply(
-            &admin,
-            &ingress_of_paths(&ns, &format!("big{i}"), &format!("big{i}.example"), 250),
-        )
-        .await;
+    let big = |i: usize| ingress_of_paths(&ns, &format!("big{i}"), &format!("big{i}.example"), 250);
+    for i in 0..28 {
+        admin_apply(&admin, &big(i)).await;
     }
+    let mut sy = watch_wasmplugin_up_to(env, &ns, None);
+    sy.ready(PATIENCE).await.unwrap();
+    assert_eq!(sy.table()["rules"].as_array().map_or(0, Vec::len), 7_000);
+    wait_carried(&admin, &sy, "WasmPlugin", "with 7,000 rules under the default limit").await;
+    sy.stop().unwrap();
     let good = carried_generation("WasmPlugin", &istio_object(&admin, "WasmPlugin").await);
-    assert!(good.is_some());
-    let sy = watch_wasmplugin_up_to(env, &ns, "3000000");
+
+    for i in 28..40 {
+        admin_apply(&admin, &big(i)).await;
+    }
+    let sy = watch_wasmplugin_up_to(env, &ns, Some("3000000"));
     eventually(
         "10,000 rules in the table file",
         PATIENCE,
-        || (sy.table()["rules"].as_array().map_or(0, Vec::len) > 10_000).then_some(()),
+        || (sy.table()["rules"].as_array().map_or(0, Vec::len) == 10_000).then_some(()),
         || sy.log(),
     )
     .await;
