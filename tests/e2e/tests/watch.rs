@@ -291,6 +291,11 @@ fn routing_follows_added_changed_and_deleted_manifests_within_a_second() {
     );
     report("add, change, add, delete", &latencies);
 
+    // Envoy can route by the new ECDS file before the watch has counted and logged its push: wait for
+    // the count (the log line is written under the same lock) before reading the log and the metrics.
+    setup
+        .watch
+        .wait_status("the fifth push counted", |s| s["generation"].as_u64() >= Some(5));
     let log = setup.watch.log();
     assert!(
         log.contains("hosts lost: a.example"),
