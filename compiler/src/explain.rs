@@ -18,6 +18,9 @@ pub struct Decision {
     pub status: u16,
     /// The `:path` sent upstream (after a prefix rewrite).
     pub path: String,
+    /// The `Location` of a redirect, filled in for this request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// A candidate that lost, and why.
@@ -89,14 +92,26 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 cluster: None,
                 status,
                 path: full_path,
+                location: None,
             },
             winner_detail: None,
             losers,
         };
     };
     let spec = winner.rule.spec();
+    let mut location = None;
     let (status, cluster, path) = match &spec.action {
         ActionSpec::DirectResponse(direct) => (direct.status, None, full_path.clone()),
+        ActionSpec::Redirect(redirect) => {
+            let host = switchyard_table::normalize_authority(request.authority());
+            let parts = switchyard_table::RequestParts {
+                scheme: &request.scheme,
+                host: &host,
+                request_uri: &full_path,
+            };
+            location = winner.rule.redirect(parts).map(|(_, l)| l);
+            (redirect.status, None, full_path.clone())
+        }
         ActionSpec::Route(_) => (
             200,
             winner.backend.map(|b| b.cluster.clone()),
@@ -145,6 +160,7 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             cluster,
             status,
             path,
+            location,
         },
         winner_detail: Some(detail),
         losers,
@@ -185,9 +201,10 @@ pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
     let mut out = format!("{} {}{}\n", request.method, request.authority, request.path);
     match (&d.rule, &explanation.winner_detail) {
         (Some(rule), Some(detail)) => {
-            let target = match &d.cluster {
-                Some(cluster) => format!("cluster {cluster}, upstream path {}", d.path),
-                None => format!("local reply {}", d.status),
+            let target = match (&d.cluster, &d.location) {
+                (Some(cluster), _) => format!("cluster {cluster}, upstream path {}", d.path),
+                (None, Some(location)) => format!("redirect {} to {location}", d.status),
+                (None, None) => format!("local reply {}", d.status),
             };
             out.push_str(&format!("winner: {rule} -> {target}\n  ({detail})\n"));
         }

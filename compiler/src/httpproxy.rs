@@ -431,7 +431,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             conditions,
             action: ActionSpec::DirectResponse(DirectResponse {
                 status: 502,
-                body: None,
+                ..DirectResponse::default()
             }),
         };
         if validate_rule(&rule).is_ok() {
@@ -624,6 +624,7 @@ fn spec(on: ConditionSource, name: &str, op: MatchOp, value: Option<String>, inv
         op,
         value,
         invert,
+        ignore_case: false,
     }
 }
 

@@ -348,6 +348,7 @@ fn router_conditions(ingress: &Ingress) -> Result<Vec<ConditionSpec>, String> {
                 op: MatchOp::Regex,
                 value: Some(alternatives.join("|")),
                 invert: false,
+                ignore_case: false,
             }
         } else {
             ConditionSpec {
@@ -356,6 +357,7 @@ fn router_conditions(ingress: &Ingress) -> Result<Vec<ConditionSpec>, String> {
                 op: MatchOp::Exact,
                 value: Some(value.to_owned()),
                 invert: false,
+                ignore_case: false,
             }
         };
         if !conditions.contains(&condition) {

@@ -18,7 +18,7 @@ use crate::objects::{key_of, Kind};
 pub fn service_unavailable() -> ActionSpec {
     ActionSpec::DirectResponse(DirectResponse {
         status: 503,
-        body: None,
+        ..DirectResponse::default()
     })
 }
 

@@ -21,6 +21,7 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
                 op: MatchOp::Exact,
                 value: Some("v".into()),
                 invert: false,
+                ignore_case: false,
             })
             .collect(),
         action: ActionSpec::Route(RouteAction {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use switchyard_table::format::RULE_NAME_HEADER;
-use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestView, RouteTable};
+use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestParts, RequestView, RouteTable};
 
 use crate::host::{Host, HostCallFailed};
 
@@ -144,7 +144,9 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
                 .clone()
                 .unwrap_or_else(|| short_body(direct.status, &request));
             drop(request);
-            let mut headers = vec![("content-type", "text/plain")];
+            let content_type = direct.content_type.as_deref().unwrap_or("text/plain");
+            let mut headers = vec![("content-type", content_type)];
+            headers.extend(direct.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())));
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
             }
@@ -153,6 +155,28 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
                 position,
                 status: direct.status,
             }
+        }
+        ActionSpec::Redirect(_) => {
+            let scheme = host.request_header(":scheme").unwrap_or_else(|| "http".to_owned());
+            let authority = normalize_authority(request.authority());
+            let parts = RequestParts {
+                scheme: &scheme,
+                host: &authority,
+                request_uri: request.path(),
+            };
+            let Some((status, location)) = rule.redirect(parts) else {
+                // Unreachable for a validated table (every redirect rule has its template).
+                drop(request);
+                host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
+                return Outcome::Direct { position, status: 500 };
+            };
+            drop(request);
+            let mut headers = vec![("location", location.as_str())];
+            if table.debug_rule_header() {
+                headers.push((RULE_NAME_HEADER, rule.name()));
+            }
+            host.send_response(status, &headers, "");
+            Outcome::Direct { position, status }
         }
         ActionSpec::Route(route) => {
             let new_path = rule.upstream_path(request.path());
@@ -409,5 +433,56 @@ mod tests {
         );
         assert!(headers.contains(&("x-switchyard-rule".to_owned(), "a#3".to_owned())));
         assert!(host.get("x-route-cluster").is_empty());
+    }
+    fn nginx_table() -> RouteTable {
+        let json = r#"{"version":1,"rules":[
+            {"name":"v#0","host":"cafe.example.com","path":{"type":"prefix","value":"/old"},
+             "action":{"redirect":{"url":"${scheme}://${host}/new${request_uri}","status":302}}},
+            {"name":"v#1","host":"cafe.example.com","path":{"type":"exact","value":"/tea"},
+             "action":{"direct_response":{"status":200,"body":"{\"tea\":1}","content_type":"application/json",
+               "headers":[{"name":"x-served-by","value":"switchyard"}]}}}]}"#;
+        match RouteTable::from_json(json.as_bytes()) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_redirect_fills_scheme_host_and_request_uri_and_sends_nothing_upstream() {
+        let mut host = FakeHost::new("Cafe.Example.com:443", "/old/menu?x=1", &[(":scheme", "https")]);
+        assert_eq!(
+            handle_request(&mut host, &nginx_table(), 0),
+            Outcome::Direct {
+                position: 0,
+                status: 302
+            }
+        );
+        let (status, headers, body) = host.response.clone().unwrap();
+        assert_eq!(status, 302);
+        assert!(
+            headers.contains(&(
+                "location".to_owned(),
+                "https://cafe.example.com/new/old/menu?x=1".to_owned()
+            )),
+            "{headers:?}"
+        );
+        assert_eq!(body, "");
+        assert!(host.get("x-route-cluster").is_empty());
+    }
+
+    #[test]
+    fn a_direct_response_sends_its_content_type_and_headers() {
+        let mut host = FakeHost::new("cafe.example.com", "/tea", &[]);
+        assert_eq!(
+            handle_request(&mut host, &nginx_table(), 0),
+            Outcome::Direct {
+                position: 1,
+                status: 200
+            }
+        );
+        let (_, headers, body) = host.response.clone().unwrap();
+        assert_eq!(body, "{\"tea\":1}");
+        assert!(headers.contains(&("content-type".to_owned(), "application/json".to_owned())));
+        assert!(headers.contains(&("x-served-by".to_owned(), "switchyard".to_owned())));
     }
 }

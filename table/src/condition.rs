@@ -25,6 +25,10 @@ enum ValueTest {
     Exact(String),
     Prefix(String),
     Contains(String),
+    /// `ignore_case`: ASCII letters compare in any case.
+    ExactNoCase(String),
+    PrefixNoCase(String),
+    ContainsNoCase(String),
     Regex(Regex),
     Present,
 }
@@ -56,12 +60,18 @@ impl Condition {
                 .clone()
                 .ok_or(("value", Problem::MissingValue { op: op_name(spec.op) }))
         };
-        let test = match spec.op {
-            MatchOp::Exact => ValueTest::Exact(value()?),
-            MatchOp::Prefix => ValueTest::Prefix(value()?),
-            MatchOp::Contains => ValueTest::Contains(value()?),
-            MatchOp::Regex => ValueTest::Regex(anchored_regex(&value()?).map_err(|p| ("value", p))?),
-            MatchOp::Present => ValueTest::Present,
+        let test = match (spec.op, spec.ignore_case) {
+            (MatchOp::Exact, false) => ValueTest::Exact(value()?),
+            (MatchOp::Prefix, false) => ValueTest::Prefix(value()?),
+            (MatchOp::Contains, false) => ValueTest::Contains(value()?),
+            (MatchOp::Exact, true) => ValueTest::ExactNoCase(value()?),
+            (MatchOp::Prefix, true) => ValueTest::PrefixNoCase(value()?),
+            (MatchOp::Contains, true) => ValueTest::ContainsNoCase(value()?),
+            (MatchOp::Regex, false) => ValueTest::Regex(anchored_regex(&value()?).map_err(|p| ("value", p))?),
+            (MatchOp::Present, false) => ValueTest::Present,
+            (MatchOp::Regex | MatchOp::Present, true) => {
+                return Err(("ignore_case", Problem::IgnoreCaseNotAllowed { op: op_name(spec.op) }))
+            }
         };
         Ok(Condition {
             source: spec.on,
@@ -95,6 +105,18 @@ impl ValueTest {
             ValueTest::Exact(expected) => value == expected,
             ValueTest::Prefix(prefix) => value.starts_with(prefix.as_str()),
             ValueTest::Contains(part) => value.contains(part.as_str()),
+            ValueTest::ExactNoCase(expected) => value.eq_ignore_ascii_case(expected),
+            ValueTest::PrefixNoCase(prefix) => value
+                .as_bytes()
+                .get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes())),
+            ValueTest::ContainsNoCase(part) => {
+                part.is_empty()
+                    || value
+                        .as_bytes()
+                        .windows(part.len())
+                        .any(|window| window.eq_ignore_ascii_case(part.as_bytes()))
+            }
             ValueTest::Regex(regex) => regex.is_match(value),
             ValueTest::Present => true,
         }

@@ -102,6 +102,23 @@ pub enum Problem {
     /// A direct-response status outside 200..=599.
     #[error("status {0} is outside 200..=599")]
     BadStatus(u16),
+    /// `ignore_case` on a match kind it does not apply to.
+    #[error("ignore_case applies to exact, prefix and contains, not to {op} (a regex may start with (?i))")]
+    IgnoreCaseNotAllowed {
+        /// The match kind.
+        op: &'static str,
+    },
+    /// A redirect status that is not 301, 302, 303, 307 or 308.
+    #[error("redirect status {0} is not one of 301, 302, 303, 307, 308")]
+    BadRedirectStatus(u16),
+    /// A redirect URL that is empty or names a variable the filter does not know.
+    #[error("redirect url {url:?}: {why}")]
+    BadRedirectUrl {
+        /// The URL as written.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A prefix rewrite on a rule whose path is a regex (there is no prefix to replace).
     #[error("rewrite_prefix needs an exact or prefix path, not a regex")]
     RewriteNeedsPrefix,

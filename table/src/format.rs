@@ -102,6 +102,10 @@ pub struct ConditionSpec {
     /// When true the condition holds exactly when the test fails for every value.
     #[serde(default, skip_serializing_if = "is_false")]
     pub invert: bool,
+    /// When true `exact`, `prefix` and `contains` compare ASCII letters in any case (NGINX's `map`
+    /// compares plain values so); not allowed with `regex` (write `(?i)`) or `present`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignore_case: bool,
 }
 
 /// The part of the request a condition reads. The order is the priority order of ROUTING.md §4
@@ -143,6 +147,8 @@ pub enum ActionSpec {
     Route(RouteAction),
     /// Answer locally (502 for a broken HTTPProxy include).
     DirectResponse(DirectResponse),
+    /// Answer with a redirect whose `Location` is built per request (NGINX VirtualServer `redirect`).
+    Redirect(Redirect),
 }
 
 /// Forward to a backend, with optional rewrites.
@@ -184,7 +190,7 @@ pub struct HeaderValue {
 }
 
 /// A local reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DirectResponse {
     /// HTTP status, 200 to 599.
@@ -192,6 +198,24 @@ pub struct DirectResponse {
     /// Body text; when absent the filter writes a short line naming the host and path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// The `content-type` of the reply; `text/plain` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Further response headers, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HeaderValue>,
+}
+
+/// A redirect answered by the filter. `url` may hold `${scheme}`, `${host}` and `${request_uri}`,
+/// replaced per request by the request's scheme, its host (lowercase, without port, as NGINX's
+/// `$host`) and its whole `:path` with the query string (NGINX's `$request_uri`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redirect {
+    /// The `Location` template.
+    pub url: String,
+    /// 301, 302, 303, 307 or 308.
+    pub status: u16,
 }
 
 fn default_cluster_header() -> String {

@@ -8,6 +8,7 @@
 //! - [`field`]: HTTP field syntax, which header values, cluster names and rewrites must follow.
 //! - [`oracle`]: the matcher's plain definition, which the index must agree with (tests, fuzzing).
 //! - [`precedence`]: the priority keys the compiler sorts by.
+//! - [`redirect`]: redirect locations, `${scheme}`, `${host}` and `${request_uri}` filled in per request.
 //!
 //! No proxy-wasm and no Kubernetes here: the same code runs natively and on wasm32.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -22,6 +23,7 @@ mod index;
 pub mod oracle;
 mod path;
 pub mod precedence;
+pub mod redirect;
 mod request;
 pub mod synthetic;
 mod table;
@@ -30,9 +32,10 @@ pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
     ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
-    RouteAction, RuleSpec, TableSpec,
+    Redirect, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};
+pub use redirect::{RedirectTemplate, RequestParts};
 pub use request::{cookie_pairs, query_pairs, RequestView, SimpleRequest};
 pub use table::{Candidate, Decision, RouteTable, Rule};

@@ -105,6 +105,7 @@ fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
         op,
         value: value.map(str::to_owned),
         invert,
+        ignore_case: false,
     };
     let conditions = match choose(6) {
         0 => vec![condition(

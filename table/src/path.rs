@@ -44,8 +44,9 @@ impl PathPattern {
                 absolute(path)?;
                 PathPattern::Prefix(path.clone())
             }
+            // A regex need not start with `/`: NGINX's search-anywhere locations compile to
+            // `.*(?:re).*` (ROUTING.md §6), and every request path starts with `/` anyway.
             PathSpec::Regex(pattern) => {
-                absolute(pattern)?;
                 PathPattern::Regex(anchored_regex(pattern)?, literal_prefix(pattern).to_owned())
             }
         })

@@ -94,6 +94,8 @@ fn decode(text: &str) -> Cow<'_, str> {
 /// A request held in plain values: for tests, benchmarks and `switchyard explain`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimpleRequest {
+    /// `:scheme` (`http` unless the URL says `https`): what a redirect's `${scheme}` becomes.
+    pub scheme: String,
     /// `:authority`.
     pub authority: String,
     /// `:path` with query.
@@ -108,6 +110,7 @@ impl SimpleRequest {
     /// A GET for `authority` and `path`.
     pub fn get(authority: &str, path: &str) -> Self {
         SimpleRequest {
+            scheme: "http".to_owned(),
             authority: authority.to_owned(),
             path: path.to_owned(),
             method: "GET".to_owned(),
@@ -117,7 +120,7 @@ impl SimpleRequest {
 
     /// Parses `http://host[:port]/path?query` (or `host/path`).
     pub fn from_url(url: &str) -> Self {
-        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
         let (authority, path) = match rest.find(['/', '?']) {
             Some(at) => (&rest[..at], &rest[at..]),
             None => (rest, "/"),
@@ -128,6 +131,7 @@ impl SimpleRequest {
             path.to_owned()
         };
         SimpleRequest {
+            scheme: scheme.to_ascii_lowercase(),
             path,
             ..SimpleRequest::get(authority, "")
         }

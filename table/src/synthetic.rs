@@ -143,6 +143,7 @@ fn with_condition(mut rule: RuleSpec, on: ConditionSource) -> RuleSpec {
         op: MatchOp::Exact,
         value: Some("canary".to_owned()),
         invert: false,
+        ignore_case: false,
     });
     rule
 }

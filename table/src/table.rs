@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use crate::condition::Condition;
 use crate::error::{Problem, TableError};
 use crate::field::{field_value, is_token, FieldValueFault};
-use crate::format::{ActionSpec, Backend, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
+use crate::format::{ActionSpec, Backend, DirectResponse, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
 use crate::host::{normalize_authority, HostPattern};
 use crate::index::{HostIndex, RuleId};
 use crate::path::{request_path, PathPattern};
+use crate::redirect::{RedirectTemplate, RequestParts};
 use crate::request::RequestView;
 
 /// A table ready to route: validated, regexes compiled, indexed. Built with `TryFrom<TableSpec>` or
@@ -31,6 +32,8 @@ pub struct Rule {
     path: PathPattern,
     conditions: Vec<Condition>,
     total_weight: u64,
+    /// The parsed location template of a redirect action.
+    redirect: Option<RedirectTemplate>,
 }
 
 /// The outcome of matching one request: the winning rule and, for a route, the chosen backend.
@@ -205,6 +208,12 @@ impl Rule {
         }
     }
 
+    /// The status and `Location` of a redirect action for a request with these parts; `None` for
+    /// any other action.
+    pub fn redirect(&self, parts: RequestParts<'_>) -> Option<(u16, String)> {
+        self.redirect.as_ref().map(|r| (r.status(), r.location(parts)))
+    }
+
     fn pick_backend(&self, random: u64) -> Option<&Backend> {
         let ActionSpec::Route(route) = &self.spec.action else {
             return None;
@@ -288,15 +297,17 @@ impl Rule {
             .enumerate()
             .map(|(i, c)| Condition::compile(c).map_err(|(field, p)| fail(format!("conditions[{i}].{field}"), p)))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut redirect = None;
         let total_weight = match &spec.action {
             ActionSpec::Route(route) => validate_route(route, &path).map_err(|(field, p)| fail(field, p))?,
             ActionSpec::DirectResponse(direct) => {
-                if !(200..=599).contains(&direct.status) {
-                    return Err(fail(
-                        "action.direct_response.status".into(),
-                        Problem::BadStatus(direct.status),
-                    ));
-                }
+                validate_direct(direct).map_err(|(field, p)| fail(field, p))?;
+                0
+            }
+            ActionSpec::Redirect(spec) => {
+                let template = RedirectTemplate::compile(spec)
+                    .map_err(|(field, p)| fail(format!("action.redirect.{field}"), p))?;
+                redirect = Some(template);
                 0
             }
         };
@@ -306,8 +317,31 @@ impl Rule {
             path,
             conditions,
             total_weight,
+            redirect,
         })
     }
+}
+
+/// Checks a direct response: its status, content type and headers.
+fn validate_direct(direct: &DirectResponse) -> Result<(), (String, Problem)> {
+    let at = |field: &str| format!("action.direct_response.{field}");
+    if !(200..=599).contains(&direct.status) {
+        return Err((at("status"), Problem::BadStatus(direct.status)));
+    }
+    if let Some(content_type) = &direct.content_type {
+        field_value(content_type).map_err(|fault| (at("content_type"), bad_value(content_type, fault)))?;
+    }
+    for (i, header) in direct.headers.iter().enumerate() {
+        if !is_token(&header.name) {
+            return Err((
+                at(&format!("headers[{i}].name")),
+                Problem::BadHeaderName(header.name.clone()),
+            ));
+        }
+        field_value(&header.value)
+            .map_err(|fault| (at(&format!("headers[{i}].value")), bad_value(&header.value, fault)))?;
+    }
+    Ok(())
 }
 
 /// Checks a route action; returns the sum of its weights.

@@ -78,5 +78,64 @@ fn table_json_round_trips() {
     let again: switchyard_table::TableSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
     assert_eq!(spec, again);
     let t = RouteTable::try_from(spec).unwrap();
-    assert_eq!((t.rules().len(), t.host_count()), (4, 3));
+    assert_eq!((t.rules().len(), t.host_count()), (6, 4));
+}
+
+/// A direct response carries the content type and the headers the table gives it.
+#[test]
+fn direct_response_has_its_content_type_and_headers() {
+    let mut r = rule("tea", "", "exact:/tea", "x");
+    r["action"] = json!({ "direct_response": {
+        "status": 200, "body": "{\"tea\":true}", "content_type": "application/json",
+        "headers": [ { "name": "x-served-by", "value": "switchyard" } ] } });
+    let t = table(vec![r]);
+    let decision = t.route(&get("http://h/tea"), 0).unwrap();
+    let ActionSpec::DirectResponse(direct) = decision.rule.action() else {
+        panic!("not a direct response")
+    };
+    assert_eq!(direct.content_type.as_deref(), Some("application/json"));
+    assert_eq!(
+        (direct.headers[0].name.as_str(), direct.headers[0].value.as_str()),
+        ("x-served-by", "switchyard")
+    );
+}
+
+/// A redirect's `${scheme}`, `${host}` and `${request_uri}` are filled in per request: the scheme as
+/// sent, the host lowercase without port (NGINX's `$host`), the path with its query string.
+#[test]
+fn redirect_fills_scheme_host_and_request_uri_per_request() {
+    use switchyard_table::RequestParts;
+    let mut r = rule("moved", "", "prefix:/", "x");
+    r["action"] = json!({ "redirect": { "url": "${scheme}://www.${host}${request_uri}", "status": 301 } });
+    let t = table(vec![r]);
+    let request = get("http://Cafe.Example.com:8080/tea?cup=2");
+    let decision = t.route(&request, 0).unwrap();
+    let host = switchyard_table::normalize_authority(&request.authority);
+    let parts = RequestParts {
+        scheme: "https",
+        host: &host,
+        request_uri: &request.path,
+    };
+    assert_eq!(
+        decision.rule.redirect(parts),
+        Some((301, "https://www.cafe.example.com/tea?cup=2".to_owned()))
+    );
+    assert!(decision.backend.is_none());
+}
+
+/// A redirect without variables is its url as written.
+#[test]
+fn redirect_without_variables_is_literal() {
+    let mut r = rule("moved", "", "prefix:/", "x");
+    r["action"] = json!({ "redirect": { "url": "http://example.org/new", "status": 308 } });
+    let t = table(vec![r]);
+    let parts = switchyard_table::RequestParts {
+        scheme: "http",
+        host: "h",
+        request_uri: "/x",
+    };
+    assert_eq!(
+        t.rules()[0].redirect(parts),
+        Some((308, "http://example.org/new".to_owned()))
+    );
 }

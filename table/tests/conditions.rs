@@ -186,3 +186,38 @@ fn regex_conditions_are_anchored_so_alternatives_mean_a_or_b() {
     assert!(!hit(&t, get("http://h/").header("key", "ab")));
     assert!(!hit(&t, get("http://h/").header("key", "xa")));
 }
+
+/// `ignore_case` compares exact, prefix and contains values in any ASCII case (NGINX's `map`).
+#[test]
+fn ignore_case_compares_values_in_any_case() {
+    let cases = [
+        ("exact", "Blue", "bLUE", true),
+        ("exact", "Blue", "blues", false),
+        ("prefix", "AB", "abc", true),
+        ("prefix", "AB", "xab", false),
+        ("contains", "B", "abc", true),
+        ("contains", "BD", "abc", false),
+        ("contains", "", "abc", true),
+    ];
+    for (op, value, sent, expected) in cases {
+        let mut r = with(rule("r", "", "prefix:/", "c"), "header", "x-team", op, value);
+        r["conditions"][0]["ignore_case"] = serde_json::json!(true);
+        let t = table(vec![r]);
+        assert_eq!(
+            hit(&t, get("http://h/").header("x-team", sent)),
+            expected,
+            "{op} {value:?} vs {sent:?}"
+        );
+    }
+}
+
+/// An inverted `ignore_case` condition holds when no value equals in any case (NGINX's `!value`).
+#[test]
+fn inverted_ignore_case_holds_when_no_value_matches_in_any_case() {
+    let mut r = without(rule("r", "", "prefix:/", "c"), "cookie", "user", "exact", "Admin");
+    r["conditions"][0]["ignore_case"] = serde_json::json!(true);
+    let t = table(vec![r]);
+    assert!(!hit(&t, get("http://h/").cookie("user", "ADMIN")));
+    assert!(hit(&t, get("http://h/").cookie("user", "guest")));
+    assert!(hit(&t, get("http://h/")));
+}

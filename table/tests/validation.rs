@@ -61,10 +61,11 @@ fn bad_host_is_refused() {
     }
 }
 
-/// A path that does not start with `/` is refused.
+/// A path that does not start with `/` is refused (a regex may start with anything: it is tested
+/// against the whole path, and NGINX's search-anywhere regexes start with `.*`).
 #[test]
 fn path_not_starting_with_slash_is_refused() {
-    for path in ["exact:foo", "segment:foo", "prefix:", "regex:.*"] {
+    for path in ["exact:foo", "segment:foo", "prefix:"] {
         let error = refuse(vec![rule("r#0", "", path, "c")]);
         assert_rule_error(error, "r#0", "path.value", |p| {
             matches!(p, Problem::PathNotAbsolute { .. })
@@ -242,4 +243,79 @@ fn control_characters_in_header_values_and_cluster_names_are_refused() {
     let mut good = rule("r#0", "", "prefix:/", "outbound|80||s.ns.svc.cluster.local");
     good["action"]["route"]["set_headers"] = json!([{ "name": "x-team", "value": "shop\tcafé" }]);
     assert!(RouteTable::from_json(json!({ "version": 1, "rules": [good] }).to_string().as_bytes()).is_ok());
+}
+
+/// `ignore_case` is refused on `regex` (write `(?i)`) and `present`.
+#[test]
+fn ignore_case_on_regex_or_present_is_refused() {
+    for op in ["regex", "present"] {
+        let mut r = common::with(rule("r#0", "", "prefix:/", "c"), "header", "h", op, "x");
+        r["conditions"][0]["ignore_case"] = json!(true);
+        let error = refuse(vec![r]);
+        assert_rule_error(error, "r#0", "conditions[0].ignore_case", |p| {
+            matches!(p, Problem::IgnoreCaseNotAllowed { .. })
+        });
+    }
+}
+
+/// A redirect needs a 3xx redirect status and a url naming only the three known variables.
+#[test]
+fn bad_redirect_is_refused() {
+    let redirect = |url: &str, status: u16| {
+        let mut r = rule("r#0", "", "prefix:/", "c");
+        r["action"] = json!({ "redirect": { "url": url, "status": status } });
+        r
+    };
+    let error = refuse(vec![redirect("http://x/", 200)]);
+    assert_rule_error(error, "r#0", "action.redirect.status", |p| {
+        matches!(p, Problem::BadRedirectStatus(200))
+    });
+    for url in ["", "http://${server_name}/", "http://${host/", "http://x/\r\n"] {
+        let error = refuse(vec![redirect(url, 302)]);
+        assert_rule_error(error, "r#0", "action.redirect.url", |p| {
+            matches!(p, Problem::BadRedirectUrl { .. })
+        });
+    }
+}
+
+/// A direct response's headers need token names and field values; its content type a field value.
+#[test]
+fn bad_direct_response_headers_are_refused() {
+    let direct = |extra: Value| {
+        let mut r = rule("r#0", "", "prefix:/", "c");
+        let mut action = json!({ "status": 200 });
+        action
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        r["action"] = json!({ "direct_response": action });
+        r
+    };
+    let error = refuse(vec![direct(
+        json!({ "headers": [ { "name": "bad name", "value": "v" } ] }),
+    )]);
+    assert_rule_error(error, "r#0", "action.direct_response.headers[0].name", |p| {
+        matches!(p, Problem::BadHeaderName(_))
+    });
+    let error = refuse(vec![direct(json!({ "headers": [ { "name": "x", "value": "a\nb" } ] }))]);
+    assert_rule_error(error, "r#0", "action.direct_response.headers[0].value", |p| {
+        matches!(p, Problem::BadFieldValue { .. })
+    });
+    let error = refuse(vec![direct(json!({ "content_type": "text/html\r\n" }))]);
+    assert_rule_error(error, "r#0", "action.direct_response.content_type", |p| {
+        matches!(p, Problem::BadFieldValue { .. })
+    });
+}
+
+/// A regex path may start with anything (NGINX's search-anywhere `.*(?:re).*`).
+#[test]
+fn regex_path_need_not_start_with_slash() {
+    let t = RouteTable::from_json(
+        json!({ "version": 1, "rules": [rule("r#0", "", "regex:.*(?:tea).*", "c")] })
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert!(t.route(&common::get("http://h/green/tea/cup"), 0).is_some());
+    assert!(t.route(&common::get("http://h/coffee"), 0).is_none());
 }
