@@ -128,12 +128,15 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
         .map(|c| {
             let why = match c.failed_condition {
                 Some(i) => failed(c.rule.spec().conditions.get(i)),
-                None => format!(
-                    "ranked lower by {}",
-                    winner_precedence
-                        .deciding_key(&Precedence::of(c.rule.spec()))
-                        .describe()
-                ),
+                None => match crate::nginx::why_ranked_lower(spec, c.rule.spec()) {
+                    Some(why) => format!("ranked lower by NGINX's order: {why}"),
+                    None => format!(
+                        "ranked lower by {}",
+                        winner_precedence
+                            .deciding_key(&Precedence::of(c.rule.spec()))
+                            .describe()
+                    ),
+                },
             };
             Loser {
                 rule: c.rule.name().to_owned(),

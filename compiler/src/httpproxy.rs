@@ -447,6 +447,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             claimant: context.root.clone(),
             claimant_age: context.root_age.clone(),
             rule,
+            nginx: None,
         });
     }
 

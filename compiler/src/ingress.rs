@@ -247,6 +247,7 @@ impl<'a> IngressProcessor<'a> {
             claimant: owner.key.clone(),
             claimant_age: owner.age.clone(),
             rule,
+            nginx: None,
         });
     }
 

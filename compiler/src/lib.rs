@@ -1,4 +1,4 @@
-//! Switchyard's compiler: Ingress, IngressClass and HTTPProxy objects in, the route table and a
+//! Switchyard's compiler: Ingress, IngressClass, HTTPProxy, VirtualServer and VirtualServerRoute objects in, the route table and a
 //! status report out. Pure: no I/O runtime, no Kubernetes client; the `switchyard` crate (the CLI and
 //! `switchyard watch`) drives it.
 //!
@@ -13,6 +13,8 @@
 //!   with one small method per decision (§3 for inclusion), both given [`processor::Inputs`].
 //!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the generation
 //!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
+//! - [`virtualserver`]: NGINX's VirtualServer and VirtualServerRoute (§6), over [`nginx`] (their
+//!   locations, match values and NGINX's order).
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -23,12 +25,14 @@ pub mod httpproxy;
 pub mod ingress;
 pub mod load;
 pub mod model;
+pub mod nginx;
 pub mod objects;
 pub mod order;
 pub mod pipeline;
 pub mod processor;
 pub mod services;
 pub mod status;
+pub mod virtualserver;
 
 pub use model::{CompileError, HostCollision, Options};
 pub use objects::{HTTPProxy, HTTPProxySpec, Objects};

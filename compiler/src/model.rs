@@ -5,6 +5,7 @@
 
 use switchyard_table::{NoRoute, RouteTable, RuleSpec, TableSpec};
 
+use crate::nginx::NginxRank;
 use crate::objects::{Age, ResourceKey};
 
 /// What `--host-collision` chose.
@@ -86,6 +87,9 @@ pub struct Draft {
     pub claimant_age: Age,
     /// The rule, named.
     pub rule: RuleSpec,
+    /// For a VirtualServer's rule: its rank in NGINX's order, which replaces keys 2 to 5 among the
+    /// rules of its host ([`crate::order`]).
+    pub nginx: Option<NginxRank>,
 }
 
 /// Why a compilation failed. Only serialising what the compiler builds can fail, and then nothing

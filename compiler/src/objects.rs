@@ -2,7 +2,10 @@
 //!
 //! Ingress, IngressClass and Service come from `k8s-openapi`. Contour's HTTPProxy
 //! (`projectcontour.io/v1`) is declared here with `kube`'s `CustomResource` derive, with only the
-//! fields Switchyard routes on (serde ignores the rest), so that the watch command can reuse it.
+//! fields Switchyard routes on (serde ignores the rest), so that the watch command can reuse it;
+//! NGINX's VirtualServer and VirtualServerRoute likewise in [`nginx`].
+
+pub mod nginx;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -25,6 +28,10 @@ pub struct Objects {
     pub services: Vec<Service>,
     /// Contour HTTPProxies.
     pub http_proxies: Vec<HTTPProxy>,
+    /// NGINX VirtualServers.
+    pub virtual_servers: Vec<nginx::VirtualServer>,
+    /// NGINX VirtualServerRoutes.
+    pub virtual_server_routes: Vec<nginx::VirtualServerRoute>,
 }
 
 /// Contour's HTTPProxy: only the fields that decide routing.
@@ -247,6 +254,10 @@ pub enum Kind {
     HTTPProxy,
     /// `networking.k8s.io/v1` IngressClass (status only).
     IngressClass,
+    /// `k8s.nginx.org/v1` VirtualServer.
+    VirtualServer,
+    /// `k8s.nginx.org/v1` VirtualServerRoute.
+    VirtualServerRoute,
 }
 
 impl Kind {
@@ -256,6 +267,8 @@ impl Kind {
             Kind::Ingress => "Ingress",
             Kind::HTTPProxy => "HTTPProxy",
             Kind::IngressClass => "IngressClass",
+            Kind::VirtualServer => "VirtualServer",
+            Kind::VirtualServerRoute => "VirtualServerRoute",
         }
     }
 }

@@ -3,6 +3,12 @@
 //! Keys 1 to 4 come from the table crate ([`Precedence`]); key 5 is added here: the older resource
 //! (creationTimestamp, then uid, then namespace/name), then the rule's position in its resource.
 //! The order is total, so the table never depends on input order.
+//!
+//! A VirtualServer owns its host alone (ROUTING.md §6), so the rules of its host all come from it;
+//! among them NGINX's order ([`crate::nginx::NginxRank`]) decides instead: they keep the places
+//! the general order gave their host, and are reordered within those places.
+
+use std::collections::BTreeMap;
 
 use switchyard_table::precedence::Precedence;
 use switchyard_table::{RuleSpec, TableSpec};
@@ -18,7 +24,25 @@ pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
             .then_with(|| a.position.cmp(&b.position))
             .then_with(|| a.rule.name.cmp(&b.rule.name))
     });
-    keyed.into_iter().map(|(_, d)| d.rule).collect()
+    let mut drafts: Vec<Option<Draft>> = keyed.into_iter().map(|(_, d)| Some(d)).collect();
+    // The places of each VirtualServer host's rules, in table order.
+    let mut places: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, draft) in drafts.iter().enumerate() {
+        if let Some(Draft {
+            nginx: Some(_), rule, ..
+        }) = draft
+        {
+            places.entry(rule.host.clone().unwrap_or_default()).or_default().push(i);
+        }
+    }
+    for slots in places.values() {
+        let mut group: Vec<Draft> = slots.iter().filter_map(|&i| drafts[i].take()).collect();
+        group.sort_by(|a, b| a.nginx.cmp(&b.nginx).then_with(|| a.rule.name.cmp(&b.rule.name)));
+        for (&slot, draft) in slots.iter().zip(group) {
+            drafts[slot] = Some(draft);
+        }
+    }
+    drafts.into_iter().flatten().map(|d| d.rule).collect()
 }
 
 /// A content hash of the rules and table-wide settings: 64-bit FNV-1a over the table's JSON with an

@@ -2,7 +2,8 @@
 //!
 //! This module only orders the stages: the cache (sort and de-duplicate the objects, so input order
 //! never matters), class eligibility ([`crate::class`]), the Ingress processor ([`crate::ingress`]),
-//! the HTTPProxy processor ([`crate::httpproxy`]), host ownership and collisions
+//! the HTTPProxy processor ([`crate::httpproxy`]), the VirtualServer processor
+//! ([`crate::virtualserver`]), host ownership and collisions
 //! ([`crate::collisions`]) and the priority order ([`crate::order`]). What the stages share is in
 //! [`crate::model`], which imports none of them. No I/O happens here; tests call [`compile`] with
 //! plain values.
@@ -19,13 +20,14 @@ use crate::objects::{key_of, Kind, Objects, ResourceKey};
 use crate::processor::Inputs;
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
+use crate::virtualserver::VirtualServerProcessor;
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The table, in priority order, with its generation hash.
     pub table: TableSpec,
-    /// One entry per Ingress, HTTPProxy and IngressClass.
+    /// One entry per Ingress, HTTPProxy, VirtualServer, VirtualServerRoute and IngressClass.
     pub statuses: Vec<ResourceStatus>,
 }
 
@@ -53,7 +55,16 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
         })
         .run(&objects.http_proxies),
     );
+    let (vs_drafts, delegations) = VirtualServerProcessor::new(Inputs {
+        classes: &classes,
+        services: &services,
+        options,
+        book: &mut book,
+    })
+    .run(&objects.virtual_servers, &objects.virtual_server_routes);
+    drafts.extend(vs_drafts);
     let drafts = crate::collisions::resolve(drafts, options.host_collision, &mut book);
+    crate::virtualserver::settle(delegations, &mut book);
     let rules = crate::order::sort(drafts);
     let mut table = TableSpec {
         cluster_header: options.cluster_header.clone(),
@@ -106,5 +117,9 @@ fn cache(objects: &Objects) -> Result<Objects, CompileError> {
         ingress_classes: sorted(&objects.ingress_classes, Kind::IngressClass, |o| &o.metadata)?,
         services: sorted(&objects.services, Kind::Ingress, |o| &o.metadata)?,
         http_proxies: sorted(&objects.http_proxies, Kind::HTTPProxy, |o| &o.metadata)?,
+        virtual_servers: sorted(&objects.virtual_servers, Kind::VirtualServer, |o| &o.metadata)?,
+        virtual_server_routes: sorted(&objects.virtual_server_routes, Kind::VirtualServerRoute, |o| {
+            &o.metadata
+        })?,
     })
 }

@@ -22,8 +22,12 @@ pub enum Status {
     Valid,
     /// An HTTPProxy with an error (ROUTING.md §3).
     Invalid,
-    /// An HTTPProxy that no valid root includes.
+    /// An HTTPProxy that no valid root includes; a VirtualServerRoute no winning VirtualServer
+    /// references.
     Orphaned,
+    /// A VirtualServer or VirtualServerRoute that routes, with a part of it refused (NGINX's
+    /// `Warning` state).
+    Warning,
 }
 
 impl Status {
@@ -36,6 +40,7 @@ impl Status {
             Status::Valid => "valid",
             Status::Invalid => "invalid",
             Status::Orphaned => "orphaned",
+            Status::Warning => "warning",
         }
     }
 }
@@ -173,7 +178,145 @@ vocabulary! {
         QueryParameterMatchConditionsNotValid,
         /// An object the API server sent that does not decode into its schema.
         ObjectDoesNotDecode,
+        /// A VirtualServer (or VirtualServerRoute) that routes.
+        AddedOrUpdated,
+        /// A VirtualServer or VirtualServerRoute that fails validation and routes nothing.
+        VirtualServerInvalid,
+        /// A VirtualServer route refused alone (a subselector, an unknown variable, a rewrite NGINX
+        /// would apply with regex captures): the rest routes.
+        RouteRefused,
+        /// A VirtualServer route's reference to a VirtualServerRoute that is missing, invalid or
+        /// on another host: that route answers 502.
+        VirtualServerRouteNotUsable,
+        /// A VirtualServerRoute that no winning VirtualServer references.
+        NoVirtualServerFound,
+        /// A VirtualServerRoute whose host's VirtualServer does not reference it.
+        IgnoredByVirtualServer,
     }
+}
+
+vocabulary! {
+    /// NGINX's `status.state` of a VirtualServer or VirtualServerRoute.
+    pub enum NginxState {
+        /// Routes as written.
+        Valid,
+        /// Routes, with something refused or not served (or a VirtualServerRoute orphaned).
+        Warning,
+        /// Fails validation: routes nothing.
+        Invalid,
+    }
+}
+
+vocabulary! {
+    /// NGINX's `status.reason` (and the reason of its events).
+    pub enum NginxReason {
+        /// Valid.
+        AddedOrUpdated,
+        /// Routes, with warnings.
+        AddedOrUpdatedWithWarning,
+        /// Invalid, or lost its host.
+        Rejected,
+        /// A VirtualServerRoute that no winning VirtualServer references.
+        NoVirtualServerFound,
+        /// A VirtualServerRoute its host's VirtualServer does not reference.
+        Ignored,
+    }
+}
+
+/// The status NGINX's controller writes on a VirtualServer or VirtualServerRoute, which
+/// `switchyard watch` writes back and `compile --status` reports as `nginx`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NginxStatus {
+    /// `Valid`, `Warning` or `Invalid`.
+    pub state: NginxState,
+    /// `AddedOrUpdated`, `AddedOrUpdatedWithWarning`, `Rejected`, `NoVirtualServerFound`, `Ignored`.
+    pub reason: NginxReason,
+    /// A sentence for a human, as NGINX words it where it can.
+    pub message: String,
+}
+
+impl NginxStatus {
+    /// NGINX's status for one of its resources, from our report (`None` for other kinds, and for
+    /// resources of another class: they are not ours to touch).
+    pub fn of(
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        status: Status,
+        conditions: &[Condition],
+    ) -> Option<NginxStatus> {
+        if !matches!(kind, Kind::VirtualServer | Kind::VirtualServerRoute) {
+            return None;
+        }
+        let first = |wanted: &[ConditionKind]| {
+            conditions
+                .iter()
+                .find(|c| wanted.contains(&c.kind))
+                .map(|c| c.message.clone())
+                .unwrap_or_default()
+        };
+        let what = format!("{}/{}", namespace, name);
+        let (state, reason, message) = match status {
+            Status::Ignored => return None,
+            Status::Invalid => (
+                NginxState::Invalid,
+                NginxReason::Rejected,
+                format!(
+                    "{} {what} was rejected with error: {}",
+                    kind.as_str(),
+                    first(&[ConditionKind::Error])
+                ),
+            ),
+            Status::Rejected => (
+                NginxState::Warning,
+                NginxReason::Rejected,
+                format!("{} {what} was rejected: {}", kind.as_str(), host_message(conditions)),
+            ),
+            Status::Orphaned => {
+                let ignored = conditions.iter().any(|c| c.reason == Reason::IgnoredByVirtualServer);
+                let reason = if ignored {
+                    NginxReason::Ignored
+                } else {
+                    NginxReason::NoVirtualServerFound
+                };
+                (NginxState::Warning, reason, first(&[ConditionKind::Orphaned]))
+            }
+            Status::Valid | Status::Warning | Status::Accepted => {
+                let warnings: Vec<&str> = conditions
+                    .iter()
+                    .filter(|c| matches!(c.kind, ConditionKind::Warning | ConditionKind::Error))
+                    .map(|c| c.message.as_str())
+                    .collect();
+                if warnings.is_empty() {
+                    (
+                        NginxState::Valid,
+                        NginxReason::AddedOrUpdated,
+                        format!("Configuration for {what} was added or updated"),
+                    )
+                } else {
+                    (
+                        NginxState::Warning,
+                        NginxReason::AddedOrUpdatedWithWarning,
+                        format!(
+                            "Configuration for {what} was added or updated ; with warning(s): {}",
+                            warnings.join("; ")
+                        ),
+                    )
+                }
+            }
+        };
+        Some(NginxStatus { state, reason, message })
+    }
+}
+
+/// The message of a lost host (`HostTaken`), else of the first error.
+fn host_message(conditions: &[Condition]) -> String {
+    conditions
+        .iter()
+        .find(|c| c.reason == Reason::HostTaken)
+        .or_else(|| conditions.iter().find(|c| c.kind == ConditionKind::Error))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
 }
 
 /// One condition of a resource's status.
@@ -201,6 +344,9 @@ pub struct ResourceStatus {
     pub status: Status,
     /// Why.
     pub conditions: Vec<Condition>,
+    /// For a VirtualServer or VirtualServerRoute of ours: the status NGINX's controller would write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx: Option<NginxStatus>,
 }
 
 /// Status gathered during one compilation, keyed by resource.
@@ -282,6 +428,7 @@ impl StatusBook {
             .entries
             .into_iter()
             .map(|(key, entry)| ResourceStatus {
+                nginx: NginxStatus::of(key.kind, &key.namespace, &key.name, entry.status, &entry.conditions),
                 kind: key.kind.as_str(),
                 namespace: key.namespace,
                 name: key.name,
@@ -298,6 +445,8 @@ fn kind_rank(kind: &str) -> u8 {
     match kind {
         "IngressClass" => 0,
         "Ingress" => 1,
+        "VirtualServer" => 3,
+        "VirtualServerRoute" => 4,
         _ => 2,
     }
 }

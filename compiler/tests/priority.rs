@@ -54,6 +54,7 @@ fn draft(rule: RuleSpec, created: Option<i64>, uid: &str, namespace: &str, name:
         claimant: key,
         claimant_age: age,
         rule,
+        nginx: None,
     }
 }
 

@@ -114,6 +114,8 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
         ("networking.k8s.io", "ingressclasses"),
         ("", "services"),
         ("projectcontour.io", "httpproxies"),
+        ("k8s.nginx.org", "virtualservers"),
+        ("k8s.nginx.org", "virtualserverroutes"),
     ] {
         for verb in ["list", "watch"] {
             assert!(has(group, resource, verb), "{verb} {group}/{resource}");
@@ -125,6 +127,8 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     }
     assert!(has("networking.k8s.io", "ingresses/status", "patch"));
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
+    assert!(has("k8s.nginx.org", "virtualservers/status", "patch"));
+    assert!(has("k8s.nginx.org", "virtualserverroutes/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
     let istio = role("Role");
     // By name: read, watch and patch; without a name only create (resourceNames cannot limit it).

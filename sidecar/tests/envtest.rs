@@ -821,7 +821,7 @@ async fn a_wasmplugin_etcd_refuses_as_too_large_is_not_retried() {
 }
 
 #[tokio::test]
-async fn without_the_httpproxy_crd_nothing_is_pushed_unless_told_to_do_without_httpproxy() {
+async fn without_the_httpproxy_and_nginx_crds_nothing_is_pushed_unless_told_to_do_without_them() {
     let env = Envtest::start_without_crds().await.unwrap();
     let admin = env.admin().await;
     let ns = env.namespace("plain").await;
@@ -843,7 +843,8 @@ async fn without_the_httpproxy_crd_nothing_is_pushed_unless_told_to_do_without_h
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(sy.table().is_null(), "nothing pushed before every store synced");
-    let mut sy = watch(&env, &ns, &["--without-httpproxy"]);
+    assert!(reason.contains("VirtualServer in"), "{reason}");
+    let mut sy = watch(&env, &ns, &["--without-httpproxy", "--without-virtualserver"]);
     sy.ready(PATIENCE).await.unwrap();
     assert!(
         sy.routes("plain.example", Some(&format!("{ns}/web:80"))),

@@ -37,7 +37,8 @@ pub struct WatchArgs {
     /// compile as one).
     #[arg(long, value_name = "DIR", num_args = 1..)]
     pub manifests: Vec<PathBuf>,
-    /// Follow a cluster: Ingress, IngressClass, Service and HTTPProxy (kubeconfig or in-cluster).
+    /// Follow a cluster: Ingress, IngressClass, Service, HTTPProxy, VirtualServer and
+    /// VirtualServerRoute (kubeconfig or in-cluster).
     #[arg(long)]
     pub kubernetes: bool,
     /// Kubernetes: only these namespaces (comma-separated); IngressClasses are cluster-wide.
@@ -50,6 +51,10 @@ pub struct WatchArgs {
     /// never syncs and nothing is pushed).
     #[arg(long, conflicts_with = "manifests")]
     pub without_httpproxy: bool,
+    /// Kubernetes: do not watch NGINX's VirtualServers and VirtualServerRoutes (for clusters without
+    /// NGINX's CRDs: otherwise those stores never sync and nothing is pushed).
+    #[arg(long, conflicts_with = "manifests")]
+    pub without_virtualserver: bool,
     /// Kubernetes: do not write HTTPProxy status, Ingress status or events.
     #[arg(long, conflicts_with = "manifests")]
     pub no_status_write: bool,

@@ -1,5 +1,5 @@
 //! Kubernetes mode's source: one kube-rs watcher per kind (and namespace, with `--namespaces`) for
-//! Ingress, IngressClass, Service and HTTPProxy, each feeding a [`Held`] store that decodes object
+//! Ingress, IngressClass, Service, HTTPProxy, VirtualServer and VirtualServerRoute, each feeding a [`Held`] store that decodes object
 //! by object, and the rebuild loop over them.
 //!
 //! - Nothing is compiled before every store has synced (its first list finished); until then
@@ -43,6 +43,7 @@ use crate::watch::store::{Held, Undecodable};
 use crate::watch::write_back::StatusWriter;
 use switchyard_compiler::class::Classes;
 use switchyard_compiler::model::Options;
+use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
 use switchyard_compiler::objects::{key_of, HTTPProxy, Kind, Objects};
 use switchyard_compiler::pipeline::Compiled;
 use switchyard_compiler::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
@@ -58,6 +59,8 @@ pub struct Settings {
     pub write_status: bool,
     /// Whether to watch HTTPProxies (false: `--without-httpproxy`).
     pub httpproxy: bool,
+    /// Whether to watch VirtualServers and VirtualServerRoutes (false: `--without-virtualserver`).
+    pub virtualserver: bool,
     /// The controller name (events' reporter).
     pub controller_name: String,
 }
@@ -111,6 +114,8 @@ struct Stores {
     classes: Vec<Store<IngressClass>>,
     services: Vec<Store<Service>>,
     proxies: Vec<Store<HTTPProxy>>,
+    virtual_servers: Vec<Store<VirtualServer>>,
+    virtual_server_routes: Vec<Store<VirtualServerRoute>>,
 }
 
 fn pending<K>(sources: &[Store<K>]) -> impl Iterator<Item = String> + '_ {
@@ -133,6 +138,8 @@ impl Stores {
             .chain(pending(&self.classes))
             .chain(pending(&self.services))
             .chain(pending(&self.proxies))
+            .chain(pending(&self.virtual_servers))
+            .chain(pending(&self.virtual_server_routes))
             .collect()
     }
 
@@ -143,6 +150,8 @@ impl Stores {
             ingress_classes: all(&self.classes, &mut undecodable),
             services: all(&self.services, &mut undecodable),
             http_proxies: all(&self.proxies, &mut undecodable),
+            virtual_servers: all(&self.virtual_servers, &mut undecodable),
+            virtual_server_routes: all(&self.virtual_server_routes, &mut undecodable),
         };
         (objects, undecodable)
     }
@@ -196,6 +205,8 @@ fn kind_name<K: Resource<DynamicType = ()>>() -> &'static str {
         "Ingress" => "Ingress",
         "IngressClass" => "IngressClass",
         "Service" => "Service",
+        "VirtualServer" => "VirtualServer",
+        "VirtualServerRoute" => "VirtualServerRoute",
         _ => "HTTPProxy",
     }
 }
@@ -335,6 +346,7 @@ fn undecodable_report(
         if object.kind == "HTTPProxy" && classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
             let key = key_of(Kind::HTTPProxy, &object.metadata);
             statuses.push(ResourceStatus {
+                nginx: None,
                 kind: "HTTPProxy",
                 namespace: key.namespace,
                 name: key.name,
@@ -391,6 +403,16 @@ impl Cluster {
             classes: start(&client, &[], &tx, &state),
             services: start(&client, namespaces, &tx, &state),
             proxies: if settings.httpproxy {
+                start(&client, namespaces, &tx, &state)
+            } else {
+                Vec::new()
+            },
+            virtual_servers: if settings.virtualserver {
+                start(&client, namespaces, &tx, &state)
+            } else {
+                Vec::new()
+            },
+            virtual_server_routes: if settings.virtualserver {
                 start(&client, namespaces, &tx, &state)
             } else {
                 Vec::new()

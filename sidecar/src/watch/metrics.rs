@@ -160,6 +160,7 @@ mod tests {
             },
         );
         let status = |name: &str, status| ResourceStatus {
+            nginx: None,
             kind: "Ingress",
             namespace: "a".into(),
             name: name.into(),

@@ -145,6 +145,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
                 publish_addresses: args.publish_address.clone(),
                 write_status: !args.no_status_write,
                 httpproxy: !args.without_httpproxy,
+                virtualserver: !args.without_virtualserver,
                 controller_name,
             };
             kubernetes::follow(client, settings, engine, state, debounce).await

@@ -390,6 +390,7 @@ mod tests {
 
     fn status(kind: &'static str, status: Status, conditions: &[(ConditionKind, Reason, &str)]) -> ResourceStatus {
         ResourceStatus {
+            nginx: None,
             kind,
             namespace: "shop".into(),
             name: "web".into(),

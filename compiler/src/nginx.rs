@@ -1,0 +1,333 @@
+//! NGINX's VirtualServer syntax in the table's terms (ROUTING.md §6): locations (`/x`, `=/x`, `~re`,
+//! `~*re`, `^~/x`), match condition values (plain, `!`, `~re`, `~*re`, `""`), and the order NGINX
+//! picks locations and matches in ([`NginxRank`]). A leaf: it reads the CRD types and the table's
+//! format, nothing else; [`crate::virtualserver`] uses it.
+
+use std::cmp::Reverse;
+
+use switchyard_table::{ConditionSource, ConditionSpec, MatchOp, PathSpec, RuleSpec};
+
+use crate::objects::nginx::MatchCondition;
+
+/// A route's `path`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Location {
+    /// `=/x`: the path equals `/x`.
+    Exact(String),
+    /// `^~/x`: a string prefix that outranks the resource's regexes.
+    CaretPrefix(String),
+    /// `/x`: a string prefix.
+    Prefix(String),
+    /// `~re` (`case_insensitive`: `~*re`): a regex searched anywhere in the path.
+    Regex {
+        /// The regex as written, without `~` or `~*`.
+        pattern: String,
+        /// `~*`.
+        case_insensitive: bool,
+    },
+}
+
+/// The tier of a location in NGINX's order: exact, then `^~` prefixes, then regexes, then prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// `=/x`.
+    Exact,
+    /// `^~/x`.
+    CaretPrefix,
+    /// `~re`, `~*re`.
+    Regex,
+    /// `/x`.
+    Prefix,
+    /// The VirtualServer's own 404 for paths no route matches: last.
+    Unmatched,
+}
+
+impl Location {
+    /// Parses a route's path; `Err` says why it is not a location.
+    pub fn parse(path: &str) -> Result<Location, String> {
+        let absolute = |p: &str, what: &str| {
+            if p.starts_with('/') {
+                Ok(p.to_owned())
+            } else {
+                Err(format!("{what} {path:?} must start with '/'"))
+            }
+        };
+        if let Some(rest) = path.strip_prefix("^~") {
+            return absolute(rest, "the prefix of").map(Location::CaretPrefix);
+        }
+        if let Some(rest) = path.strip_prefix('=') {
+            return absolute(rest, "the exact path of").map(Location::Exact);
+        }
+        if let Some(rest) = path.strip_prefix("~*") {
+            return regex(rest, true);
+        }
+        if let Some(rest) = path.strip_prefix('~') {
+            return regex(rest, false);
+        }
+        absolute(path, "the path").map(Location::Prefix)
+    }
+
+    /// The tier of this location.
+    pub fn tier(&self) -> Tier {
+        match self {
+            Location::Exact(_) => Tier::Exact,
+            Location::CaretPrefix(_) => Tier::CaretPrefix,
+            Location::Regex { .. } => Tier::Regex,
+            Location::Prefix(_) => Tier::Prefix,
+        }
+    }
+
+    /// The table path: prefixes are string prefixes; a regex searches anywhere (`.*(?:re).*`, with
+    /// `(?i)` for `~*`), as NGINX's `location ~` does.
+    pub fn path_spec(&self) -> PathSpec {
+        match self {
+            Location::Exact(p) => PathSpec::Exact(p.clone()),
+            Location::CaretPrefix(p) | Location::Prefix(p) => PathSpec::Prefix(p.clone()),
+            Location::Regex {
+                pattern,
+                case_insensitive,
+            } => PathSpec::Regex(search(pattern, *case_insensitive)),
+        }
+    }
+
+    /// Whether a VirtualServerRoute's subroute may live under this route (ROUTING.md §6): the same
+    /// kind of location; under a prefix its path starts with the route's; under an exact path or a
+    /// regex it is the route's.
+    pub fn admits(&self, subroute: &Location) -> bool {
+        match (self, subroute) {
+            (Location::Prefix(p), Location::Prefix(s)) | (Location::CaretPrefix(p), Location::CaretPrefix(s)) => {
+                s.starts_with(p.as_str())
+            }
+            _ => self == subroute,
+        }
+    }
+}
+
+fn regex(pattern: &str, case_insensitive: bool) -> Result<Location, String> {
+    if pattern.is_empty() {
+        return Err("a regex location needs a pattern after '~'".to_owned());
+    }
+    regex_lite::Regex::new(&search(pattern, case_insensitive))
+        .map_err(|e| format!("regex {pattern:?} does not compile: {e}"))?;
+    Ok(Location::Regex {
+        pattern: pattern.to_owned(),
+        case_insensitive,
+    })
+}
+
+/// A regex that searches anywhere in the value, once the table anchors it to the whole value.
+fn search(pattern: &str, case_insensitive: bool) -> String {
+    let flags = if case_insensitive { "(?i)" } else { "" };
+    format!("{flags}.*(?:{pattern}).*")
+}
+
+/// Why a match condition cannot be routed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConditionFault {
+    /// Malformed (none or several of header/cookie/argument/variable, a bad regex): the resource
+    /// is invalid.
+    Invalid(String),
+    /// A variable other than `$request_method`: valid for NGINX, not expressible here; the route
+    /// is refused with a warning.
+    Unsupported(String),
+}
+
+/// One match condition in the table's terms. A plain value compares in any case (NGINX's `map`);
+/// `~re` and `~*re` search; a leading `!` negates; `""` holds for an empty or absent value.
+pub fn condition(c: &MatchCondition) -> Result<ConditionSpec, ConditionFault> {
+    let named = [
+        c.header.as_deref().map(|n| (ConditionSource::Header, n)),
+        c.cookie.as_deref().map(|n| (ConditionSource::Cookie, n)),
+        c.argument.as_deref().map(|n| (ConditionSource::Query, n)),
+        c.variable.as_deref().map(|n| (ConditionSource::Method, n)),
+    ];
+    let mut found = named.into_iter().flatten();
+    let (Some((on, name)), None) = (found.next(), found.next()) else {
+        return Err(ConditionFault::Invalid(
+            "a condition needs exactly one of header, cookie, argument or variable".to_owned(),
+        ));
+    };
+    let name = match on {
+        ConditionSource::Method if name == "$request_method" => None,
+        ConditionSource::Method => {
+            return Err(ConditionFault::Unsupported(format!(
+                "variable {name:?} cannot be routed on here (only $request_method)"
+            )))
+        }
+        ConditionSource::Header => Some(name.to_ascii_lowercase()),
+        _ => Some(name.to_owned()),
+    };
+    let (invert, value) = match c.value.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, c.value.as_str()),
+    };
+    let spec = |op, value: Option<String>, invert, ignore_case| ConditionSpec {
+        on,
+        name: name.clone(),
+        op,
+        value,
+        invert,
+        ignore_case,
+    };
+    let regex = |pattern: &str, ci: bool| {
+        let searched = search(pattern, ci);
+        regex_lite::Regex::new(&searched)
+            .map(|_| searched)
+            .map_err(|e| ConditionFault::Invalid(format!("regex {pattern:?} does not compile: {e}")))
+    };
+    Ok(if value.is_empty() {
+        // `""`: empty or absent, i.e. no value holds a character; `!""` the opposite.
+        spec(MatchOp::Regex, Some(".+".to_owned()), !invert, false)
+    } else if let Some(pattern) = value.strip_prefix("~*") {
+        spec(MatchOp::Regex, Some(regex(pattern, true)?), invert, false)
+    } else if let Some(pattern) = value.strip_prefix('~') {
+        spec(MatchOp::Regex, Some(regex(pattern, false)?), invert, false)
+    } else {
+        spec(MatchOp::Exact, Some(value.to_owned()), invert, true)
+    })
+}
+
+/// Where a rule of a VirtualServer ranks on its host, in NGINX's order: exact locations; `^~`
+/// prefixes, longest first; regexes by position; prefixes, longest first; the VirtualServer's own
+/// 404 last. Within one route, its matches in list order, then its own action. Every rule of a
+/// VirtualServer's host comes from that VirtualServer (it owns the host alone), so this order is
+/// applied among those rules only ([`crate::order`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NginxRank {
+    tier: Tier,
+    /// Prefix length, longest first (0 for other tiers).
+    length: Reverse<usize>,
+    /// The regex's position (0 for other tiers).
+    regex_position: usize,
+    /// The path as written, so that two locations of one tier never tie.
+    path: String,
+    /// The route's position: the VirtualServer's routes in order, a VirtualServerRoute's subroutes
+    /// in place of the route that references it.
+    position: usize,
+    /// The match's index; the route's own action is `usize::MAX`, after every match.
+    branch: usize,
+}
+
+impl NginxRank {
+    /// The rank of a rule of the route at `position` (its `branch`: a match index, or `None` for
+    /// the route's own action).
+    pub fn of(location: &Location, position: usize, branch: Option<usize>) -> NginxRank {
+        let (length, regex_position, path) = match location {
+            Location::Exact(p) => (0, 0, p.clone()),
+            Location::CaretPrefix(p) | Location::Prefix(p) => (p.len(), 0, p.clone()),
+            Location::Regex { .. } => (0, position, String::new()),
+        };
+        NginxRank {
+            tier: location.tier(),
+            length: Reverse(length),
+            regex_position,
+            path,
+            position,
+            branch: branch.unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The rank of the VirtualServer's 404 for unmatched paths.
+    pub fn unmatched() -> NginxRank {
+        NginxRank {
+            tier: Tier::Unmatched,
+            length: Reverse(0),
+            regex_position: 0,
+            path: String::new(),
+            position: usize::MAX,
+            branch: usize::MAX,
+        }
+    }
+}
+
+/// The suffix of a match's rule name: `VirtualServer/ns/name#2/match0`.
+pub const MATCH_SUFFIX: &str = "/match";
+/// The suffix of a VirtualServer's 404 rule: `VirtualServer/ns/name#unmatched`.
+pub const UNMATCHED_SUFFIX: &str = "#unmatched";
+
+/// Why `winner` ranks above `loser` when both are rules of one VirtualServer's host (named as
+/// [`MATCH_SUFFIX`] and [`UNMATCHED_SUFFIX`] say), from their names and paths; `None` when either
+/// is not such a rule, or their hosts differ. `explain` uses it, as it reads only the table.
+pub fn why_ranked_lower(winner: &RuleSpec, loser: &RuleSpec) -> Option<&'static str> {
+    let nginx = |name: &str| name.starts_with("VirtualServer/") || name.starts_with("VirtualServerRoute/");
+    if !nginx(&winner.name) || !nginx(&loser.name) || winner.host != loser.host {
+        return None;
+    }
+    let (winner, loser) = ((winner.name.as_str(), &winner.path), (loser.name.as_str(), &loser.path));
+    let route = |name: &'_ str| -> String {
+        match name.rfind(MATCH_SUFFIX) {
+            Some(at) => name[..at].to_owned(),
+            None => name.to_owned(),
+        }
+    };
+    if loser.0.ends_with(UNMATCHED_SUFFIX) {
+        return Some("the VirtualServer's 404 for paths no route matches comes after every route");
+    }
+    if route(winner.0) == route(loser.0) {
+        return Some(if loser.0.contains(MATCH_SUFFIX) {
+            "earlier match in the same route (NGINX: the first match in list order wins)"
+        } else {
+            "earlier match in the same route (the route's own action serves only when no match holds)"
+        });
+    }
+    Some(match (winner.1, loser.1) {
+        (PathSpec::Exact(_), _) => "an exact location (=) is chosen before any other",
+        (PathSpec::Regex(_), PathSpec::Regex(_)) => "earlier regex location (NGINX tries regex locations in order)",
+        (PathSpec::Regex(_), _) => "a regex location outranks plain prefix locations",
+        (_, PathSpec::Regex(_)) => "a ^~ prefix location outranks regex locations",
+        _ => "longer prefix location",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_parse_as_nginx_writes_them() {
+        assert_eq!(Location::parse("/tea"), Ok(Location::Prefix("/tea".into())));
+        assert_eq!(Location::parse("=/tea"), Ok(Location::Exact("/tea".into())));
+        assert_eq!(Location::parse("^~/tea"), Ok(Location::CaretPrefix("/tea".into())));
+        assert_eq!(
+            Location::parse("~*\\.JPG$").map(|l| l.path_spec()),
+            Ok(PathSpec::Regex("(?i).*(?:\\.JPG$).*".into()))
+        );
+        assert!(Location::parse("tea").is_err());
+        assert!(Location::parse("=tea").is_err());
+        assert!(Location::parse("~(").is_err());
+    }
+
+    #[test]
+    fn ranks_follow_nginx_order() {
+        let rank = |p: &str, pos, branch| NginxRank::of(&Location::parse(p).unwrap(), pos, branch);
+        let mut ranks = vec![
+            NginxRank::unmatched(),
+            rank("/", 0, None),
+            rank("/tea/green", 1, None),
+            rank("~b", 3, None),
+            rank("~a", 2, None),
+            rank("^~/x", 4, None),
+            rank("=/tea", 5, None),
+            rank("/tea", 6, Some(1)),
+            rank("/tea", 6, Some(0)),
+            rank("/tea", 6, None),
+        ];
+        ranks.sort();
+        let order: Vec<(Tier, usize, usize)> = ranks.iter().map(|r| (r.tier, r.position, r.branch)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (Tier::Exact, 5, usize::MAX),
+                (Tier::CaretPrefix, 4, usize::MAX),
+                (Tier::Regex, 2, usize::MAX),
+                (Tier::Regex, 3, usize::MAX),
+                (Tier::Prefix, 1, usize::MAX),
+                (Tier::Prefix, 6, 0),
+                (Tier::Prefix, 6, 1),
+                (Tier::Prefix, 6, usize::MAX),
+                (Tier::Prefix, 0, usize::MAX),
+                (Tier::Unmatched, usize::MAX, usize::MAX),
+            ]
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! NGINX Ingress Controller's `k8s.nginx.org/v1` VirtualServer and VirtualServerRoute (ROUTING.md
+//! §6), declared with `kube`'s `CustomResource` derive like HTTPProxy, with only the fields
+//! Switchyard routes on (serde ignores the rest: TLS, policies, snippets, error pages...).
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `VirtualServer.spec`: one host, its upstreams and its routes.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "k8s.nginx.org",
+    version = "v1",
+    kind = "VirtualServer",
+    plural = "virtualservers",
+    namespaced
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualServerSpec {
+    /// The host this VirtualServer owns (`*.example.com` allowed).
+    #[serde(default)]
+    pub host: String,
+    /// The class it asks for (ROUTING.md §1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_class_name: Option<String>,
+    /// Named upstreams (a Service and port each).
+    #[serde(default)]
+    pub upstreams: Vec<Upstream>,
+    /// Routes, each a path with an action, splits, matches, or a VirtualServerRoute reference.
+    #[serde(default)]
+    pub routes: Vec<Route>,
+}
+
+/// `VirtualServerRoute.spec`: routes delegated by a VirtualServer, on the same host.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "k8s.nginx.org",
+    version = "v1",
+    kind = "VirtualServerRoute",
+    plural = "virtualserverroutes",
+    namespaced
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualServerRouteSpec {
+    /// Must equal the referencing VirtualServer's host.
+    #[serde(default)]
+    pub host: String,
+    /// The class it asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_class_name: Option<String>,
+    /// Named upstreams, in the VirtualServerRoute's namespace.
+    #[serde(default)]
+    pub upstreams: Vec<Upstream>,
+    /// Subroutes: routes whose paths live under the referencing route's path.
+    #[serde(default)]
+    pub subroutes: Vec<Route>,
+}
+
+/// One `upstreams[]` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Upstream {
+    /// The name actions refer to.
+    #[serde(default)]
+    pub name: String,
+    /// `svc` or `ns/svc`.
+    #[serde(default)]
+    pub service: String,
+    /// The Service port.
+    #[serde(default)]
+    pub port: i32,
+    /// Pod label selector: cannot be expressed by a cluster name (routes using it are refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subselector: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// One `routes[]` (or `subroutes[]`) entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Route {
+    /// `/x`, `=/x`, `~re`, `~*re` or `^~/x`.
+    #[serde(default)]
+    pub path: String,
+    /// What the route does when no match holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    /// Weighted actions, instead of `action`.
+    #[serde(default)]
+    pub splits: Vec<Split>,
+    /// Conditional actions, tried in order.
+    #[serde(default)]
+    pub matches: Vec<Match>,
+    /// A VirtualServerRoute, `[ns/]name`, instead of an action (VirtualServer routes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+}
+
+/// An action: exactly one of `pass`, `proxy`, `return`, `redirect`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    /// An upstream name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
+    /// An upstream with rewrites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<Proxy>,
+    /// A direct response.
+    #[serde(default, rename = "return", skip_serializing_if = "Option::is_none")]
+    pub return_: Option<Return>,
+    /// A redirect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<RedirectAction>,
+}
+
+/// `action.proxy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Proxy {
+    /// An upstream name.
+    #[serde(default)]
+    pub upstream: String,
+    /// Replaces the route's path (a prefix rewrite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite_path: Option<String>,
+    /// Request header changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_headers: Option<ProxyRequestHeaders>,
+}
+
+/// `action.proxy.requestHeaders`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyRequestHeaders {
+    /// Headers to set.
+    #[serde(default)]
+    pub set: Vec<NameValue>,
+}
+
+/// A header name and value.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct NameValue {
+    /// Name.
+    #[serde(default)]
+    pub name: String,
+    /// Value.
+    #[serde(default)]
+    pub value: String,
+}
+
+/// `action.return`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Return {
+    /// Status; 200 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    /// Content type; `text/plain` when absent.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// Body.
+    #[serde(default)]
+    pub body: String,
+    /// Response headers.
+    #[serde(default)]
+    pub headers: Vec<NameValue>,
+}
+
+/// `action.redirect`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedirectAction {
+    /// The location, with `${scheme}`, `${host}`, `${request_uri}`.
+    #[serde(default)]
+    pub url: String,
+    /// 301 (default), 302, 307 or 308.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+}
+
+/// One `splits[]` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Split {
+    /// 0 to 100; the weights of a route sum to 100.
+    #[serde(default)]
+    pub weight: i64,
+    /// The action taken for this share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+}
+
+/// One `matches[]` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Match {
+    /// All must hold.
+    #[serde(default)]
+    pub conditions: Vec<MatchCondition>,
+    /// The action when they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    /// Or weighted actions.
+    #[serde(default)]
+    pub splits: Vec<Split>,
+}
+
+/// One condition: exactly one of `header`, `cookie`, `argument`, `variable`, and its `value`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchCondition {
+    /// A request header name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// A cookie name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
+    /// A query parameter name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    /// An NGINX variable; only `$request_method` is routed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
+    /// A plain value (any case), `!value`, `~re`, `~*re`, or `""` (empty or absent).
+    #[serde(default)]
+    pub value: String,
+}
