@@ -21,6 +21,8 @@ pub mod collisions;
 pub mod explain;
 pub mod httpproxy;
 pub mod ingress;
+pub mod l4;
+pub mod lds;
 pub mod load;
 pub mod model;
 pub mod objects;
