@@ -2,11 +2,13 @@
 //! route, which the HTTP table cannot carry. TLS passthrough hosts go to a cluster by SNI, without
 //! terminating TLS; GlobalConfiguration's TCP and UDP listeners go to a cluster by port.
 //!
-//! A leaf: the processors fill it, [`crate::lds`] turns it into Envoy listeners. Every vector is
+//! A leaf (it reads only [`crate::model`]): the processors fill it, [`crate::lds`] turns it into Envoy listeners. Every vector is
 //! sorted (passthrough routes by host, listeners by port then protocol, a listener's routes by host),
 //! so the same manifests give byte-identical output.
 
 use serde::Serialize;
+
+use crate::model::Options;
 
 /// Everything the L4 configuration routes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -31,10 +33,44 @@ impl L4Routes {
 pub struct L4Route {
     /// The SNI host (normalised: lowercase, no trailing dot); `None` matches any connection.
     pub host: Option<String>,
+    /// The Service behind it (Istio routes to a Service, not to a cluster name).
+    pub backend: L4Backend,
     /// The Envoy cluster, from the cluster template (ROUTING.md §5).
     pub cluster: String,
     /// The TransportServer that won this route, as `TransportServer/namespace/name`.
     pub resource: String,
+}
+
+impl L4Route {
+    /// A route for `host` to `backend`, its cluster named by the cluster template of `options`;
+    /// `resource` is the winner, `TransportServer/namespace/name`.
+    pub fn new(host: Option<String>, backend: L4Backend, options: &Options, resource: String) -> L4Route {
+        let cluster = options.cluster(&backend.namespace, &backend.service, i32::from(backend.port));
+        L4Route {
+            host,
+            backend,
+            cluster,
+            resource,
+        }
+    }
+}
+
+/// The Service a TransportServer's upstream names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct L4Backend {
+    /// The Service's namespace (the TransportServer's).
+    pub namespace: String,
+    /// The Service's name.
+    pub service: String,
+    /// The Service port.
+    pub port: u16,
+}
+
+impl L4Backend {
+    /// The Service's cluster-local host name, as Istio's destinations name it.
+    pub fn fqdn(&self) -> String {
+        format!("{}.{}.svc.cluster.local", self.service, self.namespace)
+    }
 }
 
 /// A GlobalConfiguration listener with the TransportServers that won it.

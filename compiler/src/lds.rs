@@ -165,13 +165,19 @@ fn stat_prefix(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::l4::L4Backend;
+    use crate::model::Options;
 
-    fn route(host: Option<&str>, cluster: &str) -> L4Route {
-        L4Route {
-            host: host.map(str::to_owned),
-            cluster: cluster.to_owned(),
-            resource: "TransportServer/default/ts".to_owned(),
-        }
+    /// A route to Service `service` port `port` in `default`, named by the default cluster template
+    /// (`default/SERVICE:PORT`).
+    fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
+        let backend = L4Backend {
+            namespace: "default".to_owned(),
+            service: service.to_owned(),
+            port,
+        };
+        let resource = format!("TransportServer/default/{service}");
+        L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
     }
 
     #[test]
@@ -184,8 +190,8 @@ mod tests {
     fn passthrough_hosts_are_filter_chains_by_sni_behind_the_tls_inspector() {
         let routes = L4Routes {
             passthrough: vec![
-                route(Some("a.example.com"), "default/a:443"),
-                route(Some("b.example.com"), "default/b:443"),
+                route(Some("a.example.com"), "a", 443),
+                route(Some("b.example.com"), "b", 443),
             ],
             listeners: vec![],
         };
@@ -221,7 +227,7 @@ mod tests {
                 name: "tcp-1".into(),
                 port: 5353,
                 protocol: L4Protocol::Tcp,
-                routes: vec![route(None, "default/echo:7")],
+                routes: vec![route(None, "echo", 7)],
             }],
         };
         let listener = &discovery_response(&routes, &LdsOptions::default())["resources"][0];
@@ -242,7 +248,7 @@ mod tests {
                 name: "dns".into(),
                 port: 5353,
                 protocol: L4Protocol::Udp,
-                routes: vec![route(None, "kube-system/dns:53")],
+                routes: vec![route(None, "dns", 53)],
             }],
         };
         let listener = &discovery_response(&routes, &LdsOptions::default())["resources"][0];
@@ -250,7 +256,7 @@ mod tests {
         let proxy = &listener["listener_filters"][0]["typed_config"];
         assert_eq!(
             proxy["matcher"]["on_no_match"]["action"]["typed_config"]["cluster"],
-            "kube-system/dns:53"
+            "default/dns:53"
         );
     }
 }

@@ -5,16 +5,21 @@
 
 use std::net::SocketAddr;
 
-use switchyard_compiler::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
+use switchyard_compiler::l4::{L4Backend, L4Listener, L4Protocol, L4Route, L4Routes};
 use switchyard_compiler::lds::{self, LdsOptions};
+use switchyard_compiler::Options;
 use switchyard_e2e::l4::{free_port, tcp_ask, tcp_echo, tls_hello, udp_ask, udp_echo, L4Envoy, TlsBackend};
 
-fn route(host: Option<&str>, cluster: &str) -> L4Route {
-    L4Route {
-        host: host.map(str::to_owned),
-        cluster: cluster.to_owned(),
-        resource: format!("TransportServer/default/{cluster}"),
-    }
+/// A route to Service `service` port `port` in `default`, named by the default cluster template
+/// (`default/SERVICE:PORT`).
+fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
+    let backend = L4Backend {
+        namespace: "default".to_owned(),
+        service: service.to_owned(),
+        port,
+    };
+    let resource = format!("TransportServer/default/{service}");
+    L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
 }
 
 fn options(passthrough_port: u16) -> LdsOptions {
@@ -35,8 +40,8 @@ fn tls_passthrough_reaches_each_backend_by_sni_with_its_own_certificate_and_refu
     let port = free_port(false);
     let routes = L4Routes {
         passthrough: vec![
-            route(Some("a.example.com"), "default/a:443"),
-            route(Some("b.example.com"), "default/b:443"),
+            route(Some("a.example.com"), "a", 443),
+            route(Some("b.example.com"), "b", 443),
         ],
         listeners: vec![],
     };
@@ -81,13 +86,13 @@ fn tcp_and_udp_listeners_proxy_to_their_backends() {
                 name: "tcp-1".into(),
                 port: tcp_port,
                 protocol: L4Protocol::Tcp,
-                routes: vec![route(None, "default/tcp-echo:7")],
+                routes: vec![route(None, "tcp-echo", 7)],
             },
             L4Listener {
                 name: "udp-1".into(),
                 port: udp_port,
                 protocol: L4Protocol::Udp,
-                routes: vec![route(None, "default/udp-echo:7")],
+                routes: vec![route(None, "udp-echo", 7)],
             },
         ],
     };
@@ -107,18 +112,18 @@ fn a_new_winner_takes_a_listener_and_a_host_leaves_the_passthrough_without_an_en
     let a = TlsBackend::start("a", "a.example.com");
     let b = TlsBackend::start("b", "b.example.com");
     let (tcp_port, tls_port) = (free_port(false), free_port(false));
-    let tcp = |cluster: &str| L4Listener {
+    let tcp = |service: &str| L4Listener {
         name: "tcp-1".into(),
         port: tcp_port,
         protocol: L4Protocol::Tcp,
-        routes: vec![route(None, cluster)],
+        routes: vec![route(None, service, 7)],
     };
     let before = L4Routes {
         passthrough: vec![
-            route(Some("a.example.com"), "default/a:443"),
-            route(Some("b.example.com"), "default/b:443"),
+            route(Some("a.example.com"), "a", 443),
+            route(Some("b.example.com"), "b", 443),
         ],
-        listeners: vec![tcp("default/first:7")],
+        listeners: vec![tcp("first")],
     };
     let envoy = L4Envoy::start(
         &[
@@ -134,8 +139,8 @@ fn a_new_winner_takes_a_listener_and_a_host_leaves_the_passthrough_without_an_en
     assert!(tls_hello(local(tls_port), "b.example.com", &trusted).is_ok());
 
     let after = L4Routes {
-        passthrough: vec![route(Some("a.example.com"), "default/a:443")],
-        listeners: vec![tcp("default/second:7")],
+        passthrough: vec![route(Some("a.example.com"), "a", 443)],
+        listeners: vec![tcp("second")],
     };
     assert!(
         envoy.update(&lds::document(&after, &options(tls_port))),
