@@ -22,6 +22,7 @@ pub mod explain;
 pub mod httpproxy;
 pub mod ingress;
 pub mod l4;
+pub mod l4_istio;
 pub mod lds;
 pub mod load;
 pub mod model;
