@@ -16,6 +16,10 @@
 //! - [`virtualserver`]: NGINX's VirtualServer and VirtualServerRoute (§6), over [`nginx`] (their
 //!   locations, match values and NGINX's order).
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
+//! - [`l4`]: the L4 routes of TransportServers (§6), which the HTTP table cannot carry, and their
+//!   outputs: [`lds`] (Envoy listeners: TLS passthrough by SNI, TCP and UDP proxies) and [`l4_istio`]
+//!   (an Istio Gateway and VirtualService). The TransportServer processor that fills them is to come
+//!   (issue 15).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod class;
@@ -23,6 +27,9 @@ pub mod collisions;
 pub mod explain;
 pub mod httpproxy;
 pub mod ingress;
+pub mod l4;
+pub mod l4_istio;
+pub mod lds;
 pub mod load;
 pub mod model;
 pub mod nginx;
