@@ -16,10 +16,11 @@ SWITCHYARD=target/release/switchyard
 RUN=build/run
 
 # The examples are seed scenarios; these share one Envoy without clashing: seed 002's BFE Ingresses
-# (class annotation "bfe"), the host collision of seed 003 and the HTTPProxy inclusions of seed 004
+# (class annotation "bfe"), seed 003's host collisions (both creation orders) and NGINX's
+# VirtualServer examples (cross-namespace VirtualServerRoutes, advanced routing), the HTTPProxy inclusions of seed 004
 # (no class: --empty-ingress-class). The seed 000/001 examples exercise class flags that contradict
 # these (other controllers, another default class); `switchyard compile examples/<dir> $(cat ARGS)` shows them.
-EXAMPLES=(examples/002-* examples/003-host-collision examples/004-*)
+EXAMPLES=(examples/002-* examples/003-* examples/004-*)
 
 mkdir -p "$RUN"
 rm -f "$RUN/switchyard-filter.json"

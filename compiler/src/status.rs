@@ -408,6 +408,13 @@ impl StatusBook {
         self.add(key, default, ConditionKind::Error, reason, message);
     }
 
+    /// Removes the resource's conditions with this reason.
+    pub fn drop_reason(&mut self, key: &ResourceKey, reason: Reason) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.conditions.retain(|c| c.reason != reason);
+        }
+    }
+
     /// Whether the resource has a condition with this reason.
     pub fn has_reason(&self, key: &ResourceKey, reason: Reason) -> bool {
         self.entries

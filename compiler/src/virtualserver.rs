@@ -406,16 +406,20 @@ fn record(book: &mut StatusBook, key: &ResourceKey, notes: &[Note]) {
     book.set(key, Status::Warning);
 }
 
-/// The status of every VirtualServerRoute of ours, once the host contest is decided: used by a
+/// The status of every VirtualServerRoute of ours, once the host contest is decided (and a
+/// VirtualServer that lost its host loses its `AddedOrUpdated`): used by a
 /// VirtualServer that won its host (Valid, or Warning with its notes), else orphaned —
 /// `IgnoredByVirtualServer` when its host's winning VirtualServer does not use it,
 /// `NoVirtualServerFound` otherwise.
 pub fn settle(delegations: Delegations, book: &mut StatusBook) {
     let winning = |vs: &ResourceKey| matches!(book.get(vs), Some(Status::Valid | Status::Warning));
     let mut winners: BTreeMap<String, ResourceKey> = BTreeMap::new();
+    let mut losers = Vec::new();
     for (vs, host) in &delegations.servers {
         if winning(vs) {
             winners.insert(host.clone(), vs.clone());
+        } else {
+            losers.push(vs.clone());
         }
     }
     let mut decided: Vec<(ResourceKey, Result<Vec<Note>, Note>)> = Vec::new();
@@ -437,6 +441,10 @@ pub fn settle(delegations: Delegations, book: &mut StatusBook) {
             ))
         };
         decided.push((route.clone(), outcome));
+    }
+    // A VirtualServer that lost its host was not added after all.
+    for vs in &losers {
+        book.drop_reason(vs, Reason::AddedOrUpdated);
     }
     for (route, outcome) in decided {
         match outcome {

@@ -172,7 +172,7 @@ fn oldest_resource_wins_the_host_and_the_loser_keeps_its_other_hosts_seed_003() 
     assert_eq!(ingress.status, Status::Accepted);
     assert_eq!(
         message(ingress, Reason::HostTaken),
-        "host cafe.example.com is taken by HTTPProxy/default/cafe-virtual-server"
+        "host cafe.example.com is taken by VirtualServer/default/cafe-virtual-server"
     );
     let second = status_of(&c, "Ingress", "default", "cafe-ingress-2");
     assert_eq!(second.status, Status::Rejected);
@@ -180,7 +180,61 @@ fn oldest_resource_wins_the_host_and_the_loser_keeps_its_other_hosts_seed_003() 
         message(second, Reason::Rejected),
         "All hosts are taken by other resources"
     );
-    assert_eq!(status(&c, "HTTPProxy", "default", "cafe-virtual-server"), Status::Valid);
+    assert_eq!(
+        status(&c, "VirtualServer", "default", "cafe-virtual-server"),
+        Status::Valid
+    );
+}
+
+#[test]
+fn older_ingress_wins_the_host_and_the_virtualserver_is_rejected_seed_003() {
+    let c = compile_example("003-ingress-first");
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe.example.org/")).as_deref(),
+        Some("ingress-first/coffee-ingress:80")
+    );
+    let vs = status_of(&c, "VirtualServer", "ingress-first", "cafe-virtual-server");
+    assert_eq!(vs.status, Status::Rejected);
+    let nginx = vs.nginx.clone().unwrap();
+    assert_eq!((nginx.state.as_str(), nginx.reason.as_str()), ("Warning", "Rejected"));
+    assert!(!has_reason(vs, Reason::AddedOrUpdated), "{vs:?}");
+}
+
+#[test]
+fn cross_namespace_virtualserver_delegates_to_virtualserverroutes_nginx_example() {
+    let c = compile_example("003-cross-namespace");
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe-cross.example.com/tea")).as_deref(),
+        Some("tea/tea-svc:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe-cross.example.com/coffee")).as_deref(),
+        Some("coffee/coffee-svc:80")
+    );
+    assert_eq!(direct_status(&c, &get("http://cafe-cross.example.com/milk")), Some(404));
+    for (ns, name) in [("tea", "tea"), ("coffee", "coffee")] {
+        assert_eq!(status(&c, "VirtualServerRoute", ns, name), Status::Valid);
+    }
+}
+
+#[test]
+fn advanced_routing_matches_method_and_cookie_and_splits_nginx_example() {
+    let c = compile_example("003-advanced-routing");
+    let host = "http://cafe-advanced.example.com";
+    let tea = get(&format!("{host}/tea"));
+    assert_eq!(cluster_for(&c, &tea).as_deref(), Some("default/tea-svc:80"));
+    let post = get(&format!("{host}/tea")).method("POST");
+    assert_eq!(cluster_for(&c, &post).as_deref(), Some("default/tea-post-svc:80"));
+    let v2 = get(&format!("{host}/coffee")).cookie("version", "v2");
+    assert_eq!(cluster_for(&c, &v2).as_deref(), Some("default/coffee-v2-svc:80"));
+    let table = common::table(&c);
+    let coffee = get(&format!("{host}/coffee"));
+    let to_v1 = (0..100u64)
+        .filter(|&r| table.route(&coffee, r).unwrap().backend.unwrap().cluster == "default/coffee-v1-svc:80")
+        .count();
+    assert_eq!(to_v1, 80);
+    assert_eq!(direct_status(&c, &get(&format!("{host}/health"))), Some(200));
+    assert_eq!(status(&c, "VirtualServer", "default", "cafe"), Status::Valid);
 }
 
 // ---- seed 004: Contour's HTTPProxy inclusion -----------------------------------------------------------------

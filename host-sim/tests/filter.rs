@@ -153,6 +153,41 @@ fn direct_responses_answer_locally() {
     assert_eq!(body.local_response.unwrap().body_text(), "gone fishing");
 }
 
+/// A redirect (NGINX VirtualServer `redirect`) answers locally with its status and a `Location` whose
+/// `${scheme}`, `${host}` and `${request_uri}` are the request's.
+#[test]
+fn a_redirect_fills_scheme_host_and_request_uri() {
+    let mut sim = filter(table(json!([
+        { "name": "VirtualServer/d/cafe#0", "host": "cafe.example.com", "path": { "type": "prefix", "value": "/old" },
+          "action": { "redirect": { "url": "${scheme}://${host}/new${request_uri}", "status": 308 } } },
+    ])));
+    let outcome = get(&mut sim, "https://Cafe.Example.com:8443/old/menu?cup=2");
+    assert!(!outcome.forwarded);
+    let local = outcome.local_response.as_ref().expect("a local response");
+    assert_eq!(local.status, 308);
+    assert_eq!(
+        local.header("location"),
+        Some("https://cafe.example.com/new/old/menu?cup=2")
+    );
+    assert_eq!(outcome.request_header("x-route-cluster"), None);
+}
+
+/// A direct response (NGINX VirtualServer `return`) carries its content type and headers.
+#[test]
+fn a_direct_response_carries_its_content_type_and_headers() {
+    let mut sim = filter(table(json!([
+        { "name": "VirtualServer/d/cafe#0", "path": { "type": "exact", "value": "/health" },
+          "action": { "direct_response": { "status": 200, "body": "{\"ok\":true}", "content_type": "application/json",
+            "headers": [ { "name": "x-served-by", "value": "switchyard" } ] } } },
+    ])));
+    let outcome = get(&mut sim, "http://x/health");
+    let local = outcome.local_response.as_ref().expect("a local response");
+    assert_eq!(local.status, 200);
+    assert_eq!(local.header("content-type"), Some("application/json"));
+    assert_eq!(local.header("x-served-by"), Some("switchyard"));
+    assert_eq!(local.body_text(), "{\"ok\":true}");
+}
+
 /// No rule matches: a 404 local reply.
 #[test]
 fn no_route_is_a_404() {

@@ -70,9 +70,18 @@ fn compile_writes_table_and_status_files_with_the_documented_shape() {
     let entries = report.as_array().unwrap();
     for entry in entries {
         let keys: Vec<&str> = entry.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["conditions", "kind", "name", "namespace", "status"]);
-        assert!(["accepted", "ignored", "rejected", "valid", "invalid", "orphaned"]
-            .contains(&entry["status"].as_str().unwrap()));
+        if entry["kind"] == "VirtualServer" {
+            // NGINX's own status beside ours: state, reason, message.
+            assert_eq!(keys, ["conditions", "kind", "name", "namespace", "nginx", "status"]);
+            let nginx: Vec<&str> = entry["nginx"].as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(nginx, ["message", "reason", "state"]);
+        } else {
+            assert_eq!(keys, ["conditions", "kind", "name", "namespace", "status"]);
+        }
+        assert!(
+            ["accepted", "ignored", "rejected", "valid", "invalid", "orphaned", "warning"]
+                .contains(&entry["status"].as_str().unwrap())
+        );
         for condition in entry["conditions"].as_array().unwrap() {
             let keys: Vec<&str> = condition.as_object().unwrap().keys().map(String::as_str).collect();
             assert_eq!(keys, ["message", "reason", "type"]);
