@@ -206,6 +206,98 @@ async fn httpproxy_status_valid_invalid_and_orphaned_is_accepted_by_contours_sch
     assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
 }
 
+/// A VirtualServer (`k8s.nginx.org/v1`) in `namespace` on `host`; `routes` is the JSON of its routes.
+fn virtual_server(namespace: &str, name: &str, host: &str, routes: Value) -> String {
+    json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServer",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"host": host, "upstreams": [{"name": "u", "service": name, "port": 80}], "routes": routes}
+    })
+    .to_string()
+}
+
+async fn nginx_status(client: &Client, kind: &str, namespace: &str, name: &str) -> Value {
+    admin_get(client, "k8s.nginx.org/v1", kind, namespace, name).await["status"].clone()
+}
+
+/// Seed 003 and ROUTING.md §6 on a real API server: VirtualServers and a VirtualServerRoute applied
+/// through NGINX's real CRDs are routed, and the status NGINX's schema accepts is written back (state
+/// Valid / Warning / Invalid, reason, message), with an event of the same reason; the Ingress created
+/// after the VirtualServer on the same host is rejected.
+#[tokio::test]
+async fn virtualserver_status_valid_warning_invalid_and_orphaned_is_accepted_by_nginxs_schema() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("nginx").await;
+    let pass = json!([{"path": "/", "action": {"pass": "u"}}]);
+    admin_apply(&admin, &virtual_server(&ns, "cafe", "cafe.example.com", pass.clone())).await;
+    let broken = json!([{"path": "/tea", "route": "missing"}, {"path": "/", "action": {"pass": "u"}}]);
+    admin_apply(&admin, &virtual_server(&ns, "broken", "broken.example.com", broken)).await;
+    let invalid = json!([{"path": "/", "action": {"pass": "u"}}, {"path": "/", "action": {"pass": "u"}}]);
+    admin_apply(&admin, &virtual_server(&ns, "invalid", "invalid.example.com", invalid)).await;
+    let orphan = json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServerRoute",
+        "metadata": {"name": "orphan", "namespace": ns},
+        "spec": {"host": "nowhere.example.com", "upstreams": [{"name": "u", "service": "u", "port": 80}],
+                 "subroutes": [{"path": "/", "action": {"pass": "u"}}]}
+    });
+    admin_apply(&admin, &orphan.to_string()).await;
+    // creationTimestamp has one-second resolution: the Ingress is visibly younger.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    admin_apply(&admin, &ingress(&ns, "cafe-ingress", "cafe.example.com", "coffee")).await;
+    let sy = watch(env, &ns, &[]);
+    let expected = [
+        ("VirtualServer", "cafe", "Valid", "AddedOrUpdated"),
+        ("VirtualServer", "broken", "Warning", "AddedOrUpdatedWithWarning"),
+        ("VirtualServer", "invalid", "Invalid", "Rejected"),
+        ("VirtualServerRoute", "orphan", "Warning", "NoVirtualServerFound"),
+    ];
+    let check = async || {
+        let mut seen = Vec::new();
+        for (kind, name, _, _) in &expected {
+            let status = nginx_status(&admin, kind, &ns, name).await;
+            seen.push((status["state"].clone(), status["reason"].clone()));
+        }
+        let all = expected
+            .iter()
+            .zip(&seen)
+            .all(|((_, _, state, reason), (s, r))| s == state && r == reason);
+        if all {
+            Ok(())
+        } else {
+            Err(format!("{seen:?}"))
+        }
+    };
+    eventually_async("NGINX statuses", PATIENCE, check, || sy.log()).await;
+    let cafe = nginx_status(&admin, "VirtualServer", &ns, "cafe").await;
+    assert_eq!(
+        cafe["message"],
+        json!(format!("Configuration for {ns}/cafe was added or updated"))
+    );
+    let broken = nginx_status(&admin, "VirtualServer", &ns, "broken").await;
+    assert!(
+        broken["message"].as_str().unwrap().contains("missing does not exist"),
+        "{broken}"
+    );
+    assert!(
+        sy.routes("cafe.example.com", Some(&format!("{ns}/cafe:80"))),
+        "{}",
+        sy.log()
+    );
+    let events = async || {
+        let vs = events_of(&admin, &ns, "cafe").await;
+        let ingress = events_of(&admin, &ns, "cafe-ingress").await;
+        let found = vs.iter().any(|e| e.0 == "AddedOrUpdated") && ingress.iter().any(|e| e.0 == "Rejected");
+        if found {
+            Ok(())
+        } else {
+            Err(format!("{vs:?} {ingress:?}"))
+        }
+    };
+    eventually_async("AddedOrUpdated and Rejected events", PATIENCE, events, || sy.log()).await;
+    assert_eq!(failed_status_writes(&sy), 0, "{}", sy.log());
+}
+
 #[tokio::test]
 async fn httpproxies_of_another_class_keep_their_status_and_one_leaving_ours_loses_only_ours() {
     let env = Envtest::shared().await;

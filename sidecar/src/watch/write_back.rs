@@ -8,6 +8,7 @@
 //!   one per distinct message, written by us under a name derived from the Ingress's uid, the reason
 //!   and the note, so a restart finds them (`409 AlreadyExists`) instead of adding copies.
 //! - Ingress `.status.loadBalancer`: the `--publish-address` list on every Ingress that routes.
+//! - VirtualServer and VirtualServerRoute `.status` and events as NGINX writes them ([`nginx`]).
 //!
 //! Status is written with the field manager `switchyard`, so what we wrote is recognisable after a
 //! restart: a resource that is no longer ours (another class) or an Ingress that no longer routes
@@ -20,7 +21,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -28,6 +28,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource};
 use serde_json::{json, Value};
 use tracing::warn;
+
+mod nginx;
 
 use crate::watch::istio::FIELD_MANAGER;
 use crate::watch::state::Shared;
@@ -53,6 +55,8 @@ pub struct StatusWriter {
     instance: String,
     publish: Vec<String>,
     state: Shared,
+    /// What was last written to each HTTPProxy's status (and, keyed `(namespace, "Kind/name")`, to
+    /// each VirtualServer's and VirtualServerRoute's); `Null` once released.
     proxies: BTreeMap<Key, Value>,
     balancers: BTreeMap<Key, Value>,
     /// Events known to exist: (namespace, event name).
@@ -168,24 +172,17 @@ pub fn ingress_events(status: &ResourceStatus) -> Vec<(Reason, String)> {
         }
     }
     for (_, note) in &mut out {
-        // The API's limit for an event note.
-        if note.len() > 1000 {
-            let mut end = 1000;
-            while !note.is_char_boundary(end) {
-                end -= 1;
-            }
-            note.truncate(end);
-        }
+        truncate_note(note);
     }
     out
 }
 
-/// The name of the event for (reason, note) on an Ingress: the same across restarts, distinct per
+/// The name of the event for (reason, note) on an object: the same across restarts, distinct per
 /// message (a DNS subdomain of at most 253 characters).
-pub fn event_name(ingress: &ObjectMeta, reason: &str, note: &str) -> String {
-    let uid = ingress.uid.as_deref().unwrap_or_default();
+pub fn event_name(object: &ObjectMeta, reason: &str, note: &str) -> String {
+    let uid = object.uid.as_deref().unwrap_or_default();
     let hash = fnv1a(format!("{uid}\n{reason}\n{note}").as_bytes());
-    let name = ingress.name.as_deref().unwrap_or_default();
+    let name = object.name.as_deref().unwrap_or_default();
     let mut end = name.len().min(200);
     while !name.is_char_boundary(end) {
         end -= 1;
@@ -220,6 +217,8 @@ impl StatusWriter {
                 .collect()
         }
         let (proxies, ingresses) = (index(&objects.http_proxies), index(&objects.ingresses));
+        let servers = index(&objects.virtual_servers);
+        let routes = index(&objects.virtual_server_routes);
         for status in statuses {
             let key = (status.namespace.clone(), status.name.clone());
             let at = (status.namespace.as_str(), status.name.as_str());
@@ -235,6 +234,10 @@ impl StatusWriter {
                         self.announce(ingress, status).await;
                     }
                     self.write_balancer(key, ingress, status).await;
+                }
+                "VirtualServer" => self.write_virtual_server(status, servers.get(&at).copied()).await,
+                "VirtualServerRoute" => {
+                    self.write_virtual_server_route(status, routes.get(&at).copied()).await;
                 }
                 _ => {}
             }
@@ -341,45 +344,71 @@ impl StatusWriter {
     /// exists already (written before a restart) answers 409 and is left as it is.
     async fn announce(&mut self, ingress: &Ingress, status: &ResourceStatus) {
         for (reason, note) in ingress_events(status) {
-            let name = event_name(&ingress.metadata, reason.as_str(), &note);
-            let key = (status.namespace.clone(), name.clone());
-            if self.events.contains(&key) {
-                continue;
-            }
-            let event = self.event(ingress, name, reason.as_str(), note);
-            let api: Api<Event> = Api::namespaced(self.client.clone(), &status.namespace);
-            let result = match api.create(&PostParams::default(), &event).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-                Err(e) => Err(e.to_string()),
-            };
-            if self.count(
-                result,
-                &format!("event {reason} on Ingress {}/{}", status.namespace, status.name),
-            ) {
-                self.events.insert(key);
-            }
+            self.record_event(
+                ingress,
+                &status.namespace,
+                &status.name,
+                "Warning",
+                reason.as_str(),
+                note,
+            )
+            .await;
         }
     }
 
-    fn event(&self, ingress: &Ingress, name: String, reason: &str, note: String) -> Event {
-        let regarding: ObjectReference = ingress.object_ref(&());
-        Event {
+    /// Creates the event (type, reason, note) about `object`, once (see [`event_name`]).
+    async fn record_event<K: Resource<DynamicType = ()>>(
+        &mut self,
+        object: &K,
+        namespace: &str,
+        name: &str,
+        type_: &str,
+        reason: &str,
+        mut note: String,
+    ) {
+        truncate_note(&mut note);
+        let event_name = event_name(object.meta(), reason, &note);
+        let key = (namespace.to_owned(), event_name.clone());
+        if self.events.contains(&key) {
+            return;
+        }
+        let event = Event {
             metadata: ObjectMeta {
-                name: Some(name),
-                namespace: ingress.metadata.namespace.clone(),
+                name: Some(event_name),
+                namespace: Some(namespace.to_owned()),
                 ..ObjectMeta::default()
             },
             event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
-            type_: Some("Warning".to_owned()),
+            type_: Some(type_.to_owned()),
             reason: Some(reason.to_owned()),
             note: Some(note),
             action: Some("Route".to_owned()),
-            regarding: Some(regarding),
+            regarding: Some(object.object_ref(&())),
             reporting_controller: Some(self.controller.clone()),
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        let result = match api.create(&PostParams::default(), &event).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+            Err(e) => Err(e.to_string()),
+        };
+        let what = format!("event {reason} on {} {namespace}/{name}", K::kind(&()));
+        if self.count(result, &what) {
+            self.events.insert(key);
         }
+    }
+}
+
+/// The API's limit for an event note: 1,000 bytes.
+fn truncate_note(note: &mut String) {
+    if note.len() > 1000 {
+        let mut end = 1000;
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
     }
 }
 

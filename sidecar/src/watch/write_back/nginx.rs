@@ -1,0 +1,158 @@
+//! Status write-back for NGINX's VirtualServer and VirtualServerRoute, as NGINX's controller writes
+//! it: `.status.state` (`Valid`, `Warning`, `Invalid`), `.status.reason` (`AddedOrUpdated`,
+//! `AddedOrUpdatedWithWarning`, `Rejected`, `NoVirtualServerFound`, `Ignored`) and `.status.message`
+//! through the status subresource (field manager `switchyard`), and an event with the same reason
+//! (`Normal` for `AddedOrUpdated`, `Warning` otherwise), once per distinct message. Only resources
+//! our class rules accept are written; one that is no longer ours has only our fields removed, as
+//! for HTTPProxy.
+
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::Patch;
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use super::{wrote_status, StatusWriter};
+use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
+use switchyard_compiler::status::{NginxReason, NginxState, ResourceStatus, Status};
+
+/// `.status` of a VirtualServer or VirtualServerRoute for its status entry; `None` when there is
+/// nothing of ours to write (another class).
+pub fn nginx_status(status: &ResourceStatus) -> Option<Value> {
+    let nginx = status.nginx.as_ref()?;
+    Some(json!({
+        "state": nginx.state.as_str(),
+        "reason": nginx.reason.as_str(),
+        "message": nginx.message,
+    }))
+}
+
+/// The event NGINX's controller records with that status: (type, reason, note).
+pub fn nginx_event(status: &ResourceStatus) -> Option<(&'static str, &'static str, String)> {
+    let nginx = status.nginx.as_ref()?;
+    let kind = if nginx.state == NginxState::Valid && nginx.reason == NginxReason::AddedOrUpdated {
+        "Normal"
+    } else {
+        "Warning"
+    };
+    Some((kind, nginx.reason.as_str(), nginx.message.clone()))
+}
+
+/// The merge patch that removes what [`nginx_status`] writes.
+fn removed() -> Value {
+    json!({"state": null, "reason": null, "message": null})
+}
+
+/// The resources' statuses are kept apart by kind in [`StatusWriter`]'s memory.
+fn memory_key(kind: &str, namespace: &str, name: &str) -> (String, String) {
+    (namespace.to_owned(), format!("{kind}/{name}"))
+}
+
+impl StatusWriter {
+    /// A VirtualServer's status entry: written (with its event) when ours, released when not.
+    pub(super) async fn write_virtual_server(&mut self, status: &ResourceStatus, object: Option<&VirtualServer>) {
+        self.write_nginx(status, object).await;
+    }
+
+    /// A VirtualServerRoute's status entry, likewise.
+    pub(super) async fn write_virtual_server_route(
+        &mut self,
+        status: &ResourceStatus,
+        object: Option<&VirtualServerRoute>,
+    ) {
+        self.write_nginx(status, object).await;
+    }
+
+    async fn write_nginx<K>(&mut self, status: &ResourceStatus, object: Option<&K>)
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        let Some(object) = object else { return };
+        let key = memory_key(status.kind, &status.namespace, &status.name);
+        let body = match nginx_status(status) {
+            Some(body) => body,
+            None if status.status == Status::Ignored => {
+                // Not ours: remove what we wrote (now or before a restart), else nothing.
+                let ours = self.proxies.contains_key(&key) || wrote_status(object.meta());
+                if ours
+                    && self.proxies.get(&key) != Some(&Value::Null)
+                    && self.patch_nginx::<K>(status, removed()).await
+                {
+                    self.proxies.insert(key, Value::Null);
+                }
+                return;
+            }
+            None => return,
+        };
+        if self.proxies.get(&key) == Some(&body) {
+            return;
+        }
+        if self.patch_nginx::<K>(status, body.clone()).await {
+            self.proxies.insert(key, body);
+        }
+        if let Some((kind, reason, note)) = nginx_event(status) {
+            self.record_event(object, &status.namespace, &status.name, kind, reason, note)
+                .await;
+        }
+    }
+
+    async fn patch_nginx<K>(&self, status: &ResourceStatus, body: Value) -> bool
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), &status.namespace);
+        let result = api
+            .patch_status(&status.name, &Self::params(), &Patch::Merge(json!({ "status": body })))
+            .await;
+        self.count(
+            result.map(|_| ()).map_err(|e| e.to_string()),
+            &format!("{} {}/{}", status.kind, status.namespace, status.name),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_compiler::status::NginxStatus;
+
+    fn entry(state: NginxState, reason: NginxReason) -> ResourceStatus {
+        ResourceStatus {
+            nginx: Some(NginxStatus {
+                state,
+                reason,
+                message: "Configuration for cafe/cafe was added or updated".into(),
+            }),
+            kind: "VirtualServer",
+            namespace: "cafe".into(),
+            name: "cafe".into(),
+            status: Status::Valid,
+            conditions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn virtualserver_status_is_state_reason_message_as_nginx_writes_it() {
+        let s = entry(NginxState::Valid, NginxReason::AddedOrUpdated);
+        assert_eq!(
+            nginx_status(&s),
+            Some(json!({"state": "Valid", "reason": "AddedOrUpdated",
+                "message": "Configuration for cafe/cafe was added or updated"}))
+        );
+        assert_eq!(nginx_event(&s).map(|e| (e.0, e.1)), Some(("Normal", "AddedOrUpdated")));
+        let rejected = entry(NginxState::Warning, NginxReason::Rejected);
+        assert_eq!(
+            nginx_event(&rejected).map(|e| (e.0, e.1)),
+            Some(("Warning", "Rejected"))
+        );
+    }
+
+    #[test]
+    fn a_resource_of_another_class_gets_no_status_from_us() {
+        let mut s = entry(NginxState::Valid, NginxReason::AddedOrUpdated);
+        s.nginx = None;
+        s.status = Status::Ignored;
+        assert_eq!(nginx_status(&s), None);
+        assert_eq!(nginx_event(&s), None);
+    }
+}
