@@ -7,7 +7,7 @@
 //! surviving rules, two that are identical in host, path and conditions keep only the older one
 //! (`PathTaken`); only that rule is dropped, never its whole resource.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use switchyard_table::{ConditionSpec, PathSpec};
 
@@ -117,7 +117,8 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
 /// Keeps, of rules identical in host, path and conditions, the one of the older resource (then the
 /// earlier position); the others are dropped with `PathTaken`.
 fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
-    let mut keeper: BTreeMap<Identity<'_>, usize> = BTreeMap::new();
+    // Only looked up, never iterated: a hash map's order cannot leak into the table.
+    let mut keeper: HashMap<Identity<'_>, usize> = HashMap::with_capacity(drafts.len());
     let mut dropped = vec![false; drafts.len()];
     for (i, draft) in drafts.iter().enumerate() {
         let identity = identity(draft);

@@ -3,7 +3,9 @@
 //! it depends on no stage, every stage depends on it, and [`crate::pipeline`] orders the stages
 //! (Contour's `dag.go` holds the types, each `*_processor.go` uses them, `builder.go` runs them).
 
-use switchyard_table::{NoRoute, RouteTable, RuleSpec, TableSpec};
+use std::collections::BTreeSet;
+
+use switchyard_table::{ActionSpec, ConditionSpec, DirectResponse, NoRoute, PathSpec, Rule, RuleSpec};
 
 use crate::nginx::NginxRank;
 use crate::objects::{Age, ResourceKey};
@@ -109,11 +111,64 @@ pub enum CompileError {
 /// Checks one rule exactly as the filter will, so that an invalid rule is refused here (with its
 /// resource's status saying why) and never makes the whole table unusable.
 pub fn validate_rule(rule: &RuleSpec) -> Result<(), String> {
-    let spec = TableSpec {
-        rules: vec![rule.clone()],
-        ..TableSpec::default()
-    };
-    RouteTable::try_from(spec).map(|_| ()).map_err(|e| e.to_string())
+    Rule::validate(rule).map_err(|e| e.to_string())
+}
+
+/// [`validate_rule`] for many rules that share paths and conditions: each distinct path and
+/// condition is checked once per compilation (a regex repeated across rules is compiled once, not
+/// once per rule), then the rest of each rule. Same verdicts as [`validate_rule`].
+#[derive(Debug, Default)]
+pub struct RuleValidator {
+    paths: BTreeSet<PathSpec>,
+    conditions: BTreeSet<ConditionSpec>,
+}
+
+impl RuleValidator {
+    /// Checks a path alone.
+    pub fn path(&mut self, path: &PathSpec) -> Result<(), String> {
+        if !self.paths.contains(path) {
+            validate_rule(&probe(path.clone(), Vec::new()))?;
+            self.paths.insert(path.clone());
+        }
+        Ok(())
+    }
+
+    /// Checks one rule.
+    pub fn rule(&mut self, rule: &RuleSpec) -> Result<(), String> {
+        self.path(&rule.path)?;
+        for condition in &rule.conditions {
+            if !self.conditions.contains(condition) {
+                validate_rule(&probe(PathSpec::Prefix("/".to_owned()), vec![condition.clone()]))?;
+                self.conditions.insert(condition.clone());
+            }
+        }
+        // The rest (name, host, action); a regex path stays a regex, as a rewrite needs a prefix.
+        let path = match &rule.path {
+            PathSpec::Regex(_) => PathSpec::Regex("/".to_owned()),
+            other => other.clone(),
+        };
+        validate_rule(&RuleSpec {
+            name: rule.name.clone(),
+            host: rule.host.clone(),
+            path,
+            conditions: Vec::new(),
+            action: rule.action.clone(),
+        })
+    }
+}
+
+/// A rule that checks only `path` and `conditions`.
+fn probe(path: PathSpec, conditions: Vec<ConditionSpec>) -> RuleSpec {
+    RuleSpec {
+        name: "probe".to_owned(),
+        host: None,
+        path,
+        conditions,
+        action: ActionSpec::DirectResponse(DirectResponse {
+            status: 404,
+            ..DirectResponse::default()
+        }),
+    }
 }
 
 /// A host as a manifest writes it, normalised as the filter normalises a request's authority

@@ -103,12 +103,11 @@ impl Location {
     }
 }
 
+/// A regex location; whether it compiles is checked with the rule ([`crate::model::RuleValidator`]).
 fn regex(pattern: &str, case_insensitive: bool) -> Result<Location, String> {
     if pattern.is_empty() {
         return Err("a regex location needs a pattern after '~'".to_owned());
     }
-    regex_lite::Regex::new(&search(pattern, case_insensitive))
-        .map_err(|e| format!("regex {pattern:?} does not compile: {e}"))?;
     Ok(Location::Regex {
         pattern: pattern.to_owned(),
         case_insensitive,
@@ -169,19 +168,14 @@ pub fn condition(c: &MatchCondition) -> Result<ConditionSpec, ConditionFault> {
         invert,
         ignore_case,
     };
-    let regex = |pattern: &str, ci: bool| {
-        let searched = search(pattern, ci);
-        regex_lite::Regex::new(&searched)
-            .map(|_| searched)
-            .map_err(|e| ConditionFault::Invalid(format!("regex {pattern:?} does not compile: {e}")))
-    };
+    // Whether a regex compiles is checked with the rule ([`crate::model::RuleValidator`]).
     Ok(if value.is_empty() {
         // `""`: empty or absent, i.e. no value holds a character; `!""` the opposite.
         spec(MatchOp::Regex, Some(".+".to_owned()), !invert, false)
     } else if let Some(pattern) = value.strip_prefix("~*") {
-        spec(MatchOp::Regex, Some(regex(pattern, true)?), invert, false)
+        spec(MatchOp::Regex, Some(search(pattern, true)), invert, false)
     } else if let Some(pattern) = value.strip_prefix('~') {
-        spec(MatchOp::Regex, Some(regex(pattern, false)?), invert, false)
+        spec(MatchOp::Regex, Some(search(pattern, false)), invert, false)
     } else {
         spec(MatchOp::Exact, Some(value.to_owned()), invert, true)
     })
@@ -294,7 +288,7 @@ mod tests {
         );
         assert!(Location::parse("tea").is_err());
         assert!(Location::parse("=tea").is_err());
-        assert!(Location::parse("~(").is_err());
+        assert!(Location::parse("~").is_err());
     }
 
     #[test]

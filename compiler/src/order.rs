@@ -15,34 +15,48 @@ use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::model::{CompileError, Draft};
 
-/// Sorts drafts into table order, highest priority first, and returns the rules.
+/// Sorts drafts into table order, highest priority first, and returns the rules. Positions are
+/// sorted, not the drafts themselves (a draft is hundreds of bytes; moving them dominated the sort).
 pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
-    let mut keyed: Vec<(Precedence, Draft)> = drafts.into_iter().map(|d| (Precedence::of(&d.rule), d)).collect();
-    keyed.sort_by(|(pa, a), (pb, b)| {
-        pb.cmp(pa)
+    let keys: Vec<Precedence> = drafts.iter().map(|d| Precedence::of(&d.rule)).collect();
+    let mut order: Vec<usize> = (0..drafts.len()).collect();
+    order.sort_by(|&x, &y| {
+        let (a, b) = (&drafts[x], &drafts[y]);
+        keys[y]
+            .cmp(&keys[x])
             .then_with(|| a.age.cmp(&b.age))
             .then_with(|| a.position.cmp(&b.position))
             .then_with(|| a.rule.name.cmp(&b.rule.name))
     });
-    let mut drafts: Vec<Option<Draft>> = keyed.into_iter().map(|(_, d)| Some(d)).collect();
-    // The places of each VirtualServer host's rules, in table order.
-    let mut places: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, draft) in drafts.iter().enumerate() {
-        if let Some(Draft {
+    // The places of each VirtualServer host's rules, in table order, reordered among themselves.
+    let mut places: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (slot, &i) in order.iter().enumerate() {
+        if let Draft {
             nginx: Some(_), rule, ..
-        }) = draft
+        } = &drafts[i]
         {
-            places.entry(rule.host.clone().unwrap_or_default()).or_default().push(i);
+            places
+                .entry(rule.host.as_deref().unwrap_or_default())
+                .or_default()
+                .push(slot);
         }
     }
+    let mut reordered = order.clone();
     for slots in places.values() {
-        let mut group: Vec<Draft> = slots.iter().filter_map(|&i| drafts[i].take()).collect();
-        group.sort_by(|a, b| a.nginx.cmp(&b.nginx).then_with(|| a.rule.name.cmp(&b.rule.name)));
-        for (&slot, draft) in slots.iter().zip(group) {
-            drafts[slot] = Some(draft);
+        let mut group: Vec<usize> = slots.iter().map(|&slot| order[slot]).collect();
+        group.sort_by(|&x, &y| {
+            (drafts[x].nginx.as_ref(), &drafts[x].rule.name).cmp(&(drafts[y].nginx.as_ref(), &drafts[y].rule.name))
+        });
+        for (&slot, i) in slots.iter().zip(group) {
+            reordered[slot] = i;
         }
     }
-    drafts.into_iter().flatten().map(|d| d.rule).collect()
+    let mut drafts: Vec<Option<Draft>> = drafts.into_iter().map(Some).collect();
+    reordered
+        .into_iter()
+        .filter_map(|i| drafts[i].take())
+        .map(|d| d.rule)
+        .collect()
 }
 
 /// A content hash of the rules and table-wide settings: 64-bit FNV-1a over the table's JSON with an

@@ -25,7 +25,7 @@ use switchyard_table::{
     RuleSpec,
 };
 
-use crate::model::{normalize_host, validate_rule, Draft, Options};
+use crate::model::{normalize_host, Draft, Options, RuleValidator};
 use crate::nginx::{self, ConditionFault, Location, NginxRank};
 use crate::objects::nginx::{Action, Route, Split, Upstream, VirtualServer, VirtualServerRoute};
 use crate::objects::{key_of, Age, Kind, ResourceKey};
@@ -68,6 +68,7 @@ pub struct VirtualServerProcessor<'a> {
     inputs: Inputs<'a>,
     drafts: Vec<Draft>,
     delegations: Delegations,
+    validator: RuleValidator,
 }
 
 /// A VirtualServer being computed: everything its rules share, and what it has made so far.
@@ -107,6 +108,7 @@ impl<'a> VirtualServerProcessor<'a> {
             inputs,
             drafts: Vec::new(),
             delegations: Delegations::default(),
+            validator: RuleValidator::default(),
         }
     }
 
@@ -197,6 +199,9 @@ impl<'a> VirtualServerProcessor<'a> {
                 Ok(location) => location,
                 Err(why) => return self.invalid(&key, format!("{at}.path: {why}")),
             };
+            if let Err(why) = self.validator.path(&location.path_spec()) {
+                return self.invalid(&key, format!("{at}.path: {why}"));
+            }
             if let Some(first) = seen.insert(location.path_spec(), ri) {
                 let why = format!("{at}.path: {:?} is also the path of spec.routes[{first}]", route.path);
                 return self.invalid(&key, why);
@@ -210,7 +215,7 @@ impl<'a> VirtualServerProcessor<'a> {
                     self.compute_reference(&mut server, ri, reference, &location, routes);
                     Ok(())
                 }
-                None => server.add_route(&mut scope, &key, ri, &at, route, &location),
+                None => server.add_route(&mut scope, &mut self.validator, &key, ri, &at, route, &location),
             };
             if let Err(why) = outcome {
                 return self.invalid(&key, why);
@@ -329,7 +334,8 @@ impl<'a> VirtualServerProcessor<'a> {
                 let why = format!("{at}.route: a subroute cannot reference another VirtualServerRoute");
                 return Err(self.invalid_route(key, why));
             }
-            if let Err(why) = trial.add_route(&mut scope, key, si, &at, subroute, &sub) {
+            let added = trial.add_route(&mut scope, &mut self.validator, key, si, &at, subroute, &sub);
+            if let Err(why) = added {
                 return Err(self.invalid_route(key, why));
             }
         }
@@ -475,9 +481,11 @@ impl Server {
 
     /// One route (or subroute) of `owner`'s: its rules added, or skipped with a warning when it
     /// cannot be expressed; `Err` when it fails validation.
+    #[allow(clippy::too_many_arguments)]
     fn add_route(
         &mut self,
         scope: &mut Scope<'_>,
+        validator: &mut RuleValidator,
         owner: &ResourceKey,
         index: usize,
         at: &str,
@@ -508,7 +516,7 @@ impl Server {
                 conditions: plan.conditions,
                 action: plan.action,
             };
-            validate_rule(&rule).map_err(|why| format!("{at}: {why}"))?;
+            validator.rule(&rule).map_err(|why| format!("{at}: {why}"))?;
             if plan.branch.is_none() && rule.path == PathSpec::Prefix("/".to_owned()) {
                 self.covers_all = true;
             }

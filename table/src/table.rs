@@ -282,6 +282,13 @@ impl TryFrom<TableSpec> for RouteTable {
 }
 
 impl Rule {
+    /// Validates one rule exactly as a table holding it validates it, without building the table
+    /// (the compiler checks every rule it drafts this way, so that a bad rule is refused with its
+    /// resource's status and never makes the whole table unusable).
+    pub fn validate(spec: &RuleSpec) -> Result<(), TableError> {
+        Rule::compile(spec.clone(), 0).map(|_| ())
+    }
+
     fn compile(spec: RuleSpec, position: usize) -> Result<Rule, TableError> {
         let fail = |field: String, problem| TableError::rule(&spec.name, position, field, problem);
         if spec.name.is_empty() {
