@@ -557,6 +557,27 @@ fn regex_values_search_and_a_leading_bang_negates() {
     assert_eq!(direct_status(&c, &tea_get()), Some(403), "absent is not blue");
 }
 
+/// A `~re` value is case-sensitive and searches anywhere in the value.
+#[test]
+fn tilde_value_is_a_case_sensitive_search() {
+    let c = with_matches(
+        "    - conditions:
+      - argument: flavour
+        value: \"~gre+n\"
+      action:
+        pass: coffee
+",
+    );
+    assert_eq!(
+        tea(&c, get("http://cafe.example.com/tea?flavour=evergreen-tea")),
+        Some("coffee".into())
+    );
+    assert_eq!(
+        tea(&c, get("http://cafe.example.com/tea?flavour=GREEN")),
+        Some("tea".into())
+    );
+}
+
 /// `""` matches an empty or absent value.
 #[test]
 fn empty_value_matches_an_empty_or_absent_value() {
@@ -727,6 +748,10 @@ fn invalid_virtualserver_routes_nothing() {
             format!("{UPSTREAMS}  routes:\n  - path: /\n    splits:\n    - weight: 80\n      action:\n        pass: tea\n    - weight: 10\n      action:\n        pass: coffee\n"),
         ),
         ("does not compile", format!("{UPSTREAMS}  routes:\n  - path: \"~/(tea\"\n{PASS_TEA}")),
+        (
+            "not 301, 302, 307 or 308",
+            format!("{UPSTREAMS}  routes:\n  - path: /\n    action:\n      redirect:\n        url: http://x/\n        code: 303\n"),
+        ),
     ];
     for (why, spec) in cases {
         let c = compile_default(&vs(

@@ -66,7 +66,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Compile Ingress, IngressClass, Service and HTTPProxy manifests into the route table (JSON).
+    /// Compile Ingress, IngressClass, Service, HTTPProxy, VirtualServer and VirtualServerRoute
+    /// manifests into the route table (JSON).
     #[command(after_help = COMPILE_HELP)]
     Compile(CompileArgs),
     /// Show which rule of a table wins a request, and why the other candidates lost.
