@@ -177,3 +177,42 @@ fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
     // ROUTING.md §1: with --ingress-class set, ours is <controller name>/<ingress-class>.
     assert_eq!(shipped["spec"]["controller"], format!("{controller}/{class}"));
 }
+
+/// `--leader-elect` as shipped: two replicas, and a Role letting them create the Lease and read
+/// and update only the one they elect with (by default named `switchyard`, in the
+/// Deployment's namespace, which is where the pods' ServiceAccount namespace puts it).
+#[test]
+fn two_replicas_elect_a_leader_through_the_lease_the_rbac_grants() {
+    let deployment = &deploy("deployment.yaml")[0];
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap();
+    assert!(args.iter().any(|a| a == "--leader-elect"), "{args:?}");
+    assert!(!args
+        .iter()
+        .any(|a| a.as_str().unwrap().starts_with("--leader-elect-lease-name")));
+    let documents = deploy("rbac.yaml");
+    let role = documents
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "switchyard-leader-election")
+        .expect("a Role for the Lease");
+    assert_eq!(role["metadata"]["namespace"], deployment["metadata"]["namespace"]);
+    let rules = role["rules"].as_array().unwrap();
+    for rule in rules {
+        assert_eq!(rule["apiGroups"], serde_json::json!(["coordination.k8s.io"]));
+        assert_eq!(rule["resources"], serde_json::json!(["leases"]));
+        if rule["resourceNames"].is_null() {
+            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
+        } else {
+            // The default of --leader-elect-lease-name.
+            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
+            assert_eq!(rule["verbs"], serde_json::json!(["get", "update"]), "{rule}");
+        }
+    }
+    let binding = documents
+        .iter()
+        .find(|d| d["kind"] == "RoleBinding" && d["roleRef"]["name"] == "switchyard-leader-election")
+        .expect("its RoleBinding");
+    assert_eq!(binding["subjects"][0]["name"], "switchyard");
+}

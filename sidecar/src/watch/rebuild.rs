@@ -1,7 +1,8 @@
 //! The one rebuild loop, fed by either source (kube-rs's shape: one stream per source into one
 //! consumer): compile now, then after every settled burst of changes; retry a failed push every
 //! [`RETRY_AFTER`]; apply an Istio object again when [`crate::watch::drift`] says it was deleted or
-//! changed by someone else; read everything again when the source asks for a rescan.
+//! changed by someone else; read everything again when the source asks for a rescan; push the
+//! table held to the cluster sinks on becoming the leader (`--leader-elect`).
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub async fn run(
         ));
     }
     drop(drift_tx);
+    let mut role = engine.leader().subscribe();
     rebuild(&mut source, &mut engine).await;
     loop {
         let retry = engine.needs_retry();
@@ -47,6 +49,12 @@ pub async fn run(
             }
             Some(sink) = drifted.recv() => {
                 engine.repair(&sink).await;
+                continue;
+            }
+            Ok(()) = role.changed() => {
+                if *role.borrow_and_update() {
+                    engine.take_over().await;
+                }
                 continue;
             }
             // Pushes nothing unless the table changed.
