@@ -19,6 +19,9 @@ use switchyard_envtest::{Envtest, User};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// `--leader-elect` replicas: election, failover, writes only from the leader.
+mod replicas;
+
 /// The binary under test: `SWITCHYARD_BIN` (the benchmarks use the release build), else this build's.
 fn bin() -> std::path::PathBuf {
     std::env::var_os("SWITCHYARD_BIN")

@@ -2,13 +2,17 @@
 //! consumer): compile now, then after every settled burst of changes; retry a failed push every
 //! [`RETRY_AFTER`]; apply an Istio object again when [`crate::watch::drift`] says it was deleted or
 //! changed by someone else; read everything again when the source asks for a rescan; push the
-//! table held to the cluster sinks on becoming the leader (`--leader-elect`).
+//! table held to the cluster sinks on becoming the leader (`--leader-elect`). A burst of changes
+//! being debounced is kept by the loop itself, so handling any of those events meanwhile never
+//! loses it.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::watch::debounce::Debounce;
+use tokio::time::Instant;
+
+use crate::watch::debounce::{Burst, Debounce};
 use crate::watch::engine::Engine;
 use crate::watch::source::Source;
 
@@ -34,14 +38,22 @@ pub async fn run(
     drop(drift_tx);
     let mut role = engine.leader().subscribe();
     rebuild(&mut source, &mut engine).await;
+    // The burst of changes being debounced lives here, not in a future a branch below could cancel.
+    let mut burst: Option<Burst> = None;
     loop {
         let retry = engine.needs_retry();
         let rescan = source.rescan();
+        let settles = burst.map(|b| debounce.settles_at(b));
         tokio::select! {
-            settled = debounce.settle(&mut changes) => {
-                if !settled {
+            change = changes.recv() => {
+                if change.is_none() {
                     return Err(source.stopped());
                 }
+                burst = Some(burst.map_or_else(Burst::start, Burst::again));
+                continue;
+            }
+            () = tokio::time::sleep_until(settles.unwrap_or_else(Instant::now)), if settles.is_some() => {
+                burst = None;
             }
             () = tokio::time::sleep(RETRY_AFTER), if retry => {
                 engine.retry().await;
@@ -169,6 +181,39 @@ mod tests {
         assert_eq!(outcome, Err("stopped after 3 reads, 1 rebuilds".to_owned()));
         let state = state.lock();
         assert_eq!((state.compiles, state.tables_pushed), (1, 1));
+    }
+
+    #[test]
+    fn a_change_settling_while_another_event_is_handled_is_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _state) = engine(dir.path());
+        let leader = crate::watch::leader::Leader::elected();
+        let engine = engine.led_by(leader.clone());
+        let host = std::sync::Arc::new(std::sync::Mutex::new(Some("a.example".to_owned())));
+        let source = Hosts {
+            host: host.clone(),
+            reads: 0,
+            rebuilt: 0,
+            rescan: None,
+        };
+        let (tx, changes) = mpsc::channel(1);
+        let slow = Debounce {
+            quiet: Duration::from_millis(200),
+            max: Duration::from_secs(1),
+        };
+        runtime().block_on(async {
+            let watch = tokio::spawn(run(source, changes, engine, slow));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            *host.lock().unwrap() = Some("b.example".into());
+            tx.send(()).await.unwrap();
+            // Becoming the leader while the change settles.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            leader.lead_until(std::time::Instant::now() + Duration::from_secs(60));
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            watch.abort();
+        });
+        let table = std::fs::read_to_string(dir.path().join("t.json")).unwrap();
+        assert!(table.contains("b.example"), "{table}");
     }
 
     #[test]
