@@ -104,6 +104,18 @@ mod tests {
         rescan: Option<Duration>,
     }
 
+    /// A source of `host` (shared with the test, which may change it) that never asks for rescans.
+    fn hosts(host: Option<&str>) -> (Hosts, std::sync::Arc<std::sync::Mutex<Option<String>>>) {
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(host.map(str::to_owned)));
+        let source = Hosts {
+            host: shared.clone(),
+            reads: 0,
+            rebuilt: 0,
+            rescan: None,
+        };
+        (source, shared)
+    }
+
     impl Source for Hosts {
         fn read(&mut self) -> Option<Snapshot> {
             self.reads += 1;
@@ -154,13 +166,7 @@ mod tests {
     fn a_source_not_ready_is_read_again_after_each_change_and_compiled_once_ready() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, state) = engine(dir.path());
-        let host = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let source = Hosts {
-            host: host.clone(),
-            reads: 0,
-            rebuilt: 0,
-            rescan: None,
-        };
+        let (source, host) = hosts(None);
         let (tx, changes) = mpsc::channel(1);
         let outcome = runtime().block_on(async {
             let watch = tokio::spawn(run(source, changes, engine, debounce()));
@@ -189,13 +195,7 @@ mod tests {
         let (engine, _state) = engine(dir.path());
         let leader = crate::watch::leader::Leader::elected();
         let engine = engine.led_by(leader.clone());
-        let host = std::sync::Arc::new(std::sync::Mutex::new(Some("a.example".to_owned())));
-        let source = Hosts {
-            host: host.clone(),
-            reads: 0,
-            rebuilt: 0,
-            rescan: None,
-        };
+        let (source, host) = hosts(Some("a.example"));
         let (tx, changes) = mpsc::channel(1);
         let slow = Debounce {
             quiet: Duration::from_millis(200),
@@ -220,12 +220,8 @@ mod tests {
     fn a_source_asking_for_rescans_is_read_again_without_a_change() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, state) = engine(dir.path());
-        let source = Hosts {
-            host: std::sync::Arc::new(std::sync::Mutex::new(Some("a.example".into()))),
-            reads: 0,
-            rebuilt: 0,
-            rescan: Some(Duration::from_millis(30)),
-        };
+        let (mut source, _) = hosts(Some("a.example"));
+        source.rescan = Some(Duration::from_millis(30));
         let (_tx, changes) = mpsc::channel(1);
         runtime().block_on(async {
             let watch = tokio::spawn(run(source, changes, engine, debounce()));

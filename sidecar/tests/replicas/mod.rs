@@ -94,15 +94,10 @@ async fn one_leader(replicas: &[&Watch]) -> usize {
     .await
 }
 
-/// Polls `check` every 10 ms until it holds; the time it took from `since`.
-async fn time_until(
-    what: &str,
-    since: Instant,
-    within: Duration,
-    check: impl Fn() -> bool,
-    log: impl Fn() -> String,
-) -> Duration {
-    eventually(what, within, || check().then(|| since.elapsed()), log).await
+/// Waits until `sy` leads; the time it took from `since`.
+async fn leads(sy: &Watch, since: Instant, within: Duration) -> Duration {
+    let check = || (leading(sy) == Some(true)).then(|| since.elapsed());
+    eventually("the replica leads", within, check, || sy.log()).await
 }
 
 /// The Lease as the admin sees it.
@@ -218,14 +213,7 @@ async fn replicas_elect_one_leader_which_alone_writes_and_hands_over_when_killed
     let killed = Instant::now();
     leader.kill().unwrap();
     admin_apply(&admin, &ingress(&ns, "gap", "gap.example", "gap")).await;
-    let took = time_until(
-        "the follower leads after the leader's SIGKILL",
-        killed,
-        PATIENCE,
-        || leading(&follower) == Some(true),
-        || follower.log(),
-    )
-    .await;
+    let took = leads(&follower, killed, PATIENCE).await;
     plugin_routes(&admin, "gap.example", || follower.log()).await;
     let routed = killed.elapsed();
     balanced(&admin, &ns, "gap", || follower.log()).await;
@@ -244,14 +232,7 @@ async fn replicas_elect_one_leader_which_alone_writes_and_hands_over_when_killed
     assert_eq!(leading(&next), Some(false), "{}", all_logs(&next, &follower));
     let stopped = Instant::now();
     follower.terminate();
-    let handed = time_until(
-        "the new replica leads after the leader's SIGTERM",
-        stopped,
-        PATIENCE,
-        || leading(&next) == Some(true),
-        || next.log(),
-    )
-    .await;
+    let handed = leads(&next, stopped, PATIENCE).await;
     let log = follower.log();
     let status = follower.wait().unwrap();
     assert!(status.success(), "{status}\n{log}");
@@ -373,14 +354,7 @@ async fn bench_failover_with_the_default_timings() {
         };
         let host = format!("round-{round}.example");
         admin_apply(&admin, &ingress(&ns, &format!("round-{round}"), &host, "web")).await;
-        let led = time_until(
-            "the follower leads",
-            sent,
-            Duration::from_secs(40),
-            || leading(follower) == Some(true),
-            || follower.log(),
-        )
-        .await;
+        let led = leads(follower, sent, Duration::from_secs(40)).await;
         plugin_routes(&admin, &host, || follower.log()).await;
         println!(
             "{signal} failover, round {round}: the follower led {led:?} after the signal; the WasmPlugin routed the change made meanwhile {:?} after it",
