@@ -178,8 +178,8 @@ fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
     assert_eq!(shipped["spec"]["controller"], format!("{controller}/{class}"));
 }
 
-/// `--leader-elect` as shipped: two replicas, and a Role letting them create the Lease and read
-/// and update only the one they elect with (by default named `switchyard`, in the
+/// `--leader-elect` as shipped: two replicas, and a Role letting them create the Lease and read,
+/// watch and update only the one they elect with (by default named `switchyard`, in the
 /// Deployment's namespace, which is where the pods' ServiceAccount namespace puts it).
 #[test]
 fn two_replicas_elect_a_leader_through_the_lease_the_rbac_grants() {
@@ -207,7 +207,11 @@ fn two_replicas_elect_a_leader_through_the_lease_the_rbac_grants() {
         } else {
             // The default of --leader-elect-lease-name.
             assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
-            assert_eq!(rule["verbs"], serde_json::json!(["get", "update"]), "{rule}");
+            assert_eq!(
+                rule["verbs"],
+                serde_json::json!(["get", "list", "watch", "update"]),
+                "{rule}"
+            );
         }
     }
     let binding = documents

@@ -1,7 +1,8 @@
 //! `--leader-elect`: the Lease protocol of client-go's leader election, on kube's `Api<Lease>`
 //! (`coordination.k8s.io/v1`), opening and closing the [`Leader`] gate.
 //!
-//! - A follower reads the Lease every retry period. It may claim it when nobody holds it, or when
+//! - A follower reads the Lease every retry period, and also whenever it changes (it watches it:
+//!   a release is taken at once, a renewal is seen as it happens). It may claim it when nobody holds it, or when
 //!   the holder's record has not changed for the record's `leaseDurationSeconds`, counted on this
 //!   replica's clock from when it first saw that record (never from `renewTime`: clocks of two
 //!   nodes may disagree). A claim is an update carrying the `resourceVersion` read, so of two
@@ -20,13 +21,18 @@
 //! renews only a grace period before expiry instead of every retry period, counts in whole seconds
 //! and renews with a patch that does not check the holder.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ObjectMeta, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tracing::{info, warn};
 
 use crate::watch::leader::Leader;
@@ -163,13 +169,18 @@ impl Elector {
     /// Starts electing: `leader` opens while this replica holds the Lease; `state` shows the role.
     pub fn start(client: Client, election: Election, leader: Leader, state: Shared) -> Elector {
         let (stop, stopped) = mpsc::channel(1);
+        let api = Api::namespaced(client, &election.namespace);
+        let changed = Arc::new(Notify::new());
+        let watching = tokio::spawn(watch_lease(api.clone(), election.name.clone(), changed.clone()));
         let task = Task {
-            api: Api::namespaced(client, &election.namespace),
+            api,
             election,
             leader,
             state,
             observed: None,
             failing: false,
+            changed,
+            watching,
         };
         tokio::spawn(task.run(stopped));
         Elector { stop }
@@ -192,6 +203,22 @@ struct Task {
     observed: Option<Observed>,
     /// Whether the last attempt failed (logged once until one succeeds).
     failing: bool,
+    /// Told whenever the Lease changes ([`watch_lease`]).
+    changed: Arc<Notify>,
+    watching: tokio::task::JoinHandle<()>,
+}
+
+/// Follows the Lease (by name: RBAC's `resourceNames` allow that watch) and says when it changed.
+async fn watch_lease(api: Api<Lease>, name: String, changed: Arc<Notify>) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let stream = watcher::watcher(api, config).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        // Errors are the elector's to report: its own reads fail the same way.
+        if matches!(event, Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone)) {
+            changed.notify_one();
+        }
+    }
 }
 
 impl Task {
@@ -237,6 +264,7 @@ impl Task {
                     return None;
                 }
                 () = tokio::time::sleep_until(next.into()) => {}
+                () = self.changed.notified() => {}
             }
         }
     }
@@ -287,6 +315,7 @@ impl Task {
 
     /// Closes the gate and releases the Lease if we hold it, then says so on `done`.
     async fn stop(&mut self, done: Option<Stop>) {
+        self.watching.abort();
         let was = self.leader.is_leader();
         self.leader.step_down();
         self.set_role(false, None);

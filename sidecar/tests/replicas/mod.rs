@@ -193,15 +193,20 @@ async fn replicas_elect_one_leader_which_alone_writes_and_hands_over_when_killed
         )
         .await;
     }
+    // The follower knows who leads (from its next read of the Lease) and says so in /readyz.
+    let holder = identity(&leader);
+    eventually(
+        "the follower sees the leader",
+        PATIENCE,
+        || (follower.status()["leader"]["holder"] == holder.as_str()).then_some(()),
+        || follower.log(),
+    )
+    .await;
     let readyz = follower.readyz();
     assert_eq!(readyz.code, 200, "{}", readyz.body);
-    assert!(
-        readyz.body.contains("following (Lease istio-system/switchyard held by"),
-        "{}",
-        readyz.body
-    );
+    let following = format!("following (Lease istio-system/switchyard held by {holder})");
+    assert!(readyz.body.contains(&following), "{}", readyz.body);
     assert_eq!((leader_metric(&leader), leader_metric(&follower)), (Some(1), Some(0)));
-    assert_eq!(follower.status()["leader"]["holder"], identity(&leader));
     // Only the leader writes, and it writes everything.
     plugin_routes(&admin, "web.example", || leader.log()).await;
     wait_proxy_statuses(&admin, &leader, &ns, &[("root", "valid")]).await;
