@@ -339,17 +339,18 @@ async fn a_leader_cut_off_from_the_api_server_steps_down_before_the_other_takes_
 async fn bench_failover_with_the_default_timings() {
     let env = Envtest::start().await.unwrap();
     let (admin, ns) = cluster(&env).await;
-    let start = |n: u8| replica_with(&env.kubeconfig(User::Replica(n)), &ns, &[]);
+    let start = |n: u8| (n, replica_with(&env.kubeconfig(User::Replica(n)), &ns, &[]));
     let mut replicas = vec![start(0), start(1)];
     for round in 0..6 {
-        for r in &mut replicas {
+        for (_, r) in &mut replicas {
             r.ready(PATIENCE).await.unwrap();
         }
-        let first = one_leader(&[&replicas[0], &replicas[1]]).await;
-        let leader = replicas.remove(first);
-        let follower = &replicas[0];
+        let first = one_leader(&[&replicas[0].1, &replicas[1].1]).await;
+        let (uid, leader) = replicas.remove(first);
+        let follower = &replicas[0].1;
         let signal = if round < 3 { "SIGKILL" } else { "SIGTERM" };
         let sent = Instant::now();
+        let wall = k8s_openapi::jiff::Timestamp::now();
         let stopping = if round < 3 {
             leader.kill().unwrap();
             None
@@ -361,13 +362,22 @@ async fn bench_failover_with_the_default_timings() {
         admin_apply(&admin, &ingress(&ns, &format!("round-{round}"), &host, "web")).await;
         let led = leads(follower, sent, Duration::from_secs(40)).await;
         plugin_routes(&admin, &host, || follower.log()).await;
+        // The leader's last renewal before the signal, from the audit log.
+        let renewed = env
+            .audit()
+            .iter()
+            .filter(|w| w.resource == "leases" && w.uid == pki::replica_uid(uid) && (200..300).contains(&w.code))
+            .filter_map(|w| w.received.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .filter(|t| *t < wall)
+            .max()
+            .map(|t| wall.duration_since(t).unsigned_abs());
         println!(
-            "{signal} failover, round {round}: the follower led {led:?} after the signal; the WasmPlugin routed the change made meanwhile {:?} after it",
+            "{signal} failover, round {round}: the follower led {led:?} after the signal (which came {renewed:?} after the leader's last renewal); the WasmPlugin routed the change made meanwhile {:?} after it",
             sent.elapsed()
         );
         if let Some(stopping) = stopping {
             stopping.wait().unwrap();
         }
-        replicas.push(start(first as u8));
+        replicas.push(start(uid));
     }
 }
