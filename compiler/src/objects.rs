@@ -27,6 +27,10 @@ pub struct Objects {
     pub services: Vec<Service>,
     /// Contour HTTPProxies.
     pub http_proxies: Vec<HTTPProxy>,
+    /// NGINX TransportServers (L4 routes, ROUTING.md §6).
+    pub transport_servers: Vec<transport::TransportServer>,
+    /// NGINX GlobalConfigurations (the listeners TransportServers use).
+    pub global_configurations: Vec<transport::GlobalConfiguration>,
 }
 
 /// Contour's HTTPProxy: only the fields that decide routing.

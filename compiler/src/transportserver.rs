@@ -24,8 +24,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::collisions::{HostClaim, HostWinners};
 use crate::l4::{L4Backend, L4Listener, L4Protocol, L4Route, L4Routes};
-use crate::model::normalize_host;
+use crate::model::{normalize_host, Options};
 use crate::objects::transport::{
     GlobalConfiguration, TransportServer, TLS_PASSTHROUGH_LISTENER, TLS_PASSTHROUGH_PROTOCOL,
 };
@@ -246,40 +247,28 @@ fn defined_listeners(global_configurations: &[GlobalConfiguration]) -> BTreeMap<
 
 impl Candidates {
     /// The hosts the TLS passthrough candidates claim in the host contest of ROUTING.md §2.
-    pub fn host_claims(&self) -> impl Iterator<Item = (&str, &ResourceKey, &Age)> {
+    pub fn host_claims(&self) -> Vec<HostClaim<'_>> {
         self.candidates
             .iter()
             .filter(|c| c.listener.is_none())
             .filter_map(|c| Some((c.host.as_deref()?, &c.key, &c.age)))
+            .collect()
     }
 
-    /// Step 2, after the host contest (`host_owner`: who won a host): the passthrough routes of the
+    /// Step 2, after the host contest (`winners`: who won each host): the passthrough routes of the
     /// hosts won, the listener contest, every candidate's status; the L4 routes, sorted.
-    pub fn settle<'k>(
-        self,
-        host_owner: impl Fn(&str) -> Option<&'k ResourceKey>,
-        options: &crate::model::Options,
-        book: &mut StatusBook,
-    ) -> L4Routes {
+    pub fn settle(self, winners: &HostWinners, options: &Options, book: &mut StatusBook) -> L4Routes {
         let mut routes = L4Routes::default();
         let mut contests: BTreeMap<(String, Option<String>), Vec<Candidate>> = BTreeMap::new();
         for candidate in self.candidates {
             match &candidate.listener {
                 None => {
-                    let host = candidate.host.clone().unwrap_or_default();
-                    if host_owner(&host) == Some(&candidate.key) {
+                    let host = candidate.host.as_deref().unwrap_or_default();
+                    if winners.get(host).is_some_and(|w| w.contains(&candidate.key)) {
                         book.set(&candidate.key, Status::Valid);
                         routes.passthrough.push(route(candidate, options));
-                    } else {
-                        // The contest recorded HostTaken; this is NGINX's word for the outcome.
-                        book.error(
-                            &candidate.key,
-                            Status::Rejected,
-                            Reason::Rejected,
-                            "Host is taken by another resource",
-                        );
-                        book.set(&candidate.key, Status::Rejected);
                     }
+                    // A loser's HostTaken and Rejected status come from the contest itself.
                 }
                 Some(listener) => {
                     let pair = (listener.name.clone(), candidate.host.clone());
@@ -319,7 +308,7 @@ impl Candidates {
     }
 }
 
-fn route(candidate: Candidate, options: &crate::model::Options) -> L4Route {
+fn route(candidate: Candidate, options: &Options) -> L4Route {
     L4Route::new(candidate.host, candidate.backend, options, candidate.key.display())
 }
 
@@ -329,7 +318,6 @@ mod tests {
 
     use super::*;
     use crate::class::Classes;
-    use crate::model::Options;
     use crate::services::ServicePorts;
 
     /// A TransportServer `name` in `default`, created at second `created` of the day, on `listener`
@@ -389,7 +377,7 @@ mod tests {
             book: &mut book,
         })
         .run(servers, globals);
-        let owners: BTreeMap<String, ResourceKey> = host_owner
+        let winners: HostWinners = host_owner
             .iter()
             .map(|(host, name)| {
                 let key = ResourceKey {
@@ -397,10 +385,10 @@ mod tests {
                     namespace: "default".into(),
                     name: (*name).into(),
                 };
-                ((*host).to_owned(), key)
+                ((*host).to_owned(), std::collections::BTreeSet::from([key]))
             })
             .collect();
-        let routes = candidates.settle(|host| owners.get(host), &options, &mut book);
+        let routes = candidates.settle(&winners, &options, &mut book);
         let statuses = book
             .finish()
             .into_iter()
@@ -493,10 +481,10 @@ mod tests {
         assert_eq!(routes.passthrough.len(), 1);
         assert_eq!(routes.passthrough[0].host.as_deref(), Some("app.example.com"));
         assert_eq!(status_of(&statuses, "winner").0, Status::Valid);
-        assert_eq!(
-            status_of(&statuses, "loser"),
-            (Status::Rejected, vec![Reason::ClassMatches, Reason::Rejected])
-        );
+        // The host contest (collisions, run by the pipeline) records the loser's HostTaken and
+        // Rejected; settling leaves it alone and routes nothing of it.
+        assert_eq!(status_of(&statuses, "loser").1, vec![Reason::ClassMatches]);
+        assert!(!routes.passthrough.iter().any(|r| r.resource.ends_with("/loser")));
     }
 
     #[test]
