@@ -152,6 +152,7 @@ impl Engine {
                 let statuses = self.state.lock().statuses.clone();
                 return Compiled {
                     table: self.pushed.clone().unwrap_or_default(),
+                    l4: Default::default(),
                     statuses,
                 };
             }
