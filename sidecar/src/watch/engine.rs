@@ -464,6 +464,34 @@ mod tests {
     }
 
     #[test]
+    fn a_follower_writes_its_files_not_the_cluster_and_takes_over_with_the_table_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        let leader = Leader::elected();
+        let plugin = "wasmplugin istio-system/switchyard";
+        block_on(async {
+            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
+            let mut engine = Engine::new(Options::default(), sinks, state.clone()).led_by(leader.clone());
+            engine.rebuild(&input("a.example")).await;
+            assert!(std::fs::read_to_string(&file).unwrap().contains("a.example"));
+            {
+                let state = state.lock();
+                assert_eq!(state.tables_pushed, 1, "taken by every sink this replica writes");
+                assert!(!state.pushes.contains_key(plugin), "{:?}", state.pushes);
+                assert!(state.readiness().is_ok(), "{:?}", state.readiness());
+            }
+            engine.repair(plugin).await;
+            assert!(!state.lock().pushes.contains_key(plugin), "a follower repairs nothing");
+            // Leading: the table held goes to the cluster sink (refused there before any request:
+            // this one allows 100 bytes), with no rebuild.
+            leader.lead_until(std::time::Instant::now() + std::time::Duration::from_secs(60));
+            engine.take_over().await;
+            assert_eq!(state.lock().pushes[plugin].refused, 1);
+        });
+    }
+
+    #[test]
     fn a_table_too_large_for_a_sink_is_refused_there_only_and_not_retried_until_it_changes() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("t.json");
