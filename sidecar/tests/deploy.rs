@@ -86,6 +86,19 @@ fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
     assert_eq!(example, &applied);
 }
 
+/// A Role whose rules grant `verbs` on objects named `switchyard` only, and without a name only
+/// create (which `resourceNames` cannot limit).
+fn only_by_name(role: &Value, verbs: &[&str]) {
+    for rule in role["rules"].as_array().unwrap() {
+        if rule["resourceNames"].is_null() {
+            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
+        } else {
+            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
+            assert_eq!(rule["verbs"], serde_json::json!(verbs), "{rule}");
+        }
+    }
+}
+
 #[test]
 fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates() {
     let documents = deploy("rbac.yaml");
@@ -126,20 +139,7 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     assert!(has("networking.k8s.io", "ingresses/status", "patch"));
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
-    let istio = role("Role");
-    // By name: read, watch and patch; without a name only create (resourceNames cannot limit it).
-    for rule in istio["rules"].as_array().unwrap() {
-        if rule["resourceNames"].is_null() {
-            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
-        } else {
-            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
-            assert_eq!(
-                rule["verbs"],
-                serde_json::json!(["get", "list", "watch", "patch"]),
-                "{rule}"
-            );
-        }
-    }
+    only_by_name(role("Role"), &["get", "list", "watch", "patch"]);
 }
 
 /// The Istio path normalisation example asks for what envoy.yaml sets: dot segments, merged slashes
@@ -198,22 +198,12 @@ fn two_replicas_elect_a_leader_through_the_lease_the_rbac_grants() {
         .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "switchyard-leader-election")
         .expect("a Role for the Lease");
     assert_eq!(role["metadata"]["namespace"], deployment["metadata"]["namespace"]);
-    let rules = role["rules"].as_array().unwrap();
-    for rule in rules {
+    for rule in role["rules"].as_array().unwrap() {
         assert_eq!(rule["apiGroups"], serde_json::json!(["coordination.k8s.io"]));
         assert_eq!(rule["resources"], serde_json::json!(["leases"]));
-        if rule["resourceNames"].is_null() {
-            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
-        } else {
-            // The default of --leader-elect-lease-name.
-            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
-            assert_eq!(
-                rule["verbs"],
-                serde_json::json!(["get", "list", "watch", "update"]),
-                "{rule}"
-            );
-        }
     }
+    // `switchyard`: the default of --leader-elect-lease-name.
+    only_by_name(role, &["get", "list", "watch", "update"]);
     let binding = documents
         .iter()
         .find(|d| d["kind"] == "RoleBinding" && d["roleRef"]["name"] == "switchyard-leader-election")
