@@ -247,7 +247,10 @@ impl Task {
                     self.stop(done).await;
                     return None;
                 }
-                claim = tokio::time::timeout(self.election.renew_deadline, self.claim()) => claim.ok().flatten(),
+                claim = tokio::time::timeout(self.election.renew_deadline, self.claim()) => match claim {
+                    Ok(claim) => claim,
+                    Err(_) => self.no_answer(),
+                },
             };
             let mut next = started + self.election.retry_period;
             match claim {
@@ -293,6 +296,7 @@ impl Task {
                 }
                 claim = tokio::time::timeout_at(deadline.into(), self.claim()) => claim,
             };
+            let timed_out = claim.is_err();
             let why = match claim {
                 Ok(Some(Claim::Held)) => {
                     started = attempt;
@@ -306,6 +310,9 @@ impl Task {
                     self.election.renew_deadline
                 ),
             };
+            if timed_out {
+                self.no_answer();
+            }
             self.leader.step_down();
             self.set_role(false, None);
             warn!("stepped down, no longer writing to the cluster: {why}");
@@ -352,6 +359,7 @@ impl Task {
             Ok(claim) => {
                 if std::mem::take(&mut self.failing) {
                     info!("Lease {}: the API server answers again", self.election.lease());
+                    self.state.lock().leadership.error = None;
                 }
                 Some(claim)
             }
@@ -363,9 +371,24 @@ impl Task {
                         self.election.retry_period
                     );
                 }
+                self.state.lock().leadership.error = Some(e.to_string());
                 None
             }
         }
+    }
+
+    /// An attempt the API server did not answer within the renew deadline (a network cut): said
+    /// once, shown in `/status` until one succeeds; `None`.
+    fn no_answer(&mut self) -> Option<Claim> {
+        let error = format!(
+            "the API server did not answer within the renew deadline ({:?})",
+            self.election.renew_deadline
+        );
+        if !std::mem::replace(&mut self.failing, true) {
+            warn!("Lease {}: {error}", self.election.lease());
+        }
+        self.state.lock().leadership.error = Some(error);
+        None
     }
 
     async fn try_claim(&mut self) -> Result<Claim, kube::Error> {

@@ -156,6 +156,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
                 lease: Some(election.lease()),
                 identity: Some(election.identity.clone()),
                 holder: None,
+                error: None,
             };
             let within = election.renew_deadline;
             let started = Elector::start(client.clone(), election, leader.clone(), state.clone());

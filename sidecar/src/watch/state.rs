@@ -51,6 +51,9 @@ pub struct Leadership {
     pub identity: Option<String>,
     /// `--leader-elect`: the holder of the Lease as last seen (this replica's identity when leading).
     pub holder: Option<String>,
+    /// `--leader-elect`: why the Lease could not be read or written, until it can (a Role without
+    /// the Lease, the API server unreachable).
+    pub error: Option<String>,
 }
 
 impl Default for Leadership {
@@ -60,6 +63,7 @@ impl Default for Leadership {
             lease: None,
             identity: None,
             holder: None,
+            error: None,
         }
     }
 }
@@ -228,6 +232,7 @@ mod tests {
                 lease: Some("istio-system/switchyard".into()),
                 identity: Some("b".into()),
                 holder: Some("a".into()),
+                error: None,
             },
             ..State::default()
         };

@@ -312,6 +312,8 @@ async fn a_leader_cut_off_from_the_api_server_steps_down_before_the_other_takes_
         "{}",
         cut_off.log()
     );
+    let error = &cut_off.status()["leader"]["error"];
+    assert!(error.as_str().is_some_and(|e| e.contains("did not answer")), "{error}");
     println!("network cut (3s lease, 2s renew deadline): the leader stepped down {stepped_down:?} after the cut, the other replica led {took_over:?} after it");
     admin_apply(&admin, &ingress(&ns, "cut", "cut.example", "cut")).await;
     plugin_routes(&admin, "cut.example", || other.log()).await;
@@ -327,6 +329,13 @@ async fn a_leader_cut_off_from_the_api_server_steps_down_before_the_other_takes_
     )
     .await;
     assert_eq!((leading(&cut_off), leading(&other)), (Some(false), Some(true)));
+    eventually(
+        "the cut-off replica reads the Lease again",
+        PATIENCE,
+        || cut_off.status()["leader"]["error"].is_null().then_some(()),
+        || cut_off.log(),
+    )
+    .await;
     let writes = writes_only_from_the_leader(&env.audit());
     assert!(writes.contains_key(&pki::replica_uid(1)), "{writes:?}");
 }
