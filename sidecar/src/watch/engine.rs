@@ -339,7 +339,9 @@ impl Engine {
             rules = table.rules.len(),
             hosts,
             sinks,
-            "pushed: {}",
+            "{}: {}",
+            // A follower whose sinks all write to the cluster only holds the table, for a take-over.
+            if sinks == 0 { "compiled, held for a take-over (following)" } else { "pushed" },
             change.summary()
         );
         drop(state);
