@@ -45,9 +45,8 @@ fn replica_with(kubeconfig: &Path, namespace: &str, timings: &[&str]) -> Watch {
         "istio-system/switchyard",
         "--wasm-url",
         "oci://registry.example/switchyard-filter:0.1.0",
+        // The Lease in the ServiceAccount's namespace (the kubeconfig's, as in a pod): istio-system.
         "--leader-elect",
-        "--leader-elect-lease-namespace",
-        "istio-system",
         "--verbose",
     ];
     args.extend_from_slice(timings);

@@ -3,7 +3,8 @@
 //! folder, on free loopback ports, with a self-signed serving certificate, static tokens for an admin
 //! (`system:masters`) and the `system:serviceaccount:istio-system:switchyard` user, RBAC on, and the
 //! service-account key flags. Once `/readyz` answers, the real CRDs (`../shared/envtest/crds`) and
-//! `deploy/rbac.yaml` are installed, and a kubeconfig is written for each user.
+//! `deploy/rbac.yaml` are installed, and a kubeconfig is written for each user (the switchyard
+//! users' default namespace is istio-system, their ServiceAccount's, as in a pod).
 //!
 //! - [`Envtest::shared`]: one server per test binary (the first caller starts it); give each test
 //!   its own namespace ([`Envtest::namespace`]).
@@ -403,10 +404,15 @@ impl Envtest {
             User::Replica(n) => (pki::SWITCHYARD_USER, &self.pki.replica_tokens[usize::from(n)]),
         };
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.pki.cert_pem);
+        // Switchyard's default namespace is its ServiceAccount's, as in a pod.
+        let namespace = match user {
+            User::Admin => "",
+            User::Switchyard | User::Replica(_) => "    namespace: istio-system\n",
+        };
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\n\
              users:\n- name: {name:?}\n  user:\n    token: {token}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: {name:?}\n\
-             current-context: envtest\n"
+             {namespace}current-context: envtest\n"
         )
     }
 
