@@ -39,6 +39,7 @@ pub mod pipeline;
 pub mod processor;
 pub mod services;
 pub mod status;
+pub mod transportserver;
 pub mod virtualserver;
 
 pub use model::{CompileError, HostCollision, Options};

@@ -311,6 +311,7 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
             | ("v1", "Service")
             | ("projectcontour.io/v1", "HTTPProxy")
             | ("k8s.nginx.org/v1", "VirtualServer" | "VirtualServerRoute")
+            | ("k8s.nginx.org/v1", "TransportServer" | "GlobalConfiguration")
     );
     if !known {
         let label = if kind.is_empty() {
@@ -357,6 +358,8 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         "Service" => loaded.objects.services.push(typed(object, &schema)?),
         "VirtualServer" => loaded.objects.virtual_servers.push(typed(object, &schema)?),
         "VirtualServerRoute" => loaded.objects.virtual_server_routes.push(typed(object, &schema)?),
+        "TransportServer" => loaded.objects.transport_servers.push(typed(object, &schema)?),
+        "GlobalConfiguration" => loaded.objects.global_configurations.push(typed(object, &schema)?),
         _ => loaded.objects.http_proxies.push(typed::<HTTPProxy>(object, &schema)?),
     }
     Ok(())

@@ -7,6 +7,8 @@
 
 pub mod nginx;
 
+pub mod transport;
+
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -32,6 +34,10 @@ pub struct Objects {
     pub virtual_servers: Vec<nginx::VirtualServer>,
     /// NGINX VirtualServerRoutes.
     pub virtual_server_routes: Vec<nginx::VirtualServerRoute>,
+    /// NGINX TransportServers (L4 routes, ROUTING.md §6).
+    pub transport_servers: Vec<transport::TransportServer>,
+    /// NGINX GlobalConfigurations (the listeners TransportServers use).
+    pub global_configurations: Vec<transport::GlobalConfiguration>,
 }
 
 /// Contour's HTTPProxy: only the fields that decide routing.
@@ -258,6 +264,10 @@ pub enum Kind {
     VirtualServer,
     /// `k8s.nginx.org/v1` VirtualServerRoute.
     VirtualServerRoute,
+    /// `k8s.nginx.org/v1` TransportServer (L4 routes, ROUTING.md §6).
+    TransportServer,
+    /// `k8s.nginx.org/v1` GlobalConfiguration (listeners; no status).
+    GlobalConfiguration,
 }
 
 impl Kind {
@@ -269,6 +279,8 @@ impl Kind {
             Kind::IngressClass => "IngressClass",
             Kind::VirtualServer => "VirtualServer",
             Kind::VirtualServerRoute => "VirtualServerRoute",
+            Kind::TransportServer => "TransportServer",
+            Kind::GlobalConfiguration => "GlobalConfiguration",
         }
     }
 }

@@ -192,6 +192,12 @@ vocabulary! {
         NoVirtualServerFound,
         /// A VirtualServerRoute whose host's VirtualServer does not reference it.
         IgnoredByVirtualServer,
+        /// A TransportServer whose listener no GlobalConfiguration defines with its protocol.
+        ListenerNotFound,
+        /// A TransportServer that lost its (listener, host) pair to an older one (seed 003).
+        ListenerTaken,
+        /// A TransportServer that fails validation and routes nothing.
+        TransportServerInvalid,
     }
 }
 

@@ -65,7 +65,10 @@ fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
         publish_addresses: vec!["203.0.113.7".into()],
         write_status: true,
         httpproxy: true,
+        // The stand-in serves Ingress, IngressClass, Service and HTTPProxy only.
+        virtualserver: false,
         controller_name: "switchyard.io/ingress-controller".into(),
+        leader: switchyard::watch::leader::Leader::always(),
     };
     let debounce = Debounce {
         quiet: Duration::from_millis(20),
