@@ -1089,3 +1089,32 @@ fn explain_names_earlier_match_in_the_same_route() {
     assert!(why("VirtualServer/default/cafe#0").contains("earlier match in the same route"));
     assert!(why("VirtualServer/default/cafe#unmatched").contains("404"));
 }
+
+/// A VirtualServer competes with a TLS passthrough TransportServer for its host (oldest wins): the
+/// older passthrough leaves the host no HTTP rules and the VirtualServer is rejected; an older
+/// VirtualServer keeps its host.
+#[test]
+fn virtualserver_and_tls_passthrough_transportserver_contest_the_host() {
+    let passthrough = |created: &str| {
+        format!(
+            "apiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata:\n  name: secure\n  namespace: default\n  creationTimestamp: \"{created}\"\n  uid: t\nspec:\n  listener:\n    name: tls-passthrough\n    protocol: TLS_PASSTHROUGH\n  host: cafe.example.com\n  upstreams:\n  - name: s\n    service: secure\n    port: 8443\n  action:\n    pass: s\n---\n"
+        )
+    };
+    let older_ts = compile_default(&format!(
+        "{}{}",
+        passthrough("2023-01-01T00:00:00Z"),
+        cafe(&format!("  - path: /\n{PASS_TEA}"))
+    ));
+    assert_eq!(status(&older_ts, "VirtualServer", "default", "cafe"), Status::Rejected);
+    assert_eq!(cluster(&older_ts, "http://cafe.example.com/"), None);
+    let newer_ts = compile_default(&format!(
+        "{}{}",
+        passthrough("2025-01-01T00:00:00Z"),
+        cafe(&format!("  - path: /\n{PASS_TEA}"))
+    ));
+    assert_eq!(status(&newer_ts, "VirtualServer", "default", "cafe"), Status::Valid);
+    assert_eq!(
+        cluster(&newer_ts, "http://cafe.example.com/"),
+        Some("default/tea-svc:80".into())
+    );
+}
