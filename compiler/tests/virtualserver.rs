@@ -1030,12 +1030,8 @@ fn virtualserverroute_regexes_rank_in_place_of_their_route() {
 
 // ---- explain ----------------------------------------------------------------------------------
 
-/// `explain` names why each losing candidate lost: an earlier match in the same route, the route's
-/// own action after its matches, an earlier regex location, and the VirtualServer's 404.
-#[test]
-fn explain_names_earlier_match_in_the_same_route() {
-    let c = compile_default(&cafe(
-        "  - path: /tea
+/// A /tea route with two header matches and its own action.
+const TEA_MATCHES: &str = "  - path: /tea
     matches:
     - conditions:
       - header: x-a
@@ -1049,14 +1045,21 @@ fn explain_names_earlier_match_in_the_same_route() {
         pass: tea
     action:
       pass: tea
-  - path: \"~/t\"
+";
+
+/// `explain` names why each losing candidate lost: an earlier match in the same route, the route's
+/// own action after its matches, an earlier regex location, and the VirtualServer's 404.
+#[test]
+fn explain_names_earlier_match_in_the_same_route() {
+    let c = compile_default(&cafe(&format!(
+        "{TEA_MATCHES}  - path: \"~/t\"
     action:
       pass: tea
   - path: \"~/te\"
     action:
       pass: coffee
-",
-    ));
+"
+    )));
     let table = common::table(&c);
     let request = get("http://cafe.example.com/tea").header("x-a", "1").header("x-b", "1");
     let e = explain(&table, &request);
@@ -1065,23 +1068,7 @@ fn explain_names_earlier_match_in_the_same_route() {
     let why = |rule: &str| e.losers.iter().find(|l| l.rule == rule).map(|l| l.why.clone()).unwrap();
     assert!(why("VirtualServer/default/cafe#2").contains("earlier regex location"));
     assert!(why("VirtualServer/default/cafe#0/match0").contains("a regex location outranks plain prefix"));
-    let c2 = compile_default(&cafe(
-        "  - path: /tea
-    matches:
-    - conditions:
-      - header: x-a
-        value: \"1\"
-      action:
-        pass: coffee
-    - conditions:
-      - header: x-b
-        value: \"1\"
-      action:
-        pass: tea
-    action:
-      pass: tea
-",
-    ));
+    let c2 = compile_default(&cafe(TEA_MATCHES));
     let e = explain(&common::table(&c2), &request);
     assert_eq!(e.decision.rule.as_deref(), Some("VirtualServer/default/cafe#0/match0"));
     let why = |rule: &str| e.losers.iter().find(|l| l.rule == rule).map(|l| l.why.clone()).unwrap();
