@@ -5,7 +5,8 @@
 //! - Nothing is compiled before every store has synced (its first list finished); until then
 //!   `/readyz` names the stores still waiting.
 //! - An object that does not decode is listed in `/status` errors (kind, namespace, name, field);
-//!   an HTTPProxy of ours among them is Invalid (`ObjectDoesNotDecode`); everything else routes.
+//!   an HTTPProxy, VirtualServer or VirtualServerRoute of ours among them is Invalid
+//!   (`ObjectDoesNotDecode`); everything else routes.
 //! - A watcher error marks its source down (logged once, with a short reason; `/readyz` says which
 //!   and why) while the last good table keeps serving. The watcher retries after 100 ms, doubling up
 //!   to 1 s, so it lists again within about a second of the API server coming back (a restarted
@@ -47,7 +48,7 @@ use switchyard_compiler::model::Options;
 use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
 use switchyard_compiler::objects::{key_of, HTTPProxy, Kind, Objects};
 use switchyard_compiler::pipeline::Compiled;
-use switchyard_compiler::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
+use switchyard_compiler::status::{Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status, StatusBook};
 
 /// Kubernetes mode's settings.
 #[derive(Debug, Clone)]
@@ -349,19 +350,29 @@ fn undecodable_report(
             source: format!("{} {}", object.kind, object.name()),
             message: format!("does not decode: {}", object.message),
         });
-        if object.kind == "HTTPProxy" && classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
-            let key = key_of(Kind::HTTPProxy, &object.metadata);
+        let kind = match object.kind {
+            "HTTPProxy" => Kind::HTTPProxy,
+            "VirtualServer" => Kind::VirtualServer,
+            "VirtualServerRoute" => Kind::VirtualServerRoute,
+            _ => continue,
+        };
+        if classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
+            let key = key_of(kind, &object.metadata);
+            let conditions = vec![Condition {
+                kind: ConditionKind::Error,
+                reason: Reason::ObjectDoesNotDecode,
+                message: format!(
+                    "{}; this {} routes nothing until it is fixed",
+                    object.message, object.kind
+                ),
+            }];
             statuses.push(ResourceStatus {
-                nginx: None,
-                kind: "HTTPProxy",
+                nginx: NginxStatus::of(kind, &key.namespace, &key.name, Status::Invalid, &conditions),
+                kind: kind.as_str(),
                 namespace: key.namespace,
                 name: key.name,
                 status: Status::Invalid,
-                conditions: vec![Condition {
-                    kind: ConditionKind::Error,
-                    reason: Reason::ObjectDoesNotDecode,
-                    message: format!("{}; this HTTPProxy routes nothing until it is fixed", object.message),
-                }],
+                conditions,
             });
         }
     }
@@ -525,6 +536,28 @@ fn mark_up(state: &Shared, recovered: BTreeSet<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_virtualserver_of_ours_that_does_not_decode_is_invalid_with_nginx_status() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let object = Undecodable {
+            kind: "VirtualServer",
+            metadata: ObjectMeta {
+                name: Some("cafe".into()),
+                namespace: Some("shop".into()),
+                ..ObjectMeta::default()
+            },
+            class_name: None,
+            message: "spec.routes[0].splits[0].weight: invalid type: string".into(),
+        };
+        let (errors, statuses) = undecodable_report(&[object], &[], &Options::default());
+        assert_eq!(errors.len(), 1);
+        let status = &statuses[0];
+        assert_eq!((status.kind, status.status), ("VirtualServer", Status::Invalid));
+        let nginx = status.nginx.clone().unwrap();
+        assert_eq!((nginx.state.as_str(), nginx.reason.as_str()), ("Invalid", "Rejected"));
+        assert!(nginx.message.contains("splits[0].weight"), "{}", nginx.message);
+    }
 
     #[test]
     fn watchers_retry_after_100_ms_doubling_to_1_s_and_start_over_after_a_success() {

@@ -67,11 +67,13 @@ impl StatusWriter {
     where
         K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
     {
-        let Some(object) = object else { return };
+        // An object that does not decode has a status but no typed object: its status is written,
+        // without an event (nothing to refer to).
         let key = memory_key(status.kind, &status.namespace, &status.name);
         let body = match nginx_status(status) {
             Some(body) => body,
             None if status.status == Status::Ignored => {
+                let Some(object) = object else { return };
                 // Not ours: remove what we wrote (now or before a restart), else nothing.
                 let ours = self.proxies.contains_key(&key) || wrote_status(object.meta());
                 if ours
@@ -90,7 +92,7 @@ impl StatusWriter {
         if self.patch_nginx::<K>(status, body.clone()).await {
             self.proxies.insert(key, body);
         }
-        if let Some((kind, reason, note)) = nginx_event(status) {
+        if let (Some(object), Some((kind, reason, note))) = (object, nginx_event(status)) {
             self.record_event(object, &status.namespace, &status.name, kind, reason, note)
                 .await;
         }
