@@ -296,51 +296,67 @@ impl<'a> VirtualServerProcessor<'a> {
             ));
         }
         let age = Age::of(Kind::VirtualServerRoute, &vsr.metadata);
-        let mut scope = match Scope::new(
+        let scope = Scope::new(
             key,
             &age,
             &vsr.spec.upstreams,
             self.inputs.services,
             self.inputs.options,
-        ) {
-            Ok(scope) => scope,
-            Err(why) => return Err(self.invalid_route(key, why)),
-        };
-        // Work on a copy: an invalid subroute leaves the server as it was.
-        let mut trial = server.fork();
+        );
+        // An invalid subroute leaves the server as it was: what was added is taken back.
+        let (drafts, position, covers_all) = (server.drafts.len(), server.position, server.covers_all);
+        let added = scope.and_then(|mut scope| {
+            self.add_subroutes(server, &mut scope, key, vsr, location)?;
+            Ok(scope.notes)
+        });
+        match added {
+            Ok(notes) => {
+                server.used.insert(key.clone(), notes);
+                Ok(())
+            }
+            Err(why) => {
+                server.drafts.truncate(drafts);
+                server.position = position;
+                server.covers_all = covers_all;
+                server.counters.remove(key);
+                Err(self.invalid_route(key, why))
+            }
+        }
+    }
+
+    /// The subroutes of a VirtualServerRoute, each checked against the referencing route's location.
+    fn add_subroutes(
+        &mut self,
+        server: &mut Server,
+        scope: &mut Scope<'_>,
+        key: &ResourceKey,
+        vsr: &VirtualServerRoute,
+        location: &Location,
+    ) -> Result<(), String> {
         let mut seen: BTreeMap<PathSpec, usize> = BTreeMap::new();
         for (si, subroute) in vsr.spec.subroutes.iter().enumerate() {
             let at = format!("spec.subroutes[{si}]");
-            let sub = match Location::parse(&subroute.path) {
-                Ok(sub) => sub,
-                Err(why) => return Err(self.invalid_route(key, format!("{at}.path: {why}"))),
-            };
+            let sub = Location::parse(&subroute.path).map_err(|why| format!("{at}.path: {why}"))?;
             if !location.admits(&sub) {
-                let why = format!(
+                return Err(format!(
                     "{at}.path: {:?} is not under the referencing route's path {:?} (under a prefix a subroute path must start with it, under an exact path or a regex it must equal it, in the same kind)",
                     subroute.path,
                     location_text(location)
-                );
-                return Err(self.invalid_route(key, why));
+                ));
             }
             if let Some(first) = seen.insert(sub.path_spec(), si) {
-                let why = format!(
+                return Err(format!(
                     "{at}.path: {:?} is also the path of spec.subroutes[{first}]",
                     subroute.path
-                );
-                return Err(self.invalid_route(key, why));
+                ));
             }
             if subroute.route.is_some() {
-                let why = format!("{at}.route: a subroute cannot reference another VirtualServerRoute");
-                return Err(self.invalid_route(key, why));
+                return Err(format!(
+                    "{at}.route: a subroute cannot reference another VirtualServerRoute"
+                ));
             }
-            let added = trial.add_route(&mut scope, &mut self.validator, key, si, &at, subroute, &sub);
-            if let Err(why) = added {
-                return Err(self.invalid_route(key, why));
-            }
+            server.add_route(scope, &mut self.validator, key, si, &at, subroute, &sub)?;
         }
-        trial.used.insert(key.clone(), scope.notes);
-        *server = trial;
         Ok(())
     }
 
@@ -464,21 +480,6 @@ pub fn settle(delegations: Delegations, book: &mut StatusBook) {
 }
 
 impl Server {
-    /// A copy to try a VirtualServerRoute on.
-    fn fork(&self) -> Server {
-        Server {
-            key: self.key.clone(),
-            age: self.age.clone(),
-            host: self.host.clone(),
-            position: self.position,
-            drafts: self.drafts.clone(),
-            counters: self.counters.clone(),
-            notes: self.notes.clone(),
-            used: self.used.clone(),
-            covers_all: self.covers_all,
-        }
-    }
-
     /// One route (or subroute) of `owner`'s: its rules added, or skipped with a warning when it
     /// cannot be expressed; `Err` when it fails validation.
     #[allow(clippy::too_many_arguments)]
