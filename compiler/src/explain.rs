@@ -195,7 +195,8 @@ pub fn describe_condition(c: &ConditionSpec) -> String {
     let name = c.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
     let value = c.value.as_deref().map(|v| format!(" {v:?}")).unwrap_or_default();
     let not = if c.invert { "not " } else { "" };
-    format!("{not}{on}{name} {op}{value}")
+    let case = if c.ignore_case { " (any case)" } else { "" };
+    format!("{not}{on}{name} {op}{value}{case}")
 }
 
 /// The human form: the winner, then each other candidate and why it lost.
