@@ -177,12 +177,26 @@ fn read_file(path: &Path, state: &mut FileState, warnings: &mut Vec<String>) {
     }
 }
 
-/// Adds `from`'s objects to `into`.
+/// Adds `from`'s objects to `into`. Every kind is named, so a kind added to [`Objects`] does not
+/// compile here until it is merged (or said not to be).
 pub fn merge(into: &mut Objects, from: &Objects) {
-    into.ingresses.extend(from.ingresses.iter().cloned());
-    into.ingress_classes.extend(from.ingress_classes.iter().cloned());
-    into.services.extend(from.services.iter().cloned());
-    into.http_proxies.extend(from.http_proxies.iter().cloned());
+    let Objects {
+        ingresses,
+        ingress_classes,
+        services,
+        http_proxies,
+        virtual_servers,
+        virtual_server_routes,
+        // TransportServers route through `switchyard compile --l4` only (not watched yet).
+        transport_servers: _,
+        global_configurations: _,
+    } = from;
+    into.ingresses.extend(ingresses.iter().cloned());
+    into.ingress_classes.extend(ingress_classes.iter().cloned());
+    into.services.extend(services.iter().cloned());
+    into.http_proxies.extend(http_proxies.iter().cloned());
+    into.virtual_servers.extend(virtual_servers.iter().cloned());
+    into.virtual_server_routes.extend(virtual_server_routes.iter().cloned());
 }
 
 #[cfg(test)]
@@ -190,6 +204,19 @@ mod tests {
     use super::*;
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: shop.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+    #[test]
+    fn virtualservers_and_virtualserverroutes_are_merged_from_every_file() {
+        let vs = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: cafe, namespace: shop}\nspec: {host: cafe.example.com, routes: [{path: /tea, route: tea}]}\n";
+        let vsr = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServerRoute\nmetadata: {name: tea, namespace: shop}\nspec: {host: cafe.example.com}\n";
+        let mut all = Objects::default();
+        for (text, name) in [(vs, "vs.yaml"), (vsr, "vsr.yaml")] {
+            let mut loaded = switchyard_compiler::load::Loaded::default();
+            parse_text(text, name, &mut loaded).unwrap();
+            merge(&mut all, &loaded.objects);
+        }
+        assert_eq!((all.virtual_servers.len(), all.virtual_server_routes.len()), (1, 1));
+    }
 
     #[test]
     fn a_broken_file_keeps_its_last_good_objects_and_reports_its_error() {
