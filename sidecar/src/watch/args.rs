@@ -110,7 +110,7 @@ pub struct WatchArgs {
     )]
     pub gateway_selector: Vec<String>,
 
-    /// Serve /healthz, /readyz, /metrics, /table and /status here.
+    /// Serve the dashboard (/) and /healthz, /readyz, /metrics, /table and /status here.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
     /// Quiet time after the last change before recompiling, in milliseconds.

@@ -9,7 +9,8 @@
 //! that sink keeps its last good table, the others get the new one.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
@@ -18,7 +19,7 @@ use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
-use crate::watch::state::Shared;
+use crate::watch::state::{PushRecord, Shared, SinkOutcome, SinkPush};
 use switchyard_compiler::model::Options;
 use switchyard_compiler::pipeline::{compile, Compiled};
 use switchyard_compiler::status::{ResourceStatus, Status};
@@ -246,10 +247,11 @@ impl Engine {
     async fn push(&mut self, table: TableSpec) {
         // Never expected: the compiler validates every rule, and the table is plain data. Either way
         // nothing is pushed (never an empty table) and the last table keeps serving.
-        let hosts = match RouteTable::try_from(table.clone()) {
-            Ok(index) => index.host_count(),
+        let index = match RouteTable::try_from(table.clone()) {
+            Ok(index) => index,
             Err(e) => return self.not_pushed(&table, &format!("the compiled table does not validate: {e}")),
         };
+        let hosts = index.host_count();
         let (compact, pretty) = match (serde_json::to_string(&table), serde_json::to_string_pretty(&table)) {
             (Ok(compact), Ok(pretty)) => (compact, pretty + "\n"),
             (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &format!("cannot serialize the table: {e}")),
@@ -259,9 +261,15 @@ impl Engine {
         for sink in &self.sinks {
             results.push((sink.name(), sink.push(&table, &compact, &pretty).await));
         }
+        let mut outcomes = Vec::with_capacity(results.len());
         for (name, result) in results {
-            if let Err(e) = self.record(&name, &table, true, result) {
-                failures.push(e);
+            let outcome = match &result {
+                Err(PushError::TooLarge(_)) => SinkOutcome::Refused,
+                _ => SinkOutcome::Ok,
+            };
+            match self.record(&name, &table, true, result) {
+                Ok(()) => outcomes.push(SinkPush { sink: name, outcome }),
+                Err(e) => failures.push(e),
             }
         }
         let mut state = self.state.lock();
@@ -270,26 +278,42 @@ impl Engine {
             self.retry = Some(table);
             return;
         }
-        let change = diff(self.pushed.as_ref(), &table);
+        let change = diff(self.pushed.as_ref(), &table).summary();
         state.tables_pushed += 1;
         state.table_hash = table.generation.clone();
         state.table = Some(pretty);
         state.rules = table.rules.len();
         state.hosts = hosts;
+        state.route_table = Some(Arc::new(index));
         state.push_error = None;
+        let record = PushRecord {
+            generation: state.tables_pushed,
+            table: table.generation.clone(),
+            at_unix_ms: unix_ms(SystemTime::now()),
+            rules: table.rules.len(),
+            hosts,
+            change: change.clone(),
+            sinks: outcomes,
+        };
+        state.log_push(record);
         info!(
             generation = state.tables_pushed,
             table = %table.generation,
             rules = table.rules.len(),
             hosts,
             sinks = self.sinks.len(),
-            "pushed: {}",
-            change.summary()
+            "pushed: {change}"
         );
         drop(state);
         self.pushed = Some(table);
         self.retry = None;
     }
+}
+
+/// Milliseconds since the Unix epoch (0 for a clock set before it).
+fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@
 //! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
 //!   [`istio`] resources.
 //! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
-//!   [`metrics`], `/table`, `/status`); Kubernetes status write-back in [`write_back`].
+//!   [`metrics`], `/table`, `/status`, and the [`dashboard`] at `/`); Kubernetes status write-back in
+//!   [`write_back`].
 
 pub mod args;
+pub mod dashboard;
 pub mod debounce;
 pub mod diff;
 pub mod drift;
@@ -119,7 +121,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("--listen {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| format!("--listen {addr}: {e}"))?;
-        info!("listening on http://{bound} (/healthz /readyz /metrics /table /status)");
+        info!("listening on http://{bound} (the dashboard at /; /healthz /readyz /metrics /table /status)");
         let served = state.clone();
         tokio::spawn(async move {
             if let Err(e) = server::serve(listener, served).await {

@@ -1,11 +1,12 @@
 //! What the running watch knows about itself, shared between the rebuild loop, the sources and the
-//! HTTP server: the table last pushed, the status report, source health and the counters behind
-//! `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
+//! HTTP server: the table last pushed, the status report, source health, the push log and the
+//! counters behind `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
+use switchyard_table::RouteTable;
 
 use crate::watch::source::SourceError;
 use switchyard_compiler::status::ResourceStatus;
@@ -40,6 +41,47 @@ pub struct PushCount {
     pub refused: u64,
 }
 
+/// What one sink did with a table that counts as pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkOutcome {
+    /// The sink took the table.
+    Ok,
+    /// The sink refused it as too large and keeps its last good table.
+    Refused,
+}
+
+/// One sink's part of a push.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SinkPush {
+    /// The sink's name (as in `/metrics`).
+    pub sink: String,
+    /// What it did.
+    pub outcome: SinkOutcome,
+}
+
+/// One entry of the push log: a table that counts as pushed, when, and what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PushRecord {
+    /// The push counter ([`State::tables_pushed`]) this push reached.
+    pub generation: u64,
+    /// The table's content hash.
+    pub table: String,
+    /// When the last sink answered, in milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// Rules of the table.
+    pub rules: usize,
+    /// Hosts of the table.
+    pub hosts: usize,
+    /// What changed since the previous push: the log line's summary.
+    pub change: String,
+    /// Each sink's outcome.
+    pub sinks: Vec<SinkPush>,
+}
+
+/// How many pushes the log keeps (the newest).
+pub const PUSH_LOG_LEN: usize = 50;
+
 /// The watch's state.
 #[derive(Debug, Default)]
 pub struct State {
@@ -51,6 +93,10 @@ pub struct State {
     pub table_hash: String,
     /// The table last pushed, as JSON.
     pub table: Option<String>,
+    /// The table last pushed, validated and indexed: what the dashboard shows and explains with.
+    pub route_table: Option<Arc<RouteTable>>,
+    /// The last [`PUSH_LOG_LEN`] pushes, oldest first.
+    pub push_log: VecDeque<PushRecord>,
     /// Rules and hosts of the table last pushed.
     pub rules: usize,
     /// Distinct hosts of the table last pushed.
@@ -147,7 +193,17 @@ impl State {
             "sources_down": self.down,
             "sinks_refused": self.refused,
             "resources": self.statuses,
+            "sinks": self.pushes,
+            "push_log": self.push_log.iter().rev().collect::<Vec<_>>(),
         })
+    }
+
+    /// Adds a push to the log, dropping the oldest beyond [`PUSH_LOG_LEN`].
+    pub fn log_push(&mut self, record: PushRecord) {
+        if self.push_log.len() == PUSH_LOG_LEN {
+            self.push_log.pop_front();
+        }
+        self.push_log.push_back(record);
     }
 }
 

@@ -1,0 +1,427 @@
+//! The dashboard of `switchyard watch --listen` in a real headless Chromium (over WebDriver), against
+//! a watch on a folder of real files: what the page shows is compared with what the watch wrote (its
+//! table file, its `/status`) and with what `switchyard explain` prints for the same table.
+//! `make test-browser` runs it; it needs SWITCHYARD_BIN, CHROMIUM_BIN and CHROMEDRIVER_BIN.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use switchyard_browser::{eventually, repo_root, Browser, Watch};
+
+const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+/// The page's hosts, each with its rules' names, in the order shown.
+const PAGE_HOSTS: &str = "return [...document.querySelectorAll('#host-list section.host')].map(s => \
+    ({host: s.dataset.host, rules: [...s.querySelectorAll('tr.rule')].map(r => r.dataset.rule)}));";
+
+/// The page's resources table.
+const PAGE_RESOURCES: &str = "return [...document.querySelectorAll('#resource-rows tr.resource')].map(r => \
+    ({kind: r.dataset.kind, namespace: r.cells[1].textContent, name: r.cells[2].textContent, \
+      status: r.cells[3].textContent, conditions: r.cells[4].textContent, \
+      rules: [...r.cells[5].querySelectorAll('a')].map(a => a.textContent)}));";
+
+/// The table hash the page shows (`null` before it shows one).
+const PAGE_TABLE: &str = "const t = document.getElementById('table-hash'); return t && t.textContent;";
+
+/// Every file of the example folders `names`, as (path under the watched folder, text).
+fn examples(names: &[&str]) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for name in names {
+        let dir = repo_root().join("examples").join(name);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let file = path.file_name().unwrap().to_string_lossy();
+                files.push((format!("{name}/{file}"), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    files
+}
+
+/// The table's rules grouped by host in table order, the catch-all (`*`) last: what the page lists.
+fn hosts_of(table: &Value) -> Value {
+    let mut hosts: Vec<(String, Vec<String>)> = Vec::new();
+    let mut any = Vec::new();
+    for rule in table["rules"].as_array().unwrap() {
+        let name = rule["name"].as_str().unwrap().to_owned();
+        match rule["host"].as_str() {
+            None => any.push(name),
+            Some(host) => match hosts.iter_mut().find(|(h, _)| h == host) {
+                Some((_, rules)) => rules.push(name),
+                None => hosts.push((host.to_owned(), vec![name])),
+            },
+        }
+    }
+    if !any.is_empty() {
+        hosts.push(("*".to_owned(), any));
+    }
+    hosts
+        .into_iter()
+        .map(|(host, rules)| json!({"host": host, "rules": rules}))
+        .collect()
+}
+
+/// Opens the dashboard and waits until it shows the table the watch wrote last.
+async fn open(browser: &Browser, watch: &Watch) {
+    browser.client.goto(&watch.url()).await.unwrap();
+    showing_the_table_file(browser, watch).await;
+}
+
+/// Waits until the page shows the table in the watch's table file; returns that table.
+async fn showing_the_table_file(browser: &Browser, watch: &Watch) -> Value {
+    eventually("the page to show the table file's table", || async {
+        let table = watch.table();
+        let shown = browser.js(PAGE_TABLE, vec![]).await;
+        (shown == table["generation"]).then_some(table)
+    })
+    .await
+}
+
+fn status(watch: &Watch) -> Value {
+    let response = switchyard_e2e::send(watch.addr, &switchyard_e2e::get("switchyard", "/status")).unwrap();
+    serde_json::from_str(&response.body).unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_page_lists_the_example_hosts_and_rules() {
+    let watch = Watch::start(
+        &examples(&[
+            "001-default-class-ours",
+            "003-host-collision",
+            "004-same-namespace",
+            "004-across-namespaces",
+        ]),
+        &[],
+    );
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let table = watch.table();
+
+    // Hosts → rules in priority order, exactly the table's, the catch-all last.
+    let shown = browser.js(PAGE_HOSTS, vec![]).await;
+    assert_eq!(shown, hosts_of(&table), "the page's hosts and rules");
+    for host in [
+        "cafe.example.com",
+        "pub.example.com",
+        "root.bar.com",
+        "ns-root.bar.com",
+        "api-test.ifuryst.com",
+    ] {
+        assert!(
+            shown.as_array().unwrap().iter().any(|h| h["host"] == host),
+            "{host}: {shown:#}"
+        );
+    }
+
+    // Resources: every one of /status with its status and conditions, and links to its rules.
+    let status = status(&watch);
+    let rows = browser.js(PAGE_RESOURCES, vec![]).await;
+    let resources = status["resources"].as_array().unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), resources.len(), "{rows:#}");
+    for (row, resource) in rows.as_array().unwrap().iter().zip(resources) {
+        assert_eq!(row["kind"], resource["kind"]);
+        assert_eq!(row["name"], resource["name"]);
+        assert_eq!(row["status"], resource["status"]);
+        for condition in resource["conditions"].as_array().unwrap() {
+            let text = row["conditions"].as_str().unwrap();
+            assert!(
+                text.contains(condition["reason"].as_str().unwrap())
+                    && text.contains(condition["message"].as_str().unwrap()),
+                "{condition} in {text}"
+            );
+        }
+        let own: Vec<&Value> = table["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["name"])
+            .filter(|n| {
+                n.as_str().unwrap().split('#').next()
+                    == Some(&format!(
+                        "{}/{}/{}",
+                        resource["kind"].as_str().unwrap(),
+                        resource["namespace"].as_str().unwrap(),
+                        resource["name"].as_str().unwrap()
+                    ))
+            })
+            .collect();
+        assert_eq!(
+            row["rules"].as_array().unwrap().iter().collect::<Vec<_>>(),
+            own,
+            "{row}"
+        );
+    }
+    let taken = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "cafe-ingress-2")
+        .expect("cafe-ingress-2 is listed");
+    assert_eq!(taken["status"], "rejected");
+    assert!(taken["conditions"].as_str().unwrap().contains("HostTaken"), "{taken}");
+
+    // A rule links to its resource, and the resource back to its rules.
+    let rule = "HTTPProxy/default/cafe-virtual-server#0";
+    browser.click(&format!("tr[data-rule=\"{rule}\"] th a")).await;
+    let target = browser
+        .until(
+            "the resource row as the target",
+            "const t = document.querySelector(':target'); return t && t.id;",
+        )
+        .await;
+    assert_eq!(target, "resource:HTTPProxy/default/cafe-virtual-server");
+    browser.click("tr.resource:target td:last-child a").await;
+    let target = browser
+        .until(
+            "the rule row as the target",
+            "const t = document.querySelector(':target'); return t && t.id;",
+        )
+        .await;
+    assert_eq!(target, format!("rule:{rule}"));
+
+    // The filter keeps the hosts and resources asked for.
+    browser.type_into("rule-filter", "pub.example").await;
+    let visible = browser
+        .js(
+            "return [...document.querySelectorAll('#host-list section.host:not([hidden])')].map(s => s.dataset.host);",
+            vec![],
+        )
+        .await;
+    assert_eq!(visible, json!(["pub.example.com"]));
+    browser.type_into("rule-filter", "").await;
+
+    if let Some(path) = std::env::var_os("DASHBOARD_SCREENSHOT") {
+        screenshot(&browser, Path::new(&path)).await;
+    }
+    browser.close().await;
+}
+
+/// The README's picture: an explanation with losers, then the whole page.
+async fn screenshot(browser: &Browser, path: &Path) {
+    browser
+        .type_into("explain-url", "http://root.bar.com/service2/blog")
+        .await;
+    browser.click("#explain-submit").await;
+    browser
+        .until(
+            "an explanation",
+            "return document.getElementById('explain-losers') !== null;",
+        )
+        .await;
+    browser.client.set_window_size(1280, 1900).await.unwrap();
+    browser.js("window.scrollTo(0, 0);", vec![]).await;
+    let png = browser.client.screenshot().await.unwrap();
+    std::fs::write(path, png).unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_edited_manifest_appears_without_reload() {
+    let watch = Watch::start(&[("web.yaml".into(), INGRESS.replace("HOST", "a.example"))], &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    assert_eq!(
+        browser.js(PAGE_HOSTS, vec![]).await,
+        json!([{"host": "a.example", "rules": ["Ingress/shop/web#0"]}])
+    );
+    // A mark that a reload would wipe out.
+    browser.js("window.sameDocument = 'yes';", vec![]).await;
+
+    std::fs::write(watch.manifests().join("web.yaml"), INGRESS.replace("HOST", "b.example")).unwrap();
+    let shown = browser
+        .until(
+            "b.example in the hosts",
+            &format!(
+                "const hosts = (() => {{ {PAGE_HOSTS} }})(); return hosts.some(h => h.host === 'b.example') && hosts;"
+            ),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!([{"host": "b.example", "rules": ["Ingress/shop/web#0"]}]),
+        "a.example is gone"
+    );
+    assert_eq!(
+        browser.js("return window.sameDocument;", vec![]).await,
+        "yes",
+        "the page was reloaded"
+    );
+    showing_the_table_file(&browser, &watch).await;
+    assert_eq!(
+        browser
+            .js("return document.getElementById('generation').textContent;", vec![])
+            .await,
+        "2"
+    );
+    let newest = browser
+        .js("const row = document.querySelector('#push-rows tr'); return [row.cells[0].textContent, row.cells[6].textContent];", vec![])
+        .await;
+    assert_eq!(newest[0], "2");
+    assert!(
+        newest[1]
+            .as_str()
+            .unwrap()
+            .contains("hosts gained: b.example; hosts lost: a.example"),
+        "{newest}"
+    );
+    browser.close().await;
+}
+
+/// Seed 002's requests: the example, URL, headers, cookies (as the seed writes them for curl), and
+/// the resource whose rule the seed says wins.
+const SEED_002: &[(&str, &str, &[&str], &[&str], &str)] = &[
+    (
+        "002-host-priority",
+        "http://example.net/bar",
+        &[],
+        &[],
+        "Ingress/production/host_priority1#",
+    ),
+    (
+        "002-path-priority",
+        "http://example.net/bar/foo",
+        &["Key: value"],
+        &[],
+        "Ingress/production/path_priority1#",
+    ),
+    (
+        "002-cond-priority",
+        "http://example.net/bar/foo",
+        &["Key: value"],
+        &[],
+        "Ingress/production/cond_priority1#",
+    ),
+    (
+        "002-cond-priority",
+        "http://example.net/bar/foo",
+        &[],
+        &[],
+        "Ingress/production/cond_priority2#",
+    ),
+    (
+        "002-multi-cond-priority",
+        "http://example.net/bar/foo",
+        &["Header-key: value"],
+        &["cookie-key: value"],
+        "Ingress/production/multi_cond_priority2#",
+    ),
+];
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_explain_form_gives_the_cli_winner_for_seed_002() {
+    let seed = |name: &str| examples(&[name]).remove(0).1;
+    let watch = Watch::start(
+        &[("seed.yaml".into(), seed(SEED_002[0].0))],
+        &["--ingress-class", "bfe"],
+    );
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    for (example, url, headers, cookies, winner) in SEED_002 {
+        // The folder holds one example at a time; the page follows it.
+        std::fs::write(watch.manifests().join("seed.yaml"), seed(example)).unwrap();
+        let table = eventually("the example's table", || async {
+            let table = watch.table();
+            table.to_string().contains(winner).then_some(table)
+        })
+        .await;
+        eventually("the page on the example's table", || async {
+            (browser.js(PAGE_TABLE, vec![]).await == table["generation"]).then_some(())
+        })
+        .await;
+
+        browser.type_into("explain-url", url).await;
+        browser.type_into("explain-method", "GET").await;
+        browser.type_into("explain-headers", &headers.join("\n")).await;
+        browser.type_into("explain-cookies", &cookies.join("\n")).await;
+        browser.click("#explain-submit").await;
+
+        let mut args = vec![url.to_string()];
+        args.extend(headers.iter().flat_map(|h| ["-H".to_owned(), h.to_string()]));
+        args.extend(cookies.iter().flat_map(|c| ["--cookie".to_owned(), c.to_string()]));
+        let cli = watch.explain_cli(&args);
+        let cli_text = watch.explain_cli_text(&args);
+        let text = browser
+            .until(
+                &format!("{example}: the CLI's explanation\n{cli_text}"),
+                &format!(
+                    "const pre = document.getElementById('explain-text'); return pre && pre.textContent === {} && pre.textContent;",
+                    serde_json::to_string(&cli_text).unwrap()
+                ),
+            )
+            .await;
+        assert_eq!(text, cli_text.as_str());
+        let shown = browser
+            .js(
+                "const w = document.getElementById('explain-winner'); \
+                 return {rule: w.dataset.rule, cluster: w.dataset.cluster, status: Number(w.dataset.status), \
+                         table: document.getElementById('explain-table').textContent};",
+                vec![],
+            )
+            .await;
+        assert_eq!(shown["rule"], cli["rule"], "{example} {url}");
+        assert_eq!(shown["cluster"], cli["cluster"], "{example} {url}");
+        assert_eq!(shown["status"], cli["status"], "{example} {url}");
+        assert_eq!(
+            shown["table"], table["generation"],
+            "explained on the table the CLI read"
+        );
+        assert!(
+            shown["rule"].as_str().unwrap().starts_with(winner),
+            "{example}: the seed says {winner} wins, the page says {}",
+            shown["rule"]
+        );
+    }
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_broken_manifest_shows_its_error() {
+    let watch = Watch::start(&[("web.yaml".into(), INGRESS.replace("HOST", "a.example"))], &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let no_errors = "return document.querySelectorAll('#source-errors .source-error').length;";
+    assert_eq!(browser.js(no_errors, vec![]).await, 0);
+
+    std::fs::write(watch.manifests().join("web.yaml"), "kind: Ingress\nspec: [\n").unwrap();
+    std::fs::write(
+        watch.manifests().join("new.yaml"),
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n",
+    )
+    .unwrap();
+    let shown = browser
+        .until(
+            "two errors on the page",
+            "const rows = [...document.querySelectorAll('#source-errors .source-error')]; \
+             return rows.length === 2 && rows.map(r => [r.querySelector('code').textContent, r.querySelector('.message').textContent]);",
+        )
+        .await;
+    let status = status(&watch);
+    let expected: Vec<Value> = status["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!([e["source"], e["message"]]))
+        .collect();
+    assert_eq!(shown, json!(expected), "the page shows /status's errors");
+    let text = shown.to_string();
+    assert!(
+        text.contains("web.yaml") && text.contains("its last good version is still routed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("new.yaml") && text.contains("it routes nothing"),
+        "{text}"
+    );
+    // The last good version of web.yaml still routes, and the page still lists it.
+    assert_eq!(browser.js(PAGE_HOSTS, vec![]).await[0]["host"], "a.example");
+
+    std::fs::write(watch.manifests().join("web.yaml"), INGRESS.replace("HOST", "a.example")).unwrap();
+    std::fs::remove_file(watch.manifests().join("new.yaml")).unwrap();
+    browser
+        .until(
+            "the errors gone",
+            "return document.getElementById('source-errors') === null;",
+        )
+        .await;
+    browser.close().await;
+}
