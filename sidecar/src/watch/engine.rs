@@ -463,4 +463,45 @@ mod tests {
             assert!(std::fs::read_to_string(&file).unwrap().contains("b.example"));
         });
     }
+
+    #[test]
+    fn the_push_log_says_what_each_sink_did_with_each_table_and_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        block_on(async {
+            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
+            let mut engine = Engine::new(Options::default(), sinks, state.clone());
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("b.example")).await;
+        });
+        let state = state.lock();
+        let log: Vec<&PushRecord> = state.push_log.iter().collect();
+        assert_eq!(
+            log.iter().map(|p| p.generation).collect::<Vec<_>>(),
+            [1, 2],
+            "an unchanged table is not logged"
+        );
+        let outcomes: Vec<(&str, SinkOutcome)> = log[1].sinks.iter().map(|s| (s.sink.as_str(), s.outcome)).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("wasmplugin istio-system/switchyard", SinkOutcome::Refused),
+                (format!("table-file {}", file.display()).as_str(), SinkOutcome::Ok)
+            ]
+        );
+        assert_eq!(log[1].table, state.table_hash);
+        assert!(
+            log[1]
+                .change
+                .ends_with("hosts gained: b.example; hosts lost: a.example"),
+            "{}",
+            log[1].change
+        );
+        let live = state.route_table.as_ref().expect("the live table");
+        assert_eq!(live.generation(), state.table_hash);
+        let status = state.status_json();
+        assert_eq!(status["push_log"][0]["generation"], 2, "newest first in /status");
+    }
 }

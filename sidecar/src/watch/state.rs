@@ -242,4 +242,26 @@ mod tests {
         );
         assert!(reason.contains("generation 3 (table abc) keeps serving"), "{reason}");
     }
+
+    #[test]
+    fn the_push_log_keeps_the_newest_pushes() {
+        let mut state = State::default();
+        for generation in 1..=(PUSH_LOG_LEN as u64 + 5) {
+            state.log_push(PushRecord {
+                generation,
+                table: String::new(),
+                at_unix_ms: 0,
+                rules: 0,
+                hosts: 0,
+                change: String::new(),
+                sinks: Vec::new(),
+            });
+        }
+        assert_eq!(state.push_log.len(), PUSH_LOG_LEN);
+        assert_eq!(state.push_log.front().map(|p| p.generation), Some(6));
+        assert_eq!(
+            state.push_log.back().map(|p| p.generation),
+            Some(PUSH_LOG_LEN as u64 + 5)
+        );
+    }
 }

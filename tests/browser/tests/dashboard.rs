@@ -191,8 +191,9 @@ async fn the_page_lists_the_example_hosts_and_rules() {
     assert_eq!(visible, json!(["pub.example.com"]));
     browser.type_into("rule-filter", "").await;
 
+    // `make test-browser` runs from the repository's root, cargo runs tests from this crate's folder.
     if let Some(path) = std::env::var_os("DASHBOARD_SCREENSHOT") {
-        screenshot(&browser, Path::new(&path)).await;
+        screenshot(&browser, &repo_root().join(path)).await;
     }
     browser.close().await;
 }
@@ -267,56 +268,73 @@ async fn an_edited_manifest_appears_without_reload() {
     browser.close().await;
 }
 
-/// Seed 002's requests: the example, URL, headers, cookies (as the seed writes them for curl), and
-/// the resource whose rule the seed says wins.
-const SEED_002: &[(&str, &str, &[&str], &[&str], &str)] = &[
-    (
-        "002-host-priority",
-        "http://example.net/bar",
-        &[],
-        &[],
-        "Ingress/production/host_priority1#",
-    ),
-    (
-        "002-path-priority",
-        "http://example.net/bar/foo",
-        &["Key: value"],
-        &[],
-        "Ingress/production/path_priority1#",
-    ),
-    (
-        "002-cond-priority",
-        "http://example.net/bar/foo",
-        &["Key: value"],
-        &[],
-        "Ingress/production/cond_priority1#",
-    ),
-    (
-        "002-cond-priority",
-        "http://example.net/bar/foo",
-        &[],
-        &[],
-        "Ingress/production/cond_priority2#",
-    ),
-    (
-        "002-multi-cond-priority",
-        "http://example.net/bar/foo",
-        &["Header-key: value"],
-        &["cookie-key: value"],
-        "Ingress/production/multi_cond_priority2#",
-    ),
+/// One of seed 002's requests.
+struct Case {
+    /// The example folder (examples/) whose table it is asked of.
+    example: &'static str,
+    url: &'static str,
+    /// As the seed writes them for curl.
+    headers: &'static [&'static str],
+    cookies: &'static [&'static str],
+    /// The rule the seed says wins, by its resource: `Ingress/<namespace>/<name>#`.
+    winner: &'static str,
+}
+
+const SEED_002: &[Case] = &[
+    Case {
+        example: "002-host-priority",
+        url: "http://example.net/bar",
+        headers: &[],
+        cookies: &[],
+        winner: "Ingress/production/host_priority1#",
+    },
+    Case {
+        example: "002-path-priority",
+        url: "http://example.net/bar/foo",
+        headers: &["Key: value"],
+        cookies: &[],
+        winner: "Ingress/production/path_priority1#",
+    },
+    Case {
+        example: "002-cond-priority",
+        url: "http://example.net/bar/foo",
+        headers: &["Key: value"],
+        cookies: &[],
+        winner: "Ingress/production/cond_priority1#",
+    },
+    Case {
+        example: "002-cond-priority",
+        url: "http://example.net/bar/foo",
+        headers: &[],
+        cookies: &[],
+        winner: "Ingress/production/cond_priority2#",
+    },
+    Case {
+        example: "002-multi-cond-priority",
+        url: "http://example.net/bar/foo",
+        headers: &["Header-key: value"],
+        cookies: &["cookie-key: value"],
+        winner: "Ingress/production/multi_cond_priority2#",
+    },
 ];
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_explain_form_gives_the_cli_winner_for_seed_002() {
     let seed = |name: &str| examples(&[name]).remove(0).1;
     let watch = Watch::start(
-        &[("seed.yaml".into(), seed(SEED_002[0].0))],
+        &[("seed.yaml".into(), seed(SEED_002[0].example))],
         &["--ingress-class", "bfe"],
     );
     let browser = Browser::start().await;
     open(&browser, &watch).await;
-    for (example, url, headers, cookies, winner) in SEED_002 {
+    for Case {
+        example,
+        url,
+        headers,
+        cookies,
+        winner,
+    } in SEED_002
+    {
         // The folder holds one example at a time; the page follows it.
         std::fs::write(watch.manifests().join("seed.yaml"), seed(example)).unwrap();
         let table = eventually("the example's table", || async {

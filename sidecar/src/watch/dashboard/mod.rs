@@ -88,25 +88,26 @@ fn error(code: StatusCode, message: &str) -> Response {
     json(code, &serde_json::json!({ "error": message }))
 }
 
-/// The live table and its push counter, or the 503 to answer before the first push.
-fn live(state: &Shared) -> Result<(std::sync::Arc<RouteTable>, u64), Response> {
+/// The live table and its push counter; `None` before the first push.
+fn live(state: &Shared) -> Option<(std::sync::Arc<RouteTable>, u64)> {
     let state = state.lock();
-    match &state.route_table {
-        Some(table) => Ok((table.clone(), state.tables_pushed)),
-        None => Err(error(StatusCode::SERVICE_UNAVAILABLE, "no table pushed yet")),
-    }
+    Some((state.route_table.clone()?, state.tables_pushed))
+}
+
+fn not_yet() -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, "no table pushed yet")
 }
 
 async fn rules(AxumState(state): AxumState<Shared>) -> Response {
-    match live(&state) {
-        Ok((table, generation)) => match serde_json::to_value(rules::view(&table, generation)) {
-            Ok(view) => json(StatusCode::OK, &view),
-            Err(e) => {
-                state.internal_error(&format!("/rules does not serialize: {e}"));
-                error(StatusCode::INTERNAL_SERVER_ERROR, "internal error (see the log)")
-            }
-        },
-        Err(response) => response,
+    let Some((table, generation)) = live(&state) else {
+        return not_yet();
+    };
+    match serde_json::to_value(rules::view(&table, generation)) {
+        Ok(view) => json(StatusCode::OK, &view),
+        Err(e) => {
+            state.internal_error(&format!("/rules does not serialize: {e}"));
+            error(StatusCode::INTERNAL_SERVER_ERROR, "internal error (see the log)")
+        }
     }
 }
 
@@ -152,9 +153,8 @@ async fn explain(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
         Ok(asked) => asked,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("the request body: {e}")),
     };
-    let (table, generation) = match live(&state) {
-        Ok(live) => live,
-        Err(response) => return response,
+    let Some((table, generation)) = live(&state) else {
+        return not_yet();
     };
     match explain_json(&table, generation, &asked) {
         Ok(answer) => json(StatusCode::OK, &answer),
