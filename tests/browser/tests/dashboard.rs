@@ -443,3 +443,35 @@ async fn a_broken_manifest_shows_its_error() {
         .await;
     browser.close().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_field_has_a_label_and_every_table_a_caption_and_header_cells() {
+    let watch = Watch::start(&examples(&["003-host-collision"]), &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    browser.type_into("explain-url", "http://cafe.example.com/").await;
+    browser.click("#explain-submit").await;
+    browser
+        .until(
+            "an explanation",
+            "return document.getElementById('explain-winner') !== null;",
+        )
+        .await;
+    let problems = browser
+        .js(
+            "return { \
+               unlabelled: [...document.querySelectorAll('input, select, textarea')].filter(f => f.labels.length === 0).map(f => f.id), \
+               uncaptioned: [...document.querySelectorAll('table')].filter(t => !t.caption || !t.caption.textContent.trim()).length, \
+               without_scope: [...document.querySelectorAll('th')].filter(th => !['col', 'row'].includes(th.scope)).map(th => th.textContent), \
+               tables: document.querySelectorAll('table').length, \
+               lang: document.documentElement.lang };",
+            vec![],
+        )
+        .await;
+    assert_eq!(problems["unlabelled"], json!([]), "{problems}");
+    assert_eq!(problems["uncaptioned"], 0, "{problems}");
+    assert_eq!(problems["without_scope"], json!([]), "{problems}");
+    assert_eq!(problems["lang"], "en");
+    assert!(problems["tables"].as_u64().unwrap() >= 4, "{problems}");
+    browser.close().await;
+}
