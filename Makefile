@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-browser chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz
+.PHONY: build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -115,6 +115,14 @@ run: build envoy
 bench:
 	cargo bench -p switchyard-table --bench lookup
 	cargo bench -p switchyard-compiler --bench compile
+
+# The dashboard on 10,000 Ingresses (release build): /rules and /status size and time, the page's
+# first render, an edit reaching the page, explain. Figures in BENCHMARKS.md ("Dashboard").
+bench-dashboard: $(STAMPS)/chromium
+	cargo build --release -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/release/switchyard) CHROMIUM_BIN=$$(command -v chromium) \
+	  CHROMEDRIVER_BIN=$$(command -v chromedriver) cargo test -p switchyard-browser --test dashboard \
+	  -- --ignored --nocapture bench_
 
 # `switchyard watch --kubernetes` (release build) against a real API server: change-to-table latency,
 # recovery after an outage, and memory/CPU with 10,000 Ingresses and 1,000 HTTPProxy trees. Figures in

@@ -431,14 +431,19 @@ mod tests {
         Sink::Istio(sink)
     }
 
+    /// An engine pushing to a WasmPlugin that refuses every table (100 bytes at most) and to `file`.
+    fn refusing_and_file(file: &std::path::Path, state: &Shared) -> Engine {
+        let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.to_path_buf())];
+        Engine::new(Options::default(), sinks, state.clone())
+    }
+
     #[test]
     fn a_table_too_large_for_a_sink_is_refused_there_only_and_not_retried_until_it_changes() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("t.json");
         let state = Shared::default();
         block_on(async {
-            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
-            let mut engine = Engine::new(Options::default(), sinks, state.clone());
+            let mut engine = refusing_and_file(&file, &state);
             engine.rebuild(&input("a.example")).await;
             assert!(!engine.needs_retry(), "a refused table is not retried");
             assert!(std::fs::read_to_string(&file).unwrap().contains("a.example"));
@@ -470,8 +475,7 @@ mod tests {
         let file = dir.path().join("t.json");
         let state = Shared::default();
         block_on(async {
-            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
-            let mut engine = Engine::new(Options::default(), sinks, state.clone());
+            let mut engine = refusing_and_file(&file, &state);
             engine.rebuild(&input("a.example")).await;
             engine.rebuild(&input("a.example")).await;
             engine.rebuild(&input("b.example")).await;

@@ -475,3 +475,114 @@ async fn every_field_has_a_label_and_every_table_a_caption_and_header_cells() {
     assert!(problems["tables"].as_u64().unwrap() >= 4, "{problems}");
     browser.close().await;
 }
+
+/// `make bench-dashboard`: the dashboard on 10,000 Ingresses (10,000 rules, 10,000 hosts): the size
+/// and time of `/rules` and `/status`, the page's first full render, an edit reaching the page, and
+/// an explanation. Figures in BENCHMARKS.md; timings through WebDriver are good to about 50 ms.
+#[tokio::test(flavor = "current_thread")]
+#[ignore = "a benchmark: make bench-dashboard"]
+async fn bench_the_dashboard_with_10000_rules() {
+    use std::time::Instant;
+    const N: usize = 10_000;
+    let many: String = (0..N - 1)
+        .map(|i| {
+            INGRESS
+                .replace("HOST", &format!("h{i:05}.example.com"))
+                .replace("name: web", &format!("name: web{i:05}"))
+        })
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let edited = |host: &str| INGRESS.replace("HOST", host).replace("name: web", "name: edited");
+    let watch = Watch::start(
+        &[
+            ("many.yaml".into(), many),
+            ("edited.yaml".into(), edited("edit-a.example.com")),
+        ],
+        &[],
+    );
+    let get = |path: &str| {
+        let started = Instant::now();
+        let response = switchyard_e2e::send(watch.addr, &switchyard_e2e::get("switchyard", path)).unwrap();
+        assert_eq!(response.status, 200);
+        (response.body.len(), started.elapsed())
+    };
+    for path in ["/rules", "/status"] {
+        let runs: Vec<(usize, std::time::Duration)> = (0..5).map(|_| get(path)).collect();
+        let mut times: Vec<f64> = runs.iter().map(|(_, t)| t.as_secs_f64() * 1000.0).collect();
+        times.sort_by(f64::total_cmp);
+        println!("GET {path}: {} bytes, median {:.1} ms (of 5)", runs[0].0, times[2]);
+    }
+    let browser = Browser::start().await;
+    let started = Instant::now();
+    browser.client.goto(&watch.url()).await.unwrap();
+    browser
+        .until(
+            "the first page of hosts and resources",
+            &format!(
+                "return document.getElementById('hosts-more').textContent.startsWith('Showing 200 of {N} hosts') \
+                 && document.getElementById('resources-more').textContent.startsWith('Showing 500 of ');"
+            ),
+        )
+        .await;
+    println!(
+        "page load to the first 200 of {N} hosts and 500 resources drawn: {:?}",
+        started.elapsed()
+    );
+
+    let started = Instant::now();
+    browser.type_into("rule-filter", "h04242").await;
+    browser
+        .until(
+            "the filtered host",
+            "const s = document.querySelectorAll('#host-list section.host'); \
+             return s.length === 1 && s[0].dataset.host === 'h04242.example.com';",
+        )
+        .await;
+    println!("filter to one host of {N}: {:?}", started.elapsed());
+
+    std::fs::write(watch.manifests().join("edited.yaml"), edited("edit-b.example.com")).unwrap();
+    let started = Instant::now();
+    let table = eventually("the edit in the table file", || async {
+        let table = watch.table();
+        table.to_string().contains("edit-b.example.com").then_some(table)
+    })
+    .await;
+    let written = started.elapsed();
+    eventually("the page on the edited table", || async {
+        (browser.js(PAGE_TABLE, vec![]).await == table["generation"]).then_some(())
+    })
+    .await;
+    println!(
+        "an edit to the table file {written:?}, to the page (status, rules, redraw) {:?}",
+        started.elapsed()
+    );
+
+    let timed = browser
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; const times = []; \
+             (async () => { for (let i = 0; i < 5; i++) { const t = performance.now(); \
+               const r = await fetch('/explain', {method: 'POST', body: JSON.stringify({url: 'http://h04242.example.com/x'})}); \
+               await r.json(); times.push(performance.now() - t); } \
+               times.sort((a, b) => a - b); done(times[2]); })();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    println!(
+        "POST /explain from the page: median {:.1} ms (of 5)",
+        timed.as_f64().unwrap()
+    );
+
+    browser.type_into("explain-url", "http://h04242.example.com/x").await;
+    let started = Instant::now();
+    browser.click("#explain-submit").await;
+    browser
+        .until(
+            "the explanation",
+            "return document.getElementById('explain-winner') !== null;",
+        )
+        .await;
+    println!("explain form round trip: {:?}", started.elapsed());
+    browser.close().await;
+}

@@ -163,6 +163,8 @@ async fn explain(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
 }
 
 /// What the page shows changes only when one of these does (each counts something that happened).
+/// A field of `/status` that can change without a compile or a push (a source going down, say) must
+/// be counted here, or the page shows it only at the next compile.
 fn revision(state: &State) -> [u64; 8] {
     let pushes = state.pushes.values().map(|c| c.ok + c.failed + c.refused).sum();
     [

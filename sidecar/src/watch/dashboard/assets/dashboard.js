@@ -139,8 +139,7 @@ function backendsCell(action) {
 
 function ruleRow(rule) {
   const resource = rule.resource;
-  return el("tr", { id: ruleId(rule.name), class: "rule", "data-rule": rule.name,
-    "data-filter": (rule.name + " " + (resource ? resourceLabel(resource) : "")).toLowerCase() },
+  return el("tr", { id: ruleId(rule.name), class: "rule", "data-rule": rule.name },
   el("td", { class: "num" }, rule.position),
   el("th", { scope: "row" }, resource
     ? [link(resourceId(resource.kind, resource.namespace, resource.name), resourceLabel(resource)),
@@ -153,41 +152,59 @@ function ruleRow(rule) {
   actionCell(rule.action));
 }
 
-function renderRules(rules) {
+// A big table (10,000 hosts) is drawn a page at a time: the first hosts and resources that pass the
+// filters, and a button for more. Filters work on the data, so whatever they find is drawn.
+const PAGE = { hosts: 200, resources: 500 };
+const limit = { hosts: PAGE.hosts, resources: PAGE.resources };
+
+function more(id, kind, drawn, total, what, redraw) {
+  if (drawn >= total) {
+    replace(id, total === 0 ? "Nothing matches the filter." : null);
+    return;
+  }
+  replace(id, "Showing " + drawn + " of " + total + " " + what + ". ",
+    el("button", { type: "button", class: "more", onclick: () => {
+      limit[kind] += PAGE[kind];
+      redraw();
+    } }, "Show " + Math.min(PAGE[kind], total - drawn) + " more"));
+}
+
+function renderRules() {
+  const rules = shown.rules;
   if (!rules) {
     replace("rules-meta", "No table pushed yet.");
     replace("host-list");
+    replace("hosts-more");
     return;
   }
   replace("rules-meta", "Generation ", rules.generation, " (table ", el("code", {}, rules.table), "): ",
     rules.rules, " rules for ", rules.hosts.length, " host patterns; a request no rule matches ",
     rules.no_route === "pass" ? "passes through untouched." : "gets a 404.");
-  replace("host-list", rules.hosts.map((h, i) => {
+  const wanted = $("rule-filter").value.trim().toLowerCase();
+  const matching = [];
+  for (const h of rules.hosts) {
+    const host = h.host === null ? "*" : h.host;
+    const own = !wanted || host.toLowerCase().includes(wanted) ? h.rules : h.rules.filter((r) => ruleText(r).includes(wanted));
+    if (own.length) matching.push({ host: h.host, rules: own, all: h.rules.length });
+  }
+  const drawn = matching.slice(0, limit.hosts);
+  replace("host-list", drawn.map((h, i) => {
     const name = h.host === null ? "Any host (catch-all)" : h.host;
     const headingId = "host-heading-" + i;
+    const count = h.rules.length === h.all ? h.all + (h.all === 1 ? " rule" : " rules") : h.rules.length + " of " + h.all + " rules";
     return el("section", { class: "host", "data-host": h.host === null ? "*" : h.host, "aria-labelledby": headingId },
-      el("h3", { id: headingId }, name, " ", el("span", { class: "count" }, "(" + h.rules.length + (h.rules.length === 1 ? " rule)" : " rules)"))),
+      el("h3", { id: headingId }, name, " ", el("span", { class: "count" }, "(" + count + ")")),
       el("table", { class: "grid rules" },
         el("caption", { class: "visually-hidden" }, "Rules for " + name + " in priority order"),
         el("thead", {}, el("tr", {}, ["Position", "Resource", "Path", "Conditions", "Backends", "Action"]
           .map((c) => el("th", { scope: "col" }, c)))),
         el("tbody", {}, h.rules.map(ruleRow))));
   }));
-  applyRuleFilter();
+  more("hosts-more", "hosts", drawn.length, matching.length, "hosts", renderRules);
 }
 
-function applyRuleFilter() {
-  const wanted = $("rule-filter").value.trim().toLowerCase();
-  for (const section of document.querySelectorAll("#host-list section.host")) {
-    const hostMatches = !wanted || section.dataset.host.toLowerCase().includes(wanted);
-    let visible = 0;
-    for (const row of section.querySelectorAll("tr.rule")) {
-      const show = hostMatches || row.dataset.filter.includes(wanted);
-      row.hidden = !show;
-      if (show) visible++;
-    }
-    section.hidden = visible === 0;
-  }
+function ruleText(rule) {
+  return (rule.name + " " + (rule.resource ? resourceLabel(rule.resource) : "")).toLowerCase();
 }
 
 // ---- resources -------------------------------------------------------------------------------
@@ -199,26 +216,42 @@ function fillSelect(id, words, label) {
   select.value = words.includes(chosen) ? chosen : "";
 }
 
-function renderResources(status, rules) {
-  const resources = status.resources || [];
-  const ruleNames = new Map();
-  for (const host of rules ? rules.hosts : []) {
+// Each resource's rules, by resource id (made again when the table changes).
+let rulesOf = new Map();
+
+function indexRules() {
+  rulesOf = new Map();
+  for (const host of shown.rules ? shown.rules.hosts : []) {
     for (const rule of host.rules) {
       if (!rule.resource) continue;
       const key = resourceId(rule.resource.kind, rule.resource.namespace, rule.resource.name);
-      if (!ruleNames.has(key)) ruleNames.set(key, []);
-      ruleNames.get(key).push({ ...rule, host: host.host });
+      if (!rulesOf.has(key)) rulesOf.set(key, []);
+      rulesOf.get(key).push({ ...rule, host: host.host });
     }
   }
+  for (const own of rulesOf.values()) own.sort((a, b) => a.position - b.position);
+}
+
+function resourceText(r) {
+  return [r.kind, r.namespace, r.name, r.status, ...r.conditions.flatMap((c) => [c.reason, c.message])]
+    .join(" ").toLowerCase();
+}
+
+function renderResources() {
+  const resources = shown.status ? shown.status.resources || [] : [];
   const unique = (xs) => [...new Set(xs)].sort();
   fillSelect("resource-kind", unique(resources.map((r) => r.kind)), "All kinds");
   fillSelect("resource-status", unique(resources.map((r) => r.status)), "All statuses");
-  replace("resource-rows", resources.map((r) => {
+  const wanted = $("resource-filter").value.trim().toLowerCase();
+  const kind = $("resource-kind").value;
+  const status = $("resource-status").value;
+  const matching = resources.filter((r) => (!kind || r.kind === kind) && (!status || r.status === status)
+    && (!wanted || resourceText(r).includes(wanted)));
+  const drawn = matching.slice(0, limit.resources);
+  replace("resource-rows", drawn.map((r) => {
     const id = resourceId(r.kind, r.namespace, r.name);
-    const own = (ruleNames.get(id) || []).sort((a, b) => a.position - b.position);
-    const text = [r.kind, r.namespace, r.name, r.status, ...r.conditions.flatMap((c) => [c.reason, c.message])]
-      .join(" ").toLowerCase();
-    return el("tr", { id, class: "resource", "data-kind": r.kind, "data-status": r.status, "data-filter": text },
+    const own = rulesOf.get(id) || [];
+    return el("tr", { id, class: "resource", "data-kind": r.kind, "data-status": r.status },
       el("td", {}, r.kind), el("td", {}, r.namespace || "—"), el("th", { scope: "row" }, r.name),
       el("td", {}, badge(r.status)),
       el("td", {}, r.conditions.length ? el("ul", { class: "plain conditions" }, r.conditions.map((c) =>
@@ -228,17 +261,7 @@ function renderResources(status, rules) {
           el("span", { class: "meta" }, (rule.host === null ? "any host" : rule.host) + " " + rule.path.value))))
         : "—"));
   }));
-  applyResourceFilter();
-}
-
-function applyResourceFilter() {
-  const wanted = $("resource-filter").value.trim().toLowerCase();
-  const kind = $("resource-kind").value;
-  const status = $("resource-status").value;
-  for (const row of document.querySelectorAll("#resource-rows tr.resource")) {
-    row.hidden = (wanted && !row.dataset.filter.includes(wanted)) || (kind && row.dataset.kind !== kind)
-      || (status && row.dataset.status !== status);
-  }
+  more("resources-more", "resources", drawn.length, matching.length, "resources", renderResources);
 }
 
 // ---- push log --------------------------------------------------------------------------------
@@ -321,15 +344,23 @@ async function refresh() {
   refreshing = (async () => {
     do {
       again = false;
-      const status = await getJson("/status");
+      const response = await fetch("/status", { cache: "no-store" });
+      if (!response.ok) throw new Error("/status: HTTP " + response.status);
+      const text = await response.text();
+      const status = JSON.parse(text);
       const stale = !shown.rules || shown.rules.generation !== status.generation || shown.rules.table !== status.table;
+      if (!stale && text === shown.statusText) continue; // nothing new to draw
       const rules = stale ? await getJson("/rules") : shown.rules;
       const tableChanged = shown.rules && rules && shown.rules.table !== rules.table;
       shown.status = status;
-      shown.rules = rules;
+      shown.statusText = text;
       renderOverview(status);
-      if (stale) renderRules(rules);
-      renderResources(status, rules);
+      if (stale) {
+        shown.rules = rules;
+        indexRules();
+        renderRules();
+      }
+      renderResources();
       renderPushes(status);
       if (tableChanged && shown.explained) await explain(shown.explained);
     } while (again);
@@ -356,29 +387,41 @@ function follow() {
   events.addEventListener("error", () => setLive("disconnected", "Disconnected: reconnecting…"));
 }
 
+// Filters draw again from the first page.
+function refilter(kind, draw) {
+  return () => {
+    limit[kind] = PAGE[kind];
+    draw();
+  };
+}
+
+// A link to a rule or resource that is not drawn (beyond the page, or filtered out) first sets the
+// filter to it, so that it is drawn before the browser goes there.
+function reveal(event) {
+  const a = event.target.closest("a[href^='#rule'], a[href^='#resource']");
+  if (!a) return;
+  const id = decodeURIComponent(a.getAttribute("href").slice(1));
+  if (document.getElementById(id)) return;
+  if (id.startsWith("rule:")) {
+    $("rule-filter").value = id.slice("rule:".length).split("#")[0];
+    refilter("hosts", renderRules)();
+  } else {
+    const [kind, namespace, name] = id.slice("resource:".length).split("/");
+    $("resource-kind").value = "";
+    $("resource-status").value = "";
+    $("resource-filter").value = [kind, namespace, name].join(" ").toLowerCase();
+    refilter("resources", renderResources)();
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const kind of ["input", "change"]) {
-    $("rule-filter").addEventListener(kind, applyRuleFilter);
+    $("rule-filter").addEventListener(kind, refilter("hosts", renderRules));
     for (const id of ["resource-filter", "resource-kind", "resource-status"]) {
-      $(id).addEventListener(kind, applyResourceFilter);
+      $(id).addEventListener(kind, refilter("resources", renderResources));
     }
   }
-  // A link to a rule the filter hides clears the filter first.
-  document.addEventListener("click", (event) => {
-    const a = event.target.closest("a[href^='#rule']");
-    if (a) {
-      const row = document.getElementById(decodeURIComponent(a.getAttribute("href").slice(1)));
-      if (row && row.closest("[hidden]")) {
-        $("rule-filter").value = "";
-        applyRuleFilter();
-      }
-    }
-    const r = event.target.closest("a[href^='#resource']");
-    if (r) {
-      for (const id of ["resource-filter", "resource-kind", "resource-status"]) $(id).value = "";
-      applyResourceFilter();
-    }
-  });
+  document.addEventListener("click", reveal);
   $("explain-form").addEventListener("submit", (event) => {
     event.preventDefault();
     explain({ url: $("explain-url").value.trim(), method: $("explain-method").value.trim() || "GET",
