@@ -586,3 +586,58 @@ async fn bench_the_dashboard_with_10000_rules() {
     println!("explain form round trip: {:?}", started.elapsed());
     browser.close().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_big_table_is_drawn_a_page_at_a_time_and_a_link_reaches_a_rule_not_drawn() {
+    let ingresses: Vec<(String, String)> = (0..250)
+        .map(|i| {
+            let text = INGRESS
+                .replace("HOST", &format!("h{i:03}.example.com"))
+                .replace("name: web", &format!("name: web{i:03}"));
+            (format!("web{i:03}.yaml"), text)
+        })
+        .collect();
+    let watch = Watch::start(&ingresses, &[]);
+    let browser = Browser::start().await;
+    let table = eventually("all 250 rules in the table file", || async {
+        let table = watch.table();
+        (table["rules"].as_array().unwrap().len() == 250).then_some(table)
+    })
+    .await;
+    open(&browser, &watch).await;
+    let sections = "return document.querySelectorAll('#host-list section.host').length;";
+    assert_eq!(browser.js(sections, vec![]).await, 200);
+    let note = browser
+        .js("return document.getElementById('hosts-more').textContent;", vec![])
+        .await;
+    assert!(note.as_str().unwrap().starts_with("Showing 200 of 250 hosts"), "{note}");
+    browser.click("#hosts-more button").await;
+    assert_eq!(browser.js(sections, vec![]).await, 250);
+
+    // Back to the first page; the last host's rule is not drawn, its resource's row links to it.
+    browser.type_into("rule-filter", "x").await;
+    browser.type_into("rule-filter", "").await;
+    assert_eq!(browser.js(sections, vec![]).await, 200);
+    let last = hosts_of(&table)[249]["rules"][0].as_str().unwrap().to_owned();
+    let (resource, _) = last.split_once('#').unwrap();
+    let drawn = format!(
+        "return document.getElementById({}) !== null;",
+        json!(format!("rule:{last}"))
+    );
+    assert_eq!(
+        browser.js(&drawn, vec![]).await,
+        false,
+        "{last} is beyond the first page"
+    );
+    browser
+        .click(&format!("tr[id=\"resource:{resource}\"] td:last-child a"))
+        .await;
+    let target = browser
+        .until(
+            "the rule as the target",
+            "const t = document.querySelector(':target'); return t && t.id;",
+        )
+        .await;
+    assert_eq!(target, format!("rule:{last}"));
+    browser.close().await;
+}
