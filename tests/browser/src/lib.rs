@@ -240,6 +240,12 @@ impl Browser {
         }
     }
 
+    /// Waits until the page has a `:target` (the element the URL's fragment names), and returns its id.
+    pub async fn target(&self, what: &str) -> serde_json::Value {
+        self.until(what, "const t = document.querySelector(':target'); return t && t.id;")
+            .await
+    }
+
     /// Replaces the text of the form field `id` with `text`, as a user types it.
     pub async fn type_into(&self, id: &str, text: &str) {
         let field = self.client.find(Locator::Id(id)).await.unwrap();

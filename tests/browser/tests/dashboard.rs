@@ -164,20 +164,10 @@ async fn the_page_lists_the_example_hosts_and_rules() {
     // A rule links to its resource, and the resource back to its rules.
     let rule = "HTTPProxy/default/cafe-virtual-server#0";
     browser.click(&format!("tr[data-rule=\"{rule}\"] th a")).await;
-    let target = browser
-        .until(
-            "the resource row as the target",
-            "const t = document.querySelector(':target'); return t && t.id;",
-        )
-        .await;
+    let target = browser.target("the resource row as the target").await;
     assert_eq!(target, "resource:HTTPProxy/default/cafe-virtual-server");
     browser.click("tr.resource:target td:last-child a").await;
-    let target = browser
-        .until(
-            "the rule row as the target",
-            "const t = document.querySelector(':target'); return t && t.id;",
-        )
-        .await;
+    let target = browser.target("the rule row as the target").await;
     assert_eq!(target, format!("rule:{rule}"));
 
     // The filter keeps the hosts and resources asked for.
@@ -632,12 +622,7 @@ async fn a_big_table_is_drawn_a_page_at_a_time_and_a_link_reaches_a_rule_not_dra
     browser
         .click(&format!("tr[id=\"resource:{resource}\"] td:last-child a"))
         .await;
-    let target = browser
-        .until(
-            "the rule as the target",
-            "const t = document.querySelector(':target'); return t && t.id;",
-        )
-        .await;
+    let target = browser.target("the rule as the target").await;
     assert_eq!(target, format!("rule:{last}"));
     browser.close().await;
 }
