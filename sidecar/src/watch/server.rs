@@ -1,5 +1,5 @@
 //! The operations endpoint (`--listen`): `/healthz`, `/readyz`, `/metrics`, `/table` and `/status`,
-//! and the [`dashboard`](crate::watch::dashboard) at `/`, served by axum on the address given (use
+//! and the [`dashboard`] at `/`, served by axum on the address given (use
 //! 127.0.0.1 unless the pod network needs more).
 
 use axum::extract::State as AxumState;
