@@ -36,6 +36,7 @@ pub mod pipeline;
 pub mod processor;
 pub mod services;
 pub mod status;
+pub mod transportserver;
 
 pub use model::{CompileError, HostCollision, Options};
 pub use objects::{HTTPProxy, HTTPProxySpec, Objects};

@@ -7,6 +7,11 @@
 //! it ([`PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until that sink takes a
 //! table again, counted in `switchyard_push_refused_total`, and not retried until the table changes;
 //! that sink keeps its last good table, the others get the new one.
+//!
+//! With `--leader-elect`, the sinks that write to the cluster (Istio) take tables only while this
+//! replica leads ([`Leader`]); a follower compiles and writes its file sinks as the leader does, and
+//! the table counts as pushed once those took it. On becoming the leader it pushes the table it
+//! holds to the cluster sinks at once ([`Engine::take_over`]), with no cold start.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +22,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
+use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::{PushRecord, Shared, SinkOutcome, SinkPush};
@@ -63,6 +69,8 @@ pub struct Engine {
     /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
     /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
     kept: BTreeMap<String, Option<TableSpec>>,
+    /// Whether the cluster sinks may be written now.
+    leader: Leader,
 }
 
 impl Engine {
@@ -75,6 +83,46 @@ impl Engine {
             pushed: None,
             retry: None,
             kept: BTreeMap::new(),
+            leader: Leader::always(),
+        }
+    }
+
+    /// The same engine, writing its cluster sinks only while `leader` says so.
+    pub fn led_by(self, leader: Leader) -> Engine {
+        Engine { leader, ..self }
+    }
+
+    /// The gate of its cluster sinks.
+    pub fn leader(&self) -> &Leader {
+        &self.leader
+    }
+
+    /// Whether `sink` may be written now: file sinks always, cluster sinks while leading.
+    fn writable(&self, sink: &Sink) -> bool {
+        !sink.writes_to_cluster() || self.leader.is_leader()
+    }
+
+    /// Just became the leader: pushes the table it holds to the cluster sinks (a failure is
+    /// retried like any failed push).
+    pub async fn take_over(&mut self) {
+        let Some(table) = self.pushed.clone() else { return };
+        let mut failures = Vec::new();
+        for i in 0..self.sinks.len() {
+            let sink = &self.sinks[i];
+            if !sink.writes_to_cluster() || !self.leader.is_leader() {
+                continue;
+            }
+            let (name, result) = (sink.name(), sink.push(&table, "", "").await);
+            if result.is_ok() {
+                info!(sink = %name, table = %table.generation, "leading: pushed the table held");
+            }
+            if let Err(e) = self.record(&name, &table, true, result) {
+                failures.push(e);
+            }
+        }
+        if !failures.is_empty() {
+            self.state.lock().push_error = Some(failures.join("; "));
+            self.retry = Some(table);
         }
     }
 
@@ -105,6 +153,7 @@ impl Engine {
                 let statuses = self.state.lock().statuses.clone();
                 return Compiled {
                     table: self.pushed.clone().unwrap_or_default(),
+                    l4: Default::default(),
                     statuses,
                 };
             }
@@ -164,6 +213,10 @@ impl Engine {
     /// too large, the table it kept), whose object was deleted or changed by someone else; a failure
     /// is retried like any failed push.
     pub async fn repair(&mut self, name: &str) {
+        // The leader repairs; a follower's drift is the leader's to handle.
+        if !self.leader.is_leader() {
+            return;
+        }
         let (table, newest) = match self.kept.get(name) {
             Some(kept) => (kept.clone(), false),
             None => (self.pushed.clone(), true),
@@ -259,9 +312,12 @@ impl Engine {
         let mut failures = Vec::new();
         let mut results = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
-            results.push((sink.name(), sink.push(&table, &compact, &pretty).await));
+            if self.writable(sink) {
+                results.push((sink.name(), sink.push(&table, &compact, &pretty).await));
+            }
         }
-        let mut outcomes = Vec::with_capacity(results.len());
+        let sinks = results.len();
+        let mut outcomes = Vec::with_capacity(sinks);
         for (name, result) in results {
             let outcome = match &result {
                 Err(PushError::TooLarge(_)) => SinkOutcome::Refused,
@@ -301,8 +357,10 @@ impl Engine {
             table = %table.generation,
             rules = table.rules.len(),
             hosts,
-            sinks = self.sinks.len(),
-            "pushed: {change}"
+            sinks,
+            "{}: {change}",
+            // A follower whose sinks all write to the cluster only holds the table, for a take-over.
+            if sinks == 0 { "compiled, held for a take-over (following)" } else { "pushed" },
         );
         drop(state);
         self.pushed = Some(table);
@@ -435,6 +493,34 @@ mod tests {
     fn refusing_and_file(file: &std::path::Path, state: &Shared) -> Engine {
         let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.to_path_buf())];
         Engine::new(Options::default(), sinks, state.clone())
+    }
+
+    #[test]
+    fn a_follower_writes_its_files_not_the_cluster_and_takes_over_with_the_table_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        let leader = Leader::elected();
+        let plugin = "wasmplugin istio-system/switchyard";
+        block_on(async {
+            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
+            let mut engine = Engine::new(Options::default(), sinks, state.clone()).led_by(leader.clone());
+            engine.rebuild(&input("a.example")).await;
+            assert!(std::fs::read_to_string(&file).unwrap().contains("a.example"));
+            {
+                let state = state.lock();
+                assert_eq!(state.tables_pushed, 1, "taken by every sink this replica writes");
+                assert!(!state.pushes.contains_key(plugin), "{:?}", state.pushes);
+                assert!(state.readiness().is_ok(), "{:?}", state.readiness());
+            }
+            engine.repair(plugin).await;
+            assert!(!state.lock().pushes.contains_key(plugin), "a follower repairs nothing");
+            // Leading: the table held goes to the cluster sink (refused there before any request:
+            // this one allows 100 bytes), with no rebuild.
+            leader.lead_until(std::time::Instant::now() + std::time::Duration::from_secs(60));
+            engine.take_over().await;
+            assert_eq!(state.lock().pushes[plugin].refused, 1);
+        });
     }
 
     #[test]

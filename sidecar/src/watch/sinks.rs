@@ -80,6 +80,12 @@ impl Sink {
         }
     }
 
+    /// Whether it writes to the cluster (only the leader does, with `--leader-elect`); file sinks
+    /// are written by every replica.
+    pub fn writes_to_cluster(&self) -> bool {
+        matches!(self, Sink::Istio(_))
+    }
+
     /// Pushes `table`. `compact` is its JSON on one line, `pretty` indented. Files have no size limit.
     pub async fn push(&self, table: &TableSpec, compact: &str, pretty: &str) -> Result<(), PushError> {
         match self {

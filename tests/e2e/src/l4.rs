@@ -194,6 +194,28 @@ pub fn udp_ask(addr: SocketAddr, text: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&buffer[..n]).into_owned())
 }
 
+/// The LDS document `switchyard compile --l4` writes for `yaml` (manifests), with the listeners on
+/// 127.0.0.1 and the TLS passthrough listener on `passthrough_port`.
+pub fn compile_l4(yaml: &str, passthrough_port: u16) -> String {
+    let dir = fresh_dir("l4-manifests");
+    let (manifests, listeners) = (dir.join("manifests.yaml"), dir.join("listeners.json"));
+    write_file(&manifests, yaml);
+    let port = passthrough_port.to_string();
+    let listeners_arg = listeners.display().to_string();
+    let args = [
+        "--l4",
+        &listeners_arg,
+        "--l4-address",
+        "127.0.0.1",
+        "--tls-passthrough-port",
+        &port,
+    ];
+    crate::switchyard_compile(&[&manifests], &args);
+    let document = std::fs::read_to_string(&listeners).unwrap_or_else(|e| panic!("{}: {e}", listeners.display()));
+    let _ = std::fs::remove_dir_all(&dir);
+    document
+}
+
 // ---- Envoy ------------------------------------------------------------------------------------
 
 /// A real Envoy with static clusters and its listeners from an LDS file.

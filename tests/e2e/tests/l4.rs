@@ -169,3 +169,45 @@ fn a_new_winner_takes_a_listener_and_a_host_leaves_the_passthrough_without_an_en
     );
     assert!(tcp_ask(local(tcp_port), "z").is_err());
 }
+
+/// A TLS passthrough TransportServer for `host` to Service `service` port 443.
+fn passthrough_server(name: &str, host: &str, service: &str, created: &str) -> String {
+    format!(
+        "apiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata:\n  name: {name}\n  namespace: default\n  creationTimestamp: \"{created}\"\nspec:\n  listener:\n    name: tls-passthrough\n    protocol: TLS_PASSTHROUGH\n  host: {host}\n  upstreams:\n  - name: up\n    service: {service}\n    port: 443\n  action:\n    pass: up\n---\n"
+    )
+}
+
+#[test]
+fn compiled_transport_servers_pass_tls_through_and_proxy_tcp_in_envoy() {
+    let a = TlsBackend::start("a", "a.example.com");
+    let b = TlsBackend::start("b", "b.example.com");
+    let echo = tcp_echo("dns");
+    let (tls_port, tcp_port) = (free_port(false), free_port(false));
+    let manifests = format!(
+        "{}{}{}apiVersion: k8s.nginx.org/v1\nkind: GlobalConfiguration\nmetadata:\n  name: nginx-configuration\n  namespace: nginx-ingress\nspec:\n  listeners:\n  - name: dns-tcp\n    port: {tcp_port}\n    protocol: TCP\n---\napiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata:\n  name: tcp-1\n  namespace: default\nspec:\n  listener:\n    name: dns-tcp\n    protocol: TCP\n  upstreams:\n  - name: dns\n    service: dns\n    port: 53\n  action:\n    pass: dns\n",
+        passthrough_server("a", "a.example.com", "a", "2024-01-01T00:00:00Z"),
+        passthrough_server("b", "b.example.com", "b", "2024-01-01T00:00:00Z"),
+        // Younger than `a`: loses a.example.com, so a's backend keeps it.
+        passthrough_server("late", "a.example.com", "b", "2024-06-01T00:00:00Z"),
+    );
+    let lds = switchyard_e2e::l4::compile_l4(&manifests, tls_port);
+    let envoy = L4Envoy::start(
+        &[
+            ("default/a:443", a.addr),
+            ("default/b:443", b.addr),
+            ("default/dns:53", echo),
+        ],
+        &lds,
+    );
+    let trusted = [a.certificate.clone(), b.certificate.clone()];
+    for (host, backend, certificate) in [
+        ("a.example.com", "a", &a.certificate),
+        ("b.example.com", "b", &b.certificate),
+    ] {
+        let answer =
+            tls_hello(local(tls_port), host, &trusted).unwrap_or_else(|e| panic!("{host}: {e}\n{}", envoy.log()));
+        assert_eq!(answer.line, format!("backend: {backend}"));
+        assert_eq!(&answer.certificate, certificate);
+    }
+    assert_eq!(tcp_ask(local(tcp_port), "q").as_deref(), Ok("dns: q"));
+}

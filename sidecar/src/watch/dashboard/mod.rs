@@ -29,7 +29,7 @@ use futures::Stream;
 use serde::Deserialize;
 use switchyard_table::RouteTable;
 
-use crate::watch::state::{Shared, State};
+use crate::watch::state::{Leadership, Shared, State};
 
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/dashboard.js");
@@ -162,21 +162,30 @@ async fn explain(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
     }
 }
 
-/// What the page shows changes only when one of these does (each counts something that happened).
-/// A field of `/status` that can change without a compile or a push (a source going down, say) must
-/// be counted here, or the page shows it only at the next compile.
-fn revision(state: &State) -> [u64; 8] {
+/// What the page shows changes only when one of these does: counts of what happened, and who leads
+/// (which changes without a compile). A field of `/status` that can change without a compile or a
+/// push must be part of it, or the page shows it only at the next compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Revision {
+    counts: [u64; 8],
+    leader: Leadership,
+}
+
+fn revision(state: &State) -> Revision {
     let pushes = state.pushes.values().map(|c| c.ok + c.failed + c.refused).sum();
-    [
-        state.tables_pushed,
-        state.compiles,
-        pushes,
-        state.status_writes.ok + state.status_writes.failed,
-        state.internal_errors,
-        state.down.len() as u64,
-        u64::from(state.waiting.is_some()),
-        u64::from(state.push_error.is_some()),
-    ]
+    Revision {
+        counts: [
+            state.tables_pushed,
+            state.compiles,
+            pushes,
+            state.status_writes.ok + state.status_writes.failed,
+            state.internal_errors,
+            state.down.len() as u64,
+            u64::from(state.waiting.is_some()),
+            u64::from(state.push_error.is_some()),
+        ],
+        leader: state.leadership.clone(),
+    }
 }
 
 async fn events(AxumState(state): AxumState<Shared>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
@@ -186,7 +195,7 @@ async fn events(AxumState(state): AxumState<Shared>) -> Sse<impl Stream<Item = R
                 let locked = state.lock();
                 (revision(&locked), locked.tables_pushed)
             };
-            if last != Some(now) {
+            if last.as_ref() != Some(&now) {
                 let event = Event::default().event("change").data(generation.to_string());
                 return Some((Ok(event), (state, Some(now))));
             }
@@ -241,14 +250,17 @@ mod tests {
     }
 
     #[test]
-    fn the_revision_moves_on_a_compile_a_push_and_a_source_going_down() {
+    fn the_revision_moves_on_a_compile_a_source_going_down_and_a_new_leader() {
         let mut state = State::default();
         let before = revision(&state);
         state.compiles += 1;
         let compiled = revision(&state);
         assert_ne!(before, compiled);
         state.down.insert("kubernetes Ingress".into(), "refused".into());
-        assert_ne!(compiled, revision(&state));
+        let down = revision(&state);
+        assert_ne!(compiled, down);
+        state.leadership.holder = Some("another replica".into());
+        assert_ne!(down, revision(&state));
     }
 
     #[test]
