@@ -152,6 +152,35 @@ async fn the_page_lists_the_example_hosts_and_rules() {
             "{row}"
         );
     }
+    // Every other top-level /status field is listed as it comes (`leader`, and whatever comes next).
+    let listed = browser
+        .js(
+            "return [...document.querySelectorAll('#status-fields > dd')].map(d => d.dataset.field);",
+            vec![],
+        )
+        .await;
+    let drawn_elsewhere = [
+        "resources",
+        "errors",
+        "warnings",
+        "sources_down",
+        "sinks_refused",
+        "sinks",
+        "push_log",
+    ];
+    let mut expected: Vec<&str> = status
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !drawn_elsewhere.contains(k))
+        .collect();
+    expected.sort_unstable();
+    let mut listed: Vec<&str> = listed.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    listed.sort_unstable();
+    assert_eq!(listed, expected);
+    assert!(listed.contains(&"leader"), "{listed:?}");
+
     let taken = rows
         .as_array()
         .unwrap()
