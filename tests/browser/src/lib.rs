@@ -127,17 +127,30 @@ impl Watch {
         self.explain(&[], args)
     }
 
+    /// `switchyard explain --table <the table file> <args>` that fails: its message, without the
+    /// `switchyard: ` prefix.
+    pub fn explain_cli_error(&self, args: &[String]) -> String {
+        let out = self.run_explain(&[], args);
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        stderr.trim_end().trim_start_matches("switchyard: ").to_owned()
+    }
+
     fn explain(&self, flags: &[String], args: &[String]) -> String {
-        let out = Command::new(required_path("SWITCHYARD_BIN"))
+        let out = self.run_explain(flags, args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn run_explain(&self, flags: &[String], args: &[String]) -> std::process::Output {
+        Command::new(required_path("SWITCHYARD_BIN"))
             .arg("explain")
             .arg("--table")
             .arg(self.table_path())
             .args(flags)
             .args(args)
             .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
+            .unwrap()
     }
 }
 

@@ -408,6 +408,21 @@ async fn the_explain_form_gives_the_cli_winner_for_seed_002() {
             shown["rule"]
         );
     }
+
+    // A malformed header: the form says what the CLI says (the form still holds the last case).
+    let last = &SEED_002[SEED_002.len() - 1];
+    browser.type_into("explain-headers", "Key value").await;
+    browser.click("#explain-submit").await;
+    let mut args = vec![last.url.to_owned(), "-H".to_owned(), "Key value".to_owned()];
+    args.extend(last.cookies.iter().flat_map(|c| ["--cookie".to_owned(), c.to_string()]));
+    let cli = watch.explain_cli_error(&args);
+    let shown = browser
+        .until(
+            "the error",
+            "const e = document.getElementById('explain-error'); return e && e.textContent;",
+        )
+        .await;
+    assert_eq!(shown, cli.as_str());
     browser.close().await;
 }
 

@@ -429,4 +429,11 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   refresh();
   follow();
+  // "… s ago" stays true without a change to announce.
+  setInterval(() => {
+    if (shown.status) {
+      renderOverview(shown.status);
+      renderPushes(shown.status);
+    }
+  }, 30000);
 });
