@@ -102,6 +102,15 @@ impl Watch {
         self.dir.path().join("manifests")
     }
 
+    /// Replaces (or creates) the file `name` of the watched folder in one step, as `kubectl`-style
+    /// tools and most editors do: written beside the folder, then renamed into it (a plain write
+    /// is a truncation then a write, two changes a loaded machine may let the watch see apart).
+    pub fn write(&self, name: &str, text: impl AsRef<[u8]>) {
+        let staged = self.dir.path().join(format!(".{name}.staged"));
+        std::fs::write(&staged, text).unwrap();
+        std::fs::rename(&staged, self.manifests().join(name)).unwrap();
+    }
+
     /// The table file the watch writes (`-o`).
     pub fn table_path(&self) -> PathBuf {
         self.dir.path().join("table.json")

@@ -247,7 +247,7 @@ async fn an_edited_manifest_appears_without_reload() {
     // A mark that a reload would wipe out.
     browser.js("window.sameDocument = 'yes';", vec![]).await;
 
-    std::fs::write(watch.manifests().join("web.yaml"), INGRESS.replace("HOST", "b.example")).unwrap();
+    watch.write("web.yaml", INGRESS.replace("HOST", "b.example"));
     let shown = browser
         .until(
             "b.example in the hosts",
@@ -355,7 +355,7 @@ async fn the_explain_form_gives_the_cli_winner_for_seed_002() {
     } in SEED_002
     {
         // The folder holds one example at a time; the page follows it.
-        std::fs::write(watch.manifests().join("seed.yaml"), seed(example)).unwrap();
+        watch.write("seed.yaml", seed(example));
         let table = eventually("the example's table", || async {
             let table = watch.table();
             table.to_string().contains(winner).then_some(table)
@@ -434,12 +434,11 @@ async fn a_broken_manifest_shows_its_error() {
     let no_errors = "return document.querySelectorAll('#source-errors .source-error').length;";
     assert_eq!(browser.js(no_errors, vec![]).await, 0);
 
-    std::fs::write(watch.manifests().join("web.yaml"), "kind: Ingress\nspec: [\n").unwrap();
-    std::fs::write(
-        watch.manifests().join("new.yaml"),
+    watch.write("web.yaml", "kind: Ingress\nspec: [\n");
+    watch.write(
+        "new.yaml",
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n",
-    )
-    .unwrap();
+    );
     let shown = browser
         .until(
             "two errors on the page",
@@ -467,7 +466,7 @@ async fn a_broken_manifest_shows_its_error() {
     // The last good version of web.yaml still routes, and the page still lists it.
     assert_eq!(browser.js(PAGE_HOSTS, vec![]).await[0]["host"], "a.example");
 
-    std::fs::write(watch.manifests().join("web.yaml"), INGRESS.replace("HOST", "a.example")).unwrap();
+    watch.write("web.yaml", INGRESS.replace("HOST", "a.example"));
     std::fs::remove_file(watch.manifests().join("new.yaml")).unwrap();
     browser
         .until(
@@ -574,7 +573,7 @@ async fn bench_the_dashboard_with_10000_rules() {
         .await;
     println!("filter to one host of {N}: {:?}", started.elapsed());
 
-    std::fs::write(watch.manifests().join("edited.yaml"), edited("edit-b.example.com")).unwrap();
+    watch.write("edited.yaml", edited("edit-b.example.com"));
     let started = Instant::now();
     let table = eventually("the edit in the table file", || async {
         let table = watch.table();
