@@ -22,6 +22,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
+use crate::watch::l4::L4Sinks;
 use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
@@ -71,6 +72,8 @@ pub struct Engine {
     kept: BTreeMap<String, Option<TableSpec>>,
     /// Whether the cluster sinks may be written now.
     leader: Leader,
+    /// Where the TransportServers' L4 routes go (pushed when they change, apart from the table).
+    l4: L4Sinks,
 }
 
 impl Engine {
@@ -84,7 +87,13 @@ impl Engine {
             retry: None,
             kept: BTreeMap::new(),
             leader: Leader::always(),
+            l4: L4Sinks::default(),
         }
+    }
+
+    /// The same engine, pushing the L4 routes to `l4`.
+    pub fn with_l4(self, l4: L4Sinks) -> Engine {
+        Engine { l4, ..self }
     }
 
     /// The same engine, writing its cluster sinks only while `leader` says so.
@@ -105,6 +114,7 @@ impl Engine {
     /// Just became the leader: pushes the table it holds to the cluster sinks (a failure is
     /// retried like any failed push).
     pub async fn take_over(&mut self) {
+        self.l4.take_over(&self.leader, &self.state).await;
         let Some(table) = self.pushed.clone() else { return };
         let mut failures = Vec::new();
         for i in 0..self.sinks.len() {
@@ -138,7 +148,7 @@ impl Engine {
 
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
-        self.retry.is_some()
+        self.retry.is_some() || self.l4.needs_retry()
     }
 
     /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
@@ -198,6 +208,7 @@ impl Engine {
         } else {
             self.push(compiled.table.clone()).await;
         }
+        self.l4.push(&compiled.l4, &self.leader, &self.state).await;
         compiled
     }
 
@@ -287,6 +298,7 @@ impl Engine {
         if let Some(table) = self.retry.take() {
             self.push(table).await;
         }
+        self.l4.retry(&self.leader, &self.state).await;
     }
 
     /// A table that cannot be pushed at all: logged, counted, and `/readyz` says so until a push
@@ -360,7 +372,11 @@ impl Engine {
             sinks,
             "{}: {change}",
             // A follower whose sinks all write to the cluster only holds the table, for a take-over.
-            if sinks == 0 { "compiled, held for a take-over (following)" } else { "pushed" },
+            match (sinks, self.sinks.is_empty()) {
+                (_, true) => "compiled (no table sinks)",
+                (0, false) => "compiled, held for a take-over (following)",
+                _ => "pushed",
+            },
         );
         drop(state);
         self.pushed = Some(table);

@@ -147,6 +147,8 @@ pub struct State {
     pub relapsed: BTreeSet<String>,
     /// The last push error, until a push succeeds.
     pub push_error: Option<String>,
+    /// The last L4 push error (TransportServers' listeners), until an L4 push succeeds.
+    pub l4_push_error: Option<String>,
     /// Sinks that refused the newest table as too large for them (they keep their last good table),
     /// with the reason, until they take a table again.
     pub refused: BTreeMap<String, String>,
@@ -181,7 +183,7 @@ impl State {
         for (source, reason) in &self.down {
             reasons.push(format!("source {source} is down ({reason})"));
         }
-        if let Some(error) = &self.push_error {
+        for error in self.push_error.iter().chain(&self.l4_push_error) {
             reasons.push(format!("the last push failed ({error}); retrying"));
         }
         for (sink, why) in &self.refused {
