@@ -187,9 +187,8 @@ pub fn merge(into: &mut Objects, from: &Objects) {
         http_proxies,
         virtual_servers,
         virtual_server_routes,
-        // TransportServers route through `switchyard compile --l4` only (not watched yet).
-        transport_servers: _,
-        global_configurations: _,
+        transport_servers,
+        global_configurations,
     } = from;
     into.ingresses.extend(ingresses.iter().cloned());
     into.ingress_classes.extend(ingress_classes.iter().cloned());
@@ -197,6 +196,8 @@ pub fn merge(into: &mut Objects, from: &Objects) {
     into.http_proxies.extend(http_proxies.iter().cloned());
     into.virtual_servers.extend(virtual_servers.iter().cloned());
     into.virtual_server_routes.extend(virtual_server_routes.iter().cloned());
+    into.transport_servers.extend(transport_servers.iter().cloned());
+    into.global_configurations.extend(global_configurations.iter().cloned());
 }
 
 #[cfg(test)]
