@@ -368,6 +368,60 @@ async fn httpproxies_of_another_class_keep_their_status_and_one_leaving_ours_los
     assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
 }
 
+/// A VirtualServer of another class keeps the status NGINX's controller wrote; one that leaves our
+/// class loses only what we wrote (ROUTING.md §6: never touch a resource that is not ours).
+#[tokio::test]
+async fn virtualservers_of_another_class_keep_nginxs_status_and_one_leaving_ours_loses_only_ours() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("nginx-classes").await;
+    admin_apply(&admin, &deploy("ingressclass.yaml")).await;
+    let classed = |name: &str, host: &str, class: &str| {
+        let mut vs: Value = serde_json::from_str(&virtual_server(
+            &ns,
+            name,
+            host,
+            json!([{"path": "/", "action": {"pass": "u"}}]),
+        ))
+        .unwrap();
+        vs["spec"]["ingressClassName"] = json!(class);
+        vs.to_string()
+    };
+    admin_apply(&admin, &classed("ours", "ours.nginx.example", "switchyard")).await;
+    admin_apply(&admin, &classed("theirs", "theirs.nginx.example", "nginx")).await;
+    // What NGINX's controller wrote on its own VirtualServer.
+    let theirs = json!({"state": "Valid", "reason": "AddedOrUpdated", "message": "written by NGINX"});
+    let gvk = gvk_of(&json!({"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServer"})).unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &ns, &pinned_kind(&admin, &gvk).await.unwrap().0);
+    let params = kube::api::PatchParams::default();
+    api.patch_status("theirs", &params, &kube::api::Patch::Merge(json!({"status": theirs})))
+        .await
+        .unwrap();
+    let sy = watch(env, &ns, &["--ingress-class", "switchyard"]);
+    let ours_valid = async || {
+        let status = nginx_status(&admin, "VirtualServer", &ns, "ours").await;
+        if status["state"] == "Valid" {
+            Ok(())
+        } else {
+            Err(status.to_string())
+        }
+    };
+    eventually_async("our VirtualServer Valid", PATIENCE, ours_valid, || sy.log()).await;
+    assert_eq!(nginx_status(&admin, "VirtualServer", &ns, "theirs").await, theirs);
+    admin_apply(&admin, &classed("ours", "ours.nginx.example", "nginx")).await;
+    let released = async || {
+        let status = nginx_status(&admin, "VirtualServer", &ns, "ours").await;
+        if status.get("state").is_none() && status.get("message").is_none() {
+            Ok(())
+        } else {
+            Err(status.to_string())
+        }
+    };
+    eventually_async("our status removed", PATIENCE, released, || sy.log()).await;
+    assert_eq!(nginx_status(&admin, "VirtualServer", &ns, "theirs").await, theirs);
+    assert!(!sy.routes("theirs.nginx.example", None), "{}", sy.log());
+}
+
 /// The events.k8s.io/v1 events regarding an object: (reason, note, series count).
 async fn events_of(client: &Client, namespace: &str, name: &str) -> Vec<(String, String, Option<i32>)> {
     let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
