@@ -15,42 +15,25 @@
 //! matches get a 404 from the VirtualServer itself, never another resource's rule.
 //!
 //! [`VirtualServerProcessor::run`] computes one VirtualServer at a time (`compute_virtual_server`,
-//! `compute_reference`); [`settle`] gives VirtualServerRoutes their status once the host contest is
-//! decided (orphaned when no winning VirtualServer uses them).
+//! `compute_reference`), each route's rules planned by `scope` (matches, actions, upstreams);
+//! [`settle`] gives VirtualServerRoutes their status once the host contest is decided (orphaned
+//! when no winning VirtualServer uses them).
 
 use std::collections::BTreeMap;
 
-use switchyard_table::{
-    ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, HostPattern, PathSpec, Redirect, RouteAction,
-    RuleSpec,
-};
+use switchyard_table::{ActionSpec, DirectResponse, HostPattern, PathSpec, RuleSpec};
 
-use crate::model::{normalize_host, Draft, Options, RuleValidator};
-use crate::nginx::{self, ConditionFault, Location, NginxRank};
-use crate::objects::nginx::{Action, Route, Split, Upstream, VirtualServer, VirtualServerRoute};
+use crate::model::{normalize_host, Draft, RuleValidator};
+use crate::nginx::{self, Location, NginxRank};
+use crate::objects::nginx::{Route, VirtualServer, VirtualServerRoute};
 use crate::objects::{key_of, Age, Kind, ResourceKey};
 use crate::processor::Inputs;
-use crate::services::{service_unavailable, PortRef, ServicePorts};
+
 use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
-/// Why a route (or the whole resource) does not route.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Fault {
-    /// The resource fails validation: it routes nothing.
-    Invalid(String),
-    /// This route cannot be expressed here: it alone is skipped, with a warning.
-    Refused(String),
-}
+mod scope;
 
-/// A warning: its reason and message.
-type Note = (Reason, String);
-
-/// One rule a route plans: its match (`None`: the route's own action), conditions and action.
-struct Planned {
-    branch: Option<usize>,
-    conditions: Vec<ConditionSpec>,
-    action: ActionSpec,
-}
+use scope::{Fault, Note, Scope};
 
 /// What [`settle`] needs once the host contest is decided.
 #[derive(Debug, Default)]
@@ -88,17 +71,6 @@ struct Server {
     used: BTreeMap<ResourceKey, Vec<Note>>,
     /// Whether a route's own action covers every path (`/`): then no 404 rule is needed.
     covers_all: bool,
-}
-
-/// The resource whose routes are being compiled (the VirtualServer, or one of its
-/// VirtualServerRoutes): its upstreams, its namespace, and the warnings it collects.
-struct Scope<'s> {
-    key: ResourceKey,
-    age: Age,
-    upstreams: BTreeMap<&'s str, &'s Upstream>,
-    services: &'s ServicePorts,
-    options: &'s Options,
-    notes: Vec<Note>,
 }
 
 impl<'a> VirtualServerProcessor<'a> {
@@ -540,250 +512,6 @@ impl Server {
             rule,
             nginx: Some(rank),
         });
-    }
-}
-
-impl<'s> Scope<'s> {
-    /// A resource's scope: its upstreams checked (names unique and given, a service and a port each).
-    fn new(
-        key: &ResourceKey,
-        age: &Age,
-        upstreams: &'s [Upstream],
-        services: &'s ServicePorts,
-        options: &'s Options,
-    ) -> Result<Scope<'s>, String> {
-        let mut by_name = BTreeMap::new();
-        for (ui, upstream) in upstreams.iter().enumerate() {
-            let at = format!("spec.upstreams[{ui}]");
-            if upstream.name.is_empty() || upstream.service.is_empty() {
-                return Err(format!("{at}: an upstream needs a name and a service"));
-            }
-            if !(1..=65535).contains(&upstream.port) {
-                return Err(format!("{at}.port: {} is not a port (1 to 65535)", upstream.port));
-            }
-            if by_name.insert(upstream.name.as_str(), upstream).is_some() {
-                return Err(format!("{at}.name: upstream {:?} is defined twice", upstream.name));
-            }
-        }
-        Ok(Scope {
-            key: key.clone(),
-            age: age.clone(),
-            upstreams: by_name,
-            services,
-            options,
-            notes: Vec::new(),
-        })
-    }
-
-    /// The rules of one route: each match in order, then the route's own action (or splits).
-    fn route(&mut self, at: &str, route: &Route, location: &Location) -> Result<Vec<Planned>, Fault> {
-        let own = self.choice(at, route.action.as_ref(), &route.splits, location)?;
-        let mut planned = Vec::with_capacity(route.matches.len() + 1);
-        for (mi, m) in route.matches.iter().enumerate() {
-            let at = format!("{at}.matches[{mi}]");
-            if m.conditions.is_empty() {
-                return Err(Fault::Invalid(format!(
-                    "{at}.conditions: a match needs at least one condition"
-                )));
-            }
-            let conditions = m
-                .conditions
-                .iter()
-                .enumerate()
-                .map(|(ci, c)| {
-                    nginx::condition(c).map_err(|fault| match fault {
-                        ConditionFault::Invalid(why) => Fault::Invalid(format!("{at}.conditions[{ci}]: {why}")),
-                        ConditionFault::Unsupported(why) => Fault::Refused(format!("{at}.conditions[{ci}]: {why}")),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let action = self.choice(&at, m.action.as_ref(), &m.splits, location)?;
-            planned.push(Planned {
-                branch: Some(mi),
-                conditions,
-                action,
-            });
-        }
-        planned.push(Planned {
-            branch: None,
-            conditions: Vec::new(),
-            action: own,
-        });
-        Ok(planned)
-    }
-
-    /// Exactly one of `action` and `splits`.
-    fn choice(
-        &mut self,
-        at: &str,
-        action: Option<&Action>,
-        splits: &[Split],
-        location: &Location,
-    ) -> Result<ActionSpec, Fault> {
-        match (action, splits.is_empty()) {
-            (Some(action), true) => self.action(&format!("{at}.action"), action, location),
-            (None, false) => self.splits(&format!("{at}.splits"), splits),
-            _ => Err(Fault::Invalid(format!(
-                "{at}: exactly one of action and splits is required"
-            ))),
-        }
-    }
-
-    /// `pass`, `proxy`, `return` or `redirect`.
-    fn action(&mut self, at: &str, action: &Action, location: &Location) -> Result<ActionSpec, Fault> {
-        let given = [
-            action.pass.is_some(),
-            action.proxy.is_some(),
-            action.return_.is_some(),
-            action.redirect.is_some(),
-        ];
-        if given.iter().filter(|g| **g).count() != 1 {
-            return Err(Fault::Invalid(format!(
-                "{at}: exactly one of pass, proxy, return and redirect is required"
-            )));
-        }
-        if let Some(upstream) = &action.pass {
-            return self.forward(&format!("{at}.pass"), &[(upstream.as_str(), 1)], None, Vec::new());
-        }
-        if let Some(proxy) = &action.proxy {
-            if proxy.rewrite_path.is_some() && matches!(location, Location::Regex { .. }) {
-                return Err(Fault::Refused(format!(
-                    "{at}.proxy.rewritePath on a regex location needs NGINX's regex captures, which the table cannot express"
-                )));
-            }
-            let set = proxy
-                .request_headers
-                .iter()
-                .flat_map(|h| h.set.iter())
-                .map(|h| HeaderValue {
-                    name: h.name.clone(),
-                    value: h.value.clone(),
-                })
-                .collect();
-            let upstream = [(proxy.upstream.as_str(), 1)];
-            return self.forward(&format!("{at}.proxy"), &upstream, proxy.rewrite_path.clone(), set);
-        }
-        if let Some(ret) = &action.return_ {
-            let code = ret.code.unwrap_or(200);
-            let status = u16::try_from(code)
-                .ok()
-                .filter(|c| matches!(c / 100, 2 | 4 | 5))
-                .ok_or_else(|| Fault::Invalid(format!("{at}.return.code: {code} is not a 2xx, 4xx or 5xx status")))?;
-            return Ok(ActionSpec::DirectResponse(DirectResponse {
-                status,
-                body: Some(ret.body.clone()),
-                content_type: Some(ret.type_.clone().unwrap_or_else(|| "text/plain".to_owned())),
-                headers: ret
-                    .headers
-                    .iter()
-                    .map(|h| HeaderValue {
-                        name: h.name.clone(),
-                        value: h.value.clone(),
-                    })
-                    .collect(),
-            }));
-        }
-        let redirect = action.redirect.clone().unwrap_or_default();
-        let code = redirect.code.unwrap_or(301);
-        let status = u16::try_from(code)
-            .ok()
-            .filter(|c| matches!(c, 301 | 302 | 307 | 308))
-            .ok_or_else(|| Fault::Invalid(format!("{at}.redirect.code: {code} is not 301, 302, 307 or 308")))?;
-        Ok(ActionSpec::Redirect(Redirect {
-            url: redirect.url,
-            status,
-        }))
-    }
-
-    /// `splits`: two or more, weights 0 to 100 summing to 100, each a `pass` (or a `proxy` to an
-    /// upstream, nothing more): weighted backends.
-    fn splits(&mut self, at: &str, splits: &[Split]) -> Result<ActionSpec, Fault> {
-        if splits.len() < 2 {
-            return Err(Fault::Invalid(format!("{at}: splits need at least two entries")));
-        }
-        let mut weighted = Vec::new();
-        for (si, split) in splits.iter().enumerate() {
-            let at = format!("{at}[{si}]");
-            let weight = u32::try_from(split.weight)
-                .ok()
-                .filter(|w| *w <= 100)
-                .ok_or_else(|| Fault::Invalid(format!("{at}.weight: {} is not between 0 and 100", split.weight)))?;
-            let upstream = match &split.action {
-                Some(Action {
-                    pass: Some(upstream),
-                    proxy: None,
-                    return_: None,
-                    redirect: None,
-                }) => upstream.as_str(),
-                Some(Action {
-                    pass: None,
-                    proxy: Some(proxy),
-                    return_: None,
-                    redirect: None,
-                }) if proxy.rewrite_path.is_none() && proxy.request_headers.is_none() => proxy.upstream.as_str(),
-                Some(_) => {
-                    return Err(Fault::Refused(format!(
-                        "{at}.action: a split can only pass to an upstream here (weighted backends); return, redirect and proxy rewrites in splits cannot be expressed"
-                    )))
-                }
-                None => return Err(Fault::Invalid(format!("{at}.action: a split needs an action"))),
-            };
-            weighted.push((upstream, weight));
-        }
-        let sum: u32 = weighted.iter().map(|(_, w)| w).sum();
-        if sum != 100 {
-            return Err(Fault::Invalid(format!("{at}: the weights sum to {sum}, not 100")));
-        }
-        self.forward(at, &weighted, None, Vec::new())
-    }
-
-    /// Forwarding to weighted upstreams; a service whose port cannot be resolved gets no traffic
-    /// (warning `ServicePortNotFound`), and the route answers 503 when none is left.
-    fn forward(
-        &mut self,
-        at: &str,
-        upstreams: &[(&str, u32)],
-        rewrite_prefix: Option<String>,
-        set_headers: Vec<HeaderValue>,
-    ) -> Result<ActionSpec, Fault> {
-        let mut backends = Vec::new();
-        for (name, weight) in upstreams {
-            let upstream =
-                self.upstreams.get(name).copied().ok_or_else(|| {
-                    Fault::Invalid(format!("{at}: upstream {name:?} is not defined in spec.upstreams"))
-                })?;
-            if upstream.subselector.is_some() {
-                return Err(Fault::Refused(format!(
-                    "{at}: upstream {name:?} has a subselector, which a cluster name cannot express"
-                )));
-            }
-            let (namespace, service) = match upstream.service.split_once('/') {
-                Some((ns, svc)) => (ns.to_owned(), svc.to_owned()),
-                None => (self.key.namespace.clone(), upstream.service.clone()),
-            };
-            match self
-                .services
-                .resolve(&namespace, &service, PortRef::Number(upstream.port))
-            {
-                Ok(port) => backends.push(Backend {
-                    cluster: self.options.cluster(&namespace, &service, port),
-                    weight: *weight,
-                }),
-                Err(why) => self.notes.push((
-                    Reason::ServicePortNotFound,
-                    format!("{at}: upstream {name:?}: {why}; it gets no traffic"),
-                )),
-            }
-        }
-        if backends.iter().all(|b| b.weight == 0) {
-            return Ok(service_unavailable());
-        }
-        Ok(ActionSpec::Route(RouteAction {
-            backends,
-            rewrite_prefix,
-            set_headers,
-            remove_headers: Vec::new(),
-        }))
     }
 }
 
