@@ -248,7 +248,7 @@ async fn virtualserver_status_valid_warning_invalid_and_orphaned_is_accepted_by_
     // creationTimestamp has one-second resolution: the Ingress is visibly younger.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     admin_apply(&admin, &ingress(&ns, "cafe-ingress", "cafe.example.com", "coffee")).await;
-    let sy = watch(env, &ns, &[]);
+    let sy = watch(env, &ns, &["--publish-address", "203.0.113.7"]);
     let expected = [
         ("VirtualServer", "cafe", "Valid", "AddedOrUpdated"),
         ("VirtualServer", "broken", "Warning", "AddedOrUpdatedWithWarning"),
@@ -277,6 +277,9 @@ async fn virtualserver_status_valid_warning_invalid_and_orphaned_is_accepted_by_
         cafe["message"],
         json!(format!("Configuration for {ns}/cafe was added or updated"))
     );
+    assert_eq!(cafe["externalEndpoints"], json!([{"ip": "203.0.113.7"}]));
+    let invalid = nginx_status(&admin, "VirtualServer", &ns, "invalid").await;
+    assert!(invalid.get("externalEndpoints").is_none(), "{invalid}");
     let broken = nginx_status(&admin, "VirtualServer", &ns, "broken").await;
     assert!(
         broken["message"].as_str().unwrap().contains("missing does not exist"),

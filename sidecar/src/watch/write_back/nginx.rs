@@ -1,7 +1,9 @@
 //! Status write-back for NGINX's VirtualServer and VirtualServerRoute, as NGINX's controller writes
 //! it: `.status.state` (`Valid`, `Warning`, `Invalid`), `.status.reason` (`AddedOrUpdated`,
 //! `AddedOrUpdatedWithWarning`, `Rejected`, `NoVirtualServerFound`, `Ignored`) and `.status.message`
-//! through the status subresource (field manager `switchyard`), and an event with the same reason
+//! through the status subresource (field manager `switchyard`), `externalEndpoints` from
+//! `--publish-address` on those that route (an `ip` or a `hostname` each; no `ports`: the
+//! gateway's ports are not ours to know), and an event with the same reason
 //! (`Normal` for `AddedOrUpdated`, `Warning` otherwise), once per distinct message. Only resources
 //! our class rules accept are written; one that is no longer ours has only our fields removed, as
 //! for HTTPProxy.
@@ -16,14 +18,31 @@ use super::{wrote_status, StatusWriter};
 use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
 use switchyard_compiler::status::{NginxReason, NginxState, ResourceStatus, Status};
 
-/// `.status` of a VirtualServer or VirtualServerRoute for its status entry; `None` when there is
-/// nothing of ours to write (another class).
-pub fn nginx_status(status: &ResourceStatus) -> Option<Value> {
+/// `.status` of a VirtualServer or VirtualServerRoute for its status entry and `--publish-address`;
+/// `None` when there is nothing of ours to write (another class).
+pub fn nginx_status(status: &ResourceStatus, publish: &[String]) -> Option<Value> {
     let nginx = status.nginx.as_ref()?;
+    let routes = matches!(
+        nginx.reason,
+        NginxReason::AddedOrUpdated | NginxReason::AddedOrUpdatedWithWarning
+    );
+    let endpoints: Vec<Value> = if routes {
+        publish
+            .iter()
+            .map(|a| match a.parse::<std::net::IpAddr>() {
+                Ok(_) => json!({"ip": a}),
+                Err(_) => json!({"hostname": a}),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Some(json!({
         "state": nginx.state.as_str(),
         "reason": nginx.reason.as_str(),
         "message": nginx.message,
+        // Null removes what an earlier write published once the resource stops routing.
+        "externalEndpoints": if endpoints.is_empty() { Value::Null } else { json!(endpoints) },
     }))
 }
 
@@ -40,7 +59,7 @@ pub fn nginx_event(status: &ResourceStatus) -> Option<(&'static str, &'static st
 
 /// The merge patch that removes what [`nginx_status`] writes.
 fn removed() -> Value {
-    json!({"state": null, "reason": null, "message": null})
+    json!({"state": null, "reason": null, "message": null, "externalEndpoints": null})
 }
 
 /// The resources' statuses are kept apart by kind in [`StatusWriter`]'s memory.
@@ -70,7 +89,7 @@ impl StatusWriter {
         // An object that does not decode has a status but no typed object: its status is written,
         // without an event (nothing to refer to).
         let key = memory_key(status.kind, &status.namespace, &status.name);
-        let body = match nginx_status(status) {
+        let body = match nginx_status(status, &self.publish) {
             Some(body) => body,
             None if status.status == Status::Ignored => {
                 let Some(object) = object else { return };
@@ -137,9 +156,10 @@ mod tests {
     fn virtualserver_status_is_state_reason_message_as_nginx_writes_it() {
         let s = entry(NginxState::Valid, NginxReason::AddedOrUpdated);
         assert_eq!(
-            nginx_status(&s),
+            nginx_status(&s, &["203.0.113.7".into(), "lb.example.com".into()]),
             Some(json!({"state": "Valid", "reason": "AddedOrUpdated",
-                "message": "Configuration for cafe/cafe was added or updated"}))
+                "message": "Configuration for cafe/cafe was added or updated",
+                "externalEndpoints": [{"ip": "203.0.113.7"}, {"hostname": "lb.example.com"}]}))
         );
         assert_eq!(nginx_event(&s).map(|e| (e.0, e.1)), Some(("Normal", "AddedOrUpdated")));
         let rejected = entry(NginxState::Warning, NginxReason::Rejected);
@@ -154,7 +174,7 @@ mod tests {
         let mut s = entry(NginxState::Valid, NginxReason::AddedOrUpdated);
         s.nginx = None;
         s.status = Status::Ignored;
-        assert_eq!(nginx_status(&s), None);
+        assert_eq!(nginx_status(&s, &[]), None);
         assert_eq!(nginx_event(&s), None);
     }
 }
