@@ -129,6 +129,8 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
         ("projectcontour.io", "httpproxies"),
         ("k8s.nginx.org", "virtualservers"),
         ("k8s.nginx.org", "virtualserverroutes"),
+        ("k8s.nginx.org", "transportservers"),
+        ("k8s.nginx.org", "globalconfigurations"),
     ] {
         for verb in ["list", "watch"] {
             assert!(has(group, resource, verb), "{verb} {group}/{resource}");
@@ -142,6 +144,7 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
     assert!(has("k8s.nginx.org", "virtualservers/status", "patch"));
     assert!(has("k8s.nginx.org", "virtualserverroutes/status", "patch"));
+    assert!(has("k8s.nginx.org", "transportservers/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
     only_by_name(role("Role"), &["get", "list", "watch", "patch"]);
 }

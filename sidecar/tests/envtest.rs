@@ -1391,3 +1391,172 @@ async fn the_l4_gateway_and_virtual_service_pass_istios_schemas_unchanged() {
         );
     }
 }
+
+/// A TransportServer manifest in `namespace` on `listener` (`protocol`), for `host` when given,
+/// passing to Service `service` port `port`.
+fn transport_server(
+    namespace: &str,
+    name: &str,
+    listener: (&str, &str),
+    host: Option<&str>,
+    service: &str,
+    port: u16,
+) -> String {
+    let mut spec = json!({
+        "listener": {"name": listener.0, "protocol": listener.1},
+        "upstreams": [{"name": "up", "service": service, "port": port}],
+        "action": {"pass": "up"},
+    });
+    if let Some(host) = host {
+        spec["host"] = json!(host);
+    }
+    json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    })
+    .to_string()
+}
+
+/// ROUTING.md §6 and seed 003's second half on a real API server: TransportServers and a
+/// GlobalConfiguration applied through NGINX's real CRDs; the status NGINX's schema accepts is
+/// written back (the listener's older winner Valid, the younger one `Listener dns-tcp is taken by
+/// another resource`, an undefined listener `Listener nope doesn't exist`, a passthrough host an
+/// older Ingress holds `Host is taken by another resource`), and `--istio-gateway` applies the
+/// Gateway and VirtualService of the winners through Istio's real schemas.
+#[tokio::test]
+async fn transportserver_status_and_the_istio_gateway_are_accepted_by_nginxs_and_istios_schemas() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("l4").await;
+    let global = json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "GlobalConfiguration",
+        "metadata": {"name": "nginx-configuration", "namespace": ns},
+        "spec": {"listeners": [{"name": "dns-tcp", "port": 5353, "protocol": "TCP"}]},
+    });
+    admin_apply(&admin, &global.to_string()).await;
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "tcp-1", ("dns-tcp", "TCP"), None, "dns-1", 53),
+    )
+    .await;
+    admin_apply(&admin, &ingress(&ns, "cafe-ingress", "cafe.example.com", "coffee")).await;
+    let passthrough = ("tls-passthrough", "TLS_PASSTHROUGH");
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "secure", passthrough, Some("secure.example.com"), "app", 8443),
+    )
+    .await;
+    // creationTimestamp has one-second resolution: what follows is visibly younger.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "tcp-2", ("dns-tcp", "TCP"), None, "dns-2", 53),
+    )
+    .await;
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "nowhere", ("nope", "TCP"), None, "dns-3", 53),
+    )
+    .await;
+    let cafe = transport_server(
+        &ns,
+        "cafe-passthrough",
+        passthrough,
+        Some("cafe.example.com"),
+        "cafe",
+        8443,
+    );
+    admin_apply(&admin, &cafe).await;
+
+    let sy = watch(env, &ns, &["--istio-gateway", "istio-system/switchyard"]);
+    let expected = [
+        (
+            "tcp-1",
+            "Valid",
+            "AddedOrUpdated",
+            format!("Configuration for {ns}/tcp-1 was added or updated"),
+        ),
+        (
+            "secure",
+            "Valid",
+            "AddedOrUpdated",
+            format!("Configuration for {ns}/secure was added or updated"),
+        ),
+        (
+            "tcp-2",
+            "Warning",
+            "Rejected",
+            "Listener dns-tcp is taken by another resource".to_owned(),
+        ),
+        (
+            "nowhere",
+            "Warning",
+            "Rejected",
+            "Listener nope doesn't exist".to_owned(),
+        ),
+        (
+            "cafe-passthrough",
+            "Warning",
+            "Rejected",
+            "Host is taken by another resource".to_owned(),
+        ),
+    ];
+    let check = async || {
+        let mut wrong = Vec::new();
+        for (name, state, reason, message) in &expected {
+            let status = nginx_status(&admin, "TransportServer", &ns, name).await;
+            if status != json!({"state": state, "reason": reason, "message": message}) {
+                wrong.push(format!("{name}: {status}"));
+            }
+        }
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(wrong.join("; "))
+        }
+    };
+    eventually_async("TransportServer statuses", PATIENCE, check, || sy.log()).await;
+    assert!(
+        sy.routes("cafe.example.com", Some(&format!("{ns}/coffee:80"))),
+        "the older Ingress keeps its host"
+    );
+
+    let istio = async || {
+        let gateway = admin_get(
+            &admin,
+            "networking.istio.io/v1",
+            "Gateway",
+            "istio-system",
+            "switchyard",
+        )
+        .await;
+        let service = admin_get(
+            &admin,
+            "networking.istio.io/v1",
+            "VirtualService",
+            "istio-system",
+            "switchyard",
+        )
+        .await;
+        let servers = &gateway["spec"]["servers"];
+        let passthrough_ok =
+            servers[0]["tls"]["mode"] == "PASSTHROUGH" && servers[0]["hosts"] == json!(["secure.example.com"]);
+        let tcp_ok = servers[1]["port"]["number"] == 5353 && servers[1]["port"]["protocol"] == "TCP";
+        let route_ok =
+            service["spec"]["tcp"][0]["route"][0]["destination"]["host"] == format!("dns-1.{ns}.svc.cluster.local");
+        if passthrough_ok && tcp_ok && route_ok {
+            Ok(())
+        } else {
+            Err(format!("{gateway}\n{service}"))
+        }
+    };
+    eventually_async("the L4 Gateway and VirtualService", PATIENCE, istio, || sy.log()).await;
+    let events = events_of(&admin, &ns, "tcp-2").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.0 == "Rejected" && e.1.contains("Listener dns-tcp is taken")),
+        "{events:?}"
+    );
+}

@@ -78,6 +78,10 @@ pub struct WatchArgs {
     /// NGINX's CRDs: otherwise those stores never sync and nothing is pushed).
     #[arg(long, conflicts_with = "manifests")]
     pub without_virtualserver: bool,
+    /// Kubernetes: do not watch NGINX's TransportServers and GlobalConfigurations (for clusters
+    /// without those CRDs: otherwise those stores never sync and nothing is pushed).
+    #[arg(long, conflicts_with = "manifests")]
+    pub without_transportserver: bool,
     /// Kubernetes: do not write HTTPProxy status, Ingress status or events.
     #[arg(long, conflicts_with = "manifests")]
     pub no_status_write: bool,

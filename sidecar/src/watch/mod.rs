@@ -191,6 +191,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
                 write_status: !args.no_status_write,
                 httpproxy: !args.without_httpproxy,
                 virtualserver: !args.without_virtualserver,
+                transportserver: !args.without_transportserver,
                 controller_name,
                 leader,
             };
