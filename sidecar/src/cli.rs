@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use switchyard_table::RouteTable;
 
-use crate::flags::TableArgs;
+use crate::flags::{TableArgs, TableEncoding};
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
 use switchyard_compiler::status::{summarize, ConditionKind, Status};
@@ -88,6 +88,10 @@ struct CompileArgs {
     /// Write the status report (JSON) here.
     #[arg(long, value_name = "FILE")]
     status: Option<PathBuf>,
+    /// json: the table as people and `switchyard explain` read it (indented); compact: as
+    /// `switchyard watch` writes it into the ECDS file and Istio objects, `{"table_z": "<base64>"}`.
+    #[arg(long, value_enum, default_value = "json", value_name = "ENCODING")]
+    encoding: TableEncoding,
     #[command(flatten)]
     table: TableArgs,
 }
@@ -157,7 +161,10 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
         // Never expected: every rule was validated on its own. Say so rather than write a bad table.
         return Err(format!("internal error: the compiled table does not validate: {e}"));
     }
-    let mut table = serde_json::to_string_pretty(&compiled.table).map_err(|e| e.to_string())?;
+    let mut table = match args.encoding {
+        TableEncoding::Json => serde_json::to_string_pretty(&compiled.table).map_err(|e| e.to_string())?,
+        TableEncoding::Compact => TableEncoding::Compact.plugin_config(&compiled.table)?,
+    };
     table.push('\n');
     write_out(args.output.as_ref(), &table)?;
     if let Some(path) = &args.status {

@@ -559,12 +559,12 @@ async fn delete_istio_object(client: &Client, kind: &str) {
     admin_delete(client, api_version, kind, "istio-system", "switchyard").await;
 }
 
-/// The table generation an Istio object carries (`None` when missing).
-fn carried_generation(kind: &str, object: &Value) -> Option<String> {
+/// The table document an Istio object carries, its compact form decoded (`None` when missing).
+fn carried_table(kind: &str, object: &Value) -> Option<Value> {
     if object.is_null() {
         return None;
     }
-    let table = if kind == "WasmPlugin" {
+    let config = if kind == "WasmPlugin" {
         object["spec"]["pluginConfig"].clone()
     } else {
         let text = object["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["config"]["configuration"]
@@ -572,7 +572,12 @@ fn carried_generation(kind: &str, object: &Value) -> Option<String> {
             .as_str()?;
         serde_json::from_str(text).ok()?
     };
-    table["generation"].as_str().map(str::to_owned)
+    switchyard_table::compact::unwrap(config).ok()
+}
+
+/// The table generation an Istio object carries (`None` when missing).
+fn carried_generation(kind: &str, object: &Value) -> Option<String> {
+    carried_table(kind, object)?["generation"].as_str().map(str::to_owned)
 }
 
 async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {

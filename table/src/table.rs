@@ -56,9 +56,16 @@ pub struct Candidate<'t> {
 }
 
 impl RouteTable {
-    /// Parses and validates a table from its JSON text.
+    /// Parses and validates a table from its JSON text: the table document itself, or its compact
+    /// form (`{"table_z": "…"}`, [`crate::compact`]).
     pub fn from_json(json: &[u8]) -> Result<RouteTable, TableError> {
-        RouteTable::try_from(serde_json::from_slice::<TableSpec>(json)?)
+        RouteTable::from_document(serde_json::from_slice(json)?)
+    }
+
+    /// Validates a table document already parsed: the table object, or the compact form's one-key
+    /// object, which is decoded first.
+    pub fn from_document(document: serde_json::Value) -> Result<RouteTable, TableError> {
+        RouteTable::try_from(TableSpec::from_value(crate::compact::unwrap(document)?)?)
     }
 
     /// The table's generation label.

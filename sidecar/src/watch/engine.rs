@@ -14,6 +14,7 @@ use std::time::Instant;
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
 
+use crate::flags::TableEncoding;
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
 use crate::watch::sinks::{PushError, Sink};
@@ -62,6 +63,8 @@ pub struct Engine {
     /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
     /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
     kept: BTreeMap<String, Option<TableSpec>>,
+    /// How the ECDS file and the Istio objects carry the table (`--table-encoding`).
+    encoding: TableEncoding,
 }
 
 impl Engine {
@@ -74,7 +77,14 @@ impl Engine {
             pushed: None,
             retry: None,
             kept: BTreeMap::new(),
+            encoding: TableEncoding::default(),
         }
+    }
+
+    /// The engine, writing the plugin configuration of its sinks in `encoding`.
+    pub fn with_encoding(mut self, encoding: TableEncoding) -> Engine {
+        self.encoding = encoding;
+        self
     }
 
     /// The compiler's options.
@@ -171,7 +181,10 @@ impl Engine {
         let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
             return;
         };
-        let result = sink.push(&table, "", "").await;
+        let result = match self.encoding.plugin_config(&table) {
+            Ok(config) => sink.push(&config, "").await,
+            Err(e) => Err(PushError::Failed(e)),
+        };
         if let Ok(()) = result {
             info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
         }
@@ -250,14 +263,15 @@ impl Engine {
             Ok(index) => index.host_count(),
             Err(e) => return self.not_pushed(&table, &format!("the compiled table does not validate: {e}")),
         };
-        let (compact, pretty) = match (serde_json::to_string(&table), serde_json::to_string_pretty(&table)) {
-            (Ok(compact), Ok(pretty)) => (compact, pretty + "\n"),
-            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &format!("cannot serialize the table: {e}")),
+        let pretty = serde_json::to_string_pretty(&table).map_err(|e| format!("cannot serialize the table: {e}"));
+        let (config, pretty) = match (self.encoding.plugin_config(&table), pretty) {
+            (Ok(config), Ok(pretty)) => (config, pretty + "\n"),
+            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &e),
         };
         let mut failures = Vec::new();
         let mut results = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
-            results.push((sink.name(), sink.push(&table, &compact, &pretty).await));
+            results.push((sink.name(), sink.push(&config, &pretty).await));
         }
         for (name, result) in results {
             if let Err(e) = self.record(&name, &table, true, result) {

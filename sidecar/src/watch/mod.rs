@@ -127,7 +127,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
             }
         });
     }
-    let engine = Engine::new(options, sinks, state.clone());
+    let engine = Engine::new(options, sinks, state.clone()).with_encoding(args.table_encoding);
     let debounce = Debounce {
         quiet: Duration::from_millis(args.debounce_ms),
         max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)),

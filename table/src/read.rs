@@ -1,0 +1,372 @@
+//! Reading the table document into the [`crate::format`] types, by hand, from a `serde_json::Value`.
+//!
+//! The same reader serves both forms of the table: JSON text (parsed by `serde_json` into a
+//! `Value`) and the compact form ([`crate::compact`], decoded into the same `Value`). It needs no
+//! serde derive, which keeps the filter's `.wasm` small (BENCHMARKS.md, "Filter size"); the sidecar
+//! writes tables with the format types' `Serialize` derive.
+//!
+//! Each type has one [`FromDoc`] impl that lists its fields once: required ones, optional ones,
+//! defaults, and it refuses unknown fields (as the format's `deny_unknown_fields` does). Errors name
+//! the field's path in the document (`rules[3].path.type`); the path is only rendered on error.
+
+use serde_json::{Map, Value};
+
+use crate::error::TableError;
+use crate::format::{
+    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
+    RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+};
+
+/// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// The document itself.
+    Root,
+    /// A field of an object.
+    Key(&'a At<'a>, &'a str),
+    /// An element of a list.
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn render(&self) -> String {
+        match self {
+            At::Root => String::new(),
+            At::Key(At::Root, key) => (*key).to_owned(),
+            At::Key(parent, key) => format!("{}.{key}", parent.render()),
+            At::Index(parent, i) => format!("{}[{i}]", parent.render()),
+        }
+    }
+
+    fn error(&self, problem: impl Into<String>) -> TableError {
+        TableError::Shape {
+            at: self.render(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A format type read from its document value.
+pub(crate) trait FromDoc: Sized {
+    /// Reads `value`, found at `at`.
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError>;
+}
+
+/// The name of a value's JSON type, for errors.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An object's fields, taken one by one; [`Fields::finish`] refuses the ones nobody took.
+struct Fields<'a> {
+    map: Map<String, Value>,
+    at: &'a At<'a>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(value: Value, at: &'a At<'a>) -> Result<Fields<'a>, TableError> {
+        match value {
+            Value::Object(map) => Ok(Fields { map, at }),
+            other => Err(at.error(format!("expected an object, found {}", kind(&other)))),
+        }
+    }
+
+    /// A field that must be there.
+    fn required<T: FromDoc>(&mut self, key: &str) -> Result<T, TableError> {
+        match self.map.remove(key) {
+            Some(value) => T::from_doc(value, &At::Key(self.at, key)),
+            None => Err(self.at.error(format!("missing field `{key}`"))),
+        }
+    }
+
+    /// A field that may be absent (or null).
+    fn optional<T: FromDoc>(&mut self, key: &str) -> Result<Option<T>, TableError> {
+        match self.map.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => T::from_doc(value, &At::Key(self.at, key)).map(Some),
+        }
+    }
+
+    /// A field that is `default` when absent.
+    fn or<T: FromDoc>(&mut self, key: &str, default: impl FnOnce() -> T) -> Result<T, TableError> {
+        Ok(self.optional(key)?.unwrap_or_else(default))
+    }
+
+    /// Refuses the fields no one read.
+    fn finish(self) -> Result<(), TableError> {
+        match self.map.keys().next() {
+            None => Ok(()),
+            Some(key) => Err(self.at.error(format!("unknown field `{key}`"))),
+        }
+    }
+}
+
+/// Reads one of a vocabulary's names (`names` pairs each written name with its value).
+fn one_of<T: Copy>(value: Value, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
+    let text = String::from_doc(value, at)?;
+    names
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let expected: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
+            at.error(format!("{text:?} is not one of {}", expected.join(", ")))
+        })
+}
+
+impl FromDoc for String {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Value::String(s) => Ok(s),
+            other => Err(at.error(format!("expected a string, found {}", kind(&other)))),
+        }
+    }
+}
+
+impl FromDoc for bool {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Value::Bool(b) => Ok(b),
+            other => Err(at.error(format!("expected true or false, found {}", kind(&other)))),
+        }
+    }
+}
+
+impl FromDoc for u64 {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        match value.as_u64() {
+            Some(n) => Ok(n),
+            None => Err(at.error(format!("expected a whole number >= 0, found {value}"))),
+        }
+    }
+}
+
+impl FromDoc for u32 {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let n = u64::from_doc(value, at)?;
+        u32::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u32::MAX)))
+    }
+}
+
+impl FromDoc for u16 {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let n = u64::from_doc(value, at)?;
+        u16::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u16::MAX)))
+    }
+}
+
+impl<T: FromDoc> FromDoc for Vec<T> {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| T::from_doc(item, &At::Index(at, i)))
+                .collect(),
+            other => Err(at.error(format!("expected a list, found {}", kind(&other)))),
+        }
+    }
+}
+
+impl TableSpec {
+    /// Reads a table document (JSON text parsed into a `Value`, or the compact form decoded into
+    /// one). The shape is checked here; [`crate::RouteTable::try_from`] validates the rules.
+    pub fn from_value(value: Value) -> Result<TableSpec, TableError> {
+        TableSpec::from_doc(value, &At::Root)
+    }
+}
+
+impl RuleSpec {
+    /// Reads one rule's document (as [`TableSpec::from_value`] reads each of a table's rules).
+    pub fn from_value(value: Value) -> Result<RuleSpec, TableError> {
+        RuleSpec::from_doc(value, &At::Root)
+    }
+}
+
+impl FromDoc for TableSpec {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let table = TableSpec {
+            version: f.required("version")?,
+            generation: f.or("generation", String::new)?,
+            cluster_header: f.or("cluster_header", || DEFAULT_CLUSTER_HEADER.to_owned())?,
+            no_route: f.or("no_route", NoRoute::default)?,
+            debug_rule_header: f.or("debug_rule_header", || false)?,
+            rules: f.or("rules", Vec::new)?,
+        };
+        f.finish()?;
+        Ok(table)
+    }
+}
+
+impl FromDoc for NoRoute {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        one_of(value, at, &[("404", NoRoute::NotFound), ("pass", NoRoute::Pass)])
+    }
+}
+
+impl FromDoc for RuleSpec {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let rule = RuleSpec {
+            name: f.required("name")?,
+            host: f.optional("host")?,
+            path: f.required("path")?,
+            conditions: f.or("conditions", Vec::new)?,
+            action: f.required("action")?,
+        };
+        f.finish()?;
+        Ok(rule)
+    }
+}
+
+/// The `type` of a [`PathSpec`].
+#[derive(Clone, Copy)]
+enum PathType {
+    Exact,
+    SegmentPrefix,
+    Prefix,
+    Regex,
+}
+
+impl FromDoc for PathSpec {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let names = [
+            ("exact", PathType::Exact),
+            ("segment_prefix", PathType::SegmentPrefix),
+            ("prefix", PathType::Prefix),
+            ("regex", PathType::Regex),
+        ];
+        let kind = match f.map.remove("type") {
+            Some(value) => one_of(value, &At::Key(at, "type"), &names)?,
+            None => return Err(at.error("missing field `type`")),
+        };
+        let value: String = f.required("value")?;
+        f.finish()?;
+        Ok(match kind {
+            PathType::Exact => PathSpec::Exact(value),
+            PathType::SegmentPrefix => PathSpec::SegmentPrefix(value),
+            PathType::Prefix => PathSpec::Prefix(value),
+            PathType::Regex => PathSpec::Regex(value),
+        })
+    }
+}
+
+impl FromDoc for ConditionSpec {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let condition = ConditionSpec {
+            on: f.required("on")?,
+            name: f.optional("name")?,
+            op: f.required("match")?,
+            value: f.optional("value")?,
+            invert: f.or("invert", || false)?,
+        };
+        f.finish()?;
+        Ok(condition)
+    }
+}
+
+impl FromDoc for ConditionSource {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        use ConditionSource::*;
+        one_of(
+            value,
+            at,
+            &[
+                ("cookie", Cookie),
+                ("header", Header),
+                ("query", Query),
+                ("method", Method),
+            ],
+        )
+    }
+}
+
+impl FromDoc for MatchOp {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        use MatchOp::*;
+        let names = [
+            ("exact", Exact),
+            ("prefix", Prefix),
+            ("contains", Contains),
+            ("regex", Regex),
+            ("present", Present),
+        ];
+        one_of(value, at, &names)
+    }
+}
+
+impl FromDoc for ActionSpec {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        // Externally tagged: exactly one of the variants' keys.
+        let action = if f.map.contains_key("route") {
+            ActionSpec::Route(f.required("route")?)
+        } else if f.map.contains_key("direct_response") {
+            ActionSpec::DirectResponse(f.required("direct_response")?)
+        } else {
+            return Err(at.error("expected one of `route`, `direct_response`"));
+        };
+        f.finish()?;
+        Ok(action)
+    }
+}
+
+impl FromDoc for RouteAction {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let route = RouteAction {
+            backends: f.required("backends")?,
+            rewrite_prefix: f.optional("rewrite_prefix")?,
+            set_headers: f.or("set_headers", Vec::new)?,
+            remove_headers: f.or("remove_headers", Vec::new)?,
+        };
+        f.finish()?;
+        Ok(route)
+    }
+}
+
+impl FromDoc for Backend {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let backend = Backend {
+            cluster: f.required("cluster")?,
+            weight: f.or("weight", || 1)?,
+        };
+        f.finish()?;
+        Ok(backend)
+    }
+}
+
+impl FromDoc for HeaderValue {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let header = HeaderValue {
+            name: f.required("name")?,
+            value: f.required("value")?,
+        };
+        f.finish()?;
+        Ok(header)
+    }
+}
+
+impl FromDoc for DirectResponse {
+    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, at)?;
+        let direct = DirectResponse {
+            status: f.required("status")?,
+            body: f.optional("body")?,
+        };
+        f.finish()?;
+        Ok(direct)
+    }
+}
