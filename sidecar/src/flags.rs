@@ -52,6 +52,17 @@ impl TableEncoding {
     }
 }
 
+impl TableEncoding {
+    /// `table` as a file for people: indented JSON, or the compact form; ends with a newline.
+    pub fn file_text(self, table: &TableSpec) -> Result<String, String> {
+        let text = match self {
+            TableEncoding::Json => serde_json::to_string_pretty(table).map_err(|e| e.to_string())?,
+            TableEncoding::Compact => self.plugin_config(table)?,
+        };
+        Ok(text + "\n")
+    }
+}
+
 /// The compiler's options, shared by `compile` and `watch`.
 #[derive(Debug, clap::Args)]
 pub struct TableArgs {

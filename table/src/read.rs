@@ -143,7 +143,7 @@ impl FromDoc for u64 {
     fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
         match value.as_u64() {
             Some(n) => Ok(n),
-            None => Err(at.error(format!("expected a whole number >= 0, found {value}"))),
+            None => Err(at.error(format!("expected a whole number >= 0, found {}", kind(&value)))),
         }
     }
 }
