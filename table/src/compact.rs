@@ -22,7 +22,9 @@
 //! the inflated size by [`MAX_INFLATED`].
 
 use base64::Engine as _;
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
+
+use crate::doc::Node;
 
 /// The key of the one-key object that carries the compact form.
 pub const WRAPPER_KEY: &str = "table_z";
@@ -81,25 +83,36 @@ pub fn to_text(document: &Value) -> String {
     format!("{{\"{WRAPPER_KEY}\":\"{encoded}\"}}")
 }
 
-/// The document inside the compact form's string (the value of [`WRAPPER_KEY`]).
+/// The document inside the compact form's string (the value of [`WRAPPER_KEY`]), as JSON.
 pub fn from_text(text: &str) -> Result<Value, CompactError> {
+    Ok(from_binary(&inflate(text)?)?.to_value())
+}
+
+/// The binary document inside the compact form's string (the value of [`WRAPPER_KEY`]); read it
+/// with [`from_binary`].
+pub fn inflate(text: &str) -> Result<Vec<u8>, CompactError> {
     let deflated = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| CompactError::Base64(e.to_string()))?;
-    let binary = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&deflated, MAX_INFLATED)
-        .map_err(|e| CompactError::Zlib(e.to_string()))?;
-    from_binary(&binary)
+    miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&deflated, MAX_INFLATED)
+        .map_err(|e| CompactError::Zlib(e.to_string()))
+}
+
+/// The compact form's string when `document` is the compact form (an object whose one key is
+/// [`WRAPPER_KEY`], with a string value).
+pub fn wrapped_text(document: &Value) -> Option<&str> {
+    match document {
+        Value::Object(map) if map.len() == 1 => map.get(WRAPPER_KEY)?.as_str(),
+        _ => None,
+    }
 }
 
 /// `document` itself, or, when it is the compact form (an object whose one key is [`WRAPPER_KEY`]
 /// with a string value), the document that form holds.
 pub fn unwrap(document: Value) -> Result<Value, CompactError> {
-    match &document {
-        Value::Object(map) if map.len() == 1 => match map.get(WRAPPER_KEY) {
-            Some(Value::String(text)) => from_text(text),
-            _ => Ok(document),
-        },
-        _ => Ok(document),
+    match wrapped_text(&document) {
+        Some(text) => from_text(text),
+        None => Ok(document),
     }
 }
 
@@ -115,8 +128,8 @@ pub fn to_binary(document: &Value) -> Vec<u8> {
     writer.out
 }
 
-/// Reads a binary document (after zlib).
-pub fn from_binary(bytes: &[u8]) -> Result<Value, CompactError> {
+/// Reads a binary document (after zlib) into a tree borrowing its strings.
+pub fn from_binary(bytes: &[u8]) -> Result<Node<'_>, CompactError> {
     let mut reader = Reader {
         bytes,
         at: 0,
@@ -266,16 +279,16 @@ impl<'b> Reader<'b> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, CompactError> {
+    fn value(&mut self, depth: usize) -> Result<Node<'b>, CompactError> {
         Ok(match self.byte()? {
-            tag::NULL => Value::Null,
-            tag::FALSE => Value::Bool(false),
-            tag::TRUE => Value::Bool(true),
-            tag::UINT => Value::Number(self.varint()?.into()),
+            tag::NULL => Node::Null,
+            tag::FALSE => Node::Bool(false),
+            tag::TRUE => Node::Bool(true),
+            tag::UINT => Node::UInt(self.varint()?),
             tag::NEG => {
                 let n = self.varint()?;
                 let i = i64::try_from(n).map_err(|_| self.fail("a negative number below i64"))?;
-                Value::Number((!i).into())
+                Node::Int(!i)
             }
             tag::FLOAT => {
                 let bytes = self
@@ -286,28 +299,32 @@ impl<'b> Reader<'b> {
                 array.copy_from_slice(bytes);
                 self.at += 8;
                 let f = f64::from_le_bytes(array);
-                Value::Number(Number::from_f64(f).ok_or_else(|| self.fail("a number that is not finite"))?)
+                if !f.is_finite() {
+                    return Err(self.fail("a number that is not finite"));
+                }
+                Node::Float(f)
             }
-            tag::STRING => Value::String(self.text()?.to_owned()),
+            tag::STRING => Node::Str(self.text()?),
             tag::LIST if depth < MAX_DEPTH => {
                 let count = self.count()?;
                 let mut items = Vec::with_capacity(count);
                 for _ in 0..count {
                     items.push(self.value(depth + 1)?);
                 }
-                Value::Array(items)
+                Node::List(items)
             }
             tag::OBJECT if depth < MAX_DEPTH => {
                 let count = self.count()?;
-                let mut map = Map::new();
+                let mut pairs: Vec<(&'b str, Node<'b>)> = Vec::with_capacity(count);
                 for _ in 0..count {
                     let key = self.key()?;
-                    let value = self.value(depth + 1)?;
-                    if map.insert(key.to_owned(), value).is_some() {
+                    if pairs.iter().any(|(k, _)| *k == key) {
                         return Err(self.fail("a key twice in one object"));
                     }
+                    let value = self.value(depth + 1)?;
+                    pairs.push((key, value));
                 }
-                Value::Object(map)
+                Node::Object(pairs)
             }
             tag::LIST | tag::OBJECT => return Err(self.fail("nested too deep")),
             _ => return Err(self.fail("an unknown value tag")),
@@ -327,7 +344,7 @@ mod tests {
             "c": {"a": "", "d": "é ☃ \u{0}", "b": [{"a": 1}, {"a": 2, "e": []}]}
         });
         let binary = to_binary(&document);
-        assert_eq!(from_binary(&binary), Ok(document.clone()));
+        assert_eq!(from_binary(&binary).map(|node| node.to_value()), Ok(document.clone()));
         let text = to_text(&document);
         let wrapper: Value = serde_json::from_str(&text).unwrap();
         let inner = wrapper[WRAPPER_KEY].as_str().unwrap();

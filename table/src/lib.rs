@@ -17,6 +17,7 @@
 
 pub mod compact;
 mod condition;
+pub mod doc;
 mod error;
 pub mod field;
 pub mod format;

@@ -1,7 +1,8 @@
-//! Reading the table document into the [`crate::format`] types, by hand, from a `serde_json::Value`.
+//! Reading the table document into the [`crate::format`] types, by hand, from a [`Node`] tree.
 //!
-//! The same reader serves both forms of the table: JSON text (parsed by `serde_json` into a
-//! `Value`) and the compact form ([`crate::compact`], decoded into the same `Value`). It needs no
+//! The same reader serves both forms of the table: JSON text (parsed by `serde_json`, then seen as
+//! a [`Node`] tree borrowing the `Value`'s strings) and the compact form ([`crate::compact`], whose
+//! binary document decodes straight into a [`Node`] tree borrowing the inflated bytes). It needs no
 //! serde derive, which keeps the filter's `.wasm` small (BENCHMARKS.md, "Filter size"); the sidecar
 //! writes tables with the format types' `Serialize` derive.
 //!
@@ -9,8 +10,9 @@
 //! defaults, and it refuses unknown fields (as the format's `deny_unknown_fields` does). Errors name
 //! the field's path in the document (`rules[3].path.type`); the path is only rendered on error.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::doc::Node;
 use crate::error::TableError;
 use crate::format::{
     ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
@@ -49,38 +51,37 @@ impl At<'_> {
 /// A format type read from its document value.
 pub(crate) trait FromDoc: Sized {
     /// Reads `value`, found at `at`.
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError>;
-}
-
-/// The name of a value's JSON type, for errors.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError>;
 }
 
 /// An object's fields, taken one by one; [`Fields::finish`] refuses the ones nobody took.
-struct Fields<'a> {
-    map: Map<String, Value>,
+struct Fields<'d, 'a> {
+    pairs: Vec<(&'d str, Node<'d>)>,
     at: &'a At<'a>,
 }
 
-impl<'a> Fields<'a> {
-    fn new(value: Value, at: &'a At<'a>) -> Result<Fields<'a>, TableError> {
+impl<'d, 'a> Fields<'d, 'a> {
+    fn new(value: Node<'d>, at: &'a At<'a>) -> Result<Fields<'d, 'a>, TableError> {
         match value {
-            Value::Object(map) => Ok(Fields { map, at }),
-            other => Err(at.error(format!("expected an object, found {}", kind(&other)))),
+            Node::Object(pairs) => Ok(Fields { pairs, at }),
+            other => Err(at.error(format!("expected an object, found {}", other.kind()))),
         }
+    }
+
+    /// Takes the field `key` out of the object, if it is there.
+    fn take(&mut self, key: &str) -> Option<Node<'d>> {
+        let i = self.pairs.iter().position(|(k, _)| *k == key)?;
+        Some(self.pairs.swap_remove(i).1)
+    }
+
+    /// Whether the object has the field `key`.
+    fn has(&self, key: &str) -> bool {
+        self.pairs.iter().any(|(k, _)| *k == key)
     }
 
     /// A field that must be there.
     fn required<T: FromDoc>(&mut self, key: &str) -> Result<T, TableError> {
-        match self.map.remove(key) {
+        match self.take(key) {
             Some(value) => T::from_doc(value, &At::Key(self.at, key)),
             None => Err(self.at.error(format!("missing field `{key}`"))),
         }
@@ -88,8 +89,8 @@ impl<'a> Fields<'a> {
 
     /// A field that may be absent (or null).
     fn optional<T: FromDoc>(&mut self, key: &str) -> Result<Option<T>, TableError> {
-        match self.map.remove(key) {
-            None | Some(Value::Null) => Ok(None),
+        match self.take(key) {
+            None | Some(Node::Null) => Ok(None),
             Some(value) => T::from_doc(value, &At::Key(self.at, key)).map(Some),
         }
     }
@@ -101,16 +102,18 @@ impl<'a> Fields<'a> {
 
     /// Refuses the fields no one read.
     fn finish(self) -> Result<(), TableError> {
-        match self.map.keys().next() {
+        match self.pairs.first() {
             None => Ok(()),
-            Some(key) => Err(self.at.error(format!("unknown field `{key}`"))),
+            Some((key, _)) => Err(self.at.error(format!("unknown field `{key}`"))),
         }
     }
 }
 
 /// Reads one of a vocabulary's names (`names` pairs each written name with its value).
-fn one_of<T: Copy>(value: Value, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
-    let text = String::from_doc(value, at)?;
+fn one_of<T: Copy>(value: Node<'_>, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
+    let Node::Str(text) = value else {
+        return Err(at.error(format!("expected a string, found {}", value.kind())));
+    };
     names
         .iter()
         .find(|(name, _)| *name == text)
@@ -122,76 +125,82 @@ fn one_of<T: Copy>(value: Value, at: &At<'_>, names: &[(&str, T)]) -> Result<T, 
 }
 
 impl FromDoc for String {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
-            Value::String(s) => Ok(s),
-            other => Err(at.error(format!("expected a string, found {}", kind(&other)))),
+            Node::Str(s) => Ok(s.to_owned()),
+            other => Err(at.error(format!("expected a string, found {}", other.kind()))),
         }
     }
 }
 
 impl FromDoc for bool {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
-            Value::Bool(b) => Ok(b),
-            other => Err(at.error(format!("expected true or false, found {}", kind(&other)))),
+            Node::Bool(b) => Ok(b),
+            other => Err(at.error(format!("expected true or false, found {}", other.kind()))),
         }
     }
 }
 
 impl FromDoc for u64 {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
-        match value.as_u64() {
-            Some(n) => Ok(n),
-            None => Err(at.error(format!("expected a whole number >= 0, found {}", kind(&value)))),
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Node::UInt(n) => Ok(n),
+            other => Err(at.error(format!("expected a whole number >= 0, found {}", other.kind()))),
         }
     }
 }
 
 impl FromDoc for u32 {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let n = u64::from_doc(value, at)?;
         u32::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u32::MAX)))
     }
 }
 
 impl FromDoc for u16 {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let n = u64::from_doc(value, at)?;
         u16::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u16::MAX)))
     }
 }
 
 impl<T: FromDoc> FromDoc for Vec<T> {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
-            Value::Array(items) => items
+            Node::List(items) => items
                 .into_iter()
                 .enumerate()
                 .map(|(i, item)| T::from_doc(item, &At::Index(at, i)))
                 .collect(),
-            other => Err(at.error(format!("expected a list, found {}", kind(&other)))),
+            other => Err(at.error(format!("expected a list, found {}", other.kind()))),
         }
     }
 }
 
 impl TableSpec {
-    /// Reads a table document (JSON text parsed into a `Value`, or the compact form decoded into
-    /// one). The shape is checked here; [`crate::RouteTable::try_from`] validates the rules.
+    /// Reads a table document parsed from JSON (not its compact form: see
+    /// [`crate::RouteTable::from_document`]). The shape is checked here; [`crate::RouteTable::try_from`]
+    /// validates the rules.
     pub fn from_value(value: Value) -> Result<TableSpec, TableError> {
-        TableSpec::from_doc(value, &At::Root)
+        TableSpec::from_node(Node::from_value(&value))
+    }
+
+    /// Reads a table document's tree (from JSON or from the compact form).
+    pub fn from_node(node: Node<'_>) -> Result<TableSpec, TableError> {
+        TableSpec::from_doc(node, &At::Root)
     }
 }
 
 impl RuleSpec {
     /// Reads one rule's document (as [`TableSpec::from_value`] reads each of a table's rules).
     pub fn from_value(value: Value) -> Result<RuleSpec, TableError> {
-        RuleSpec::from_doc(value, &At::Root)
+        RuleSpec::from_doc(Node::from_value(&value), &At::Root)
     }
 }
 
 impl FromDoc for TableSpec {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let table = TableSpec {
             version: f.required("version")?,
@@ -207,13 +216,13 @@ impl FromDoc for TableSpec {
 }
 
 impl FromDoc for NoRoute {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         one_of(value, at, &[("404", NoRoute::NotFound), ("pass", NoRoute::Pass)])
     }
 }
 
 impl FromDoc for RuleSpec {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let rule = RuleSpec {
             name: f.required("name")?,
@@ -237,7 +246,7 @@ enum PathType {
 }
 
 impl FromDoc for PathSpec {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let names = [
             ("exact", PathType::Exact),
@@ -245,7 +254,7 @@ impl FromDoc for PathSpec {
             ("prefix", PathType::Prefix),
             ("regex", PathType::Regex),
         ];
-        let kind = match f.map.remove("type") {
+        let kind = match f.take("type") {
             Some(value) => one_of(value, &At::Key(at, "type"), &names)?,
             None => return Err(at.error("missing field `type`")),
         };
@@ -261,7 +270,7 @@ impl FromDoc for PathSpec {
 }
 
 impl FromDoc for ConditionSpec {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let condition = ConditionSpec {
             on: f.required("on")?,
@@ -276,7 +285,7 @@ impl FromDoc for ConditionSpec {
 }
 
 impl FromDoc for ConditionSource {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         use ConditionSource::*;
         one_of(
             value,
@@ -292,7 +301,7 @@ impl FromDoc for ConditionSource {
 }
 
 impl FromDoc for MatchOp {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         use MatchOp::*;
         let names = [
             ("exact", Exact),
@@ -306,12 +315,12 @@ impl FromDoc for MatchOp {
 }
 
 impl FromDoc for ActionSpec {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         // Externally tagged: exactly one of the variants' keys.
-        let action = if f.map.contains_key("route") {
+        let action = if f.has("route") {
             ActionSpec::Route(f.required("route")?)
-        } else if f.map.contains_key("direct_response") {
+        } else if f.has("direct_response") {
             ActionSpec::DirectResponse(f.required("direct_response")?)
         } else {
             return Err(at.error("expected one of `route`, `direct_response`"));
@@ -322,7 +331,7 @@ impl FromDoc for ActionSpec {
 }
 
 impl FromDoc for RouteAction {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let route = RouteAction {
             backends: f.required("backends")?,
@@ -336,7 +345,7 @@ impl FromDoc for RouteAction {
 }
 
 impl FromDoc for Backend {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let backend = Backend {
             cluster: f.required("cluster")?,
@@ -348,7 +357,7 @@ impl FromDoc for Backend {
 }
 
 impl FromDoc for HeaderValue {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let header = HeaderValue {
             name: f.required("name")?,
@@ -360,7 +369,7 @@ impl FromDoc for HeaderValue {
 }
 
 impl FromDoc for DirectResponse {
-    fn from_doc(value: Value, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
         let mut f = Fields::new(value, at)?;
         let direct = DirectResponse {
             status: f.required("status")?,

@@ -65,7 +65,11 @@ impl RouteTable {
     /// Validates a table document already parsed: the table object, or the compact form's one-key
     /// object, which is decoded first.
     pub fn from_document(document: serde_json::Value) -> Result<RouteTable, TableError> {
-        RouteTable::try_from(TableSpec::from_value(crate::compact::unwrap(document)?)?)
+        let spec = match crate::compact::wrapped_text(&document) {
+            Some(text) => TableSpec::from_node(crate::compact::from_binary(&crate::compact::inflate(text)?)?)?,
+            None => TableSpec::from_node(crate::doc::Node::from_value(&document))?,
+        };
+        RouteTable::try_from(spec)
     }
 
     /// The table's generation label.
