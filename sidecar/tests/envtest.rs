@@ -595,6 +595,18 @@ async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
     .await;
 }
 
+/// `switchyard watch` flags for both Istio sinks, the WasmPlugin and the EnvoyFilter of deploy/istio/.
+const BOTH_ISTIO_SINKS: [&str; 8] = [
+    "--wasmplugin",
+    "istio-system/switchyard",
+    "--wasm-url",
+    "oci://registry.example/switchyard-filter:0.1.0",
+    "--envoyfilter",
+    "istio-system/switchyard",
+    "--gateway-wasm-path",
+    "/var/lib/switchyard/switchyard_filter.wasm",
+];
+
 /// The only test of this binary that writes istio-system/switchyard (the Role names that object), so
 /// it runs the Istio scenarios one after the other.
 #[tokio::test]
@@ -612,17 +624,7 @@ async fn istio_sinks_are_applied_and_restored() {
     admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
     admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
     admin_apply(&admin, &ingress(&ns, "web", "mesh.example", "web")).await;
-    let args = [
-        "--wasmplugin",
-        "istio-system/switchyard",
-        "--wasm-url",
-        "oci://registry.example/switchyard-filter:0.1.0",
-        "--envoyfilter",
-        "istio-system/switchyard",
-        "--gateway-wasm-path",
-        "/var/lib/switchyard/switchyard_filter.wasm",
-    ];
-    let mut sy = watch(env, &ns, &args);
+    let mut sy = watch(env, &ns, &BOTH_ISTIO_SINKS);
     sy.ready(PATIENCE).await.unwrap();
     for kind in ["WasmPlugin", "EnvoyFilter"] {
         wait_carried(&admin, &sy, kind, "applied").await;
@@ -696,17 +698,7 @@ async fn a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_com
         )
         .await;
     }
-    let args = [
-        "--wasmplugin",
-        "istio-system/switchyard",
-        "--wasm-url",
-        "oci://registry.example/switchyard-filter:0.1.0",
-        "--envoyfilter",
-        "istio-system/switchyard",
-        "--gateway-wasm-path",
-        "/var/lib/switchyard/switchyard_filter.wasm",
-    ];
-    let mut sy = watch(env, &ns, &args);
+    let mut sy = watch(env, &ns, &BOTH_ISTIO_SINKS);
     // Compiling and encoding 100,000 rules takes a debug build some time.
     sy.ready(Duration::from_secs(300)).await.unwrap();
     let table = sy.table();

@@ -109,6 +109,18 @@ impl<'d, 'a> Fields<'d, 'a> {
     }
 }
 
+/// Reads an object: `read` takes its fields, then the ones it did not take are refused.
+fn object<'d, 'a, T>(
+    value: Node<'d>,
+    at: &'a At<'a>,
+    read: impl FnOnce(&mut Fields<'d, 'a>) -> Result<T, TableError>,
+) -> Result<T, TableError> {
+    let mut fields = Fields::new(value, at)?;
+    let out = read(&mut fields)?;
+    fields.finish()?;
+    Ok(out)
+}
+
 /// Reads one of a vocabulary's names (`names` pairs each written name with its value).
 fn one_of<T: Copy>(value: Node<'_>, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
     let Node::Str(text) = value else {
@@ -201,17 +213,16 @@ impl RuleSpec {
 
 impl FromDoc for TableSpec {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let table = TableSpec {
-            version: f.required("version")?,
-            generation: f.or("generation", String::new)?,
-            cluster_header: f.or("cluster_header", || DEFAULT_CLUSTER_HEADER.to_owned())?,
-            no_route: f.or("no_route", NoRoute::default)?,
-            debug_rule_header: f.or("debug_rule_header", || false)?,
-            rules: f.or("rules", Vec::new)?,
-        };
-        f.finish()?;
-        Ok(table)
+        object(value, at, |f| {
+            Ok(TableSpec {
+                version: f.required("version")?,
+                generation: f.or("generation", String::new)?,
+                cluster_header: f.or("cluster_header", || DEFAULT_CLUSTER_HEADER.to_owned())?,
+                no_route: f.or("no_route", NoRoute::default)?,
+                debug_rule_header: f.or("debug_rule_header", || false)?,
+                rules: f.or("rules", Vec::new)?,
+            })
+        })
     }
 }
 
@@ -223,16 +234,15 @@ impl FromDoc for NoRoute {
 
 impl FromDoc for RuleSpec {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let rule = RuleSpec {
-            name: f.required("name")?,
-            host: f.optional("host")?,
-            path: f.required("path")?,
-            conditions: f.or("conditions", Vec::new)?,
-            action: f.required("action")?,
-        };
-        f.finish()?;
-        Ok(rule)
+        object(value, at, |f| {
+            Ok(RuleSpec {
+                name: f.required("name")?,
+                host: f.optional("host")?,
+                path: f.required("path")?,
+                conditions: f.or("conditions", Vec::new)?,
+                action: f.required("action")?,
+            })
+        })
     }
 }
 
@@ -271,16 +281,15 @@ impl FromDoc for PathSpec {
 
 impl FromDoc for ConditionSpec {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let condition = ConditionSpec {
-            on: f.required("on")?,
-            name: f.optional("name")?,
-            op: f.required("match")?,
-            value: f.optional("value")?,
-            invert: f.or("invert", || false)?,
-        };
-        f.finish()?;
-        Ok(condition)
+        object(value, at, |f| {
+            Ok(ConditionSpec {
+                on: f.required("on")?,
+                name: f.optional("name")?,
+                op: f.required("match")?,
+                value: f.optional("value")?,
+                invert: f.or("invert", || false)?,
+            })
+        })
     }
 }
 
@@ -332,50 +341,46 @@ impl FromDoc for ActionSpec {
 
 impl FromDoc for RouteAction {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let route = RouteAction {
-            backends: f.required("backends")?,
-            rewrite_prefix: f.optional("rewrite_prefix")?,
-            set_headers: f.or("set_headers", Vec::new)?,
-            remove_headers: f.or("remove_headers", Vec::new)?,
-        };
-        f.finish()?;
-        Ok(route)
+        object(value, at, |f| {
+            Ok(RouteAction {
+                backends: f.required("backends")?,
+                rewrite_prefix: f.optional("rewrite_prefix")?,
+                set_headers: f.or("set_headers", Vec::new)?,
+                remove_headers: f.or("remove_headers", Vec::new)?,
+            })
+        })
     }
 }
 
 impl FromDoc for Backend {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let backend = Backend {
-            cluster: f.required("cluster")?,
-            weight: f.or("weight", || 1)?,
-        };
-        f.finish()?;
-        Ok(backend)
+        object(value, at, |f| {
+            Ok(Backend {
+                cluster: f.required("cluster")?,
+                weight: f.or("weight", || 1)?,
+            })
+        })
     }
 }
 
 impl FromDoc for HeaderValue {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let header = HeaderValue {
-            name: f.required("name")?,
-            value: f.required("value")?,
-        };
-        f.finish()?;
-        Ok(header)
+        object(value, at, |f| {
+            Ok(HeaderValue {
+                name: f.required("name")?,
+                value: f.required("value")?,
+            })
+        })
     }
 }
 
 impl FromDoc for DirectResponse {
     fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
-        let direct = DirectResponse {
-            status: f.required("status")?,
-            body: f.optional("body")?,
-        };
-        f.finish()?;
-        Ok(direct)
+        object(value, at, |f| {
+            Ok(DirectResponse {
+                status: f.required("status")?,
+                body: f.optional("body")?,
+            })
+        })
     }
 }

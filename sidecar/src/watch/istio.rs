@@ -200,15 +200,40 @@ impl IstioSink {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        let result = api
+        let mut result = api
             .patch(&self.name, &params, &Patch::Apply(&object))
             .await
             .map_err(|e| refused(&e, bytes, self.max_bytes))?;
+        // Server-side apply leaves the pluginConfig keys other managers set (the JSON table of
+        // deploy/istio/, say) beside ours, and the filter would read them all: they are removed.
+        let foreign = foreign_keys(&result.data["spec"]["pluginConfig"], &object["spec"]["pluginConfig"]);
+        if !foreign.is_empty() {
+            let nulls: serde_json::Map<String, Value> = foreign.iter().map(|k| (k.clone(), Value::Null)).collect();
+            let patch = json!({ "spec": { "pluginConfig": nulls } });
+            result = api
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| {
+                    PushError::Failed(format!(
+                        "removing pluginConfig keys {foreign:?} of another manager: {e}"
+                    ))
+                })?;
+            tracing::info!(sink = %self.name(), "removed pluginConfig keys {foreign:?} another field manager had set");
+        }
         *self.applied.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Applied {
             object,
             resource_version: result.metadata.resource_version.unwrap_or_default(),
         });
         Ok(())
+    }
+}
+
+/// The keys of the object `live` that `ours` (what we applied) does not have; none when either is
+/// not an object (an EnvoyFilter has no pluginConfig).
+pub fn foreign_keys(live: &Value, ours: &Value) -> Vec<String> {
+    match (live.as_object(), ours.as_object()) {
+        (Some(live), Some(ours)) => live.keys().filter(|k| !ours.contains_key(*k)).cloned().collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -295,6 +320,14 @@ mod tests {
         );
         let carried: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
         assert_eq!(carried["generation"], "g1");
+    }
+
+    #[test]
+    fn plugin_config_keys_another_manager_left_are_found() {
+        let live = json!({"table_z": "x", "version": 1, "rules": []});
+        assert_eq!(foreign_keys(&live, &json!({"table_z": "y"})), ["rules", "version"]);
+        assert!(foreign_keys(&json!({"table_z": "x"}), &json!({"table_z": "y"})).is_empty());
+        assert!(foreign_keys(&Value::Null, &Value::Null).is_empty());
     }
 
     #[test]
