@@ -22,10 +22,27 @@ struct Contender {
     oldest: Age,
 }
 
-/// Applies host ownership and `PathTaken`; returns the rules that stay.
-pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -> Vec<Draft> {
+/// A claim on a host by a resource with no rules in the table (a TLS passthrough TransportServer,
+/// whose host is passed through at L4): it competes like the others, and when it wins, the host
+/// gets no HTTP rules.
+pub type HostClaim<'a> = (&'a str, &'a ResourceKey, &'a Age);
+
+/// Who won each host: the winning resources (several for merged Ingresses).
+pub type HostWinners = BTreeMap<String, BTreeSet<ResourceKey>>;
+
+/// Applies host ownership and `PathTaken`; returns the rules that stay and who won each host.
+/// `claims` are the hosts claimed by resources without rules.
+pub fn resolve(
+    drafts: Vec<Draft>,
+    claims_without_rules: &[HostClaim<'_>],
+    mode: HostCollision,
+    book: &mut StatusBook,
+) -> (Vec<Draft>, HostWinners) {
     // host → claimant → age
     let mut claims: BTreeMap<&str, BTreeMap<&ResourceKey, &Age>> = BTreeMap::new();
+    for (host, key, age) in claims_without_rules {
+        claims.entry(host).or_default().insert(key, age);
+    }
     let mut hostless: BTreeSet<&ResourceKey> = BTreeSet::new();
     for draft in &drafts {
         match draft.rule.host.as_deref() {
@@ -40,7 +57,7 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
             }
         }
     }
-    let mut winners: BTreeMap<String, BTreeSet<ResourceKey>> = BTreeMap::new();
+    let mut winners: HostWinners = BTreeMap::new();
     let mut hosts_won: BTreeMap<ResourceKey, usize> = BTreeMap::new();
     let mut losses: Vec<(ResourceKey, String, String)> = Vec::new();
     for (host, claimants) in &claims {
@@ -111,7 +128,7 @@ pub fn resolve(drafts: Vec<Draft>, mode: HostCollision, book: &mut StatusBook) -
             Some(host) => winners.get(host).is_some_and(|w| w.contains(&d.claimant)),
         })
         .collect();
-    drop_identical(kept, book)
+    (drop_identical(kept, book), winners)
 }
 
 /// Keeps, of rules identical in host, path and conditions, the one of the older resource (then the

@@ -14,6 +14,10 @@
 //!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the generation
 //!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
+//! - [`l4`]: the L4 routes of TransportServers (§6), which the HTTP table cannot carry, and their
+//!   outputs: [`lds`] (Envoy listeners: TLS passthrough by SNI, TCP and UDP proxies) and [`l4_istio`]
+//!   (an Istio Gateway and VirtualService). The TransportServer processor that fills them is to come
+//!   (issue 15).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod class;
@@ -21,6 +25,9 @@ pub mod collisions;
 pub mod explain;
 pub mod httpproxy;
 pub mod ingress;
+pub mod l4;
+pub mod l4_istio;
+pub mod lds;
 pub mod load;
 pub mod model;
 pub mod objects;
@@ -29,6 +36,7 @@ pub mod pipeline;
 pub mod processor;
 pub mod services;
 pub mod status;
+pub mod transportserver;
 
 pub use model::{CompileError, HostCollision, Options};
 pub use objects::{HTTPProxy, HTTPProxySpec, Objects};

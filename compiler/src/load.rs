@@ -310,6 +310,7 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         ) | ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "IngressClass")
             | ("v1", "Service")
             | ("projectcontour.io/v1", "HTTPProxy")
+            | ("k8s.nginx.org/v1", "TransportServer" | "GlobalConfiguration")
     );
     if !known {
         let label = if kind.is_empty() {
@@ -354,6 +355,8 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
             loaded.objects.ingress_classes.push(typed(object, &schema)?);
         }
         "Service" => loaded.objects.services.push(typed(object, &schema)?),
+        "TransportServer" => loaded.objects.transport_servers.push(typed(object, &schema)?),
+        "GlobalConfiguration" => loaded.objects.global_configurations.push(typed(object, &schema)?),
         _ => loaded.objects.http_proxies.push(typed::<HTTPProxy>(object, &schema)?),
     }
     Ok(())

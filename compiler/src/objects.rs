@@ -4,6 +4,8 @@
 //! (`projectcontour.io/v1`) is declared here with `kube`'s `CustomResource` derive, with only the
 //! fields Switchyard routes on (serde ignores the rest), so that the watch command can reuse it.
 
+pub mod transport;
+
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -25,6 +27,10 @@ pub struct Objects {
     pub services: Vec<Service>,
     /// Contour HTTPProxies.
     pub http_proxies: Vec<HTTPProxy>,
+    /// NGINX TransportServers (L4 routes, ROUTING.md §6).
+    pub transport_servers: Vec<transport::TransportServer>,
+    /// NGINX GlobalConfigurations (the listeners TransportServers use).
+    pub global_configurations: Vec<transport::GlobalConfiguration>,
 }
 
 /// Contour's HTTPProxy: only the fields that decide routing.
@@ -247,6 +253,10 @@ pub enum Kind {
     HTTPProxy,
     /// `networking.k8s.io/v1` IngressClass (status only).
     IngressClass,
+    /// `k8s.nginx.org/v1` TransportServer (L4 routes, ROUTING.md §6).
+    TransportServer,
+    /// `k8s.nginx.org/v1` GlobalConfiguration (listeners; no status).
+    GlobalConfiguration,
 }
 
 impl Kind {
@@ -256,6 +266,8 @@ impl Kind {
             Kind::Ingress => "Ingress",
             Kind::HTTPProxy => "HTTPProxy",
             Kind::IngressClass => "IngressClass",
+            Kind::TransportServer => "TransportServer",
+            Kind::GlobalConfiguration => "GlobalConfiguration",
         }
     }
 }

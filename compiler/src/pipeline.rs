@@ -14,17 +14,21 @@ use switchyard_table::TableSpec;
 use crate::class::Classes;
 use crate::httpproxy::HTTPProxyProcessor;
 use crate::ingress::IngressProcessor;
+use crate::l4::L4Routes;
 pub use crate::model::{CompileError, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 use crate::objects::{key_of, Kind, Objects, ResourceKey};
 use crate::processor::Inputs;
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
+use crate::transportserver::TransportServerProcessor;
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The table, in priority order, with its generation hash.
     pub table: TableSpec,
+    /// What the TransportServers route at L4 (ROUTING.md §6), for Envoy's listeners.
+    pub l4: L4Routes,
     /// One entry per Ingress, HTTPProxy and IngressClass.
     pub statuses: Vec<ResourceStatus>,
 }
@@ -53,7 +57,16 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
         })
         .run(&objects.http_proxies),
     );
-    let drafts = crate::collisions::resolve(drafts, options.host_collision, &mut book);
+    let transport = TransportServerProcessor::new(Inputs {
+        classes: &classes,
+        services: &services,
+        options,
+        book: &mut book,
+    })
+    .run(&objects.transport_servers, &objects.global_configurations);
+    let (drafts, winners) =
+        crate::collisions::resolve(drafts, &transport.host_claims(), options.host_collision, &mut book);
+    let l4 = transport.settle(&winners, options, &mut book);
     let rules = crate::order::sort(drafts);
     let mut table = TableSpec {
         cluster_header: options.cluster_header.clone(),
@@ -65,6 +78,7 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
     table.generation = crate::order::generation(&table)?;
     Ok(Compiled {
         table,
+        l4,
         statuses: book.finish(),
     })
 }
@@ -106,5 +120,9 @@ fn cache(objects: &Objects) -> Result<Objects, CompileError> {
         ingress_classes: sorted(&objects.ingress_classes, Kind::IngressClass, |o| &o.metadata)?,
         services: sorted(&objects.services, Kind::Ingress, |o| &o.metadata)?,
         http_proxies: sorted(&objects.http_proxies, Kind::HTTPProxy, |o| &o.metadata)?,
+        transport_servers: sorted(&objects.transport_servers, Kind::TransportServer, |o| &o.metadata)?,
+        global_configurations: sorted(&objects.global_configurations, Kind::GlobalConfiguration, |o| {
+            &o.metadata
+        })?,
     })
 }

@@ -173,6 +173,12 @@ vocabulary! {
         QueryParameterMatchConditionsNotValid,
         /// An object the API server sent that does not decode into its schema.
         ObjectDoesNotDecode,
+        /// A TransportServer whose listener no GlobalConfiguration defines with its protocol.
+        ListenerNotFound,
+        /// A TransportServer that lost its (listener, host) pair to an older one (seed 003).
+        ListenerTaken,
+        /// A TransportServer that fails validation and routes nothing.
+        TransportServerInvalid,
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use switchyard_table::RouteTable;
 
-use crate::flags::{TableArgs, TableEncoding};
+use crate::flags::{L4Args, TableArgs, TableEncoding};
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
 use switchyard_compiler::status::{summarize, ConditionKind, Status};
@@ -39,6 +39,9 @@ Examples:
 
   # Istio cluster names
   switchyard compile m/ --cluster-template 'outbound|{port}||{service}.{namespace}.svc.cluster.local'
+
+  # NGINX TransportServers: Envoy listeners for an LDS file (dynamic_resources.lds_config)
+  switchyard compile m/ -o table.json --l4 listeners.json --tls-passthrough-port 8443
 
 Exit status: 0 when the input was read, even if some resources were ignored or rejected (see the
 status report); 1 when a file cannot be read or parsed (the message names file, line and field);
@@ -67,7 +70,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Compile Ingress, IngressClass, Service and HTTPProxy manifests into the route table (JSON).
+    /// Compile Ingress, IngressClass, Service, HTTPProxy and NGINX TransportServer manifests into the route table (JSON) and L4 listeners.
     #[command(after_help = COMPILE_HELP)]
     Compile(CompileArgs),
     /// Show which rule of a table wins a request, and why the other candidates lost.
@@ -96,8 +99,14 @@ struct CompileArgs {
     /// `switchyard watch` writes it into the ECDS file and Istio objects, `{"table_z": "<base64>"}`.
     #[arg(long, value_enum, default_value = "json", value_name = "ENCODING")]
     encoding: TableEncoding,
+    /// Write Envoy's L4 listeners (an LDS DiscoveryResponse: TLS passthrough by SNI, TCP and UDP
+    /// proxies) for the TransportServers that won here.
+    #[arg(long, value_name = "FILE")]
+    l4: Option<PathBuf>,
     #[command(flatten)]
     table: TableArgs,
+    #[command(flatten)]
+    l4_listeners: L4Args,
 }
 
 #[derive(Debug, clap::Args)]
@@ -183,6 +192,10 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
         status.push('\n');
         write_out(Some(path), &status)?;
     }
+    if let Some(path) = &args.l4 {
+        let document = switchyard_compiler::lds::document(&compiled.l4, &args.l4_listeners.options());
+        write_out(Some(path), &document)?;
+    }
     eprint!("{}", summary(&loaded, &compiled));
     Ok(())
 }
@@ -190,7 +203,12 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
 /// The human summary printed on stderr.
 fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String {
     let o = &loaded.objects;
-    let objects = o.ingresses.len() + o.ingress_classes.len() + o.services.len() + o.http_proxies.len();
+    let objects = o.ingresses.len()
+        + o.ingress_classes.len()
+        + o.services.len()
+        + o.http_proxies.len()
+        + o.transport_servers.len()
+        + o.global_configurations.len();
     let mut out = format!(
         "switchyard compile: read {objects} objects from {} file(s)\n",
         loaded.files
@@ -205,6 +223,14 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         table.rules.len(),
         table.generation
     ));
+    let l4 = &compiled.l4;
+    if !l4.is_empty() {
+        out.push_str(&format!(
+            "  L4: {} TLS passthrough host(s), {} TCP/UDP listener(s)\n",
+            l4.passthrough.len(),
+            l4.listeners.len()
+        ));
+    }
     if !loaded.skipped.is_empty() {
         let kinds: Vec<String> = loaded.skipped.iter().map(|(k, n)| format!("{k} ({n})")).collect();
         out.push_str(&format!(

@@ -128,3 +128,25 @@ impl TableArgs {
         })
     }
 }
+
+/// Where Envoy's L4 listeners (TransportServers, ROUTING.md §6) listen, shared by `compile --l4`
+/// and `watch --lds-file`.
+#[derive(Debug, clap::Args)]
+pub struct L4Args {
+    /// The address the L4 listeners bind.
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDRESS")]
+    l4_address: String,
+    /// The port of the TLS passthrough listener (NGINX's tls-passthrough listener is its HTTPS port).
+    #[arg(long, default_value_t = 443, value_name = "PORT")]
+    tls_passthrough_port: u16,
+}
+
+impl L4Args {
+    /// The options of the LDS document.
+    pub fn options(&self) -> switchyard_compiler::lds::LdsOptions {
+        switchyard_compiler::lds::LdsOptions {
+            address: self.l4_address.clone(),
+            passthrough_port: self.tls_passthrough_port,
+        }
+    }
+}

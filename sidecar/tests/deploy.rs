@@ -95,6 +95,19 @@ fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
     assert_eq!(example, &applied);
 }
 
+/// A Role whose rules grant `verbs` on objects named `switchyard` only, and without a name only
+/// create (which `resourceNames` cannot limit).
+fn only_by_name(role: &Value, verbs: &[&str]) {
+    for rule in role["rules"].as_array().unwrap() {
+        if rule["resourceNames"].is_null() {
+            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
+        } else {
+            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
+            assert_eq!(rule["verbs"], serde_json::json!(verbs), "{rule}");
+        }
+    }
+}
+
 #[test]
 fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates() {
     let documents = deploy("rbac.yaml");
@@ -135,20 +148,7 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     assert!(has("networking.k8s.io", "ingresses/status", "patch"));
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
-    let istio = role("Role");
-    // By name: read, watch and patch; without a name only create (resourceNames cannot limit it).
-    for rule in istio["rules"].as_array().unwrap() {
-        if rule["resourceNames"].is_null() {
-            assert_eq!(rule["verbs"], serde_json::json!(["create"]), "{rule}");
-        } else {
-            assert_eq!(rule["resourceNames"], serde_json::json!(["switchyard"]), "{rule}");
-            assert_eq!(
-                rule["verbs"],
-                serde_json::json!(["get", "list", "watch", "patch"]),
-                "{rule}"
-            );
-        }
-    }
+    only_by_name(role("Role"), &["get", "list", "watch", "patch"]);
 }
 
 /// The Istio path normalisation example asks for what envoy.yaml sets: dot segments, merged slashes
@@ -185,4 +185,37 @@ fn the_shipped_ingressclass_is_the_one_the_deployment_flags_serve() {
     assert_eq!(shipped["metadata"]["name"], class);
     // ROUTING.md §1: with --ingress-class set, ours is <controller name>/<ingress-class>.
     assert_eq!(shipped["spec"]["controller"], format!("{controller}/{class}"));
+}
+
+/// `--leader-elect` as shipped: two replicas, and a Role letting them create the Lease and read,
+/// watch and update only the one they elect with (by default named `switchyard`, in the
+/// Deployment's namespace, which is where the pods' ServiceAccount namespace puts it).
+#[test]
+fn two_replicas_elect_a_leader_through_the_lease_the_rbac_grants() {
+    let deployment = &deploy("deployment.yaml")[0];
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap();
+    assert!(args.iter().any(|a| a == "--leader-elect"), "{args:?}");
+    assert!(!args
+        .iter()
+        .any(|a| a.as_str().unwrap().starts_with("--leader-elect-lease-name")));
+    let documents = deploy("rbac.yaml");
+    let role = documents
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "switchyard-leader-election")
+        .expect("a Role for the Lease");
+    assert_eq!(role["metadata"]["namespace"], deployment["metadata"]["namespace"]);
+    for rule in role["rules"].as_array().unwrap() {
+        assert_eq!(rule["apiGroups"], serde_json::json!(["coordination.k8s.io"]));
+        assert_eq!(rule["resources"], serde_json::json!(["leases"]));
+    }
+    // `switchyard`: the default of --leader-elect-lease-name.
+    only_by_name(role, &["get", "list", "watch", "update"]);
+    let binding = documents
+        .iter()
+        .find(|d| d["kind"] == "RoleBinding" && d["roleRef"]["name"] == "switchyard-leader-election")
+        .expect("its RoleBinding");
+    assert_eq!(binding["subjects"][0]["name"], "switchyard");
 }

@@ -19,6 +19,9 @@ use switchyard_envtest::{Envtest, User};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// `--leader-elect` replicas: election, failover, writes only from the leader.
+mod replicas;
+
 /// The binary under test: `SWITCHYARD_BIN` (the benchmarks use the release build), else this build's.
 fn bin() -> std::path::PathBuf {
     std::env::var_os("SWITCHYARD_BIN")
@@ -1258,4 +1261,40 @@ async fn an_object_that_does_not_decode_is_reported_and_invalid_while_everything
     )
     .await;
     assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
+}
+
+/// Compiles manifests with the compiler crate (the same pipeline as `switchyard compile`).
+fn compile_manifests(yaml: &str) -> switchyard_compiler::Compiled {
+    let mut loaded = switchyard_compiler::load::Loaded::default();
+    switchyard_compiler::load::parse_text(yaml, "test.yaml", &mut loaded).unwrap();
+    switchyard_compiler::compile(&loaded.objects, &switchyard_compiler::Options::default()).unwrap()
+}
+
+#[tokio::test]
+async fn the_l4_gateway_and_virtual_service_pass_istios_schemas_unchanged() {
+    use switchyard_compiler::l4_istio::{gateway, virtual_service, IstioL4Options};
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let namespace = env.namespace("l4-istio").await;
+    let compiled = compile_manifests(
+        "apiVersion: k8s.nginx.org/v1\nkind: GlobalConfiguration\nmetadata: {name: nginx-configuration, namespace: nginx-ingress}\nspec:\n  listeners:\n  - {name: dns-tcp, port: 5353, protocol: TCP}\n---\napiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata: {name: dns, namespace: shop}\nspec:\n  listener: {name: dns-tcp, protocol: TCP}\n  upstreams: [{name: dns, service: coredns, port: 53}]\n  action: {pass: dns}\n---\napiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata: {name: secure, namespace: shop}\nspec:\n  listener: {name: tls-passthrough, protocol: TLS_PASSTHROUGH}\n  host: secure.example.com\n  upstreams: [{name: app, service: secure-app, port: 8443}]\n  action: {pass: app}\n",
+    );
+    assert_eq!((compiled.l4.passthrough.len(), compiled.l4.listeners.len()), (1, 1));
+    let options = IstioL4Options {
+        namespace: namespace.clone(),
+        name: "switchyard-l4".to_owned(),
+        selector: [("istio".to_owned(), "ingressgateway".to_owned())].into(),
+        passthrough_port: 443,
+    };
+    for object in [gateway(&compiled.l4, &options), virtual_service(&compiled.l4, &options)] {
+        let kind = object["kind"].as_str().unwrap().to_owned();
+        apply(&admin, &object)
+            .await
+            .unwrap_or_else(|e| panic!("Istio's schema refused the {kind}: {e}"));
+        let stored = admin_get(&admin, "networking.istio.io/v1", &kind, &namespace, "switchyard-l4").await;
+        assert_eq!(
+            stored["spec"], object["spec"],
+            "the API server pruned or changed the {kind}"
+        );
+    }
 }

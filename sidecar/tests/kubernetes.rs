@@ -66,6 +66,7 @@ fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
         write_status: true,
         httpproxy: true,
         controller_name: "switchyard.io/ingress-controller".into(),
+        leader: switchyard::watch::leader::Leader::always(),
     };
     let debounce = Debounce {
         quiet: Duration::from_millis(20),

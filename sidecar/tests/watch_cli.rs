@@ -190,6 +190,44 @@ fn watch_without_a_sink_says_what_to_give() {
 }
 
 #[test]
+fn leader_election_needs_a_cluster_and_sane_timings() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("out").join("t.json");
+    let watch = |extra: &[&str]| {
+        let manifests = dir.path().join("m");
+        std::fs::create_dir_all(&manifests).unwrap();
+        let mut args = vec![
+            "watch",
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "-o",
+            table.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(args)
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .unwrap()
+    };
+    let out = watch(&["--leader-elect"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--leader-elect needs a cluster"), "{stderr}");
+    let out = watch(&["--leader-elect-lease-duration", "15"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the unit must be ms, s or m"), "{stderr}");
+    let out = watch(&["--leader-elect-lease-name", "x"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the Lease's name alone: --leader-elect is required"
+    );
+}
+
+#[test]
 fn an_output_inside_the_watched_folder_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let inside = dir.path().join("filter.json");

@@ -3,8 +3,10 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::flags::TableArgs;
+use crate::watch::lease::{default_identity, Election};
 
 /// `switchyard watch --help`'s examples.
 pub const WATCH_HELP: &str = "\
@@ -27,7 +29,28 @@ and what changed. A manifest that does not parse keeps its last good version rou
 /status (errors). In Kubernetes mode nothing is pushed before every store (Ingress, IngressClass,
 Service, HTTPProxy) has synced; when the API server is unreachable the last table keeps serving and
 /readyz (503) says why. Endpoints of --listen: /healthz, /readyz, /metrics (Prometheus), /table,
-/status (JSON). Stop with Ctrl-C or SIGTERM.";
+/status (JSON). Stop with Ctrl-C or SIGTERM.
+
+With --leader-elect, run two or more replicas: they elect a leader through a Lease, every replica
+compiles and writes its own files, and only the leader writes to the cluster; /status (leader) and
+/metrics (switchyard_leader) say who leads. A leader that cannot renew the Lease within
+--leader-elect-renew-deadline stops writing; one stopped with SIGTERM releases the Lease at once.";
+
+/// A duration flag: a number with a unit, `ms`, `s` or `m` (`15s`, `500ms`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number and a unit (15s, 500ms, 1m)"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(number)),
+        "s" => Ok(Duration::from_secs(number)),
+        "m" => Ok(Duration::from_secs(number * 60)),
+        _ => Err(format!("{text:?}: the unit must be ms, s or m (15s, 500ms, 1m)")),
+    }
+}
 
 /// `switchyard watch`.
 #[derive(Debug, clap::Args)]
@@ -53,6 +76,30 @@ pub struct WatchArgs {
     /// Kubernetes: do not write HTTPProxy status, Ingress status or events.
     #[arg(long, conflicts_with = "manifests")]
     pub no_status_write: bool,
+
+    /// Run several replicas: elect a leader through a coordination.k8s.io Lease. Every replica
+    /// watches, compiles and writes its file sinks (--ecds-file, -o); only the leader writes status,
+    /// events, load balancers and the Istio objects. Needs a cluster (--kubernetes or an Istio sink).
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's name (give each Deployment of Switchyard its own; deploy/rbac.yaml allows
+    /// `switchyard`).
+    #[arg(long, value_name = "NAME", default_value = "switchyard", requires = "leader_elect")]
+    pub leader_elect_lease_name: String,
+    /// The Lease's namespace [default: the pod's namespace in a cluster, else the kubeconfig's].
+    #[arg(long, value_name = "NAMESPACE", requires = "leader_elect")]
+    pub leader_elect_lease_namespace: Option<String>,
+    /// How long followers wait after the leader's last renewal before taking the Lease (whole
+    /// seconds).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader tries to renew the Lease before it steps down (stops writing); shorter
+    /// than the lease duration, so it has stopped before another replica takes over.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often the leader renews the Lease and followers read it.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
 
     /// Write Envoy's ECDS file here (a DiscoveryResponse with the filter's TypedExtensionConfig).
     #[arg(long, value_name = "PATH")]
@@ -150,8 +197,92 @@ impl WatchArgs {
             .collect()
     }
 
+    /// The election's settings; `default_namespace` is the client's (in a pod: the pod's).
+    pub fn election(&self, default_namespace: &str) -> Result<Election, String> {
+        let (duration, deadline, retry) = (
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+        );
+        if duration < Duration::from_secs(1) || duration.subsec_nanos() != 0 {
+            return Err(format!(
+                "--leader-elect-lease-duration {duration:?}: whole seconds, at least 1s (a Lease counts in seconds)"
+            ));
+        }
+        if deadline >= duration || deadline.is_zero() {
+            return Err(format!(
+                "--leader-elect-renew-deadline {deadline:?} must be shorter than --leader-elect-lease-duration {duration:?}"
+            ));
+        }
+        if retry >= deadline || retry.is_zero() {
+            return Err(format!(
+                "--leader-elect-retry-period {retry:?} must be shorter than --leader-elect-renew-deadline {deadline:?}"
+            ));
+        }
+        Ok(Election {
+            name: self.leader_elect_lease_name.clone(),
+            namespace: self
+                .leader_elect_lease_namespace
+                .clone()
+                .unwrap_or_else(|| default_namespace.to_owned()),
+            identity: default_identity(),
+            lease_duration: duration,
+            renew_deadline: deadline,
+            retry_period: retry,
+        })
+    }
+
     /// Whether any sink needs a Kubernetes client.
     pub fn needs_client(&self) -> bool {
         self.kubernetes || self.envoyfilter.is_some() || self.wasmplugin.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        watch: WatchArgs,
+    }
+
+    fn parse(flags: &[&str]) -> WatchArgs {
+        let mut args = vec!["switchyard", "--kubernetes"];
+        args.extend_from_slice(flags);
+        Cli::try_parse_from(args).unwrap().watch
+    }
+
+    #[test]
+    fn durations_take_a_unit() {
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("15").unwrap_err().contains("unit"));
+        assert!(parse_duration("s").unwrap_err().contains("number"));
+    }
+
+    #[test]
+    fn the_election_defaults_to_15s_10s_2s_and_the_clients_namespace() {
+        let election = parse(&["--leader-elect"]).election("istio-system").unwrap();
+        assert_eq!(election.lease(), "istio-system/switchyard");
+        assert_eq!(
+            (election.lease_duration, election.renew_deadline, election.retry_period),
+            (Duration::from_secs(15), Duration::from_secs(10), Duration::from_secs(2))
+        );
+        let other = parse(&["--leader-elect", "--leader-elect-lease-namespace", "ops"]);
+        assert_eq!(other.election("istio-system").unwrap().namespace, "ops");
+    }
+
+    #[test]
+    fn the_renew_deadline_must_be_shorter_than_the_lease_and_the_retry_shorter_still() {
+        let error = |flags: &[&str]| parse(flags).election("default").unwrap_err();
+        assert!(error(&["--leader-elect-renew-deadline", "15s"])
+            .contains("must be shorter than --leader-elect-lease-duration"));
+        assert!(error(&["--leader-elect-retry-period", "10s"])
+            .contains("must be shorter than --leader-elect-renew-deadline"));
+        assert!(error(&["--leader-elect-lease-duration", "1500ms"]).contains("whole seconds"));
     }
 }

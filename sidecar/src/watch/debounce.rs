@@ -25,25 +25,48 @@ impl Default for Debounce {
     }
 }
 
+/// A burst of changes being debounced: when it started and when its last change came. The rebuild
+/// loop keeps it between its waits, so that another event handled meanwhile (a retry, a drift
+/// repair, a leadership change) cannot lose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Burst {
+    first: Instant,
+    last: Instant,
+}
+
+impl Burst {
+    /// A burst starting with a change now.
+    pub fn start() -> Burst {
+        let now = Instant::now();
+        Burst { first: now, last: now }
+    }
+
+    /// Another change of the burst, now.
+    pub fn again(self) -> Burst {
+        Burst {
+            last: Instant::now(),
+            ..self
+        }
+    }
+}
+
 impl Debounce {
+    /// When `burst` has settled: `quiet` after its last change, at most `max` after its first.
+    pub fn settles_at(&self, burst: Burst) -> Instant {
+        (burst.last + self.quiet).min(burst.first + self.max)
+    }
+
     /// Waits for a change, then for the input to settle. Returns `false` when the sender is gone
     /// (nothing will change any more).
     pub async fn settle(&self, changes: &mut mpsc::Receiver<()>) -> bool {
         if changes.recv().await.is_none() {
             return false;
         }
-        self.settle_after_first(changes).await;
-        true
-    }
-
-    /// After a first change: waits until `quiet` passes without one, or `max` since now.
-    pub async fn settle_after_first(&self, changes: &mut mpsc::Receiver<()>) {
-        let deadline = Instant::now() + self.max;
+        let mut burst = Burst::start();
         loop {
-            let until = (Instant::now() + self.quiet).min(deadline);
-            match tokio::time::timeout_at(until, changes.recv()).await {
-                Ok(Some(())) if Instant::now() < deadline => continue,
-                _ => return,
+            match tokio::time::timeout_at(self.settles_at(burst), changes.recv()).await {
+                Ok(Some(())) => burst = burst.again(),
+                _ => return true,
             }
         }
     }

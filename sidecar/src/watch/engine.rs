@@ -7,6 +7,11 @@
 //! it ([`PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until that sink takes a
 //! table again, counted in `switchyard_push_refused_total`, and not retried until the table changes;
 //! that sink keeps its last good table, the others get the new one.
+//!
+//! With `--leader-elect`, the sinks that write to the cluster (Istio) take tables only while this
+//! replica leads ([`Leader`]); a follower compiles and writes its file sinks as the leader does, and
+//! the table counts as pushed once those took it. On becoming the leader it pushes the table it
+//! holds to the cluster sinks at once ([`Engine::take_over`]), with no cold start.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -17,6 +22,7 @@ use tracing::{debug, error, info, warn};
 use crate::flags::TableEncoding;
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
+use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::Shared;
@@ -65,6 +71,8 @@ pub struct Engine {
     kept: BTreeMap<String, Option<TableSpec>>,
     /// How the ECDS file and the Istio objects carry the table (`--table-encoding`).
     encoding: TableEncoding,
+    /// Whether the cluster sinks may be written now.
+    leader: Leader,
 }
 
 impl Engine {
@@ -78,6 +86,50 @@ impl Engine {
             retry: None,
             kept: BTreeMap::new(),
             encoding: TableEncoding::default(),
+            leader: Leader::always(),
+        }
+    }
+
+    /// The same engine, writing its cluster sinks only while `leader` says so.
+    pub fn led_by(self, leader: Leader) -> Engine {
+        Engine { leader, ..self }
+    }
+
+    /// The gate of its cluster sinks.
+    pub fn leader(&self) -> &Leader {
+        &self.leader
+    }
+
+    /// Whether `sink` may be written now: file sinks always, cluster sinks while leading.
+    fn writable(&self, sink: &Sink) -> bool {
+        !sink.writes_to_cluster() || self.leader.is_leader()
+    }
+
+    /// Just became the leader: pushes the table it holds to the cluster sinks (a failure is
+    /// retried like any failed push).
+    pub async fn take_over(&mut self) {
+        let Some(table) = self.pushed.clone() else { return };
+        let config = match self.encoding.plugin_config(&table) {
+            Ok(config) => config,
+            Err(e) => return self.not_pushed(&table, &e),
+        };
+        let mut failures = Vec::new();
+        for i in 0..self.sinks.len() {
+            let sink = &self.sinks[i];
+            if !sink.writes_to_cluster() || !self.leader.is_leader() {
+                continue;
+            }
+            let (name, result) = (sink.name(), sink.push(&config, "").await);
+            if result.is_ok() {
+                info!(sink = %name, table = %table.generation, "leading: pushed the table held");
+            }
+            if let Err(e) = self.record(&name, &table, true, result) {
+                failures.push(e);
+            }
+        }
+        if !failures.is_empty() {
+            self.state.lock().push_error = Some(failures.join("; "));
+            self.retry = Some(table);
         }
     }
 
@@ -114,6 +166,7 @@ impl Engine {
                 let statuses = self.state.lock().statuses.clone();
                 return Compiled {
                     table: self.pushed.clone().unwrap_or_default(),
+                    l4: Default::default(),
                     statuses,
                 };
             }
@@ -173,6 +226,10 @@ impl Engine {
     /// too large, the table it kept), whose object was deleted or changed by someone else; a failure
     /// is retried like any failed push.
     pub async fn repair(&mut self, name: &str) {
+        // The leader repairs; a follower's drift is the leader's to handle.
+        if !self.leader.is_leader() {
+            return;
+        }
         let (table, newest) = match self.kept.get(name) {
             Some(kept) => (kept.clone(), false),
             None => (self.pushed.clone(), true),
@@ -271,8 +328,11 @@ impl Engine {
         let mut failures = Vec::new();
         let mut results = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
-            results.push((sink.name(), sink.push(&config, &pretty).await));
+            if self.writable(sink) {
+                results.push((sink.name(), sink.push(&config, &pretty).await));
+            }
         }
+        let sinks = results.len();
         for (name, result) in results {
             if let Err(e) = self.record(&name, &table, true, result) {
                 failures.push(e);
@@ -296,8 +356,10 @@ impl Engine {
             table = %table.generation,
             rules = table.rules.len(),
             hosts,
-            sinks = self.sinks.len(),
-            "pushed: {}",
+            sinks,
+            "{}: {}",
+            // A follower whose sinks all write to the cluster only holds the table, for a take-over.
+            if sinks == 0 { "compiled, held for a take-over (following)" } else { "pushed" },
             change.summary()
         );
         drop(state);
@@ -419,6 +481,34 @@ mod tests {
         );
         sink.max_bytes = 100;
         Sink::Istio(sink)
+    }
+
+    #[test]
+    fn a_follower_writes_its_files_not_the_cluster_and_takes_over_with_the_table_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        let leader = Leader::elected();
+        let plugin = "wasmplugin istio-system/switchyard";
+        block_on(async {
+            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
+            let mut engine = Engine::new(Options::default(), sinks, state.clone()).led_by(leader.clone());
+            engine.rebuild(&input("a.example")).await;
+            assert!(std::fs::read_to_string(&file).unwrap().contains("a.example"));
+            {
+                let state = state.lock();
+                assert_eq!(state.tables_pushed, 1, "taken by every sink this replica writes");
+                assert!(!state.pushes.contains_key(plugin), "{:?}", state.pushes);
+                assert!(state.readiness().is_ok(), "{:?}", state.readiness());
+            }
+            engine.repair(plugin).await;
+            assert!(!state.lock().pushes.contains_key(plugin), "a follower repairs nothing");
+            // Leading: the table held goes to the cluster sink (refused there before any request:
+            // this one allows 100 bytes), with no rebuild.
+            leader.lead_until(std::time::Instant::now() + std::time::Duration::from_secs(60));
+            engine.take_over().await;
+            assert_eq!(state.lock().pushes[plugin].refused, 1);
+        });
     }
 
     #[test]

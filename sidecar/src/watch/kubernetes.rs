@@ -36,6 +36,7 @@ use tracing::{debug, info, warn};
 
 use crate::watch::debounce::Debounce;
 use crate::watch::engine::Engine;
+use crate::watch::leader::Leader;
 use crate::watch::rebuild;
 use crate::watch::source::{Snapshot, Source, SourceError};
 use crate::watch::state::Shared;
@@ -60,6 +61,8 @@ pub struct Settings {
     pub httpproxy: bool,
     /// The controller name (events' reporter).
     pub controller_name: String,
+    /// Whether this replica writes status now (`--leader-elect`).
+    pub leader: Leader,
 }
 
 /// How often a source that is down probes its API with a one-item list.
@@ -143,6 +146,9 @@ impl Stores {
             ingress_classes: all(&self.classes, &mut undecodable),
             services: all(&self.services, &mut undecodable),
             http_proxies: all(&self.proxies, &mut undecodable),
+            // Not watched yet (issue 15): TransportServers only route through `switchyard compile`.
+            transport_servers: Vec::new(),
+            global_configurations: Vec::new(),
         };
         (objects, undecodable)
     }
@@ -403,8 +409,9 @@ impl Cluster {
                 &settings.controller_name,
                 &settings.publish_addresses,
                 state.clone(),
-            );
-            tokio::spawn(write_statuses(writer, status_rx));
+            )
+            .led_by(settings.leader.clone());
+            tokio::spawn(write_statuses(writer, status_rx, settings.leader.clone()));
         }
         let cluster = Cluster {
             stores,
@@ -455,9 +462,27 @@ impl Source for Cluster {
 /// What the status writer needs of one compilation.
 type Compilation = Option<Arc<(Objects, Vec<ResourceStatus>)>>;
 
-/// Writes the status of the latest compilation whenever there is a newer one.
-async fn write_statuses(mut writer: StatusWriter, mut latest: tokio::sync::watch::Receiver<Compilation>) {
-    while latest.changed().await.is_ok() {
+/// Writes the status of the latest compilation whenever there is a newer one, while leading; on
+/// becoming the leader, all of it again (another replica wrote meanwhile).
+async fn write_statuses(
+    mut writer: StatusWriter,
+    mut latest: tokio::sync::watch::Receiver<Compilation>,
+    leader: Leader,
+) {
+    let mut role = leader.subscribe();
+    let mut term = leader.term();
+    loop {
+        tokio::select! {
+            changed = latest.changed() => if changed.is_err() { return },
+            changed = role.changed() => if changed.is_err() { return },
+        }
+        if !leader.is_leader() {
+            continue;
+        }
+        if leader.term() != term {
+            term = leader.term();
+            writer.forget();
+        }
         let compilation = latest.borrow_and_update().clone();
         if let Some(compilation) = compilation {
             writer.write(&compilation.0, &compilation.1).await;

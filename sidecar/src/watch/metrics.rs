@@ -115,6 +115,12 @@ pub fn render(state: &State) -> String {
         "1 when /readyz answers 200.",
         &one(u8::from(state.readiness().is_ok()).to_string()),
     );
+    metric(
+        "switchyard_leader",
+        "gauge",
+        "1 when this replica writes status, events, load balancers and Istio objects (always without --leader-elect).",
+        &one(u8::from(state.leadership.leading).to_string()),
+    );
     let writes = vec![
         ("{result=\"ok\"}".to_owned(), state.status_writes.ok.to_string()),
         ("{result=\"failed\"}".to_owned(), state.status_writes.failed.to_string()),
@@ -180,6 +186,7 @@ mod tests {
             "switchyard_resources{kind=\"Ingress\",status=\"accepted\"} 2",
             "switchyard_resources{kind=\"Ingress\",status=\"rejected\"} 1",
             "switchyard_ready 1",
+            "switchyard_leader 1",
             "switchyard_internal_errors_total 0",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");

@@ -11,6 +11,8 @@
 //!   [`istio`] resources.
 //! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
 //!   [`metrics`], `/table`, `/status`); Kubernetes status write-back in [`write_back`].
+//! - Replicas (`--leader-elect`): [`lease`] elects one leader through a Lease; the [`leader`] gate
+//!   lets only it write to the cluster (status, events, load balancers, Istio objects).
 
 pub mod args;
 pub mod debounce;
@@ -22,6 +24,8 @@ pub mod envoy_admin;
 pub mod folder;
 pub mod istio;
 pub mod kubernetes;
+pub mod leader;
+pub mod lease;
 pub mod metrics;
 pub mod rebuild;
 pub mod server;
@@ -43,6 +47,8 @@ use crate::watch::engine::Engine;
 use crate::watch::envoy_admin::EnvoyAdmin;
 use crate::watch::folder::Watched;
 use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
+use crate::watch::leader::Leader;
+use crate::watch::lease::Elector;
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
 
@@ -72,15 +78,25 @@ pub fn run(args: WatchArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        tokio::select! {
-            result = watch(args) => result,
+        let elector = std::sync::Mutex::new(None);
+        let result = tokio::select! {
+            result = watch(args, &elector) => result,
             () = shutdown() => {
                 info!("stopping");
                 Ok(())
             }
+        };
+        // Stop writing, and hand the Lease over at once rather than let it expire.
+        let elector = elector.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some((elector, within)) = elector {
+            Elector::resign(elector, within).await;
         }
+        result
     })
 }
+
+/// The elector once started, and how long its resignation may take.
+type Resigning = std::sync::Mutex<Option<(Elector, Duration)>>;
 
 async fn shutdown() {
     #[cfg(unix)]
@@ -97,7 +113,7 @@ async fn shutdown() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-async fn watch(args: WatchArgs) -> Result<(), String> {
+async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     let options = args.table.options()?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
@@ -127,7 +143,30 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
             }
         });
     }
-    let engine = Engine::new(options, sinks, state.clone()).with_encoding(args.table_encoding);
+    let leader = match (&client, args.leader_elect) {
+        (_, false) => Leader::always(),
+        (None, true) => {
+            return Err("--leader-elect needs a cluster: --kubernetes, --envoyfilter or --wasmplugin".to_owned())
+        }
+        (Some(client), true) => {
+            let election = args.election(client.default_namespace())?;
+            let leader = Leader::elected();
+            state.lock().leadership = crate::watch::state::Leadership {
+                leading: false,
+                lease: Some(election.lease()),
+                identity: Some(election.identity.clone()),
+                holder: None,
+                error: None,
+            };
+            let within = election.renew_deadline;
+            let started = Elector::start(client.clone(), election, leader.clone(), state.clone());
+            *elector.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((started, within));
+            leader
+        }
+    };
+    let engine = Engine::new(options, sinks, state.clone())
+        .with_encoding(args.table_encoding)
+        .led_by(leader.clone());
     let debounce = Debounce {
         quiet: Duration::from_millis(args.debounce_ms),
         max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)),
@@ -146,6 +185,7 @@ async fn watch(args: WatchArgs) -> Result<(), String> {
                 write_status: !args.no_status_write,
                 httpproxy: !args.without_httpproxy,
                 controller_name,
+                leader,
             };
             kubernetes::follow(client, settings, engine, state, debounce).await
         }

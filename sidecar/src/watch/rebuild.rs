@@ -1,13 +1,18 @@
 //! The one rebuild loop, fed by either source (kube-rs's shape: one stream per source into one
 //! consumer): compile now, then after every settled burst of changes; retry a failed push every
 //! [`RETRY_AFTER`]; apply an Istio object again when [`crate::watch::drift`] says it was deleted or
-//! changed by someone else; read everything again when the source asks for a rescan.
+//! changed by someone else; read everything again when the source asks for a rescan; push the
+//! table held to the cluster sinks on becoming the leader (`--leader-elect`). A burst of changes
+//! being debounced is kept by the loop itself, so handling any of those events meanwhile never
+//! loses it.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::watch::debounce::Debounce;
+use tokio::time::Instant;
+
+use crate::watch::debounce::{Burst, Debounce};
 use crate::watch::engine::Engine;
 use crate::watch::source::Source;
 
@@ -31,15 +36,24 @@ pub async fn run(
         ));
     }
     drop(drift_tx);
+    let mut role = engine.leader().subscribe();
     rebuild(&mut source, &mut engine).await;
+    // The burst of changes being debounced lives here, not in a future a branch below could cancel.
+    let mut burst: Option<Burst> = None;
     loop {
         let retry = engine.needs_retry();
         let rescan = source.rescan();
+        let settles = burst.map(|b| debounce.settles_at(b));
         tokio::select! {
-            settled = debounce.settle(&mut changes) => {
-                if !settled {
+            change = changes.recv() => {
+                if change.is_none() {
                     return Err(source.stopped());
                 }
+                burst = Some(burst.map_or_else(Burst::start, Burst::again));
+                continue;
+            }
+            () = tokio::time::sleep_until(settles.unwrap_or_else(Instant::now)), if settles.is_some() => {
+                burst = None;
             }
             () = tokio::time::sleep(RETRY_AFTER), if retry => {
                 engine.retry().await;
@@ -47,6 +61,12 @@ pub async fn run(
             }
             Some(sink) = drifted.recv() => {
                 engine.repair(&sink).await;
+                continue;
+            }
+            Ok(()) = role.changed() => {
+                if *role.borrow_and_update() {
+                    engine.take_over().await;
+                }
                 continue;
             }
             // Pushes nothing unless the table changed.
@@ -82,6 +102,18 @@ mod tests {
         reads: usize,
         rebuilt: usize,
         rescan: Option<Duration>,
+    }
+
+    /// A source of `host` (shared with the test, which may change it) that never asks for rescans.
+    fn hosts(host: Option<&str>) -> (Hosts, std::sync::Arc<std::sync::Mutex<Option<String>>>) {
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(host.map(str::to_owned)));
+        let source = Hosts {
+            host: shared.clone(),
+            reads: 0,
+            rebuilt: 0,
+            rescan: None,
+        };
+        (source, shared)
     }
 
     impl Source for Hosts {
@@ -134,13 +166,7 @@ mod tests {
     fn a_source_not_ready_is_read_again_after_each_change_and_compiled_once_ready() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, state) = engine(dir.path());
-        let host = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let source = Hosts {
-            host: host.clone(),
-            reads: 0,
-            rebuilt: 0,
-            rescan: None,
-        };
+        let (source, host) = hosts(None);
         let (tx, changes) = mpsc::channel(1);
         let outcome = runtime().block_on(async {
             let watch = tokio::spawn(run(source, changes, engine, debounce()));
@@ -164,15 +190,38 @@ mod tests {
     }
 
     #[test]
+    fn a_change_settling_while_another_event_is_handled_is_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _state) = engine(dir.path());
+        let leader = crate::watch::leader::Leader::elected();
+        let engine = engine.led_by(leader.clone());
+        let (source, host) = hosts(Some("a.example"));
+        let (tx, changes) = mpsc::channel(1);
+        let slow = Debounce {
+            quiet: Duration::from_millis(200),
+            max: Duration::from_secs(1),
+        };
+        runtime().block_on(async {
+            let watch = tokio::spawn(run(source, changes, engine, slow));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            *host.lock().unwrap() = Some("b.example".into());
+            tx.send(()).await.unwrap();
+            // Becoming the leader while the change settles.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            leader.lead_until(std::time::Instant::now() + Duration::from_secs(60));
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            watch.abort();
+        });
+        let table = std::fs::read_to_string(dir.path().join("t.json")).unwrap();
+        assert!(table.contains("b.example"), "{table}");
+    }
+
+    #[test]
     fn a_source_asking_for_rescans_is_read_again_without_a_change() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, state) = engine(dir.path());
-        let source = Hosts {
-            host: std::sync::Arc::new(std::sync::Mutex::new(Some("a.example".into()))),
-            reads: 0,
-            rebuilt: 0,
-            rescan: Some(Duration::from_millis(30)),
-        };
+        let (mut source, _) = hosts(Some("a.example"));
+        source.rescan = Some(Duration::from_millis(30));
         let (_tx, changes) = mpsc::channel(1);
         runtime().block_on(async {
             let watch = tokio::spawn(run(source, changes, engine, debounce()));

@@ -78,6 +78,12 @@ impl Sink {
         }
     }
 
+    /// Whether it writes to the cluster (only the leader does, with `--leader-elect`); file sinks
+    /// are written by every replica.
+    pub fn writes_to_cluster(&self) -> bool {
+        matches!(self, Sink::Istio(_))
+    }
+
     /// Pushes `table`. `config` is the filter's plugin configuration (`--table-encoding`: the
     /// compact form or the JSON on one line), `pretty` the JSON indented, for people (`-o`). Files
     /// have no size limit.

@@ -40,6 +40,34 @@ pub struct PushCount {
     pub refused: u64,
 }
 
+/// Who writes to the cluster (`/status` `leader`, the metric `switchyard_leader`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Leadership {
+    /// Whether this replica writes status, events, load balancers and the Istio objects.
+    pub leading: bool,
+    /// `--leader-elect`: the Lease (`namespace/name`); `None`: no election, this replica writes.
+    pub lease: Option<String>,
+    /// `--leader-elect`: this replica's identity in the Lease.
+    pub identity: Option<String>,
+    /// `--leader-elect`: the holder of the Lease as last seen (this replica's identity when leading).
+    pub holder: Option<String>,
+    /// `--leader-elect`: why the Lease could not be read or written, until it can (a Role without
+    /// the Lease, the API server unreachable).
+    pub error: Option<String>,
+}
+
+impl Default for Leadership {
+    fn default() -> Leadership {
+        Leadership {
+            leading: true,
+            lease: None,
+            identity: None,
+            holder: None,
+            error: None,
+        }
+    }
+}
+
 /// The watch's state.
 #[derive(Debug, Default)]
 pub struct State {
@@ -89,6 +117,8 @@ pub struct State {
     /// Internal errors: a table that does not validate or serialize, a document that does not
     /// serialize (never expected; each is logged, and nothing empty is pushed or served instead).
     pub internal_errors: u64,
+    /// Whether this replica leads (always, without `--leader-elect`).
+    pub leadership: Leadership,
 }
 
 impl State {
@@ -112,10 +142,15 @@ impl State {
             reasons.push(format!("{sink} refused the newest table ({why})"));
         }
         if reasons.is_empty() {
-            let ready = format!(
+            let mut ready = format!(
                 "ready: generation {} (table {}), {} rules, {} hosts",
                 self.tables_pushed, self.table_hash, self.rules, self.hosts
             );
+            // A follower is ready when it could take over: synced and compiled.
+            if let (false, Some(lease)) = (self.leadership.leading, &self.leadership.lease) {
+                let holder = self.leadership.holder.as_deref().unwrap_or("nobody yet");
+                ready += &format!("; following (Lease {lease} held by {holder}): the leader writes to the cluster");
+            }
             // Still ready (the table is what the cluster says), but loudly so.
             Ok(match &self.class_warning {
                 Some(warning) => format!("{ready}; WARNING: {warning}"),
@@ -146,6 +181,7 @@ impl State {
             "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
             "sources_down": self.down,
             "sinks_refused": self.refused,
+            "leader": self.leadership,
             "resources": self.statuses,
         })
     }
@@ -185,5 +221,26 @@ mod tests {
             "{reason}"
         );
         assert!(reason.contains("generation 3 (table abc) keeps serving"), "{reason}");
+    }
+
+    #[test]
+    fn a_follower_is_ready_once_it_compiled_and_says_who_leads() {
+        let state = State {
+            tables_pushed: 1,
+            leadership: Leadership {
+                leading: false,
+                lease: Some("istio-system/switchyard".into()),
+                identity: Some("b".into()),
+                holder: Some("a".into()),
+                error: None,
+            },
+            ..State::default()
+        };
+        let reason = state.readiness().unwrap();
+        assert!(
+            reason.contains("following (Lease istio-system/switchyard held by a)"),
+            "{reason}"
+        );
+        assert_eq!(state.status_json()["leader"]["holder"], "a");
     }
 }

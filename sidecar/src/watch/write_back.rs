@@ -17,6 +17,9 @@
 //!
 //! Only changes are written: what was last written (or announced) is remembered, so a steady state
 //! sends nothing. A failed write is counted, logged, and retried on the next compilation.
+//!
+//! With `--leader-elect` only the leader writes: the [`Leader`] gate is checked before each
+//! resource's writes, so a replica that loses the Lease stops in the middle of a batch.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,6 +33,7 @@ use serde_json::{json, Value};
 use tracing::warn;
 
 use crate::watch::istio::FIELD_MANAGER;
+use crate::watch::leader::Leader;
 use crate::watch::state::Shared;
 use switchyard_compiler::objects::{HTTPProxy, Objects};
 use switchyard_compiler::order::fnv1a;
@@ -57,6 +61,8 @@ pub struct StatusWriter {
     balancers: BTreeMap<Key, Value>,
     /// Events known to exist: (namespace, event name).
     events: BTreeSet<Key>,
+    /// Whether this replica may write now.
+    leader: Leader,
 }
 
 /// Whether `switchyard` wrote some of this object's status (its `managedFields` say so).
@@ -205,7 +211,20 @@ impl StatusWriter {
             proxies: BTreeMap::new(),
             balancers: BTreeMap::new(),
             events: BTreeSet::new(),
+            leader: Leader::always(),
         }
+    }
+
+    /// The same writer, writing only while `leader` says so.
+    pub fn led_by(self, leader: Leader) -> StatusWriter {
+        StatusWriter { leader, ..self }
+    }
+
+    /// Forgets what it wrote (another replica led meanwhile): the next call writes everything.
+    pub fn forget(&mut self) {
+        self.proxies.clear();
+        self.balancers.clear();
+        self.events.clear();
     }
 
     /// Writes what changed since the last call.
@@ -221,6 +240,9 @@ impl StatusWriter {
         }
         let (proxies, ingresses) = (index(&objects.http_proxies), index(&objects.ingresses));
         for status in statuses {
+            if !self.leader.is_leader() {
+                return;
+            }
             let key = (status.namespace.clone(), status.name.clone());
             let at = (status.namespace.as_str(), status.name.as_str());
             match status.kind {

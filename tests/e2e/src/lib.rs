@@ -6,6 +6,8 @@
 //! No mocks: requests go through Envoy's codec, the wasm filter under V8, Envoy's router and a TCP
 //! connection to the backend, which reports what it saw.
 
+pub mod l4;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

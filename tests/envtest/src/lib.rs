@@ -3,17 +3,22 @@
 //! folder, on free loopback ports, with a self-signed serving certificate, static tokens for an admin
 //! (`system:masters`) and the `system:serviceaccount:istio-system:switchyard` user, RBAC on, and the
 //! service-account key flags. Once `/readyz` answers, the real CRDs (`../shared/envtest/crds`) and
-//! `deploy/rbac.yaml` are installed, and a kubeconfig is written for each user.
+//! `deploy/rbac.yaml` are installed, and a kubeconfig is written for each user (the switchyard
+//! users' default namespace is istio-system, their ServiceAccount's, as in a pod).
 //!
 //! - [`Envtest::shared`]: one server per test binary (the first caller starts it); give each test
 //!   its own namespace ([`Envtest::namespace`]).
 //! - [`Envtest::start`]: a server of one's own, for tests that stop and restart the API server
 //!   ([`Envtest::stop_apiserver`], [`Envtest::start_apiserver`]: same port, same etcd data).
 //! - [`watch::Watch`]: `switchyard watch` as a process, through a kubeconfig, as a user runs it.
+//! - Replicas of it ([`User::Replica`]): the ServiceAccount user with a uid per replica, so that the
+//!   API server's audit log ([`Envtest::audit`]: every write of that user) tells who wrote what.
+//! - [`gate::Gate`]: a TCP gate in front of the API server that can cut a client off (a network cut).
 //!
 //! etcd and kube-apiserver die with the test binary however it ends (see [`process`]); an owned
 //! [`Envtest`] also stops them and removes its folder when dropped.
 
+pub mod gate;
 pub mod manifests;
 pub mod pki;
 pub mod process;
@@ -41,7 +46,33 @@ pub enum User {
     Admin,
     /// `system:serviceaccount:istio-system:switchyard`, with only what `deploy/rbac.yaml` grants.
     Switchyard,
+    /// The same user, as replica N (< [`pki::REPLICAS`]): its own token and uid.
+    Replica(u8),
 }
+
+/// One write of the switchyard user, as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audited {
+    /// When the API server received it (RFC 3339 with microseconds: sorts as text).
+    pub received: String,
+    /// The user's uid (`uid-switchyard-replica-N`, [`pki::replica_uid`]).
+    pub uid: String,
+    /// `create`, `update`, `patch` or `delete`.
+    pub verb: String,
+    /// The resource (`leases`, `httpproxies`, `wasmplugins`, ...).
+    pub resource: String,
+    /// The subresource (`status`), if any.
+    pub subresource: Option<String>,
+    /// `namespace/name`.
+    pub object: String,
+    /// The answer's status code.
+    pub code: u16,
+}
+
+/// The audit policy: every write of the switchyard user, at the Metadata level, once answered.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n\
+- level: Metadata\n  users: [\"system:serviceaccount:istio-system:switchyard\"]\n  verbs: [create, update, patch, delete]\n\
+- level: None\n";
 
 /// A running etcd and kube-apiserver.
 #[derive(Debug)]
@@ -151,7 +182,9 @@ impl Envtest {
 
     async fn boot(&self) -> Result<(), String> {
         self.start_etcd()?;
-        for user in [User::Admin, User::Switchyard] {
+        std::fs::write(self.dir.join("audit-policy.yaml"), AUDIT_POLICY).map_err(|e| format!("audit policy: {e}"))?;
+        let replicas = (0..pki::REPLICAS).map(User::Replica);
+        for user in [User::Admin, User::Switchyard].into_iter().chain(replicas) {
             let path = self.kubeconfig(user);
             std::fs::write(&path, self.kubeconfig_text(user)).map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -222,7 +255,12 @@ impl Envtest {
                 "--enable-admission-plugins=DefaultIngressClass",
                 "--disable-admission-plugins=ServiceAccount",
             ])
-            .arg("--allow-privileged=true");
+            .arg("--allow-privileged=true")
+            .arg(format!(
+                "--audit-policy-file={}",
+                path(&self.dir.join("audit-policy.yaml"))
+            ))
+            .arg(format!("--audit-log-path={}", path(&self.dir.join("audit.log"))));
         let proc = Proc::spawn("kube-apiserver", self.logged(command, "kube-apiserver.log")?)?;
         *self.apiserver.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(proc);
         self.wait_ready().await
@@ -303,6 +341,11 @@ impl Envtest {
         manifests::install_crds(client, &all).await
     }
 
+    /// The API server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The API server's URL.
     pub fn url(&self) -> String {
         format!("https://127.0.0.1:{}", self.port)
@@ -311,22 +354,65 @@ impl Envtest {
     /// The kubeconfig file for `user`.
     pub fn kubeconfig(&self, user: User) -> PathBuf {
         self.dir.join(match user {
-            User::Admin => "admin.kubeconfig",
-            User::Switchyard => "switchyard.kubeconfig",
+            User::Admin => "admin.kubeconfig".to_owned(),
+            User::Switchyard => "switchyard.kubeconfig".to_owned(),
+            User::Replica(n) => format!("switchyard-replica-{n}.kubeconfig"),
         })
     }
 
+    /// A kubeconfig for `user` that reaches the API server through 127.0.0.1:`port` (a
+    /// [`gate::Gate`] in front of it).
+    pub fn kubeconfig_via(&self, user: User, port: u16) -> Result<PathBuf, String> {
+        let path = self.dir.join(format!("via-{port}.kubeconfig"));
+        let text = self.kubeconfig_text_for(user, &format!("https://127.0.0.1:{port}"));
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// The switchyard user's writes so far (the audit log), in the order the API server received them.
+    pub fn audit(&self) -> Vec<Audited> {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        let mut out: Vec<Audited> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .map(|e| {
+                let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+                let object = &e["objectRef"];
+                Audited {
+                    received: text(&e["requestReceivedTimestamp"]),
+                    uid: text(&e["user"]["uid"]),
+                    verb: text(&e["verb"]),
+                    resource: text(&object["resource"]),
+                    subresource: object["subresource"].as_str().map(str::to_owned),
+                    object: format!("{}/{}", text(&object["namespace"]), text(&object["name"])),
+                    code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.received.cmp(&b.received));
+        out
+    }
+
     fn kubeconfig_text(&self, user: User) -> String {
+        self.kubeconfig_text_for(user, &self.url())
+    }
+
+    fn kubeconfig_text_for(&self, user: User, server: &str) -> String {
         let (name, token) = match user {
             User::Admin => (pki::ADMIN, &self.pki.admin_token),
             User::Switchyard => (pki::SWITCHYARD_USER, &self.pki.switchyard_token),
+            User::Replica(n) => (pki::SWITCHYARD_USER, &self.pki.replica_tokens[usize::from(n)]),
         };
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.pki.cert_pem);
+        // Switchyard's default namespace is its ServiceAccount's, as in a pod.
+        let namespace = match user {
+            User::Admin => "",
+            User::Switchyard | User::Replica(_) => "    namespace: istio-system\n",
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\n\
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\n\
              users:\n- name: {name:?}\n  user:\n    token: {token}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: {name:?}\n\
-             current-context: envtest\n",
-            self.url()
+             {namespace}current-context: envtest\n"
         )
     }
 

@@ -1,7 +1,8 @@
 //! The API server's credentials, made fresh for each server: a self-signed serving certificate for
 //! 127.0.0.1 and `localhost`, the service-account signing key (ECDSA P-256, which the API server
 //! accepts for both `--service-account-key-file` and `--service-account-signing-key-file`), and the
-//! static token file with the admin and the switchyard ServiceAccount user.
+//! static token file with the admin and the switchyard ServiceAccount user (with one more token per
+//! replica of it: the same user and groups, each with a uid of its own, which the audit log shows).
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,16 @@ pub struct Pki {
     pub admin_token: String,
     /// The switchyard ServiceAccount user's bearer token.
     pub switchyard_token: String,
+    /// The same user's tokens for replicas 0.. ([`REPLICAS`]); uid `uid-switchyard-replica-N`.
+    pub replica_tokens: Vec<String>,
+}
+
+/// How many replica tokens there are.
+pub const REPLICAS: u8 = 2;
+
+/// The uid the API server gives replica `n` (in the audit log's `user.uid`).
+pub fn replica_uid(n: u8) -> String {
+    format!("uid-switchyard-replica-{n}")
 }
 
 /// Writes the credentials into `dir`.
@@ -39,10 +50,14 @@ pub fn write(dir: &Path) -> Result<Pki, String> {
     let cert_pem = serving.cert.pem();
     let admin_token = token("admin");
     let switchyard_token = token("switchyard");
-    let tokens = format!(
-        "{admin_token},{ADMIN},uid-admin,\"system:masters\"\n\
-         {switchyard_token},{SWITCHYARD_USER},uid-switchyard,\"system:serviceaccounts,system:serviceaccounts:istio-system,system:authenticated\"\n"
+    let groups = "\"system:serviceaccounts,system:serviceaccounts:istio-system,system:authenticated\"";
+    let mut tokens = format!(
+        "{admin_token},{ADMIN},uid-admin,\"system:masters\"\n{switchyard_token},{SWITCHYARD_USER},uid-switchyard,{groups}\n"
     );
+    let replica_tokens: Vec<String> = (0..REPLICAS).map(|n| token(&format!("replica-{n}"))).collect();
+    for (n, token) in (0..REPLICAS).zip(&replica_tokens) {
+        tokens += &format!("{token},{SWITCHYARD_USER},{},{groups}\n", replica_uid(n));
+    }
     let pki = Pki {
         cert: dir.join("apiserver.crt"),
         key: dir.join("apiserver.key"),
@@ -52,6 +67,7 @@ pub fn write(dir: &Path) -> Result<Pki, String> {
         tokens: dir.join("tokens.csv"),
         admin_token,
         switchyard_token,
+        replica_tokens,
     };
     for (path, text) in [
         (&pki.cert, cert_pem),

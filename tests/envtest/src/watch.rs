@@ -77,6 +77,22 @@ impl Watch {
         Ok((status, self.dir))
     }
 
+    /// Kills it with SIGKILL (no clean-up of any kind: a crashed pod) and waits for it.
+    pub fn kill(mut self) -> Result<std::process::ExitStatus, String> {
+        self.proc.signal(libc::SIGKILL);
+        self.proc.wait()
+    }
+
+    /// Sends SIGTERM without waiting (see [`Watch::wait`]).
+    pub fn terminate(&self) {
+        self.proc.signal(libc::SIGTERM);
+    }
+
+    /// Waits for it to exit.
+    pub fn wait(mut self) -> Result<std::process::ExitStatus, String> {
+        self.proc.wait()
+    }
+
     /// GET `path` on its `--listen` port.
     pub fn get(&self, path: &str) -> Answer {
         get(self.port, path).unwrap_or(Answer {

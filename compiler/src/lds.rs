@@ -1,0 +1,262 @@
+//! Envoy's listeners for the L4 routes ([`crate::l4`]): a `DiscoveryResponse` for LDS from a file
+//! (`dynamic_resources.lds_config.path_config_source`), written by `switchyard compile --l4` and
+//! `switchyard watch --lds-file`.
+//!
+//! - TLS passthrough: one listener on `passthrough_port` with the `tls_inspector` listener filter and
+//!   one filter chain per SNI host (`server_names`), each a `tcp_proxy` to the winner's cluster. TLS is
+//!   never terminated: the client sees the backend's own certificate. A connection whose SNI no chain
+//!   names finds no filter chain, and Envoy closes it.
+//! - A GlobalConfiguration TCP listener: one listener on its port, `tcp_proxy` to the winner's cluster
+//!   (with a host, by SNI as above; the host-less winner is the default chain).
+//! - A UDP listener: one listener with `udp_proxy` routing every datagram to the winner's cluster.
+//!
+//! Clusters are not defined here: they are named by the cluster template, as the HTTP table's are,
+//! and come from wherever the gateway's clusters come from (CDS, static configuration).
+//!
+//! Envoy matches a wildcard `server_names` entry (`*.example.com`) against any number of leading
+//! labels; ROUTING.md §4's one-label rule is the HTTP table's, not the L4 listener's.
+
+use serde_json::{json, Value};
+
+use crate::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
+
+/// The name of the TLS passthrough listener.
+pub const PASSTHROUGH_LISTENER: &str = "switchyard-tls-passthrough";
+
+/// Where the listeners listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LdsOptions {
+    /// The address every listener binds (`0.0.0.0` in a gateway, `127.0.0.1` in tests).
+    pub address: String,
+    /// The port of the TLS passthrough listener (NGINX's `tls-passthrough` listener is its HTTPS port).
+    pub passthrough_port: u16,
+}
+
+impl Default for LdsOptions {
+    fn default() -> Self {
+        LdsOptions {
+            address: "0.0.0.0".to_owned(),
+            passthrough_port: 443,
+        }
+    }
+}
+
+/// The LDS `DiscoveryResponse` for `routes`: the passthrough listener (when a host is passed
+/// through) then one listener per GlobalConfiguration listener. An empty `routes` gives an empty
+/// response, which removes every listener an earlier response added.
+pub fn discovery_response(routes: &L4Routes, options: &LdsOptions) -> Value {
+    let mut resources = Vec::new();
+    if !routes.passthrough.is_empty() {
+        resources.push(tcp_listener(
+            PASSTHROUGH_LISTENER,
+            &options.address,
+            options.passthrough_port,
+            &routes.passthrough,
+        ));
+    }
+    for listener in &routes.listeners {
+        resources.push(listener_resource(listener, &options.address));
+    }
+    json!({ "resources": resources })
+}
+
+/// The document's text: pretty JSON and a final newline, as the ECDS file.
+pub fn document(routes: &L4Routes, options: &LdsOptions) -> String {
+    // A `Value` of strings and numbers always serializes.
+    let text = serde_json::to_string_pretty(&discovery_response(routes, options)).unwrap_or_default();
+    text + "\n"
+}
+
+/// The Envoy name of a GlobalConfiguration listener.
+pub fn listener_name(listener: &L4Listener) -> String {
+    format!(
+        "switchyard-{}-{}",
+        listener.protocol.to_string().to_ascii_lowercase(),
+        listener.name
+    )
+}
+
+fn listener_resource(listener: &L4Listener, address: &str) -> Value {
+    let name = listener_name(listener);
+    match listener.protocol {
+        L4Protocol::Tcp => tcp_listener(&name, address, listener.port, &listener.routes),
+        L4Protocol::Udp => udp_listener(&name, address, listener.port, &listener.routes),
+    }
+}
+
+/// A TCP listener: one filter chain per route, by SNI when the route has a host (then the
+/// `tls_inspector` reads the ClientHello), the host-less route as the default chain.
+fn tcp_listener(name: &str, address: &str, port: u16, routes: &[L4Route]) -> Value {
+    let stat_prefix = stat_prefix(name);
+    let mut listener = json!({
+        "@type": "type.googleapis.com/envoy.config.listener.v3.Listener",
+        "name": name,
+        "address": { "socket_address": { "address": address, "port_value": port } },
+    });
+    let mut chains = Vec::new();
+    for route in routes {
+        let tcp_proxy = json!({
+            "name": "envoy.filters.network.tcp_proxy",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
+                "stat_prefix": stat_prefix,
+                "cluster": route.cluster,
+            }
+        });
+        match &route.host {
+            Some(host) => chains.push(json!({
+                "name": host,
+                "filter_chain_match": { "server_names": [host] },
+                "filters": [tcp_proxy],
+            })),
+            None => listener["default_filter_chain"] = json!({ "name": "default", "filters": [tcp_proxy] }),
+        }
+    }
+    if !chains.is_empty() {
+        listener["listener_filters"] = json!([{
+            "name": "envoy.filters.listener.tls_inspector",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
+            }
+        }]);
+        listener["filter_chains"] = Value::Array(chains);
+    }
+    listener
+}
+
+/// A UDP listener: every datagram to the host-less route's cluster (UDP has no SNI; the compiler
+/// gives a UDP listener one host-less route).
+fn udp_listener(name: &str, address: &str, port: u16, routes: &[L4Route]) -> Value {
+    let cluster = routes
+        .iter()
+        .find(|route| route.host.is_none())
+        .map(|route| route.cluster.as_str());
+    let mut proxy = json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig",
+        "stat_prefix": stat_prefix(name),
+    });
+    if let Some(cluster) = cluster {
+        proxy["matcher"] = json!({
+            "on_no_match": {
+                "action": {
+                    "name": "route",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.v3.Route",
+                        "cluster": cluster,
+                    }
+                }
+            }
+        });
+    }
+    json!({
+        "@type": "type.googleapis.com/envoy.config.listener.v3.Listener",
+        "name": name,
+        "address": { "socket_address": { "protocol": "UDP", "address": address, "port_value": port } },
+        "udp_listener_config": {},
+        "listener_filters": [{ "name": "envoy.filters.udp_listener.udp_proxy", "typed_config": proxy }],
+    })
+}
+
+/// A stat prefix from a listener name (Envoy's stat names take `_` where we write `-`).
+fn stat_prefix(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::l4::L4Backend;
+    use crate::model::Options;
+
+    /// A route to Service `service` port `port` in `default`, named by the default cluster template
+    /// (`default/SERVICE:PORT`).
+    fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
+        let backend = L4Backend {
+            namespace: "default".to_owned(),
+            service: service.to_owned(),
+            port,
+        };
+        let resource = format!("TransportServer/default/{service}");
+        L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
+    }
+
+    #[test]
+    fn no_routes_give_an_empty_response_that_removes_every_listener() {
+        let response = discovery_response(&L4Routes::default(), &LdsOptions::default());
+        assert_eq!(response, json!({ "resources": [] }));
+    }
+
+    #[test]
+    fn passthrough_hosts_are_filter_chains_by_sni_behind_the_tls_inspector() {
+        let routes = L4Routes {
+            passthrough: vec![
+                route(Some("a.example.com"), "a", 443),
+                route(Some("b.example.com"), "b", 443),
+            ],
+            listeners: vec![],
+        };
+        let response = discovery_response(&routes, &LdsOptions::default());
+        let listener = &response["resources"][0];
+        assert_eq!(listener["name"], PASSTHROUGH_LISTENER);
+        assert_eq!(listener["address"]["socket_address"]["port_value"], 443);
+        assert_eq!(
+            listener["listener_filters"][0]["name"],
+            "envoy.filters.listener.tls_inspector"
+        );
+        let chains = listener["filter_chains"].as_array().map(Vec::len);
+        assert_eq!(chains, Some(2));
+        assert_eq!(
+            listener["filter_chains"][1]["filter_chain_match"]["server_names"],
+            json!(["b.example.com"])
+        );
+        assert_eq!(
+            listener["filter_chains"][1]["filters"][0]["typed_config"]["cluster"],
+            "default/b:443"
+        );
+        assert!(
+            listener.get("default_filter_chain").is_none(),
+            "an unknown SNI must find no chain"
+        );
+    }
+
+    #[test]
+    fn a_tcp_listener_without_hosts_proxies_every_connection_without_reading_tls() {
+        let routes = L4Routes {
+            passthrough: vec![],
+            listeners: vec![L4Listener {
+                name: "tcp-1".into(),
+                port: 5353,
+                protocol: L4Protocol::Tcp,
+                routes: vec![route(None, "echo", 7)],
+            }],
+        };
+        let listener = &discovery_response(&routes, &LdsOptions::default())["resources"][0];
+        assert_eq!(listener["name"], "switchyard-tcp-tcp-1");
+        assert_eq!(
+            listener["default_filter_chain"]["filters"][0]["typed_config"]["cluster"],
+            "default/echo:7"
+        );
+        assert!(listener.get("listener_filters").is_none());
+        assert!(listener.get("filter_chains").is_none());
+    }
+
+    #[test]
+    fn a_udp_listener_routes_every_datagram_to_its_cluster() {
+        let routes = L4Routes {
+            passthrough: vec![],
+            listeners: vec![L4Listener {
+                name: "dns".into(),
+                port: 5353,
+                protocol: L4Protocol::Udp,
+                routes: vec![route(None, "dns", 53)],
+            }],
+        };
+        let listener = &discovery_response(&routes, &LdsOptions::default())["resources"][0];
+        assert_eq!(listener["address"]["socket_address"]["protocol"], "UDP");
+        let proxy = &listener["listener_filters"][0]["typed_config"];
+        assert_eq!(
+            proxy["matcher"]["on_no_match"]["action"]["typed_config"]["cluster"],
+            "default/dns:53"
+        );
+    }
+}
