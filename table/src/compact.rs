@@ -24,7 +24,7 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::doc::Node;
+use crate::doc::{Doc, Item, Node};
 
 /// The key of the one-key object that carries the compact form.
 pub const WRAPPER_KEY: &str = "table_z";
@@ -129,11 +129,13 @@ pub fn to_binary(document: &Value) -> Vec<u8> {
 }
 
 /// Reads a binary document (after zlib) into a tree borrowing its strings.
-pub fn from_binary(bytes: &[u8]) -> Result<Node<'_>, CompactError> {
+pub fn from_binary(bytes: &[u8]) -> Result<Doc<'_>, CompactError> {
     let mut reader = Reader {
         bytes,
         at: 0,
         keys: Vec::new(),
+        // About one value per 8 bytes in a table's document.
+        doc: Doc::with_capacity(bytes.len() / 8),
     };
     if bytes.get(..3) != Some(MAGIC.as_slice()) {
         return Err(reader.fail("not a Switchyard binary document (no `SYT` magic)"));
@@ -142,11 +144,12 @@ pub fn from_binary(bytes: &[u8]) -> Result<Node<'_>, CompactError> {
     if reader.byte()? != BINARY_VERSION {
         return Err(reader.fail("unsupported binary version"));
     }
-    let value = reader.value(0)?;
+    let root = reader.value(0)?;
     if reader.at != bytes.len() {
         return Err(reader.fail("trailing bytes after the document"));
     }
-    Ok(value)
+    reader.doc.set_root(root);
+    Ok(reader.doc)
 }
 
 struct Writer<'v> {
@@ -219,6 +222,7 @@ struct Reader<'b> {
     bytes: &'b [u8],
     at: usize,
     keys: Vec<&'b str>,
+    doc: Doc<'b>,
 }
 
 impl<'b> Reader<'b> {
@@ -307,24 +311,32 @@ impl<'b> Reader<'b> {
             tag::STRING => Node::Str(self.text()?),
             tag::LIST if depth < MAX_DEPTH => {
                 let count = self.count()?;
-                let mut items = Vec::with_capacity(count);
-                for _ in 0..count {
-                    items.push(self.value(depth + 1)?);
+                let span = self.doc.reserve(count);
+                for i in 0..count {
+                    let node = self.value(depth + 1)?;
+                    self.doc.set(span, i, Item { key: "", node });
                 }
-                Node::List(items)
+                Node::List(span)
             }
             tag::OBJECT if depth < MAX_DEPTH => {
                 let count = self.count()?;
-                let mut pairs: Vec<(&'b str, Node<'b>)> = Vec::with_capacity(count);
-                for _ in 0..count {
+                let span = self.doc.reserve(count);
+                for i in 0..count {
                     let key = self.key()?;
-                    if pairs.iter().any(|(k, _)| *k == key) {
+                    if self
+                        .doc
+                        .items(span)
+                        .get(..i)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|item| item.key == key)
+                    {
                         return Err(self.fail("a key twice in one object"));
                     }
-                    let value = self.value(depth + 1)?;
-                    pairs.push((key, value));
+                    let node = self.value(depth + 1)?;
+                    self.doc.set(span, i, Item { key, node });
                 }
-                Node::Object(pairs)
+                Node::Object(span)
             }
             tag::LIST | tag::OBJECT => return Err(self.fail("nested too deep")),
             _ => return Err(self.fail("an unknown value tag")),
@@ -344,7 +356,7 @@ mod tests {
             "c": {"a": "", "d": "é ☃ \u{0}", "b": [{"a": 1}, {"a": 2, "e": []}]}
         });
         let binary = to_binary(&document);
-        assert_eq!(from_binary(&binary).map(|node| node.to_value()), Ok(document.clone()));
+        assert_eq!(from_binary(&binary).map(|doc| doc.to_value()), Ok(document.clone()));
         let text = to_text(&document);
         let wrapper: Value = serde_json::from_str(&text).unwrap();
         let inner = wrapper[WRAPPER_KEY].as_str().unwrap();

@@ -1,12 +1,13 @@
-//! The table document as the reader ([`crate::TableSpec::from_node`]) walks it: a plain tree that
+//! The table document as the reader ([`crate::TableSpec::from_doc`]) walks it: a flat tree that
 //! borrows its strings, from the inflated bytes of the compact form ([`crate::compact`]) or from a
-//! parsed JSON `serde_json::Value`, so that reading a table allocates only what the table keeps.
-//! Objects are small lists of pairs (a table's have at most six keys), searched in order.
+//! parsed JSON `serde_json::Value`. Every value sits in one `Vec` ([`Doc`]); a list's or an object's
+//! children are a contiguous run of it ([`Span`]), so building a table's tree costs one growing
+//! allocation, not one per object (the load time of BENCHMARKS.md, "Compact table", depends on it).
 
 use serde_json::{Map, Number, Value};
 
-/// One value of the document.
-#[derive(Debug, Clone, PartialEq)]
+/// One value of the document; lists and objects name the run of [`Doc`] holding their children.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Node<'a> {
     /// `null`.
     Null,
@@ -20,15 +21,88 @@ pub enum Node<'a> {
     Float(f64),
     /// A string.
     Str(&'a str),
-    /// A list.
-    List(Vec<Node<'a>>),
+    /// A list: its items.
+    List(Span),
     /// An object: its keys and values, in the order written.
-    Object(Vec<(&'a str, Node<'a>)>),
+    Object(Span),
 }
 
-impl<'a> Node<'a> {
-    /// The tree of a parsed JSON value, borrowing its strings.
-    pub fn from_value(value: &'a Value) -> Node<'a> {
+/// A run of a [`Doc`]'s items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    start: usize,
+    len: usize,
+}
+
+/// A list item (its key is empty) or an object's field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Item<'a> {
+    /// The field's name; empty in a list.
+    pub key: &'a str,
+    /// Its value.
+    pub node: Node<'a>,
+}
+
+/// A whole document: its root and every list's and object's items.
+#[derive(Debug, Clone, Default)]
+pub struct Doc<'a> {
+    items: Vec<Item<'a>>,
+    root: Option<Node<'a>>,
+}
+
+impl<'a> Doc<'a> {
+    /// An empty document, to be built with [`Doc::reserve`], [`Doc::set`] and [`Doc::set_root`].
+    pub fn with_capacity(items: usize) -> Doc<'a> {
+        Doc {
+            items: Vec::with_capacity(items),
+            root: None,
+        }
+    }
+
+    /// Room for the `len` items of a list or object, filled later with [`Doc::set`].
+    pub fn reserve(&mut self, len: usize) -> Span {
+        let start = self.items.len();
+        self.items.resize(
+            start + len,
+            Item {
+                key: "",
+                node: Node::Null,
+            },
+        );
+        Span { start, len }
+    }
+
+    /// Fills item `i` of `span`.
+    pub fn set(&mut self, span: Span, i: usize, item: Item<'a>) {
+        if let Some(slot) = self.items.get_mut(span.start + i).filter(|_| i < span.len) {
+            *slot = item;
+        }
+    }
+
+    /// Sets the document's root value.
+    pub fn set_root(&mut self, root: Node<'a>) {
+        self.root = Some(root);
+    }
+
+    /// The root value (`null` for an empty document).
+    pub fn root(&self) -> Node<'a> {
+        self.root.unwrap_or(Node::Null)
+    }
+
+    /// The items of a list or object.
+    pub fn items(&self, span: Span) -> &[Item<'a>] {
+        self.items.get(span.start..span.start + span.len).unwrap_or_default()
+    }
+
+    /// The document of a parsed JSON value, borrowing its strings.
+    pub fn from_value(value: &'a Value) -> Doc<'a> {
+        let mut doc = Doc::with_capacity(64);
+        let root = doc.add(value);
+        doc.set_root(root);
+        doc
+    }
+
+    fn add(&mut self, value: &'a Value) -> Node<'a> {
         match value {
             Value::Null => Node::Null,
             Value::Bool(b) => Node::Bool(*b),
@@ -38,30 +112,50 @@ impl<'a> Node<'a> {
                 (None, None) => Node::Float(n.as_f64().unwrap_or(0.0)),
             },
             Value::String(s) => Node::Str(s),
-            Value::Array(items) => Node::List(items.iter().map(Node::from_value).collect()),
-            Value::Object(map) => Node::Object(map.iter().map(|(k, v)| (k.as_str(), Node::from_value(v))).collect()),
+            Value::Array(values) => {
+                let span = self.reserve(values.len());
+                for (i, v) in values.iter().enumerate() {
+                    let node = self.add(v);
+                    self.set(span, i, Item { key: "", node });
+                }
+                Node::List(span)
+            }
+            Value::Object(map) => {
+                let span = self.reserve(map.len());
+                for (i, (key, v)) in map.iter().enumerate() {
+                    let node = self.add(v);
+                    self.set(span, i, Item { key, node });
+                }
+                Node::Object(span)
+            }
         }
     }
 
-    /// The tree as a JSON value (tools and tests; the filter never needs it).
+    /// The document as a JSON value (tools and tests; the filter never needs it).
     pub fn to_value(&self) -> Value {
-        match self {
+        self.value_of(self.root())
+    }
+
+    fn value_of(&self, node: Node<'a>) -> Value {
+        match node {
             Node::Null => Value::Null,
-            Node::Bool(b) => Value::Bool(*b),
-            Node::UInt(u) => Value::Number((*u).into()),
-            Node::Int(i) => Value::Number((*i).into()),
-            Node::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
-            Node::Str(s) => Value::String((*s).to_owned()),
-            Node::List(items) => Value::Array(items.iter().map(Node::to_value).collect()),
-            Node::Object(pairs) => Value::Object(
-                pairs
+            Node::Bool(b) => Value::Bool(b),
+            Node::UInt(u) => Value::Number(u.into()),
+            Node::Int(i) => Value::Number(i.into()),
+            Node::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+            Node::Str(s) => Value::String(s.to_owned()),
+            Node::List(span) => Value::Array(self.items(span).iter().map(|item| self.value_of(item.node)).collect()),
+            Node::Object(span) => Value::Object(
+                self.items(span)
                     .iter()
-                    .map(|(k, v)| ((*k).to_owned(), v.to_value()))
+                    .map(|item| (item.key.to_owned(), self.value_of(item.node)))
                     .collect::<Map<String, Value>>(),
             ),
         }
     }
+}
 
+impl Node<'_> {
     /// The name of the value's JSON type, for errors.
     pub fn kind(&self) -> &'static str {
         match self {

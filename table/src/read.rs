@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::doc::Node;
+use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
     ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
@@ -50,39 +50,52 @@ impl At<'_> {
 
 /// A format type read from its document value.
 pub(crate) trait FromDoc: Sized {
-    /// Reads `value`, found at `at`.
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError>;
+    /// Reads `value` of `doc`, found at `at`.
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError>;
 }
+
+/// The most fields an object may have (they are tracked in one `u64`; a table's have at most 6).
+const MAX_FIELDS: usize = 64;
 
 /// An object's fields, taken one by one; [`Fields::finish`] refuses the ones nobody took.
-struct Fields<'d, 'a> {
-    pairs: Vec<(&'d str, Node<'d>)>,
-    at: &'a At<'a>,
+struct Fields<'x, 'd> {
+    doc: &'x Doc<'d>,
+    items: &'x [Item<'d>],
+    taken: u64,
+    at: &'x At<'x>,
 }
 
-impl<'d, 'a> Fields<'d, 'a> {
-    fn new(value: Node<'d>, at: &'a At<'a>) -> Result<Fields<'d, 'a>, TableError> {
+impl<'x, 'd> Fields<'x, 'd> {
+    fn new(value: Node<'d>, doc: &'x Doc<'d>, at: &'x At<'x>) -> Result<Fields<'x, 'd>, TableError> {
         match value {
-            Node::Object(pairs) => Ok(Fields { pairs, at }),
+            Node::Object(span) if doc.items(span).len() <= MAX_FIELDS => Ok(Fields {
+                doc,
+                items: doc.items(span),
+                taken: 0,
+                at,
+            }),
+            Node::Object(_) => Err(at.error(format!("an object of more than {MAX_FIELDS} fields"))),
             other => Err(at.error(format!("expected an object, found {}", other.kind()))),
         }
     }
 
     /// Takes the field `key` out of the object, if it is there.
     fn take(&mut self, key: &str) -> Option<Node<'d>> {
-        let i = self.pairs.iter().position(|(k, _)| *k == key)?;
-        Some(self.pairs.swap_remove(i).1)
+        let taken = self.taken;
+        let i = (self.items.iter().enumerate()).position(|(i, item)| taken & (1 << i) == 0 && item.key == key)?;
+        self.taken |= 1 << i;
+        self.items.get(i).map(|item| item.node)
     }
 
     /// Whether the object has the field `key`.
     fn has(&self, key: &str) -> bool {
-        self.pairs.iter().any(|(k, _)| *k == key)
+        self.items.iter().any(|item| item.key == key)
     }
 
     /// A field that must be there.
     fn required<T: FromDoc>(&mut self, key: &str) -> Result<T, TableError> {
         match self.take(key) {
-            Some(value) => T::from_doc(value, &At::Key(self.at, key)),
+            Some(value) => T::from_doc(value, self.doc, &At::Key(self.at, key)),
             None => Err(self.at.error(format!("missing field `{key}`"))),
         }
     }
@@ -91,7 +104,7 @@ impl<'d, 'a> Fields<'d, 'a> {
     fn optional<T: FromDoc>(&mut self, key: &str) -> Result<Option<T>, TableError> {
         match self.take(key) {
             None | Some(Node::Null) => Ok(None),
-            Some(value) => T::from_doc(value, &At::Key(self.at, key)).map(Some),
+            Some(value) => T::from_doc(value, self.doc, &At::Key(self.at, key)).map(Some),
         }
     }
 
@@ -102,20 +115,22 @@ impl<'d, 'a> Fields<'d, 'a> {
 
     /// Refuses the fields no one read.
     fn finish(self) -> Result<(), TableError> {
-        match self.pairs.first() {
+        let taken = self.taken;
+        match (self.items.iter().enumerate()).find(|(i, _)| taken & (1 << i) == 0) {
             None => Ok(()),
-            Some((key, _)) => Err(self.at.error(format!("unknown field `{key}`"))),
+            Some((_, item)) => Err(self.at.error(format!("unknown field `{}`", item.key))),
         }
     }
 }
 
 /// Reads an object: `read` takes its fields, then the ones it did not take are refused.
-fn object<'d, 'a, T>(
+fn object<'x, 'd, T>(
     value: Node<'d>,
-    at: &'a At<'a>,
-    read: impl FnOnce(&mut Fields<'d, 'a>) -> Result<T, TableError>,
+    doc: &'x Doc<'d>,
+    at: &'x At<'x>,
+    read: impl FnOnce(&mut Fields<'x, 'd>) -> Result<T, TableError>,
 ) -> Result<T, TableError> {
-    let mut fields = Fields::new(value, at)?;
+    let mut fields = Fields::new(value, doc, at)?;
     let out = read(&mut fields)?;
     fields.finish()?;
     Ok(out)
@@ -137,7 +152,7 @@ fn one_of<T: Copy>(value: Node<'_>, at: &At<'_>, names: &[(&str, T)]) -> Result<
 }
 
 impl FromDoc for String {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
             Node::Str(s) => Ok(s.to_owned()),
             other => Err(at.error(format!("expected a string, found {}", other.kind()))),
@@ -146,7 +161,7 @@ impl FromDoc for String {
 }
 
 impl FromDoc for bool {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
             Node::Bool(b) => Ok(b),
             other => Err(at.error(format!("expected true or false, found {}", other.kind()))),
@@ -155,7 +170,7 @@ impl FromDoc for bool {
 }
 
 impl FromDoc for u64 {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
             Node::UInt(n) => Ok(n),
             other => Err(at.error(format!("expected a whole number >= 0, found {}", other.kind()))),
@@ -164,26 +179,24 @@ impl FromDoc for u64 {
 }
 
 impl FromDoc for u32 {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let n = u64::from_doc(value, at)?;
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let n = u64::from_doc(value, doc, at)?;
         u32::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u32::MAX)))
     }
 }
 
 impl FromDoc for u16 {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let n = u64::from_doc(value, at)?;
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let n = u64::from_doc(value, doc, at)?;
         u16::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u16::MAX)))
     }
 }
 
 impl<T: FromDoc> FromDoc for Vec<T> {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
-            Node::List(items) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| T::from_doc(item, &At::Index(at, i)))
+            Node::List(span) => (doc.items(span).iter().enumerate())
+                .map(|(i, item)| T::from_doc(item.node, doc, &At::Index(at, i)))
                 .collect(),
             other => Err(at.error(format!("expected a list, found {}", other.kind()))),
         }
@@ -195,25 +208,26 @@ impl TableSpec {
     /// [`crate::RouteTable::from_document`]). The shape is checked here; [`crate::RouteTable::try_from`]
     /// validates the rules.
     pub fn from_value(value: Value) -> Result<TableSpec, TableError> {
-        TableSpec::from_node(Node::from_value(&value))
+        TableSpec::from_tree(&Doc::from_value(&value))
     }
 
     /// Reads a table document's tree (from JSON or from the compact form).
-    pub fn from_node(node: Node<'_>) -> Result<TableSpec, TableError> {
-        TableSpec::from_doc(node, &At::Root)
+    pub fn from_tree(doc: &Doc<'_>) -> Result<TableSpec, TableError> {
+        TableSpec::from_doc(doc.root(), doc, &At::Root)
     }
 }
 
 impl RuleSpec {
     /// Reads one rule's document (as [`TableSpec::from_value`] reads each of a table's rules).
     pub fn from_value(value: Value) -> Result<RuleSpec, TableError> {
-        RuleSpec::from_doc(Node::from_value(&value), &At::Root)
+        let doc = Doc::from_value(&value);
+        RuleSpec::from_doc(doc.root(), &doc, &At::Root)
     }
 }
 
 impl FromDoc for TableSpec {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(TableSpec {
                 version: f.required("version")?,
                 generation: f.or("generation", String::new)?,
@@ -227,14 +241,14 @@ impl FromDoc for TableSpec {
 }
 
 impl FromDoc for NoRoute {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         one_of(value, at, &[("404", NoRoute::NotFound), ("pass", NoRoute::Pass)])
     }
 }
 
 impl FromDoc for RuleSpec {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(RuleSpec {
                 name: f.required("name")?,
                 host: f.optional("host")?,
@@ -256,8 +270,8 @@ enum PathType {
 }
 
 impl FromDoc for PathSpec {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, doc, at)?;
         let names = [
             ("exact", PathType::Exact),
             ("segment_prefix", PathType::SegmentPrefix),
@@ -280,8 +294,8 @@ impl FromDoc for PathSpec {
 }
 
 impl FromDoc for ConditionSpec {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(ConditionSpec {
                 on: f.required("on")?,
                 name: f.optional("name")?,
@@ -294,7 +308,7 @@ impl FromDoc for ConditionSpec {
 }
 
 impl FromDoc for ConditionSource {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         use ConditionSource::*;
         one_of(
             value,
@@ -310,7 +324,7 @@ impl FromDoc for ConditionSource {
 }
 
 impl FromDoc for MatchOp {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         use MatchOp::*;
         let names = [
             ("exact", Exact),
@@ -324,8 +338,8 @@ impl FromDoc for MatchOp {
 }
 
 impl FromDoc for ActionSpec {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        let mut f = Fields::new(value, at)?;
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, doc, at)?;
         // Externally tagged: exactly one of the variants' keys.
         let action = if f.has("route") {
             ActionSpec::Route(f.required("route")?)
@@ -340,8 +354,8 @@ impl FromDoc for ActionSpec {
 }
 
 impl FromDoc for RouteAction {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(RouteAction {
                 backends: f.required("backends")?,
                 rewrite_prefix: f.optional("rewrite_prefix")?,
@@ -353,8 +367,8 @@ impl FromDoc for RouteAction {
 }
 
 impl FromDoc for Backend {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(Backend {
                 cluster: f.required("cluster")?,
                 weight: f.or("weight", || 1)?,
@@ -364,8 +378,8 @@ impl FromDoc for Backend {
 }
 
 impl FromDoc for HeaderValue {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(HeaderValue {
                 name: f.required("name")?,
                 value: f.required("value")?,
@@ -375,8 +389,8 @@ impl FromDoc for HeaderValue {
 }
 
 impl FromDoc for DirectResponse {
-    fn from_doc(value: Node<'_>, at: &At<'_>) -> Result<Self, TableError> {
-        object(value, at, |f| {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
             Ok(DirectResponse {
                 status: f.required("status")?,
                 body: f.optional("body")?,

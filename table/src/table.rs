@@ -66,8 +66,8 @@ impl RouteTable {
     /// object, which is decoded first.
     pub fn from_document(document: serde_json::Value) -> Result<RouteTable, TableError> {
         let spec = match crate::compact::wrapped_text(&document) {
-            Some(text) => TableSpec::from_node(crate::compact::from_binary(&crate::compact::inflate(text)?)?)?,
-            None => TableSpec::from_node(crate::doc::Node::from_value(&document))?,
+            Some(text) => TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(text)?)?)?,
+            None => TableSpec::from_tree(&crate::doc::Doc::from_value(&document))?,
         };
         RouteTable::try_from(spec)
     }
