@@ -6,7 +6,7 @@
 //! example, and how to add a field.
 //!
 //! Written with serde's `Serialize` derive (the sidecar); read by `crate::read`, one `FromDoc` impl
-//! per type beside nothing else, so that the filter links no serde derive. A field's serde
+//! per type, so that the filter links no serde derive. A field's serde
 //! attributes here say how it is written; its reader says whether it is required and its default.
 
 use serde::Serialize;

@@ -4,6 +4,7 @@
 //! - [`format`]: the table document's types, documented in `table/README.md`; written with serde,
 //!   read by hand (`read`, [`TableSpec::from_value`]) so the filter links no serde derive.
 //! - [`compact`]: the compact form of the document every sink of the sidecar carries.
+//! - [`doc`]: the document as a flat tree borrowing its strings, which the reader walks.
 //! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
 //! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
 //!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.

@@ -1,8 +1,8 @@
-//! Reading the table document into the [`crate::format`] types, by hand, from a [`Node`] tree.
+//! Reading the table document into the [`crate::format`] types, by hand, from a [`Doc`] tree.
 //!
-//! The same reader serves both forms of the table: JSON text (parsed by `serde_json`, then seen as
-//! a [`Node`] tree borrowing the `Value`'s strings) and the compact form ([`crate::compact`], whose
-//! binary document decodes straight into a [`Node`] tree borrowing the inflated bytes). It needs no
+//! The same reader serves both forms of the table: JSON text (parsed by `serde_json`, then copied
+//! into a [`Doc`] borrowing the `Value`'s strings) and the compact form ([`crate::compact`], whose
+//! binary document decodes straight into a [`Doc`] borrowing the inflated bytes). It needs no
 //! serde derive, which keeps the filter's `.wasm` small (BENCHMARKS.md, "Filter size"); the sidecar
 //! writes tables with the format types' `Serialize` derive.
 //!
