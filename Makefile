@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size
+.PHONY: build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -40,6 +40,16 @@ $(STAMPS)/envoy-$(ENVOY_VERSION):
 	$(ENVOY) --version
 	mkdir -p $(STAMPS) && touch $@
 
+# Debian's chromium and its WebDriver (chromium-driver, the same version) for the dashboard's browser
+# tests; installed once (the stamp) with apt-get, like Envoy above.
+chromium: $(STAMPS)/chromium
+
+$(STAMPS)/chromium:
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver)
+	chromium --version && chromedriver --version
+	mkdir -p $(STAMPS) && touch $@
+
 # ---- build -----------------------------------------------------------------------------------
 build: build-wasm build-native
 
@@ -50,12 +60,19 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-wasm32 test-host-sim test-envoy test-kubernetes test-fuzz
+test: test-native test-browser test-wasm32 test-host-sim test-envoy test-kubernetes test-fuzz
 
 # Everything that needs no .wasm and no Envoy; the wasm crates and the e2e suite run below.
 test-native:
 	cargo test --workspace --exclude switchyard-filter --exclude switchyard-noop-filter \
-	  --exclude switchyard-host-sim --exclude switchyard-e2e
+	  --exclude switchyard-host-sim --exclude switchyard-e2e --exclude switchyard-browser
+
+# The dashboard of `switchyard watch --listen` in a real headless Chromium, driven over WebDriver
+# (Debian's chromium-driver) by tests/browser, against a watch on a folder of real files.
+test-browser: $(STAMPS)/chromium
+	cargo build -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/debug/switchyard) CHROMIUM_BIN=$$(command -v chromium) \
+	  CHROMEDRIVER_BIN=$$(command -v chromedriver) cargo test -p switchyard-browser
 
 # `switchyard watch --kubernetes` against a real kube-apiserver and etcd (sidecar/tests/envtest.rs,
 # harness in tests/envtest): needs KUBEBUILDER_ASSETS (a folder with kube-apiserver and etcd); .ci/run
@@ -98,6 +115,14 @@ run: build envoy
 bench:
 	cargo bench -p switchyard-table --bench lookup
 	cargo bench -p switchyard-compiler --bench compile
+
+# The dashboard on 10,000 Ingresses (release build): /rules and /status size and time, the page's
+# first render, an edit reaching the page, explain. Figures in BENCHMARKS.md ("Dashboard").
+bench-dashboard: $(STAMPS)/chromium
+	cargo build --release -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/release/switchyard) CHROMIUM_BIN=$$(command -v chromium) \
+	  CHROMEDRIVER_BIN=$$(command -v chromedriver) cargo test -p switchyard-browser --test dashboard \
+	  -- --ignored --nocapture bench_
 
 # `switchyard watch --kubernetes` (release build) against a real API server: change-to-table latency,
 # recovery after an outage, and memory/CPU with 10,000 Ingresses and 1,000 HTTPProxy trees. Figures in

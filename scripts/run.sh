@@ -62,7 +62,7 @@ here). For example, send *.net's /bar (seed 002's host_priority2) to service1 in
       sed -i 's/serviceName: service2/serviceName: service1/' examples/002-host-priority/ingresses.yaml
       curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service1
       git checkout examples/002-host-priority                             # and back
-switchyard watch: http://127.0.0.1:9102/status, /table, /metrics, /readyz.
+switchyard watch: the dashboard at http://127.0.0.1:9102/ (and /status, /table, /metrics, /readyz).
 Ctrl-C stops Envoy, the backends and switchyard watch.
 TXT
 wait

@@ -21,7 +21,7 @@ pub struct Decision {
 }
 
 /// A candidate that lost, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Loser {
     /// The rule's name.
     pub rule: String,
@@ -31,8 +31,8 @@ pub struct Loser {
     pub why: String,
 }
 
-/// The full explanation.
-#[derive(Debug, Clone)]
+/// The full explanation (serialized by the dashboard of `switchyard watch`).
+#[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
     /// The decision.
     pub decision: Decision,

@@ -122,6 +122,16 @@ pub struct WatchArgs {
     /// The wasm runtime Envoy runs the filter in.
     #[arg(long, value_name = "NAME", default_value = "envoy.wasm.runtime.v8")]
     pub wasm_runtime: String,
+    /// Write Envoy's L4 listeners here (an LDS DiscoveryResponse, replaced atomically): the
+    /// TransportServers that won, as TLS passthrough by SNI and TCP/UDP proxies. Every replica writes it.
+    #[arg(long, value_name = "PATH")]
+    pub lds_file: Option<PathBuf>,
+    /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
+    /// TLS passthrough hosts and TCP listeners (server-side apply; the leader only).
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub istio_gateway: Option<String>,
+    #[command(flatten)]
+    pub l4: crate::flags::L4Args,
     /// Write the plain table here (as `switchyard compile -o` does: indented JSON, whatever
     /// --table-encoding says), replaced atomically.
     #[arg(short, long, value_name = "FILE")]
@@ -163,7 +173,7 @@ pub struct WatchArgs {
     )]
     pub gateway_selector: Vec<String>,
 
-    /// Serve /healthz, /readyz, /metrics, /table and /status here.
+    /// Serve the dashboard (/) and /healthz, /readyz, /metrics, /table and /status here.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
     /// Quiet time after the last change before recompiling, in milliseconds.
@@ -234,7 +244,7 @@ impl WatchArgs {
 
     /// Whether any sink needs a Kubernetes client.
     pub fn needs_client(&self) -> bool {
-        self.kubernetes || self.envoyfilter.is_some() || self.wasmplugin.is_some()
+        self.kubernetes || self.envoyfilter.is_some() || self.wasmplugin.is_some() || self.istio_gateway.is_some()
     }
 }
 

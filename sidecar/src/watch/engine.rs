@@ -14,7 +14,8 @@
 //! holds to the cluster sinks at once ([`Engine::take_over`]), with no cold start.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
@@ -22,10 +23,11 @@ use tracing::{debug, error, info, warn};
 use crate::flags::TableEncoding;
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
+use crate::watch::l4::L4Sinks;
 use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
-use crate::watch::state::Shared;
+use crate::watch::state::{PushRecord, Shared, SinkOutcome, SinkPush};
 use switchyard_compiler::model::Options;
 use switchyard_compiler::pipeline::{compile, Compiled};
 use switchyard_compiler::status::{ResourceStatus, Status};
@@ -73,6 +75,8 @@ pub struct Engine {
     encoding: TableEncoding,
     /// Whether the cluster sinks may be written now.
     leader: Leader,
+    /// Where the TransportServers' L4 routes go (pushed when they change, apart from the table).
+    l4: L4Sinks,
 }
 
 impl Engine {
@@ -87,7 +91,13 @@ impl Engine {
             kept: BTreeMap::new(),
             encoding: TableEncoding::default(),
             leader: Leader::always(),
+            l4: L4Sinks::default(),
         }
+    }
+
+    /// The same engine, pushing the L4 routes to `l4`.
+    pub fn with_l4(self, l4: L4Sinks) -> Engine {
+        Engine { l4, ..self }
     }
 
     /// The same engine, writing its cluster sinks only while `leader` says so.
@@ -108,6 +118,7 @@ impl Engine {
     /// Just became the leader: pushes the table it holds to the cluster sinks (a failure is
     /// retried like any failed push).
     pub async fn take_over(&mut self) {
+        self.l4.take_over(&self.leader, &self.state).await;
         let Some(table) = self.pushed.clone() else { return };
         let config = match self.encoding.plugin_config(&table) {
             Ok(config) => config,
@@ -151,7 +162,7 @@ impl Engine {
 
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
-        self.retry.is_some()
+        self.retry.is_some() || self.l4.needs_retry()
     }
 
     /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
@@ -211,6 +222,7 @@ impl Engine {
         } else {
             self.push(compiled.table.clone()).await;
         }
+        self.l4.push(&compiled.l4, &self.leader, &self.state).await;
         compiled
     }
 
@@ -303,6 +315,7 @@ impl Engine {
         if let Some(table) = self.retry.take() {
             self.push(table).await;
         }
+        self.l4.retry(&self.leader, &self.state).await;
     }
 
     /// A table that cannot be pushed at all: logged, counted, and `/readyz` says so until a push
@@ -316,10 +329,11 @@ impl Engine {
     async fn push(&mut self, table: TableSpec) {
         // Never expected: the compiler validates every rule, and the table is plain data. Either way
         // nothing is pushed (never an empty table) and the last table keeps serving.
-        let hosts = match RouteTable::try_from(table.clone()) {
-            Ok(index) => index.host_count(),
+        let index = match RouteTable::try_from(table.clone()) {
+            Ok(index) => index,
             Err(e) => return self.not_pushed(&table, &format!("the compiled table does not validate: {e}")),
         };
+        let hosts = index.host_count();
         let pretty = serde_json::to_string_pretty(&table).map_err(|e| format!("cannot serialize the table: {e}"));
         let (config, pretty) = match (self.encoding.plugin_config(&table), pretty) {
             (Ok(config), Ok(pretty)) => (config, pretty + "\n"),
@@ -333,9 +347,15 @@ impl Engine {
             }
         }
         let sinks = results.len();
+        let mut outcomes = Vec::with_capacity(sinks);
         for (name, result) in results {
-            if let Err(e) = self.record(&name, &table, true, result) {
-                failures.push(e);
+            let outcome = match &result {
+                Err(PushError::TooLarge(_)) => SinkOutcome::Refused,
+                _ => SinkOutcome::Ok,
+            };
+            match self.record(&name, &table, true, result) {
+                Ok(()) => outcomes.push(SinkPush { sink: name, outcome }),
+                Err(e) => failures.push(e),
             }
         }
         let mut state = self.state.lock();
@@ -344,28 +364,48 @@ impl Engine {
             self.retry = Some(table);
             return;
         }
-        let change = diff(self.pushed.as_ref(), &table);
+        let change = diff(self.pushed.as_ref(), &table).summary();
         state.tables_pushed += 1;
         state.table_hash = table.generation.clone();
         state.table = Some(pretty);
         state.rules = table.rules.len();
         state.hosts = hosts;
+        state.route_table = Some(Arc::new(index));
         state.push_error = None;
+        let record = PushRecord {
+            generation: state.tables_pushed,
+            table: table.generation.clone(),
+            at_unix_ms: unix_ms(SystemTime::now()),
+            rules: table.rules.len(),
+            hosts,
+            change: change.clone(),
+            sinks: outcomes,
+        };
+        state.log_push(record);
         info!(
             generation = state.tables_pushed,
             table = %table.generation,
             rules = table.rules.len(),
             hosts,
             sinks,
-            "{}: {}",
+            "{}: {change}",
             // A follower whose sinks all write to the cluster only holds the table, for a take-over.
-            if sinks == 0 { "compiled, held for a take-over (following)" } else { "pushed" },
-            change.summary()
+            match (sinks, self.sinks.is_empty()) {
+                (_, true) => "compiled (no table sinks)",
+                (0, false) => "compiled, held for a take-over (following)",
+                _ => "pushed",
+            },
         );
         drop(state);
         self.pushed = Some(table);
         self.retry = None;
     }
+}
+
+/// Milliseconds since the Unix epoch (0 for a clock set before it).
+fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -483,6 +523,12 @@ mod tests {
         Sink::Istio(sink)
     }
 
+    /// An engine pushing to a WasmPlugin that refuses every table (100 bytes at most) and to `file`.
+    fn refusing_and_file(file: &std::path::Path, state: &Shared) -> Engine {
+        let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.to_path_buf())];
+        Engine::new(Options::default(), sinks, state.clone())
+    }
+
     #[test]
     fn a_follower_writes_its_files_not_the_cluster_and_takes_over_with_the_table_it_holds() {
         let dir = tempfile::tempdir().unwrap();
@@ -517,8 +563,7 @@ mod tests {
         let file = dir.path().join("t.json");
         let state = Shared::default();
         block_on(async {
-            let sinks = vec![tiny_wasmplugin(), Sink::TableFile(file.clone())];
-            let mut engine = Engine::new(Options::default(), sinks, state.clone());
+            let mut engine = refusing_and_file(&file, &state);
             engine.rebuild(&input("a.example")).await;
             assert!(!engine.needs_retry(), "a refused table is not retried");
             assert!(std::fs::read_to_string(&file).unwrap().contains("a.example"));
@@ -542,5 +587,45 @@ mod tests {
             assert_eq!(state.lock().pushes["wasmplugin istio-system/switchyard"].refused, 2);
             assert!(std::fs::read_to_string(&file).unwrap().contains("b.example"));
         });
+    }
+
+    #[test]
+    fn the_push_log_says_what_each_sink_did_with_each_table_and_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        block_on(async {
+            let mut engine = refusing_and_file(&file, &state);
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("b.example")).await;
+        });
+        let state = state.lock();
+        let log: Vec<&PushRecord> = state.push_log.iter().collect();
+        assert_eq!(
+            log.iter().map(|p| p.generation).collect::<Vec<_>>(),
+            [1, 2],
+            "an unchanged table is not logged"
+        );
+        let outcomes: Vec<(&str, SinkOutcome)> = log[1].sinks.iter().map(|s| (s.sink.as_str(), s.outcome)).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("wasmplugin istio-system/switchyard", SinkOutcome::Refused),
+                (format!("table-file {}", file.display()).as_str(), SinkOutcome::Ok)
+            ]
+        );
+        assert_eq!(log[1].table, state.table_hash);
+        assert!(
+            log[1]
+                .change
+                .ends_with("hosts gained: b.example; hosts lost: a.example"),
+            "{}",
+            log[1].change
+        );
+        let live = state.route_table.as_ref().expect("the live table");
+        assert_eq!(live.generation(), state.table_hash);
+        let status = state.status_json();
+        assert_eq!(status["push_log"][0]["generation"], 2, "newest first in /status");
     }
 }

@@ -183,6 +183,9 @@ pub fn merge(into: &mut Objects, from: &Objects) {
     into.ingress_classes.extend(from.ingress_classes.iter().cloned());
     into.services.extend(from.services.iter().cloned());
     into.http_proxies.extend(from.http_proxies.iter().cloned());
+    into.transport_servers.extend(from.transport_servers.iter().cloned());
+    into.global_configurations
+        .extend(from.global_configurations.iter().cloned());
 }
 
 #[cfg(test)]

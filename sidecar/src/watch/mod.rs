@@ -8,13 +8,16 @@
 //!   10k Ingresses in about 0.4 s).
 //! - [`engine`]: compile, record status, push when the content hash changed, log the [`diff`].
 //! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
-//!   [`istio`] resources.
+//!   [`istio`] resources; and for TransportServers' L4 routes ([`l4`]), Envoy's LDS file and an
+//!   Istio Gateway and VirtualService.
 //! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
-//!   [`metrics`], `/table`, `/status`); Kubernetes status write-back in [`write_back`].
+//!   [`metrics`], `/table`, `/status`, and the [`dashboard`] at `/`); Kubernetes status write-back in
+//!   [`write_back`].
 //! - Replicas (`--leader-elect`): [`lease`] elects one leader through a Lease; the [`leader`] gate
 //!   lets only it write to the cluster (status, events, load balancers, Istio objects).
 
 pub mod args;
+pub mod dashboard;
 pub mod debounce;
 pub mod diff;
 pub mod drift;
@@ -24,6 +27,7 @@ pub mod envoy_admin;
 pub mod folder;
 pub mod istio;
 pub mod kubernetes;
+pub mod l4;
 pub mod leader;
 pub mod lease;
 pub mod metrics;
@@ -47,10 +51,12 @@ use crate::watch::engine::Engine;
 use crate::watch::envoy_admin::EnvoyAdmin;
 use crate::watch::folder::Watched;
 use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
+use crate::watch::l4::{L4Sink, L4Sinks};
 use crate::watch::leader::Leader;
 use crate::watch::lease::Elector;
 use crate::watch::sinks::Sink;
 use crate::watch::state::Shared;
+use switchyard_compiler::l4_istio::IstioL4Options;
 
 /// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
 pub fn run(args: WatchArgs) -> Result<(), String> {
@@ -135,7 +141,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
             .await
             .map_err(|e| format!("--listen {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| format!("--listen {addr}: {e}"))?;
-        info!("listening on http://{bound} (/healthz /readyz /metrics /table /status)");
+        info!("listening on http://{bound} (the dashboard at /; /healthz /readyz /metrics /table /status)");
         let served = state.clone();
         tokio::spawn(async move {
             if let Err(e) = server::serve(listener, served).await {
@@ -166,7 +172,8 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     };
     let engine = Engine::new(options, sinks, state.clone())
         .with_encoding(args.table_encoding)
-        .led_by(leader.clone());
+        .led_by(leader.clone())
+        .with_l4(L4Sinks::new(l4_sinks(&args, client.as_ref())?));
     let debounce = Debounce {
         quiet: Duration::from_millis(args.debounce_ms),
         max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)),
@@ -236,11 +243,35 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             sinks.push(Sink::Istio(sink));
         }
     }
-    if sinks.is_empty() {
+    if sinks.is_empty() && args.lds_file.is_none() && args.istio_gateway.is_none() {
         return Err(
-            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME or --wasmplugin NS/NAME"
+            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME, --wasmplugin NS/NAME, --lds-file PATH or --istio-gateway NS/NAME"
                 .to_owned(),
         );
+    }
+    Ok(sinks)
+}
+
+/// The L4 sinks: `--lds-file` and `--istio-gateway` (with a cluster).
+fn l4_sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<L4Sink>, String> {
+    let mut sinks = Vec::new();
+    if let Some(path) = &args.lds_file {
+        sinks.push(L4Sink::Lds {
+            path: path.clone(),
+            options: args.l4.options(),
+        });
+    }
+    if let (Some(target), Some(client)) = (&args.istio_gateway, client) {
+        let (namespace, name) = parse_target(target)?;
+        sinks.push(L4Sink::Istio {
+            client: client.clone(),
+            options: IstioL4Options {
+                namespace,
+                name,
+                selector: args.selector()?,
+                passthrough_port: args.l4.options().passthrough_port,
+            },
+        });
     }
     Ok(sinks)
 }
@@ -248,7 +279,11 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
 /// Refuses outputs inside the watched folder: each push would look like a change of the input.
 fn check_outputs_outside(dir: &Path, args: &WatchArgs) -> Result<(), String> {
     let dir = std::fs::canonicalize(dir).map_err(|e| format!("--manifests {}: {e}", dir.display()))?;
-    for (flag, path) in [("--ecds-file", &args.ecds_file), ("-o", &args.output)] {
+    for (flag, path) in [
+        ("--ecds-file", &args.ecds_file),
+        ("-o", &args.output),
+        ("--lds-file", &args.lds_file),
+    ] {
         let Some(path) = path else { continue };
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
         let parent = absolute.parent().and_then(|p| std::fs::canonicalize(p).ok());

@@ -1,5 +1,6 @@
 //! The operations endpoint (`--listen`): `/healthz`, `/readyz`, `/metrics`, `/table` and `/status`,
-//! served by axum on the address given (use 127.0.0.1 unless the pod network needs more).
+//! and the [`dashboard`] at `/`, served by axum on the address given (use
+//! 127.0.0.1 unless the pod network needs more).
 
 use axum::extract::State as AxumState;
 use axum::http::{header, StatusCode};
@@ -7,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use crate::watch::metrics;
 use crate::watch::state::Shared;
+use crate::watch::{dashboard, metrics};
 
 /// The routes.
 pub fn router(state: Shared) -> Router {
@@ -18,6 +19,7 @@ pub fn router(state: Shared) -> Router {
         .route("/metrics", get(metrics))
         .route("/table", get(table))
         .route("/status", get(status))
+        .merge(dashboard::router())
         .with_state(state)
 }
 

@@ -1,11 +1,12 @@
 //! What the running watch knows about itself, shared between the rebuild loop, the sources and the
-//! HTTP server: the table last pushed, the status report, source health and the counters behind
-//! `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
+//! HTTP server: the table last pushed, the status report, source health, the push log and the
+//! counters behind `/metrics`. One `Mutex`; every holder keeps it for a few field reads or writes only.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
+use switchyard_table::RouteTable;
 
 use crate::watch::source::SourceError;
 use switchyard_compiler::status::ResourceStatus;
@@ -39,6 +40,47 @@ pub struct PushCount {
     /// Tables refused as too large for the sink (not retried).
     pub refused: u64,
 }
+
+/// What one sink did with a table that counts as pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkOutcome {
+    /// The sink took the table.
+    Ok,
+    /// The sink refused it as too large and keeps its last good table.
+    Refused,
+}
+
+/// One sink's part of a push.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SinkPush {
+    /// The sink's name (as in `/metrics`).
+    pub sink: String,
+    /// What it did.
+    pub outcome: SinkOutcome,
+}
+
+/// One entry of the push log: a table that counts as pushed, when, and what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PushRecord {
+    /// The push counter ([`State::tables_pushed`]) this push reached.
+    pub generation: u64,
+    /// The table's content hash.
+    pub table: String,
+    /// When the last sink answered, in milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// Rules of the table.
+    pub rules: usize,
+    /// Hosts of the table.
+    pub hosts: usize,
+    /// What changed since the previous push: the log line's summary.
+    pub change: String,
+    /// Each sink's outcome.
+    pub sinks: Vec<SinkPush>,
+}
+
+/// How many pushes the log keeps (the newest).
+pub const PUSH_LOG_LEN: usize = 50;
 
 /// Who writes to the cluster (`/status` `leader`, the metric `switchyard_leader`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -79,6 +121,10 @@ pub struct State {
     pub table_hash: String,
     /// The table last pushed, as JSON.
     pub table: Option<String>,
+    /// The table last pushed, validated and indexed: what the dashboard shows and explains with.
+    pub route_table: Option<Arc<RouteTable>>,
+    /// The last [`PUSH_LOG_LEN`] pushes, oldest first.
+    pub push_log: VecDeque<PushRecord>,
     /// Rules and hosts of the table last pushed.
     pub rules: usize,
     /// Distinct hosts of the table last pushed.
@@ -101,6 +147,8 @@ pub struct State {
     pub relapsed: BTreeSet<String>,
     /// The last push error, until a push succeeds.
     pub push_error: Option<String>,
+    /// The last L4 push error (TransportServers' listeners), until an L4 push succeeds.
+    pub l4_push_error: Option<String>,
     /// Sinks that refused the newest table as too large for them (they keep their last good table),
     /// with the reason, until they take a table again.
     pub refused: BTreeMap<String, String>,
@@ -135,7 +183,7 @@ impl State {
         for (source, reason) in &self.down {
             reasons.push(format!("source {source} is down ({reason})"));
         }
-        if let Some(error) = &self.push_error {
+        for error in self.push_error.iter().chain(&self.l4_push_error) {
             reasons.push(format!("the last push failed ({error}); retrying"));
         }
         for (sink, why) in &self.refused {
@@ -183,7 +231,17 @@ impl State {
             "sinks_refused": self.refused,
             "leader": self.leadership,
             "resources": self.statuses,
+            "sinks": self.pushes,
+            "push_log": self.push_log.iter().rev().collect::<Vec<_>>(),
         })
+    }
+
+    /// Adds a push to the log, dropping the oldest beyond [`PUSH_LOG_LEN`].
+    pub fn log_push(&mut self, record: PushRecord) {
+        if self.push_log.len() == PUSH_LOG_LEN {
+            self.push_log.pop_front();
+        }
+        self.push_log.push_back(record);
     }
 }
 
@@ -221,6 +279,28 @@ mod tests {
             "{reason}"
         );
         assert!(reason.contains("generation 3 (table abc) keeps serving"), "{reason}");
+    }
+
+    #[test]
+    fn the_push_log_keeps_the_newest_pushes() {
+        let mut state = State::default();
+        for generation in 1..=(PUSH_LOG_LEN as u64 + 5) {
+            state.log_push(PushRecord {
+                generation,
+                table: String::new(),
+                at_unix_ms: 0,
+                rules: 0,
+                hosts: 0,
+                change: String::new(),
+                sinks: Vec::new(),
+            });
+        }
+        assert_eq!(state.push_log.len(), PUSH_LOG_LEN);
+        assert_eq!(state.push_log.front().map(|p| p.generation), Some(6));
+        assert_eq!(
+            state.push_log.back().map(|p| p.generation),
+            Some(PUSH_LOG_LEN as u64 + 5)
+        );
     }
 
     #[test]

@@ -255,6 +255,11 @@ impl L4Envoy {
         envoy
     }
 
+    /// Envoy's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The LDS file Envoy watches (a sidecar may write it).
     pub fn lds_file(&self) -> PathBuf {
         self.dir.join("lds/listeners.json")

@@ -211,3 +211,100 @@ fn compiled_transport_servers_pass_tls_through_and_proxy_tcp_in_envoy() {
     }
     assert_eq!(tcp_ask(local(tcp_port), "q").as_deref(), Ok("dns: q"));
 }
+
+/// A TransportServer on listener `dns-tcp` passing to Service `service` port 7.
+fn tcp_server(name: &str, service: &str, created: &str) -> String {
+    format!(
+        "apiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata:\n  name: {name}\n  namespace: default\n  creationTimestamp: \"{created}\"\nspec:\n  listener:\n    name: dns-tcp\n    protocol: TCP\n  upstreams:\n  - name: up\n    service: {service}\n    port: 7\n  action:\n    pass: up\n"
+    )
+}
+
+/// `switchyard watch --manifests DIR --lds-file FILE`, killed on drop.
+struct WatchL4 {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl WatchL4 {
+    fn start(manifests: &std::path::Path, lds_file: &std::path::Path, passthrough_port: u16) -> WatchL4 {
+        let bin = switchyard_e2e::required_path("SWITCHYARD_BIN");
+        let log = manifests.with_extension("log");
+        let child = std::process::Command::new(bin)
+            .args(["watch", "--manifests"])
+            .arg(manifests)
+            .arg("--lds-file")
+            .arg(lds_file)
+            .args([
+                "--l4-address",
+                "127.0.0.1",
+                "--tls-passthrough-port",
+                &passthrough_port.to_string(),
+            ])
+            .args(["--debounce-ms", "50"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        WatchL4 { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for WatchL4 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_follows_a_listeners_winner_deleted_with_no_envoy_restart() {
+    let (first, second) = (tcp_echo("first"), tcp_echo("second"));
+    let tcp_port = free_port(false);
+    let envoy = L4Envoy::start(
+        &[("default/first:7", first), ("default/second:7", second)],
+        "{\"resources\": []}\n",
+    );
+    let dir = switchyard_e2e::fresh_dir("watch-l4");
+    let manifests = dir.join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    let global = format!(
+        "apiVersion: k8s.nginx.org/v1\nkind: GlobalConfiguration\nmetadata:\n  name: nginx-configuration\n  namespace: nginx-ingress\nspec:\n  listeners:\n  - name: dns-tcp\n    port: {tcp_port}\n    protocol: TCP\n"
+    );
+    switchyard_e2e::write_file(&manifests.join("global.yaml"), &global);
+    switchyard_e2e::write_file(
+        &manifests.join("tcp-1.yaml"),
+        &tcp_server("tcp-1", "first", "2024-01-01T00:00:00Z"),
+    );
+    switchyard_e2e::write_file(
+        &manifests.join("tcp-2.yaml"),
+        &tcp_server("tcp-2", "second", "2024-02-01T00:00:00Z"),
+    );
+
+    let before = envoy.updates();
+    let watch = WatchL4::start(&manifests, &envoy.lds_file(), free_port(false));
+    assert!(
+        envoy.wait_for_update(before),
+        "Envoy rejected the watch's listeners:\n{}",
+        envoy.log()
+    );
+    let answer = tcp_ask(local(tcp_port), "x").unwrap_or_else(|e| panic!("{e}\n{}\n{}", watch.log(), envoy.log()));
+    assert_eq!(answer, "first: x", "tcp-1 is older: it owns the listener");
+
+    let pid = envoy.pid();
+    let before = envoy.updates();
+    std::fs::remove_file(manifests.join("tcp-1.yaml")).unwrap();
+    assert!(envoy.wait_for_update(before), "{}", watch.log());
+    assert_eq!(
+        tcp_ask(local(tcp_port), "y").as_deref(),
+        Ok("second: y"),
+        "tcp-2 takes the listener over"
+    );
+    assert_eq!(envoy.pid(), pid, "no Envoy restart");
+    assert!(watch.log().contains("1 TCP/UDP listener(s)"), "{}", watch.log());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,439 @@
+// Switchyard's dashboard: renders /status and /rules, follows /events, and asks /explain.
+// Plain DOM, no framework and no build step; every value is set as text, never as HTML.
+"use strict";
+
+const shown = { status: null, rules: null, explained: null };
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-") || key.startsWith("aria-") || key === "role") node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function $(id) {
+  return document.getElementById(id);
+}
+
+function replace(id, ...children) {
+  $(id).replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined));
+}
+
+const ruleId = (name) => "rule:" + name;
+const resourceId = (kind, namespace, name) => "resource:" + kind + "/" + namespace + "/" + name;
+const link = (id, text) => el("a", { href: "#" + encodeURIComponent(id) }, text);
+
+function resourceLabel(r) {
+  return r.kind + " " + (r.namespace ? r.namespace + "/" : "") + r.name;
+}
+
+function badge(word) {
+  return el("span", { class: "badge badge-" + String(word).toLowerCase() }, word);
+}
+
+function when(ms) {
+  const at = new Date(ms);
+  const seconds = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  const ago = seconds < 90 ? seconds + " s ago" : seconds < 5400 ? Math.round(seconds / 60) + " min ago"
+    : Math.round(seconds / 3600) + " h ago";
+  return el("time", { dateTime: at.toISOString(), title: at.toString() },
+    at.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC"), " (" + ago + ")");
+}
+
+// Any JSON value as text or nested markup: what /status holds beyond the fields drawn specially.
+function value(v) {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  if (Array.isArray(v)) {
+    if (v.length === 0) return "none";
+    return el("ul", { class: "plain" }, v.map((item) => el("li", {}, value(item))));
+  }
+  if (typeof v === "object") {
+    const keys = Object.keys(v);
+    if (keys.length === 0) return "none";
+    return el("dl", { class: "fields nested" }, keys.map((k) => [el("dt", {}, k), el("dd", {}, value(v[k]))]));
+  }
+  return String(v);
+}
+
+// A list of objects (or a map of name → object or text) as a table whose columns are their keys.
+function objectTable(caption, rows, firstColumn) {
+  const entries = Array.isArray(rows) ? rows : Object.entries(rows).map(([name, v]) =>
+    typeof v === "object" && v !== null ? { [firstColumn]: name, ...v } : { [firstColumn]: name, reason: v });
+  const columns = [];
+  for (const row of entries) for (const key of Object.keys(row)) if (!columns.includes(key)) columns.push(key);
+  return el("table", { class: "grid" },
+    el("caption", {}, caption),
+    el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))),
+    el("tbody", {}, entries.map((row) => el("tr", {}, columns.map((c) => el("td", {}, value(row[c])))))));
+}
+
+// ---- overview --------------------------------------------------------------------------------
+
+// /status fields drawn in their own places; every other field is listed as it comes.
+const DRAWN = new Set(["resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log"]);
+
+function renderOverview(status) {
+  const summary = [
+    el("span", { class: status.ready ? "ready" : "not-ready" }, status.ready ? "Ready" : "Not ready"),
+    " · generation ", el("strong", { id: "generation" }, status.generation),
+    " · table ", el("code", { id: "table-hash" }, status.table || "—"),
+    " · ", status.rules, " rules · ", status.hosts, " hosts",
+  ];
+  const last = (status.push_log || [])[0];
+  if (last) summary.push(" · pushed ", when(last.at_unix_ms));
+  replace("summary", summary);
+
+  const fields = Object.keys(status).filter((k) => !DRAWN.has(k));
+  replace("status-fields", fields.map((k) => [el("dt", {}, k), el("dd", { "data-field": k }, value(status[k]))]));
+
+  const problems = [];
+  if ((status.errors || []).length) {
+    problems.push(el("div", { class: "problem", id: "source-errors", role: "alert" },
+      el("h3", {}, "Input that could not be read"),
+      el("ul", {}, status.errors.map((e) => el("li", { class: "source-error" },
+        el("code", {}, e.source), ": ", el("span", { class: "message" }, e.message))))));
+  }
+  if ((status.warnings || []).length) {
+    problems.push(el("div", { class: "problem warning", id: "warnings" },
+      el("h3", {}, "Warnings"), el("ul", {}, status.warnings.map((w) => el("li", {}, w)))));
+  }
+  for (const [key, caption, column] of [["sources_down", "Sources down", "source"],
+    ["sinks_refused", "Sinks refusing the newest table", "sink"]]) {
+    if (status[key] && Object.keys(status[key]).length) {
+      problems.push(el("div", { class: "problem" }, objectTable(caption, status[key], column)));
+    }
+  }
+  replace("problems", problems);
+}
+
+// ---- hosts and rules -------------------------------------------------------------------------
+
+function actionCell(action) {
+  if (action.type === "direct_response") {
+    return el("td", {}, "local reply ", el("strong", {}, action.status), action.body ? [" ", el("q", {}, action.body)] : null);
+  }
+  const notes = [];
+  if (action.rewrite_prefix) notes.push(el("li", {}, "rewrite prefix to ", el("code", {}, action.rewrite_prefix)));
+  for (const h of action.set_headers) notes.push(el("li", {}, "set ", el("code", {}, h)));
+  for (const h of action.remove_headers) notes.push(el("li", {}, "remove ", el("code", {}, h)));
+  return el("td", {}, "route", notes.length ? el("ul", { class: "plain" }, notes) : null);
+}
+
+function backendsCell(action) {
+  if (action.type !== "route") return el("td", {}, "—");
+  return el("td", {}, el("ul", { class: "plain" }, action.backends.map((b) =>
+    el("li", {}, el("code", {}, b.cluster), action.backends.length > 1 || b.weight !== 1
+      ? " weight " + b.weight + " (" + b.percent + " %)" : null))));
+}
+
+function ruleRow(rule) {
+  const resource = rule.resource;
+  return el("tr", { id: ruleId(rule.name), class: "rule", "data-rule": rule.name },
+  el("td", { class: "num" }, rule.position),
+  el("th", { scope: "row" }, resource
+    ? [link(resourceId(resource.kind, resource.namespace, resource.name), resourceLabel(resource)),
+      el("span", { class: "rule-index" }, rule.name.slice(rule.name.lastIndexOf("#")))]
+    : rule.name),
+  el("td", {}, el("span", { class: "path-kind" }, rule.path.type.replace(/_/g, " ")), " ", el("code", {}, rule.path.value)),
+  el("td", {}, rule.conditions.length
+    ? el("ul", { class: "plain" }, rule.conditions.map((c) => el("li", {}, el("code", {}, c)))) : "—"),
+  backendsCell(rule.action),
+  actionCell(rule.action));
+}
+
+// A big table (10,000 hosts) is drawn a page at a time: the first hosts and resources that pass the
+// filters, and a button for more. Filters work on the data, so whatever they find is drawn.
+const PAGE = { hosts: 200, resources: 500 };
+const limit = { hosts: PAGE.hosts, resources: PAGE.resources };
+
+function more(id, kind, drawn, total, what, redraw) {
+  if (drawn >= total) {
+    replace(id, total === 0 ? "Nothing matches the filter." : null);
+    return;
+  }
+  replace(id, "Showing " + drawn + " of " + total + " " + what + ". ",
+    el("button", { type: "button", class: "more", onclick: () => {
+      limit[kind] += PAGE[kind];
+      redraw();
+    } }, "Show " + Math.min(PAGE[kind], total - drawn) + " more"));
+}
+
+function renderRules() {
+  const rules = shown.rules;
+  if (!rules) {
+    replace("rules-meta", "No table pushed yet.");
+    replace("host-list");
+    replace("hosts-more");
+    return;
+  }
+  replace("rules-meta", "Generation ", rules.generation, " (table ", el("code", {}, rules.table), "): ",
+    rules.rules, " rules for ", rules.hosts.length, " host patterns; a request no rule matches ",
+    rules.no_route === "pass" ? "passes through untouched." : "gets a 404.");
+  const wanted = $("rule-filter").value.trim().toLowerCase();
+  const matching = [];
+  for (const h of rules.hosts) {
+    const host = h.host === null ? "*" : h.host;
+    const own = !wanted || host.toLowerCase().includes(wanted) ? h.rules : h.rules.filter((r) => ruleText(r).includes(wanted));
+    if (own.length) matching.push({ host: h.host, rules: own, all: h.rules.length });
+  }
+  const drawn = matching.slice(0, limit.hosts);
+  replace("host-list", drawn.map((h, i) => {
+    const name = h.host === null ? "Any host (catch-all)" : h.host;
+    const headingId = "host-heading-" + i;
+    const count = h.rules.length === h.all ? h.all + (h.all === 1 ? " rule" : " rules") : h.rules.length + " of " + h.all + " rules";
+    return el("section", { class: "host", "data-host": h.host === null ? "*" : h.host, "aria-labelledby": headingId },
+      el("h3", { id: headingId }, name, " ", el("span", { class: "count" }, "(" + count + ")")),
+      el("table", { class: "grid rules" },
+        el("caption", { class: "visually-hidden" }, "Rules for " + name + " in priority order"),
+        el("thead", {}, el("tr", {}, ["Position", "Resource", "Path", "Conditions", "Backends", "Action"]
+          .map((c) => el("th", { scope: "col" }, c)))),
+        el("tbody", {}, h.rules.map(ruleRow))));
+  }));
+  more("hosts-more", "hosts", drawn.length, matching.length, "hosts", renderRules);
+}
+
+function ruleText(rule) {
+  return (rule.name + " " + (rule.resource ? resourceLabel(rule.resource) : "")).toLowerCase();
+}
+
+// ---- resources -------------------------------------------------------------------------------
+
+function fillSelect(id, words, label) {
+  const select = $(id);
+  const chosen = select.value;
+  select.replaceChildren(el("option", { value: "" }, label), ...words.map((w) => el("option", { value: w }, w)));
+  select.value = words.includes(chosen) ? chosen : "";
+}
+
+// Each resource's rules, by resource id (made again when the table changes).
+let rulesOf = new Map();
+
+function indexRules() {
+  rulesOf = new Map();
+  for (const host of shown.rules ? shown.rules.hosts : []) {
+    for (const rule of host.rules) {
+      if (!rule.resource) continue;
+      const key = resourceId(rule.resource.kind, rule.resource.namespace, rule.resource.name);
+      if (!rulesOf.has(key)) rulesOf.set(key, []);
+      rulesOf.get(key).push({ ...rule, host: host.host });
+    }
+  }
+  for (const own of rulesOf.values()) own.sort((a, b) => a.position - b.position);
+}
+
+function resourceText(r) {
+  return [r.kind, r.namespace, r.name, r.status, ...r.conditions.flatMap((c) => [c.reason, c.message])]
+    .join(" ").toLowerCase();
+}
+
+function renderResources() {
+  const resources = shown.status ? shown.status.resources || [] : [];
+  const unique = (xs) => [...new Set(xs)].sort();
+  fillSelect("resource-kind", unique(resources.map((r) => r.kind)), "All kinds");
+  fillSelect("resource-status", unique(resources.map((r) => r.status)), "All statuses");
+  const wanted = $("resource-filter").value.trim().toLowerCase();
+  const kind = $("resource-kind").value;
+  const status = $("resource-status").value;
+  const matching = resources.filter((r) => (!kind || r.kind === kind) && (!status || r.status === status)
+    && (!wanted || resourceText(r).includes(wanted)));
+  const drawn = matching.slice(0, limit.resources);
+  replace("resource-rows", drawn.map((r) => {
+    const id = resourceId(r.kind, r.namespace, r.name);
+    const own = rulesOf.get(id) || [];
+    return el("tr", { id, class: "resource", "data-kind": r.kind, "data-status": r.status },
+      el("td", {}, r.kind), el("td", {}, r.namespace || "—"), el("th", { scope: "row" }, r.name),
+      el("td", {}, badge(r.status)),
+      el("td", {}, r.conditions.length ? el("ul", { class: "plain conditions" }, r.conditions.map((c) =>
+        el("li", {}, badge(c.type), " ", el("strong", { class: "reason" }, c.reason), ": ", c.message))) : "—"),
+      el("td", {}, own.length ? el("ul", { class: "plain" }, own.map((rule) =>
+        el("li", {}, link(ruleId(rule.name), rule.name), " ",
+          el("span", { class: "meta" }, (rule.host === null ? "any host" : rule.host) + " " + rule.path.value))))
+        : "—"));
+  }));
+  more("resources-more", "resources", drawn.length, matching.length, "resources", renderResources);
+}
+
+// ---- push log --------------------------------------------------------------------------------
+
+function renderPushes(status) {
+  const sinks = status.sinks || {};
+  replace("sinks", Object.keys(sinks).length ? objectTable("Pushes per sink since the watch started", sinks, "sink") : null);
+  replace("push-rows", (status.push_log || []).map((p) => el("tr", {},
+    el("th", { scope: "row", class: "num" }, p.generation), el("td", {}, el("code", {}, p.table)),
+    el("td", {}, when(p.at_unix_ms)), el("td", { class: "num" }, p.rules), el("td", { class: "num" }, p.hosts),
+    el("td", {}, el("ul", { class: "plain" }, p.sinks.map((s) => el("li", {}, s.sink, " ", badge(s.outcome))))),
+    el("td", {}, p.change))));
+}
+
+// ---- explain ---------------------------------------------------------------------------------
+
+function lines(id) {
+  return $(id).value.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+}
+
+let explainSeq = 0;
+
+async function explain(asked) {
+  shown.explained = asked;
+  const seq = ++explainSeq;
+  let answer;
+  try {
+    const response = await fetch("/explain", { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify(asked) });
+    answer = await response.json();
+  } catch (e) {
+    answer = { error: "the watch did not answer: " + e.message };
+  }
+  if (seq !== explainSeq) return; // a newer request was asked meanwhile
+  if (answer.error) {
+    replace("explain-result", el("p", { class: "problem", role: "alert", id: "explain-error" }, answer.error));
+    return;
+  }
+  const d = answer.decision;
+  const winner = d.rule
+    ? el("p", { id: "explain-winner", class: "winner", "data-rule": d.rule, "data-cluster": d.cluster || "",
+      "data-status": d.status },
+    "Winner: ", link(ruleId(d.rule), d.rule), " → ",
+    d.cluster ? ["cluster ", el("code", {}, d.cluster), ", upstream path ", el("code", {}, d.path)]
+      : ["local reply ", el("strong", {}, d.status)])
+    : el("p", { id: "explain-winner", class: "winner none", "data-rule": "", "data-cluster": "", "data-status": d.status },
+      "No rule matches: ", d.status === 404 ? "the filter answers 404." : "the request passes through untouched.");
+  const losers = answer.losers.length
+    ? el("table", { class: "grid", id: "explain-losers" },
+      el("caption", {}, "Other candidates (host and path matched) and why they lost"),
+      el("thead", {}, el("tr", {}, ["Position", "Rule", "Why it lost"].map((c) => el("th", { scope: "col" }, c)))),
+      el("tbody", {}, answer.losers.map((l) => el("tr", {}, el("td", { class: "num" }, l.position),
+        el("th", { scope: "row" }, link(ruleId(l.rule), l.rule)), el("td", {}, l.why)))))
+    : el("p", {}, "No other rule matched host and path.");
+  replace("explain-result",
+    el("p", { class: "meta" }, "On generation ", answer.generation, " (table ",
+      el("code", { id: "explain-table" }, answer.table), ")"),
+    winner, answer.winner_detail ? el("p", { class: "meta" }, answer.winner_detail) : null, losers,
+    el("details", {}, el("summary", {}, "As switchyard explain prints it"), el("pre", { id: "explain-text" }, answer.text)));
+}
+
+// ---- live ------------------------------------------------------------------------------------
+
+async function getJson(path) {
+  const response = await fetch(path, { cache: "no-store" });
+  if (response.status === 503) return null;
+  if (!response.ok) throw new Error(path + ": HTTP " + response.status);
+  return response.json();
+}
+
+let refreshing = null;
+let again = false;
+
+// One refresh at a time; a change during one runs one more after it.
+async function refresh() {
+  if (refreshing) {
+    again = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    do {
+      again = false;
+      const response = await fetch("/status", { cache: "no-store" });
+      if (!response.ok) throw new Error("/status: HTTP " + response.status);
+      const text = await response.text();
+      const status = JSON.parse(text);
+      const stale = !shown.rules || shown.rules.generation !== status.generation || shown.rules.table !== status.table;
+      if (!stale && text === shown.statusText) continue; // nothing new to draw
+      const rules = stale ? await getJson("/rules") : shown.rules;
+      const tableChanged = shown.rules && rules && shown.rules.table !== rules.table;
+      shown.status = status;
+      shown.statusText = text;
+      renderOverview(status);
+      if (stale) {
+        shown.rules = rules;
+        indexRules();
+        renderRules();
+      }
+      renderResources();
+      renderPushes(status);
+      if (tableChanged && shown.explained) await explain(shown.explained);
+    } while (again);
+  })();
+  try {
+    await refreshing;
+  } catch (e) {
+    setLive("error", "Could not read the watch: " + e.message);
+  } finally {
+    refreshing = null;
+  }
+}
+
+function setLive(state, text) {
+  const live = $("live");
+  live.className = "live " + state;
+  live.textContent = text;
+}
+
+function follow() {
+  const events = new EventSource("/events");
+  events.addEventListener("open", () => setLive("connected", "Live"));
+  events.addEventListener("change", () => refresh());
+  events.addEventListener("error", () => setLive("disconnected", "Disconnected: reconnecting…"));
+}
+
+// Filters draw again from the first page.
+function refilter(kind, draw) {
+  return () => {
+    limit[kind] = PAGE[kind];
+    draw();
+  };
+}
+
+// A link to a rule or resource that is not drawn (beyond the page, or filtered out) first sets the
+// filter to it, so that it is drawn before the browser goes there.
+function reveal(event) {
+  const a = event.target.closest("a[href^='#rule'], a[href^='#resource']");
+  if (!a) return;
+  const id = decodeURIComponent(a.getAttribute("href").slice(1));
+  if (document.getElementById(id)) return;
+  if (id.startsWith("rule:")) {
+    $("rule-filter").value = id.slice("rule:".length).split("#")[0];
+    refilter("hosts", renderRules)();
+  } else {
+    const [kind, namespace, name] = id.slice("resource:".length).split("/");
+    $("resource-kind").value = "";
+    $("resource-status").value = "";
+    $("resource-filter").value = [kind, namespace, name].join(" ").toLowerCase();
+    refilter("resources", renderResources)();
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const kind of ["input", "change"]) {
+    $("rule-filter").addEventListener(kind, refilter("hosts", renderRules));
+    for (const id of ["resource-filter", "resource-kind", "resource-status"]) {
+      $(id).addEventListener(kind, refilter("resources", renderResources));
+    }
+  }
+  document.addEventListener("click", reveal);
+  $("explain-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    explain({ url: $("explain-url").value.trim(), method: $("explain-method").value.trim() || "GET",
+      headers: lines("explain-headers"), cookies: lines("explain-cookies") });
+  });
+  refresh();
+  follow();
+  // "… s ago" stays true without a change to announce.
+  setInterval(() => {
+    if (shown.status) {
+      renderOverview(shown.status);
+      renderPushes(shown.status);
+    }
+  }, 30000);
+});

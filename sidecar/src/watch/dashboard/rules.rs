@@ -1,0 +1,282 @@
+//! The dashboard's view of the live table: its hosts in table order (the catch-all last), each with
+//! its rules in priority order, every rule with the resource it came from (read back from its name,
+//! `<kind>/<namespace>/<name>#<n>`, so any kind the compiler learns shows up), its path, conditions
+//! (in the words of `switchyard explain`), backends with their share, and its action.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use switchyard_compiler::collisions::describe_path;
+use switchyard_compiler::explain::describe_condition;
+use switchyard_table::{ActionSpec, NoRoute, PathSpec, RouteTable, RuleSpec};
+
+/// The whole view.
+#[derive(Debug, Serialize)]
+pub struct RulesView<'a> {
+    /// The push counter of the table shown (`generation` in `/status`).
+    pub generation: u64,
+    /// The table's content hash.
+    pub table: &'a str,
+    /// What the filter does with a request no rule matches.
+    pub no_route: NoRoute,
+    /// Rules in the table.
+    pub rules: usize,
+    /// Hosts in table order, the catch-all (`host: null`) last.
+    pub hosts: Vec<HostView<'a>>,
+}
+
+/// One host and its rules.
+#[derive(Debug, Serialize)]
+pub struct HostView<'a> {
+    /// The host pattern; `None` for rules that apply to any host.
+    pub host: Option<&'a str>,
+    /// Its rules, in priority order.
+    pub rules: Vec<RuleView<'a>>,
+}
+
+/// One rule.
+#[derive(Debug, Serialize)]
+pub struct RuleView<'a> {
+    /// Its position in the table (as `switchyard explain` counts).
+    pub position: usize,
+    /// Its name.
+    pub name: &'a str,
+    /// The resource it came from, when its name says so.
+    pub resource: Option<ResourceRef<'a>>,
+    /// Its path: `{"type": "segment_prefix", "value": "/bar"}`.
+    pub path: &'a PathSpec,
+    /// The path in words: `segment prefix /bar`.
+    pub path_text: String,
+    /// Its conditions in words: `header key exact "value"`.
+    pub conditions: Vec<String>,
+    /// What it does.
+    pub action: ActionView<'a>,
+}
+
+/// The resource a rule came from.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+pub struct ResourceRef<'a> {
+    /// `Ingress`, `HTTPProxy`, ... as the rule's name spells it.
+    pub kind: &'a str,
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// Its name.
+    pub name: &'a str,
+}
+
+/// A rule's action.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ActionView<'a> {
+    /// Route to the backends.
+    Route {
+        /// Backends with weight and share.
+        backends: Vec<BackendView<'a>>,
+        /// The prefix rewrite, if any.
+        rewrite_prefix: Option<&'a str>,
+        /// Request headers set, `name: value`.
+        set_headers: Vec<String>,
+        /// Request headers removed.
+        remove_headers: &'a [String],
+    },
+    /// A local reply.
+    DirectResponse {
+        /// Its status.
+        status: u16,
+        /// Its body, if any.
+        body: Option<&'a str>,
+    },
+}
+
+/// One backend.
+#[derive(Debug, Serialize)]
+pub struct BackendView<'a> {
+    /// The cluster.
+    pub cluster: &'a str,
+    /// Its weight.
+    pub weight: u32,
+    /// Its share of the requests, in percent (one decimal).
+    pub percent: f64,
+}
+
+/// The view of `table`, the table of push `generation`.
+pub fn view(table: &RouteTable, generation: u64) -> RulesView<'_> {
+    let mut hosts: Vec<HostView<'_>> = Vec::new();
+    // Where each host is in `hosts` (a lookup, not a scan: 10,000 hosts stay linear).
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut any_host = Vec::new();
+    for (position, rule) in table.rules().iter().enumerate() {
+        let spec = rule.spec();
+        let row = rule_view(position, spec);
+        let Some(host) = spec.host.as_deref() else {
+            any_host.push(row);
+            continue;
+        };
+        match index.get(host) {
+            Some(&at) => hosts[at].rules.push(row),
+            None => {
+                index.insert(host, hosts.len());
+                hosts.push(HostView {
+                    host: Some(host),
+                    rules: vec![row],
+                });
+            }
+        }
+    }
+    if !any_host.is_empty() {
+        hosts.push(HostView {
+            host: None,
+            rules: any_host,
+        });
+    }
+    RulesView {
+        generation,
+        table: table.generation(),
+        no_route: table.no_route(),
+        rules: table.rules().len(),
+        hosts,
+    }
+}
+
+fn rule_view(position: usize, spec: &RuleSpec) -> RuleView<'_> {
+    RuleView {
+        position,
+        name: &spec.name,
+        resource: resource_of(&spec.name),
+        path: &spec.path,
+        path_text: describe_path(&spec.path),
+        conditions: spec.conditions.iter().map(describe_condition).collect(),
+        action: action_view(&spec.action),
+    }
+}
+
+fn action_view(action: &ActionSpec) -> ActionView<'_> {
+    match action {
+        ActionSpec::Route(route) => {
+            let total: u64 = route.backends.iter().map(|b| u64::from(b.weight)).sum();
+            ActionView::Route {
+                backends: route
+                    .backends
+                    .iter()
+                    .map(|b| BackendView {
+                        cluster: &b.cluster,
+                        weight: b.weight,
+                        percent: percent(b.weight, total),
+                    })
+                    .collect(),
+                rewrite_prefix: route.rewrite_prefix.as_deref(),
+                set_headers: route
+                    .set_headers
+                    .iter()
+                    .map(|h| format!("{}: {}", h.name, h.value))
+                    .collect(),
+                remove_headers: &route.remove_headers,
+            }
+        }
+        ActionSpec::DirectResponse(direct) => ActionView::DirectResponse {
+            status: direct.status,
+            body: direct.body.as_deref(),
+        },
+    }
+}
+
+/// `weight` of `total` in percent, rounded to one decimal (0 when the total is 0, which a valid
+/// table never has).
+fn percent(weight: u32, total: u64) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    (f64::from(weight) * 1000.0 / total as f64).round() / 10.0
+}
+
+/// The resource named by a rule name `<kind>/<namespace>/<name>#<n>`; `None` for a name of another
+/// shape (a table written by hand).
+pub fn resource_of(rule: &str) -> Option<ResourceRef<'_>> {
+    let (key, _) = rule.rsplit_once('#')?;
+    let mut parts = key.splitn(3, '/');
+    let (kind, namespace, name) = (parts.next()?, parts.next()?, parts.next()?);
+    if kind.is_empty() || name.is_empty() || name.contains('/') {
+        return None;
+    }
+    Some(ResourceRef { kind, namespace, name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(rules: serde_json::Value) -> RouteTable {
+        RouteTable::from_json(
+            serde_json::json!({"version": 1, "generation": "abc", "rules": rules})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn rule(name: &str, host: Option<&str>, path: &str) -> serde_json::Value {
+        let mut rule = serde_json::json!({
+            "name": name,
+            "path": {"type": "segment_prefix", "value": path},
+            "action": {"route": {"backends": [{"cluster": "c1", "weight": 3}, {"cluster": "c2", "weight": 1}]}}
+        });
+        if let Some(host) = host {
+            rule["host"] = host.into();
+        }
+        rule
+    }
+
+    #[test]
+    fn hosts_keep_table_order_with_their_rules_in_priority_order_and_the_catch_all_last() {
+        let table = table(serde_json::json!([
+            rule("Ingress/a/x#0", Some("a.example"), "/long"),
+            rule("Ingress/a/any#0", None, "/"),
+            rule("HTTPProxy/b/y#0", Some("b.example"), "/"),
+            rule("Ingress/a/x#1", Some("a.example"), "/"),
+        ]));
+        let view = view(&table, 7);
+        let hosts: Vec<(Option<&str>, Vec<usize>)> = view
+            .hosts
+            .iter()
+            .map(|h| (h.host, h.rules.iter().map(|r| r.position).collect()))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                (Some("a.example"), vec![0, 3]),
+                (Some("b.example"), vec![2]),
+                (None, vec![1])
+            ]
+        );
+        assert_eq!((view.generation, view.table, view.rules), (7, "abc", 4));
+        let first = &view.hosts[0].rules[0];
+        assert_eq!(first.path_text, "segment prefix /long");
+        let ActionView::Route { backends, .. } = &first.action else {
+            panic!("a route")
+        };
+        assert_eq!(backends.iter().map(|b| b.percent).collect::<Vec<_>>(), [75.0, 25.0]);
+    }
+
+    #[test]
+    fn a_rule_names_its_resource_whatever_its_kind() {
+        assert_eq!(
+            resource_of("VirtualServerRoute/shop/cafe#12"),
+            Some(ResourceRef {
+                kind: "VirtualServerRoute",
+                namespace: "shop",
+                name: "cafe"
+            })
+        );
+        assert_eq!(resource_of("hand-written"), None);
+        assert_eq!(resource_of("a/b#0"), None);
+    }
+
+    #[test]
+    fn conditions_are_in_the_words_of_explain() {
+        let mut with_condition = rule("Ingress/a/x#0", Some("a.example"), "/");
+        with_condition["conditions"] =
+            serde_json::json!([{"on": "header", "name": "key", "match": "exact", "value": "v"}]);
+        let table = table(serde_json::json!([with_condition]));
+        assert_eq!(view(&table, 1).hosts[0].rules[0].conditions, ["header key exact \"v\""]);
+    }
+}

@@ -1,0 +1,671 @@
+//! The dashboard of `switchyard watch --listen` in a real headless Chromium (over WebDriver), against
+//! a watch on a folder of real files: what the page shows is compared with what the watch wrote (its
+//! table file, its `/status`) and with what `switchyard explain` prints for the same table.
+//! `make test-browser` runs it; it needs SWITCHYARD_BIN, CHROMIUM_BIN and CHROMEDRIVER_BIN.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use switchyard_browser::{eventually, repo_root, Browser, Watch};
+
+const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+/// The page's hosts, each with its rules' names, in the order shown.
+const PAGE_HOSTS: &str = "return [...document.querySelectorAll('#host-list section.host')].map(s => \
+    ({host: s.dataset.host, rules: [...s.querySelectorAll('tr.rule')].map(r => r.dataset.rule)}));";
+
+/// The page's resources table.
+const PAGE_RESOURCES: &str = "return [...document.querySelectorAll('#resource-rows tr.resource')].map(r => \
+    ({kind: r.dataset.kind, namespace: r.cells[1].textContent, name: r.cells[2].textContent, \
+      status: r.cells[3].textContent, conditions: r.cells[4].textContent, \
+      rules: [...r.cells[5].querySelectorAll('a')].map(a => a.textContent)}));";
+
+/// The table hash the page shows (`null` before it shows one).
+const PAGE_TABLE: &str = "const t = document.getElementById('table-hash'); return t && t.textContent;";
+
+/// Every file of the example folders `names`, as (path under the watched folder, text).
+fn examples(names: &[&str]) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for name in names {
+        let dir = repo_root().join("examples").join(name);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let file = path.file_name().unwrap().to_string_lossy();
+                files.push((format!("{name}/{file}"), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    files
+}
+
+/// The table's rules grouped by host in table order, the catch-all (`*`) last: what the page lists.
+fn hosts_of(table: &Value) -> Value {
+    let mut hosts: Vec<(String, Vec<String>)> = Vec::new();
+    let mut any = Vec::new();
+    for rule in table["rules"].as_array().unwrap() {
+        let name = rule["name"].as_str().unwrap().to_owned();
+        match rule["host"].as_str() {
+            None => any.push(name),
+            Some(host) => match hosts.iter_mut().find(|(h, _)| h == host) {
+                Some((_, rules)) => rules.push(name),
+                None => hosts.push((host.to_owned(), vec![name])),
+            },
+        }
+    }
+    if !any.is_empty() {
+        hosts.push(("*".to_owned(), any));
+    }
+    hosts
+        .into_iter()
+        .map(|(host, rules)| json!({"host": host, "rules": rules}))
+        .collect()
+}
+
+/// Opens the dashboard and waits until it shows the table the watch wrote last.
+async fn open(browser: &Browser, watch: &Watch) {
+    browser.client.goto(&watch.url()).await.unwrap();
+    showing_the_table_file(browser, watch).await;
+}
+
+/// Waits until the page shows the table in the watch's table file; returns that table.
+async fn showing_the_table_file(browser: &Browser, watch: &Watch) -> Value {
+    eventually("the page to show the table file's table", || async {
+        let table = watch.table();
+        let shown = browser.js(PAGE_TABLE, vec![]).await;
+        (shown == table["generation"]).then_some(table)
+    })
+    .await
+}
+
+fn status(watch: &Watch) -> Value {
+    let response = switchyard_e2e::send(watch.addr, &switchyard_e2e::get("switchyard", "/status")).unwrap();
+    serde_json::from_str(&response.body).unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_page_lists_the_example_hosts_and_rules() {
+    let watch = Watch::start(
+        &examples(&[
+            "001-default-class-ours",
+            "003-host-collision",
+            "004-same-namespace",
+            "004-across-namespaces",
+        ]),
+        &[],
+    );
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let table = watch.table();
+
+    // Hosts → rules in priority order, exactly the table's, the catch-all last.
+    let shown = browser.js(PAGE_HOSTS, vec![]).await;
+    assert_eq!(shown, hosts_of(&table), "the page's hosts and rules");
+    for host in [
+        "cafe.example.com",
+        "pub.example.com",
+        "root.bar.com",
+        "ns-root.bar.com",
+        "api-test.ifuryst.com",
+    ] {
+        assert!(
+            shown.as_array().unwrap().iter().any(|h| h["host"] == host),
+            "{host}: {shown:#}"
+        );
+    }
+
+    // Resources: every one of /status with its status and conditions, and links to its rules.
+    let status = status(&watch);
+    let rows = browser.js(PAGE_RESOURCES, vec![]).await;
+    let resources = status["resources"].as_array().unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), resources.len(), "{rows:#}");
+    for (row, resource) in rows.as_array().unwrap().iter().zip(resources) {
+        assert_eq!(row["kind"], resource["kind"]);
+        assert_eq!(row["name"], resource["name"]);
+        assert_eq!(row["status"], resource["status"]);
+        for condition in resource["conditions"].as_array().unwrap() {
+            let text = row["conditions"].as_str().unwrap();
+            assert!(
+                text.contains(condition["reason"].as_str().unwrap())
+                    && text.contains(condition["message"].as_str().unwrap()),
+                "{condition} in {text}"
+            );
+        }
+        let own: Vec<&Value> = table["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["name"])
+            .filter(|n| {
+                n.as_str().unwrap().split('#').next()
+                    == Some(&format!(
+                        "{}/{}/{}",
+                        resource["kind"].as_str().unwrap(),
+                        resource["namespace"].as_str().unwrap(),
+                        resource["name"].as_str().unwrap()
+                    ))
+            })
+            .collect();
+        assert_eq!(
+            row["rules"].as_array().unwrap().iter().collect::<Vec<_>>(),
+            own,
+            "{row}"
+        );
+    }
+    // Every other top-level /status field is listed as it comes (`leader`, and whatever comes next).
+    let listed = browser
+        .js(
+            "return [...document.querySelectorAll('#status-fields > dd')].map(d => d.dataset.field);",
+            vec![],
+        )
+        .await;
+    let drawn_elsewhere = [
+        "resources",
+        "errors",
+        "warnings",
+        "sources_down",
+        "sinks_refused",
+        "sinks",
+        "push_log",
+    ];
+    let mut expected: Vec<&str> = status
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !drawn_elsewhere.contains(k))
+        .collect();
+    expected.sort_unstable();
+    let mut listed: Vec<&str> = listed.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    listed.sort_unstable();
+    assert_eq!(listed, expected);
+    assert!(listed.contains(&"leader"), "{listed:?}");
+
+    let taken = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "cafe-ingress-2")
+        .expect("cafe-ingress-2 is listed");
+    assert_eq!(taken["status"], "rejected");
+    assert!(taken["conditions"].as_str().unwrap().contains("HostTaken"), "{taken}");
+
+    // A rule links to its resource, and the resource back to its rules.
+    let rule = "HTTPProxy/default/cafe-virtual-server#0";
+    browser.click(&format!("tr[data-rule=\"{rule}\"] th a")).await;
+    let target = browser.target("the resource row as the target").await;
+    assert_eq!(target, "resource:HTTPProxy/default/cafe-virtual-server");
+    browser.click("tr.resource:target td:last-child a").await;
+    let target = browser.target("the rule row as the target").await;
+    assert_eq!(target, format!("rule:{rule}"));
+
+    // The filter keeps the hosts and resources asked for.
+    browser.type_into("rule-filter", "pub.example").await;
+    let visible = browser
+        .js(
+            "return [...document.querySelectorAll('#host-list section.host:not([hidden])')].map(s => s.dataset.host);",
+            vec![],
+        )
+        .await;
+    assert_eq!(visible, json!(["pub.example.com"]));
+    browser.type_into("rule-filter", "").await;
+
+    // `make test-browser` runs from the repository's root, cargo runs tests from this crate's folder.
+    if let Some(path) = std::env::var_os("DASHBOARD_SCREENSHOT") {
+        screenshot(&browser, &repo_root().join(path)).await;
+    }
+    browser.close().await;
+}
+
+/// The README's picture: an explanation with losers, then the whole page.
+async fn screenshot(browser: &Browser, path: &Path) {
+    browser
+        .type_into("explain-url", "http://root.bar.com/service2/blog")
+        .await;
+    browser.click("#explain-submit").await;
+    browser
+        .until(
+            "an explanation",
+            "return document.getElementById('explain-losers') !== null;",
+        )
+        .await;
+    browser.client.set_window_size(1280, 1900).await.unwrap();
+    browser.js("window.scrollTo(0, 0);", vec![]).await;
+    let png = browser.client.screenshot().await.unwrap();
+    std::fs::write(path, png).unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_edited_manifest_appears_without_reload() {
+    let watch = Watch::start(&[("web.yaml".into(), INGRESS.replace("HOST", "a.example"))], &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    assert_eq!(
+        browser.js(PAGE_HOSTS, vec![]).await,
+        json!([{"host": "a.example", "rules": ["Ingress/shop/web#0"]}])
+    );
+    // A mark that a reload would wipe out.
+    browser.js("window.sameDocument = 'yes';", vec![]).await;
+
+    watch.write("web.yaml", INGRESS.replace("HOST", "b.example"));
+    let shown = browser
+        .until(
+            "b.example in the hosts",
+            &format!(
+                "const hosts = (() => {{ {PAGE_HOSTS} }})(); return hosts.some(h => h.host === 'b.example') && hosts;"
+            ),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!([{"host": "b.example", "rules": ["Ingress/shop/web#0"]}]),
+        "a.example is gone"
+    );
+    assert_eq!(
+        browser.js("return window.sameDocument;", vec![]).await,
+        "yes",
+        "the page was reloaded"
+    );
+    showing_the_table_file(&browser, &watch).await;
+    assert_eq!(
+        browser
+            .js("return document.getElementById('generation').textContent;", vec![])
+            .await,
+        "2"
+    );
+    let newest = browser
+        .js("const row = document.querySelector('#push-rows tr'); return [row.cells[0].textContent, row.cells[6].textContent];", vec![])
+        .await;
+    assert_eq!(newest[0], "2");
+    assert!(
+        newest[1]
+            .as_str()
+            .unwrap()
+            .contains("hosts gained: b.example; hosts lost: a.example"),
+        "{newest}"
+    );
+    browser.close().await;
+}
+
+/// One of seed 002's requests.
+struct Case {
+    /// The example folder (examples/) whose table it is asked of.
+    example: &'static str,
+    url: &'static str,
+    /// As the seed writes them for curl.
+    headers: &'static [&'static str],
+    cookies: &'static [&'static str],
+    /// The rule the seed says wins, by its resource: `Ingress/<namespace>/<name>#`.
+    winner: &'static str,
+}
+
+const SEED_002: &[Case] = &[
+    Case {
+        example: "002-host-priority",
+        url: "http://example.net/bar",
+        headers: &[],
+        cookies: &[],
+        winner: "Ingress/production/host_priority1#",
+    },
+    Case {
+        example: "002-path-priority",
+        url: "http://example.net/bar/foo",
+        headers: &["Key: value"],
+        cookies: &[],
+        winner: "Ingress/production/path_priority1#",
+    },
+    Case {
+        example: "002-cond-priority",
+        url: "http://example.net/bar/foo",
+        headers: &["Key: value"],
+        cookies: &[],
+        winner: "Ingress/production/cond_priority1#",
+    },
+    Case {
+        example: "002-cond-priority",
+        url: "http://example.net/bar/foo",
+        headers: &[],
+        cookies: &[],
+        winner: "Ingress/production/cond_priority2#",
+    },
+    Case {
+        example: "002-multi-cond-priority",
+        url: "http://example.net/bar/foo",
+        headers: &["Header-key: value"],
+        cookies: &["cookie-key: value"],
+        winner: "Ingress/production/multi_cond_priority2#",
+    },
+];
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_explain_form_gives_the_cli_winner_for_seed_002() {
+    let seed = |name: &str| examples(&[name]).remove(0).1;
+    let watch = Watch::start(
+        &[("seed.yaml".into(), seed(SEED_002[0].example))],
+        &["--ingress-class", "bfe"],
+    );
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    for Case {
+        example,
+        url,
+        headers,
+        cookies,
+        winner,
+    } in SEED_002
+    {
+        // The folder holds one example at a time; the page follows it.
+        watch.write("seed.yaml", seed(example));
+        let table = eventually("the example's table", || async {
+            let table = watch.table();
+            table.to_string().contains(winner).then_some(table)
+        })
+        .await;
+        eventually("the page on the example's table", || async {
+            (browser.js(PAGE_TABLE, vec![]).await == table["generation"]).then_some(())
+        })
+        .await;
+
+        browser.type_into("explain-url", url).await;
+        browser.type_into("explain-method", "GET").await;
+        browser.type_into("explain-headers", &headers.join("\n")).await;
+        browser.type_into("explain-cookies", &cookies.join("\n")).await;
+        browser.click("#explain-submit").await;
+
+        let mut args = vec![url.to_string()];
+        args.extend(headers.iter().flat_map(|h| ["-H".to_owned(), h.to_string()]));
+        args.extend(cookies.iter().flat_map(|c| ["--cookie".to_owned(), c.to_string()]));
+        let cli = watch.explain_cli(&args);
+        let cli_text = watch.explain_cli_text(&args);
+        let text = browser
+            .until(
+                &format!("{example}: the CLI's explanation\n{cli_text}"),
+                &format!(
+                    "const pre = document.getElementById('explain-text'); return pre && pre.textContent === {} && pre.textContent;",
+                    serde_json::to_string(&cli_text).unwrap()
+                ),
+            )
+            .await;
+        assert_eq!(text, cli_text.as_str());
+        let shown = browser
+            .js(
+                "const w = document.getElementById('explain-winner'); \
+                 return {rule: w.dataset.rule, cluster: w.dataset.cluster, status: Number(w.dataset.status), \
+                         table: document.getElementById('explain-table').textContent};",
+                vec![],
+            )
+            .await;
+        assert_eq!(shown["rule"], cli["rule"], "{example} {url}");
+        assert_eq!(shown["cluster"], cli["cluster"], "{example} {url}");
+        assert_eq!(shown["status"], cli["status"], "{example} {url}");
+        assert_eq!(
+            shown["table"], table["generation"],
+            "explained on the table the CLI read"
+        );
+        assert!(
+            shown["rule"].as_str().unwrap().starts_with(winner),
+            "{example}: the seed says {winner} wins, the page says {}",
+            shown["rule"]
+        );
+    }
+
+    // A malformed header: the form says what the CLI says (the form still holds the last case).
+    let last = &SEED_002[SEED_002.len() - 1];
+    browser.type_into("explain-headers", "Key value").await;
+    browser.click("#explain-submit").await;
+    let mut args = vec![last.url.to_owned(), "-H".to_owned(), "Key value".to_owned()];
+    args.extend(last.cookies.iter().flat_map(|c| ["--cookie".to_owned(), c.to_string()]));
+    let cli = watch.explain_cli_error(&args);
+    let shown = browser
+        .until(
+            "the error",
+            "const e = document.getElementById('explain-error'); return e && e.textContent;",
+        )
+        .await;
+    assert_eq!(shown, cli.as_str());
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_broken_manifest_shows_its_error() {
+    let watch = Watch::start(&[("web.yaml".into(), INGRESS.replace("HOST", "a.example"))], &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let no_errors = "return document.querySelectorAll('#source-errors .source-error').length;";
+    assert_eq!(browser.js(no_errors, vec![]).await, 0);
+
+    watch.write("web.yaml", "kind: Ingress\nspec: [\n");
+    watch.write(
+        "new.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {rules: 7}\n",
+    );
+    let shown = browser
+        .until(
+            "two errors on the page",
+            "const rows = [...document.querySelectorAll('#source-errors .source-error')]; \
+             return rows.length === 2 && rows.map(r => [r.querySelector('code').textContent, r.querySelector('.message').textContent]);",
+        )
+        .await;
+    let status = status(&watch);
+    let expected: Vec<Value> = status["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!([e["source"], e["message"]]))
+        .collect();
+    assert_eq!(shown, json!(expected), "the page shows /status's errors");
+    let text = shown.to_string();
+    assert!(
+        text.contains("web.yaml") && text.contains("its last good version is still routed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("new.yaml") && text.contains("it routes nothing"),
+        "{text}"
+    );
+    // The last good version of web.yaml still routes, and the page still lists it.
+    assert_eq!(browser.js(PAGE_HOSTS, vec![]).await[0]["host"], "a.example");
+
+    watch.write("web.yaml", INGRESS.replace("HOST", "a.example"));
+    std::fs::remove_file(watch.manifests().join("new.yaml")).unwrap();
+    browser
+        .until(
+            "the errors gone",
+            "return document.getElementById('source-errors') === null;",
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_field_has_a_label_and_every_table_a_caption_and_header_cells() {
+    let watch = Watch::start(&examples(&["003-host-collision"]), &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    browser.type_into("explain-url", "http://cafe.example.com/").await;
+    browser.click("#explain-submit").await;
+    browser
+        .until(
+            "an explanation",
+            "return document.getElementById('explain-winner') !== null;",
+        )
+        .await;
+    let problems = browser
+        .js(
+            "return { \
+               unlabelled: [...document.querySelectorAll('input, select, textarea')].filter(f => f.labels.length === 0).map(f => f.id), \
+               uncaptioned: [...document.querySelectorAll('table')].filter(t => !t.caption || !t.caption.textContent.trim()).length, \
+               without_scope: [...document.querySelectorAll('th')].filter(th => !['col', 'row'].includes(th.scope)).map(th => th.textContent), \
+               tables: document.querySelectorAll('table').length, \
+               lang: document.documentElement.lang };",
+            vec![],
+        )
+        .await;
+    assert_eq!(problems["unlabelled"], json!([]), "{problems}");
+    assert_eq!(problems["uncaptioned"], 0, "{problems}");
+    assert_eq!(problems["without_scope"], json!([]), "{problems}");
+    assert_eq!(problems["lang"], "en");
+    assert!(problems["tables"].as_u64().unwrap() >= 4, "{problems}");
+    browser.close().await;
+}
+
+/// `make bench-dashboard`: the dashboard on 10,000 Ingresses (10,000 rules, 10,000 hosts): the size
+/// and time of `/rules` and `/status`, the page's first full render, an edit reaching the page, and
+/// an explanation. Figures in BENCHMARKS.md; timings through WebDriver are good to about 50 ms.
+#[tokio::test(flavor = "current_thread")]
+#[ignore = "a benchmark: make bench-dashboard"]
+async fn bench_the_dashboard_with_10000_rules() {
+    use std::time::Instant;
+    const N: usize = 10_000;
+    let many: String = (0..N - 1)
+        .map(|i| {
+            INGRESS
+                .replace("HOST", &format!("h{i:05}.example.com"))
+                .replace("name: web", &format!("name: web{i:05}"))
+        })
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let edited = |host: &str| INGRESS.replace("HOST", host).replace("name: web", "name: edited");
+    let watch = Watch::start(
+        &[
+            ("many.yaml".into(), many),
+            ("edited.yaml".into(), edited("edit-a.example.com")),
+        ],
+        &[],
+    );
+    let get = |path: &str| {
+        let started = Instant::now();
+        let response = switchyard_e2e::send(watch.addr, &switchyard_e2e::get("switchyard", path)).unwrap();
+        assert_eq!(response.status, 200);
+        (response.body.len(), started.elapsed())
+    };
+    for path in ["/rules", "/status"] {
+        let runs: Vec<(usize, std::time::Duration)> = (0..5).map(|_| get(path)).collect();
+        let mut times: Vec<f64> = runs.iter().map(|(_, t)| t.as_secs_f64() * 1000.0).collect();
+        times.sort_by(f64::total_cmp);
+        println!("GET {path}: {} bytes, median {:.1} ms (of 5)", runs[0].0, times[2]);
+    }
+    let browser = Browser::start().await;
+    let started = Instant::now();
+    browser.client.goto(&watch.url()).await.unwrap();
+    browser
+        .until(
+            "the first page of hosts and resources",
+            &format!(
+                "return document.getElementById('hosts-more').textContent.startsWith('Showing 200 of {N} hosts') \
+                 && document.getElementById('resources-more').textContent.startsWith('Showing 500 of ');"
+            ),
+        )
+        .await;
+    println!(
+        "page load to the first 200 of {N} hosts and 500 resources drawn: {:?}",
+        started.elapsed()
+    );
+
+    let started = Instant::now();
+    browser.type_into("rule-filter", "h04242").await;
+    browser
+        .until(
+            "the filtered host",
+            "const s = document.querySelectorAll('#host-list section.host'); \
+             return s.length === 1 && s[0].dataset.host === 'h04242.example.com';",
+        )
+        .await;
+    println!("filter to one host of {N}: {:?}", started.elapsed());
+
+    watch.write("edited.yaml", edited("edit-b.example.com"));
+    let started = Instant::now();
+    let table = eventually("the edit in the table file", || async {
+        let table = watch.table();
+        table.to_string().contains("edit-b.example.com").then_some(table)
+    })
+    .await;
+    let written = started.elapsed();
+    eventually("the page on the edited table", || async {
+        (browser.js(PAGE_TABLE, vec![]).await == table["generation"]).then_some(())
+    })
+    .await;
+    println!(
+        "an edit to the table file {written:?}, to the page (status, rules, redraw) {:?}",
+        started.elapsed()
+    );
+
+    let timed = browser
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; const times = []; \
+             (async () => { for (let i = 0; i < 5; i++) { const t = performance.now(); \
+               const r = await fetch('/explain', {method: 'POST', body: JSON.stringify({url: 'http://h04242.example.com/x'})}); \
+               await r.json(); times.push(performance.now() - t); } \
+               times.sort((a, b) => a - b); done(times[2]); })();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    println!(
+        "POST /explain from the page: median {:.1} ms (of 5)",
+        timed.as_f64().unwrap()
+    );
+
+    browser.type_into("explain-url", "http://h04242.example.com/x").await;
+    let started = Instant::now();
+    browser.click("#explain-submit").await;
+    browser
+        .until(
+            "the explanation",
+            "return document.getElementById('explain-winner') !== null;",
+        )
+        .await;
+    println!("explain form round trip: {:?}", started.elapsed());
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_big_table_is_drawn_a_page_at_a_time_and_a_link_reaches_a_rule_not_drawn() {
+    let ingresses: Vec<(String, String)> = (0..250)
+        .map(|i| {
+            let text = INGRESS
+                .replace("HOST", &format!("h{i:03}.example.com"))
+                .replace("name: web", &format!("name: web{i:03}"));
+            (format!("web{i:03}.yaml"), text)
+        })
+        .collect();
+    let watch = Watch::start(&ingresses, &[]);
+    let browser = Browser::start().await;
+    let table = eventually("all 250 rules in the table file", || async {
+        let table = watch.table();
+        (table["rules"].as_array().unwrap().len() == 250).then_some(table)
+    })
+    .await;
+    open(&browser, &watch).await;
+    let sections = "return document.querySelectorAll('#host-list section.host').length;";
+    assert_eq!(browser.js(sections, vec![]).await, 200);
+    let note = browser
+        .js("return document.getElementById('hosts-more').textContent;", vec![])
+        .await;
+    assert!(note.as_str().unwrap().starts_with("Showing 200 of 250 hosts"), "{note}");
+    browser.click("#hosts-more button").await;
+    assert_eq!(browser.js(sections, vec![]).await, 250);
+
+    // Back to the first page; the last host's rule is not drawn, its resource's row links to it.
+    browser.type_into("rule-filter", "x").await;
+    browser.type_into("rule-filter", "").await;
+    assert_eq!(browser.js(sections, vec![]).await, 200);
+    let last = hosts_of(&table)[249]["rules"][0].as_str().unwrap().to_owned();
+    let (resource, _) = last.split_once('#').unwrap();
+    let drawn = format!(
+        "return document.getElementById({}) !== null;",
+        json!(format!("rule:{last}"))
+    );
+    assert_eq!(
+        browser.js(&drawn, vec![]).await,
+        false,
+        "{last} is beyond the first page"
+    );
+    browser
+        .click(&format!("tr[id=\"resource:{resource}\"] td:last-child a"))
+        .await;
+    let target = browser.target("the rule as the target").await;
+    assert_eq!(target, format!("rule:{last}"));
+    browser.close().await;
+}
