@@ -139,6 +139,10 @@ struct ExplainArgs {
     /// A cookie, 'name=value' (repeatable).
     #[arg(short = 'b', long = "cookie", value_name = "'name=value'")]
     cookies: Vec<String>,
+    /// The L4 listeners (`switchyard compile --l4`): say so when the host is a TLS passthrough host
+    /// that a TransportServer won (its connections never reach the HTTP table).
+    #[arg(long, value_name = "FILE")]
+    l4: Option<PathBuf>,
 }
 
 /// Runs the command line; returns the exit code.
@@ -300,12 +304,42 @@ fn run_explain(args: &ExplainArgs) -> Result<(), String> {
     let table = RouteTable::from_json(&bytes).map_err(|e| format!("{}: {e}", args.table.display()))?;
     let request = switchyard_compiler::explain::request(&args.url, &args.method, &args.headers, &args.cookies)?;
     let explanation = switchyard_compiler::explain::explain(&table, &request);
+    let passthrough = match &args.l4 {
+        Some(path) => passthrough_of(path, &request)?,
+        None => None,
+    };
     let text = if args.json {
-        let mut json = serde_json::to_string(&explanation.decision).map_err(|e| e.to_string())?;
-        json.push('\n');
-        json
+        let mut json = serde_json::to_value(&explanation.decision).map_err(|e| e.to_string())?;
+        if let (Some(route), Some(object)) = (&passthrough, json.as_object_mut()) {
+            object.insert("l4".to_owned(), serde_json::to_value(route).map_err(|e| e.to_string())?);
+        }
+        json.to_string() + "\n"
     } else {
-        switchyard_compiler::explain::render(&explanation, &request)
+        let mut text = String::new();
+        if let Some(route) = &passthrough {
+            text.push_str(&format!(
+                "host {host}: TLS is passed through by SNI on Envoy listener {listener} (port {port}) to cluster \
+                 {cluster}, untouched: a TransportServer won this host, and the HTTP table below does not see \
+                 these connections\n",
+                host = switchyard_table::normalize_authority(&request.authority),
+                listener = route.listener,
+                port = route.port,
+                cluster = route.cluster,
+            ));
+        }
+        text + &switchyard_compiler::explain::render(&explanation, &request)
     };
     write_out(None, &text)
+}
+
+/// The L4 route `--l4 FILE` (written by `compile --l4`) gives the request's host, if any.
+fn passthrough_of(
+    path: &PathBuf,
+    request: &switchyard_table::SimpleRequest,
+) -> Result<Option<switchyard_compiler::lds::SniRoute>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let document: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not an LDS document: {e}", path.display()))?;
+    let host = switchyard_table::normalize_authority(&request.authority);
+    Ok(switchyard_compiler::lds::sni_route(&document, &host))
 }
