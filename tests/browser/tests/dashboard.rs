@@ -191,10 +191,10 @@ async fn the_page_lists_the_example_hosts_and_rules() {
     assert!(taken["conditions"].as_str().unwrap().contains("HostTaken"), "{taken}");
 
     // A rule links to its resource, and the resource back to its rules.
-    let rule = "HTTPProxy/default/cafe-virtual-server#0";
+    let rule = "VirtualServer/default/cafe-virtual-server#0";
     browser.click(&format!("tr[data-rule=\"{rule}\"] th a")).await;
     let target = browser.target("the resource row as the target").await;
-    assert_eq!(target, "resource:HTTPProxy/default/cafe-virtual-server");
+    assert_eq!(target, "resource:VirtualServer/default/cafe-virtual-server");
     browser.click("tr.resource:target td:last-child a").await;
     let target = browser.target("the rule row as the target").await;
     assert_eq!(target, format!("rule:{rule}"));
