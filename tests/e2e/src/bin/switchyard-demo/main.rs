@@ -255,4 +255,94 @@ mod tests {
         let error = clusters(config).unwrap_err();
         assert!(error.contains("# demo: tls HOST"), "{error}");
     }
+
+    /// The repository root.
+    fn root() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    /// The example folders scripts/run.sh serves (its `EXAMPLES=(examples/NNN-* ...)` line).
+    fn served_examples() -> Vec<std::path::PathBuf> {
+        let script = std::fs::read_to_string(root().join("scripts/run.sh")).unwrap();
+        let line = script
+            .lines()
+            .find(|l| l.starts_with("EXAMPLES=("))
+            .expect("run.sh lists EXAMPLES");
+        let prefixes: Vec<&str> = line
+            .trim_start_matches("EXAMPLES=(")
+            .trim_end_matches(')')
+            .split_whitespace()
+            .map(|glob| glob.trim_start_matches("examples/").trim_end_matches('*'))
+            .collect();
+        let mut folders: Vec<_> = std::fs::read_dir(root().join("examples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .filter(|p| {
+                prefixes
+                    .iter()
+                    .any(|prefix| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            })
+            .collect();
+        folders.sort();
+        folders
+    }
+
+    /// Every string under a `cluster` key of `value`.
+    fn clusters_named(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value.as_str()) {
+                        ("cluster", Some(cluster)) => found.push(cluster.to_owned()),
+                        _ => clusters_named(value, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| clusters_named(v, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn envoy_yaml_has_a_backend_of_the_right_kind_for_every_cluster_make_run_routes_to() {
+        let folders = served_examples();
+        assert!(
+            folders.iter().any(|f| f.ends_with("003-transport-server")),
+            "{folders:?}"
+        );
+        let loaded = switchyard_compiler::load::read_paths(&folders).unwrap();
+        // run.sh's class flags: --ingress-class bfe --empty-ingress-class.
+        let options = switchyard_compiler::Options {
+            ingress_class: "bfe".to_owned(),
+            empty_ingress_class: true,
+            ..switchyard_compiler::Options::default()
+        };
+        let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+        let envoy = clusters(&std::fs::read_to_string(root().join("envoy.yaml")).unwrap()).unwrap();
+        let kind_of = |cluster: &str| {
+            envoy
+                .iter()
+                .find(|c| c.name == cluster)
+                .map(|c| c.kind.clone())
+                .unwrap_or_else(|| panic!("envoy.yaml has no cluster {cluster}"))
+        };
+
+        let mut http = Vec::new();
+        clusters_named(&serde_json::to_value(&compiled.table).unwrap(), &mut http);
+        assert!(http.len() > 10, "{http:?}");
+        for cluster in &http {
+            assert_eq!(kind_of(cluster), BackendKind::Http, "{cluster}");
+        }
+        assert!(!compiled.l4.passthrough.is_empty() && !compiled.l4.listeners.is_empty());
+        for route in &compiled.l4.passthrough {
+            let host = route.host.clone().unwrap();
+            assert_eq!(kind_of(&route.cluster), BackendKind::Tls(host), "{}", route.cluster);
+        }
+        for listener in &compiled.l4.listeners {
+            for route in &listener.routes {
+                assert_eq!(kind_of(&route.cluster), BackendKind::Tcp, "{}", route.cluster);
+            }
+        }
+    }
 }
