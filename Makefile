@@ -17,7 +17,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz
+.PHONY: build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -152,6 +152,25 @@ bench-envoy: build-wasm envoy
 	ls -l $(WASM)
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) NOOP_WASM=$(abspath $(NOOP_WASM)) \
 	  target/release/switchyard-bench-envoy
+
+# How long the filter takes to load a 10,000-rule table in Envoy (V8), as JSON and in the compact form
+# (`switchyard convert`), from its `loaded in` log line; 5 rounds. Figures in BENCHMARKS.md ("Compact table").
+LOAD_DIR := target/bench-load
+bench-load: build-wasm envoy
+	cargo build --release -p switchyard --bin switchyard
+	cargo build --release -p switchyard-e2e --bin switchyard-bench-load
+	mkdir -p $(LOAD_DIR)
+	python3 host-sim/bench/table.py 10000 > $(LOAD_DIR)/table-10000.json 2>/dev/null
+	target/release/switchyard convert $(LOAD_DIR)/table-10000.json --encoding compact > $(LOAD_DIR)/table-10000.compact.json
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) \
+	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
+
+# Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
+# release profile unstripped), then section sizes, code bytes per crate and the largest functions
+# (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
+wasm-size: $(STAMPS)/rust-targets
+	CARGO_PROFILE_RELEASE_STRIP=false cargo build --release --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
+	python3 scripts/wasm-size.py target/wasm-size/wasm32-wasip1/release/switchyard_filter.wasm 30
 
 # Envoy's memory under 1,000 pushes of 10,000-rule tables through the ECDS file, at the fastest rate
 # `switchyard watch` produces (an edit every 110 ms): prints Envoy's RSS series and the verdict (flat

@@ -157,6 +157,62 @@ fn udp_listener(name: &str, address: &str, port: u16, routes: &[L4Route]) -> Val
     })
 }
 
+/// Where an LDS document sends TLS connections for one SNI host: `switchyard explain --l4`'s answer
+/// for a host a TransportServer passes through.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SniRoute {
+    /// The Envoy listener.
+    pub listener: String,
+    /// Its port.
+    pub port: u64,
+    /// The `tcp_proxy` cluster.
+    pub cluster: String,
+}
+
+/// The filter chain of `document` (an LDS `DiscoveryResponse`, as [`document`] writes it) whose
+/// `server_names` match `host` as Envoy matches them (exactly, else the longest wildcard suffix).
+pub fn sni_route(document: &Value, host: &str) -> Option<SniRoute> {
+    let host = host.to_ascii_lowercase();
+    let mut best: Option<(usize, SniRoute)> = None;
+    for listener in document["resources"].as_array()? {
+        for chain in listener["filter_chains"].as_array().into_iter().flatten() {
+            for name in chain["filter_chain_match"]["server_names"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let Some(name) = name.as_str() else { continue };
+                let score = if name == host {
+                    usize::MAX
+                } else if let Some(suffix) = name.strip_prefix('*') {
+                    if host.ends_with(suffix) && host.len() > suffix.len() {
+                        suffix.len()
+                    } else {
+                        continue;
+                    }
+                } else {
+                    continue;
+                };
+                if best.as_ref().is_some_and(|(s, _)| *s >= score) {
+                    continue;
+                }
+                let route = SniRoute {
+                    listener: listener["name"].as_str().unwrap_or_default().to_owned(),
+                    port: listener["address"]["socket_address"]["port_value"]
+                        .as_u64()
+                        .unwrap_or_default(),
+                    cluster: chain["filters"][0]["typed_config"]["cluster"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                };
+                best = Some((score, route));
+            }
+        }
+    }
+    best.map(|(_, route)| route)
+}
+
 /// A stat prefix from a listener name (Envoy's stat names take `_` where we write `-`).
 fn stat_prefix(name: &str) -> String {
     name.replace('-', "_")
@@ -178,6 +234,26 @@ mod tests {
         };
         let resource = format!("TransportServer/default/{service}");
         L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
+    }
+
+    #[test]
+    fn sni_route_finds_the_chain_of_a_passthrough_host_exact_before_wildcard() {
+        let routes = L4Routes {
+            passthrough: vec![
+                route(Some("*.example.com"), "any", 443),
+                route(Some("a.example.com"), "a", 443),
+            ],
+            listeners: vec![],
+        };
+        let document = discovery_response(&routes, &LdsOptions::default());
+        let found = |host: &str| sni_route(&document, host).map(|r| r.cluster);
+        assert_eq!(found("A.example.com").as_deref(), Some("default/a:443"));
+        assert_eq!(found("b.example.com").as_deref(), Some("default/any:443"));
+        assert_eq!(found("example.com"), None);
+        assert_eq!(
+            sni_route(&document, "a.example.com").map(|r| (r.listener, r.port)),
+            Some((PASSTHROUGH_LISTENER.to_owned(), 443))
+        );
     }
 
     #[test]

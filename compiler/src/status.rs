@@ -251,7 +251,10 @@ impl NginxStatus {
         status: Status,
         conditions: &[Condition],
     ) -> Option<NginxStatus> {
-        if !matches!(kind, Kind::VirtualServer | Kind::VirtualServerRoute) {
+        if !matches!(
+            kind,
+            Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer
+        ) {
             return None;
         }
         let first = |wanted: &[ConditionKind]| {
@@ -272,6 +275,11 @@ impl NginxStatus {
                     kind.as_str(),
                     first(&[ConditionKind::Error])
                 ),
+            ),
+            Status::Rejected if kind == Kind::TransportServer => (
+                NginxState::Warning,
+                NginxReason::Rejected,
+                transport_server_message(conditions),
             ),
             Status::Rejected => (
                 NginxState::Warning,
@@ -313,6 +321,20 @@ impl NginxStatus {
         };
         Some(NginxStatus { state, reason, message })
     }
+}
+
+/// A rejected TransportServer's message, in seed 003's words: `Host is taken by another resource`,
+/// `Listener X is taken by another resource`, `Listener X doesn't exist`.
+fn transport_server_message(conditions: &[Condition]) -> String {
+    if conditions.iter().any(|c| c.reason == Reason::HostTaken) {
+        return "Host is taken by another resource".to_owned();
+    }
+    conditions
+        .iter()
+        .find(|c| matches!(c.reason, Reason::ListenerTaken | Reason::ListenerNotFound))
+        .or_else(|| conditions.iter().find(|c| c.kind == ConditionKind::Error))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
 }
 
 /// The message of a lost host (`HostTaken`), else of the first error.

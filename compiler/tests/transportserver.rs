@@ -179,3 +179,52 @@ fn the_same_manifests_in_any_order_give_the_same_l4_routes() {
     assert_eq!(forward.l4, backward.l4);
     assert_eq!(forward.l4.passthrough.len() + forward.l4.listeners.len(), 2);
 }
+
+/// The status NGINX's controller would write: (state, reason, message).
+fn nginx(c: &switchyard_compiler::Compiled, name: &str) -> (String, String, String) {
+    let status = status_of(c, "TransportServer", "default", name);
+    let nginx = status
+        .nginx
+        .as_ref()
+        .unwrap_or_else(|| panic!("no NGINX status: {status:?}"));
+    (nginx.state.to_string(), nginx.reason.to_string(), nginx.message.clone())
+}
+
+#[test]
+fn transport_server_status_is_written_in_nginxs_words() {
+    let c = compile_default(&format!(
+        "{GLOBAL_CONFIGURATION}{}{}{}{}",
+        tcp_server("tcp-1", T1, "uid-1", ""),
+        tcp_server("tcp-2", T2, "uid-2", ""),
+        cafe_ingress(T1),
+        passthrough("cafe-passthrough", "cafe.example.com", "cafe-tls", T2, "ts-uid"),
+    ));
+    let said = |state: &str, reason: &str, message: &str| (state.to_owned(), reason.to_owned(), message.to_owned());
+    assert_eq!(
+        nginx(&c, "tcp-1"),
+        said(
+            "Valid",
+            "AddedOrUpdated",
+            "Configuration for default/tcp-1 was added or updated"
+        )
+    );
+    assert_eq!(
+        nginx(&c, "tcp-2"),
+        said("Warning", "Rejected", "Listener dns-tcp is taken by another resource")
+    );
+    assert_eq!(
+        nginx(&c, "cafe-passthrough"),
+        said("Warning", "Rejected", "Host is taken by another resource")
+    );
+    let missing = compile_default(&tcp_server("tcp-1", T1, "uid-1", ""));
+    assert_eq!(
+        nginx(&missing, "tcp-1"),
+        said("Warning", "Rejected", "Listener dns-tcp doesn't exist")
+    );
+    let invalid = compile_default(
+        &tcp_server("tcp-1", T1, "uid-1", "  action: {pass: nowhere}\n").replace("  action:\n    pass: dns\n", ""),
+    );
+    let (state, reason, message) = nginx(&invalid, "tcp-1");
+    assert_eq!((state.as_str(), reason.as_str()), ("Invalid", "Rejected"));
+    assert!(message.contains("spec.action.pass"), "{message}");
+}

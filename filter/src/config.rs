@@ -8,18 +8,21 @@
 //! 1. the table object itself (a JSON object with a `version` key);
 //! 2. a JSON string whose contents are any of these forms (a table stored as a string value);
 //! 3. an object with exactly one key, `value`, `table` or `config`, whose value is any of these forms
-//!    (the wrappers Istio users and `StringValue`-in-`Struct` conversions produce).
+//!    (the wrappers Istio users and `StringValue`-in-`Struct` conversions produce);
+//! 4. the compact form, `{"table_z": "…"}` (`switchyard_table::compact`), which is what the sidecar
+//!    writes to every sink.
 //!
-//! Wrappers nest at most [`MAX_WRAPPING`] deep. Anything else is parsed as a table, so the error names
-//! what the table lacks (for example `missing field "version"`).
+//! Wrappers nest at most [`MAX_WRAPPING`] deep. Anything else is read as a table, so the error names
+//! what the table lacks (for example ``field `version`: missing``).
 //!
 //! A `Struct` written in Envoy's own configuration reaches the filter as protobuf bytes, not JSON
 //! (Envoy passes the `Any`'s payload as is for every type but `StringValue` and `BytesValue`); such
 //! bytes are read as a `Struct` (see [`crate::protobuf`]) and then as above.
+//!
+//! The configuration is parsed once into a `serde_json::Value`; no serde derive is involved
+//! (`switchyard_table::TableSpec::from_value` reads the table), which keeps the `.wasm` small.
 
-use std::collections::BTreeMap;
-
-use serde_json::value::RawValue;
+use serde_json::Value;
 use switchyard_table::{RouteTable, TableError};
 
 use crate::protobuf::struct_to_json;
@@ -81,13 +84,13 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
         // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
         if result.is_err() && config.first() == Some(&b'\n') {
             if let Some(json) = struct_to_json(config) {
-                return load_text(&json.to_string(), 0);
+                return load_value(json, 0);
             }
         }
         return result;
     }
     match (struct_to_json(config), utf8) {
-        (Some(json), _) => load_text(&json.to_string(), 0),
+        (Some(json), _) => load_value(json, 0),
         (None, Ok(_)) => Err(ConfigError::Unreadable),
         (None, Err(e)) => Err(ConfigError::NotUtf8 {
             byte: config.get(e.valid_up_to()).copied().unwrap_or(0),
@@ -96,32 +99,32 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
     }
 }
 
+/// JSON text: parsed, then read as [`load_value`] does. Text that is not JSON is a wrapper error
+/// when it looks like a JSON string (a wrapper), else the table's.
 fn load_text(text: &str, depth: usize) -> Result<RouteTable, ConfigError> {
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
+    if text.trim_start().is_empty() {
         return Err(ConfigError::Empty);
     }
-    if depth < MAX_WRAPPING {
-        if trimmed.starts_with('"') {
-            let inner: String = serde_json::from_str(text).map_err(ConfigError::Wrapper)?;
-            return load_text(&inner, depth + 1);
-        }
-        if let Some(inner) = wrapped(text) {
-            return load_text(inner, depth + 1);
-        }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => load_value(value, depth),
+        Err(e) if text.trim_start().starts_with('"') => Err(ConfigError::Wrapper(e)),
+        Err(e) => Err(ConfigError::Table(TableError::Json(e))),
     }
-    RouteTable::from_json(text.as_bytes()).map_err(ConfigError::Table)
 }
 
-/// The inner text of a one-key wrapper object, or `None` when `text` is not one (then it is read as
-/// the table itself).
-fn wrapped(text: &str) -> Option<&str> {
-    let top: BTreeMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
-    if top.len() != 1 {
-        return None;
+/// A parsed configuration: wrappers are unwrapped, then the table (or its compact form) is read.
+fn load_value(value: Value, depth: usize) -> Result<RouteTable, ConfigError> {
+    if depth < MAX_WRAPPING {
+        match value {
+            Value::String(inner) => return load_text(&inner, depth + 1),
+            Value::Object(mut top) if top.len() == 1 && WRAPPER_KEYS.iter().any(|k| top.contains_key(*k)) => {
+                let inner = WRAPPER_KEYS.iter().find_map(|k| top.remove(*k)).unwrap_or(Value::Null);
+                return load_value(inner, depth + 1);
+            }
+            other => return RouteTable::from_document(other).map_err(ConfigError::Table),
+        }
     }
-    let (key, value) = top.into_iter().next()?;
-    WRAPPER_KEYS.contains(&key).then(|| value.get())
+    RouteTable::from_document(value).map_err(ConfigError::Table)
 }
 
 #[cfg(test)]

@@ -274,10 +274,16 @@ fn the_readme_table_in_its_wrappers() {
     let start = readme.find("```json").expect("a JSON example") + "```json".len();
     let end = start + readme[start..].find("```").unwrap();
     let example: serde_json::Value = serde_json::from_str(&readme[start..end]).unwrap();
+    // The compact form `switchyard watch` writes, alone and in the same wrappers.
+    let compact: serde_json::Value = serde_json::from_str(&switchyard_table::compact::to_text(&example)).unwrap();
+    assert!(compact.get("table_z").is_some());
     for config in [
         example.clone(),
         json!({ "value": example.to_string() }),
         json!(example.to_string()),
+        compact.clone(),
+        json!({ "value": compact.to_string() }),
+        json!(compact.to_string()),
     ] {
         let mut sim = filter(config);
         let shop = sim.request(Request::get("http://a.example.net/api/list?v=12"));
@@ -292,6 +298,34 @@ fn the_readme_table_in_its_wrappers() {
         );
         let cookie = sim.request(Request::get("http://example.net/bar").cookie("cookie-key", "value"));
         assert_eq!(cluster(&cookie), Some("production/service2:80"));
+    }
+}
+
+/// A compact table that does not decode (bad base64, a truncated zlib stream, a corrupt binary
+/// document) is refused with a message saying so, and the table before it keeps serving.
+#[test]
+fn a_corrupt_compact_table_is_refused_and_the_previous_one_keeps_serving() {
+    let good = table(json!([rule("Ingress/a/web#0").host("a.example").to("a/web:80")]));
+    let mut sim = filter(good.clone());
+    let text = switchyard_table::compact::to_text(&good);
+    let wrapper: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let z = wrapper["table_z"].as_str().unwrap().to_owned();
+    let inflated = switchyard_table::compact::inflate(&z).unwrap();
+    let mut corrupt = inflated.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] = 0xff;
+    let recompressed = miniz_oxide::deflate::compress_to_vec_zlib(&corrupt, 6);
+    use base64::Engine as _;
+    let corrupt_b64 = base64::engine::general_purpose::STANDARD.encode(recompressed);
+    for (bad, says) in [
+        ("not base64!".to_owned(), "not base64"),
+        (z[..z.len() / 2].to_owned(), "zlib"),
+        (corrupt_b64, "malformed binary document"),
+    ] {
+        assert!(!sim.configure(json!({ "table_z": bad }).to_string()));
+        let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
+        assert!(logs.iter().any(|l| l.contains(says)), "{says}: {logs:?}");
+        assert_eq!(cluster(&get(&mut sim, "http://a.example/")), Some("a/web:80"));
     }
 }
 

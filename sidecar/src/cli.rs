@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use switchyard_table::RouteTable;
 
-use crate::flags::{L4Args, TableArgs};
+use crate::flags::{L4Args, TableArgs, TableEncoding};
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
 use switchyard_compiler::status::{summarize, ConditionKind, Status};
@@ -25,6 +25,7 @@ Examples:
   switchyard explain --table table.json http://example.net/bar/foo -H 'Key: value'
   switchyard explain --table table.json --json http://example.net/bar --cookie 'cookie-key=value'
   switchyard watch --manifests examples/ --ecds-file build/run/switchyard-filter.json --listen 127.0.0.1:9102
+  switchyard convert table.json --encoding compact > table.compact.json
 
 The routing rules are ROUTING.md sections 1 to 4; the table format is table/README.md.";
 
@@ -76,6 +77,9 @@ enum Command {
     /// Show which rule of a table wins a request, and why the other candidates lost.
     #[command(after_help = EXPLAIN_HELP)]
     Explain(ExplainArgs),
+    /// Rewrite a table (JSON or compact form) in the other form: `--encoding json` decodes the
+    /// compact table of an ECDS file or Istio object for people; `compact` makes one.
+    Convert(ConvertArgs),
     /// Follow a folder of manifests or a cluster; push the table to Envoy (ECDS file) or Istio on every change.
     #[command(after_help = crate::watch::args::WATCH_HELP)]
     Watch(Box<crate::watch::args::WatchArgs>),
@@ -92,6 +96,10 @@ struct CompileArgs {
     /// Write the status report (JSON) here.
     #[arg(long, value_name = "FILE")]
     status: Option<PathBuf>,
+    /// json: the table as people and `switchyard explain` read it (indented); compact: as
+    /// `switchyard watch` writes it into the ECDS file and Istio objects, `{"table_z": "<base64>"}`.
+    #[arg(long, value_enum, default_value = "json", value_name = "ENCODING")]
+    encoding: TableEncoding,
     /// Write Envoy's L4 listeners (an LDS DiscoveryResponse: TLS passthrough by SNI, TCP and UDP
     /// proxies) for the TransportServers that won here.
     #[arg(long, value_name = "FILE")]
@@ -100,6 +108,16 @@ struct CompileArgs {
     table: TableArgs,
     #[command(flatten)]
     l4_listeners: L4Args,
+}
+
+#[derive(Debug, clap::Args)]
+struct ConvertArgs {
+    /// The table: its JSON, or the compact form `{"table_z": "…"}`; `-` reads stdin.
+    #[arg(value_name = "FILE")]
+    table: PathBuf,
+    /// The form to write.
+    #[arg(long, value_enum, default_value = "json", value_name = "ENCODING")]
+    encoding: TableEncoding,
 }
 
 #[derive(Debug, clap::Args)]
@@ -121,6 +139,10 @@ struct ExplainArgs {
     /// A cookie, 'name=value' (repeatable).
     #[arg(short = 'b', long = "cookie", value_name = "'name=value'")]
     cookies: Vec<String>,
+    /// The L4 listeners (`switchyard compile --l4`): say so when the host is a TLS passthrough host
+    /// that a TransportServer won (its connections never reach the HTTP table).
+    #[arg(long, value_name = "FILE")]
+    l4: Option<PathBuf>,
 }
 
 /// Runs the command line; returns the exit code.
@@ -135,6 +157,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let result = match cli.command {
         Command::Compile(args) => run_compile(&args),
         Command::Explain(args) => run_explain(&args),
+        Command::Convert(args) => run_convert(&args),
         Command::Watch(args) => crate::watch::run(*args),
     };
     match result {
@@ -167,8 +190,7 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
         // Never expected: every rule was validated on its own. Say so rather than write a bad table.
         return Err(format!("internal error: the compiled table does not validate: {e}"));
     }
-    let mut table = serde_json::to_string_pretty(&compiled.table).map_err(|e| e.to_string())?;
-    table.push('\n');
+    let table = args.encoding.file_text(&compiled.table)?;
     write_out(args.output.as_ref(), &table)?;
     if let Some(path) = &args.status {
         let mut status = serde_json::to_string_pretty(&compiled.statuses).map_err(|e| e.to_string())?;
@@ -262,17 +284,62 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
     out
 }
 
+fn run_convert(args: &ConvertArgs) -> Result<(), String> {
+    let name = args.table.display();
+    let bytes = if args.table.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(|e| format!("stdin: {e}"))?;
+        bytes
+    } else {
+        std::fs::read(&args.table).map_err(|e| format!("{name}: cannot read: {e}"))?
+    };
+    let document = serde_json::from_slice(&bytes).map_err(|e| format!("{name}: not JSON: {e}"))?;
+    let document = switchyard_table::compact::unwrap(document).map_err(|e| format!("{name}: {e}"))?;
+    let table = switchyard_table::TableSpec::from_value(document).map_err(|e| format!("{name}: {e}"))?;
+    write_out(None, &args.encoding.file_text(&table)?)
+}
+
 fn run_explain(args: &ExplainArgs) -> Result<(), String> {
     let bytes = std::fs::read(&args.table).map_err(|e| format!("{}: cannot read: {e}", args.table.display()))?;
     let table = RouteTable::from_json(&bytes).map_err(|e| format!("{}: {e}", args.table.display()))?;
     let request = switchyard_compiler::explain::request(&args.url, &args.method, &args.headers, &args.cookies)?;
     let explanation = switchyard_compiler::explain::explain(&table, &request);
+    let passthrough = match &args.l4 {
+        Some(path) => passthrough_of(path, &request)?,
+        None => None,
+    };
     let text = if args.json {
-        let mut json = serde_json::to_string(&explanation.decision).map_err(|e| e.to_string())?;
-        json.push('\n');
-        json
+        let mut json = serde_json::to_value(&explanation.decision).map_err(|e| e.to_string())?;
+        if let (Some(route), Some(object)) = (&passthrough, json.as_object_mut()) {
+            object.insert("l4".to_owned(), serde_json::to_value(route).map_err(|e| e.to_string())?);
+        }
+        json.to_string() + "\n"
     } else {
-        switchyard_compiler::explain::render(&explanation, &request)
+        let mut text = String::new();
+        if let Some(route) = &passthrough {
+            text.push_str(&format!(
+                "host {host}: TLS is passed through by SNI on Envoy listener {listener} (port {port}) to cluster \
+                 {cluster}, untouched: a TransportServer won this host, and the HTTP table below does not see \
+                 these connections\n",
+                host = switchyard_table::normalize_authority(&request.authority),
+                listener = route.listener,
+                port = route.port,
+                cluster = route.cluster,
+            ));
+        }
+        text + &switchyard_compiler::explain::render(&explanation, &request)
     };
     write_out(None, &text)
+}
+
+/// The L4 route `--l4 FILE` (written by `compile --l4`) gives the request's host, if any.
+fn passthrough_of(
+    path: &PathBuf,
+    request: &switchyard_table::SimpleRequest,
+) -> Result<Option<switchyard_compiler::lds::SniRoute>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let document: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not an LDS document: {e}", path.display()))?;
+    let host = switchyard_table::normalize_authority(&request.authority);
+    Ok(switchyard_compiler::lds::sni_route(&document, &host))
 }

@@ -356,3 +356,58 @@ fn summary_counts_resources_by_status_and_lists_the_problems() {
         "{summary}"
     );
 }
+
+/// `compile --l4` then `explain --l4`: a host a TLS passthrough TransportServer won is reported as
+/// passed through at L4 (human and JSON forms); another host is not.
+#[test]
+fn explain_with_l4_reports_a_host_passed_through_by_a_transport_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("ts.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata: {name: secure, namespace: shop}\nspec:\n  listener: {name: tls-passthrough, protocol: TLS_PASSTHROUGH}\n  host: secure.example.com\n  upstreams: [{name: app, service: app, port: 8443}]\n  action: {pass: app}\n",
+    )
+    .unwrap();
+    let (table, l4) = (dir.path().join("table.json"), dir.path().join("l4.json"));
+    let (table, l4) = (table.to_str().unwrap(), l4.to_str().unwrap());
+    let out = switchyard(&["compile", manifests.to_str().unwrap(), "-o", table, "--l4", l4]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("L4: 1 TLS passthrough host(s), 0 TCP/UDP listener(s)"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = switchyard(&["explain", "--table", table, "--l4", l4, "https://Secure.example.com/"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let human = text(&out.stdout);
+    assert!(
+        human.starts_with("host secure.example.com: TLS is passed through by SNI on Envoy listener switchyard-tls-passthrough (port 443) to cluster shop/app:8443"),
+        "{human}"
+    );
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        table,
+        "--l4",
+        l4,
+        "--json",
+        "https://secure.example.com/",
+    ]);
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        decision["l4"],
+        serde_json::json!({"listener": "switchyard-tls-passthrough", "port": 443, "cluster": "shop/app:8443"})
+    );
+    let out = switchyard(&[
+        "explain",
+        "--table",
+        table,
+        "--l4",
+        l4,
+        "--json",
+        "http://other.example.com/",
+    ]);
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(decision.get("l4").is_none(), "{decision}");
+}

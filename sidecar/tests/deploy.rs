@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+use switchyard::flags::TableEncoding;
 use switchyard::watch::istio::{manifest, IstioKind, IstioSettings};
 use switchyard_table::TableSpec;
 
@@ -54,8 +55,16 @@ fn the_deployment_arguments_are_accepted_by_switchyard_watch() {
 #[test]
 fn the_wasmplugin_example_has_the_shape_switchyard_applies() {
     let example = &deploy("istio/wasmplugin.yaml")[0];
-    let table: TableSpec = serde_json::from_value(example["spec"]["pluginConfig"].clone()).unwrap();
-    let applied = manifest(IstioKind::WasmPlugin, "istio-system", "switchyard", &settings(), &table).unwrap();
+    let table = TableSpec::from_value(example["spec"]["pluginConfig"].clone()).unwrap();
+    let config = TableEncoding::Compact.plugin_config(&table).unwrap();
+    let applied = manifest(
+        IstioKind::WasmPlugin,
+        "istio-system",
+        "switchyard",
+        &settings(),
+        &config,
+    )
+    .unwrap();
     assert_eq!(example["apiVersion"], applied["apiVersion"]);
     assert_eq!(example["metadata"], applied["metadata"]);
     for field in ["selector", "url", "pluginName"] {
@@ -77,7 +86,7 @@ fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
         "istio-system",
         "switchyard",
         &settings(),
-        &table,
+        &TableEncoding::Compact.plugin_config(&table).unwrap(),
     )
     .unwrap();
     // Only the table differs.
@@ -129,6 +138,8 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
         ("projectcontour.io", "httpproxies"),
         ("k8s.nginx.org", "virtualservers"),
         ("k8s.nginx.org", "virtualserverroutes"),
+        ("k8s.nginx.org", "transportservers"),
+        ("k8s.nginx.org", "globalconfigurations"),
     ] {
         for verb in ["list", "watch"] {
             assert!(has(group, resource, verb), "{verb} {group}/{resource}");
@@ -142,6 +153,7 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     assert!(has("projectcontour.io", "httpproxies/status", "patch"));
     assert!(has("k8s.nginx.org", "virtualservers/status", "patch"));
     assert!(has("k8s.nginx.org", "virtualserverroutes/status", "patch"));
+    assert!(has("k8s.nginx.org", "transportservers/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
     only_by_name(role("Role"), &["get", "list", "watch", "patch"]);
 }

@@ -711,12 +711,12 @@ async fn delete_istio_object(client: &Client, kind: &str) {
     admin_delete(client, api_version, kind, "istio-system", "switchyard").await;
 }
 
-/// The table generation an Istio object carries (`None` when missing).
-fn carried_generation(kind: &str, object: &Value) -> Option<String> {
+/// The table document an Istio object carries, its compact form decoded (`None` when missing).
+fn carried_table(kind: &str, object: &Value) -> Option<Value> {
     if object.is_null() {
         return None;
     }
-    let table = if kind == "WasmPlugin" {
+    let config = if kind == "WasmPlugin" {
         object["spec"]["pluginConfig"].clone()
     } else {
         let text = object["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["config"]["configuration"]
@@ -724,7 +724,12 @@ fn carried_generation(kind: &str, object: &Value) -> Option<String> {
             .as_str()?;
         serde_json::from_str(text).ok()?
     };
-    table["generation"].as_str().map(str::to_owned)
+    switchyard_table::compact::unwrap(config).ok()
+}
+
+/// The table generation an Istio object carries (`None` when missing).
+fn carried_generation(kind: &str, object: &Value) -> Option<String> {
+    carried_table(kind, object)?["generation"].as_str().map(str::to_owned)
 }
 
 async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
@@ -742,11 +747,24 @@ async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
     .await;
 }
 
+/// `switchyard watch` flags for both Istio sinks, the WasmPlugin and the EnvoyFilter of deploy/istio/.
+const BOTH_ISTIO_SINKS: [&str; 8] = [
+    "--wasmplugin",
+    "istio-system/switchyard",
+    "--wasm-url",
+    "oci://registry.example/switchyard-filter:0.1.0",
+    "--envoyfilter",
+    "istio-system/switchyard",
+    "--gateway-wasm-path",
+    "/var/lib/switchyard/switchyard_filter.wasm",
+];
+
 /// The only test of this binary that writes istio-system/switchyard (the Role names that object), so
-/// it runs both Istio scenarios one after the other.
+/// it runs the Istio scenarios one after the other.
 #[tokio::test]
 async fn istio_sinks_pass_istios_schemas_and_are_restored_when_deleted_or_recreated() {
     istio_sinks_are_applied_and_restored().await;
+    a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_compact_form().await;
     a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_file_gets_it().await;
     a_wasmplugin_etcd_refuses_as_too_large_is_not_retried().await;
 }
@@ -758,26 +776,20 @@ async fn istio_sinks_are_applied_and_restored() {
     admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
     admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
     admin_apply(&admin, &ingress(&ns, "web", "mesh.example", "web")).await;
-    let args = [
-        "--wasmplugin",
-        "istio-system/switchyard",
-        "--wasm-url",
-        "oci://registry.example/switchyard-filter:0.1.0",
-        "--envoyfilter",
-        "istio-system/switchyard",
-        "--gateway-wasm-path",
-        "/var/lib/switchyard/switchyard_filter.wasm",
-    ];
-    let mut sy = watch(env, &ns, &args);
+    let mut sy = watch(env, &ns, &BOTH_ISTIO_SINKS);
     sy.ready(PATIENCE).await.unwrap();
     for kind in ["WasmPlugin", "EnvoyFilter"] {
         wait_carried(&admin, &sy, kind, "applied").await;
     }
     let plugin = istio_object(&admin, "WasmPlugin").await;
     assert!(
-        plugin["spec"]["pluginConfig"].to_string().contains("mesh.example"),
-        "{plugin}"
+        plugin["spec"]["pluginConfig"]
+            .get(switchyard_table::compact::WRAPPER_KEY)
+            .is_some(),
+        "the compact form by default: {plugin}"
     );
+    let carried = carried_table("WasmPlugin", &plugin).unwrap_or_default();
+    assert!(carried.to_string().contains("mesh.example"), "{carried}");
 
     // Deleted: created again (RBAC's create).
     delete_istio_object(&admin, "WasmPlugin").await;
@@ -819,6 +831,49 @@ fn ingress_of_paths(namespace: &str, name: &str, host: &str, paths: usize) -> St
         ));
     }
     yaml
+}
+
+/// 1,000 Ingresses of 100 paths each over 300 hosts: a 100,000-rule table (some 36 MB of JSON)
+/// reaches both Istio objects in the compact form (the default `--table-encoding`), each object under
+/// 1 MiB and accepted by the real API server, and decodes to exactly the table file's rules.
+async fn a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_compact_form() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("istio-100k").await;
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    for i in 0..1_000 {
+        let host = format!("h{}.example", i % 300);
+        admin_apply(
+            &admin,
+            &ingress_of_prefixed_paths(&ns, &format!("app{i}"), &host, &format!("/app{i}"), 100),
+        )
+        .await;
+    }
+    let mut sy = watch(env, &ns, &BOTH_ISTIO_SINKS);
+    // Compiling and encoding 100,000 rules takes a debug build some time.
+    sy.ready(Duration::from_secs(300)).await.unwrap();
+    let table = sy.table();
+    assert_eq!(table["rules"].as_array().map_or(0, Vec::len), 100_000);
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "with 100,000 rules").await;
+        let object = istio_object(&admin, kind).await;
+        let bytes = serde_json::to_vec(&object).unwrap().len();
+        eprintln!("100,000 rules: the {kind} as stored is {bytes} bytes");
+        assert!(bytes < 1 << 20, "{kind}: {bytes} bytes");
+        assert_eq!(carried_table(kind, &object).as_ref(), Some(&table), "{kind}");
+    }
+    assert!(
+        sy.status()["sinks_refused"].as_object().is_some_and(|m| m.is_empty()),
+        "{}",
+        sy.status()
+    );
+    sy.stop().unwrap();
+}
+
+/// An Ingress of `paths` paths `PREFIX/p<i>` under `host`.
+fn ingress_of_prefixed_paths(namespace: &str, name: &str, host: &str, prefix: &str, paths: usize) -> String {
+    ingress_of_paths(namespace, name, host, paths).replace("{path: /p", &format!("{{path: {prefix}/p"))
 }
 
 /// `--wasmplugin` with `-o table.json` and `--istio-max-bytes 8000`: a table whose WasmPlugin would
@@ -898,13 +953,16 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
 const WASMPLUGIN: &str = "wasmplugin istio-system/switchyard";
 
 /// `switchyard watch --wasmplugin istio-system/switchyard` (and `-o`), with `--istio-max-bytes
-/// MAX_BYTES` when given.
+/// MAX_BYTES` when given. The table travels as JSON (`--table-encoding json`), whose size a few
+/// thousand rules take past etcd's limit; the compact form needs some 200,000 rules for that.
 fn watch_wasmplugin_up_to(env: &Envtest, namespace: &str, max_bytes: Option<&str>) -> Watch {
     let mut args = vec![
         "--wasmplugin",
         "istio-system/switchyard",
         "--wasm-url",
         "oci://registry.example/switchyard-filter:0.1.0",
+        "--table-encoding",
+        "json",
     ];
     args.extend(max_bytes.map(|max| ["--istio-max-bytes", max]).into_iter().flatten());
     watch(env, namespace, &args)
@@ -1390,4 +1448,173 @@ async fn the_l4_gateway_and_virtual_service_pass_istios_schemas_unchanged() {
             "the API server pruned or changed the {kind}"
         );
     }
+}
+
+/// A TransportServer manifest in `namespace` on `listener` (`protocol`), for `host` when given,
+/// passing to Service `service` port `port`.
+fn transport_server(
+    namespace: &str,
+    name: &str,
+    listener: (&str, &str),
+    host: Option<&str>,
+    service: &str,
+    port: u16,
+) -> String {
+    let mut spec = json!({
+        "listener": {"name": listener.0, "protocol": listener.1},
+        "upstreams": [{"name": "up", "service": service, "port": port}],
+        "action": {"pass": "up"},
+    });
+    if let Some(host) = host {
+        spec["host"] = json!(host);
+    }
+    json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    })
+    .to_string()
+}
+
+/// ROUTING.md §6 and seed 003's second half on a real API server: TransportServers and a
+/// GlobalConfiguration applied through NGINX's real CRDs; the status NGINX's schema accepts is
+/// written back (the listener's older winner Valid, the younger one `Listener dns-tcp is taken by
+/// another resource`, an undefined listener `Listener nope doesn't exist`, a passthrough host an
+/// older Ingress holds `Host is taken by another resource`), and `--istio-gateway` applies the
+/// Gateway and VirtualService of the winners through Istio's real schemas.
+#[tokio::test]
+async fn transportserver_status_and_the_istio_gateway_are_accepted_by_nginxs_and_istios_schemas() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("l4").await;
+    let global = json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "GlobalConfiguration",
+        "metadata": {"name": "nginx-configuration", "namespace": ns},
+        "spec": {"listeners": [{"name": "dns-tcp", "port": 5353, "protocol": "TCP"}]},
+    });
+    admin_apply(&admin, &global.to_string()).await;
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "tcp-1", ("dns-tcp", "TCP"), None, "dns-1", 53),
+    )
+    .await;
+    admin_apply(&admin, &ingress(&ns, "cafe-ingress", "cafe.example.com", "coffee")).await;
+    let passthrough = ("tls-passthrough", "TLS_PASSTHROUGH");
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "secure", passthrough, Some("secure.example.com"), "app", 8443),
+    )
+    .await;
+    // creationTimestamp has one-second resolution: what follows is visibly younger.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "tcp-2", ("dns-tcp", "TCP"), None, "dns-2", 53),
+    )
+    .await;
+    admin_apply(
+        &admin,
+        &transport_server(&ns, "nowhere", ("nope", "TCP"), None, "dns-3", 53),
+    )
+    .await;
+    let cafe = transport_server(
+        &ns,
+        "cafe-passthrough",
+        passthrough,
+        Some("cafe.example.com"),
+        "cafe",
+        8443,
+    );
+    admin_apply(&admin, &cafe).await;
+
+    let sy = watch(env, &ns, &["--istio-gateway", "istio-system/switchyard"]);
+    let expected = [
+        (
+            "tcp-1",
+            "Valid",
+            "AddedOrUpdated",
+            format!("Configuration for {ns}/tcp-1 was added or updated"),
+        ),
+        (
+            "secure",
+            "Valid",
+            "AddedOrUpdated",
+            format!("Configuration for {ns}/secure was added or updated"),
+        ),
+        (
+            "tcp-2",
+            "Warning",
+            "Rejected",
+            "Listener dns-tcp is taken by another resource".to_owned(),
+        ),
+        (
+            "nowhere",
+            "Warning",
+            "Rejected",
+            "Listener nope doesn't exist".to_owned(),
+        ),
+        (
+            "cafe-passthrough",
+            "Warning",
+            "Rejected",
+            "Host is taken by another resource".to_owned(),
+        ),
+    ];
+    let check = async || {
+        let mut wrong = Vec::new();
+        for (name, state, reason, message) in &expected {
+            let status = nginx_status(&admin, "TransportServer", &ns, name).await;
+            if status != json!({"state": state, "reason": reason, "message": message}) {
+                wrong.push(format!("{name}: {status}"));
+            }
+        }
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(wrong.join("; "))
+        }
+    };
+    eventually_async("TransportServer statuses", PATIENCE, check, || sy.log()).await;
+    assert!(
+        sy.routes("cafe.example.com", Some(&format!("{ns}/coffee:80"))),
+        "the older Ingress keeps its host"
+    );
+
+    let istio = async || {
+        let gateway = admin_get(
+            &admin,
+            "networking.istio.io/v1",
+            "Gateway",
+            "istio-system",
+            "switchyard",
+        )
+        .await;
+        let service = admin_get(
+            &admin,
+            "networking.istio.io/v1",
+            "VirtualService",
+            "istio-system",
+            "switchyard",
+        )
+        .await;
+        let servers = &gateway["spec"]["servers"];
+        let passthrough_ok =
+            servers[0]["tls"]["mode"] == "PASSTHROUGH" && servers[0]["hosts"] == json!(["secure.example.com"]);
+        let tcp_ok = servers[1]["port"]["number"] == 5353 && servers[1]["port"]["protocol"] == "TCP";
+        let route_ok =
+            service["spec"]["tcp"][0]["route"][0]["destination"]["host"] == format!("dns-1.{ns}.svc.cluster.local");
+        if passthrough_ok && tcp_ok && route_ok {
+            Ok(())
+        } else {
+            Err(format!("{gateway}\n{service}"))
+        }
+    };
+    eventually_async("the L4 Gateway and VirtualService", PATIENCE, istio, || sy.log()).await;
+    let events = events_of(&admin, &ns, "tcp-2").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.0 == "Rejected" && e.1.contains("Listener dns-tcp is taken")),
+        "{events:?}"
+    );
 }

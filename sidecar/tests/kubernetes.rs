@@ -67,6 +67,7 @@ fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
         httpproxy: true,
         // The stand-in serves Ingress, IngressClass, Service and HTTPProxy only.
         virtualserver: false,
+        transportserver: false,
         controller_name: "switchyard.io/ingress-controller".into(),
         leader: switchyard::watch::leader::Leader::always(),
     };

@@ -10,6 +10,17 @@ pub enum TableError {
     /// The bytes are not a table document (bad JSON, a missing or unknown field).
     #[error("the table is not valid JSON for format version {VERSION}: {0}")]
     Json(#[from] serde_json::Error),
+    /// The document has the wrong shape: a missing, unknown or mistyped field (`at` is its path).
+    #[error("field `{at}`: {problem}")]
+    Shape {
+        /// The field's path in the document (`rules[3].path.type`).
+        at: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The compact form could not be decoded.
+    #[error("the compact table does not decode: {0}")]
+    Compact(#[from] crate::compact::CompactError),
     /// The document says it is another version of the format.
     #[error("field `version`: unsupported table version {found}; this build reads version {VERSION}")]
     UnsupportedVersion {

@@ -1,11 +1,15 @@
-//! The wire format of the route table: plain serde types, exactly as the JSON reads.
+//! The route table document: plain types, exactly as the JSON reads.
 //!
 //! These types are what the sidecar writes and what the filter receives as its plugin
 //! configuration. They carry no behaviour: [`crate::RouteTable::try_from`] validates them and
 //! builds the index the matcher uses. `table/README.md` documents the format with a complete
-//! example.
+//! example, and how to add a field.
+//!
+//! Written with serde's `Serialize` derive (the sidecar); read by `crate::read`, one `FromDoc` impl
+//! per type, so that the filter links no serde derive. A field's serde
+//! attributes here say how it is written; its reader says whether it is required and its default.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// The only table format version this crate reads and writes.
 pub const VERSION: u32 = 1;
@@ -17,30 +21,25 @@ pub const DEFAULT_CLUSTER_HEADER: &str = "x-route-cluster";
 pub const RULE_NAME_HEADER: &str = "x-switchyard-rule";
 
 /// A whole route table: rules in priority order plus table-wide settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TableSpec {
     /// Format version; must be [`VERSION`].
     pub version: u32,
     /// An opaque label for this table (the sidecar writes a content hash); logged by the filter.
-    #[serde(default)]
     pub generation: String,
     /// The request header set to the winning backend's cluster name.
-    #[serde(default = "default_cluster_header")]
     pub cluster_header: String,
     /// What happens to a request that no rule matches.
-    #[serde(default)]
     pub no_route: NoRoute,
     /// When true, responses carry the winning rule's name in [`RULE_NAME_HEADER`].
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub debug_rule_header: bool,
     /// The rules, highest priority first: the first rule that matches wins.
-    #[serde(default)]
     pub rules: Vec<RuleSpec>,
 }
 
 /// What to do with a request that no rule matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub enum NoRoute {
     /// Answer with a local `404`.
     #[default]
@@ -52,25 +51,24 @@ pub enum NoRoute {
 }
 
 /// One rule: where it applies (host, path, conditions) and what it does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RuleSpec {
     /// Unique name, `<kind>/<namespace>/<name>#<n>` (for example `Ingress/prod/shop#0`).
     pub name: String,
     /// `example.net`, a single-label wildcard `*.example.net`, or absent for every host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// The path the request must match.
     pub path: PathSpec,
     /// Further conditions; all must hold.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ConditionSpec>,
     /// What the filter does when this rule wins.
     pub action: ActionSpec,
 }
 
 /// How a rule matches the request path (the query string is never part of it).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 pub enum PathSpec {
     /// The path equals the value (case-sensitive).
@@ -85,32 +83,31 @@ pub enum PathSpec {
 }
 
 /// A condition on the request beyond host and path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ConditionSpec {
     /// What part of the request is tested.
     pub on: ConditionSource,
     /// Header name (any case), cookie name or query parameter name; absent for `method`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// How the value is tested.
     #[serde(rename = "match")]
     pub op: MatchOp,
     /// The operand; absent for `present`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// When true the condition holds exactly when the test fails for every value.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub invert: bool,
     /// When true `exact`, `prefix` and `contains` compare ASCII letters in any case (NGINX's `map`
     /// compares plain values so); not allowed with `regex` (write `(?i)`) or `present`.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub ignore_case: bool,
 }
 
 /// The part of the request a condition reads. The order is the priority order of ROUTING.md §4
 /// key 4, strongest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConditionSource {
     /// A cookie from any `Cookie` header; names are case-sensitive.
@@ -124,7 +121,7 @@ pub enum ConditionSource {
 }
 
 /// How a condition compares the request's values with its operand (values are case-sensitive).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchOp {
     /// Equal.
@@ -140,8 +137,8 @@ pub enum MatchOp {
 }
 
 /// What the filter does with a request this rule wins.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ActionSpec {
     /// Send it upstream to one of the backends.
     Route(RouteAction),
@@ -152,36 +149,32 @@ pub enum ActionSpec {
 }
 
 /// Forward to a backend, with optional rewrites.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RouteAction {
     /// Candidate backends; one is picked at random in proportion to its weight.
     pub backends: Vec<Backend>,
     /// Replaces the part of the path that the rule's prefix (or exact path) matched.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rewrite_prefix: Option<String>,
     /// Request headers to set (replacing any value the request had), in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub set_headers: Vec<HeaderValue>,
     /// Request header names to remove.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remove_headers: Vec<String>,
 }
 
 /// One upstream choice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Backend {
     /// The Envoy cluster name written into the cluster header.
     pub cluster: String,
     /// Relative weight; zero means never chosen.
-    #[serde(default = "default_weight")]
     pub weight: u32,
 }
 
 /// A header to set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HeaderValue {
     /// Header name.
     pub name: String,
@@ -190,27 +183,25 @@ pub struct HeaderValue {
 }
 
 /// A local reply.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DirectResponse {
     /// HTTP status, 200 to 599.
     pub status: u16,
     /// Body text; when absent the filter writes a short line naming the host and path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     /// The `content-type` of the reply; `text/plain` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
     /// Further response headers, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<HeaderValue>,
 }
 
 /// A redirect answered by the filter. `url` may hold `${scheme}`, `${host}` and `${request_uri}`,
 /// replaced per request by the request's scheme, its host (lowercase, without port, as NGINX's
 /// `$host`) and its whole `:path` with the query string (NGINX's `$request_uri`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Redirect {
     /// The `Location` template.
     pub url: String,
@@ -220,10 +211,6 @@ pub struct Redirect {
 
 fn default_cluster_header() -> String {
     DEFAULT_CLUSTER_HEADER.to_owned()
-}
-
-fn default_weight() -> u32 {
-    1
 }
 
 fn is_false(b: &bool) -> bool {

@@ -1,7 +1,10 @@
 //! Switchyard's route table: the contract between the sidecar, which compiles it, and the filter,
 //! which obeys it.
 //!
-//! - [`format`]: the JSON document (serde types), documented in `table/README.md`.
+//! - [`format`]: the table document's types, documented in `table/README.md`; written with serde,
+//!   read by hand (`read`, [`TableSpec::from_value`]) so the filter links no serde derive.
+//! - [`compact`]: the compact form of the document every sink of the sidecar carries.
+//! - [`doc`]: the document as a flat tree borrowing its strings, which the reader walks.
 //! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
 //! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
 //!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.
@@ -14,7 +17,9 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![warn(missing_docs)]
 
+pub mod compact;
 mod condition;
+pub mod doc;
 mod error;
 pub mod field;
 pub mod format;
@@ -23,6 +28,7 @@ mod index;
 pub mod oracle;
 mod path;
 pub mod precedence;
+mod read;
 pub mod redirect;
 mod request;
 pub mod synthetic;

@@ -59,9 +59,20 @@ pub struct Candidate<'t> {
 }
 
 impl RouteTable {
-    /// Parses and validates a table from its JSON text.
+    /// Parses and validates a table from its JSON text: the table document itself, or its compact
+    /// form (`{"table_z": "…"}`, [`crate::compact`]).
     pub fn from_json(json: &[u8]) -> Result<RouteTable, TableError> {
-        RouteTable::try_from(serde_json::from_slice::<TableSpec>(json)?)
+        RouteTable::from_document(serde_json::from_slice(json)?)
+    }
+
+    /// Validates a table document already parsed: the table object, or the compact form's one-key
+    /// object, which is decoded first.
+    pub fn from_document(document: serde_json::Value) -> Result<RouteTable, TableError> {
+        let spec = match crate::compact::wrapped_text(&document) {
+            Some(text) => TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(text)?)?)?,
+            None => TableSpec::from_tree(&crate::doc::Doc::from_value(&document))?,
+        };
+        RouteTable::try_from(spec)
     }
 
     /// The table's generation label.

@@ -68,15 +68,25 @@ fn table_settings_default_and_parse() {
     );
 }
 
-/// The table's JSON round-trips through the serde types unchanged.
+/// The README's table round-trips through the format types unchanged, as JSON and in the compact form.
 #[test]
 fn table_json_round_trips() {
+    use switchyard_table::{compact, TableSpec};
     let text = include_str!("../README.md");
     let start = text.find("```json").unwrap() + "```json".len();
     let end = start + text[start..].find("```").unwrap();
-    let spec: switchyard_table::TableSpec = serde_json::from_str(&text[start..end]).unwrap();
-    let again: switchyard_table::TableSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
-    assert_eq!(spec, again);
+    let document: serde_json::Value = serde_json::from_str(&text[start..end]).unwrap();
+    let spec = TableSpec::from_value(document.clone()).unwrap();
+    let written = serde_json::to_value(&spec).unwrap();
+    assert_eq!(TableSpec::from_value(written.clone()).unwrap(), spec);
+    let compact_text = compact::to_text(&written);
+    let wrapper: serde_json::Value = serde_json::from_str(&compact_text).unwrap();
+    assert_eq!(compact::unwrap(wrapper).unwrap(), written);
+    assert_eq!(
+        RouteTable::from_json(compact_text.as_bytes()).unwrap().rules().len(),
+        spec.rules.len(),
+        "RouteTable::from_json reads the compact form"
+    );
     let t = RouteTable::try_from(spec).unwrap();
     assert_eq!((t.rules().len(), t.host_count()), (6, 4));
 }

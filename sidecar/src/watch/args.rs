@@ -78,6 +78,10 @@ pub struct WatchArgs {
     /// NGINX's CRDs: otherwise those stores never sync and nothing is pushed).
     #[arg(long, conflicts_with = "manifests")]
     pub without_virtualserver: bool,
+    /// Kubernetes: do not watch NGINX's TransportServers and GlobalConfigurations (for clusters
+    /// without those CRDs: otherwise those stores never sync and nothing is pushed).
+    #[arg(long, conflicts_with = "manifests")]
+    pub without_transportserver: bool,
     /// Kubernetes: do not write HTTPProxy status, Ingress status or events.
     #[arg(long, conflicts_with = "manifests")]
     pub no_status_write: bool,
@@ -137,9 +141,15 @@ pub struct WatchArgs {
     pub istio_gateway: Option<String>,
     #[command(flatten)]
     pub l4: crate::flags::L4Args,
-    /// Write the plain table here (as `switchyard compile -o` does), replaced atomically.
+    /// Write the plain table here (as `switchyard compile -o` does: indented JSON, whatever
+    /// --table-encoding says), replaced atomically.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// How the ECDS file, the WasmPlugin and the EnvoyFilter carry the table: compact (base64 of the
+    /// zlib'd binary document, ~35x smaller than the JSON, faster for the filter to load; a
+    /// 100,000-rule table fits a Kubernetes object) or json (readable in the object).
+    #[arg(long, value_enum, default_value = "compact", value_name = "ENCODING")]
+    pub table_encoding: crate::flags::TableEncoding,
     /// Keep this Istio EnvoyFilter up to date (server-side apply).
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub envoyfilter: Option<String>,

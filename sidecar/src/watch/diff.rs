@@ -115,7 +115,7 @@ mod tests {
                 rule
             })
             .collect();
-        serde_json::from_value(serde_json::json!({"version": 1, "rules": rules})).unwrap()
+        TableSpec::from_value(serde_json::json!({"version": 1, "rules": rules})).unwrap()
     }
 
     #[test]

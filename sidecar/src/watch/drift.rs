@@ -2,7 +2,8 @@
 //! (a `metadata.name` field selector, which RBAC authorizes by `resourceNames`). The object is
 //! applied again, with the table last pushed, when it is deleted, missing after a relist, or
 //! changed by someone else so that a field we own no longer has our value (a re-creation from
-//! `deploy/istio/` is such a change: its table is empty). Our own applies are recognised by the
+//! `deploy/istio/` is such a change: its table is empty), or given pluginConfig keys beside ours
+//! (the filter would read them as part of the table). Our own applies are recognised by the
 //! resourceVersion they returned; server defaults added to our fields do not count as changes.
 
 use futures::StreamExt;
@@ -14,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::watch::istio::IstioSink;
+use crate::watch::istio::{foreign_keys, IstioSink};
 use crate::watch::state::Shared;
 
 /// Whether `actual` holds every field of `wanted` with its value (extra fields allowed).
@@ -40,8 +41,11 @@ fn drifted(sink: &IstioSink, object: &DynamicObject) -> Result<bool, serde_json:
         return Ok(false);
     }
     let actual = serde_json::to_value(object)?;
+    // Keys beside ours in the pluginConfig are read by the filter as part of the table: a change too.
+    let foreign = foreign_keys(&actual["spec"]["pluginConfig"], &applied.object["spec"]["pluginConfig"]);
     Ok(!(holds(&actual["spec"], &applied.object["spec"])
-        && holds(&actual["metadata"]["labels"], &applied.object["metadata"]["labels"])))
+        && holds(&actual["metadata"]["labels"], &applied.object["metadata"]["labels"])
+        && foreign.is_empty()))
 }
 
 /// Follows `sink`'s object; sends the sink's name on `drifted` whenever it must be applied again.

@@ -20,6 +20,7 @@ use std::time::{Instant, SystemTime};
 use switchyard_table::{RouteTable, TableSpec};
 use tracing::{debug, error, info, warn};
 
+use crate::flags::TableEncoding;
 use crate::watch::diff::diff;
 use crate::watch::istio::IstioSink;
 use crate::watch::l4::L4Sinks;
@@ -70,6 +71,8 @@ pub struct Engine {
     /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
     /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
     kept: BTreeMap<String, Option<TableSpec>>,
+    /// How the ECDS file and the Istio objects carry the table (`--table-encoding`).
+    encoding: TableEncoding,
     /// Whether the cluster sinks may be written now.
     leader: Leader,
     /// Where the TransportServers' L4 routes go (pushed when they change, apart from the table).
@@ -86,6 +89,7 @@ impl Engine {
             pushed: None,
             retry: None,
             kept: BTreeMap::new(),
+            encoding: TableEncoding::default(),
             leader: Leader::always(),
             l4: L4Sinks::default(),
         }
@@ -116,13 +120,17 @@ impl Engine {
     pub async fn take_over(&mut self) {
         self.l4.take_over(&self.leader, &self.state).await;
         let Some(table) = self.pushed.clone() else { return };
+        let config = match self.encoding.plugin_config(&table) {
+            Ok(config) => config,
+            Err(e) => return self.not_pushed(&table, &e),
+        };
         let mut failures = Vec::new();
         for i in 0..self.sinks.len() {
             let sink = &self.sinks[i];
             if !sink.writes_to_cluster() || !self.leader.is_leader() {
                 continue;
             }
-            let (name, result) = (sink.name(), sink.push(&table, "", "").await);
+            let (name, result) = (sink.name(), sink.push(&config, "").await);
             if result.is_ok() {
                 info!(sink = %name, table = %table.generation, "leading: pushed the table held");
             }
@@ -134,6 +142,12 @@ impl Engine {
             self.state.lock().push_error = Some(failures.join("; "));
             self.retry = Some(table);
         }
+    }
+
+    /// The engine, writing the plugin configuration of its sinks in `encoding`.
+    pub fn with_encoding(mut self, encoding: TableEncoding) -> Engine {
+        self.encoding = encoding;
+        self
     }
 
     /// The compiler's options.
@@ -236,7 +250,10 @@ impl Engine {
         let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
             return;
         };
-        let result = sink.push(&table, "", "").await;
+        let result = match self.encoding.plugin_config(&table) {
+            Ok(config) => sink.push(&config, "").await,
+            Err(e) => Err(PushError::Failed(e)),
+        };
         if let Ok(()) = result {
             info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
         }
@@ -317,15 +334,16 @@ impl Engine {
             Err(e) => return self.not_pushed(&table, &format!("the compiled table does not validate: {e}")),
         };
         let hosts = index.host_count();
-        let (compact, pretty) = match (serde_json::to_string(&table), serde_json::to_string_pretty(&table)) {
-            (Ok(compact), Ok(pretty)) => (compact, pretty + "\n"),
-            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &format!("cannot serialize the table: {e}")),
+        let pretty = serde_json::to_string_pretty(&table).map_err(|e| format!("cannot serialize the table: {e}"));
+        let (config, pretty) = match (self.encoding.plugin_config(&table), pretty) {
+            (Ok(config), Ok(pretty)) => (config, pretty + "\n"),
+            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &e),
         };
         let mut failures = Vec::new();
         let mut results = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
             if self.writable(sink) {
-                results.push((sink.name(), sink.push(&table, &compact, &pretty).await));
+                results.push((sink.name(), sink.push(&config, &pretty).await));
             }
         }
         let sinks = results.len();

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
-use switchyard_table::TableSpec;
 
 use crate::watch::ecds::wasm_filter_config;
 use crate::watch::sinks::{PushError, TooLarge};
@@ -105,18 +104,19 @@ pub fn parse_target(value: &str) -> Result<(String, String), String> {
     }
 }
 
-/// The object to apply for `table`.
+/// The object to apply for a table whose plugin configuration is `config` (a JSON object's text: the
+/// compact form or the table's JSON, [`crate::flags::TableEncoding`]).
 pub fn manifest(
     kind: IstioKind,
     namespace: &str,
     name: &str,
     settings: &IstioSettings,
-    table: &TableSpec,
+    config: &str,
 ) -> Result<Value, String> {
     let resource = kind.api_resource();
     let spec = match kind {
         IstioKind::WasmPlugin => {
-            let config = serde_json::to_value(table).map_err(|e| e.to_string())?;
+            let config: Value = serde_json::from_str(config).map_err(|e| e.to_string())?;
             json!({
                 "selector": { "matchLabels": settings.selector },
                 "url": settings.wasm_url,
@@ -125,7 +125,6 @@ pub fn manifest(
             })
         }
         IstioKind::EnvoyFilter => {
-            let text = serde_json::to_string(table).map_err(|e| e.to_string())?;
             let code = json!({ "local": { "filename": settings.wasm_path } });
             json!({
                 "workloadSelector": { "labels": settings.selector },
@@ -142,7 +141,7 @@ pub fn manifest(
                         "operation": "INSERT_BEFORE",
                         "value": {
                             "name": settings.filter_name,
-                            "typed_config": wasm_filter_config(&settings.filter_name, &settings.runtime, code, &text)
+                            "typed_config": wasm_filter_config(&settings.filter_name, &settings.runtime, code, config)
                         }
                     }
                 }]
@@ -192,23 +191,49 @@ impl IstioSink {
         format!("{kind} {}/{}", self.namespace, self.name)
     }
 
-    /// Server-side applies the resource carrying `table`, unless its object is over [`Self::max_bytes`].
-    pub async fn apply(&self, table: &TableSpec) -> Result<(), PushError> {
-        let object = manifest(self.kind, &self.namespace, &self.name, &self.settings, table)?;
+    /// Server-side applies the resource carrying `config` (the table as the filter's plugin
+    /// configuration), unless its object is over [`Self::max_bytes`].
+    pub async fn apply(&self, config: &str) -> Result<(), PushError> {
+        let object = manifest(self.kind, &self.namespace, &self.name, &self.settings, config)?;
         let bytes = serde_json::to_vec(&object).map_err(|e| e.to_string())?.len();
         check_size(bytes, self.max_bytes).map_err(PushError::TooLarge)?;
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        let result = api
+        let mut result = api
             .patch(&self.name, &params, &Patch::Apply(&object))
             .await
             .map_err(|e| refused(&e, bytes, self.max_bytes))?;
+        // Server-side apply leaves the pluginConfig keys other managers set (the JSON table of
+        // deploy/istio/, say) beside ours, and the filter would read them all: they are removed.
+        let foreign = foreign_keys(&result.data["spec"]["pluginConfig"], &object["spec"]["pluginConfig"]);
+        if !foreign.is_empty() {
+            let nulls: serde_json::Map<String, Value> = foreign.iter().map(|k| (k.clone(), Value::Null)).collect();
+            let patch = json!({ "spec": { "pluginConfig": nulls } });
+            result = api
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| {
+                    PushError::Failed(format!(
+                        "removing pluginConfig keys {foreign:?} of another manager: {e}"
+                    ))
+                })?;
+            tracing::info!(sink = %self.name(), "removed pluginConfig keys {foreign:?} another field manager had set");
+        }
         *self.applied.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Applied {
             object,
             resource_version: result.metadata.resource_version.unwrap_or_default(),
         });
         Ok(())
+    }
+}
+
+/// The keys of the object `live` that `ours` (what we applied) does not have; none when either is
+/// not an object (an EnvoyFilter has no pluginConfig).
+pub fn foreign_keys(live: &Value, ours: &Value) -> Vec<String> {
+    match (live.as_object(), ours.as_object()) {
+        (Some(live), Some(ours)) => live.keys().filter(|k| !ours.contains_key(*k)).cloned().collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -242,6 +267,7 @@ pub fn refused(e: &kube::Error, bytes: usize, limit: usize) -> PushError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard_table::TableSpec;
 
     fn settings() -> IstioSettings {
         IstioSettings {
@@ -253,8 +279,9 @@ mod tests {
         }
     }
 
-    fn table() -> TableSpec {
-        serde_json::from_value(json!({"version": 1, "generation": "g1", "rules": []})).unwrap()
+    fn table() -> String {
+        let table = TableSpec::from_value(json!({"version": 1, "generation": "g1", "rules": []})).unwrap();
+        crate::flags::TableEncoding::Json.plugin_config(&table).unwrap()
     }
 
     #[test]
@@ -293,6 +320,14 @@ mod tests {
         );
         let carried: Value = serde_json::from_str(config["configuration"]["value"].as_str().unwrap()).unwrap();
         assert_eq!(carried["generation"], "g1");
+    }
+
+    #[test]
+    fn plugin_config_keys_another_manager_left_are_found() {
+        let live = json!({"table_z": "x", "version": 1, "rules": []});
+        assert_eq!(foreign_keys(&live, &json!({"table_z": "y"})), ["rules", "version"]);
+        assert!(foreign_keys(&json!({"table_z": "x"}), &json!({"table_z": "y"})).is_empty());
+        assert!(foreign_keys(&Value::Null, &Value::Null).is_empty());
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Kubernetes mode's source: one kube-rs watcher per kind (and namespace, with `--namespaces`) for
-//! Ingress, IngressClass, Service, HTTPProxy, VirtualServer and VirtualServerRoute, each feeding a [`Held`] store that decodes object
+//! Ingress, IngressClass, Service, HTTPProxy, VirtualServer, VirtualServerRoute, TransportServer and
+//! GlobalConfiguration (GlobalConfigurations are read in the watched namespaces: add NGINX's
+//! controller namespace to `--namespaces` when it is restricted), each feeding a [`Held`] store that decodes object
 //! by object, and the rebuild loop over them.
 //!
 //! - Nothing is compiled before every store has synced (its first list finished); until then
 //!   `/readyz` names the stores still waiting.
 //! - An object that does not decode is listed in `/status` errors (kind, namespace, name, field);
-//!   an HTTPProxy, VirtualServer or VirtualServerRoute of ours among them is Invalid
+//!   an HTTPProxy, VirtualServer, VirtualServerRoute or TransportServer of ours among them is Invalid
 //!   (`ObjectDoesNotDecode`); everything else routes.
 //! - A watcher error marks its source down (logged once, with a short reason; `/readyz` says which
 //!   and why) while the last good table keeps serving. The watcher retries after 100 ms, doubling up
@@ -46,6 +48,7 @@ use crate::watch::write_back::StatusWriter;
 use switchyard_compiler::class::Classes;
 use switchyard_compiler::model::Options;
 use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
+use switchyard_compiler::objects::transport::{GlobalConfiguration, TransportServer};
 use switchyard_compiler::objects::{key_of, HTTPProxy, Kind, Objects};
 use switchyard_compiler::pipeline::Compiled;
 use switchyard_compiler::status::{Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status, StatusBook};
@@ -63,6 +66,8 @@ pub struct Settings {
     pub httpproxy: bool,
     /// Whether to watch VirtualServers and VirtualServerRoutes (false: `--without-virtualserver`).
     pub virtualserver: bool,
+    /// Whether to watch TransportServers and GlobalConfigurations (false: `--without-transportserver`).
+    pub transportserver: bool,
     /// The controller name (events' reporter).
     pub controller_name: String,
     /// Whether this replica writes status now (`--leader-elect`).
@@ -120,6 +125,8 @@ struct Stores {
     proxies: Vec<Store<HTTPProxy>>,
     virtual_servers: Vec<Store<VirtualServer>>,
     virtual_server_routes: Vec<Store<VirtualServerRoute>>,
+    transport_servers: Vec<Store<TransportServer>>,
+    global_configurations: Vec<Store<GlobalConfiguration>>,
 }
 
 fn pending<K>(sources: &[Store<K>]) -> impl Iterator<Item = String> + '_ {
@@ -144,6 +151,8 @@ impl Stores {
             .chain(pending(&self.proxies))
             .chain(pending(&self.virtual_servers))
             .chain(pending(&self.virtual_server_routes))
+            .chain(pending(&self.transport_servers))
+            .chain(pending(&self.global_configurations))
             .collect()
     }
 
@@ -156,9 +165,8 @@ impl Stores {
             http_proxies: all(&self.proxies, &mut undecodable),
             virtual_servers: all(&self.virtual_servers, &mut undecodable),
             virtual_server_routes: all(&self.virtual_server_routes, &mut undecodable),
-            // Not watched yet (issue 15): TransportServers only route through `switchyard compile`.
-            transport_servers: Vec::new(),
-            global_configurations: Vec::new(),
+            transport_servers: all(&self.transport_servers, &mut undecodable),
+            global_configurations: all(&self.global_configurations, &mut undecodable),
         };
         (objects, undecodable)
     }
@@ -214,6 +222,8 @@ fn kind_name<K: Resource<DynamicType = ()>>() -> &'static str {
         "Service" => "Service",
         "VirtualServer" => "VirtualServer",
         "VirtualServerRoute" => "VirtualServerRoute",
+        "TransportServer" => "TransportServer",
+        "GlobalConfiguration" => "GlobalConfiguration",
         _ => "HTTPProxy",
     }
 }
@@ -354,6 +364,7 @@ fn undecodable_report(
             "HTTPProxy" => Kind::HTTPProxy,
             "VirtualServer" => Kind::VirtualServer,
             "VirtualServerRoute" => Kind::VirtualServerRoute,
+            "TransportServer" => Kind::TransportServer,
             _ => continue,
         };
         if classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
@@ -430,6 +441,16 @@ impl Cluster {
                 Vec::new()
             },
             virtual_server_routes: if settings.virtualserver {
+                start(&client, namespaces, &tx, &state)
+            } else {
+                Vec::new()
+            },
+            transport_servers: if settings.transportserver {
+                start(&client, namespaces, &tx, &state)
+            } else {
+                Vec::new()
+            },
+            global_configurations: if settings.transportserver {
                 start(&client, namespaces, &tx, &state)
             } else {
                 Vec::new()

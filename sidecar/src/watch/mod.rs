@@ -171,6 +171,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
         }
     };
     let engine = Engine::new(options, sinks, state.clone())
+        .with_encoding(args.table_encoding)
         .led_by(leader.clone())
         .with_l4(L4Sinks::new(l4_sinks(&args, client.as_ref())?));
     let debounce = Debounce {
@@ -191,6 +192,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
                 write_status: !args.no_status_write,
                 httpproxy: !args.without_httpproxy,
                 virtualserver: !args.without_virtualserver,
+                transportserver: !args.without_transportserver,
                 controller_name,
                 leader,
             };

@@ -5,8 +5,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use switchyard_table::TableSpec;
-
 use crate::watch::ecds::{write_atomically, EcdsFile};
 use crate::watch::istio::IstioSink;
 
@@ -50,7 +48,7 @@ impl fmt::Display for TooLarge {
         write!(
             f,
             "; not retried until the table changes, the last good table stays there. Route fewer rules \
-             through this sink, or use --ecds-file (a compact table encoding is coming: issue 13)"
+             through this sink, or use --ecds-file"
         )
     }
 }
@@ -86,12 +84,14 @@ impl Sink {
         matches!(self, Sink::Istio(_))
     }
 
-    /// Pushes `table`. `compact` is its JSON on one line, `pretty` indented. Files have no size limit.
-    pub async fn push(&self, table: &TableSpec, compact: &str, pretty: &str) -> Result<(), PushError> {
+    /// Pushes `table`. `config` is the filter's plugin configuration (`--table-encoding`: the
+    /// compact form or the JSON on one line), `pretty` the JSON indented, for people (`-o`). Files
+    /// have no size limit.
+    pub async fn push(&self, config: &str, pretty: &str) -> Result<(), PushError> {
         match self {
-            Sink::Ecds(ecds) => Ok(ecds.write(compact).await?),
+            Sink::Ecds(ecds) => Ok(ecds.write(config).await?),
             Sink::TableFile(path) => Ok(write_atomically(path, pretty)?),
-            Sink::Istio(istio) => istio.apply(table).await,
+            Sink::Istio(istio) => istio.apply(config).await,
         }
     }
 }

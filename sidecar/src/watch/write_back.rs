@@ -238,6 +238,7 @@ impl StatusWriter {
         let (proxies, ingresses) = (index(&objects.http_proxies), index(&objects.ingresses));
         let servers = index(&objects.virtual_servers);
         let routes = index(&objects.virtual_server_routes);
+        let transport = index(&objects.transport_servers);
         for status in statuses {
             if !self.leader.is_leader() {
                 return;
@@ -261,6 +262,7 @@ impl StatusWriter {
                 "VirtualServerRoute" => {
                     self.write_virtual_server_route(status, routes.get(&at).copied()).await;
                 }
+                "TransportServer" => self.write_nginx(status, transport.get(&at).copied()).await,
                 _ => {}
             }
         }

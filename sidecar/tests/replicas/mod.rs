@@ -16,7 +16,8 @@ use switchyard_envtest::watch::{eventually, eventually_async, Watch};
 use switchyard_envtest::{pki, Audited, Envtest, User};
 
 use super::{
-    admin_apply, admin_get, bin, deploy, ingress, istio_object, load_balancer, proxy, wait_proxy_statuses, PATIENCE,
+    admin_apply, admin_get, bin, carried_table, deploy, ingress, istio_object, load_balancer, proxy,
+    wait_proxy_statuses, PATIENCE,
 };
 
 const LEASE_DURATION: Duration = Duration::from_secs(3);
@@ -131,9 +132,11 @@ fn writes_only_from_the_leader(audit: &[Audited]) -> BTreeMap<String, usize> {
 async fn plugin_routes(client: &Client, host: &str, log: impl Fn() -> String) {
     let check = async || {
         let plugin = istio_object(client, "WasmPlugin").await;
-        match plugin["spec"]["pluginConfig"].to_string().contains(host) {
+        // The table in its compact form (the default --table-encoding), decoded.
+        let table = carried_table("WasmPlugin", &plugin).unwrap_or_default();
+        match table.to_string().contains(host) {
             true => Ok(()),
-            false => Err(format!("{}", plugin["spec"]["pluginConfig"]["generation"])),
+            false => Err(format!("{}", table["generation"])),
         }
     };
     eventually_async(&format!("the WasmPlugin routes {host}"), PATIENCE, check, log).await;

@@ -53,7 +53,7 @@ pub fn table(rules: Vec<Value>) -> RouteTable {
 /// A table whose rules are sorted by the priority keys 1 to 4 first, as the compiler sorts them
 /// (a stable sort, so equal rules keep the order given: the compiler's key 5).
 pub fn ranked(rules: Vec<Value>) -> RouteTable {
-    let mut specs: Vec<RuleSpec> = rules.into_iter().map(|r| serde_json::from_value(r).unwrap()).collect();
+    let mut specs: Vec<RuleSpec> = rules.into_iter().map(|r| RuleSpec::from_value(r).unwrap()).collect();
     specs.sort_by(by_precedence);
     RouteTable::try_from(TableSpec {
         rules: specs,

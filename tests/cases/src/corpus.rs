@@ -64,7 +64,7 @@ impl Case {
                 let mut ranked: Vec<(RuleSpec, &Value)> = self
                     .rules
                     .iter()
-                    .map(|rule| match serde_json::from_value(rule.clone()) {
+                    .map(|rule| match RuleSpec::from_value(rule.clone()) {
                         Ok(spec) => (spec, rule),
                         Err(e) => panic!("case {}: rule {rule} is not a table rule: {e}", self.name),
                     })

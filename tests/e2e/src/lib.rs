@@ -363,10 +363,15 @@ pub const PROBE_HOST: &str = "probe.switchyard.invalid";
 /// `table` with one more rule, first (so that no catch-all written before it can hide it; its host
 /// is no test's): a direct response `200 <label>` for `http://PROBE_HOST/probe`, so a test can tell
 /// when Envoy serves this very table. The probe counts as a direct response in
-/// the filter's metrics. `None` when `table` is not a JSON object with `version` (it is then used as
-/// it is).
+/// the filter's metrics. A table in the compact form (`{"table_z": …}`) gets it too, and stays
+/// compact. `None` when `table` is neither a JSON object with `version` nor the compact form of one
+/// (it is then used as it is).
 pub fn with_probe(table: &str) -> (String, Option<String>) {
-    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(table) else {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(table) else {
+        return (table.to_owned(), None);
+    };
+    let compact = doc.get(switchyard_table::compact::WRAPPER_KEY).is_some();
+    let Ok(mut doc) = switchyard_table::compact::unwrap(doc) else {
         return (table.to_owned(), None);
     };
     // Only a table itself (it has `version`) gets a probe, not a wrapper around one.
@@ -387,7 +392,11 @@ pub fn with_probe(table: &str) -> (String, Option<String>) {
             "action": { "direct_response": { "status": 200, "body": label } }
         }),
     );
-    (doc.to_string(), Some(label))
+    let text = match compact {
+        true => switchyard_table::compact::to_text(&doc),
+        false => doc.to_string(),
+    };
+    (text, Some(label))
 }
 
 /// The cluster name's backend name: `production/service1:80` answers as `service1`.

@@ -272,21 +272,27 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
 
 /// Seed 002 end to end: each example's manifests (examples/002-*) compiled by `switchyard compile`
 /// (`SWITCHYARD_BIN`) with the flags in its ARGS file, loaded through ECDS, and the request of the
-/// seed's document answered by the backend it names.
+/// seed's document answered by the backend it names. The tables alternate between the JSON and the
+/// compact form (`--encoding compact`), in a `StringValue` (the ECDS file, the EnvoyFilter) and in
+/// a `Struct` (a WasmPlugin's `pluginConfig`): the filter in Envoy loads both forms either way.
 #[test]
 fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let compile = |example: &str| -> String {
+    let compile_as = |example: &str, encoding: &str| -> String {
         let dir = examples.join(example);
         let args = std::fs::read_to_string(dir.join("ARGS")).unwrap_or_default();
-        let args: Vec<&str> = args.split_whitespace().collect();
-        switchyard_e2e::switchyard_compile(&[&dir], &args)
+        let mut args: Vec<&str> = args.split_whitespace().collect();
+        args.extend(["--encoding", encoding]);
+        let table = switchyard_e2e::switchyard_compile(&[&dir], &args);
+        assert_eq!(table.contains("\"table_z\""), encoding == "compact", "{table}");
+        table
     };
+    let compile = |example: &str| compile_as(example, "json");
     let envoy = Envoy::start(&compile("002-host-priority"), &[SERVICE1, SERVICE2]);
     // curl "http://example.net/bar": host_priority1 (service1).
     expect(&envoy, get("example.net", "/bar"), Some("service1"));
 
-    assert!(envoy.update_table(&compile("002-path-priority"), ConfigForm::StringValue));
+    assert!(envoy.update_table(&compile_as("002-path-priority", "compact"), ConfigForm::StringValue));
     // curl "http://example.net/bar/foo" -H "Key: value": path_priority1 (service1).
     expect(
         &envoy,
@@ -294,7 +300,7 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
         Some("service1"),
     );
 
-    assert!(envoy.update_table(&compile("002-cond-priority"), ConfigForm::StringValue));
+    assert!(envoy.update_table(&compile_as("002-cond-priority", "compact"), ConfigForm::Struct));
     // curl "http://example.net/bar/foo" -H "Key: value": cond_priority1 (service1).
     expect(
         &envoy,

@@ -1,4 +1,5 @@
-//! Status write-back for NGINX's VirtualServer and VirtualServerRoute, as NGINX's controller writes
+//! Status write-back for NGINX's VirtualServer, VirtualServerRoute and TransportServer, as NGINX's
+//! controller writes
 //! it: `.status.state` (`Valid`, `Warning`, `Invalid`), `.status.reason` (`AddedOrUpdated`,
 //! `AddedOrUpdatedWithWarning`, `Rejected`, `NoVirtualServerFound`, `Ignored`) and `.status.message`
 //! through the status subresource (field manager `switchyard`), `externalEndpoints` from
@@ -37,13 +38,21 @@ pub fn nginx_status(status: &ResourceStatus, publish: &[String]) -> Option<Value
     } else {
         Vec::new()
     };
-    Some(json!({
+    let mut body = json!({
         "state": nginx.state.as_str(),
         "reason": nginx.reason.as_str(),
         "message": nginx.message,
+    });
+    // A TransportServer's status has no externalEndpoints (NGINX's schema).
+    if status.kind != "TransportServer" {
         // Null removes what an earlier write published once the resource stops routing.
-        "externalEndpoints": if endpoints.is_empty() { Value::Null } else { json!(endpoints) },
-    }))
+        body["externalEndpoints"] = if endpoints.is_empty() {
+            Value::Null
+        } else {
+            json!(endpoints)
+        };
+    }
+    Some(body)
 }
 
 /// The event NGINX's controller records with that status: (type, reason, note).
@@ -82,7 +91,9 @@ impl StatusWriter {
         self.write_nginx(status, object).await;
     }
 
-    async fn write_nginx<K>(&mut self, status: &ResourceStatus, object: Option<&K>)
+    /// A VirtualServer's, VirtualServerRoute's or TransportServer's status entry: written (with its
+    /// event) when ours, released when not.
+    pub(super) async fn write_nginx<K>(&mut self, status: &ResourceStatus, object: Option<&K>)
     where
         K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
     {

@@ -6,7 +6,10 @@
 //! - (d) `headers-wasm`: the same no-op filter making only the host calls the switchyard filter makes
 //!   on a routed request (read `:authority` and `:path`, set the cluster header), with the
 //!   `cluster_header` route: (b) less (d) is the cost of matching, (d) less (c) that of the host calls
-//!   and of Envoy re-picking the route, which any filter that routes by `cluster_header` pays.
+//!   and of Envoy re-picking the route, which any filter that routes by `cluster_header` pays;
+//! - (e) `map-wasm`: as (d), but reading the header map in one `get_header_map_pairs` call, as the
+//!   switchyard filter does since issue 13: (b) less (e) is then the cost of matching, and (e)
+//!   against (d) compares the two ways of reading the headers.
 //!
 //! Tables of 10 and 10,000 rules (segment prefixes `/p0` .. `/p{N-1}` on host `bench.example`, all to
 //! one backend). Two requests: `first` matches the first rule (Envoy's best case) and `last` the last
@@ -24,7 +27,7 @@ use switchyard_e2e::{fresh_dir, get, required_path, send, wasm_filter_config, wr
 
 const HOST: &str = "bench.example";
 const ALL_SIZES: [usize; 2] = [10, 10_000];
-const VARIANTS: [&str; 4] = ["envoy", "switchyard", "noop-wasm", "headers-wasm"];
+const VARIANTS: [&str; 5] = ["envoy", "switchyard", "noop-wasm", "headers-wasm", "map-wasm"];
 const REQUESTS: [&str; 2] = ["first", "last"];
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -107,11 +110,13 @@ fn config(variant: &str, size: usize, backend_port: u16, switchyard: &Path, noop
             ],
             backend_port,
         ),
-        "headers-wasm" => bootstrap(
+        "headers-wasm" | "map-wasm" => bootstrap(
             json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
-            vec![
-                json!({ "name": "noop", "typed_config": wasm_filter_config(noop, "headers", ConfigForm::StringValue) }),
-            ],
+            vec![json!({ "name": "noop", "typed_config": wasm_filter_config(
+                noop,
+                if variant == "map-wasm" { "header-map" } else { "headers" },
+                ConfigForm::StringValue,
+            ) })],
             backend_port,
         ),
         _ => bootstrap(
@@ -351,6 +356,14 @@ fn main() {
         ratio(&|s, r| med("headers-wasm", s, r).rps / med("noop-wasm", s, r).rps)
     ));
     report.push_str(&format!(
+        "| switchyard / map-wasm (b/e: matching) | | {} |\n",
+        ratio(&|s, r| med("switchyard", s, r).rps / med("map-wasm", s, r).rps)
+    ));
+    report.push_str(&format!(
+        "| map-wasm / noop-wasm (e/c: host calls, route re-pick) | | {} |\n",
+        ratio(&|s, r| med("map-wasm", s, r).rps / med("noop-wasm", s, r).rps)
+    ));
+    report.push_str(&format!(
         "\n| Envoy CPU per request, ratio | | {} |\n| --- | --- |{}\n",
         columns.join(" | "),
         " ---: |".repeat(columns.len())
@@ -362,6 +375,18 @@ fn main() {
     report.push_str(&format!(
         "| headers-wasm / switchyard (d/b: matching) | | {} |\n",
         ratio(&|s, r| med("headers-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
+    ));
+    report.push_str(&format!(
+        "| map-wasm / switchyard (e/b: matching) | | {} |\n",
+        ratio(&|s, r| med("map-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
+    ));
+    report.push_str(&format!(
+        "| headers-wasm / map-wasm (d/e: two get_header vs one get_header_map_pairs) | | {} |\n",
+        ratio(&|s, r| med("headers-wasm", s, r).cpu_us / med("map-wasm", s, r).cpu_us)
+    ));
+    report.push_str(&format!(
+        "| noop-wasm / map-wasm (c/e: the ABI floor) | | {} |\n",
+        ratio(&|s, r| med("noop-wasm", s, r).cpu_us / med("map-wasm", s, r).cpu_us)
     ));
     report.push_str(&format!(
         "| envoy / switchyard (a/b) | | {} |\n",

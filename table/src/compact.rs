@@ -1,0 +1,410 @@
+//! The compact form of the table: the same document as the JSON, in a binary syntax, compressed and
+//! wrapped so that it still travels as JSON (a `StringValue`, a WasmPlugin's `pluginConfig`):
+//!
+//! ```json
+//! {"table_z": "<base64 of zlib of the binary document>"}
+//! ```
+//!
+//! The binary document is the JSON value tree written with a one-byte tag per value and object keys
+//! stored once (later uses are a number), so a table of 100,000 rules is some 11 MB before zlib and
+//! about 0.5 MB after (`table/README.md`, "The compact form"; BENCHMARKS.md, "Compact table"). It
+//! says nothing of the table's types: [`crate::TableSpec::from_value`] reads the decoded document
+//! exactly as it reads parsed JSON, so a new field or action needs no change here.
+//!
+//! Layout (numbers are LEB128 varints): the magic `SYT`, the version byte [`BINARY_VERSION`], one
+//! value. A value is a tag byte and its payload: `0` null, `1` false, `2` true, `3` n (a number
+//! n >= 0), `4` n (the number -1-n), `5` eight bytes (an f64, little-endian), `6` length and UTF-8
+//! bytes (a string), `7` count and values (a list), `8` count and pairs of key and value (an
+//! object). A key is `0`, length and bytes (a new key, numbered from 1 in order of appearance) or
+//! the number of a key seen before.
+//!
+//! Decoding never trusts the input: counts are bounded by the bytes left, nesting by [`MAX_DEPTH`],
+//! the inflated size by [`MAX_INFLATED`].
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::doc::{Doc, Item, Node};
+
+/// The key of the one-key object that carries the compact form.
+pub const WRAPPER_KEY: &str = "table_z";
+
+/// The version of the binary syntax (not of the table format, which the document itself carries).
+pub const BINARY_VERSION: u8 = 1;
+
+/// The deepest nesting of lists and objects the decoder follows (a table needs 6).
+pub const MAX_DEPTH: usize = 32;
+
+/// The largest binary document the decoder inflates (a 100,000-rule table is about 11 MiB).
+pub const MAX_INFLATED: usize = 256 << 20;
+
+const MAGIC: &[u8; 3] = b"SYT";
+
+/// The zlib level the writer uses: miniz_oxide's best (measured in BENCHMARKS.md).
+const ZLIB_LEVEL: u8 = 9;
+
+/// Value tags.
+mod tag {
+    pub const NULL: u8 = 0;
+    pub const FALSE: u8 = 1;
+    pub const TRUE: u8 = 2;
+    pub const UINT: u8 = 3;
+    pub const NEG: u8 = 4;
+    pub const FLOAT: u8 = 5;
+    pub const STRING: u8 = 6;
+    pub const LIST: u8 = 7;
+    pub const OBJECT: u8 = 8;
+}
+
+/// Why a compact table could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompactError {
+    /// The text is not base64.
+    #[error("`{WRAPPER_KEY}` is not base64: {0}")]
+    Base64(String),
+    /// The bytes are not a zlib stream (or inflate to more than [`MAX_INFLATED`]).
+    #[error("`{WRAPPER_KEY}` is not a zlib stream of at most {MAX_INFLATED} bytes: {0}")]
+    Zlib(String),
+    /// The inflated bytes are not a binary document.
+    #[error("`{WRAPPER_KEY}` holds a malformed binary document at byte {at}: {why}")]
+    Binary {
+        /// The offset in the inflated document.
+        at: usize,
+        /// What is wrong there.
+        why: &'static str,
+    },
+}
+
+/// The compact form of a table document, as the text of a one-key JSON object.
+pub fn to_text(document: &Value) -> String {
+    let deflated = miniz_oxide::deflate::compress_to_vec_zlib(&to_binary(document), ZLIB_LEVEL);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(deflated);
+    // A base64 string needs no JSON escaping.
+    format!("{{\"{WRAPPER_KEY}\":\"{encoded}\"}}")
+}
+
+/// The document inside the compact form's string (the value of [`WRAPPER_KEY`]), as JSON.
+pub fn from_text(text: &str) -> Result<Value, CompactError> {
+    Ok(from_binary(&inflate(text)?)?.to_value())
+}
+
+/// The binary document inside the compact form's string (the value of [`WRAPPER_KEY`]); read it
+/// with [`from_binary`].
+pub fn inflate(text: &str) -> Result<Vec<u8>, CompactError> {
+    let deflated = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| CompactError::Base64(e.to_string()))?;
+    miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&deflated, MAX_INFLATED)
+        .map_err(|e| CompactError::Zlib(e.to_string()))
+}
+
+/// The compact form's string when `document` is the compact form (an object whose one key is
+/// [`WRAPPER_KEY`], with a string value).
+pub fn wrapped_text(document: &Value) -> Option<&str> {
+    match document {
+        Value::Object(map) if map.len() == 1 => map.get(WRAPPER_KEY)?.as_str(),
+        _ => None,
+    }
+}
+
+/// `document` itself, or, when it is the compact form (an object whose one key is [`WRAPPER_KEY`]
+/// with a string value), the document that form holds.
+pub fn unwrap(document: Value) -> Result<Value, CompactError> {
+    match wrapped_text(&document) {
+        Some(text) => from_text(text),
+        None => Ok(document),
+    }
+}
+
+/// The binary document (before zlib).
+pub fn to_binary(document: &Value) -> Vec<u8> {
+    let mut writer = Writer {
+        out: Vec::with_capacity(1 << 16),
+        keys: std::collections::BTreeMap::new(),
+    };
+    writer.out.extend_from_slice(MAGIC);
+    writer.out.push(BINARY_VERSION);
+    writer.value(document);
+    writer.out
+}
+
+/// Reads a binary document (after zlib) into a tree borrowing its strings.
+pub fn from_binary(bytes: &[u8]) -> Result<Doc<'_>, CompactError> {
+    let mut reader = Reader {
+        bytes,
+        at: 0,
+        keys: Vec::new(),
+        // About one value per 8 bytes in a table's document.
+        doc: Doc::with_capacity(bytes.len() / 8),
+    };
+    if bytes.get(..3) != Some(MAGIC.as_slice()) {
+        return Err(reader.fail("not a Switchyard binary document (no `SYT` magic)"));
+    }
+    reader.at = 3;
+    if reader.byte()? != BINARY_VERSION {
+        return Err(reader.fail("unsupported binary version"));
+    }
+    let root = reader.value(0)?;
+    if reader.at != bytes.len() {
+        return Err(reader.fail("trailing bytes after the document"));
+    }
+    reader.doc.set_root(root);
+    Ok(reader.doc)
+}
+
+struct Writer<'v> {
+    out: Vec<u8>,
+    keys: std::collections::BTreeMap<&'v str, u64>,
+}
+
+impl<'v> Writer<'v> {
+    fn varint(&mut self, mut n: u64) {
+        while n >= 0x80 {
+            self.out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        self.out.push(n as u8);
+    }
+
+    fn bytes(&mut self, text: &str) {
+        self.varint(text.len() as u64);
+        self.out.extend_from_slice(text.as_bytes());
+    }
+
+    fn value(&mut self, value: &'v Value) {
+        match value {
+            Value::Null => self.out.push(tag::NULL),
+            Value::Bool(false) => self.out.push(tag::FALSE),
+            Value::Bool(true) => self.out.push(tag::TRUE),
+            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => {
+                    self.out.push(tag::UINT);
+                    self.varint(u);
+                }
+                (None, Some(i), _) => {
+                    self.out.push(tag::NEG);
+                    self.varint(!(i as u64));
+                }
+                (None, None, f) => {
+                    self.out.push(tag::FLOAT);
+                    self.out.extend_from_slice(&f.unwrap_or(0.0).to_le_bytes());
+                }
+            },
+            Value::String(s) => {
+                self.out.push(tag::STRING);
+                self.bytes(s);
+            }
+            Value::Array(items) => {
+                self.out.push(tag::LIST);
+                self.varint(items.len() as u64);
+                items.iter().for_each(|item| self.value(item));
+            }
+            Value::Object(map) => {
+                self.out.push(tag::OBJECT);
+                self.varint(map.len() as u64);
+                for (key, item) in map {
+                    match self.keys.get(key.as_str()) {
+                        Some(&number) => self.varint(number),
+                        None => {
+                            self.keys.insert(key, self.keys.len() as u64 + 1);
+                            self.out.push(0);
+                            self.bytes(key);
+                        }
+                    }
+                    self.value(item);
+                }
+            }
+        }
+    }
+}
+
+struct Reader<'b> {
+    bytes: &'b [u8],
+    at: usize,
+    keys: Vec<&'b str>,
+    doc: Doc<'b>,
+}
+
+impl<'b> Reader<'b> {
+    fn fail(&self, why: &'static str) -> CompactError {
+        CompactError::Binary { at: self.at, why }
+    }
+
+    fn byte(&mut self) -> Result<u8, CompactError> {
+        let byte = self.bytes.get(self.at).copied().ok_or_else(|| self.fail("truncated"))?;
+        self.at += 1;
+        Ok(byte)
+    }
+
+    fn varint(&mut self) -> Result<u64, CompactError> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.byte()?;
+            n |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Ok(n);
+            }
+        }
+        Err(self.fail("a number longer than 64 bits"))
+    }
+
+    /// A count of things each at least one byte long: never more than the bytes left.
+    fn count(&mut self) -> Result<usize, CompactError> {
+        let n = self.varint()?;
+        let left = self.bytes.len() - self.at;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= left)
+            .ok_or_else(|| self.fail("a length beyond the end of the document"))
+    }
+
+    fn text(&mut self) -> Result<&'b str, CompactError> {
+        let len = self.count()?;
+        let bytes = self
+            .bytes
+            .get(self.at..self.at + len)
+            .ok_or_else(|| self.fail("truncated"))?;
+        let text = std::str::from_utf8(bytes).map_err(|_| self.fail("a string that is not UTF-8"))?;
+        self.at += len;
+        Ok(text)
+    }
+
+    fn key(&mut self) -> Result<&'b str, CompactError> {
+        match self.varint()? {
+            0 => {
+                let key = self.text()?;
+                self.keys.push(key);
+                Ok(key)
+            }
+            n => usize::try_from(n - 1)
+                .ok()
+                .and_then(|i| self.keys.get(i).copied())
+                .ok_or_else(|| self.fail("a key number not yet defined")),
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Node<'b>, CompactError> {
+        Ok(match self.byte()? {
+            tag::NULL => Node::Null,
+            tag::FALSE => Node::Bool(false),
+            tag::TRUE => Node::Bool(true),
+            tag::UINT => Node::UInt(self.varint()?),
+            tag::NEG => {
+                let n = self.varint()?;
+                let i = i64::try_from(n).map_err(|_| self.fail("a negative number below i64"))?;
+                Node::Int(!i)
+            }
+            tag::FLOAT => {
+                let bytes = self
+                    .bytes
+                    .get(self.at..self.at + 8)
+                    .ok_or_else(|| self.fail("truncated"))?;
+                let mut array = [0u8; 8];
+                array.copy_from_slice(bytes);
+                self.at += 8;
+                let f = f64::from_le_bytes(array);
+                if !f.is_finite() {
+                    return Err(self.fail("a number that is not finite"));
+                }
+                Node::Float(f)
+            }
+            tag::STRING => Node::Str(self.text()?),
+            tag::LIST if depth < MAX_DEPTH => {
+                let count = self.count()?;
+                let span = self.doc.reserve(count);
+                for i in 0..count {
+                    let node = self.value(depth + 1)?;
+                    self.doc.set(span, i, Item { key: "", node });
+                }
+                Node::List(span)
+            }
+            tag::OBJECT if depth < MAX_DEPTH => {
+                let count = self.count()?;
+                let span = self.doc.reserve(count);
+                for i in 0..count {
+                    let key = self.key()?;
+                    if self
+                        .doc
+                        .items(span)
+                        .get(..i)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|item| item.key == key)
+                    {
+                        return Err(self.fail("a key twice in one object"));
+                    }
+                    let node = self.value(depth + 1)?;
+                    self.doc.set(span, i, Item { key, node });
+                }
+                Node::Object(span)
+            }
+            tag::LIST | tag::OBJECT => return Err(self.fail("nested too deep")),
+            _ => return Err(self.fail("an unknown value tag")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_of_value_round_trips() {
+        let document = json!({
+            "a": null, "b": [true, false, 0, 1, 127, 128, u64::MAX, -1, i64::MIN, 1.5, -0.25],
+            "c": {"a": "", "d": "é ☃ \u{0}", "b": [{"a": 1}, {"a": 2, "e": []}]}
+        });
+        let binary = to_binary(&document);
+        assert_eq!(from_binary(&binary).map(|doc| doc.to_value()), Ok(document.clone()));
+        let text = to_text(&document);
+        let wrapper: Value = serde_json::from_str(&text).unwrap();
+        let inner = wrapper[WRAPPER_KEY].as_str().unwrap();
+        assert_eq!(from_text(inner), Ok(document));
+    }
+
+    #[test]
+    fn a_key_is_written_once() {
+        let binary = to_binary(&json!([{"version": 1}, {"version": 2}]));
+        assert_eq!(binary.windows(7).filter(|w| w == b"version").count(), 1);
+    }
+
+    #[test]
+    fn every_truncation_and_corruption_is_an_error_not_a_panic() {
+        let binary = to_binary(&json!({"rules": [{"name": "a", "n": [1, 2, {"x": "y"}]}], "v": -3}));
+        for len in 0..binary.len() {
+            assert!(from_binary(&binary[..len]).is_err(), "truncated at {len}");
+        }
+        for i in 0..binary.len() {
+            for byte in [0u8, 1, 7, 8, 0x7f, 0x80, 0xff] {
+                let mut bad = binary.clone();
+                bad[i] = byte;
+                let _ = from_binary(&bad);
+            }
+        }
+        let mut trailing = binary.clone();
+        trailing.push(0);
+        assert!(from_binary(&trailing).is_err());
+    }
+
+    #[test]
+    fn deep_nesting_and_huge_counts_are_refused() {
+        let mut deep = b"SYT\x01".to_vec();
+        deep.extend(std::iter::repeat_n(tag::LIST, 10_000).flat_map(|t| [t, 1]));
+        assert!(matches!(
+            from_binary(&deep),
+            Err(CompactError::Binary {
+                why: "nested too deep",
+                ..
+            })
+        ));
+        let huge = b"SYT\x01\x07\xff\xff\xff\xff\x0f";
+        assert!(from_binary(huge).is_err());
+    }
+
+    #[test]
+    fn bad_base64_and_bad_zlib_are_named() {
+        assert!(matches!(from_text("not base64!"), Err(CompactError::Base64(_))));
+        assert!(matches!(from_text("AAAA"), Err(CompactError::Zlib(_))));
+    }
+}

@@ -1,0 +1,416 @@
+//! Reading the table document into the [`crate::format`] types, by hand, from a [`Doc`] tree.
+//!
+//! The same reader serves both forms of the table: JSON text (parsed by `serde_json`, then copied
+//! into a [`Doc`] borrowing the `Value`'s strings) and the compact form ([`crate::compact`], whose
+//! binary document decodes straight into a [`Doc`] borrowing the inflated bytes). It needs no
+//! serde derive, which keeps the filter's `.wasm` small (BENCHMARKS.md, "Filter size"); the sidecar
+//! writes tables with the format types' `Serialize` derive.
+//!
+//! Each type has one [`FromDoc`] impl that lists its fields once: required ones, optional ones,
+//! defaults, and it refuses unknown fields (as the format's `deny_unknown_fields` does). Errors name
+//! the field's path in the document (`rules[3].path.type`); the path is only rendered on error.
+
+use serde_json::Value;
+
+use crate::doc::{Doc, Item, Node};
+use crate::error::TableError;
+use crate::format::{
+    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
+    Redirect, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+};
+
+/// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// The document itself.
+    Root,
+    /// A field of an object.
+    Key(&'a At<'a>, &'a str),
+    /// An element of a list.
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn render(&self) -> String {
+        match self {
+            At::Root => String::new(),
+            At::Key(At::Root, key) => (*key).to_owned(),
+            At::Key(parent, key) => format!("{}.{key}", parent.render()),
+            At::Index(parent, i) => format!("{}[{i}]", parent.render()),
+        }
+    }
+
+    fn error(&self, problem: impl Into<String>) -> TableError {
+        TableError::Shape {
+            at: self.render(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A format type read from its document value.
+pub(crate) trait FromDoc: Sized {
+    /// Reads `value` of `doc`, found at `at`.
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError>;
+}
+
+/// The most fields an object may have (they are tracked in one `u64`; a table's have at most 6).
+const MAX_FIELDS: usize = 64;
+
+/// An object's fields, taken one by one; [`Fields::finish`] refuses the ones nobody took.
+struct Fields<'x, 'd> {
+    doc: &'x Doc<'d>,
+    items: &'x [Item<'d>],
+    taken: u64,
+    at: &'x At<'x>,
+}
+
+impl<'x, 'd> Fields<'x, 'd> {
+    fn new(value: Node<'d>, doc: &'x Doc<'d>, at: &'x At<'x>) -> Result<Fields<'x, 'd>, TableError> {
+        match value {
+            Node::Object(span) if doc.items(span).len() <= MAX_FIELDS => Ok(Fields {
+                doc,
+                items: doc.items(span),
+                taken: 0,
+                at,
+            }),
+            Node::Object(_) => Err(at.error(format!("an object of more than {MAX_FIELDS} fields"))),
+            other => Err(at.error(format!("expected an object, found {}", other.kind()))),
+        }
+    }
+
+    /// Takes the field `key` out of the object, if it is there.
+    fn take(&mut self, key: &str) -> Option<Node<'d>> {
+        let taken = self.taken;
+        let i = (self.items.iter().enumerate()).position(|(i, item)| taken & (1 << i) == 0 && item.key == key)?;
+        self.taken |= 1 << i;
+        self.items.get(i).map(|item| item.node)
+    }
+
+    /// Whether the object has the field `key`.
+    fn has(&self, key: &str) -> bool {
+        self.items.iter().any(|item| item.key == key)
+    }
+
+    /// A field that must be there.
+    fn required<T: FromDoc>(&mut self, key: &str) -> Result<T, TableError> {
+        match self.take(key) {
+            Some(value) => T::from_doc(value, self.doc, &At::Key(self.at, key)),
+            None => Err(self.at.error(format!("missing field `{key}`"))),
+        }
+    }
+
+    /// A field that may be absent (or null).
+    fn optional<T: FromDoc>(&mut self, key: &str) -> Result<Option<T>, TableError> {
+        match self.take(key) {
+            None | Some(Node::Null) => Ok(None),
+            Some(value) => T::from_doc(value, self.doc, &At::Key(self.at, key)).map(Some),
+        }
+    }
+
+    /// A field that is `default` when absent.
+    fn or<T: FromDoc>(&mut self, key: &str, default: impl FnOnce() -> T) -> Result<T, TableError> {
+        Ok(self.optional(key)?.unwrap_or_else(default))
+    }
+
+    /// Refuses the fields no one read.
+    fn finish(self) -> Result<(), TableError> {
+        let taken = self.taken;
+        match (self.items.iter().enumerate()).find(|(i, _)| taken & (1 << i) == 0) {
+            None => Ok(()),
+            Some((_, item)) => Err(self.at.error(format!("unknown field `{}`", item.key))),
+        }
+    }
+}
+
+/// Reads an object: `read` takes its fields, then the ones it did not take are refused.
+fn object<'x, 'd, T>(
+    value: Node<'d>,
+    doc: &'x Doc<'d>,
+    at: &'x At<'x>,
+    read: impl FnOnce(&mut Fields<'x, 'd>) -> Result<T, TableError>,
+) -> Result<T, TableError> {
+    let mut fields = Fields::new(value, doc, at)?;
+    let out = read(&mut fields)?;
+    fields.finish()?;
+    Ok(out)
+}
+
+/// Reads one of a vocabulary's names (`names` pairs each written name with its value).
+fn one_of<T: Copy>(value: Node<'_>, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
+    let Node::Str(text) = value else {
+        return Err(at.error(format!("expected a string, found {}", value.kind())));
+    };
+    names
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let expected: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
+            at.error(format!("{text:?} is not one of {}", expected.join(", ")))
+        })
+}
+
+impl FromDoc for String {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Node::Str(s) => Ok(s.to_owned()),
+            other => Err(at.error(format!("expected a string, found {}", other.kind()))),
+        }
+    }
+}
+
+impl FromDoc for bool {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Node::Bool(b) => Ok(b),
+            other => Err(at.error(format!("expected true or false, found {}", other.kind()))),
+        }
+    }
+}
+
+impl FromDoc for u64 {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Node::UInt(n) => Ok(n),
+            other => Err(at.error(format!("expected a whole number >= 0, found {}", other.kind()))),
+        }
+    }
+}
+
+impl FromDoc for u32 {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let n = u64::from_doc(value, doc, at)?;
+        u32::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u32::MAX)))
+    }
+}
+
+impl FromDoc for u16 {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let n = u64::from_doc(value, doc, at)?;
+        u16::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u16::MAX)))
+    }
+}
+
+impl<T: FromDoc> FromDoc for Vec<T> {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        match value {
+            Node::List(span) => (doc.items(span).iter().enumerate())
+                .map(|(i, item)| T::from_doc(item.node, doc, &At::Index(at, i)))
+                .collect(),
+            other => Err(at.error(format!("expected a list, found {}", other.kind()))),
+        }
+    }
+}
+
+impl TableSpec {
+    /// Reads a table document parsed from JSON (not its compact form: see
+    /// [`crate::RouteTable::from_document`]). The shape is checked here; [`crate::RouteTable::try_from`]
+    /// validates the rules.
+    pub fn from_value(value: Value) -> Result<TableSpec, TableError> {
+        TableSpec::from_tree(&Doc::from_value(&value))
+    }
+
+    /// Reads a table document's tree (from JSON or from the compact form).
+    pub fn from_tree(doc: &Doc<'_>) -> Result<TableSpec, TableError> {
+        TableSpec::from_doc(doc.root(), doc, &At::Root)
+    }
+}
+
+impl RuleSpec {
+    /// Reads one rule's document (as [`TableSpec::from_value`] reads each of a table's rules).
+    pub fn from_value(value: Value) -> Result<RuleSpec, TableError> {
+        let doc = Doc::from_value(&value);
+        RuleSpec::from_doc(doc.root(), &doc, &At::Root)
+    }
+}
+
+impl FromDoc for TableSpec {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(TableSpec {
+                version: f.required("version")?,
+                generation: f.or("generation", String::new)?,
+                cluster_header: f.or("cluster_header", || DEFAULT_CLUSTER_HEADER.to_owned())?,
+                no_route: f.or("no_route", NoRoute::default)?,
+                debug_rule_header: f.or("debug_rule_header", || false)?,
+                rules: f.or("rules", Vec::new)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for NoRoute {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        one_of(value, at, &[("404", NoRoute::NotFound), ("pass", NoRoute::Pass)])
+    }
+}
+
+impl FromDoc for RuleSpec {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(RuleSpec {
+                name: f.required("name")?,
+                host: f.optional("host")?,
+                path: f.required("path")?,
+                conditions: f.or("conditions", Vec::new)?,
+                action: f.required("action")?,
+            })
+        })
+    }
+}
+
+/// The `type` of a [`PathSpec`].
+#[derive(Clone, Copy)]
+enum PathType {
+    Exact,
+    SegmentPrefix,
+    Prefix,
+    Regex,
+}
+
+impl FromDoc for PathSpec {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, doc, at)?;
+        let names = [
+            ("exact", PathType::Exact),
+            ("segment_prefix", PathType::SegmentPrefix),
+            ("prefix", PathType::Prefix),
+            ("regex", PathType::Regex),
+        ];
+        let kind = match f.take("type") {
+            Some(value) => one_of(value, &At::Key(at, "type"), &names)?,
+            None => return Err(at.error("missing field `type`")),
+        };
+        let value: String = f.required("value")?;
+        f.finish()?;
+        Ok(match kind {
+            PathType::Exact => PathSpec::Exact(value),
+            PathType::SegmentPrefix => PathSpec::SegmentPrefix(value),
+            PathType::Prefix => PathSpec::Prefix(value),
+            PathType::Regex => PathSpec::Regex(value),
+        })
+    }
+}
+
+impl FromDoc for ConditionSpec {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(ConditionSpec {
+                on: f.required("on")?,
+                name: f.optional("name")?,
+                op: f.required("match")?,
+                value: f.optional("value")?,
+                invert: f.or("invert", || false)?,
+                ignore_case: f.or("ignore_case", || false)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for ConditionSource {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        use ConditionSource::*;
+        one_of(
+            value,
+            at,
+            &[
+                ("cookie", Cookie),
+                ("header", Header),
+                ("query", Query),
+                ("method", Method),
+            ],
+        )
+    }
+}
+
+impl FromDoc for MatchOp {
+    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        use MatchOp::*;
+        let names = [
+            ("exact", Exact),
+            ("prefix", Prefix),
+            ("contains", Contains),
+            ("regex", Regex),
+            ("present", Present),
+        ];
+        one_of(value, at, &names)
+    }
+}
+
+impl FromDoc for ActionSpec {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, doc, at)?;
+        // Externally tagged: exactly one of the variants' keys.
+        let action = if f.has("route") {
+            ActionSpec::Route(f.required("route")?)
+        } else if f.has("direct_response") {
+            ActionSpec::DirectResponse(f.required("direct_response")?)
+        } else if f.has("redirect") {
+            ActionSpec::Redirect(f.required("redirect")?)
+        } else {
+            return Err(at.error("expected one of `route`, `direct_response`, `redirect`"));
+        };
+        f.finish()?;
+        Ok(action)
+    }
+}
+
+impl FromDoc for RouteAction {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(RouteAction {
+                backends: f.required("backends")?,
+                rewrite_prefix: f.optional("rewrite_prefix")?,
+                set_headers: f.or("set_headers", Vec::new)?,
+                remove_headers: f.or("remove_headers", Vec::new)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for Backend {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Backend {
+                cluster: f.required("cluster")?,
+                weight: f.or("weight", || 1)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for HeaderValue {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(HeaderValue {
+                name: f.required("name")?,
+                value: f.required("value")?,
+            })
+        })
+    }
+}
+
+impl FromDoc for DirectResponse {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(DirectResponse {
+                status: f.required("status")?,
+                body: f.optional("body")?,
+                content_type: f.optional("content_type")?,
+                headers: f.or("headers", Vec::new)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for Redirect {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Redirect {
+                url: f.required("url")?,
+                status: f.required("status")?,
+            })
+        })
+    }
+}
