@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
 # `make run`: Envoy (envoy.yaml) with the Switchyard filter routing the examples/ table to local
-# backends. Starts `switchyard watch` on the examples (it writes the ECDS file and rewrites it when a
-# file changes), one backend per cluster of envoy.yaml and Envoy, sends sample requests, then serves
-# until Ctrl-C; every process it started is stopped on the way out.
+# backends. Starts `switchyard watch` on the examples (it writes the ECDS file and Envoy's L4
+# listeners, the LDS file, and rewrites them when a file changes), one backend per cluster of
+# envoy.yaml and Envoy, sends sample requests (HTTP, TLS passthrough by SNI, TCP), then serves until
+# Ctrl-C; every process it started is stopped on the way out.
 #
 # Expects `make build` to have run (the filter .wasm, target/release/switchyard) and
-# target/release/switchyard-demo (the Makefile builds it). ENVOY_BIN defaults to build/venv/bin/envoy.
+# target/release/switchyard-demo (the Makefile builds it). ENVOY_BIN defaults to build/venv/bin/envoy;
+# SWITCHYARD_BIN and SWITCHYARD_DEMO_BIN replace the two release binaries (a debug build, say).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ENVOY_BIN=${ENVOY_BIN:-build/venv/bin/envoy}
 WASM=target/wasm32-wasip1/release/switchyard_filter.wasm
-DEMO=target/release/switchyard-demo
-SWITCHYARD=target/release/switchyard
+DEMO=${SWITCHYARD_DEMO_BIN:-target/release/switchyard-demo}
+SWITCHYARD=${SWITCHYARD_BIN:-target/release/switchyard}
 RUN=build/run
+# L4 (examples/003-transport-server): the TLS passthrough listener's port (the GlobalConfiguration
+# names the TCP listener's, 15353); envoy.yaml reads the LDS file.
+TLS_PASSTHROUGH_PORT=10443
+LDS_FILE=$RUN/lds/listeners.json
 
 # The examples are seed scenarios; these share one Envoy without clashing: seed 002's BFE Ingresses
 # (class annotation "bfe"), seed 003's host collisions (both creation orders) and NGINX's
-# VirtualServer examples (cross-namespace VirtualServerRoutes, advanced routing), the HTTPProxy inclusions of seed 004
+# VirtualServer examples (cross-namespace VirtualServerRoutes, advanced routing), seed 003's
+# TransportServers (a TLS passthrough host, a TCP listener), the HTTPProxy inclusions of seed 004
 # (no class: --empty-ingress-class). The seed 000/001 examples exercise class flags that contradict
 # these (other controllers, another default class); `switchyard compile examples/<dir> $(cat ARGS)` shows them.
 EXAMPLES=(examples/002-* examples/003-* examples/004-*)
 
-mkdir -p "$RUN"
-rm -f "$RUN/switchyard-filter.json"
+mkdir -p "$RUN/lds"
+rm -f "$RUN/switchyard-filter.json" "$LDS_FILE"
+rm -rf "$RUN/tls"
 
 pids=()
 cleanup() {
@@ -35,23 +43,25 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# switchyard watch follows the example folders: it writes the ECDS file Envoy reads (before Envoy
-# starts: the listener waits for it) and rewrites it on every change; its log stays on this terminal.
-echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ecds-file $RUN/switchyard-filter.json"
+# switchyard watch follows the example folders: it writes the ECDS file and the LDS file Envoy reads
+# (before Envoy starts: Envoy needs both) and rewrites them on every change; its log stays on this
+# terminal.
+echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ecds-file $RUN/switchyard-filter.json --lds-file $LDS_FILE"
 "$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --debug-rule-header \
   --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 --wasm "$WASM" -o build/table.json \
+  --lds-file "$LDS_FILE" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
   --listen 127.0.0.1:9102 &
 pids+=($!)
-for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && [ -s "$LDS_FILE" ] && break; sleep 0.1; done
 
 echo "== backends"
-"$DEMO" backends envoy.yaml &
+"$DEMO" backends envoy.yaml "$RUN/tls" &
 pids+=($!)
 "$ENVOY_BIN" -c envoy.yaml --concurrency 2 --disable-hot-restart --log-level info --log-path "$RUN/envoy.log" &
 pids+=($!)
 
 echo "== Envoy $("$ENVOY_BIN" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1) with the filter (log: $RUN/envoy.log)"
-"$DEMO" samples 127.0.0.1:10000 127.0.0.1:9901
+"$DEMO" samples 127.0.0.1:10000 127.0.0.1:9901 "$LDS_FILE" "$RUN/tls"
 
 cat <<TXT
 
@@ -63,6 +73,15 @@ here). For example, send *.net's /bar (seed 002's host_priority2) to service1 in
       sed -i 's/serviceName: service2/serviceName: service1/' examples/002-host-priority/ingresses.yaml
       curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service1
       git checkout examples/002-host-priority                             # and back
+L4 (examples/003-transport-server): TLS passes through by SNI on 127.0.0.1:$TLS_PASSTHROUGH_PORT, TCP on 127.0.0.1:15353:
+      openssl s_client -connect 127.0.0.1:$TLS_PASSTHROUGH_PORT -servername secure.example.com </dev/null | grep subject
+      (exec 3<>/dev/tcp/127.0.0.1/15353; echo hello >&3; head -1 <&3)    # default/dns-1: hello
+Make tcp-2 and the VirtualServer secure-web the older ones: tcp-2 takes the listener, secure-web
+takes secure.example.com back into the HTTP table and the passthrough listener goes (no Envoy restart):
+      sed -i 's/2024-02-01T00:00:00Z/2023-01-01T00:00:00Z/' examples/003-transport-server/transport.yaml
+      (exec 3<>/dev/tcp/127.0.0.1/15353; echo hello >&3; head -1 <&3)    # default/dns-2: hello
+      curl -s -H 'Host: secure.example.com' http://127.0.0.1:10000/ | head -1   # backend: default/secure-web
+      git checkout examples/003-transport-server                          # and back
 switchyard watch: the dashboard at http://127.0.0.1:9102/ (and /status, /table, /metrics, /readyz).
 Ctrl-C stops Envoy, the backends and switchyard watch.
 TXT

@@ -237,6 +237,57 @@ fn advanced_routing_matches_method_and_cookie_and_splits_nginx_example() {
     assert_eq!(status(&c, "VirtualServer", "default", "cafe"), Status::Valid);
 }
 
+#[test]
+fn older_passthrough_transport_server_takes_the_host_and_the_older_tcp_server_the_listener_seed_003() {
+    let c = compile_example("003-transport-server");
+    // Host collision: secure-passthrough (older) wins secure.example.com from the VirtualServer; the
+    // host leaves the HTTP table and is passed through by SNI.
+    assert_eq!(rule_for(&c, &get("http://secure.example.com/")), None);
+    let passthrough: Vec<(Option<&str>, &str, &str)> =
+        c.l4.passthrough
+            .iter()
+            .map(|r| (r.host.as_deref(), r.cluster.as_str(), r.resource.as_str()))
+            .collect();
+    assert_eq!(
+        passthrough,
+        [(
+            Some("secure.example.com"),
+            "default/secure-app:8443",
+            "TransportServer/default/secure-passthrough"
+        )]
+    );
+    assert_eq!(
+        status(&c, "TransportServer", "default", "secure-passthrough"),
+        Status::Valid
+    );
+    let vs = status_of(&c, "VirtualServer", "default", "secure-web");
+    assert_eq!(vs.status, Status::Rejected);
+    assert_eq!(
+        message(vs, Reason::HostTaken),
+        "host secure.example.com is taken by TransportServer/default/secure-passthrough"
+    );
+    // Listener collision: tcp-1 (older) owns dns-tcp, the GlobalConfiguration's port 15353.
+    let listeners: Vec<(&str, u16, Vec<&str>)> =
+        c.l4.listeners
+            .iter()
+            .map(|l| {
+                (
+                    l.name.as_str(),
+                    l.port,
+                    l.routes.iter().map(|r| r.cluster.as_str()).collect(),
+                )
+            })
+            .collect();
+    assert_eq!(listeners, [("dns-tcp", 15353, vec!["default/dns-1:53"])]);
+    assert_eq!(status(&c, "TransportServer", "default", "tcp-1"), Status::Valid);
+    let loser = status_of(&c, "TransportServer", "default", "tcp-2");
+    assert_eq!(loser.status, Status::Rejected);
+    assert_eq!(
+        message(loser, Reason::ListenerTaken),
+        "Listener dns-tcp is taken by another resource"
+    );
+}
+
 // ---- seed 004: Contour's HTTPProxy inclusion -----------------------------------------------------------------
 
 #[test]

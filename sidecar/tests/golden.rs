@@ -1,6 +1,7 @@
 //! Golden tables for `examples/`: the binary recompiles every example and must write exactly the
-//! checked-in bytes (`sidecar/tests/golden/<example>.json` and `.status.json`); and the same
-//! manifests split into one file per document, under shuffled names, give the same bytes.
+//! checked-in bytes (`sidecar/tests/golden/<example>.json` and `.status.json`, and `.l4.json`, the
+//! LDS document of `--l4`, for an example with TransportServers that route); and the same manifests
+//! split into one file per document, under shuffled names, give the same bytes.
 //!
 //! After an intended change: `UPDATE_GOLDEN=1 cargo test -p switchyard --test golden`.
 
@@ -26,10 +27,22 @@ fn examples() -> Vec<String> {
     names
 }
 
-/// Runs `switchyard compile PATHS ARGS`, returning (table bytes, status bytes).
-fn compile(paths: &[PathBuf], example: &str, out_dir: &Path) -> (Vec<u8>, Vec<u8>) {
+/// What `switchyard compile` wrote for one example.
+struct Outputs {
+    table: Vec<u8>,
+    status: Vec<u8>,
+    /// The LDS document (`--l4`, default address and passthrough port).
+    l4: Vec<u8>,
+}
+
+/// The LDS document of an example without L4 routes.
+const NO_LISTENERS: &str = "{\n  \"resources\": []\n}\n";
+
+/// Runs `switchyard compile PATHS ARGS --l4 FILE`.
+fn compile(paths: &[PathBuf], example: &str, out_dir: &Path) -> Outputs {
     let table = out_dir.join("table.json");
     let status = out_dir.join("status.json");
+    let l4 = out_dir.join("l4.json");
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     command
         .arg("compile")
@@ -38,14 +51,20 @@ fn compile(paths: &[PathBuf], example: &str, out_dir: &Path) -> (Vec<u8>, Vec<u8
         .arg("-o")
         .arg(&table)
         .arg("--status")
-        .arg(&status);
+        .arg(&status)
+        .arg("--l4")
+        .arg(&l4);
     let out = command.output().unwrap();
     assert!(
         out.status.success(),
         "{example}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (std::fs::read(&table).unwrap(), std::fs::read(&status).unwrap())
+    Outputs {
+        table: std::fs::read(&table).unwrap(),
+        status: std::fs::read(&status).unwrap(),
+        l4: std::fs::read(&l4).unwrap(),
+    }
 }
 
 fn check(path: &Path, actual: &[u8]) {
@@ -70,17 +89,31 @@ fn every_example_compiles_to_its_golden_table_and_status() {
     assert!(names.len() >= 12, "{names:?}");
     let out = tempfile::tempdir().unwrap();
     for name in &names {
-        let (table, status) = compile(&[common::examples_dir().join(name)], name, out.path());
-        check(&golden_dir().join(format!("{name}.json")), &table);
-        check(&golden_dir().join(format!("{name}.status.json")), &status);
+        let outputs = compile(&[common::examples_dir().join(name)], name, out.path());
+        check(&golden_dir().join(format!("{name}.json")), &outputs.table);
+        check(&golden_dir().join(format!("{name}.status.json")), &outputs.status);
+        let l4_golden = golden_dir().join(format!("{name}.l4.json"));
+        if outputs.l4 == NO_LISTENERS.as_bytes() {
+            assert!(
+                !l4_golden.exists(),
+                "{name} routes nothing at L4: remove {}",
+                l4_golden.display()
+            );
+        } else {
+            check(&l4_golden, &outputs.l4);
+        }
     }
+    assert!(
+        names.iter().any(|n| golden_dir().join(format!("{n}.l4.json")).exists()),
+        "no example routes at L4"
+    );
 }
 
 #[test]
 fn shuffled_files_and_documents_give_byte_identical_tables() {
     let out = tempfile::tempdir().unwrap();
     for name in examples() {
-        let (table, status) = compile(&[common::examples_dir().join(&name)], &name, out.path());
+        let outputs = compile(&[common::examples_dir().join(&name)], &name, out.path());
         // Split every manifest into one file per document, named so that sorting reverses them,
         // and pass the files on the command line in a scrambled order.
         let split = tempfile::tempdir().unwrap();
@@ -109,9 +142,19 @@ fn shuffled_files_and_documents_give_byte_identical_tables() {
         let (even, odd): (Vec<_>, Vec<_>) = paths.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
         scrambled.extend(odd.into_iter().map(|(_, p)| p));
         scrambled.extend(even.into_iter().rev().map(|(_, p)| p));
-        let (shuffled_table, shuffled_status) = compile(&scrambled, &name, out.path());
-        assert!(table == shuffled_table, "{name}: the table depends on file order");
-        assert!(status == shuffled_status, "{name}: the status depends on file order");
+        let shuffled = compile(&scrambled, &name, out.path());
+        assert!(
+            outputs.table == shuffled.table,
+            "{name}: the table depends on file order"
+        );
+        assert!(
+            outputs.status == shuffled.status,
+            "{name}: the status depends on file order"
+        );
+        assert!(
+            outputs.l4 == shuffled.l4,
+            "{name}: the L4 listeners depend on file order"
+        );
     }
 }
 

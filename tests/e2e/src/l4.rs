@@ -47,17 +47,23 @@ pub struct TlsBackend {
 impl TlsBackend {
     /// Starts a TLS backend named `name` serving a certificate for `host` on a free port.
     pub fn start(name: &str, host: &str) -> TlsBackend {
+        TlsBackend::start_on(name, host, "127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts a TLS backend named `name` serving a fresh self-signed certificate for `host` on
+    /// `addr` (`make run` gives it the port its cluster names).
+    pub fn start_on(name: &str, host: &str, addr: &str) -> Result<TlsBackend, String> {
         let certified = rcgen::generate_simple_self_signed(vec![host.to_owned()])
-            .unwrap_or_else(|e| panic!("certificate for {host}: {e}"));
+            .map_err(|e| format!("certificate for {host}: {e}"))?;
         let certificate = certified.cert.der().clone();
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
         let config = rustls::ServerConfig::builder_with_provider(crypto())
             .with_safe_default_protocol_versions()
             .and_then(|b| b.with_no_client_auth().with_single_cert(vec![certificate.clone()], key))
-            .unwrap_or_else(|e| panic!("TLS server config: {e}"));
+            .map_err(|e| format!("TLS server config: {e}"))?;
         let config = Arc::new(config);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("local_addr: {e}"));
+        let listener = TcpListener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| format!("local_addr: {e}"))?;
         let line = format!("backend: {name}\n");
         thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -74,7 +80,7 @@ impl TlsBackend {
                 });
             }
         });
-        TlsBackend { addr, certificate }
+        Ok(TlsBackend { addr, certificate })
     }
 }
 
@@ -127,8 +133,13 @@ pub fn tls_hello(addr: SocketAddr, sni: &str, trusted: &[CertificateDer<'static>
 
 /// A TCP echo server that answers every line with `NAME: line`.
 pub fn tcp_echo(name: &str) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("local_addr: {e}"));
+    tcp_echo_on(name, "127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`tcp_echo`] on `addr` (`make run` gives it the port its cluster names).
+pub fn tcp_echo_on(name: &str, addr: &str) -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| format!("local_addr: {e}"))?;
     let name = name.to_owned();
     thread::spawn(move || {
         for stream in listener.incoming().flatten() {
@@ -144,7 +155,7 @@ pub fn tcp_echo(name: &str) -> SocketAddr {
             });
         }
     });
-    addr
+    Ok(addr)
 }
 
 /// Sends `line` over TCP to `addr` and reads the one-line answer; `Err` when the connection is

@@ -1,0 +1,348 @@
+//! The helpers behind `make run` (scripts/run.sh):
+//!
+//! - `switchyard-demo ecds WASM TABLE OUT`: writes the ECDS file that loads the filter with a table
+//!   (written beside OUT, then renamed over it, so a running Envoy picks it up whole).
+//! - `switchyard-demo backends ENVOY_YAML [CERT_DIR]`: starts one backend per cluster of the Envoy
+//!   config on the cluster's port, each answering with its name (the cluster name less the port): an
+//!   HTTP backend, or what the cluster's `# demo:` comment asks for (`tls HOST`: a TLS server with a
+//!   fresh self-signed certificate for HOST, written to CERT_DIR, default `build/run/tls`; `tcp`: a
+//!   TCP echo; see [`l4`]); runs until killed.
+//! - `switchyard-demo samples LISTENER ADMIN [LDS_FILE CERT_DIR]`: waits until Envoy is ready, then
+//!   sends sample requests and prints which backend answered each; with an LDS file, also a sample
+//!   through each of its listeners.
+
+mod l4;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use switchyard_e2e::{ecds_document, get, send, Backend, ConfigForm, Request};
+
+/// Where `backends` writes the TLS backends' certificates unless told otherwise.
+const CERT_DIR: &str = "build/run/tls";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["ecds", wasm, table, out] => ecds(wasm, table, out),
+        ["backends", config] => backends(config, CERT_DIR),
+        ["backends", config, cert_dir] => backends(config, cert_dir),
+        ["samples", listener, admin] => samples(listener, admin, None),
+        ["samples", listener, admin, lds, cert_dir] => samples(listener, admin, Some((lds, cert_dir))),
+        _ => Err(
+            "usage: switchyard-demo ecds WASM TABLE OUT | backends ENVOY_YAML [CERT_DIR] \
+                  | samples LISTENER ADMIN [LDS_FILE CERT_DIR]"
+                .into(),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchyard-demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn ecds(wasm: &str, table: &str, out: &str) -> Result<(), String> {
+    let wasm = std::fs::canonicalize(wasm).map_err(|e| format!("{wasm}: {e}"))?;
+    let table = std::fs::read_to_string(table).map_err(|e| format!("{table}: {e}"))?;
+    let tmp = format!("{out}.tmp");
+    std::fs::write(&tmp, ecds_document(&wasm, &table, ConfigForm::StringValue)).map_err(|e| format!("{tmp}: {e}"))?;
+    std::fs::rename(&tmp, out).map_err(|e| format!("{out}: {e}"))
+}
+
+/// The backend `make run` starts for a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum BackendKind {
+    /// An HTTP backend answering with its name (no `# demo:` comment).
+    Http,
+    /// `# demo: tls HOST`: a TLS server with its own certificate for HOST.
+    Tls(String),
+    /// `# demo: tcp`: a TCP echo.
+    Tcp,
+}
+
+/// One cluster of envoy.yaml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cluster {
+    name: String,
+    port: u16,
+    kind: BackendKind,
+}
+
+/// The backend a `# demo:` comment asks for.
+fn backend_kind(comment: Option<&str>) -> Result<BackendKind, String> {
+    let Some(comment) = comment else {
+        return Ok(BackendKind::Http);
+    };
+    let words: Vec<&str> = comment.split_whitespace().collect();
+    match words.as_slice() {
+        ["demo:", "tls", host] => Ok(BackendKind::Tls((*host).to_owned())),
+        ["demo:", "tcp"] => Ok(BackendKind::Tcp),
+        _ if !comment.trim().starts_with("demo:") => Ok(BackendKind::Http),
+        _ => Err(format!("`#{comment}`: expected `# demo: tls HOST` or `# demo: tcp`")),
+    }
+}
+
+/// Every cluster of an Envoy config written like envoy.yaml (`- name: "<cluster>"`, optionally
+/// followed by a `# demo: ...` comment, then, within the cluster, `port_value: <port>`).
+fn clusters(config: &str) -> Result<Vec<Cluster>, String> {
+    let mut found = Vec::new();
+    let mut in_clusters = false;
+    let mut named: Option<(String, BackendKind)> = None;
+    for line in config.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("clusters:") {
+            in_clusters = true;
+            continue;
+        }
+        if !in_clusters {
+            continue;
+        }
+        if let Some(rest) = trimmed.strip_prefix("- name:") {
+            let (name, comment) = match rest.split_once('#') {
+                Some((name, comment)) => (name, Some(comment)),
+                None => (rest, None),
+            };
+            named = Some((name.trim().trim_matches('"').to_owned(), backend_kind(comment)?));
+        }
+        if let Some(at) = trimmed.find("port_value:") {
+            let digits: String = trimmed[at + "port_value:".len()..]
+                .trim()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let (Some((name, kind)), Ok(port)) = (named.take(), digits.parse()) {
+                found.push(Cluster { name, port, kind });
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn backends(config: &str, cert_dir: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(config).map_err(|e| format!("{config}: {e}"))?;
+    let clusters = clusters(&text).map_err(|e| format!("{config}: {e}"))?;
+    if clusters.is_empty() {
+        return Err(format!("{config}: no clusters found"));
+    }
+    let mut running = Vec::new();
+    for Cluster {
+        name: cluster,
+        port,
+        kind,
+    } in clusters
+    {
+        let name = cluster.rsplit_once(':').map_or(cluster.as_str(), |(n, _)| n).to_owned();
+        let failed = |e: String| format!("backend {name} on port {port}: {e}");
+        let shown = match kind {
+            BackendKind::Http => {
+                let backend =
+                    Backend::start_on(&name, &format!("127.0.0.1:{port}")).map_err(|e| failed(e.to_string()))?;
+                let shown = format!("http://{}", backend.addr);
+                running.push(backend);
+                shown
+            }
+            BackendKind::Tls(host) => l4::start_tls(&name, &host, port, Path::new(cert_dir)).map_err(failed)?,
+            BackendKind::Tcp => l4::start_tcp(&name, port).map_err(failed)?,
+        };
+        println!("  backend {name:<24} {shown}  (cluster {cluster})");
+    }
+    loop {
+        thread::park();
+    }
+}
+
+fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), String> {
+    let listener: SocketAddr = listener.parse().map_err(|e| format!("{listener}: {e}"))?;
+    let admin: SocketAddr = admin.parse().map_err(|e| format!("{admin}: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !send(admin, &get("admin", "/ready")).is_ok_and(|r| r.status == 200) {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "Envoy's admin {admin} did not report ready within 60 s (see build/run/envoy.log)"
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let requests: Vec<Request> = vec![
+        get("example.net", "/bar"),
+        get("example.net", "/bar/foo").header("Key", "value"),
+        get("example.net", "/bar").header("Key", "value"),
+        get("example.net", "/bar")
+            .header("Header-key", "value")
+            .header("Cookie", "cookie-key=value"),
+        get("other.net", "/bar"),
+        get("cafe.example.com", "/coffee"),
+        get("cafe.example.org", "/coffee"),
+        get("cafe-cross.example.com", "/tea"),
+        get("cafe-cross.example.com", "/coffee"),
+        get("cafe-advanced.example.com", "/tea"),
+        get("cafe-advanced.example.com", "/coffee").header("Cookie", "version=v2"),
+        get("cafe-advanced.example.com", "/old"),
+        get("root.bar.com", "/service2/blog/post-1"),
+        get("ns-root.bar.com", "/blog"),
+        get("secure.example.com", "/"),
+        get("example.net", "/nothing-here"),
+        get("example.net", "/bar").header("x-route-cluster", "default/s1:80"),
+    ];
+    println!("Sample requests through http://{listener}:");
+    for request in &requests {
+        let extra: Vec<String> = request.headers.iter().map(|(k, v)| format!("-H '{k}: {v}'")).collect();
+        let shown = format!("GET http://{}{} {}", request.host, request.path, extra.join(" "));
+        match send(listener, request) {
+            Ok(response) => {
+                let rule = response
+                    .header("x-switchyard-rule")
+                    .map(|r| format!("  (rule {r})"))
+                    .unwrap_or_default();
+                let answer = match response.backend() {
+                    Some(backend) => format!(
+                        "{} from backend {backend}, which saw path {}",
+                        response.status,
+                        response.upstream_path().unwrap_or("?")
+                    ),
+                    None => format!("{} local reply: {}", response.status, response.body.trim_end()),
+                };
+                println!("  {shown:<84} -> {answer}{rule}");
+            }
+            Err(e) => println!("  {shown:<84} -> error: {e}"),
+        }
+    }
+    if let Some((lds, cert_dir)) = l4 {
+        l4::samples(Path::new(lds), Path::new(cert_dir), admin)?;
+    }
+    if let Ok(stats) = send(admin, &get("admin", "/stats?filter=wasmcustom")) {
+        println!("The filter's metrics (Envoy admin /stats?filter=wasmcustom; counted on every worker):");
+        for line in stats.body.lines() {
+            println!("  {line}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_demo_comment_picks_the_backend_and_plain_clusters_are_http() {
+        let config = "static_resources:\n  clusters:\n  - name: \"default/web:80\"\n    port_value: 18001\n  \
+                      - name: \"default/app:8443\"  # demo: tls secure.example.com\n    port_value: 18015\n  \
+                      - name: \"default/dns:53\"  # demo: tcp\n    port_value: 18016\n";
+        let found = clusters(config).unwrap();
+        let kinds: Vec<(&str, u16, BackendKind)> = found
+            .iter()
+            .map(|c| (c.name.as_str(), c.port, c.kind.clone()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("default/web:80", 18001, BackendKind::Http),
+                ("default/app:8443", 18015, BackendKind::Tls("secure.example.com".into())),
+                ("default/dns:53", 18016, BackendKind::Tcp),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_malformed_demo_comment_is_an_error_naming_it() {
+        let config = "clusters:\n- name: \"a:1\"  # demo: tls\n  port_value: 1\n";
+        let error = clusters(config).unwrap_err();
+        assert!(error.contains("# demo: tls HOST"), "{error}");
+    }
+
+    /// The repository root.
+    fn root() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    /// The example folders scripts/run.sh serves (its `EXAMPLES=(examples/NNN-* ...)` line).
+    fn served_examples() -> Vec<std::path::PathBuf> {
+        let script = std::fs::read_to_string(root().join("scripts/run.sh")).unwrap();
+        let line = script
+            .lines()
+            .find(|l| l.starts_with("EXAMPLES=("))
+            .expect("run.sh lists EXAMPLES");
+        let prefixes: Vec<&str> = line
+            .trim_start_matches("EXAMPLES=(")
+            .trim_end_matches(')')
+            .split_whitespace()
+            .map(|glob| glob.trim_start_matches("examples/").trim_end_matches('*'))
+            .collect();
+        let mut folders: Vec<_> = std::fs::read_dir(root().join("examples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .filter(|p| {
+                prefixes
+                    .iter()
+                    .any(|prefix| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            })
+            .collect();
+        folders.sort();
+        folders
+    }
+
+    /// Every string under a `cluster` key of `value`.
+    fn clusters_named(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value.as_str()) {
+                        ("cluster", Some(cluster)) => found.push(cluster.to_owned()),
+                        _ => clusters_named(value, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| clusters_named(v, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn envoy_yaml_has_a_backend_of_the_right_kind_for_every_cluster_make_run_routes_to() {
+        let folders = served_examples();
+        assert!(
+            folders.iter().any(|f| f.ends_with("003-transport-server")),
+            "{folders:?}"
+        );
+        let loaded = switchyard_compiler::load::read_paths(&folders).unwrap();
+        // run.sh's class flags: --ingress-class bfe --empty-ingress-class.
+        let options = switchyard_compiler::Options {
+            ingress_class: "bfe".to_owned(),
+            empty_ingress_class: true,
+            ..switchyard_compiler::Options::default()
+        };
+        let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+        let envoy = clusters(&std::fs::read_to_string(root().join("envoy.yaml")).unwrap()).unwrap();
+        let kind_of = |cluster: &str| {
+            envoy
+                .iter()
+                .find(|c| c.name == cluster)
+                .map(|c| c.kind.clone())
+                .unwrap_or_else(|| panic!("envoy.yaml has no cluster {cluster}"))
+        };
+
+        let mut http = Vec::new();
+        clusters_named(&serde_json::to_value(&compiled.table).unwrap(), &mut http);
+        assert!(http.len() > 10, "{http:?}");
+        for cluster in &http {
+            assert_eq!(kind_of(cluster), BackendKind::Http, "{cluster}");
+        }
+        assert!(!compiled.l4.passthrough.is_empty() && !compiled.l4.listeners.is_empty());
+        for route in &compiled.l4.passthrough {
+            let host = route.host.clone().unwrap();
+            assert_eq!(kind_of(&route.cluster), BackendKind::Tls(host), "{}", route.cluster);
+        }
+        for listener in &compiled.l4.listeners {
+            for route in &listener.routes {
+                assert_eq!(kind_of(&route.cluster), BackendKind::Tcp, "{}", route.cluster);
+            }
+        }
+    }
+}
