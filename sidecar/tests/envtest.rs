@@ -1054,7 +1054,12 @@ async fn without_the_httpproxy_and_nginx_crds_nothing_is_pushed_unless_told_to_d
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(sy.table().is_null(), "nothing pushed before every store synced");
     assert!(reason.contains("VirtualServer in"), "{reason}");
-    let mut sy = watch(&env, &ns, &["--without-httpproxy", "--without-virtualserver"]);
+    assert!(reason.contains("TransportServer in"), "{reason}");
+    let mut sy = watch(
+        &env,
+        &ns,
+        &["--without-httpproxy", "--without-virtualserver", "--without-transportserver"],
+    );
     sy.ready(PATIENCE).await.unwrap();
     assert!(
         sy.routes("plain.example", Some(&format!("{ns}/web:80"))),
@@ -1373,7 +1378,7 @@ async fn an_object_that_does_not_decode_is_reported_and_invalid_while_everything
     admin_apply(&admin, &odd.to_string()).await;
     admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
     // This server has only the permissive HTTPProxy CRD: no NGINX kinds to watch.
-    let mut sy = watch(&env, &ns, &["--without-virtualserver"]);
+    let mut sy = watch(&env, &ns, &["--without-virtualserver", "--without-transportserver"]);
     sy.ready(PATIENCE).await.unwrap();
     assert!(
         sy.routes("good.example", None) && sy.routes("web.example", None),
