@@ -7,17 +7,14 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
+use crate::process::{EnvoyProcess, PATIENCE};
 use crate::{fresh_dir, get, required_path, send, write_file};
-
-/// How long Envoy gets to start or to apply a listener update.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A port that was free a moment ago on 127.0.0.1 (`udp`: for a UDP socket).
 pub fn free_port(udp: bool) -> u16 {
@@ -231,9 +228,7 @@ pub fn compile_l4(yaml: &str, passthrough_port: u16) -> String {
 
 /// A real Envoy with static clusters and its listeners from an LDS file.
 pub struct L4Envoy {
-    child: Child,
-    dir: PathBuf,
-    admin: SocketAddr,
+    process: EnvoyProcess,
 }
 
 impl L4Envoy {
@@ -245,42 +240,27 @@ impl L4Envoy {
         std::fs::create_dir_all(dir.join("lds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         write_file(&dir.join("lds/listeners.json"), lds);
         write_file(&dir.join("envoy.yaml"), &bootstrap(&dir, clusters));
-        let log = std::fs::File::create(dir.join("envoy.log")).unwrap_or_else(|e| panic!("log: {e}"));
-        let child = Command::new(&envoy_bin)
-            .arg("-c")
-            .arg(dir.join("envoy.yaml"))
-            .args(["--concurrency", "1", "--disable-hot-restart", "--log-level", "info"])
-            .arg("--admin-address-path")
-            .arg(dir.join("admin.txt"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", envoy_bin.display()));
-        let mut envoy = L4Envoy {
-            child,
-            dir,
-            admin: SocketAddr::from(([127, 0, 0, 1], 0)),
-        };
-        envoy.wait_ready();
-        envoy
+        let process = EnvoyProcess::start(&envoy_bin, dir, 1, |p| {
+            p.stat("listener_manager.lds.update_success").unwrap_or(0) > 0
+        });
+        L4Envoy { process }
     }
 
     /// Envoy's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// The LDS file Envoy watches (a sidecar may write it).
     pub fn lds_file(&self) -> PathBuf {
-        self.dir.join("lds/listeners.json")
+        self.process.dir.join("lds/listeners.json")
     }
 
     /// Replaces the LDS file (written beside, then renamed into place) and waits until Envoy
     /// applied it; returns whether it was accepted.
     pub fn update(&self, lds: &str) -> bool {
         let before = self.updates();
-        let tmp = self.dir.join("lds/listeners.json.tmp");
+        let tmp = self.process.dir.join("lds/listeners.json.tmp");
         write_file(&tmp, lds);
         std::fs::rename(&tmp, self.lds_file()).unwrap_or_else(|e| panic!("rename: {e}"));
         self.wait_for_update(before)
@@ -301,7 +281,7 @@ impl L4Envoy {
             assert!(
                 Instant::now() < deadline,
                 "Envoy did not apply the LDS file:\n{}",
-                self.log_tail()
+                self.process.log_tail()
             );
             thread::sleep(Duration::from_millis(20));
         }
@@ -317,11 +297,7 @@ impl L4Envoy {
 
     /// One stat's value from the admin API.
     pub fn stat(&self, name: &str) -> Option<u64> {
-        let stats = send(self.admin, &get("admin", &format!("/stats?filter=^{name}$"))).ok()?;
-        stats
-            .body
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: "))?.trim().parse().ok())
+        self.process.stat(name)
     }
 
     /// Connections the listener on 127.0.0.1:`port` closed because no filter chain matched them (for
@@ -333,7 +309,7 @@ impl L4Envoy {
 
     /// The names of the listeners Envoy has now.
     pub fn listeners(&self) -> Vec<String> {
-        let Ok(listeners) = send(self.admin, &get("admin", "/listeners")) else {
+        let Ok(listeners) = send(self.process.admin, &get("admin", "/listeners")) else {
             return Vec::new();
         };
         listeners
@@ -344,50 +320,9 @@ impl L4Envoy {
             .collect()
     }
 
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("Envoy exited ({status}) while starting:\n{}", self.log_tail());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "Envoy did not become ready:\n{}",
-                self.log_tail()
-            );
-            if let Some(addr) = std::fs::read_to_string(self.dir.join("admin.txt"))
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-            {
-                self.admin = addr;
-                let ready = send(addr, &get("admin", "/ready")).is_ok_and(|r| r.status == 200);
-                if ready && self.stat("listener_manager.lds.update_success").unwrap_or(0) > 0 {
-                    return;
-                }
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-
     /// Envoy's log so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
-    }
-
-    fn log_tail(&self) -> String {
-        let log = self.log();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-}
-
-impl Drop for L4Envoy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+        self.process.log()
     }
 }
 

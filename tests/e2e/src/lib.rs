@@ -7,12 +7,13 @@
 //! connection to the backend, which reports what it saw.
 
 pub mod l4;
+pub mod process;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 pub const FILTER_NAME: &str = "switchyard";
 
 /// How long Envoy gets to start or to apply a configuration update.
-const PATIENCE: Duration = Duration::from_secs(30);
+use process::{EnvoyProcess, PATIENCE};
 
 /// A path from an environment variable that must be set (the Makefile sets it); the tests fail,
 /// never skip, without it.
@@ -343,8 +344,7 @@ pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
 
 /// A running Envoy with the switchyard filter loaded from an ECDS file, and its backends.
 pub struct Envoy {
-    child: Child,
-    dir: PathBuf,
+    process: EnvoyProcess,
     wasm: PathBuf,
     /// Envoy's HTTP listener.
     pub addr: SocketAddr,
@@ -439,76 +439,15 @@ impl Envoy {
     /// Starts Envoy on `<dir>/envoy.yaml` (whose listener is named `ingress`) with `workers` worker
     /// threads, and waits until its listener is bound.
     pub fn spawn(envoy_bin: &Path, dir: PathBuf, wasm: PathBuf, workers: usize) -> Envoy {
-        let log = std::fs::File::create(dir.join("envoy.log")).unwrap_or_else(|e| panic!("log: {e}"));
-        let child = Command::new(envoy_bin)
-            .arg("-c")
-            .arg(dir.join("envoy.yaml"))
-            .args([
-                "--concurrency",
-                &workers.to_string(),
-                "--disable-hot-restart",
-                "--log-level",
-                "info",
-            ])
-            .arg("--admin-address-path")
-            .arg(dir.join("admin.txt"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", envoy_bin.display()));
-        let unbound = SocketAddr::from(([127, 0, 0, 1], 0));
-        let mut envoy = Envoy {
-            child,
-            dir,
+        let process = EnvoyProcess::start(envoy_bin, dir, workers, |p| listener_address(p.admin).is_some());
+        let (admin, addr) = (process.admin, listener_address(process.admin));
+        Envoy {
+            process,
             wasm,
-            addr: unbound,
-            admin: unbound,
+            addr: addr.unwrap_or(admin),
+            admin,
             backends: BTreeMap::new(),
-        };
-        envoy.wait_ready();
-        envoy
-    }
-
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("Envoy exited ({status}) while starting:\n{}", self.log_tail());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "Envoy did not become ready:\n{}",
-                self.log_tail()
-            );
-            if let Some(addr) = std::fs::read_to_string(self.dir.join("admin.txt"))
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-            {
-                self.admin = addr;
-                if let Some(listener) = self.listener_address() {
-                    self.addr = listener;
-                    return;
-                }
-            }
-            thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    /// The HTTP listener's address once it is bound (after the ECDS configuration warmed it).
-    fn listener_address(&self) -> Option<SocketAddr> {
-        let ready = send(self.admin, &get("admin", "/ready")).ok()?;
-        if ready.status != 200 {
-            return None;
-        }
-        let listeners = send(self.admin, &get("admin", "/listeners")).ok()?;
-        // `ingress::127.0.0.1:PORT`
-        listeners
-            .body
-            .lines()
-            .find_map(|l| l.strip_prefix("ingress::"))
-            .and_then(|a| a.trim().parse().ok())
-            .filter(|a: &SocketAddr| a.port() != 0)
     }
 
     /// Sends a request through Envoy.
@@ -523,11 +462,7 @@ impl Envoy {
 
     /// One stat's value from the admin API (`None` when Envoy does not have it).
     pub fn stat(&self, name: &str) -> Option<u64> {
-        let stats = send(self.admin, &get("admin", &format!("/stats?filter=^{name}$"))).ok()?;
-        stats
-            .body
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: "))?.trim().parse().ok())
+        self.process.stat(name)
     }
 
     /// Replaces the table through the ECDS file (written beside, then renamed into place) and waits
@@ -540,9 +475,9 @@ impl Envoy {
         };
         let (success, rejected) = (counter("update_success"), counter("update_rejected"));
         let (table, probe) = with_probe(table);
-        let tmp = self.dir.join("ecds/filter.json.tmp");
+        let tmp = self.process.dir.join("ecds/filter.json.tmp");
         write_file(&tmp, &ecds_document(&self.wasm, &table, form));
-        std::fs::rename(&tmp, self.dir.join("ecds/filter.json")).unwrap_or_else(|e| panic!("rename: {e}"));
+        std::fs::rename(&tmp, self.process.dir.join("ecds/filter.json")).unwrap_or_else(|e| panic!("rename: {e}"));
         let deadline = Instant::now() + PATIENCE;
         loop {
             if counter("update_success") > success {
@@ -585,12 +520,12 @@ impl Envoy {
 
     /// Envoy's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// The ECDS file this Envoy reads the filter from (a sidecar may write it).
     pub fn ecds_file(&self) -> PathBuf {
-        self.dir.join("ecds/filter.json")
+        self.process.dir.join("ecds/filter.json")
     }
 
     /// Envoy's resident memory in KiB (`VmRSS` of `/proc/<pid>/status`).
@@ -602,24 +537,24 @@ impl Envoy {
 
     /// Envoy's log so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
+        self.process.log()
     }
 
     fn log_tail(&self) -> String {
-        let log = self.log();
-        let lines: Vec<&str> = log.lines().filter(|l| !l.contains("server.cc:467")).collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        self.process.log_tail()
     }
 }
 
-impl Drop for Envoy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
+/// The HTTP listener's address once it is bound (after the ECDS configuration warmed it): the
+/// process is ready (`/ready` answered) and `/listeners` names `ingress::127.0.0.1:PORT`.
+fn listener_address(admin: SocketAddr) -> Option<SocketAddr> {
+    let listeners = send(admin, &get("admin", "/listeners")).ok()?;
+    listeners
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("ingress::"))
+        .and_then(|a| a.trim().parse().ok())
+        .filter(|a: &SocketAddr| a.port() != 0)
 }
 
 /// A new, empty directory under the system's temporary directory.
