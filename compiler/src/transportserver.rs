@@ -9,7 +9,8 @@
 //!    `Rejected` (`Listener X doesn't exist`). The passthrough candidates' hosts are claims in the
 //!    host contest ([`Candidates::host_claims`]).
 //! 2. [`Candidates::settle`], after the contest: a passthrough candidate routes its host when it won
-//!    it and is `Rejected` (`Host is taken by another resource`) when it lost; the others compete per
+//!    it; when it lost, the contest itself made it `Rejected` (`HostTaken`, naming the winner; NGINX's
+//!    status says `Host is taken by another resource`, [`crate::status::NginxStatus`]). The others compete per
 //!    (listener, host): the oldest wins, then the smallest uid (seed 003); the losers are `Rejected`
 //!    (`Listener X is taken by another resource`).
 //!
