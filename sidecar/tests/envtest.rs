@@ -1058,7 +1058,11 @@ async fn without_the_httpproxy_and_nginx_crds_nothing_is_pushed_unless_told_to_d
     let mut sy = watch(
         &env,
         &ns,
-        &["--without-httpproxy", "--without-virtualserver", "--without-transportserver"],
+        &[
+            "--without-httpproxy",
+            "--without-virtualserver",
+            "--without-transportserver",
+        ],
     );
     sy.ready(PATIENCE).await.unwrap();
     assert!(
