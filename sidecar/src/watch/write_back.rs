@@ -258,10 +258,8 @@ impl StatusWriter {
                     }
                     self.write_balancer(key, ingress, status).await;
                 }
-                "VirtualServer" => self.write_virtual_server(status, servers.get(&at).copied()).await,
-                "VirtualServerRoute" => {
-                    self.write_virtual_server_route(status, routes.get(&at).copied()).await;
-                }
+                "VirtualServer" => self.write_nginx(status, servers.get(&at).copied()).await,
+                "VirtualServerRoute" => self.write_nginx(status, routes.get(&at).copied()).await,
                 "TransportServer" => self.write_nginx(status, transport.get(&at).copied()).await,
                 _ => {}
             }

@@ -345,17 +345,7 @@ static_resources:
         lds_dir = lds.display(),
     );
     for (name, addr) in clusters {
-        yaml.push_str(&format!(
-            r#"  - name: "{name}"
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: "{name}"
-      endpoints: [{{lb_endpoints: [{{endpoint: {{address: {{socket_address: {{address: {ip}, port_value: {port}}}}}}}}}]}}]
-"#,
-            ip = addr.ip(),
-            port = addr.port(),
-        ));
+        yaml.push_str(&crate::static_cluster(name, *addr));
     }
     yaml
 }

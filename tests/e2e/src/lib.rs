@@ -622,17 +622,25 @@ static_resources:
         ecds_dir = ecds.display(),
     );
     for (name, port) in clusters {
-        yaml.push_str(&format!(
-            r#"  - name: "{name}"
+        yaml.push_str(&static_cluster(name, SocketAddr::from(([127, 0, 0, 1], *port))));
+    }
+    yaml
+}
+
+/// One static cluster of a bootstrap's `static_resources.clusters` (YAML, indented to sit under it):
+/// `name` sends to the one endpoint `addr`.
+pub fn static_cluster(name: &str, addr: SocketAddr) -> String {
+    format!(
+        r#"  - name: "{name}"
     type: STATIC
     connect_timeout: 1s
     load_assignment:
       cluster_name: "{name}"
-      endpoints: [{{lb_endpoints: [{{endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}}}}}]}}]
-"#
-        ));
-    }
-    yaml
+      endpoints: [{{lb_endpoints: [{{endpoint: {{address: {{socket_address: {{address: {ip}, port_value: {port}}}}}}}}}]}}]
+"#,
+        ip = addr.ip(),
+        port = addr.port(),
+    )
 }
 
 // ---- the compiler -------------------------------------------------------------------------------

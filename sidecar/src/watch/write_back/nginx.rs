@@ -1,6 +1,5 @@
 //! Status write-back for NGINX's VirtualServer, VirtualServerRoute and TransportServer, as NGINX's
-//! controller writes
-//! it: `.status.state` (`Valid`, `Warning`, `Invalid`), `.status.reason` (`AddedOrUpdated`,
+//! controller writes it: `.status.state` (`Valid`, `Warning`, `Invalid`), `.status.reason` (`AddedOrUpdated`,
 //! `AddedOrUpdatedWithWarning`, `Rejected`, `NoVirtualServerFound`, `Ignored`) and `.status.message`
 //! through the status subresource (field manager `switchyard`), `externalEndpoints` from
 //! `--publish-address` on those that route (an `ip` or a `hostname` each; no `ports`: the
@@ -16,7 +15,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::{wrote_status, StatusWriter};
-use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
 use switchyard_compiler::status::{NginxReason, NginxState, ResourceStatus, Status};
 
 /// `.status` of a VirtualServer or VirtualServerRoute for its status entry and `--publish-address`;
@@ -77,20 +75,6 @@ fn memory_key(kind: &str, namespace: &str, name: &str) -> (String, String) {
 }
 
 impl StatusWriter {
-    /// A VirtualServer's status entry: written (with its event) when ours, released when not.
-    pub(super) async fn write_virtual_server(&mut self, status: &ResourceStatus, object: Option<&VirtualServer>) {
-        self.write_nginx(status, object).await;
-    }
-
-    /// A VirtualServerRoute's status entry, likewise.
-    pub(super) async fn write_virtual_server_route(
-        &mut self,
-        status: &ResourceStatus,
-        object: Option<&VirtualServerRoute>,
-    ) {
-        self.write_nginx(status, object).await;
-    }
-
     /// A VirtualServer's, VirtualServerRoute's or TransportServer's status entry: written (with its
     /// event) when ours, released when not.
     pub(super) async fn write_nginx<K>(&mut self, status: &ResourceStatus, object: Option<&K>)
