@@ -19,12 +19,13 @@
 //! the number of a key seen before.
 //!
 //! Decoding never trusts the input: counts are bounded by the bytes left, nesting by [`MAX_DEPTH`],
-//! the inflated size by [`MAX_INFLATED`].
+//! the inflated size by [`MAX_INFLATED`]. A key written twice in one object is refused by the
+//! table's reader (`crate::read`), for this form and JSON alike.
 
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::doc::{Doc, Item, Node};
+use crate::doc::{Doc, Item, Node, Text};
 
 /// The key of the one-key object that carries the compact form.
 pub const WRAPPER_KEY: &str = "table_z";
@@ -32,8 +33,8 @@ pub const WRAPPER_KEY: &str = "table_z";
 /// The version of the binary syntax (not of the table format, which the document itself carries).
 pub const BINARY_VERSION: u8 = 1;
 
-/// The deepest nesting of lists and objects the decoder follows (a table needs 6).
-pub const MAX_DEPTH: usize = 32;
+/// The deepest nesting of lists and objects the decoder follows (a table needs 6), as for JSON.
+pub const MAX_DEPTH: usize = crate::doc::MAX_DEPTH;
 
 /// The largest binary document the decoder inflates (a 100,000-rule table is about 11 MiB).
 pub const MAX_INFLATED: usize = 256 << 20;
@@ -308,13 +309,13 @@ impl<'b> Reader<'b> {
                 }
                 Node::Float(f)
             }
-            tag::STRING => Node::Str(self.text()?),
+            tag::STRING => Node::Str(Text::Borrowed(self.text()?)),
             tag::LIST if depth < MAX_DEPTH => {
                 let count = self.count()?;
                 let span = self.doc.reserve(count);
                 for i in 0..count {
                     let node = self.value(depth + 1)?;
-                    self.doc.set(span, i, Item { key: "", node });
+                    self.doc.set(span, i, Item::unnamed(node));
                 }
                 Node::List(span)
             }
@@ -322,17 +323,8 @@ impl<'b> Reader<'b> {
                 let count = self.count()?;
                 let span = self.doc.reserve(count);
                 for i in 0..count {
-                    let key = self.key()?;
-                    if self
-                        .doc
-                        .items(span)
-                        .get(..i)
-                        .unwrap_or_default()
-                        .iter()
-                        .any(|item| item.key == key)
-                    {
-                        return Err(self.fail("a key twice in one object"));
-                    }
+                    // A key written twice is refused by the reader (`crate::read`), as in JSON.
+                    let key = Text::Borrowed(self.key()?);
                     let node = self.value(depth + 1)?;
                     self.doc.set(span, i, Item { key, node });
                 }

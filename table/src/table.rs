@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use crate::condition::Condition;
+use crate::doc::{Doc, Node};
 use crate::error::{Problem, TableError};
 use crate::field::{field_value, is_token, FieldValueFault};
 use crate::format::{ActionSpec, Backend, DirectResponse, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
@@ -60,17 +61,28 @@ pub struct Candidate<'t> {
 
 impl RouteTable {
     /// Parses and validates a table from its JSON text: the table document itself, or its compact
-    /// form (`{"table_z": "…"}`, [`crate::compact`]).
+    /// form (`{"table_z": "…"}`, [`crate::compact`]). The text is read straight into a tree
+    /// ([`crate::json`]), with no `serde_json::Value` on the way.
     pub fn from_json(json: &[u8]) -> Result<RouteTable, TableError> {
-        RouteTable::from_document(serde_json::from_slice(json)?)
+        let doc = crate::json::parse(json)?;
+        RouteTable::from_tree(&doc, doc.root())
     }
 
     /// Validates a table document already parsed: the table object, or the compact form's one-key
     /// object, which is decoded first.
     pub fn from_document(document: serde_json::Value) -> Result<RouteTable, TableError> {
-        let spec = match crate::compact::wrapped_text(&document) {
-            Some(text) => TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(text)?)?)?,
-            None => TableSpec::from_tree(&crate::doc::Doc::from_value(&document))?,
+        let doc = Doc::from_value(&document);
+        RouteTable::from_tree(&doc, doc.root())
+    }
+
+    /// Validates the table document that is `node` of `doc`: the table object, or the compact form's
+    /// one-key object, which is decoded first.
+    pub fn from_tree<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<RouteTable, TableError> {
+        let spec = match doc.only_field(node, crate::compact::WRAPPER_KEY) {
+            Some(Node::Str(text)) => {
+                TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(doc.text(text))?)?)?
+            }
+            _ => TableSpec::from_node(doc, node)?,
         };
         RouteTable::try_from(spec)
     }
