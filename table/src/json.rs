@@ -13,7 +13,9 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::doc::{Builder, Doc, Node, Text, MAX_DEPTH};
 
-/// Parses JSON text (UTF-8 bytes) into a tree borrowing its strings.
+/// Parses JSON text (UTF-8 bytes) into a tree borrowing its strings. Never inlined, for the reason
+/// [`crate::RouteTable::from_tree`] gives.
+#[inline(never)]
 pub fn parse(text: &[u8]) -> Result<Doc<'_>, serde_json::Error> {
     // A table's JSON has about one value per 12 bytes.
     let mut builder = Builder::with_capacity(text.len() / 12);

@@ -77,6 +77,11 @@ impl RouteTable {
 
     /// Validates the table document that is `node` of `doc`: the table object, or the compact form's
     /// one-key object, which is decoded first.
+    ///
+    /// Never inlined: the filter's size profile (Cargo.toml, `[profile.filter]`) builds the filter
+    /// crate for speed and this crate for size, and the loader must keep this crate's size settings
+    /// rather than be inlined into the filter's code.
+    #[inline(never)]
     pub fn from_tree<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<RouteTable, TableError> {
         let spec = match doc.only_field(node, crate::compact::WRAPPER_KEY) {
             Some(Node::Str(text)) => {
@@ -114,18 +119,7 @@ impl RouteTable {
 
     /// The number of distinct hosts (exact and wildcard) the rules name.
     pub fn host_count(&self) -> usize {
-        let mut hosts: Vec<&HostPattern> = self
-            .rules
-            .iter()
-            .map(|r| &r.host)
-            .filter(|h| **h != HostPattern::Any)
-            .collect();
-        hosts.sort_unstable_by_key(|h| match h {
-            HostPattern::Exact(n) | HostPattern::Wildcard(n) => (matches!(h, HostPattern::Wildcard(_)), n.as_str()),
-            HostPattern::Any => (false, ""),
-        });
-        hosts.dedup();
-        hosts.len()
+        self.index.hosts()
     }
 
     /// The first rule in table order whose host, path and conditions match, with a backend chosen
