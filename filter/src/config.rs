@@ -168,6 +168,17 @@ mod tests {
     }
 
     #[test]
+    fn a_key_written_twice_is_refused_in_a_wrapper_and_in_the_table() {
+        let error = generation(&format!(r#"{{"value": {TABLE}, "value": {TABLE}}}"#));
+        assert!(error.contains("field `value` written twice"), "{error}");
+        let error = generation(&format!(
+            r#"{{"value": {}}}"#,
+            TABLE.replace(r#""version":1"#, r#""version":1,"version":1"#)
+        ));
+        assert!(error.contains("field `version` written twice"), "{error}");
+    }
+
+    #[test]
     fn an_invalid_table_names_the_rule_and_field() {
         let bad = TABLE.replace(r#""value":"/""#, r#""value":"nope""#);
         let error = generation(&bad);
