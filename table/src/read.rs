@@ -10,7 +10,8 @@
 //! defaults, and it refuses unknown fields (as the format's `deny_unknown_fields` does) and a field
 //! written twice (which `serde_json` would have let the last one win). Errors name the field's path
 //! in the document (`rules[3].path.type`); the path and the message are only built on error, out of
-//! line (`#[cold]`), so the happy path stays small.
+//! line (`#[cold]`), and the few helpers every field calls are never inlined (`#[inline(never)]`), so
+//! the reader stays small in the filter (BENCHMARKS.md, "Filter size").
 
 use serde_json::Value;
 
@@ -77,6 +78,7 @@ struct Fields<'x, 'd> {
 }
 
 impl<'x, 'd> Fields<'x, 'd> {
+    #[inline(never)]
     fn new(value: Node<'d>, doc: &'x Doc<'d>, at: &'x At<'x>) -> Result<Fields<'x, 'd>, TableError> {
         let Node::Object(span) = value else {
             return Err(at.expected("an object", value));
@@ -105,6 +107,7 @@ impl<'x, 'd> Fields<'x, 'd> {
     }
 
     /// Takes the field `key` out of the object, if it is there.
+    #[inline(never)]
     fn take(&mut self, key: &str) -> Option<Node<'d>> {
         let (taken, doc) = (self.taken, self.doc);
         let i =
@@ -140,6 +143,7 @@ impl<'x, 'd> Fields<'x, 'd> {
     }
 
     /// Refuses the fields no one read.
+    #[inline(never)]
     fn finish(self) -> Result<(), TableError> {
         let taken = self.taken;
         match (self.items.iter().enumerate()).find(|(i, _)| taken & (1 << i) == 0) {
@@ -165,6 +169,7 @@ fn object<'x, 'd, T>(
 }
 
 /// The text of a string value.
+#[inline(never)]
 fn text<'x, 'd: 'x>(value: Node<'d>, doc: &'x Doc<'d>, at: &At<'_>) -> Result<&'x str, TableError> {
     match value {
         Node::Str(text) => Ok(doc.text(text)),

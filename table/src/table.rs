@@ -1,6 +1,6 @@
 //! The validated, indexed table and the matcher that picks a request's winning rule.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::condition::Condition;
 use crate::doc::{Doc, Node};
@@ -258,7 +258,9 @@ impl TryFrom<TableSpec> for RouteTable {
         if !is_token(&cluster_header) {
             return Err(TableError::BadClusterHeader(spec.cluster_header));
         }
-        let mut first_position: HashMap<&str, usize> = HashMap::with_capacity(spec.rules.len());
+        // FxHash, as the index's host maps: the names come from the table, not from clients.
+        let mut first_position: HashMap<&str, usize> = HashMap::default();
+        first_position.reserve(spec.rules.len());
         for (position, rule) in spec.rules.iter().enumerate() {
             if let Some(&first) = first_position.get(rule.name.as_str()) {
                 return Err(TableError::rule(
