@@ -73,6 +73,7 @@ def demangle(name):
 
 def crate_of(name):
     text = name.lstrip("_<&*").replace("impl ", "")
+    text = text[4:] if text.startswith("mut ") else text
     head = re.split(r"::| as |<|>", text, maxsplit=1)[0].strip()
     return head or name
 
