@@ -395,6 +395,15 @@ mod tests {
     }
 
     #[test]
+    fn a_key_twice_decodes_and_the_reader_refuses_it() {
+        // {"version": 1, "version": 1}: the second key is a reference to the first.
+        let binary = b"SYT\x01\x08\x02\x00\x07version\x03\x01\x01\x03\x01";
+        let doc = from_binary(binary).unwrap();
+        let error = crate::TableSpec::from_tree(&doc).unwrap_err().to_string();
+        assert!(error.contains("field `version` written twice"), "{error}");
+    }
+
+    #[test]
     fn bad_base64_and_bad_zlib_are_named() {
         assert!(matches!(from_text("not base64!"), Err(CompactError::Base64(_))));
         assert!(matches!(from_text("AAAA"), Err(CompactError::Zlib(_))));
