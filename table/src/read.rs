@@ -87,17 +87,6 @@ impl<'x, 'd> Fields<'x, 'd> {
         if items.len() > MAX_FIELDS {
             return Err(at.error(format_args!("an object of more than {MAX_FIELDS} fields")));
         }
-        for (i, item) in items.iter().enumerate() {
-            let key = doc.text(item.key);
-            if items
-                .get(..i)
-                .unwrap_or_default()
-                .iter()
-                .any(|earlier| doc.text(earlier.key) == key)
-            {
-                return Err(at.error(format_args!("field `{key}` written twice")));
-            }
-        }
         Ok(Fields {
             doc,
             items,
@@ -142,15 +131,26 @@ impl<'x, 'd> Fields<'x, 'd> {
         Ok(self.optional(key)?.unwrap_or(default))
     }
 
-    /// Refuses the fields no one read.
+    /// Refuses the fields no one read: unknown ones, and the second of a field written twice (`take`
+    /// takes the first), so a duplicate costs nothing until it is found.
     #[inline(never)]
     fn finish(self) -> Result<(), TableError> {
         let taken = self.taken;
         match (self.items.iter().enumerate()).find(|(i, _)| taken & (1 << i) == 0) {
             None => Ok(()),
-            Some((_, item)) => Err(self
-                .at
-                .error(format_args!("unknown field `{}`", self.doc.text(item.key)))),
+            Some((_, item)) => Err(self.leftover(self.doc.text(item.key))),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn leftover(&self, key: &str) -> TableError {
+        let taken = self.taken;
+        let twice =
+            (self.items.iter().enumerate()).any(|(i, item)| taken & (1 << i) != 0 && self.doc.text(item.key) == key);
+        match twice {
+            true => self.at.error(format_args!("field `{key}` written twice")),
+            false => self.at.error(format_args!("unknown field `{key}`")),
         }
     }
 }
