@@ -134,11 +134,24 @@ impl<'x, 'd> Fields<'x, 'd> {
     /// Refuses the fields no one read: unknown ones, and the second of a field written twice (`take`
     /// takes the first), so a duplicate costs nothing until it is found.
     #[inline(never)]
-    fn finish(self) -> Result<(), TableError> {
+    fn finish(&self) -> Result<(), TableError> {
         let taken = self.taken;
         match (self.items.iter().enumerate()).find(|(i, _)| taken & (1 << i) == 0) {
             None => Ok(()),
             Some((_, item)) => Err(self.leftover(self.doc.text(item.key))),
+        }
+    }
+
+    /// The error of an object whose reading failed: a field written twice, if one is, explains the
+    /// trouble better than what it caused (`{"value": …, "value": …}` misses every table field).
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, error: TableError) -> TableError {
+        let key = |item: &Item<'d>| self.doc.text(item.key);
+        let earlier = |i: usize| self.items.get(..i).unwrap_or_default().iter();
+        match (self.items.iter().enumerate()).find(|(i, item)| earlier(*i).any(|e| key(e) == key(item))) {
+            Some((_, item)) => self.at.error(format_args!("field `{}` written twice", key(item))),
+            None => error,
         }
     }
 
@@ -163,9 +176,10 @@ fn object<'x, 'd, T>(
     read: impl FnOnce(&mut Fields<'x, 'd>) -> Result<T, TableError>,
 ) -> Result<T, TableError> {
     let mut fields = Fields::new(value, doc, at)?;
-    let out = read(&mut fields)?;
-    fields.finish()?;
-    Ok(out)
+    match read(&mut fields) {
+        Ok(out) => fields.finish().map(|()| out),
+        Err(error) => Err(fields.failed(error)),
+    }
 }
 
 /// The text of a string value.
