@@ -44,10 +44,7 @@ impl TableEncoding {
         let failed = |e: serde_json::Error| format!("cannot serialize the table: {e}");
         match self {
             TableEncoding::Json => serde_json::to_string(table).map_err(failed),
-            TableEncoding::Compact => {
-                let document = serde_json::to_value(table).map_err(failed)?;
-                Ok(switchyard_table::compact::to_text(&document))
-            }
+            TableEncoding::Compact => switchyard_table::compact::to_text(table).map_err(|e| e.to_string()),
         }
     }
 }
