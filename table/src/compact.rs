@@ -15,10 +15,11 @@
 //! value. A value is a tag byte and its payload: `0` null, `1` false, `2` true, `3` n (a number
 //! n >= 0), `4` n (the number -1-n), `5` eight bytes (an f64, little-endian), `6` length and UTF-8
 //! bytes (a string), `7` count and values (a list), `8` count and pairs of key and value (an
-//! object). In version 2 a key is its length and bytes, so every value's bytes depend on that value
-//! alone ([`Encoder`] reuses the compressed bytes of unchanged rules); version 1, which the reader
-//! still accepts, numbered keys: `0`, length and bytes (a new key, numbered from 1 in order of
-//! appearance) or the number of a key seen before.
+//! object). In version 2 a key is a number n > 0, the key [`KEYS`]`[n - 1]` of a fixed dictionary
+//! (the table format's field names), or `0`, length and bytes for any other key, so every value's
+//! bytes depend on that value alone ([`Encoder`] reuses the compressed bytes of unchanged rules).
+//! Version 1, which the reader still accepts, numbered keys as they appeared: `0`, length and bytes
+//! (a new key, numbered from 1 in order of appearance) or the number of a key seen before.
 //!
 //! Writing: [`to_text`] (a fresh [`Encoder`]; `write` is the serde serializer of the binary
 //! syntax, `encoder` the chunked zlib stream and its cache). The zlib stream is made of
@@ -51,6 +52,43 @@ pub const MAX_DEPTH: usize = 32;
 pub const MAX_INFLATED: usize = 256 << 20;
 
 const MAGIC: &[u8; 3] = b"SYT";
+
+/// Version 2's key dictionary: key `n` (from 1) is `KEYS[n - 1]`; any other key is written inline
+/// (`0`, length, bytes). The table format's field names, the most frequent first; frozen for
+/// version 2 (a new field is written inline until a new version extends the list).
+pub const KEYS: [&str; 31] = [
+    "name",
+    "host",
+    "path",
+    "type",
+    "value",
+    "action",
+    "route",
+    "backends",
+    "cluster",
+    "weight",
+    "conditions",
+    "on",
+    "match",
+    "invert",
+    "ignore_case",
+    "rewrite_prefix",
+    "set_headers",
+    "remove_headers",
+    "direct_response",
+    "status",
+    "body",
+    "content_type",
+    "headers",
+    "redirect",
+    "url",
+    "version",
+    "generation",
+    "cluster_header",
+    "no_route",
+    "debug_rule_header",
+    "rules",
+];
 
 /// Value tags.
 mod tag {
@@ -216,10 +254,19 @@ impl<'b> Reader<'b> {
     }
 
     fn key(&mut self) -> Result<&'b str, CompactError> {
-        if self.version >= 2 {
-            return self.text();
+        match (self.version, self.varint()?) {
+            (2, 0) => self.text(),
+            (2, n) => usize::try_from(n - 1)
+                .ok()
+                .and_then(|i| KEYS.get(i).copied())
+                .ok_or_else(|| self.fail("a key number beyond the dictionary")),
+            (_, n) => self.key_v1(n),
         }
-        match self.varint()? {
+    }
+
+    /// Version 1's keys: `0` and a new key, numbered in order of appearance, or a number.
+    fn key_v1(&mut self, n: u64) -> Result<&'b str, CompactError> {
+        match n {
             0 => {
                 let key = self.text()?;
                 self.keys.push(key);
@@ -314,11 +361,35 @@ mod tests {
 
     #[test]
     fn a_value_is_written_alike_wherever_it_stands() {
-        let one = to_binary(&json!({"version": 1, "name": "a"})).unwrap();
-        let two = to_binary(&json!([{"name": "b"}, {"version": 1, "name": "a"}])).unwrap();
-        let value = &one[4..];
-        assert!(two.ends_with(value), "{one:?} {two:?}");
-        assert_eq!(two.windows(7).filter(|w| w == b"version").count(), 1);
+        let one = to_binary(&json!({"name": "a", "x-extra": 1})).unwrap();
+        let two = to_binary(&json!([{"name": "b", "x-extra": 0}, {"name": "a", "x-extra": 1}])).unwrap();
+        assert!(two.ends_with(&one[4..]), "{one:?} {two:?}");
+        assert_eq!(
+            two.windows(7).filter(|w| w == b"x-extra").count(),
+            2,
+            "a key of no dictionary is inline each time"
+        );
+        assert!(
+            !two.windows(4).any(|w| w == b"name"),
+            "a key of the dictionary is its number"
+        );
+    }
+
+    #[test]
+    fn every_key_of_the_dictionary_round_trips_and_the_dictionary_has_no_duplicate() {
+        let document: Value = KEYS
+            .iter()
+            .map(|k| (k.to_string(), json!(k)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        let binary = to_binary(&document).unwrap();
+        assert_eq!(from_binary(&binary).map(|doc| doc.to_value()), Ok(document));
+        let unique: std::collections::BTreeSet<&str> = KEYS.iter().copied().collect();
+        assert_eq!(unique.len(), KEYS.len());
+        assert!(
+            from_binary(b"SYT\x02\x08\x01\x20\x00").is_err(),
+            "key 32 is beyond the dictionary"
+        );
     }
 
     #[test]

@@ -154,30 +154,46 @@ fn a_change_deflates_only_the_chunks_it_touches() {
     encoder.encode(&t).unwrap();
     let all = encoder.stats();
     assert_eq!(all.chunks, all.deflated, "a fresh encoder deflates every chunk");
-    assert!(all.chunks > 100, "{all:?}");
+    assert!(all.chunks > 40, "{all:?}");
 
+    // Each chunk is deflated after the PRIME_BYTES before it: a changed chunk changes the
+    // compressed form of the next (and of the one after, when the next is shorter than that). The
+    // head (table settings, rule count) is a chunk of its own.
     t.rules[7777] = rule(7777, "-x");
     t.generation = "g2".into();
     encoder.encode(&t).unwrap();
-    // The head (the generation changed) and the chunk of the changed rule.
-    assert_eq!(encoder.stats().deflated, 2, "{:?}", encoder.stats());
+    assert!(
+        (3..=4).contains(&encoder.stats().deflated),
+        "the head, the changed rule's chunk and the next: {:?}",
+        encoder.stats()
+    );
 
     t.rules.insert(12_345, rule(99_999, ""));
     encoder.encode(&t).unwrap();
-    // The head (the rule count changed) and the chunk the new rule joined (or two, when it ends one).
-    assert!((2..=3).contains(&encoder.stats().deflated), "{:?}", encoder.stats());
+    // The head, the chunk the new rule joined (two, if it ends one) and the next.
+    assert!((3..=5).contains(&encoder.stats().deflated), "{:?}", encoder.stats());
 
-    // One Ingress's 100 rules, adjacent: a few chunks (about 100 / CHUNK_PIECES + 2).
+    // One Ingress's 100 rules, adjacent: the head, their chunk or two, and the next.
     for i in 3000..3100 {
         t.rules[i] = rule(i, "-y");
     }
+    t.generation = "g3".into();
     encoder.encode(&t).unwrap();
-    let stats = encoder.stats();
-    assert!(stats.deflated <= 8, "{stats:?}");
+    assert!((3..=6).contains(&encoder.stats().deflated), "{:?}", encoder.stats());
 
     // The same table again: every chunk, the head included, is in the cache.
     encoder.encode(&t).unwrap();
     assert_eq!(encoder.stats().deflated, 0, "{:?}", encoder.stats());
+}
+
+/// The binary document of a table is that of its JSON value: objects' keys in order, as
+/// `serde_json::Value` keeps them, whatever the order of the struct's fields.
+#[test]
+fn a_table_encodes_as_its_json_value_does() {
+    let t = table((0..300).map(|i| rule(i, "")).collect());
+    let value = serde_json::to_value(&t).unwrap();
+    assert_eq!(compact::to_binary(&t).unwrap(), compact::to_binary(&value).unwrap());
+    assert_eq!(compact::to_text(&t).unwrap(), compact::to_text(&value).unwrap());
 }
 
 #[test]

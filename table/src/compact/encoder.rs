@@ -24,17 +24,29 @@ use serde::Serialize;
 use super::{write, EncodeError, WRAPPER_KEY};
 
 /// The zlib level of every chunk (measured in BENCHMARKS.md, "Compact table").
-pub const ZLIB_LEVEL: u8 = 9;
+pub const ZLIB_LEVEL: u8 = 6;
 
 /// One element in this many ends a chunk, on average (measured in BENCHMARKS.md, "Compact table").
-pub const CHUNK_PIECES: u64 = 64;
+pub const CHUNK_PIECES: u64 = 256;
+
+/// Each chunk is deflated after the bytes of the document just before it (up to this many), so
+/// that it can refer to them as a single stream would (measured in BENCHMARKS.md, "Compact table").
+pub const PRIME_BYTES: usize = 16 << 10;
 
 /// A chunk ends after the element that takes it past this many bytes, whatever the hashes say
 /// (a long run of identical elements would otherwise be one chunk).
 pub const MAX_CHUNK_BYTES: usize = 256 << 10;
 
-/// The zlib header: deflate with a 32 KiB window, no dictionary, "maximum compression".
-const ZLIB_HEADER: [u8; 2] = [0x78, 0xda];
+/// The zlib header: deflate with a 32 KiB window, no dictionary, and the level's class (FLEVEL,
+/// informative only); the second byte makes the pair a multiple of 31.
+fn zlib_header(level: u8) -> [u8; 2] {
+    match level {
+        0..=1 => [0x78, 0x01],
+        2..=5 => [0x78, 0x5e],
+        6 => [0x78, 0x9c],
+        _ => [0x78, 0xda],
+    }
+}
 
 /// A final, empty block (fixed Huffman codes, just the end-of-block code): ends the deflate stream.
 const FINAL_EMPTY_BLOCK: [u8; 2] = [0x03, 0x00];
@@ -42,10 +54,17 @@ const FINAL_EMPTY_BLOCK: [u8; 2] = [0x03, 0x00];
 /// Encodes documents into the compact form, keeping the compressed chunks of the last one.
 pub struct Encoder {
     compressor: Box<CompressorOxide>,
+    level: u8,
+    /// One element in this many ends a chunk, on average.
+    chunk_pieces: u64,
+    /// How many bytes before a chunk prime its compressor.
+    prime_bytes: usize,
     cache: FxHashMap<u64, Chunk>,
     /// Reused between documents: the binary document and its piece marks.
     binary: Vec<u8>,
     marks: Vec<write::Mark>,
+    /// The last document's binary form, which the cached chunks point into.
+    previous: Vec<u8>,
     stats: EncodeStats,
 }
 
@@ -60,9 +79,12 @@ pub struct EncodeStats {
     pub binary_bytes: usize,
 }
 
-/// One chunk of the last document.
+/// One chunk of the last document, deflated after the bytes before it (its prime).
 struct Chunk {
-    raw: Box<[u8]>,
+    /// Where its prime starts in the last document (in the document being encoded once `used`).
+    at: usize,
+    prime: usize,
+    len: usize,
     deflated: Box<[u8]>,
     adler: u32,
     /// Whether the document being encoded uses it (the others are dropped at its end).
@@ -78,12 +100,23 @@ impl Default for Encoder {
 impl Encoder {
     /// An encoder with an empty cache.
     pub fn new() -> Encoder {
-        let flags = create_comp_flags_from_zip_params(i32::from(ZLIB_LEVEL), -15, 0);
+        Encoder::with_params(ZLIB_LEVEL, CHUNK_PIECES, PRIME_BYTES)
+    }
+
+    /// An encoder with another zlib level (0 – 10), chunk size and prime than [`ZLIB_LEVEL`],
+    /// [`CHUNK_PIECES`] and [`PRIME_BYTES`] (at most 32 KiB): what measured the choice of those (its
+    /// output differs from [`Encoder::new`]'s).
+    pub fn with_params(level: u8, chunk_pieces: u64, prime_bytes: usize) -> Encoder {
+        let flags = create_comp_flags_from_zip_params(i32::from(level.min(10)), -15, 0);
         Encoder {
             compressor: Box::new(CompressorOxide::new(flags)),
+            level,
+            chunk_pieces: chunk_pieces.max(1),
+            prime_bytes: prime_bytes.min(32 << 10),
             cache: FxHashMap::default(),
             binary: Vec::new(),
             marks: Vec::new(),
+            previous: Vec::new(),
             stats: EncodeStats::default(),
         }
     }
@@ -115,23 +148,38 @@ impl Encoder {
             ..EncodeStats::default()
         };
         let mut out = Vec::with_capacity(self.binary.len() / 12 + 64);
-        out.extend_from_slice(&ZLIB_HEADER);
+        out.extend_from_slice(&zlib_header(self.level));
         let mut adler = 1;
-        for span in chunks(&self.binary, &self.marks) {
-            let raw = &self.binary[span.range];
-            let key = span.hash;
+        let mut previous_hash = SEED;
+        for span in chunks(&self.binary, &self.marks, self.chunk_pieces) {
+            let at = span.range.start.saturating_sub(self.prime_bytes).max(span.run_start);
+            let (prime, len) = (span.range.start - at, span.range.len());
+            let bytes = &self.binary[at..span.range.end];
+            // The bytes before it change its compressed form: they are part of its key.
+            let key = mix(span.hash ^ previous_hash.rotate_left(17));
+            previous_hash = span.hash;
             self.stats.chunks += 1;
-            let chunk = match self.cache.get_mut(&key) {
-                Some(chunk) if *chunk.raw == *raw => chunk,
-                _ => {
+            let cached = self.cache.get_mut(&key).filter(|chunk| {
+                let holder = if chunk.used { &self.binary } else { &self.previous };
+                (chunk.prime, chunk.len) == (prime, len) && holder.get(chunk.at..chunk.at + prime + len) == Some(bytes)
+            });
+            let chunk = match cached {
+                Some(chunk) => {
+                    chunk.at = at;
+                    chunk
+                }
+                None => {
                     self.stats.deflated += 1;
+                    let raw = &bytes[prime..];
                     let chunk = Chunk {
-                        raw: raw.into(),
-                        deflated: deflate(&mut self.compressor, raw)?.into(),
+                        at,
+                        prime,
+                        len,
+                        deflated: deflate(&mut self.compressor, &bytes[..prime], raw)?.into(),
                         adler: miniz_oxide::mz_adler32_oxide(1, raw),
                         used: false,
                     };
-                    // A collision (another chunk under this hash) replaces it: still correct.
+                    // A collision (another chunk under this key) replaces it: still correct.
                     self.cache.insert(key, chunk);
                     self.cache
                         .get_mut(&key)
@@ -140,54 +188,59 @@ impl Encoder {
             };
             chunk.used = true;
             out.extend_from_slice(&chunk.deflated);
-            adler = adler32_combine(adler, chunk.adler, raw.len());
+            adler = adler32_combine(adler, chunk.adler, len);
         }
         out.extend_from_slice(&FINAL_EMPTY_BLOCK);
         out.extend_from_slice(&adler.to_be_bytes());
         self.cache.retain(|_, chunk| std::mem::take(&mut chunk.used));
+        std::mem::swap(&mut self.previous, &mut self.binary);
         Ok(out)
     }
 }
 
-/// A chunk: its byte range in the binary document and its content hash.
+/// A chunk: its byte range in the binary document, its content hash, and where the run of list
+/// elements it belongs to starts (its prime never reaches before: the head, which changes with
+/// every table, would change the first chunk's too).
 struct Span {
     range: std::ops::Range<usize>,
     hash: u64,
+    run_start: usize,
 }
 
 /// The chunks of a binary document with these marks (see [`write::Mark`]).
-fn chunks(binary: &[u8], marks: &[write::Mark]) -> Vec<Span> {
+fn chunks(binary: &[u8], marks: &[write::Mark], chunk_pieces: u64) -> Vec<Span> {
     let head = write::Mark { at: 0, element: false };
     let tail = write::Mark {
         at: binary.len(),
         element: false,
     };
+    // Non-empty pieces: (start, end, is an element).
     let bounds: Vec<write::Mark> = std::iter::once(head)
         .chain(marks.iter().copied())
         .chain(std::iter::once(tail))
         .collect();
-    let mut spans = Vec::with_capacity(marks.len() / CHUNK_PIECES as usize + 4);
-    let (mut start, mut hash) = (0, SEED);
-    for (i, pair) in bounds.windows(2).enumerate() {
-        let (piece, next) = (pair[0], pair[1]);
-        if piece.at == next.at {
-            continue;
+    let pieces: Vec<(usize, usize, bool)> = bounds
+        .windows(2)
+        .filter(|w| w[0].at != w[1].at)
+        .map(|w| (w[0].at, w[1].at, w[0].element))
+        .collect();
+    let mut spans = Vec::with_capacity(marks.len() / chunk_pieces as usize + 4);
+    let (mut start, mut hash, mut run_start) = (0, SEED, 0);
+    for (i, &(from, to, element)) in pieces.iter().enumerate() {
+        if !element || i == 0 || !pieces[i - 1].2 {
+            run_start = from;
         }
-        let piece_hash = piece_hash(&binary[piece.at..next.at]);
+        let piece_hash = piece_hash(&binary[from..to]);
         hash = mix(hash ^ piece_hash);
-        // The next non-empty piece's kind (none after the last).
-        let next_element = bounds[i + 1..]
-            .windows(2)
-            .find(|w| w[0].at != w[1].at)
-            .is_some_and(|w| w[0].element);
-        let ends =
-            !piece.element || !next_element || piece_hash % CHUNK_PIECES == 0 || next.at - start >= MAX_CHUNK_BYTES;
+        let next_element = pieces.get(i + 1).is_some_and(|next| next.2);
+        let ends = !element || !next_element || piece_hash % chunk_pieces == 0 || to - start >= MAX_CHUNK_BYTES;
         if ends {
             spans.push(Span {
-                range: start..next.at,
+                range: start..to,
                 hash,
+                run_start,
             });
-            (start, hash) = (next.at, SEED);
+            (start, hash) = (to, SEED);
         }
     }
     spans
@@ -209,21 +262,30 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// `raw` as raw deflate ending in a sync flush: byte-aligned, referring to nothing before it.
-fn deflate(compressor: &mut CompressorOxide, raw: &[u8]) -> Result<Vec<u8>, EncodeError> {
+/// `raw` as raw deflate ending in a sync flush (byte-aligned), deflated after `prime` (the bytes
+/// just before it in the document, whose own output is dropped) so that it refers to nothing
+/// before them.
+fn deflate(compressor: &mut CompressorOxide, prime: &[u8], raw: &[u8]) -> Result<Vec<u8>, EncodeError> {
     compressor.reset();
     let mut out = Vec::with_capacity(raw.len() / 6 + 16);
-    let (status, consumed) = compress_to_output(compressor, raw, TDEFLFlush::Sync, |bytes| {
-        out.extend_from_slice(bytes);
-        true
-    });
-    match (status, consumed == raw.len()) {
-        (TDEFLStatus::Okay, true) => Ok(out),
-        _ => Err(EncodeError(format!(
-            "deflate stopped: {status:?} after {consumed} of {} bytes",
-            raw.len()
-        ))),
+    for (input, keep) in [(prime, false), (raw, true)] {
+        if input.is_empty() {
+            continue;
+        }
+        let (status, consumed) = compress_to_output(compressor, input, TDEFLFlush::Sync, |bytes| {
+            if keep {
+                out.extend_from_slice(bytes);
+            }
+            true
+        });
+        if status != TDEFLStatus::Okay || consumed != input.len() {
+            return Err(EncodeError(format!(
+                "deflate stopped: {status:?} after {consumed} of {} bytes",
+                input.len()
+            )));
+        }
     }
+    Ok(out)
 }
 
 /// The Adler-32 of `a ++ b` from that of `a`, that of `b` and `b`'s length (zlib's `adler32_combine`).

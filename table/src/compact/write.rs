@@ -4,16 +4,17 @@
 //!
 //! It maps serde's data model as `serde_json` does (a unit variant is its name, a newtype variant a
 //! one-key object, `None` is null, map keys are strings or integers written as text), so that the
-//! binary document decodes to exactly the JSON `serde_json` would write. Every key is written inline
-//! (no reference to an earlier one), so each value's bytes depend on that value alone: what lets
-//! [`super::Encoder`] reuse the bytes of unchanged rules.
+//! binary document decodes to exactly the JSON `serde_json` would write. A key is its number in the
+//! fixed dictionary [`KEYS`] or written inline (never a reference to an earlier one), so each
+//! value's bytes depend on that value alone: what lets [`super::Encoder`] reuse the bytes of
+//! unchanged rules.
 //!
 //! While writing, it notes where each element of a list that is a field of the root object (the
 //! table's `rules`) begins and where that list ends: the *pieces* the encoder chunks.
 
 use serde::ser::{self, Serialize};
 
-use super::{tag, EncodeError, BINARY_VERSION, MAGIC};
+use super::{tag, EncodeError, BINARY_VERSION, KEYS, MAGIC};
 
 /// Where a piece of the binary document starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +36,14 @@ pub(super) fn write<T: Serialize + ?Sized>(
     marks.clear();
     out.extend_from_slice(MAGIC);
     out.push(BINARY_VERSION);
-    let mut writer = Writer { out, marks, depth: 0 };
+    let mut writer = Writer {
+        out,
+        marks,
+        depth: 0,
+        entries: Vec::new(),
+        order: Vec::new(),
+        scratch: Vec::new(),
+    };
     document.serialize(&mut writer)
 }
 
@@ -44,6 +52,11 @@ struct Writer<'o> {
     marks: &'o mut Vec<Mark>,
     /// How many lists and objects enclose the value being written.
     depth: usize,
+    /// Where each entry of the open objects starts, innermost last.
+    entries: Vec<usize>,
+    /// Reused by [`Writer::sort_entries`].
+    order: Vec<(usize, usize)>,
+    scratch: Vec<u8>,
 }
 
 impl<'x> Writer<'x> {
@@ -81,6 +94,7 @@ impl<'x> Writer<'x> {
         self.depth += 1;
         Compound {
             split: tag == tag::LIST && self.depth == 2,
+            entries_from: (tag == tag::OBJECT).then_some(self.entries.len()),
             writer: self,
             count_at,
             declared: len,
@@ -89,13 +103,98 @@ impl<'x> Writer<'x> {
         }
     }
 
+    /// Puts the entries of the object whose first entry is `self.entries[from]` (and whose last
+    /// ends here) in the order of their keys, as `serde_json::Value`'s map keeps them (and the
+    /// document compresses better so: BENCHMARKS.md, "Compact table"), moving the marks inside.
+    fn sort_entries(&mut self, from: usize) {
+        let end = self.out.len();
+        let starts = self.entries.get(from..).unwrap_or_default();
+        let sorted = starts
+            .windows(2)
+            .all(|w| key_at(self.out, w[0]) <= key_at(self.out, w[1]));
+        if !sorted {
+            self.order.clear();
+            let ends = starts.iter().skip(1).copied().chain(std::iter::once(end));
+            self.order.extend(starts.iter().copied().zip(ends));
+            let out = &*self.out;
+            self.order.sort_by(|a, b| key_at(out, a.0).cmp(key_at(out, b.0)));
+            let region = self.order.iter().map(|r| r.0).min().unwrap_or(end);
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&self.out[region..]);
+            let mut to = region;
+            let moves_marks = self.marks.last().is_some_and(|m| m.at > region);
+            for &(start, stop) in &self.order {
+                let bytes = &self.scratch[start - region..stop - region];
+                self.out[to..to + bytes.len()].copy_from_slice(bytes);
+                if moves_marks {
+                    for mark in self.marks.iter_mut().filter(|m| m.at > start && m.at <= stop) {
+                        // Marked once: a mark moved to a place another entry then covers would move again.
+                        mark.at = mark.at - start + to + end;
+                    }
+                }
+                to += bytes.len();
+            }
+            if moves_marks {
+                for mark in self.marks.iter_mut().filter(|m| m.at > end) {
+                    mark.at -= end;
+                }
+                self.marks.sort_by_key(|m| m.at);
+            }
+        }
+        self.entries.truncate(from);
+    }
+
     /// A one-key object `{variant: …}` (the value follows), as serde_json writes an enum's
     /// newtype, tuple and struct variants.
     fn variant_key(&mut self, variant: &str) {
         self.out.push(tag::OBJECT);
         self.varint(1);
-        self.text(variant);
+        push_key(self.out, variant);
     }
+}
+
+/// A key: its number in [`KEYS`], else `0` and the key inline.
+fn push_key(out: &mut Vec<u8>, key: &str) {
+    match KEYS.iter().position(|known| *known == key) {
+        Some(i) => push_varint(out, i as u64 + 1),
+        None => {
+            out.push(0);
+            push_varint(out, key.len() as u64);
+            out.extend_from_slice(key.as_bytes());
+        }
+    }
+}
+
+/// The text of the key written at `at` (empty if none is: never, as this module wrote it).
+fn key_at(out: &[u8], at: usize) -> &[u8] {
+    let (n, at) = varint_at(out, at);
+    match n {
+        0 => {
+            let (len, at) = varint_at(out, at);
+            usize::try_from(len)
+                .ok()
+                .and_then(|len| out.get(at..at.saturating_add(len)))
+                .unwrap_or_default()
+        }
+        n => usize::try_from(n - 1)
+            .ok()
+            .and_then(|i| KEYS.get(i))
+            .map_or(&[], |key| key.as_bytes()),
+    }
+}
+
+/// The varint at `at` and the offset after it.
+fn varint_at(out: &[u8], mut at: usize) -> (u64, usize) {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let Some(&byte) = out.get(at) else { break };
+        at += 1;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            break;
+        }
+    }
+    (n, at)
 }
 
 fn push_varint(out: &mut Vec<u8>, mut n: u64) {
@@ -117,6 +216,8 @@ struct Compound<'w, 'x> {
     split: bool,
     /// The levels of nesting it opened: 2 for an enum variant's one-key object around it.
     levels: usize,
+    /// An object's: where its entries start in `writer.entries`.
+    entries_from: Option<usize>,
 }
 
 impl Compound<'_, '_> {
@@ -130,7 +231,8 @@ impl Compound<'_, '_> {
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), EncodeError> {
-        self.writer.text(key);
+        self.writer.entries.push(self.writer.out.len());
+        push_key(self.writer.out, key);
         self.written += 1;
         value.serialize(&mut *self.writer)
     }
@@ -140,6 +242,9 @@ impl Compound<'_, '_> {
     fn close(self) -> Result<(), EncodeError> {
         let writer = self.writer;
         writer.depth -= self.levels;
+        if let Some(from) = self.entries_from {
+            writer.sort_entries(from);
+        }
         if self.split {
             let at = writer.out.len();
             writer.marks.push(Mark { at, element: false });
@@ -389,6 +494,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
     type Error = EncodeError;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), EncodeError> {
         self.written += 1;
+        self.writer.entries.push(self.writer.out.len());
         key.serialize(KeyWriter(&mut *self.writer.out))
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
@@ -427,8 +533,7 @@ struct KeyWriter<'o>(&'o mut Vec<u8>);
 
 impl KeyWriter<'_> {
     fn text(self, text: &str) -> Result<(), EncodeError> {
-        push_varint(self.0, text.len() as u64);
-        self.0.extend_from_slice(text.as_bytes());
+        push_key(self.0, text);
         Ok(())
     }
 }
