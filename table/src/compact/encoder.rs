@@ -4,15 +4,17 @@
 //! `rules`, what follows that list), and the pieces into *chunks* by content: a chunk of elements
 //! ends after an element whose hash is ≡ 0 mod [`CHUNK_PIECES`] (or past [`MAX_CHUNK_BYTES`]), so
 //! inserting, removing or changing a rule changes its own chunk and leaves the others' bounds alone.
-//! Each chunk is deflated on its own and ends with a sync flush (byte-aligned, no reference to an
-//! earlier chunk), so the raw deflate streams of the chunks concatenate into one stream; the zlib
-//! header, a final empty block and the Adler-32 of the whole document (combined from the chunks')
-//! make it the zlib stream the reader inflates.
+//! Each chunk is deflated on its own, after the [`PRIME_BYTES`] of its list just before it (their
+//! output dropped: the chunk may refer back to them, as one stream would, since the reader has
+//! inflated them just before), and ends with a sync flush (byte-aligned), so the raw deflate
+//! streams of the chunks concatenate into one stream; the zlib header, a final empty block and the
+//! Adler-32 of the whole document (combined from the chunks') make it an ordinary zlib stream.
 //!
 //! The output depends on the document alone: a fresh encoder ([`super::to_text`]) and one that
-//! encoded other tables before write the same bytes. The cache holds the chunks of the last
-//! document only (compressed and raw, the raw bytes to compare with, so a hash collision cannot
-//! pick a wrong chunk).
+//! encoded other tables before write the same bytes. The cache holds the compressed chunks of the
+//! last document only, with that document's binary form: a chunk is reused only when its bytes and
+//! the bytes before it that primed it are the same (compared, so a hash collision cannot pick a
+//! wrong chunk).
 
 use base64::Engine as _;
 use miniz_oxide::deflate::core::{
@@ -301,4 +303,33 @@ fn adler32_combine(a: u32, b: u32, b_len: usize) -> u32 {
     let sum1 = (a1 + b1 + BASE - 1) % BASE;
     let sum2 = (rem * a1 % BASE + a2 + b2 + BASE - rem) % BASE;
     (sum1 | (sum2 << 16)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adler32_combine_is_the_adler32_of_the_concatenation() {
+        let data: Vec<u8> = (0..200_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for cut in [0, 1, 5_552, 65_521, 100_000, 200_000] {
+            let (a, b) = data.split_at(cut);
+            let (adler_a, adler_b) = (miniz_oxide::mz_adler32_oxide(1, a), miniz_oxide::mz_adler32_oxide(1, b));
+            assert_eq!(
+                adler32_combine(adler_a, adler_b, b.len()),
+                miniz_oxide::mz_adler32_oxide(1, &data),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_zlib_stream_inflates_with_a_plain_inflater() {
+        let document = serde_json::json!({"rules": (0..3000).map(|i| serde_json::json!({"name": format!("r{i}")})).collect::<Vec<_>>()});
+        let zlib = Encoder::new().zlib(&document).unwrap();
+        let inflated = miniz_oxide::inflate::decompress_to_vec_zlib(&zlib).unwrap();
+        assert_eq!(inflated, super::super::to_binary(&document).unwrap());
+    }
 }

@@ -276,6 +276,15 @@ impl ser::Error for EncodeError {
     }
 }
 
+/// `serialize_*` methods writing a narrow number as the wide one it converts to.
+macro_rules! widen {
+    ($($method:ident: $ty:ty => $wide:ident),*) => {$(
+        fn $method(self, v: $ty) -> Result<(), EncodeError> {
+            self.$wide(v.into())
+        }
+    )*};
+}
+
 impl<'a, 'x> ser::Serializer for &'a mut Writer<'x> {
     type Ok = ();
     type Error = EncodeError;
@@ -291,15 +300,11 @@ impl<'a, 'x> ser::Serializer for &'a mut Writer<'x> {
         self.out.push(if v { tag::TRUE } else { tag::FALSE });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), EncodeError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), EncodeError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), EncodeError> {
-        self.serialize_i64(v.into())
-    }
+    widen!(
+        serialize_i8: i8 => serialize_i64, serialize_i16: i16 => serialize_i64, serialize_i32: i32 => serialize_i64,
+        serialize_u8: u8 => serialize_u64, serialize_u16: u16 => serialize_u64, serialize_u32: u32 => serialize_u64,
+        serialize_f32: f32 => serialize_f64
+    );
     fn serialize_i64(self, v: i64) -> Result<(), EncodeError> {
         self.int(v);
         Ok(())
@@ -308,15 +313,6 @@ impl<'a, 'x> ser::Serializer for &'a mut Writer<'x> {
         let v = i64::try_from(v).map_err(|_| EncodeError(format!("{v} is beyond 64 bits")))?;
         self.serialize_i64(v)
     }
-    fn serialize_u8(self, v: u8) -> Result<(), EncodeError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), EncodeError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), EncodeError> {
-        self.serialize_u64(v.into())
-    }
     fn serialize_u64(self, v: u64) -> Result<(), EncodeError> {
         self.uint(v);
         Ok(())
@@ -324,9 +320,6 @@ impl<'a, 'x> ser::Serializer for &'a mut Writer<'x> {
     fn serialize_u128(self, v: u128) -> Result<(), EncodeError> {
         let v = u64::try_from(v).map_err(|_| EncodeError(format!("{v} is beyond 64 bits")))?;
         self.serialize_u64(v)
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), EncodeError> {
-        self.serialize_f64(v.into())
     }
     fn serialize_f64(self, v: f64) -> Result<(), EncodeError> {
         // As serde_json: a number that is not finite is null.
@@ -445,48 +438,29 @@ impl<'a, 'x> ser::Serializer for &'a mut Writer<'x> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
+/// serde's compound traits but the map's, each forwarding to one of [`Compound`]'s methods.
+macro_rules! compound {
+    ($($trait:ident :: $method:ident ($($key:ident: $key_ty:ty)?) => $call:ident;)*) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = EncodeError;
+            fn $method<T: Serialize + ?Sized>(&mut self, $($key: $key_ty,)? value: &T) -> Result<(), EncodeError> {
+                self.$call($($key,)? value)
+            }
+            fn end(self) -> Result<(), EncodeError> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_, '_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
+compound! {
+    SerializeSeq::serialize_element() => element;
+    SerializeTuple::serialize_element() => element;
+    SerializeTupleStruct::serialize_field() => element;
+    SerializeTupleVariant::serialize_field() => element;
+    SerializeStruct::serialize_field(key: &'static str) => entry;
+    SerializeStructVariant::serialize_field(key: &'static str) => entry;
 }
 
 impl ser::SerializeMap for Compound<'_, '_> {
@@ -505,26 +479,13 @@ impl ser::SerializeMap for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
-        self.entry(key, value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
-        self.entry(key, value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
+/// `serialize_*` methods writing a number key as its decimal text.
+macro_rules! key_as_text {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<(), EncodeError> {
+            self.text(&v.to_string())
+        }
+    )*};
 }
 
 /// Writes a map key: a string as it is, a number or a boolean as its text (as serde_json does);
@@ -558,36 +519,10 @@ impl ser::Serializer for KeyWriter<'_> {
     fn serialize_bool(self, v: bool) -> Result<(), EncodeError> {
         self.text(if v { "true" } else { "false" })
     }
-    fn serialize_i8(self, v: i8) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), EncodeError> {
-        self.text(&v.to_string())
-    }
+    key_as_text!(
+        serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64, serialize_i128: i128,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128
+    );
     fn serialize_f32(self, _v: f32) -> Result<(), EncodeError> {
         not_a_key()
     }
