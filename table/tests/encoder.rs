@@ -186,6 +186,26 @@ fn a_change_deflates_only_the_chunks_it_touches() {
     assert_eq!(encoder.stats().deflated, 0, "{:?}", encoder.stats());
 }
 
+/// The cache holds the chunks of the last table only: a big table then a small one leave the
+/// small one's chunks.
+#[test]
+fn the_cache_keeps_the_last_table_s_chunks_only() {
+    let mut encoder = Encoder::new();
+    encoder
+        .encode(&table((0..20_000).map(|i| rule(i, "")).collect()))
+        .unwrap();
+    let big = encoder.stats();
+    assert!(big.cached > 40 && big.cached <= big.chunks, "{big:?}");
+    encoder
+        .encode(&table((0..300).map(|i| rule(i, "-s")).collect()))
+        .unwrap();
+    let small = encoder.stats();
+    assert!(small.cached <= small.chunks && small.chunks < 10, "{small:?}");
+    encoder.encode(&table(Vec::new())).unwrap();
+    // What comes before the empty `rules` and what comes after it (`version`, in key order).
+    assert_eq!(encoder.stats().cached, 2, "{:?}", encoder.stats());
+}
+
 /// The binary document of a table is that of its JSON value: objects' keys in order, as
 /// `serde_json::Value` keeps them, whatever the order of the struct's fields.
 #[test]

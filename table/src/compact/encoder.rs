@@ -79,6 +79,8 @@ pub struct EncodeStats {
     pub deflated: usize,
     /// The binary document's size, in bytes.
     pub binary_bytes: usize,
+    /// The chunks the cache holds after it: those of this document only.
+    pub cached: usize,
 }
 
 /// One chunk of the last document, deflated after the bytes before it (its prime).
@@ -195,6 +197,7 @@ impl Encoder {
         out.extend_from_slice(&FINAL_EMPTY_BLOCK);
         out.extend_from_slice(&adler.to_be_bytes());
         self.cache.retain(|_, chunk| std::mem::take(&mut chunk.used));
+        self.stats.cached = self.cache.len();
         std::mem::swap(&mut self.previous, &mut self.binary);
         Ok(out)
     }
