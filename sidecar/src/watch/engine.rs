@@ -1,6 +1,11 @@
-//! The rebuild step shared by every source: a [`Snapshot`] → [`switchyard_compiler::pipeline::compile`] → the
-//! sinks, only when the table's content changed, logging the push count, the table's content hash
-//! (its `generation`) and what changed.
+//! The rebuild step shared by every source: a [`Snapshot`] → the compiler → the sinks, only when
+//! the table's content changed, logging the push count, the table's content hash (its
+//! `generation`) and what changed.
+//!
+//! The engine keeps one [`Incremental`] compiler: a change of a few Ingresses compiles only the
+//! hosts they touch, anything else everything ([`switchyard_compiler::incremental`]); the result
+//! is the same table, byte for byte. Each rebuild logs the path it took, how many objects and hosts
+//! it compiled and how long that took, and counts it in `switchyard_compiles_by_path_total`.
 //!
 //! A push that fails anywhere is retried (the loop asks [`Engine::needs_retry`]); the table that
 //! counts as pushed is the last one every sink took or refused. A sink refuses a table too large for
@@ -28,8 +33,8 @@ use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::{PushRecord, Shared, SinkOutcome, SinkPush};
+use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::model::Options;
-use switchyard_compiler::pipeline::{compile, Compiled};
 use switchyard_compiler::status::{ResourceStatus, Status};
 
 /// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
@@ -63,7 +68,7 @@ pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> O
 
 /// Compiles and pushes.
 pub struct Engine {
-    options: Options,
+    compiler: Incremental,
     sinks: Vec<Sink>,
     state: Shared,
     pushed: Option<TableSpec>,
@@ -83,7 +88,7 @@ impl Engine {
     /// An engine pushing to `sinks`.
     pub fn new(options: Options, sinks: Vec<Sink>, state: Shared) -> Engine {
         Engine {
-            options,
+            compiler: Incremental::new(options),
             sinks,
             state,
             pushed: None,
@@ -152,7 +157,7 @@ impl Engine {
 
     /// The compiler's options.
     pub fn options(&self) -> &Options {
-        &self.options
+        self.compiler.options()
     }
 
     /// The state it records into.
@@ -166,25 +171,44 @@ impl Engine {
     }
 
     /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
-    /// compilation (for status write-back).
-    pub async fn rebuild(&mut self, input: &Snapshot) -> Compiled {
+    /// statuses (the compiler's and the source's), for status write-back.
+    pub async fn rebuild(&mut self, input: &Snapshot) -> Vec<ResourceStatus> {
         let started = Instant::now();
-        let mut compiled = match compile(&input.objects, &self.options) {
-            Ok(compiled) => compiled,
-            Err(e) => {
+        let update = self.compiler.update(&input.objects);
+        let seconds = started.elapsed().as_secs_f64();
+        let (update, compiled) = match (update, self.compiler.compiled()) {
+            (Ok(update), Some(compiled)) => (update, compiled),
+            (result, _) => {
                 // Never expected (only serialising can fail): keep serving, and reporting, the last table.
-                self.state.internal_error(&format!("{e}; nothing pushed"));
-                let statuses = self.state.lock().statuses.clone();
-                return Compiled {
-                    table: self.pushed.clone().unwrap_or_default(),
-                    l4: Default::default(),
-                    statuses,
-                };
+                let why = result
+                    .err()
+                    .map_or_else(|| "no compilation".to_owned(), |e| e.to_string());
+                self.state.internal_error(&format!("{why}; nothing pushed"));
+                return self.state.lock().statuses.clone();
             }
         };
-        compiled.statuses.extend(input.statuses.iter().cloned());
-        let seconds = started.elapsed().as_secs_f64();
-        let class_warning = all_ignored_by_class(&compiled.statuses, &self.options);
+        let ms = seconds * 1e3;
+        match update.path {
+            Path::Unchanged => debug!(ms, "compiled: unchanged input"),
+            Path::Incremental => info!(
+                path = "incremental",
+                ingresses = update.objects,
+                hosts = update.hosts,
+                ms,
+                "compiled the Ingresses that changed and their hosts"
+            ),
+            Path::Full(why) => info!(
+                path = "full",
+                ingresses = update.objects,
+                hosts = update.hosts,
+                ms,
+                "compiled everything: {}",
+                why.as_str()
+            ),
+        }
+        let mut statuses = compiled.statuses.clone();
+        statuses.extend(input.statuses.iter().cloned());
+        let class_warning = all_ignored_by_class(&statuses, self.compiler.options());
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
             match (&state.class_warning, &class_warning) {
@@ -200,9 +224,10 @@ impl Engine {
                 .cloned()
                 .collect();
             state.compiles += 1;
+            *state.compiles_by_path.entry(update.path.as_str()).or_default() += 1;
             state.compile_seconds_total += seconds;
             state.compile_seconds_last = seconds;
-            state.statuses = compiled.statuses.clone();
+            state.statuses = statuses.clone();
             state.errors = input.errors.clone();
             state.warnings = input.warnings.clone();
             new_errors
@@ -217,13 +242,15 @@ impl Engine {
                 .pushed
                 .as_ref()
                 .is_some_and(|p| p.generation == compiled.table.generation);
+        let l4 = compiled.l4.clone();
         if unchanged {
             debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         } else {
-            self.push(compiled.table.clone()).await;
+            let table = compiled.table.clone();
+            self.push(table).await;
         }
-        self.l4.push(&compiled.l4, &self.leader, &self.state).await;
-        compiled
+        self.l4.push(&l4, &self.leader, &self.state).await;
+        statuses
     }
 
     /// The Istio sinks (whose objects [`crate::watch::drift`] follows).
@@ -419,7 +446,7 @@ mod tests {
         let mut loaded = Loaded::default();
         parse_text(&INGRESS.replace("HOST", host), "web.yaml", &mut loaded).unwrap();
         Snapshot {
-            objects: loaded.objects,
+            objects: std::sync::Arc::new(loaded.objects),
             ..Snapshot::default()
         }
     }
