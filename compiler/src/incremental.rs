@@ -24,7 +24,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use switchyard_table::RuleSpec;
@@ -33,7 +34,9 @@ use crate::class::Classes;
 use crate::collisions::{self, Contest, PathTaken};
 use crate::ingress::IngressProcessor;
 use crate::model::{CompileError, Draft, Options};
-use crate::objects::{key_of, Kind, Objects, ResourceKey};
+use crate::objects::nginx::{VirtualServer, VirtualServerRoute};
+use crate::objects::transport::{GlobalConfiguration, TransportServer};
+use crate::objects::{key_of, HTTPProxy, Kind, Objects, ResourceKey};
 use crate::order::{self, SortKey};
 use crate::pipeline::{self, Compiled};
 use crate::processor::Inputs;
@@ -125,6 +128,11 @@ struct State {
     foreign: BTreeSet<Group>,
     /// One per rule of the table, in table order.
     slots: Vec<Slot>,
+    /// A number for each group, so that a slot says its group without a string.
+    group_ids: BTreeMap<Group, usize>,
+    /// The vectors of the table before the last splice, emptied: the next splice writes into
+    /// them (no fresh memory for 100,000 rules at every change).
+    spare: (Vec<RuleSpec>, Vec<Slot>),
     /// [`order::header_hash`] of the table.
     header: u64,
 }
@@ -163,11 +171,18 @@ struct GroupState {
 }
 
 /// A table slot: the key of the rule the general order puts there (NGINX's reordering may place
-/// another rule of the same host in it), and the hash of the rule it holds.
+/// another rule of the same host in it), the hash of the rule it holds, and its group's number.
 #[derive(Debug)]
 struct Slot {
     key: SortKey,
     hash: u64,
+    group: usize,
+}
+
+/// The number of `group`, given on first sight.
+fn group_id(ids: &mut BTreeMap<Group, usize>, group: &Group) -> usize {
+    let next = ids.len();
+    *ids.entry(group.clone()).or_insert(next)
 }
 
 /// What an update would change, before it is applied.
@@ -237,15 +252,59 @@ impl Incremental {
     }
 }
 
-/// Whether `items`, through the cache stage, are `cached`.
-fn same<T: PartialEq + Serialize>(
-    items: &[T],
-    cached: &[T],
-    kind: Kind,
-    meta: impl Fn(&T) -> &ObjectMeta,
-) -> Result<bool, CompileError> {
-    let now = pipeline::identities(items, kind, meta)?;
-    Ok(now.len() == cached.len() && now.values().zip(cached).all(|(a, b)| *a == b))
+/// A kind the compiler reads: its metadata, and whether two versions have the same spec.
+trait Versioned: Serialize {
+    fn meta(&self) -> &ObjectMeta;
+    fn same_spec(&self, other: &Self) -> bool;
+}
+
+macro_rules! versioned {
+    ($($kind:ty),*) => {
+        $(impl Versioned for $kind {
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+
+            fn same_spec(&self, other: &Self) -> bool {
+                self.spec == other.spec
+            }
+        })*
+    };
+}
+
+versioned!(
+    Ingress,
+    IngressClass,
+    Service,
+    HTTPProxy,
+    VirtualServer,
+    VirtualServerRoute,
+    TransportServer,
+    GlobalConfiguration
+);
+
+/// Whether the compiler reads the same from two versions of an object. The same `resourceVersion`
+/// settles it at once: the API server changes it with every change, and the folder source gives
+/// each object one made of its file's content hash. Else the spec and the metadata the compiler
+/// reads (identity, uid, creation time, annotations) are compared, so that a status written back or
+/// a label changed is no change.
+fn unchanged<T: Versioned>(now: &T, was: &T) -> bool {
+    let (a, b) = (now.meta(), was.meta());
+    if a.name != b.name || a.namespace != b.namespace {
+        return false;
+    }
+    let same_version = a.resource_version.is_some() && a.resource_version == b.resource_version;
+    same_version
+        || (a.uid == b.uid
+            && a.creation_timestamp == b.creation_timestamp
+            && a.annotations == b.annotations
+            && now.same_spec(was))
+}
+
+/// Whether `items`, through the cache stage, are `cached` ([`unchanged`] one by one).
+fn same<T: Versioned>(items: &[T], cached: &[T], kind: Kind) -> Result<bool, CompileError> {
+    let now = pipeline::identities(items, kind, Versioned::meta)?;
+    Ok(now.len() == cached.len() && now.values().zip(cached).all(|(a, b)| unchanged(*a, b)))
 }
 
 impl State {
@@ -303,10 +362,12 @@ impl State {
             .map(|d| d.rule)
             .collect();
         let mut slots = Vec::with_capacity(rules.len());
+        let mut group_ids = BTreeMap::new();
         for (key, rule) in keys.into_iter().zip(&rules) {
             slots.push(Slot {
                 key,
                 hash: order::rule_hash(rule)?,
+                group: group_id(&mut group_ids, &rule.host),
             });
         }
         let mut table = pipeline::header(options);
@@ -326,6 +387,8 @@ impl State {
             groups,
             foreign,
             slots,
+            group_ids,
+            spare: (Vec::new(), Vec::new()),
             header,
         })
     }
@@ -333,40 +396,29 @@ impl State {
     /// Why the objects other than Ingresses call for a full compilation, if they changed.
     fn other_change(&self, objects: &Objects) -> Result<Option<Why>, CompileError> {
         let was = &self.others;
-        if !same(
-            &objects.ingress_classes,
-            &was.ingress_classes,
-            Kind::IngressClass,
-            |o| &o.metadata,
-        )? {
+        if !same(&objects.ingress_classes, &was.ingress_classes, Kind::IngressClass)? {
             return Ok(Some(Why::IngressClasses));
         }
-        if !same(&objects.services, &was.services, Kind::Ingress, |o| &o.metadata)? {
+        if !same(&objects.services, &was.services, Kind::Ingress)? {
             return Ok(Some(Why::Services));
         }
-        let others = same(&objects.http_proxies, &was.http_proxies, Kind::HTTPProxy, |o| {
-            &o.metadata
-        })? && same(
-            &objects.virtual_servers,
-            &was.virtual_servers,
-            Kind::VirtualServer,
-            |o| &o.metadata,
-        )? && same(
-            &objects.virtual_server_routes,
-            &was.virtual_server_routes,
-            Kind::VirtualServerRoute,
-            |o| &o.metadata,
-        )? && same(
-            &objects.transport_servers,
-            &was.transport_servers,
-            Kind::TransportServer,
-            |o| &o.metadata,
-        )? && same(
-            &objects.global_configurations,
-            &was.global_configurations,
-            Kind::GlobalConfiguration,
-            |o| &o.metadata,
-        )?;
+        let others = same(&objects.http_proxies, &was.http_proxies, Kind::HTTPProxy)?
+            && same(&objects.virtual_servers, &was.virtual_servers, Kind::VirtualServer)?
+            && same(
+                &objects.virtual_server_routes,
+                &was.virtual_server_routes,
+                Kind::VirtualServerRoute,
+            )?
+            && same(
+                &objects.transport_servers,
+                &was.transport_servers,
+                Kind::TransportServer,
+            )?
+            && same(
+                &objects.global_configurations,
+                &was.global_configurations,
+                Kind::GlobalConfiguration,
+            )?;
         Ok((!others).then_some(Why::OtherKinds))
     }
 
@@ -374,7 +426,11 @@ impl State {
     fn plan(&self, ingresses: &BTreeMap<ResourceKey, &Ingress>, options: &Options) -> Plan {
         let mut memos: BTreeMap<ResourceKey, Option<Memo>> = BTreeMap::new();
         for (key, &object) in ingresses {
-            if self.ingresses.get(key).is_none_or(|memo| memo.object != *object) {
+            if self
+                .ingresses
+                .get(key)
+                .is_none_or(|memo| !unchanged(object, &memo.object))
+            {
                 memos.insert(key.clone(), Some(self.process(key, object, options)));
             }
         }
@@ -514,32 +570,39 @@ impl State {
         let mut incoming = Vec::with_capacity(fresh.len());
         for (key, rule) in fresh {
             let hash = order::rule_hash(&rule)?;
-            incoming.push((Slot { key, hash }, rule));
+            let group = group_id(&mut self.group_ids, &rule.host);
+            incoming.push((Slot { key, hash, group }, rule));
         }
-        let rules = std::mem::take(&mut self.compiled.table.rules);
-        let slots = std::mem::take(&mut self.slots);
-        let size = rules.len() + incoming.len();
-        let (mut out_rules, mut out_slots) = (Vec::with_capacity(size), Vec::with_capacity(size));
+        let mut gone = vec![false; self.group_ids.len()];
+        for group in affected.iter().filter_map(|g| self.group_ids.get(g)) {
+            gone[*group] = true;
+        }
+        let (mut rules, mut slots) = std::mem::take(&mut self.spare);
         let mut incoming = incoming.into_iter().peekable();
-        for (rule, slot) in rules.into_iter().zip(slots) {
-            if affected.contains(&rule.host) {
+        let old_rules = &mut self.compiled.table.rules;
+        rules.reserve(old_rules.len() + incoming.len());
+        slots.reserve(old_rules.len() + incoming.len());
+        for (rule, slot) in old_rules.drain(..).zip(self.slots.drain(..)) {
+            if gone[slot.group] {
                 continue;
             }
             while let Some((new_slot, new_rule)) = incoming.next_if(|(new, _)| new.key < slot.key) {
-                out_slots.push(new_slot);
-                out_rules.push(new_rule);
+                slots.push(new_slot);
+                rules.push(new_rule);
             }
-            out_slots.push(slot);
-            out_rules.push(rule);
+            slots.push(slot);
+            rules.push(rule);
         }
         for (new_slot, new_rule) in incoming {
-            out_slots.push(new_slot);
-            out_rules.push(new_rule);
+            slots.push(new_slot);
+            rules.push(new_rule);
         }
-        let table = &mut self.compiled.table;
-        table.rules = out_rules;
-        table.generation = order::generation_of(self.header, out_slots.iter().map(|s| s.hash));
-        self.slots = out_slots;
+        let emptied = (
+            std::mem::replace(old_rules, rules),
+            std::mem::replace(&mut self.slots, slots),
+        );
+        self.spare = emptied;
+        self.compiled.table.generation = order::generation_of(self.header, self.slots.iter().map(|s| s.hash));
         Ok(())
     }
 

@@ -161,18 +161,24 @@ pub(crate) fn header(options: &Options) -> TableSpec {
 }
 
 /// The objects of one kind by identity, later duplicates of the same identity dropped: of two
-/// objects with one identity (the loader warns), the one whose JSON sorts first, so that the choice
-/// does not depend on file order. (Kubernetes' types have no order of their own.)
+/// objects with one identity (the loader warns), the one whose JSON (without its
+/// `resourceVersion`, which `switchyard watch` sets on objects read from files) sorts first, so
+/// that the choice does not depend on file order. (Kubernetes' types have no order of their own.)
 pub(crate) fn identities<'o, T: serde::Serialize>(
     items: &'o [T],
     kind: Kind,
     meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Result<BTreeMap<ResourceKey, &'o T>, CompileError> {
     let text = |t: &T| {
-        serde_json::to_string(t).map_err(|source| CompileError::Serialize {
+        let failed = |source| CompileError::Serialize {
             what: "an object with the same identity as another",
             source,
-        })
+        };
+        let mut value = serde_json::to_value(t).map_err(failed)?;
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("resourceVersion");
+        }
+        serde_json::to_string(&value).map_err(failed)
     };
     let mut by_key: BTreeMap<ResourceKey, &T> = BTreeMap::new();
     for item in items {

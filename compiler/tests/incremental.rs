@@ -73,7 +73,23 @@ const SERVICE: &str =
     "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: shop}\nspec:\n  ports: [{name: http, port: 8080}]\n";
 const CLASS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: other\n  annotations: {ingressclass.kubernetes.io/is-default-class: 'true'}\nspec: {controller: example.com/other}\n";
 
+const V1: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: v, namespace: shop, resourceVersion: '1', creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: v.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: v, port: {number: 80}}}}\n";
+const V2_LABELLED: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: v, namespace: shop, resourceVersion: '2', labels: {team: web}, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: v.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: v, port: {number: 80}}}}\n";
+const V3_STATUS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: v, namespace: shop, resourceVersion: '3', labels: {team: web}, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: v.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: v, port: {number: 80}}}}\nstatus: {loadBalancer: {ingress: [{ip: 127.0.0.1}]}}\n";
+const V4_PATH: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: v, namespace: shop, resourceVersion: '4', labels: {team: web}, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: v.example.com\n    http:\n      paths:\n      - {path: /v4, pathType: Prefix, backend: {service: {name: v, port: {number: 80}}}}\n";
+
 const CASES: &[Case] = &[
+    Case {
+        name: "only_what_the_compiler_reads_is_a_change",
+        collision: HostCollision::Merge,
+        start: &[("a", A), ("v", V1)],
+        steps: &[
+            Put("v", V2_LABELLED, "unchanged"),
+            Put("v", V3_STATUS, "unchanged"),
+            Put("v", V4_PATH, "incremental"),
+            Put("v", V1, "incremental"),
+        ],
+    },
     Case {
         name: "merged_ingresses_on_one_host",
         collision: HostCollision::Merge,

@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 use crate::watch::source::{Snapshot, Source, SourceError};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use switchyard_compiler::load::{manifest_files, parse_text, Loaded};
 use switchyard_compiler::objects::Objects;
 use switchyard_compiler::order::fnv1a;
@@ -218,6 +219,7 @@ fn read_file(path: &Path, state: &mut FileState) -> Option<Option<Objects>> {
     let mut loaded = Loaded::default();
     match parse_text(&text, &name, &mut loaded) {
         Ok(()) => {
+            stamp_versions(&mut loaded.objects, content);
             state.error = None;
             state.warnings = loaded.warnings;
             Some(state.good.replace(loaded.objects))
@@ -227,6 +229,36 @@ fn read_file(path: &Path, state: &mut FileState) -> Option<Option<Objects>> {
             None
         }
     }
+}
+
+/// Gives every object of a file a `resourceVersion` made of the file's content hash and the
+/// object's place in the file, replacing any the manifest wrote (in a file it means nothing): the
+/// incremental compiler takes the same version for the same object, as it does with the API
+/// server's versions, and compares no further.
+fn stamp_versions(objects: &mut Objects, content: u64) {
+    let mut n = 0usize;
+    let mut stamp = |meta: &mut ObjectMeta| {
+        meta.resource_version = Some(format!("file-{content:016x}-{n}"));
+        n += 1;
+    };
+    let Objects {
+        ingresses,
+        ingress_classes,
+        services,
+        http_proxies,
+        virtual_servers,
+        virtual_server_routes,
+        transport_servers,
+        global_configurations,
+    } = objects;
+    ingresses.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    ingress_classes.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    services.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    http_proxies.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    virtual_servers.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    virtual_server_routes.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    transport_servers.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    global_configurations.iter_mut().for_each(|o| stamp(&mut o.metadata));
 }
 
 /// Adds `from`'s objects to `into`. Every kind is named, so a kind added to [`Objects`] does not
