@@ -1,7 +1,10 @@
 //! One changed Ingress in a 100,000-rule cluster (1,000 Ingresses of 100 paths each over 300 hosts,
 //! as issue 13 states it): the full pipeline against the incremental compiler, side by side. Each
 //! incremental iteration is a real change: Ingress `app500` alternates between two versions (one
-//! path's backend differs). Run with `cargo bench -p switchyard-compiler --bench incremental`.
+//! path's backend differs). The objects carry a `resourceVersion`, as both sources hand them over
+//! (the API server's; the folder source's, from each file's content hash); `incremental_no_versions`
+//! is the same without, every Ingress then compared field by field. Run with
+//! `cargo bench -p switchyard-compiler --bench incremental`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
@@ -11,6 +14,7 @@ use switchyard_compiler::{compile, Objects, Options};
 /// Ingress `app{i}` on host `h{i % 300}.example`, paths `/app{i}/p0` … `/app{i}/p99`; `version`
 /// changes the backend of its first path.
 fn ingress(i: usize, version: usize) -> k8s_openapi::api::networking::v1::Ingress {
+    let resource_version = format!("{}", i * 10 + version);
     let paths: Vec<_> = (0..100)
         .map(|p| {
             let service = if p == 0 {
@@ -24,7 +28,7 @@ fn ingress(i: usize, version: usize) -> k8s_openapi::api::networking::v1::Ingres
         .collect();
     serde_json::from_value(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": format!("app{i}"), "namespace": "bench",
+        "metadata": {"name": format!("app{i}"), "namespace": "bench", "resourceVersion": resource_version,
                      "creationTimestamp": format!("2024-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60)},
         "spec": {"rules": [{"host": format!("h{}.example", i % 300), "http": {"paths": paths}}]}
     }))
@@ -52,6 +56,22 @@ fn bench(c: &mut Criterion) {
     group.bench_function("full_compile", |b| b.iter(|| compile(&changed, &options)));
     let mut turn = 0usize;
     group.bench_function("incremental", |b| {
+        b.iter(|| {
+            turn += 1;
+            let objects = if turn % 2 == 0 { &changed } else { &base };
+            incremental.update(objects).expect("compiles")
+        })
+    });
+    let unversioned = |objects: &Objects| {
+        let mut objects = objects.clone();
+        for ingress in &mut objects.ingresses {
+            ingress.metadata.resource_version = None;
+        }
+        objects
+    };
+    let (base, changed) = (unversioned(&base), unversioned(&changed));
+    incremental.update(&base).expect("compiles");
+    group.bench_function("incremental_no_versions", |b| {
         b.iter(|| {
             turn += 1;
             let objects = if turn % 2 == 0 { &changed } else { &base };
