@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 use crate::watch::source::{Snapshot, Source, SourceError};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 use switchyard_compiler::load::{manifest_files, parse_text, Loaded};
 use switchyard_compiler::objects::Objects;
 use switchyard_compiler::order::fnv1a;
@@ -236,63 +236,55 @@ fn read_file(path: &Path, state: &mut FileState) -> Option<Option<Objects>> {
 /// incremental compiler takes the same version for the same object, as it does with the API
 /// server's versions, and compares no further.
 fn stamp_versions(objects: &mut Objects, content: u64) {
-    let mut n = 0usize;
-    let mut stamp = |meta: &mut ObjectMeta| {
-        meta.resource_version = Some(format!("file-{content:016x}-{n}"));
-        n += 1;
-    };
-    let Objects {
-        ingresses,
-        ingress_classes,
-        services,
-        http_proxies,
-        virtual_servers,
-        virtual_server_routes,
-        transport_servers,
-        global_configurations,
-    } = objects;
-    ingresses.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    ingress_classes.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    services.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    http_proxies.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    virtual_servers.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    virtual_server_routes.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    transport_servers.iter_mut().for_each(|o| stamp(&mut o.metadata));
-    global_configurations.iter_mut().for_each(|o| stamp(&mut o.metadata));
+    struct Stamp {
+        content: u64,
+        n: usize,
+    }
+    impl EachKind for Stamp {
+        fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, _: &[T]) {
+            for object in into {
+                object.meta_mut().resource_version = Some(format!("file-{:016x}-{}", self.content, self.n));
+                self.n += 1;
+            }
+        }
+    }
+    each_kind(objects, &Objects::default(), &mut Stamp { content, n: 0 });
 }
 
-/// Adds `from`'s objects to `into`. Every kind is named, so a kind added to [`Objects`] does not
-/// compile here until it is merged (or said not to be).
+/// Adds `from`'s objects to `into`.
 pub fn merge(into: &mut Objects, from: &Objects) {
-    let Objects {
-        ingresses,
-        ingress_classes,
-        services,
-        http_proxies,
-        virtual_servers,
-        virtual_server_routes,
-        transport_servers,
-        global_configurations,
-    } = from;
-    into.ingresses.extend(ingresses.iter().cloned());
-    into.ingress_classes.extend(ingress_classes.iter().cloned());
-    into.services.extend(services.iter().cloned());
-    into.http_proxies.extend(http_proxies.iter().cloned());
-    into.virtual_servers.extend(virtual_servers.iter().cloned());
-    into.virtual_server_routes.extend(virtual_server_routes.iter().cloned());
-    into.transport_servers.extend(transport_servers.iter().cloned());
-    into.global_configurations.extend(global_configurations.iter().cloned());
+    struct Merge;
+    impl EachKind for Merge {
+        fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, from: &[T]) {
+            into.extend(from.iter().cloned());
+        }
+    }
+    each_kind(into, from, &mut Merge);
 }
 
 /// Takes `from`'s objects out of `into` (each once; the order of `into` does not matter).
 pub fn unmerge(into: &mut Objects, from: &Objects) {
-    fn remove_each<T: PartialEq>(into: &mut Vec<T>, gone: &[T]) {
-        for object in gone {
-            if let Some(i) = into.iter().position(|o| o == object) {
-                into.swap_remove(i);
+    struct Unmerge;
+    impl EachKind for Unmerge {
+        fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, from: &[T]) {
+            for object in from {
+                if let Some(i) = into.iter().position(|o| o == object) {
+                    into.swap_remove(i);
+                }
             }
         }
     }
+    each_kind(into, from, &mut Unmerge);
+}
+
+/// Something done to each kind's objects of two [`Objects`].
+trait EachKind {
+    fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, from: &[T]);
+}
+
+/// Runs `f` over each kind. Every kind is named, so a kind added to [`Objects`] does not compile
+/// here until it is handled.
+fn each_kind(into: &mut Objects, from: &Objects, f: &mut impl EachKind) {
     let Objects {
         ingresses,
         ingress_classes,
@@ -303,14 +295,14 @@ pub fn unmerge(into: &mut Objects, from: &Objects) {
         transport_servers,
         global_configurations,
     } = from;
-    remove_each(&mut into.ingresses, ingresses);
-    remove_each(&mut into.ingress_classes, ingress_classes);
-    remove_each(&mut into.services, services);
-    remove_each(&mut into.http_proxies, http_proxies);
-    remove_each(&mut into.virtual_servers, virtual_servers);
-    remove_each(&mut into.virtual_server_routes, virtual_server_routes);
-    remove_each(&mut into.transport_servers, transport_servers);
-    remove_each(&mut into.global_configurations, global_configurations);
+    f.kind(&mut into.ingresses, ingresses);
+    f.kind(&mut into.ingress_classes, ingress_classes);
+    f.kind(&mut into.services, services);
+    f.kind(&mut into.http_proxies, http_proxies);
+    f.kind(&mut into.virtual_servers, virtual_servers);
+    f.kind(&mut into.virtual_server_routes, virtual_server_routes);
+    f.kind(&mut into.transport_servers, transport_servers);
+    f.kind(&mut into.global_configurations, global_configurations);
 }
 
 #[cfg(test)]
