@@ -480,6 +480,30 @@ mod tests {
     }
 
     #[test]
+    fn each_rebuild_counts_the_path_its_compile_took_and_the_table_is_a_full_compiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(file.clone())], state.clone());
+        block_on(async {
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("b.example")).await;
+        });
+        let state = state.lock();
+        let paths: Vec<(&str, u64)> = state.compiles_by_path.iter().map(|(p, n)| (*p, *n)).collect();
+        assert_eq!(paths, [("full", 1), ("incremental", 1), ("unchanged", 1)]);
+        let metrics = crate::watch::metrics::render(&state);
+        assert!(
+            metrics.contains("switchyard_compiles_by_path_total{path=\"incremental\"} 1"),
+            "{metrics}"
+        );
+        let full = switchyard_compiler::compile(&input("b.example").objects, &Options::default()).unwrap();
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(written, serde_json::to_value(&full.table).unwrap());
+    }
+
+    #[test]
     fn a_failed_push_is_retried_and_readiness_says_so_meanwhile() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("later").join("t.json");
