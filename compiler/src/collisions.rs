@@ -47,7 +47,9 @@ pub struct PathTaken {
     /// The owner of the dropped rule.
     pub owner: ResourceKey,
     /// The (owner, position) of the rule whose arrival dropped it: the order in which one owner's
-    /// `PathTaken` conditions are recorded, for rules of Ingresses (whose drafts come in that order).
+    /// `PathTaken` conditions are recorded, for rules of Ingresses (whose drafts come in that order;
+    /// an Ingress's rule is only ever dropped for another Ingress's: the rules kept on a host are
+    /// one contender's, and only Ingresses write rules without a host).
     pub turn: (ResourceKey, usize),
     /// The condition's message.
     pub message: String,

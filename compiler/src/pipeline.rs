@@ -164,11 +164,11 @@ pub(crate) fn header(options: &Options) -> TableSpec {
 /// objects with one identity (the loader warns), the one whose JSON (without its
 /// `resourceVersion`, which `switchyard watch` sets on objects read from files) sorts first, so
 /// that the choice does not depend on file order. (Kubernetes' types have no order of their own.)
-pub(crate) fn identities<'o, T: serde::Serialize>(
-    items: &'o [T],
+pub(crate) fn identities<T: serde::Serialize>(
+    items: &[T],
     kind: Kind,
     meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<BTreeMap<ResourceKey, &'o T>, CompileError> {
+) -> Result<BTreeMap<ResourceKey, &T>, CompileError> {
     let text = |t: &T| {
         let failed = |source| CompileError::Serialize {
             what: "an object with the same identity as another",

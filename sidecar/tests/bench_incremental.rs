@@ -117,6 +117,28 @@ fn edit(pid: u32, log: &Path, file: &Path, text: &str) -> (f64, u64, u128, Strin
     )
 }
 
+/// One kind of edit and what it cost, round by round (milliseconds).
+struct Figures {
+    what: &'static str,
+    /// The Ingress edited.
+    ingress: usize,
+    cpu: Vec<f64>,
+    stat: Vec<f64>,
+    wall: Vec<f64>,
+}
+
+impl Figures {
+    fn new(what: &'static str, ingress: usize) -> Figures {
+        Figures {
+            what,
+            ingress,
+            cpu: Vec::new(),
+            stat: Vec::new(),
+            wall: Vec::new(),
+        }
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -173,39 +195,30 @@ fn bench_incremental_watch_one_changed_ingress_in_100k_rules() {
             startup_ns as f64 / 1e6,
             std::fs::metadata(&ecds).map(|m| m.len()).unwrap_or(0)
         );
-        // (what, the Ingress edited, CPU ms, /proc/stat ms, wall ms)
-        let mut figures: Vec<(&str, usize, Vec<f64>, Vec<f64>, Vec<f64>)> = vec![
-            (
-                "incremental (app500, host h200)",
-                500,
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-            ),
-            (
-                "full (app300, host h0 shared with an HTTPProxy)",
-                300,
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-            ),
+        let mut figures = [
+            Figures::new("incremental (app500, host h200)", 500),
+            Figures::new("full (app300, host h0 shared with an HTTPProxy)", 300),
         ];
         for round in 0..rounds {
-            for (what, i, cpus, stats, walls) in &mut figures {
-                let file = manifests.join(format!("app{i}.yaml"));
-                let (cpu, ticks_ms, wall, line) = edit(pid, &log, &file, &ingress(*i, round + 1));
-                eprintln!("  {what}: {cpu:.1} ms CPU (stat: {ticks_ms} ms), push after {wall} ms | {line}");
-                cpus.push(cpu);
-                stats.push(ticks_ms as f64);
-                walls.push(wall as f64);
+            for figures in &mut figures {
+                let file = manifests.join(format!("app{}.yaml", figures.ingress));
+                let (cpu, ticks_ms, wall, line) = edit(pid, &log, &file, &ingress(figures.ingress, round + 1));
+                eprintln!(
+                    "  {}: {cpu:.1} ms CPU (stat: {ticks_ms} ms), push after {wall} ms | {line}",
+                    figures.what
+                );
+                figures.cpu.push(cpu);
+                figures.stat.push(ticks_ms as f64);
+                figures.wall.push(wall as f64);
             }
         }
-        for (what, _, cpu, ticks, wall) in &mut figures {
+        for f in &mut figures {
             eprintln!(
-                "--table-encoding {encoding}, {what}: median {:.0} ms of sidecar CPU (schedstat; /proc/stat {:.0} ms), the ECDS file written {:.0} ms after the edit (100 ms of it debounce)",
-                median(cpu),
-                median(ticks),
-                median(wall)
+                "--table-encoding {encoding}, {}: median {:.0} ms of sidecar CPU (schedstat; /proc/stat {:.0} ms), the ECDS file written {:.0} ms after the edit (100 ms of it debounce)",
+                f.what,
+                median(&mut f.cpu),
+                median(&mut f.stat),
+                median(&mut f.wall)
             );
         }
         drop(watch);
