@@ -71,6 +71,7 @@ const VS: &str = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {
 const ON_VS_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: f, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: cafe.example.com\n    http:\n      paths:\n      - {path: /coffee, pathType: Prefix, backend: {service: {name: f, port: {number: 80}}}}\n";
 const SERVICE: &str =
     "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: shop}\nspec:\n  ports: [{name: http, port: 8080}]\n";
+const CLASS_OURS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: ours}\nspec: {controller: switchyard.io/ingress-controller}\n";
 const CLASS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: other\n  annotations: {ingressclass.kubernetes.io/is-default-class: 'true'}\nspec: {controller: example.com/other}\n";
 
 const V1: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: v, namespace: shop, resourceVersion: '1', creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: v.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: v, port: {number: 80}}}}\n";
@@ -158,6 +159,17 @@ const CASES: &[Case] = &[
             Delete("f", "full"),
             Delete("vs", "full"),
             Put("f", ON_VS_HOST, "incremental"),
+        ],
+    },
+    Case {
+        name: "services_and_classes_that_stay_are_read_from_the_last_compile",
+        collision: HostCollision::Merge,
+        start: &[("service", SERVICE), ("class", CLASS_OURS), ("a", A)],
+        steps: &[
+            Put("b", B, "incremental"),
+            Put("b", B_OTHER_CLASS, "incremental"),
+            Delete("a", "incremental"),
+            Put("a", A, "incremental"),
         ],
     },
     Case {
