@@ -39,20 +39,20 @@ pub enum TableEncoding {
 }
 
 impl TableEncoding {
-    /// `table` as the filter's plugin configuration, on one line.
+    /// `table` as the filter's plugin configuration, on one line (one table: see [`TableEncoder`]
+    /// for one after another).
     pub fn plugin_config(self, table: &TableSpec) -> Result<String, String> {
-        let failed = |e: serde_json::Error| format!("cannot serialize the table: {e}");
-        match self {
-            TableEncoding::Json => serde_json::to_string(table).map_err(failed),
-            TableEncoding::Compact => {
-                let document = serde_json::to_value(table).map_err(failed)?;
-                Ok(switchyard_table::compact::to_text(&document))
-            }
+        self.encoder().plugin_config(table)
+    }
+
+    /// An encoder of tables one after another in this encoding.
+    pub fn encoder(self) -> TableEncoder {
+        TableEncoder {
+            encoding: self,
+            compact: None,
         }
     }
-}
 
-impl TableEncoding {
     /// `table` as a file for people: indented JSON, or the compact form; ends with a newline.
     pub fn file_text(self, table: &TableSpec) -> Result<String, String> {
         let text = match self {
@@ -60,6 +60,36 @@ impl TableEncoding {
             TableEncoding::Compact => self.plugin_config(table)?,
         };
         Ok(text + "\n")
+    }
+}
+
+/// Writes the plugin configuration of one table after another (`switchyard watch` keeps one for
+/// its sinks): in the compact form, the chunks of rules that did not change since the last table
+/// are not compressed again ([`switchyard_table::compact::Encoder`]), and the text is the same as
+/// [`TableEncoding::plugin_config`]'s. The JSON is written whole each time (BENCHMARKS.md,
+/// "Compact table", says what each costs on 100,000 rules).
+pub struct TableEncoder {
+    encoding: TableEncoding,
+    /// Made at the first compact table.
+    compact: Option<switchyard_table::compact::Encoder>,
+}
+
+impl TableEncoder {
+    /// The encoding it writes.
+    pub fn encoding(&self) -> TableEncoding {
+        self.encoding
+    }
+
+    /// `table` as the filter's plugin configuration, on one line.
+    pub fn plugin_config(&mut self, table: &TableSpec) -> Result<String, String> {
+        match self.encoding {
+            TableEncoding::Json => serde_json::to_string(table).map_err(|e| format!("cannot serialize the table: {e}")),
+            TableEncoding::Compact => self
+                .compact
+                .get_or_insert_with(switchyard_table::compact::Encoder::new)
+                .encode(table)
+                .map_err(|e| e.to_string()),
+        }
     }
 }
 

@@ -85,13 +85,7 @@ impl Running {
         let Some(table) = self.state.lock().table.clone() else {
             return Vec::new();
         };
-        let table: Value = serde_json::from_str(&table).unwrap();
-        table["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap().to_owned())
-            .collect()
+        table.rules.iter().map(|r| r.name.clone()).collect()
     }
 
     fn generation(&self) -> u64 {

@@ -5,21 +5,33 @@
 //! {"table_z": "<base64 of zlib of the binary document>"}
 //! ```
 //!
-//! The binary document is the JSON value tree written with a one-byte tag per value and object keys
-//! stored once (later uses are a number), so a table of 100,000 rules is some 11 MB before zlib and
-//! about 0.5 MB after (`table/README.md`, "The compact form"; BENCHMARKS.md, "Compact table"). It
-//! says nothing of the table's types: [`crate::TableSpec::from_value`] reads the decoded document
-//! exactly as it reads parsed JSON, so a new field or action needs no change here.
+//! The binary document is the JSON value tree written with a one-byte tag per value, so a table of
+//! 100,000 rules is some 14 MB before zlib and about 0.8 MB after (`table/README.md`, "The compact
+//! form"; BENCHMARKS.md, "Compact table"). It says nothing of the table's types:
+//! [`crate::TableSpec::from_value`] reads the decoded document exactly as it reads parsed JSON, so a
+//! new field or action needs no change here.
 //!
 //! Layout (numbers are LEB128 varints): the magic `SYT`, the version byte [`BINARY_VERSION`], one
 //! value. A value is a tag byte and its payload: `0` null, `1` false, `2` true, `3` n (a number
 //! n >= 0), `4` n (the number -1-n), `5` eight bytes (an f64, little-endian), `6` length and UTF-8
 //! bytes (a string), `7` count and values (a list), `8` count and pairs of key and value (an
-//! object). A key is `0`, length and bytes (a new key, numbered from 1 in order of appearance) or
-//! the number of a key seen before.
+//! object). In version 2 a key is a number n > 0, the key [`KEYS`]`[n - 1]` of a fixed dictionary
+//! (the table format's field names), or `0`, length and bytes for any other key, so every value's
+//! bytes depend on that value alone ([`Encoder`] reuses the compressed bytes of unchanged rules).
+//! Version 1, which the reader still accepts, numbered keys as they appeared: `0`, length and bytes
+//! (a new key, numbered from 1 in order of appearance) or the number of a key seen before.
+//!
+//! Writing: [`to_text`] (a fresh [`Encoder`]; `write` is the serde serializer of the binary
+//! syntax, `encoder` the chunked zlib stream and its cache). The zlib stream is made of
+//! independently deflated chunks, but it is an ordinary zlib stream: any inflater reads it.
 //!
 //! Decoding never trusts the input: counts are bounded by the bytes left, nesting by [`MAX_DEPTH`],
 //! the inflated size by [`MAX_INFLATED`].
+
+mod encoder;
+mod write;
+
+pub use encoder::{EncodeStats, Encoder, CHUNK_PIECES, MAX_CHUNK_BYTES, ZLIB_LEVEL};
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -29,8 +41,9 @@ use crate::doc::{Doc, Item, Node};
 /// The key of the one-key object that carries the compact form.
 pub const WRAPPER_KEY: &str = "table_z";
 
-/// The version of the binary syntax (not of the table format, which the document itself carries).
-pub const BINARY_VERSION: u8 = 1;
+/// The version of the binary syntax the writer writes (not of the table format, which the document
+/// itself carries). The reader reads it and version 1.
+pub const BINARY_VERSION: u8 = 2;
 
 /// The deepest nesting of lists and objects the decoder follows (a table needs 6).
 pub const MAX_DEPTH: usize = 32;
@@ -40,8 +53,42 @@ pub const MAX_INFLATED: usize = 256 << 20;
 
 const MAGIC: &[u8; 3] = b"SYT";
 
-/// The zlib level the writer uses: miniz_oxide's best (measured in BENCHMARKS.md).
-const ZLIB_LEVEL: u8 = 9;
+/// Version 2's key dictionary: key `n` (from 1) is `KEYS[n - 1]`; any other key is written inline
+/// (`0`, length, bytes). The table format's field names, the most frequent first; frozen for
+/// version 2 (a new field is written inline until a new version extends the list).
+pub const KEYS: [&str; 31] = [
+    "name",
+    "host",
+    "path",
+    "type",
+    "value",
+    "action",
+    "route",
+    "backends",
+    "cluster",
+    "weight",
+    "conditions",
+    "on",
+    "match",
+    "invert",
+    "ignore_case",
+    "rewrite_prefix",
+    "set_headers",
+    "remove_headers",
+    "direct_response",
+    "status",
+    "body",
+    "content_type",
+    "headers",
+    "redirect",
+    "url",
+    "version",
+    "generation",
+    "cluster_header",
+    "no_route",
+    "debug_rule_header",
+    "rules",
+];
 
 /// Value tags.
 mod tag {
@@ -75,12 +122,16 @@ pub enum CompactError {
     },
 }
 
-/// The compact form of a table document, as the text of a one-key JSON object.
-pub fn to_text(document: &Value) -> String {
-    let deflated = miniz_oxide::deflate::compress_to_vec_zlib(&to_binary(document), ZLIB_LEVEL);
-    let encoded = base64::engine::general_purpose::STANDARD.encode(deflated);
-    // A base64 string needs no JSON escaping.
-    format!("{{\"{WRAPPER_KEY}\":\"{encoded}\"}}")
+/// Why a document could not be written in the compact form: only a value JSON cannot hold (a map
+/// key that is not a string, a number or a boolean; an integer beyond 64 bits).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot write the compact form: {0}")]
+pub struct EncodeError(pub String);
+
+/// The compact form of a table document (a [`crate::TableSpec`], a `serde_json::Value`), as the
+/// text of a one-key JSON object: what a fresh [`Encoder`] writes.
+pub fn to_text<T: serde::Serialize + ?Sized>(document: &T) -> Result<String, EncodeError> {
+    Encoder::new().encode(document)
 }
 
 /// The document inside the compact form's string (the value of [`WRAPPER_KEY`]), as JSON.
@@ -117,15 +168,10 @@ pub fn unwrap(document: Value) -> Result<Value, CompactError> {
 }
 
 /// The binary document (before zlib).
-pub fn to_binary(document: &Value) -> Vec<u8> {
-    let mut writer = Writer {
-        out: Vec::with_capacity(1 << 16),
-        keys: std::collections::BTreeMap::new(),
-    };
-    writer.out.extend_from_slice(MAGIC);
-    writer.out.push(BINARY_VERSION);
-    writer.value(document);
-    writer.out
+pub fn to_binary<T: serde::Serialize + ?Sized>(document: &T) -> Result<Vec<u8>, EncodeError> {
+    let mut binary = Vec::with_capacity(1 << 16);
+    write::write(document, &mut binary, &mut Vec::new())?;
+    Ok(binary)
 }
 
 /// Reads a binary document (after zlib) into a tree borrowing its strings.
@@ -133,6 +179,7 @@ pub fn from_binary(bytes: &[u8]) -> Result<Doc<'_>, CompactError> {
     let mut reader = Reader {
         bytes,
         at: 0,
+        version: 0,
         keys: Vec::new(),
         // About one value per 8 bytes in a table's document.
         doc: Doc::with_capacity(bytes.len() / 8),
@@ -141,7 +188,8 @@ pub fn from_binary(bytes: &[u8]) -> Result<Doc<'_>, CompactError> {
         return Err(reader.fail("not a Switchyard binary document (no `SYT` magic)"));
     }
     reader.at = 3;
-    if reader.byte()? != BINARY_VERSION {
+    reader.version = reader.byte()?;
+    if !(1..=BINARY_VERSION).contains(&reader.version) {
         return Err(reader.fail("unsupported binary version"));
     }
     let root = reader.value(0)?;
@@ -152,75 +200,11 @@ pub fn from_binary(bytes: &[u8]) -> Result<Doc<'_>, CompactError> {
     Ok(reader.doc)
 }
 
-struct Writer<'v> {
-    out: Vec<u8>,
-    keys: std::collections::BTreeMap<&'v str, u64>,
-}
-
-impl<'v> Writer<'v> {
-    fn varint(&mut self, mut n: u64) {
-        while n >= 0x80 {
-            self.out.push((n as u8) | 0x80);
-            n >>= 7;
-        }
-        self.out.push(n as u8);
-    }
-
-    fn bytes(&mut self, text: &str) {
-        self.varint(text.len() as u64);
-        self.out.extend_from_slice(text.as_bytes());
-    }
-
-    fn value(&mut self, value: &'v Value) {
-        match value {
-            Value::Null => self.out.push(tag::NULL),
-            Value::Bool(false) => self.out.push(tag::FALSE),
-            Value::Bool(true) => self.out.push(tag::TRUE),
-            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
-                (Some(u), _, _) => {
-                    self.out.push(tag::UINT);
-                    self.varint(u);
-                }
-                (None, Some(i), _) => {
-                    self.out.push(tag::NEG);
-                    self.varint(!(i as u64));
-                }
-                (None, None, f) => {
-                    self.out.push(tag::FLOAT);
-                    self.out.extend_from_slice(&f.unwrap_or(0.0).to_le_bytes());
-                }
-            },
-            Value::String(s) => {
-                self.out.push(tag::STRING);
-                self.bytes(s);
-            }
-            Value::Array(items) => {
-                self.out.push(tag::LIST);
-                self.varint(items.len() as u64);
-                items.iter().for_each(|item| self.value(item));
-            }
-            Value::Object(map) => {
-                self.out.push(tag::OBJECT);
-                self.varint(map.len() as u64);
-                for (key, item) in map {
-                    match self.keys.get(key.as_str()) {
-                        Some(&number) => self.varint(number),
-                        None => {
-                            self.keys.insert(key, self.keys.len() as u64 + 1);
-                            self.out.push(0);
-                            self.bytes(key);
-                        }
-                    }
-                    self.value(item);
-                }
-            }
-        }
-    }
-}
-
 struct Reader<'b> {
     bytes: &'b [u8],
     at: usize,
+    version: u8,
+    /// Version 1's keys, by number.
     keys: Vec<&'b str>,
     doc: Doc<'b>,
 }
@@ -270,7 +254,19 @@ impl<'b> Reader<'b> {
     }
 
     fn key(&mut self) -> Result<&'b str, CompactError> {
-        match self.varint()? {
+        match (self.version, self.varint()?) {
+            (2, 0) => self.text(),
+            (2, n) => usize::try_from(n - 1)
+                .ok()
+                .and_then(|i| KEYS.get(i).copied())
+                .ok_or_else(|| self.fail("a key number beyond the dictionary")),
+            (_, n) => self.key_v1(n),
+        }
+    }
+
+    /// Version 1's keys: `0` and a new key, numbered in order of appearance, or a number.
+    fn key_v1(&mut self, n: u64) -> Result<&'b str, CompactError> {
+        match n {
             0 => {
                 let key = self.text()?;
                 self.keys.push(key);
@@ -355,23 +351,103 @@ mod tests {
             "a": null, "b": [true, false, 0, 1, 127, 128, u64::MAX, -1, i64::MIN, 1.5, -0.25],
             "c": {"a": "", "d": "é ☃ \u{0}", "b": [{"a": 1}, {"a": 2, "e": []}]}
         });
-        let binary = to_binary(&document);
+        let binary = to_binary(&document).unwrap();
         assert_eq!(from_binary(&binary).map(|doc| doc.to_value()), Ok(document.clone()));
-        let text = to_text(&document);
+        let text = to_text(&document).unwrap();
         let wrapper: Value = serde_json::from_str(&text).unwrap();
         let inner = wrapper[WRAPPER_KEY].as_str().unwrap();
         assert_eq!(from_text(inner), Ok(document));
     }
 
     #[test]
-    fn a_key_is_written_once() {
-        let binary = to_binary(&json!([{"version": 1}, {"version": 2}]));
-        assert_eq!(binary.windows(7).filter(|w| w == b"version").count(), 1);
+    fn a_value_is_written_alike_wherever_it_stands() {
+        let one = to_binary(&json!({"name": "a", "x-extra": 1})).unwrap();
+        let two = to_binary(&json!([{"name": "b", "x-extra": 0}, {"name": "a", "x-extra": 1}])).unwrap();
+        assert!(two.ends_with(&one[4..]), "{one:?} {two:?}");
+        assert_eq!(
+            two.windows(7).filter(|w| w == b"x-extra").count(),
+            2,
+            "a key of no dictionary is inline each time"
+        );
+        assert!(
+            !two.windows(4).any(|w| w == b"name"),
+            "a key of the dictionary is its number"
+        );
+    }
+
+    #[test]
+    fn every_key_of_the_dictionary_round_trips_and_the_dictionary_has_no_duplicate() {
+        let document: Value = KEYS
+            .iter()
+            .map(|k| (k.to_string(), json!(k)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        let binary = to_binary(&document).unwrap();
+        assert_eq!(from_binary(&binary).map(|doc| doc.to_value()), Ok(document));
+        let unique: std::collections::BTreeSet<&str> = KEYS.iter().copied().collect();
+        assert_eq!(unique.len(), KEYS.len());
+        assert!(
+            from_binary(b"SYT\x02\x08\x01\x20\x00").is_err(),
+            "key 32 is beyond the dictionary"
+        );
+    }
+
+    #[test]
+    fn version_1_with_numbered_keys_is_still_read() {
+        // [{"version": 1}, {"version": 2}] as the version 1 writer wrote it: the key once, then its number.
+        let v1 = b"SYT\x01\x07\x02\x08\x01\x00\x07version\x03\x01\x08\x01\x01\x03\x02";
+        assert_eq!(
+            from_binary(v1).map(|doc| doc.to_value()),
+            Ok(json!([{"version": 1}, {"version": 2}]))
+        );
+        let undefined = b"SYT\x01\x08\x01\x02\x03\x02";
+        assert!(from_binary(undefined).is_err());
+    }
+
+    #[test]
+    fn serde_s_data_model_is_written_as_serde_json_writes_it() {
+        #[derive(serde::Serialize)]
+        enum E {
+            Unit,
+            New(u8),
+            Tuple(u8, i8),
+            Struct { a: Option<u8>, b: char },
+        }
+        #[derive(serde::Serialize)]
+        struct S {
+            e: Vec<E>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            skipped: Option<u8>,
+            #[serde(flatten)]
+            flat: std::collections::BTreeMap<u32, f32>,
+            bytes: serde_bytes_like::Bytes,
+            nan: f64,
+        }
+        mod serde_bytes_like {
+            pub struct Bytes(pub Vec<u8>);
+            impl serde::Serialize for Bytes {
+                fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                    s.serialize_bytes(&self.0)
+                }
+            }
+        }
+        let value = S {
+            e: vec![E::Unit, E::New(1), E::Tuple(2, -3), E::Struct { a: None, b: 'x' }],
+            skipped: None,
+            flat: [(7, 0.5)].into(),
+            bytes: serde_bytes_like::Bytes(vec![1, 255]),
+            nan: f64::NAN,
+        };
+        let binary = to_binary(&value).unwrap();
+        let expected = serde_json::to_value(&value).unwrap();
+        assert_eq!(from_binary(&binary).map(|doc| doc.to_value()), Ok(expected));
+        let bad_key: std::collections::BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into();
+        assert!(to_binary(&bad_key).is_err());
     }
 
     #[test]
     fn every_truncation_and_corruption_is_an_error_not_a_panic() {
-        let binary = to_binary(&json!({"rules": [{"name": "a", "n": [1, 2, {"x": "y"}]}], "v": -3}));
+        let binary = to_binary(&json!({"rules": [{"name": "a", "n": [1, 2, {"x": "y"}]}], "v": -3})).unwrap();
         for len in 0..binary.len() {
             assert!(from_binary(&binary[..len]).is_err(), "truncated at {len}");
         }

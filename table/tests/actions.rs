@@ -79,7 +79,7 @@ fn table_json_round_trips() {
     let spec = TableSpec::from_value(document.clone()).unwrap();
     let written = serde_json::to_value(&spec).unwrap();
     assert_eq!(TableSpec::from_value(written.clone()).unwrap(), spec);
-    let compact_text = compact::to_text(&written);
+    let compact_text = compact::to_text(&written).unwrap();
     let wrapper: serde_json::Value = serde_json::from_str(&compact_text).unwrap();
     assert_eq!(compact::unwrap(wrapper).unwrap(), written);
     assert_eq!(

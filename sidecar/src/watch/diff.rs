@@ -26,27 +26,30 @@ pub struct TableDiff {
 pub fn diff(old: Option<&TableSpec>, new: &TableSpec) -> TableDiff {
     let empty = TableSpec::default();
     let old = old.unwrap_or(&empty);
-    let by_name =
-        |t: &TableSpec| -> BTreeMap<String, RuleSpec> { t.rules.iter().map(|r| (r.name.clone(), r.clone())).collect() };
+    // Borrowed: a table of 100,000 rules is compared without copying one.
+    fn by_name(t: &TableSpec) -> BTreeMap<&str, &RuleSpec> {
+        t.rules.iter().map(|r| (r.name.as_str(), r)).collect()
+    }
+    fn hosts(t: &TableSpec) -> BTreeSet<&str> {
+        t.rules.iter().map(|r| r.host.as_deref().unwrap_or("*")).collect()
+    }
     let (before, after) = (by_name(old), by_name(new));
     let mut out = TableDiff::default();
-    for (name, rule) in &after {
+    for (&name, &rule) in &after {
         match before.get(name) {
-            None => out.added.push(name.clone()),
-            Some(previous) if previous != rule => out.changed.push(name.clone()),
+            None => out.added.push(name.to_owned()),
+            Some(&previous) if previous != rule => out.changed.push(name.to_owned()),
             Some(_) => {}
         }
     }
-    out.removed = before.keys().filter(|n| !after.contains_key(*n)).cloned().collect();
-    let hosts = |t: &TableSpec| -> BTreeSet<String> {
-        t.rules
-            .iter()
-            .map(|r| r.host.clone().unwrap_or_else(|| "*".to_owned()))
-            .collect()
-    };
+    out.removed = before
+        .keys()
+        .filter(|n| !after.contains_key(*n))
+        .map(|n| n.to_string())
+        .collect();
     let (hosts_before, hosts_after) = (hosts(old), hosts(new));
-    out.hosts_gained = hosts_after.difference(&hosts_before).cloned().collect();
-    out.hosts_lost = hosts_before.difference(&hosts_after).cloned().collect();
+    out.hosts_gained = hosts_after.difference(&hosts_before).map(|h| h.to_string()).collect();
+    out.hosts_lost = hosts_before.difference(&hosts_after).map(|h| h.to_string()).collect();
     out.reordered_or_settings = out.added.is_empty() && out.removed.is_empty() && out.changed.is_empty();
     out
 }

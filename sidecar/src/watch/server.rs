@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::flags::TableEncoding;
 use crate::watch::state::Shared;
 use crate::watch::{dashboard, metrics};
 
@@ -54,8 +55,17 @@ async fn metrics(AxumState(state): AxumState<Shared>) -> Response {
 }
 
 async fn table(AxumState(state): AxumState<Shared>) -> Response {
-    match state.lock().table.clone() {
-        Some(table) => json(StatusCode::OK, table),
+    // Written outside the lock: 100,000 rules are 36 MB of JSON.
+    let table = state.lock().table.clone();
+    match table.map(|table| TableEncoding::Json.file_text(&table)) {
+        Some(Ok(text)) => json(StatusCode::OK, text),
+        Some(Err(e)) => {
+            state.internal_error(&format!("/table does not serialize: {e}"));
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "{\"error\": \"internal error: the table does not serialize (see the log)\"}\n".to_owned(),
+            )
+        }
         None => json(
             StatusCode::SERVICE_UNAVAILABLE,
             "{\"error\": \"no table pushed yet\"}\n".to_owned(),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
-use switchyard_table::RouteTable;
+use switchyard_table::{RouteTable, TableSpec};
 
 use crate::watch::source::SourceError;
 use switchyard_compiler::status::ResourceStatus;
@@ -119,8 +119,8 @@ pub struct State {
     pub tables_pushed: u64,
     /// The content hash of the table last pushed (the table's `generation` field).
     pub table_hash: String,
-    /// The table last pushed, as JSON.
-    pub table: Option<String>,
+    /// The table last pushed (`/table` writes it as indented JSON).
+    pub table: Option<Arc<TableSpec>>,
     /// The table last pushed, validated and indexed: what the dashboard shows and explains with.
     pub route_table: Option<Arc<RouteTable>>,
     /// The last [`PUSH_LOG_LEN`] pushes, oldest first.

@@ -393,7 +393,8 @@ pub fn with_probe(table: &str) -> (String, Option<String>) {
         }),
     );
     let text = match compact {
-        true => switchyard_table::compact::to_text(&doc),
+        // A JSON value always has a compact form.
+        true => switchyard_table::compact::to_text(&doc).unwrap_or_else(|_| doc.to_string()),
         false => doc.to_string(),
     };
     (text, Some(label))
