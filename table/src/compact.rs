@@ -26,7 +26,8 @@
 //! independently deflated chunks, but it is an ordinary zlib stream: any inflater reads it.
 //!
 //! Decoding never trusts the input: counts are bounded by the bytes left, nesting by [`MAX_DEPTH`],
-//! the inflated size by [`MAX_INFLATED`].
+//! the inflated size by [`MAX_INFLATED`]. A key written twice in one object is refused by the
+//! table's reader (`crate::read`), for this form and JSON alike.
 
 mod encoder;
 mod write;
@@ -36,7 +37,7 @@ pub use encoder::{EncodeStats, Encoder, CHUNK_PIECES, MAX_CHUNK_BYTES, ZLIB_LEVE
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::doc::{Doc, Item, Node};
+use crate::doc::{Doc, Item, Node, Text};
 
 /// The key of the one-key object that carries the compact form.
 pub const WRAPPER_KEY: &str = "table_z";
@@ -45,8 +46,8 @@ pub const WRAPPER_KEY: &str = "table_z";
 /// itself carries). The reader reads it and version 1.
 pub const BINARY_VERSION: u8 = 2;
 
-/// The deepest nesting of lists and objects the decoder follows (a table needs 6).
-pub const MAX_DEPTH: usize = 32;
+/// The deepest nesting of lists and objects the decoder follows (a table needs 6), as for JSON.
+pub const MAX_DEPTH: usize = crate::doc::MAX_DEPTH;
 
 /// The largest binary document the decoder inflates (a 100,000-rule table is about 11 MiB).
 pub const MAX_INFLATED: usize = 256 << 20;
@@ -304,13 +305,13 @@ impl<'b> Reader<'b> {
                 }
                 Node::Float(f)
             }
-            tag::STRING => Node::Str(self.text()?),
+            tag::STRING => Node::Str(Text::Borrowed(self.text()?)),
             tag::LIST if depth < MAX_DEPTH => {
                 let count = self.count()?;
                 let span = self.doc.reserve(count);
                 for i in 0..count {
                     let node = self.value(depth + 1)?;
-                    self.doc.set(span, i, Item { key: "", node });
+                    self.doc.set(span, i, Item::unnamed(node));
                 }
                 Node::List(span)
             }
@@ -318,17 +319,8 @@ impl<'b> Reader<'b> {
                 let count = self.count()?;
                 let span = self.doc.reserve(count);
                 for i in 0..count {
-                    let key = self.key()?;
-                    if self
-                        .doc
-                        .items(span)
-                        .get(..i)
-                        .unwrap_or_default()
-                        .iter()
-                        .any(|item| item.key == key)
-                    {
-                        return Err(self.fail("a key twice in one object"));
-                    }
+                    // A key written twice is refused by the reader (`crate::read`), as in JSON.
+                    let key = Text::Borrowed(self.key()?);
                     let node = self.value(depth + 1)?;
                     self.doc.set(span, i, Item { key, node });
                 }
@@ -476,6 +468,15 @@ mod tests {
         ));
         let huge = b"SYT\x01\x07\xff\xff\xff\xff\x0f";
         assert!(from_binary(huge).is_err());
+    }
+
+    #[test]
+    fn a_key_twice_decodes_and_the_reader_refuses_it() {
+        // {"version": 1, "version": 1}: the second key is a reference to the first.
+        let binary = b"SYT\x01\x08\x02\x00\x07version\x03\x01\x01\x03\x01";
+        let doc = from_binary(binary).unwrap();
+        let error = crate::TableSpec::from_tree(&doc).unwrap_err().to_string();
+        assert!(error.contains("field `version` written twice"), "{error}");
     }
 
     #[test]

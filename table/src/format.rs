@@ -217,6 +217,25 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+impl TableSpec {
+    /// The number of distinct hosts (exact and wildcard) the rules name, as
+    /// [`crate::RouteTable::host_count`] counts them once the table is indexed (host names are
+    /// case-insensitive), without indexing it.
+    pub fn host_count(&self) -> usize {
+        use std::borrow::Cow;
+        let hosts: std::collections::BTreeSet<Cow<'_, str>> = self
+            .rules
+            .iter()
+            .filter_map(|rule| rule.host.as_deref())
+            .map(|host| match host.bytes().any(|b| b.is_ascii_uppercase()) {
+                true => Cow::Owned(host.to_ascii_lowercase()),
+                false => Cow::Borrowed(host),
+            })
+            .collect();
+        hosts.len()
+    }
+}
+
 impl Default for TableSpec {
     fn default() -> Self {
         TableSpec {

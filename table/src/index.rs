@@ -79,6 +79,11 @@ pub(crate) struct Candidates<'i> {
 }
 
 impl HostIndex {
+    /// The number of distinct hosts (exact and wildcard) the rules name.
+    pub fn hosts(&self) -> usize {
+        self.exact.len() + self.wildcard.len()
+    }
+
     pub fn insert(&mut self, id: RuleId, host: &HostPattern, path: &PathPattern) {
         let level = match host {
             HostPattern::Exact(name) => self.exact.entry(name.as_str().into()).or_default(),

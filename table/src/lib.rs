@@ -5,6 +5,7 @@
 //!   read by hand (`read`, [`TableSpec::from_value`]) so the filter links no serde derive.
 //! - [`compact`]: the compact form of the document every sink of the sidecar carries.
 //! - [`doc`]: the document as a flat tree borrowing its strings, which the reader walks.
+//! - [`json`]: JSON text read straight into that tree (`serde_json`'s parser, no `Value`).
 //! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
 //! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
 //!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.
@@ -25,6 +26,7 @@ pub mod field;
 pub mod format;
 mod host;
 mod index;
+pub mod json;
 pub mod oracle;
 mod path;
 pub mod precedence;

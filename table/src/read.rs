@@ -1,14 +1,17 @@
 //! Reading the table document into the [`crate::format`] types, by hand, from a [`Doc`] tree.
 //!
-//! The same reader serves both forms of the table: JSON text (parsed by `serde_json`, then copied
-//! into a [`Doc`] borrowing the `Value`'s strings) and the compact form ([`crate::compact`], whose
-//! binary document decodes straight into a [`Doc`] borrowing the inflated bytes). It needs no
-//! serde derive, which keeps the filter's `.wasm` small (BENCHMARKS.md, "Filter size"); the sidecar
-//! writes tables with the format types' `Serialize` derive.
+//! The same reader serves both forms of the table: JSON text (read straight into a [`Doc`] by
+//! [`crate::json`]) and the compact form ([`crate::compact`], whose binary document decodes straight
+//! into a [`Doc`] borrowing the inflated bytes). It needs no serde derive, which keeps the filter's
+//! `.wasm` small (BENCHMARKS.md, "Filter size"); the sidecar writes tables with the format types'
+//! `Serialize` derive.
 //!
 //! Each type has one [`FromDoc`] impl that lists its fields once: required ones, optional ones,
-//! defaults, and it refuses unknown fields (as the format's `deny_unknown_fields` does). Errors name
-//! the field's path in the document (`rules[3].path.type`); the path is only rendered on error.
+//! defaults, and it refuses unknown fields (as the format's `deny_unknown_fields` does) and a field
+//! written twice (which `serde_json` would have let the last one win). Errors name the field's path
+//! in the document (`rules[3].path.type`); the path and the message are only built on error, out of
+//! line (`#[cold]`), and the few helpers every field calls are never inlined (`#[inline(never)]`), so
+//! the reader stays small in the filter (BENCHMARKS.md, "Filter size").
 
 use serde_json::Value;
 
@@ -40,11 +43,20 @@ impl At<'_> {
         }
     }
 
-    fn error(&self, problem: impl Into<String>) -> TableError {
+    #[cold]
+    #[inline(never)]
+    fn error(&self, problem: std::fmt::Arguments<'_>) -> TableError {
         TableError::Shape {
             at: self.render(),
-            problem: problem.into(),
+            problem: problem.to_string(),
         }
+    }
+
+    /// `expected <what>, found <the value's kind>`.
+    #[cold]
+    #[inline(never)]
+    fn expected(&self, what: &str, found: Node<'_>) -> TableError {
+        self.error(format_args!("expected {what}, found {}", found.kind()))
     }
 }
 
@@ -66,37 +78,43 @@ struct Fields<'x, 'd> {
 }
 
 impl<'x, 'd> Fields<'x, 'd> {
+    #[inline(never)]
     fn new(value: Node<'d>, doc: &'x Doc<'d>, at: &'x At<'x>) -> Result<Fields<'x, 'd>, TableError> {
-        match value {
-            Node::Object(span) if doc.items(span).len() <= MAX_FIELDS => Ok(Fields {
-                doc,
-                items: doc.items(span),
-                taken: 0,
-                at,
-            }),
-            Node::Object(_) => Err(at.error(format!("an object of more than {MAX_FIELDS} fields"))),
-            other => Err(at.error(format!("expected an object, found {}", other.kind()))),
+        let Node::Object(span) = value else {
+            return Err(at.expected("an object", value));
+        };
+        let items = doc.items(span);
+        if items.len() > MAX_FIELDS {
+            return Err(at.error(format_args!("an object of more than {MAX_FIELDS} fields")));
         }
+        Ok(Fields {
+            doc,
+            items,
+            taken: 0,
+            at,
+        })
     }
 
     /// Takes the field `key` out of the object, if it is there.
+    #[inline(never)]
     fn take(&mut self, key: &str) -> Option<Node<'d>> {
-        let taken = self.taken;
-        let i = (self.items.iter().enumerate()).position(|(i, item)| taken & (1 << i) == 0 && item.key == key)?;
+        let (taken, doc) = (self.taken, self.doc);
+        let i =
+            (self.items.iter().enumerate()).position(|(i, item)| taken & (1 << i) == 0 && doc.text(item.key) == key)?;
         self.taken |= 1 << i;
         self.items.get(i).map(|item| item.node)
     }
 
     /// Whether the object has the field `key`.
     fn has(&self, key: &str) -> bool {
-        self.items.iter().any(|item| item.key == key)
+        self.items.iter().any(|item| self.doc.text(item.key) == key)
     }
 
     /// A field that must be there.
     fn required<T: FromDoc>(&mut self, key: &str) -> Result<T, TableError> {
         match self.take(key) {
             Some(value) => T::from_doc(value, self.doc, &At::Key(self.at, key)),
-            None => Err(self.at.error(format!("missing field `{key}`"))),
+            None => Err(self.at.error(format_args!("missing field `{key}`"))),
         }
     }
 
@@ -109,16 +127,43 @@ impl<'x, 'd> Fields<'x, 'd> {
     }
 
     /// A field that is `default` when absent.
-    fn or<T: FromDoc>(&mut self, key: &str, default: impl FnOnce() -> T) -> Result<T, TableError> {
-        Ok(self.optional(key)?.unwrap_or_else(default))
+    fn or<T: FromDoc>(&mut self, key: &str, default: T) -> Result<T, TableError> {
+        Ok(self.optional(key)?.unwrap_or(default))
     }
 
-    /// Refuses the fields no one read.
-    fn finish(self) -> Result<(), TableError> {
+    /// Refuses the fields no one read: unknown ones, and the second of a field written twice (`take`
+    /// takes the first), so a duplicate costs nothing until it is found.
+    #[inline(never)]
+    fn finish(&self) -> Result<(), TableError> {
         let taken = self.taken;
         match (self.items.iter().enumerate()).find(|(i, _)| taken & (1 << i) == 0) {
             None => Ok(()),
-            Some((_, item)) => Err(self.at.error(format!("unknown field `{}`", item.key))),
+            Some((_, item)) => Err(self.leftover(self.doc.text(item.key))),
+        }
+    }
+
+    /// The error of an object whose reading failed: a field written twice, if one is, explains the
+    /// trouble better than what it caused (`{"value": …, "value": …}` misses every table field).
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, error: TableError) -> TableError {
+        let key = |item: &Item<'d>| self.doc.text(item.key);
+        let earlier = |i: usize| self.items.get(..i).unwrap_or_default().iter();
+        match (self.items.iter().enumerate()).find(|(i, item)| earlier(*i).any(|e| key(e) == key(item))) {
+            Some((_, item)) => self.at.error(format_args!("field `{}` written twice", key(item))),
+            None => error,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn leftover(&self, key: &str) -> TableError {
+        let taken = self.taken;
+        let twice =
+            (self.items.iter().enumerate()).any(|(i, item)| taken & (1 << i) != 0 && self.doc.text(item.key) == key);
+        match twice {
+            true => self.at.error(format_args!("field `{key}` written twice")),
+            false => self.at.error(format_args!("unknown field `{key}`")),
         }
     }
 }
@@ -131,32 +176,43 @@ fn object<'x, 'd, T>(
     read: impl FnOnce(&mut Fields<'x, 'd>) -> Result<T, TableError>,
 ) -> Result<T, TableError> {
     let mut fields = Fields::new(value, doc, at)?;
-    let out = read(&mut fields)?;
-    fields.finish()?;
-    Ok(out)
+    match read(&mut fields) {
+        Ok(out) => fields.finish().map(|()| out),
+        Err(error) => Err(fields.failed(error)),
+    }
+}
+
+/// The text of a string value.
+#[inline(never)]
+fn text<'x, 'd: 'x>(value: Node<'d>, doc: &'x Doc<'d>, at: &At<'_>) -> Result<&'x str, TableError> {
+    match value {
+        Node::Str(text) => Ok(doc.text(text)),
+        other => Err(at.expected("a string", other)),
+    }
 }
 
 /// Reads one of a vocabulary's names (`names` pairs each written name with its value).
-fn one_of<T: Copy>(value: Node<'_>, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
-    let Node::Str(text) = value else {
-        return Err(at.error(format!("expected a string, found {}", value.kind())));
-    };
-    names
-        .iter()
-        .find(|(name, _)| *name == text)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| {
-            let expected: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
-            at.error(format!("{text:?} is not one of {}", expected.join(", ")))
-        })
+fn one_of<T: Copy>(value: Node<'_>, doc: &Doc<'_>, at: &At<'_>, names: &[(&str, T)]) -> Result<T, TableError> {
+    let text = text(value, doc, at)?;
+    match names.iter().find(|(name, _)| *name == text) {
+        Some((_, value)) => Ok(*value),
+        None => Err(not_one_of(
+            text,
+            at,
+            &names.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+        )),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn not_one_of(text: &str, at: &At<'_>, names: &[&str]) -> TableError {
+    at.error(format_args!("{text:?} is not one of {}", names.join(", ")))
 }
 
 impl FromDoc for String {
-    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
-        match value {
-            Node::Str(s) => Ok(s.to_owned()),
-            other => Err(at.error(format!("expected a string, found {}", other.kind()))),
-        }
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        text(value, doc, at).map(str::to_owned)
     }
 }
 
@@ -164,7 +220,7 @@ impl FromDoc for bool {
     fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
             Node::Bool(b) => Ok(b),
-            other => Err(at.error(format!("expected true or false, found {}", other.kind()))),
+            other => Err(at.expected("true or false", other)),
         }
     }
 }
@@ -173,7 +229,7 @@ impl FromDoc for u64 {
     fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         match value {
             Node::UInt(n) => Ok(n),
-            other => Err(at.error(format!("expected a whole number >= 0, found {}", other.kind()))),
+            other => Err(at.expected("a whole number >= 0", other)),
         }
     }
 }
@@ -181,15 +237,21 @@ impl FromDoc for u64 {
 impl FromDoc for u32 {
     fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         let n = u64::from_doc(value, doc, at)?;
-        u32::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u32::MAX)))
+        u32::try_from(n).map_err(|_| too_large(n, u64::from(u32::MAX), at))
     }
 }
 
 impl FromDoc for u16 {
     fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         let n = u64::from_doc(value, doc, at)?;
-        u16::try_from(n).map_err(|_| at.error(format!("{n} is over {}", u16::MAX)))
+        u16::try_from(n).map_err(|_| too_large(n, u64::from(u16::MAX), at))
     }
+}
+
+#[cold]
+#[inline(never)]
+fn too_large(n: u64, max: u64, at: &At<'_>) -> TableError {
+    at.error(format_args!("{n} is over {max}"))
 }
 
 impl<T: FromDoc> FromDoc for Vec<T> {
@@ -198,7 +260,7 @@ impl<T: FromDoc> FromDoc for Vec<T> {
             Node::List(span) => (doc.items(span).iter().enumerate())
                 .map(|(i, item)| T::from_doc(item.node, doc, &At::Index(at, i)))
                 .collect(),
-            other => Err(at.error(format!("expected a list, found {}", other.kind()))),
+            other => Err(at.expected("a list", other)),
         }
     }
 }
@@ -213,7 +275,12 @@ impl TableSpec {
 
     /// Reads a table document's tree (from JSON or from the compact form).
     pub fn from_tree(doc: &Doc<'_>) -> Result<TableSpec, TableError> {
-        TableSpec::from_doc(doc.root(), doc, &At::Root)
+        TableSpec::from_node(doc, doc.root())
+    }
+
+    /// Reads the table document that is `node` of `doc` (a table inside a wrapper).
+    pub fn from_node<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<TableSpec, TableError> {
+        TableSpec::from_doc(node, doc, &At::Root)
     }
 }
 
@@ -230,19 +297,19 @@ impl FromDoc for TableSpec {
         object(value, doc, at, |f| {
             Ok(TableSpec {
                 version: f.required("version")?,
-                generation: f.or("generation", String::new)?,
-                cluster_header: f.or("cluster_header", || DEFAULT_CLUSTER_HEADER.to_owned())?,
-                no_route: f.or("no_route", NoRoute::default)?,
-                debug_rule_header: f.or("debug_rule_header", || false)?,
-                rules: f.or("rules", Vec::new)?,
+                generation: f.or("generation", String::new())?,
+                cluster_header: f.or("cluster_header", DEFAULT_CLUSTER_HEADER.to_owned())?,
+                no_route: f.or("no_route", NoRoute::default())?,
+                debug_rule_header: f.or("debug_rule_header", false)?,
+                rules: f.or("rules", Vec::new())?,
             })
         })
     }
 }
 
 impl FromDoc for NoRoute {
-    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
-        one_of(value, at, &[("404", NoRoute::NotFound), ("pass", NoRoute::Pass)])
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        one_of(value, doc, at, &[("404", NoRoute::NotFound), ("pass", NoRoute::Pass)])
     }
 }
 
@@ -253,7 +320,7 @@ impl FromDoc for RuleSpec {
                 name: f.required("name")?,
                 host: f.optional("host")?,
                 path: f.required("path")?,
-                conditions: f.or("conditions", Vec::new)?,
+                conditions: f.or("conditions", Vec::new())?,
                 action: f.required("action")?,
             })
         })
@@ -279,8 +346,8 @@ impl FromDoc for PathSpec {
             ("regex", PathType::Regex),
         ];
         let kind = match f.take("type") {
-            Some(value) => one_of(value, &At::Key(at, "type"), &names)?,
-            None => return Err(at.error("missing field `type`")),
+            Some(value) => one_of(value, doc, &At::Key(at, "type"), &names)?,
+            None => return Err(at.error(format_args!("missing field `type`"))),
         };
         let value: String = f.required("value")?;
         f.finish()?;
@@ -301,18 +368,19 @@ impl FromDoc for ConditionSpec {
                 name: f.optional("name")?,
                 op: f.required("match")?,
                 value: f.optional("value")?,
-                invert: f.or("invert", || false)?,
-                ignore_case: f.or("ignore_case", || false)?,
+                invert: f.or("invert", false)?,
+                ignore_case: f.or("ignore_case", false)?,
             })
         })
     }
 }
 
 impl FromDoc for ConditionSource {
-    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         use ConditionSource::*;
         one_of(
             value,
+            doc,
             at,
             &[
                 ("cookie", Cookie),
@@ -325,7 +393,7 @@ impl FromDoc for ConditionSource {
 }
 
 impl FromDoc for MatchOp {
-    fn from_doc<'d>(value: Node<'d>, _doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         use MatchOp::*;
         let names = [
             ("exact", Exact),
@@ -334,7 +402,7 @@ impl FromDoc for MatchOp {
             ("regex", Regex),
             ("present", Present),
         ];
-        one_of(value, at, &names)
+        one_of(value, doc, at, &names)
     }
 }
 
@@ -349,7 +417,7 @@ impl FromDoc for ActionSpec {
         } else if f.has("redirect") {
             ActionSpec::Redirect(f.required("redirect")?)
         } else {
-            return Err(at.error("expected one of `route`, `direct_response`, `redirect`"));
+            return Err(at.error(format_args!("expected one of `route`, `direct_response`, `redirect`")));
         };
         f.finish()?;
         Ok(action)
@@ -362,8 +430,8 @@ impl FromDoc for RouteAction {
             Ok(RouteAction {
                 backends: f.required("backends")?,
                 rewrite_prefix: f.optional("rewrite_prefix")?,
-                set_headers: f.or("set_headers", Vec::new)?,
-                remove_headers: f.or("remove_headers", Vec::new)?,
+                set_headers: f.or("set_headers", Vec::new())?,
+                remove_headers: f.or("remove_headers", Vec::new())?,
             })
         })
     }
@@ -374,7 +442,7 @@ impl FromDoc for Backend {
         object(value, doc, at, |f| {
             Ok(Backend {
                 cluster: f.required("cluster")?,
-                weight: f.or("weight", || 1)?,
+                weight: f.or("weight", 1)?,
             })
         })
     }
@@ -398,7 +466,7 @@ impl FromDoc for DirectResponse {
                 status: f.required("status")?,
                 body: f.optional("body")?,
                 content_type: f.optional("content_type")?,
-                headers: f.or("headers", Vec::new)?,
+                headers: f.or("headers", Vec::new())?,
             })
         })
     }

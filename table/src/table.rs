@@ -1,8 +1,9 @@
 //! The validated, indexed table and the matcher that picks a request's winning rule.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::condition::Condition;
+use crate::doc::{Doc, Node};
 use crate::error::{Problem, TableError};
 use crate::field::{field_value, is_token, FieldValueFault};
 use crate::format::{ActionSpec, Backend, DirectResponse, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
@@ -60,17 +61,33 @@ pub struct Candidate<'t> {
 
 impl RouteTable {
     /// Parses and validates a table from its JSON text: the table document itself, or its compact
-    /// form (`{"table_z": "…"}`, [`crate::compact`]).
+    /// form (`{"table_z": "…"}`, [`crate::compact`]). The text is read straight into a tree
+    /// ([`crate::json`]), with no `serde_json::Value` on the way.
     pub fn from_json(json: &[u8]) -> Result<RouteTable, TableError> {
-        RouteTable::from_document(serde_json::from_slice(json)?)
+        let doc = crate::json::parse(json)?;
+        RouteTable::from_tree(&doc, doc.root())
     }
 
     /// Validates a table document already parsed: the table object, or the compact form's one-key
     /// object, which is decoded first.
     pub fn from_document(document: serde_json::Value) -> Result<RouteTable, TableError> {
-        let spec = match crate::compact::wrapped_text(&document) {
-            Some(text) => TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(text)?)?)?,
-            None => TableSpec::from_tree(&crate::doc::Doc::from_value(&document))?,
+        let doc = Doc::from_value(&document);
+        RouteTable::from_tree(&doc, doc.root())
+    }
+
+    /// Validates the table document that is `node` of `doc`: the table object, or the compact form's
+    /// one-key object, which is decoded first.
+    ///
+    /// Never inlined: the filter's size profile (Cargo.toml, `[profile.filter]`) builds the filter
+    /// crate for speed and this crate for size, and the loader must keep this crate's size settings
+    /// rather than be inlined into the filter's code.
+    #[inline(never)]
+    pub fn from_tree<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<RouteTable, TableError> {
+        let spec = match doc.only_field(node, crate::compact::WRAPPER_KEY) {
+            Some(Node::Str(text)) => {
+                TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(doc.text(text))?)?)?
+            }
+            _ => TableSpec::from_node(doc, node)?,
         };
         RouteTable::try_from(spec)
     }
@@ -102,18 +119,7 @@ impl RouteTable {
 
     /// The number of distinct hosts (exact and wildcard) the rules name.
     pub fn host_count(&self) -> usize {
-        let mut hosts: Vec<&HostPattern> = self
-            .rules
-            .iter()
-            .map(|r| &r.host)
-            .filter(|h| **h != HostPattern::Any)
-            .collect();
-        hosts.sort_unstable_by_key(|h| match h {
-            HostPattern::Exact(n) | HostPattern::Wildcard(n) => (matches!(h, HostPattern::Wildcard(_)), n.as_str()),
-            HostPattern::Any => (false, ""),
-        });
-        hosts.dedup();
-        hosts.len()
+        self.index.hosts()
     }
 
     /// The first rule in table order whose host, path and conditions match, with a backend chosen
@@ -252,7 +258,9 @@ impl TryFrom<TableSpec> for RouteTable {
         if !is_token(&cluster_header) {
             return Err(TableError::BadClusterHeader(spec.cluster_header));
         }
-        let mut first_position: HashMap<&str, usize> = HashMap::with_capacity(spec.rules.len());
+        // FxHash, as the index's host maps: the names come from the table, not from clients.
+        let mut first_position: HashMap<&str, usize> = HashMap::default();
+        first_position.reserve(spec.rules.len());
         for (position, rule) in spec.rules.iter().enumerate() {
             if let Some(&first) = first_position.get(rule.name.as_str()) {
                 return Err(TableError::rule(

@@ -38,3 +38,24 @@ fn every_routing_case_picks_its_winner_natively() {
     let failures: Vec<String> = cases.iter().flat_map(failures).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A table counts its distinct hosts without being indexed exactly as its index does (the sidecar
+/// logs the count of every push without indexing the table): every corpus case, and one whose host
+/// names differ only in case.
+#[test]
+fn a_table_counts_its_hosts_as_its_index_does() {
+    use switchyard_table::TableSpec;
+    let mut tables: Vec<TableSpec> = routing_cases()
+        .iter()
+        .map(|case| TableSpec::from_value(case.table()).unwrap())
+        .collect();
+    let mut mixed = tables.iter().find(|t| t.rules.len() >= 2).cloned().unwrap();
+    mixed.rules[0].host = Some("Shop.Example.com".to_owned());
+    mixed.rules[1].host = Some("shop.example.COM".to_owned());
+    tables.push(mixed);
+    for spec in tables {
+        let counted = spec.host_count();
+        let indexed = RouteTable::try_from(spec).unwrap().host_count();
+        assert_eq!(counted, indexed);
+    }
+}

@@ -88,10 +88,13 @@ fn error(code: StatusCode, message: &str) -> Response {
     json(code, &serde_json::json!({ "error": message }))
 }
 
-/// The live table and its push counter; `None` before the first push.
-fn live(state: &Shared) -> Option<(std::sync::Arc<RouteTable>, u64)> {
-    let state = state.lock();
-    Some((state.route_table.clone()?, state.tables_pushed))
+/// The live table and its push counter; `None` before the first push, an error response when the
+/// pushed table does not index (never expected: the compiler validates every rule).
+fn live(state: &Shared) -> Option<Result<(std::sync::Arc<RouteTable>, u64), Response>> {
+    Some(state.live_index()?.map_err(|e| {
+        state.internal_error(&format!("the pushed table does not validate: {e}"));
+        error(StatusCode::INTERNAL_SERVER_ERROR, "internal error (see the log)")
+    }))
 }
 
 fn not_yet() -> Response {
@@ -99,8 +102,10 @@ fn not_yet() -> Response {
 }
 
 async fn rules(AxumState(state): AxumState<Shared>) -> Response {
-    let Some((table, generation)) = live(&state) else {
-        return not_yet();
+    let (table, generation) = match live(&state) {
+        Some(Ok(live)) => live,
+        Some(Err(response)) => return response,
+        None => return not_yet(),
     };
     match serde_json::to_value(rules::view(&table, generation)) {
         Ok(view) => json(StatusCode::OK, &view),
@@ -153,8 +158,10 @@ async fn explain(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
         Ok(asked) => asked,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("the request body: {e}")),
     };
-    let Some((table, generation)) = live(&state) else {
-        return not_yet();
+    let (table, generation) = match live(&state) {
+        Some(Ok(live)) => live,
+        Some(Err(response)) => return response,
+        None => return not_yet(),
     };
     match explain_json(&table, generation, &asked) {
         Ok(answer) => json(StatusCode::OK, &answer),
