@@ -28,7 +28,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size
+.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -157,6 +157,17 @@ bench-kubernetes:
 	cargo build --release -p switchyard --bin switchyard
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --features envtest --test envtest \
 	  -- --ignored --nocapture --test-threads 1 bench_
+
+# One changed Ingress in the 100,000-rule cluster of issue 13 (1,000 Ingresses of 100 paths over 300
+# hosts): the compile step (criterion: the full pipeline vs the incremental compiler), then the whole
+# sidecar (`switchyard watch`, release build, folder mode, ECDS file): its CPU from /proc/<pid> until
+# the new table is in the ECDS file, incremental and full path side by side, JSON and compact
+# encodings. Figures in BENCHMARKS.md ("Incremental compile (issue 13)").
+bench-incremental:
+	cargo bench -p switchyard-compiler --bench incremental
+	cargo build --release -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_incremental \
+	  -- --ignored --nocapture
 
 # host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules
 # (tables from host-sim/bench/table.py). Figures in BENCHMARKS.md.

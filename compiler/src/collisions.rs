@@ -30,14 +30,141 @@ pub type HostClaim<'a> = (&'a str, &'a ResourceKey, &'a Age);
 /// Who won each host: the winning resources (several for merged Ingresses).
 pub type HostWinners = BTreeMap<String, BTreeSet<ResourceKey>>;
 
-/// Applies host ownership and `PathTaken`; returns the rules that stay and who won each host.
-/// `claims` are the hosts claimed by resources without rules.
+/// The outcome of one host's contest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contest {
+    /// The resources that own the host (several for merged Ingresses).
+    pub winners: BTreeSet<ResourceKey>,
+    /// The others, each with the name of the winner shown to it (`HostTaken`), in contest order.
+    pub losers: Vec<(ResourceKey, String)>,
+}
+
+/// A rule dropped as identical to an older one (`PathTaken`), reported on its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathTaken {
+    /// The dropped rule's host (`None`: a rule for every host).
+    pub host: Option<String>,
+    /// The owner of the dropped rule.
+    pub owner: ResourceKey,
+    /// The (owner, position) of the rule whose arrival dropped it: the order in which one owner's
+    /// `PathTaken` conditions are recorded, for rules of Ingresses (whose drafts come in that order;
+    /// an Ingress's rule is only ever dropped for another Ingress's: the rules kept on a host are
+    /// one contender's, and only Ingresses write rules without a host).
+    pub turn: (ResourceKey, usize),
+    /// The condition's message.
+    pub message: String,
+}
+
+/// What host ownership and `PathTaken` decided.
+#[derive(Debug)]
+pub struct Resolution {
+    /// The rules that stay, in the order given.
+    pub kept: Vec<Draft>,
+    /// Who won each host.
+    pub winners: HostWinners,
+    /// Each host's contest.
+    pub contests: BTreeMap<String, Contest>,
+    /// The rules dropped as identical to older ones, in the order they were met.
+    pub path_taken: Vec<PathTaken>,
+}
+
+/// Decides one host's contest among its claimants (each resource once, with its age).
+pub fn contest<'k>(
+    claimants: impl IntoIterator<Item = (&'k ResourceKey, &'k Age)>,
+    mode: HostCollision,
+) -> Option<Contest> {
+    let mut contenders: Vec<Contender> = Vec::new();
+    let mut merged: Option<Contender> = None;
+    for (key, age) in claimants {
+        let single = Contender {
+            members: BTreeSet::from([key.clone()]),
+            oldest: age.clone(),
+        };
+        if mode == HostCollision::Merge && key.kind == Kind::Ingress {
+            match merged.as_mut() {
+                None => merged = Some(single),
+                Some(group) => {
+                    group.members.insert(key.clone());
+                    if *age < group.oldest {
+                        group.oldest = age.clone();
+                    }
+                }
+            }
+        } else {
+            contenders.push(single);
+        }
+    }
+    contenders.extend(merged);
+    contenders.sort_by(|a, b| a.oldest.cmp(&b.oldest));
+    let mut iter = contenders.into_iter();
+    let winner = iter.next()?;
+    let by = winner.oldest.key.display();
+    let losers = iter
+        .flat_map(|loser| loser.members)
+        .map(|member| (member, by.clone()))
+        .collect();
+    Some(Contest {
+        winners: winner.members,
+        losers,
+    })
+}
+
+/// Records that `loser` lost `host` to `by` (`HostTaken`).
+pub fn record_host_taken(book: &mut StatusBook, loser: &ResourceKey, host: &str, by: &str) {
+    let default = if loser.kind == Kind::HTTPProxy {
+        Status::Invalid
+    } else {
+        Status::Accepted
+    };
+    book.error(
+        loser,
+        default,
+        Reason::HostTaken,
+        format!("host {host} is taken by {by}"),
+    );
+}
+
+/// Whether a resource that claimed hosts and won `won` of them routes nothing: it won none and has
+/// no rule without a host.
+pub fn loses_everything(won: usize, hostless: bool) -> bool {
+    won == 0 && !hostless
+}
+
+/// Records that every host of `key` is taken (`Rejected`; an HTTPProxy becomes invalid).
+pub fn record_all_hosts_taken(book: &mut StatusBook, key: &ResourceKey) {
+    let status = if key.kind == Kind::HTTPProxy {
+        Status::Invalid
+    } else {
+        Status::Rejected
+    };
+    book.error(key, status, Reason::Rejected, "All hosts are taken by other resources");
+    book.set(key, status);
+}
+
+/// Records one `PathTaken` warning on the dropped rule's owner.
+pub fn record_path_taken(book: &mut StatusBook, taken: &PathTaken) {
+    let default = if taken.owner.kind == Kind::HTTPProxy {
+        Status::Valid
+    } else {
+        Status::Accepted
+    };
+    book.add(
+        &taken.owner,
+        default,
+        ConditionKind::Warning,
+        Reason::PathTaken,
+        taken.message.clone(),
+    );
+}
+
+/// Applies host ownership and `PathTaken`, recording their statuses; returns the rules that stay,
+/// who won each host and why. `claims_without_rules` are the hosts claimed by resources without rules.
 pub fn resolve(
     drafts: Vec<Draft>,
     claims_without_rules: &[HostClaim<'_>],
     mode: HostCollision,
     book: &mut StatusBook,
-) -> (Vec<Draft>, HostWinners) {
+) -> Resolution {
     // host → claimant → age
     let mut claims: BTreeMap<&str, BTreeMap<&ResourceKey, &Age>> = BTreeMap::new();
     for (host, key, age) in claims_without_rules {
@@ -57,86 +184,66 @@ pub fn resolve(
             }
         }
     }
-    let mut winners: HostWinners = BTreeMap::new();
-    let mut hosts_won: BTreeMap<ResourceKey, usize> = BTreeMap::new();
-    let mut losses: Vec<(ResourceKey, String, String)> = Vec::new();
-    for (host, claimants) in &claims {
-        let mut contenders: Vec<Contender> = Vec::new();
-        let mut merged: Option<Contender> = None;
-        for (key, age) in claimants {
-            let single = Contender {
-                members: BTreeSet::from([(*key).clone()]),
-                oldest: (*age).clone(),
-            };
-            if mode == HostCollision::Merge && key.kind == Kind::Ingress {
-                match merged.as_mut() {
-                    None => merged = Some(single),
-                    Some(group) => {
-                        group.members.insert((*key).clone());
-                        if **age < group.oldest {
-                            group.oldest = (*age).clone();
-                        }
-                    }
-                }
-            } else {
-                contenders.push(single);
-            }
+    let contests: BTreeMap<String, Contest> = claims
+        .iter()
+        .filter_map(|(host, claimants)| {
+            Some((
+                (*host).to_owned(),
+                contest(claimants.iter().map(|(k, a)| (*k, *a)), mode)?,
+            ))
+        })
+        .collect();
+    let mut hosts_won: BTreeMap<&ResourceKey, usize> = BTreeMap::new();
+    for (host, contest) in &contests {
+        for member in &contest.winners {
+            *hosts_won.entry(member).or_default() += 1;
         }
-        contenders.extend(merged);
-        contenders.sort_by(|a, b| a.oldest.cmp(&b.oldest));
-        let mut iter = contenders.into_iter();
-        let Some(winner) = iter.next() else { continue };
-        for member in &winner.members {
-            *hosts_won.entry(member.clone()).or_default() += 1;
+        for (loser, by) in &contest.losers {
+            hosts_won.entry(loser).or_default();
+            record_host_taken(book, loser, host, by);
         }
-        for loser in iter {
-            for member in loser.members {
-                hosts_won.entry(member.clone()).or_default();
-                losses.push((member, (*host).to_owned(), winner.oldest.key.display()));
-            }
-        }
-        winners.insert((*host).to_owned(), winner.members);
-    }
-    for (loser, host, by) in &losses {
-        let default = if loser.kind == Kind::HTTPProxy {
-            Status::Invalid
-        } else {
-            Status::Accepted
-        };
-        book.error(
-            loser,
-            default,
-            Reason::HostTaken,
-            format!("host {host} is taken by {by}"),
-        );
     }
     for (key, won) in &hosts_won {
-        if *won == 0 && !hostless.contains(key) {
-            let status = if key.kind == Kind::HTTPProxy {
-                Status::Invalid
-            } else {
-                Status::Rejected
-            };
-            book.error(key, status, Reason::Rejected, "All hosts are taken by other resources");
-            book.set(key, status);
+        if loses_everything(*won, hostless.contains(key)) {
+            record_all_hosts_taken(book, key);
         }
     }
     let kept: Vec<Draft> = drafts
         .into_iter()
         .filter(|d| match d.rule.host.as_deref() {
             None => true,
-            Some(host) => winners.get(host).is_some_and(|w| w.contains(&d.claimant)),
+            Some(host) => contests.get(host).is_some_and(|c| c.winners.contains(&d.claimant)),
         })
         .collect();
-    (drop_identical(kept, book), winners)
+    let (dropped, path_taken) = identical(&kept.iter().collect::<Vec<_>>());
+    for taken in &path_taken {
+        record_path_taken(book, taken);
+    }
+    let kept = kept
+        .into_iter()
+        .zip(dropped)
+        .filter(|(_, d)| !d)
+        .map(|(draft, _)| draft)
+        .collect();
+    let winners = contests
+        .iter()
+        .map(|(host, c)| (host.clone(), c.winners.clone()))
+        .collect();
+    Resolution {
+        kept,
+        winners,
+        contests,
+        path_taken,
+    }
 }
 
-/// Keeps, of rules identical in host, path and conditions, the one of the older resource (then the
-/// earlier position); the others are dropped with `PathTaken`.
-fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
+/// Of rules identical in host, path and conditions, keeps the one of the older resource (then the
+/// earlier position): returns which are dropped, and a `PathTaken` for each, in the order met.
+pub fn identical(drafts: &[&Draft]) -> (Vec<bool>, Vec<PathTaken>) {
     // Only looked up, never iterated: a hash map's order cannot leak into the table.
     let mut keeper: HashMap<Identity<'_>, usize> = HashMap::with_capacity(drafts.len());
     let mut dropped = vec![false; drafts.len()];
+    let mut taken = Vec::new();
     for (i, draft) in drafts.iter().enumerate() {
         let identity = identity(draft);
         match keeper.get(&identity).copied() {
@@ -144,7 +251,7 @@ fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
                 keeper.insert(identity, i);
             }
             Some(k) => {
-                let other = &drafts[k];
+                let other = drafts[k];
                 let (older, newer) = if (&draft.age, draft.position) < (&other.age, other.position) {
                     (i, k)
                 } else {
@@ -152,34 +259,23 @@ fn drop_identical(drafts: Vec<Draft>, book: &mut StatusBook) -> Vec<Draft> {
                 };
                 dropped[newer] = true;
                 keeper.insert(identity, older);
-                let (o, n) = (&drafts[older], &drafts[newer]);
-                let default = if n.owner.kind == Kind::HTTPProxy {
-                    Status::Valid
-                } else {
-                    Status::Accepted
-                };
-                book.add(
-                    &n.owner,
-                    default,
-                    ConditionKind::Warning,
-                    Reason::PathTaken,
-                    format!(
+                let (o, n) = (drafts[older], drafts[newer]);
+                taken.push(PathTaken {
+                    host: n.rule.host.clone(),
+                    owner: n.owner.clone(),
+                    turn: (draft.owner.clone(), draft.position),
+                    message: format!(
                         "rule {} is dropped: host {}, path {} and its conditions are already routed by the older rule {}",
                         n.rule.name,
                         n.rule.host.as_deref().unwrap_or("(any)"),
                         describe_path(&n.rule.path),
                         o.rule.name
                     ),
-                );
+                });
             }
         }
     }
-    drafts
-        .into_iter()
-        .zip(dropped)
-        .filter(|(_, d)| !d)
-        .map(|(draft, _)| draft)
-        .collect()
+    (dropped, taken)
 }
 
 /// What makes two rules the same route: host, path, and conditions in any order (compared through

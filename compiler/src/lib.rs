@@ -15,6 +15,8 @@
 //!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`virtualserver`]: NGINX's VirtualServer and VirtualServerRoute (§6), over [`nginx`] (their
 //!   locations, match values and NGINX's order).
+//! - [`incremental`]: the same result as [`pipeline::compile`] after a change of a few Ingresses,
+//!   compiling only the hosts they touch (the sidecar's `watch` keeps one).
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 //! - [`l4`]: the L4 routes of TransportServers (§6), which the HTTP table cannot carry, and their
 //!   outputs: [`lds`] (Envoy listeners: TLS passthrough by SNI, TCP and UDP proxies) and [`l4_istio`]
@@ -26,6 +28,7 @@ pub mod class;
 pub mod collisions;
 pub mod explain;
 pub mod httpproxy;
+pub mod incremental;
 pub mod ingress;
 pub mod l4;
 pub mod l4_istio;

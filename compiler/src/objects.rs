@@ -47,7 +47,8 @@ pub struct Objects {
     version = "v1",
     kind = "HTTPProxy",
     plural = "httpproxies",
-    namespaced
+    namespaced,
+    derive = "PartialEq"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPProxySpec {

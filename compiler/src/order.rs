@@ -8,29 +8,93 @@
 //! among them NGINX's order ([`crate::nginx::NginxRank`]) decides instead: they keep the places
 //! the general order gave their host, and are reordered within those places.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use switchyard_table::precedence::Precedence;
 use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::model::{CompileError, Draft};
+use crate::objects::Age;
 
-/// Sorts drafts into table order, highest priority first, and returns the rules. Positions are
-/// sorted, not the drafts themselves (a draft is hundreds of bytes; moving them dominated the sort).
-pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
+/// A rule's place in the general order (keys 1 to 5), owned: what the incremental compiler keeps
+/// per table slot to merge new rules in exactly where [`sort`] would put them.
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    precedence: Precedence,
+    age: Age,
+    position: usize,
+    name: String,
+}
+
+impl SortKey {
+    /// The key of a draft.
+    pub fn of(draft: &Draft) -> SortKey {
+        SortKey {
+            precedence: Precedence::of(&draft.rule),
+            age: draft.age.clone(),
+            position: draft.position,
+            name: draft.rule.name.clone(),
+        }
+    }
+}
+
+impl Ord for SortKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        general(
+            (&self.precedence, &self.age, self.position, &self.name),
+            (&other.precedence, &other.age, other.position, &other.name),
+        )
+    }
+}
+
+impl PartialOrd for SortKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for SortKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for SortKey {}
+
+/// The general order: keys 1 to 4 (greatest first), then age, position and name.
+fn general(a: (&Precedence, &Age, usize, &str), b: (&Precedence, &Age, usize, &str)) -> Ordering {
+    b.0.cmp(a.0)
+        .then_with(|| a.1.cmp(b.1))
+        .then_with(|| a.2.cmp(&b.2))
+        .then_with(|| a.3.cmp(b.3))
+}
+
+/// Where each draft goes: `general[slot]` is the draft the general order puts at `slot`, and
+/// `placed[slot]` the one the table holds there, after NGINX's reordering of its hosts' rules.
+#[derive(Debug)]
+pub struct Placement {
+    /// Draft indices in the general order.
+    pub general: Vec<usize>,
+    /// Draft indices in table order.
+    pub placed: Vec<usize>,
+}
+
+/// Places drafts in table order, highest priority first. Positions are sorted, not the drafts
+/// themselves (a draft is hundreds of bytes; moving them dominated the sort).
+pub fn placement(drafts: &[Draft]) -> Placement {
     let keys: Vec<Precedence> = drafts.iter().map(|d| Precedence::of(&d.rule)).collect();
-    let mut order: Vec<usize> = (0..drafts.len()).collect();
-    order.sort_by(|&x, &y| {
+    let mut general_order: Vec<usize> = (0..drafts.len()).collect();
+    general_order.sort_by(|&x, &y| {
         let (a, b) = (&drafts[x], &drafts[y]);
-        keys[y]
-            .cmp(&keys[x])
-            .then_with(|| a.age.cmp(&b.age))
-            .then_with(|| a.position.cmp(&b.position))
-            .then_with(|| a.rule.name.cmp(&b.rule.name))
+        general(
+            (&keys[x], &a.age, a.position, &a.rule.name),
+            (&keys[y], &b.age, b.position, &b.rule.name),
+        )
     });
     // The places of each VirtualServer host's rules, in table order, reordered among themselves.
     let mut places: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (slot, &i) in order.iter().enumerate() {
+    for (slot, &i) in general_order.iter().enumerate() {
         if let Draft {
             nginx: Some(_), rule, ..
         } = &drafts[i]
@@ -41,42 +105,108 @@ pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
                 .push(slot);
         }
     }
-    let mut reordered = order.clone();
+    let mut placed = general_order.clone();
     for slots in places.values() {
-        let mut group: Vec<usize> = slots.iter().map(|&slot| order[slot]).collect();
+        let mut group: Vec<usize> = slots.iter().map(|&slot| general_order[slot]).collect();
         group.sort_by(|&x, &y| {
             (drafts[x].nginx.as_ref(), &drafts[x].rule.name).cmp(&(drafts[y].nginx.as_ref(), &drafts[y].rule.name))
         });
         for (&slot, i) in slots.iter().zip(group) {
-            reordered[slot] = i;
+            placed[slot] = i;
         }
     }
+    Placement {
+        general: general_order,
+        placed,
+    }
+}
+
+/// Sorts drafts into table order ([`placement`]) and returns the rules.
+pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
+    let placed = placement(&drafts).placed;
     let mut drafts: Vec<Option<Draft>> = drafts.into_iter().map(Some).collect();
-    reordered
+    placed
         .into_iter()
         .filter_map(|i| drafts[i].take())
         .map(|d| d.rule)
         .collect()
 }
 
-/// A content hash of the rules and table-wide settings: 64-bit FNV-1a over the table's JSON with an
-/// empty generation, as 16 hex digits. Any change to what the filter would do changes it.
+/// The table's content hash, as 16 hex digits: 64-bit FNV-1a over the little-endian bytes of
+/// [`header_hash`] then of each rule's [`rule_hash`], in table order. Any change to what the filter
+/// would do changes it; a table that changes in a few rules is hashed again from the hashes of the
+/// others (the incremental compiler keeps one per rule).
 pub fn generation(table: &TableSpec) -> Result<String, CompileError> {
-    let mut unlabelled = table.clone();
-    unlabelled.generation = String::new();
-    let bytes = serde_json::to_vec(&unlabelled).map_err(|source| CompileError::Serialize {
-        what: "the table (for its generation hash)",
-        source,
-    })?;
-    Ok(format!("{:016x}", fnv1a(&bytes)))
+    let rules = table.rules.iter().map(rule_hash).collect::<Result<Vec<u64>, _>>()?;
+    Ok(generation_of(header_hash(table)?, rules))
+}
+
+/// [`generation`] from the header's hash and the rules' hashes, in table order.
+pub fn generation_of(header: u64, rules: impl IntoIterator<Item = u64>) -> String {
+    let mut hash = Fnv1a::default();
+    hash.feed(&header.to_le_bytes());
+    for rule in rules {
+        hash.feed(&rule.to_le_bytes());
+    }
+    format!("{:016x}", hash.0)
+}
+
+/// FNV-1a of the table's JSON without its rules and with an empty generation: its settings.
+pub fn header_hash(table: &TableSpec) -> Result<u64, CompileError> {
+    let header = TableSpec {
+        version: table.version,
+        generation: String::new(),
+        cluster_header: table.cluster_header.clone(),
+        no_route: table.no_route,
+        debug_rule_header: table.debug_rule_header,
+        rules: Vec::new(),
+    };
+    json_hash(&header, "the table's settings (for its generation hash)")
+}
+
+/// FNV-1a of one rule's JSON.
+pub fn rule_hash(rule: &RuleSpec) -> Result<u64, CompileError> {
+    json_hash(rule, "a rule (for the table's generation hash)")
+}
+
+fn json_hash(value: &impl serde::Serialize, what: &'static str) -> Result<u64, CompileError> {
+    let mut hash = Fnv1a::default();
+    serde_json::to_writer(&mut hash, value).map_err(|source| CompileError::Serialize { what, source })?;
+    Ok(hash.0)
+}
+
+/// 64-bit FNV-1a, fed as an [`std::io::Write`] (so JSON is hashed as it is written, never held).
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+impl std::io::Write for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.feed(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// 64-bit FNV-1a.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    let mut hash = Fnv1a::default();
+    hash.feed(bytes);
+    hash.0
 }

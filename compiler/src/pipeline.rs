@@ -10,19 +10,21 @@
 
 use std::collections::BTreeMap;
 
-use switchyard_table::TableSpec;
+use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::class::Classes;
+use crate::collisions::{HostClaim, Resolution};
 use crate::httpproxy::HTTPProxyProcessor;
 use crate::ingress::IngressProcessor;
 use crate::l4::L4Routes;
+use crate::model::Draft;
 pub use crate::model::{CompileError, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 use crate::objects::{key_of, Kind, Objects, ResourceKey};
 use crate::processor::Inputs;
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
-use crate::transportserver::TransportServerProcessor;
-use crate::virtualserver::VirtualServerProcessor;
+use crate::transportserver::{Candidates, TransportServerProcessor};
+use crate::virtualserver::{Delegations, VirtualServerProcessor};
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
@@ -44,91 +46,168 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
     let mut book = StatusBook::default();
     let classes = Classes::new(&objects.ingress_classes, options, &mut book);
     let services = ServicePorts::new(&objects.services);
-    let mut drafts = IngressProcessor::new(Inputs {
-        classes: &classes,
-        services: &services,
-        options,
-        book: &mut book,
-    })
-    .run(&objects.ingresses);
-    drafts.extend(
-        HTTPProxyProcessor::new(Inputs {
-            classes: &classes,
-            services: &services,
-            options,
-            book: &mut book,
-        })
-        .run(&objects.http_proxies),
-    );
-    let (vs_drafts, delegations) = VirtualServerProcessor::new(Inputs {
-        classes: &classes,
-        services: &services,
-        options,
-        book: &mut book,
-    })
-    .run(&objects.virtual_servers, &objects.virtual_server_routes);
-    drafts.extend(vs_drafts);
-    let transport = TransportServerProcessor::new(Inputs {
-        classes: &classes,
-        services: &services,
-        options,
-        book: &mut book,
-    })
-    .run(&objects.transport_servers, &objects.global_configurations);
-    let (drafts, winners) =
-        crate::collisions::resolve(drafts, &transport.host_claims(), options.host_collision, &mut book);
-    crate::virtualserver::settle(delegations, &mut book);
-    let l4 = transport.settle(&winners, options, &mut book);
-    let rules = crate::order::sort(drafts);
-    let mut table = TableSpec {
-        cluster_header: options.cluster_header.clone(),
-        no_route: options.no_route,
-        debug_rule_header: options.debug_rule_header,
-        rules,
-        ..TableSpec::default()
-    };
-    table.generation = crate::order::generation(&table)?;
+    let settled = process(&objects, &classes, &services, options, book).settle(options);
+    let rules = crate::order::sort(settled.resolution.kept);
     Ok(Compiled {
-        table,
-        l4,
-        statuses: book.finish(),
+        table: table(options, rules)?,
+        l4: settled.l4,
+        statuses: settled.statuses,
     })
 }
 
-/// The cache stage: objects sorted by identity, later duplicates of the same identity dropped, so
-/// that the rest of the pipeline never sees input order.
-fn cache(objects: &Objects) -> Result<Objects, CompileError> {
-    fn sorted<T: Clone + serde::Serialize>(
-        items: &[T],
-        kind: Kind,
-        meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    ) -> Result<Vec<T>, CompileError> {
-        let text = |t: &T| {
-            serde_json::to_string(t).map_err(|source| CompileError::Serialize {
-                what: "an object with the same identity as another",
-                source,
-            })
+/// What the processors made of the objects: every draft (Ingresses' first, in object order), the
+/// status book, and what the NGINX stages settle once the host contest is decided.
+pub(crate) struct Processed {
+    /// The drafts of every processor, in pipeline order.
+    pub drafts: Vec<Draft>,
+    /// The statuses the class stage and the processors recorded.
+    pub book: StatusBook,
+    delegations: Delegations,
+    transport: Candidates,
+}
+
+/// What the last stages decided.
+pub(crate) struct Settled {
+    /// Host ownership and `PathTaken`: the rules that stay (not yet in table order), and why.
+    pub resolution: Resolution,
+    /// The L4 routes.
+    pub l4: L4Routes,
+    /// The status report.
+    pub statuses: Vec<ResourceStatus>,
+}
+
+/// Runs the processors over `objects` (already through [`cache`]), given the classes and Service
+/// ports, recording into `book`.
+pub(crate) fn process(
+    objects: &Objects,
+    classes: &Classes,
+    services: &ServicePorts,
+    options: &Options,
+    mut book: StatusBook,
+) -> Processed {
+    fn inputs<'a>(
+        classes: &'a Classes,
+        services: &'a ServicePorts,
+        options: &'a Options,
+        book: &'a mut StatusBook,
+    ) -> Inputs<'a> {
+        Inputs {
+            classes,
+            services,
+            options,
+            book,
+        }
+    }
+    let mut drafts = IngressProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.ingresses);
+    drafts.extend(HTTPProxyProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.http_proxies));
+    let (vs_drafts, delegations) = VirtualServerProcessor::new(inputs(classes, services, options, &mut book))
+        .run(&objects.virtual_servers, &objects.virtual_server_routes);
+    drafts.extend(vs_drafts);
+    let transport = TransportServerProcessor::new(inputs(classes, services, options, &mut book))
+        .run(&objects.transport_servers, &objects.global_configurations);
+    Processed {
+        drafts,
+        book,
+        delegations,
+        transport,
+    }
+}
+
+impl Processed {
+    /// The hosts TLS passthrough TransportServers claim without rules.
+    pub fn host_claims(&self) -> Vec<HostClaim<'_>> {
+        self.transport.host_claims()
+    }
+
+    /// Host ownership and collisions, then what depends on who won: the VirtualServerRoutes'
+    /// statuses and the TransportServers' L4 routes.
+    pub fn settle(self, options: &Options) -> Settled {
+        let Processed {
+            drafts,
+            mut book,
+            delegations,
+            transport,
+        } = self;
+        let resolution =
+            crate::collisions::resolve(drafts, &transport.host_claims(), options.host_collision, &mut book);
+        crate::virtualserver::settle(delegations, &mut book);
+        let l4 = transport.settle(&resolution.winners, options, &mut book);
+        Settled {
+            resolution,
+            l4,
+            statuses: book.finish(),
+        }
+    }
+}
+
+/// The table of `rules` (in table order) under `options`' settings, with its generation hash.
+pub(crate) fn table(options: &Options, rules: Vec<RuleSpec>) -> Result<TableSpec, CompileError> {
+    let mut table = TableSpec {
+        rules,
+        ..header(options)
+    };
+    table.generation = crate::order::generation(&table)?;
+    Ok(table)
+}
+
+/// A table with `options`' settings and no rules.
+pub(crate) fn header(options: &Options) -> TableSpec {
+    TableSpec {
+        cluster_header: options.cluster_header.clone(),
+        no_route: options.no_route,
+        debug_rule_header: options.debug_rule_header,
+        ..TableSpec::default()
+    }
+}
+
+/// The objects of one kind by identity, later duplicates of the same identity dropped: of two
+/// objects with one identity (the loader warns), the one whose JSON (without its
+/// `resourceVersion`, which `switchyard watch` sets on objects read from files) sorts first, so
+/// that the choice does not depend on file order. (Kubernetes' types have no order of their own.)
+pub(crate) fn identities<T: serde::Serialize>(
+    items: &[T],
+    kind: Kind,
+    meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Result<BTreeMap<ResourceKey, &T>, CompileError> {
+    let text = |t: &T| {
+        let failed = |source| CompileError::Serialize {
+            what: "an object with the same identity as another",
+            source,
         };
-        let mut by_key: BTreeMap<ResourceKey, &T> = BTreeMap::new();
-        for item in items {
-            match by_key.entry(key_of(kind, meta(item))) {
-                std::collections::btree_map::Entry::Vacant(slot) => {
+        let mut value = serde_json::to_value(t).map_err(failed)?;
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("resourceVersion");
+        }
+        serde_json::to_string(&value).map_err(failed)
+    };
+    let mut by_key: BTreeMap<ResourceKey, &T> = BTreeMap::new();
+    for item in items {
+        match by_key.entry(key_of(kind, meta(item))) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(item);
+            }
+            std::collections::btree_map::Entry::Occupied(mut slot) => {
+                if text(item)? < text(slot.get())? {
                     slot.insert(item);
-                }
-                // Two objects with one identity (the loader warns): keep the one whose JSON sorts
-                // first, so that the choice does not depend on file order. (Kubernetes' types have
-                // no order of their own.)
-                std::collections::btree_map::Entry::Occupied(mut slot) => {
-                    if text(item)? < text(slot.get())? {
-                        slot.insert(item);
-                    }
                 }
             }
         }
-        Ok(by_key.into_values().cloned().collect())
     }
+    Ok(by_key)
+}
+
+/// The cache stage: objects sorted by identity, later duplicates of the same identity dropped
+/// ([`identities`]), so that the rest of the pipeline never sees input order.
+pub(crate) fn cache(objects: &Objects) -> Result<Objects, CompileError> {
+    let mut cached = others(objects)?;
+    cached.ingresses = sorted(&objects.ingresses, Kind::Ingress, |o| &o.metadata)?;
+    Ok(cached)
+}
+
+/// [`cache`] of every kind but Ingress (whose vector stays empty).
+pub(crate) fn others(objects: &Objects) -> Result<Objects, CompileError> {
     Ok(Objects {
-        ingresses: sorted(&objects.ingresses, Kind::Ingress, |o| &o.metadata)?,
+        ingresses: Vec::new(),
         ingress_classes: sorted(&objects.ingress_classes, Kind::IngressClass, |o| &o.metadata)?,
         services: sorted(&objects.services, Kind::Ingress, |o| &o.metadata)?,
         http_proxies: sorted(&objects.http_proxies, Kind::HTTPProxy, |o| &o.metadata)?,
@@ -141,4 +220,12 @@ fn cache(objects: &Objects) -> Result<Objects, CompileError> {
             &o.metadata
         })?,
     })
+}
+
+fn sorted<T: Clone + serde::Serialize>(
+    items: &[T],
+    kind: Kind,
+    meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Result<Vec<T>, CompileError> {
+    Ok(identities(items, kind, meta)?.into_values().cloned().collect())
 }

@@ -383,8 +383,9 @@ pub struct StatusBook {
     entries: BTreeMap<ResourceKey, Entry>,
 }
 
-#[derive(Debug)]
-struct Entry {
+/// What the book holds of one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
     status: Status,
     conditions: Vec<Condition>,
 }
@@ -457,7 +458,25 @@ impl StatusBook {
         })
     }
 
-    /// The report, sorted by kind, namespace and name.
+    /// What is recorded of `key` (the incremental compiler keeps each Ingress's entry as its
+    /// processor left it).
+    pub fn recorded(&self, key: &ResourceKey) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    /// Takes the entry of `key` out of the book.
+    pub fn take(&mut self, key: &ResourceKey) -> Option<Entry> {
+        self.entries.remove(key)
+    }
+
+    /// A book holding one resource's entry, to record more on it.
+    pub fn with(key: ResourceKey, entry: Entry) -> StatusBook {
+        StatusBook {
+            entries: BTreeMap::from([(key, entry)]),
+        }
+    }
+
+    /// The report, sorted by kind, namespace and name ([`report_order`]).
     pub fn finish(self) -> Vec<ResourceStatus> {
         let mut out: Vec<ResourceStatus> = self
             .entries
@@ -471,9 +490,19 @@ impl StatusBook {
                 conditions: entry.conditions,
             })
             .collect();
-        out.sort_by(|a, b| (kind_rank(a.kind), &a.namespace, &a.name).cmp(&(kind_rank(b.kind), &b.namespace, &b.name)));
+        out.sort_by(|a, b| report_order(a).cmp(&report_order(b)));
         out
     }
+}
+
+/// Where a resource's status goes in the report: by kind, then namespace and name.
+pub fn report_order(status: &ResourceStatus) -> (u8, &str, &str) {
+    (kind_rank(status.kind), &status.namespace, &status.name)
+}
+
+/// [`report_order`] of the resource `key`.
+pub fn key_order(key: &ResourceKey) -> (u8, &str, &str) {
+    (kind_rank(key.kind.as_str()), &key.namespace, &key.name)
 }
 
 fn kind_rank(kind: &str) -> u8 {

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
     version = "v1",
     kind = "VirtualServer",
     plural = "virtualservers",
-    namespaced
+    namespaced,
+    derive = "PartialEq"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualServerSpec {
@@ -38,7 +39,8 @@ pub struct VirtualServerSpec {
     version = "v1",
     kind = "VirtualServerRoute",
     plural = "virtualserverroutes",
-    namespaced
+    namespaced,
+    derive = "PartialEq"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualServerRouteSpec {

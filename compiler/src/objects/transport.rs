@@ -19,7 +19,8 @@ pub const TLS_PASSTHROUGH_PROTOCOL: &str = "TLS_PASSTHROUGH";
     version = "v1",
     kind = "TransportServer",
     plural = "transportservers",
-    namespaced
+    namespaced,
+    derive = "PartialEq"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TransportServerSpec {
@@ -80,7 +81,8 @@ pub struct TransportAction {
     version = "v1",
     kind = "GlobalConfiguration",
     plural = "globalconfigurations",
-    namespaced
+    namespaced,
+    derive = "PartialEq"
 )]
 pub struct GlobalConfigurationSpec {
     /// The listeners.

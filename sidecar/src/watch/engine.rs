@@ -1,6 +1,11 @@
-//! The rebuild step shared by every source: a [`Snapshot`] → [`switchyard_compiler::pipeline::compile`] → the
-//! sinks, only when the table's content changed, logging the push count, the table's content hash
-//! (its `generation`) and what changed.
+//! The rebuild step shared by every source: a [`Snapshot`] → the compiler → the sinks, only when
+//! the table's content changed, logging the push count, the table's content hash (its
+//! `generation`) and what changed.
+//!
+//! The engine keeps one [`Incremental`] compiler: a change of a few Ingresses compiles only the
+//! hosts they touch, anything else everything ([`switchyard_compiler::incremental`]); the result
+//! is the same table, byte for byte. Each rebuild logs the path it took, how many objects and hosts
+//! it compiled and how long that took, and counts it in `switchyard_compiles_by_path_total`.
 //!
 //! A push that fails anywhere is retried (the loop asks [`Engine::needs_retry`]); the table that
 //! counts as pushed is the last one every sink took or refused. A sink refuses a table too large for
@@ -28,8 +33,8 @@ use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
 use crate::watch::source::{Snapshot, SourceError};
 use crate::watch::state::{PushRecord, Shared, SinkOutcome, SinkPush};
+use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::model::Options;
-use switchyard_compiler::pipeline::{compile, Compiled};
 use switchyard_compiler::status::{ResourceStatus, Status};
 
 /// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
@@ -63,7 +68,7 @@ pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> O
 
 /// Compiles and pushes.
 pub struct Engine {
-    options: Options,
+    compiler: Incremental,
     sinks: Vec<Sink>,
     state: Shared,
     pushed: Option<Arc<TableSpec>>,
@@ -84,7 +89,7 @@ impl Engine {
     /// An engine pushing to `sinks`.
     pub fn new(options: Options, sinks: Vec<Sink>, state: Shared) -> Engine {
         Engine {
-            options,
+            compiler: Incremental::new(options),
             sinks,
             state,
             pushed: None,
@@ -153,7 +158,7 @@ impl Engine {
 
     /// The compiler's options.
     pub fn options(&self) -> &Options {
-        &self.options
+        self.compiler.options()
     }
 
     /// The state it records into.
@@ -167,25 +172,44 @@ impl Engine {
     }
 
     /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
-    /// compilation (for status write-back).
-    pub async fn rebuild(&mut self, input: &Snapshot) -> Compiled {
+    /// statuses (the compiler's and the source's), for status write-back.
+    pub async fn rebuild(&mut self, input: &Snapshot) -> Vec<ResourceStatus> {
         let started = Instant::now();
-        let mut compiled = match compile(&input.objects, &self.options) {
-            Ok(compiled) => compiled,
-            Err(e) => {
+        let update = self.compiler.update(&input.objects);
+        let seconds = started.elapsed().as_secs_f64();
+        let (update, compiled) = match (update, self.compiler.compiled()) {
+            (Ok(update), Some(compiled)) => (update, compiled),
+            (result, _) => {
                 // Never expected (only serialising can fail): keep serving, and reporting, the last table.
-                self.state.internal_error(&format!("{e}; nothing pushed"));
-                let statuses = self.state.lock().statuses.clone();
-                return Compiled {
-                    table: self.pushed.as_deref().cloned().unwrap_or_default(),
-                    l4: Default::default(),
-                    statuses,
-                };
+                let why = result
+                    .err()
+                    .map_or_else(|| "no compilation".to_owned(), |e| e.to_string());
+                self.state.internal_error(&format!("{why}; nothing pushed"));
+                return self.state.lock().statuses.clone();
             }
         };
-        compiled.statuses.extend(input.statuses.iter().cloned());
-        let seconds = started.elapsed().as_secs_f64();
-        let class_warning = all_ignored_by_class(&compiled.statuses, &self.options);
+        let ms = seconds * 1e3;
+        match update.path {
+            Path::Unchanged => debug!(ms, "compiled: unchanged input"),
+            Path::Incremental => info!(
+                path = "incremental",
+                ingresses = update.objects,
+                hosts = update.hosts,
+                ms,
+                "compiled the Ingresses that changed and their hosts"
+            ),
+            Path::Full(why) => info!(
+                path = "full",
+                ingresses = update.objects,
+                hosts = update.hosts,
+                ms,
+                "compiled everything: {}",
+                why.as_str()
+            ),
+        }
+        let mut statuses = compiled.statuses.clone();
+        statuses.extend(input.statuses.iter().cloned());
+        let class_warning = all_ignored_by_class(&statuses, self.compiler.options());
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
             match (&state.class_warning, &class_warning) {
@@ -201,9 +225,10 @@ impl Engine {
                 .cloned()
                 .collect();
             state.compiles += 1;
+            *state.compiles_by_path.entry(update.path.as_str()).or_default() += 1;
             state.compile_seconds_total += seconds;
             state.compile_seconds_last = seconds;
-            state.statuses = compiled.statuses.clone();
+            state.statuses = statuses.clone();
             state.errors = input.errors.clone();
             state.warnings = input.warnings.clone();
             new_errors
@@ -218,13 +243,14 @@ impl Engine {
                 .pushed
                 .as_ref()
                 .is_some_and(|p| p.generation == compiled.table.generation);
+        let l4 = compiled.l4.clone();
         if unchanged {
             debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         } else {
             self.push(Arc::new(compiled.table.clone())).await;
         }
-        self.l4.push(&compiled.l4, &self.leader, &self.state).await;
-        compiled
+        self.l4.push(&l4, &self.leader, &self.state).await;
+        statuses
     }
 
     /// The Istio sinks (whose objects [`crate::watch::drift`] follows).
@@ -421,7 +447,7 @@ mod tests {
         let mut loaded = Loaded::default();
         parse_text(&INGRESS.replace("HOST", host), "web.yaml", &mut loaded).unwrap();
         Snapshot {
-            objects: loaded.objects,
+            objects: std::sync::Arc::new(loaded.objects),
             ..Snapshot::default()
         }
     }
@@ -471,7 +497,7 @@ mod tests {
             parse_text(&yaml, &format!("app{i}.yaml"), &mut loaded).unwrap();
         }
         Snapshot {
-            objects: loaded.objects,
+            objects: std::sync::Arc::new(loaded.objects),
             ..Snapshot::default()
         }
     }
@@ -501,7 +527,9 @@ mod tests {
         ];
         block_on(async {
             for (i, snapshot) in inputs.iter().enumerate() {
-                let compiled = engine.rebuild(snapshot).await;
+                engine.rebuild(snapshot).await;
+                // The engine compiles incrementally; a full compile is the oracle.
+                let compiled = switchyard_compiler::compile(&snapshot.objects, &Options::default()).unwrap();
                 let fresh = TableEncoding::Compact.plugin_config(&compiled.table).unwrap();
                 let written = std::fs::read_to_string(&ecds.path).unwrap();
                 assert!(
@@ -511,6 +539,30 @@ mod tests {
             }
         });
         assert_eq!(state.lock().tables_pushed, inputs.len() as u64);
+    }
+
+    #[test]
+    fn each_rebuild_counts_the_path_its_compile_took_and_the_table_is_a_full_compiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let state = Shared::default();
+        let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(file.clone())], state.clone());
+        block_on(async {
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("a.example")).await;
+            engine.rebuild(&input("b.example")).await;
+        });
+        let state = state.lock();
+        let paths: Vec<(&str, u64)> = state.compiles_by_path.iter().map(|(p, n)| (*p, *n)).collect();
+        assert_eq!(paths, [("full", 1), ("incremental", 1), ("unchanged", 1)]);
+        let metrics = crate::watch::metrics::render(&state);
+        assert!(
+            metrics.contains("switchyard_compiles_by_path_total{path=\"incremental\"} 1"),
+            "{metrics}"
+        );
+        let full = switchyard_compiler::compile(&input("b.example").objects, &Options::default()).unwrap();
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(written, serde_json::to_value(&full.table).unwrap());
     }
 
     #[test]

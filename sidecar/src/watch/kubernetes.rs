@@ -50,7 +50,6 @@ use switchyard_compiler::model::Options;
 use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
 use switchyard_compiler::objects::transport::{GlobalConfiguration, TransportServer};
 use switchyard_compiler::objects::{key_of, HTTPProxy, Kind, Objects};
-use switchyard_compiler::pipeline::Compiled;
 use switchyard_compiler::status::{Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status, StatusBook};
 
 /// Kubernetes mode's settings.
@@ -494,18 +493,18 @@ impl Source for Cluster {
         let (objects, undecodable) = self.stores.objects();
         let (errors, statuses) = undecodable_report(&undecodable, &objects.ingress_classes, &self.options);
         Some(Snapshot {
-            objects,
+            objects: Arc::new(objects),
             errors,
             statuses,
             ..Snapshot::default()
         })
     }
 
-    fn rebuilt(&mut self, snapshot: Snapshot, compiled: &Compiled) {
+    fn rebuilt(&mut self, snapshot: Snapshot, statuses: &[ResourceStatus]) {
         mark_up(&self.state, std::mem::take(&mut self.recovered));
         let _ = self
             .status_tx
-            .send(Some(Arc::new((snapshot.objects, compiled.statuses.clone()))));
+            .send(Some(Arc::new((snapshot.objects, statuses.to_vec()))));
     }
 
     fn stopped(&self) -> String {
@@ -514,7 +513,7 @@ impl Source for Cluster {
 }
 
 /// What the status writer needs of one compilation.
-type Compilation = Option<Arc<(Objects, Vec<ResourceStatus>)>>;
+type Compilation = Option<Arc<(Arc<Objects>, Vec<ResourceStatus>)>>;
 
 /// Writes the status of the latest compilation whenever there is a newer one, while leading; on
 /// becoming the leader, all of it again (another replica wrote meanwhile).

@@ -59,6 +59,17 @@ pub fn render(state: &State) -> String {
         "Compilations run.",
         &one(state.compiles.to_string()),
     );
+    let by_path: Vec<(String, String)> = state
+        .compiles_by_path
+        .iter()
+        .map(|(path, n)| (format!("{{path=\"{path}\"}}"), n.to_string()))
+        .collect();
+    metric(
+        "switchyard_compiles_by_path_total",
+        "counter",
+        "Compilations by the path they took: full (everything), incremental (the Ingresses that changed and their hosts), unchanged (nothing to compile).",
+        &by_path,
+    );
     metric(
         "switchyard_compile_seconds_total",
         "counter",

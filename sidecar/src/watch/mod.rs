@@ -4,9 +4,10 @@
 //! - Sources: [`folder`] (a directory, followed with `notify`) and [`kubernetes`] (kube-rs watchers
 //!   and reflector stores), both a [`source::Source`]. Both only say "something changed" on a
 //!   channel; the one loop, [`rebuild`], lets [`debounce`] wait for the input to settle, then reads
-//!   the whole input as a [`source::Snapshot`] and compiles it again (the compiler is pure and fast:
-//!   10k Ingresses in about 0.4 s).
-//! - [`engine`]: compile, record status, push when the content hash changed, log the [`diff`].
+//!   the whole input as a [`source::Snapshot`] and compiles it again.
+//! - [`engine`]: compile (incrementally when only Ingresses changed:
+//!   [`switchyard_compiler::incremental`]), record status, push when the content hash changed, log
+//!   the [`diff`].
 //! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
 //!   [`istio`] resources; and for TransportServers' L4 routes ([`l4`]), Envoy's LDS file and an
 //!   Istio Gateway and VirtualService.

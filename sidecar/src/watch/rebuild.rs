@@ -79,8 +79,8 @@ pub async fn run(
 /// Reads the source and, when it can be compiled, compiles and pushes it.
 async fn rebuild(source: &mut impl Source, engine: &mut Engine) {
     if let Some(snapshot) = source.read() {
-        let compiled = engine.rebuild(&snapshot).await;
-        source.rebuilt(snapshot, &compiled);
+        let statuses = engine.rebuild(&snapshot).await;
+        source.rebuilt(snapshot, &statuses);
     }
 }
 
@@ -92,7 +92,7 @@ mod tests {
     use crate::watch::state::Shared;
     use switchyard_compiler::load::{parse_text, Loaded};
     use switchyard_compiler::model::Options;
-    use switchyard_compiler::pipeline::Compiled;
+    use switchyard_compiler::status::ResourceStatus;
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 
@@ -123,12 +123,12 @@ mod tests {
             let mut loaded = Loaded::default();
             parse_text(&INGRESS.replace("HOST", &host), "web.yaml", &mut loaded).unwrap();
             Some(Snapshot {
-                objects: loaded.objects,
+                objects: std::sync::Arc::new(loaded.objects),
                 ..Snapshot::default()
             })
         }
 
-        fn rebuilt(&mut self, _snapshot: Snapshot, _compiled: &Compiled) {
+        fn rebuilt(&mut self, _snapshot: Snapshot, _statuses: &[ResourceStatus]) {
             self.rebuilt += 1;
         }
 

@@ -5,12 +5,12 @@
 //! A leaf: it imports no other module of `watch`, so the sources, the engine and the state can all
 //! depend on it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use switchyard_compiler::objects::Objects;
-use switchyard_compiler::pipeline::Compiled;
 use switchyard_compiler::status::ResourceStatus;
 
 /// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed,
@@ -26,8 +26,9 @@ pub struct SourceError {
 /// One reading of a source: everything to compile, and what could not be read.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// The objects (a broken file's last good version; a cluster's decoded objects).
-    pub objects: Objects,
+    /// The objects (a broken file's last good version; a cluster's decoded objects). Shared: the
+    /// folder source keeps its merged objects between readings and updates them file by file.
+    pub objects: Arc<Objects>,
     /// Input that could not be read (shown in `/status`).
     pub errors: Vec<SourceError>,
     /// Loader warnings (conversions and oddities).
@@ -43,9 +44,9 @@ pub trait Source {
     /// stores have not synced: the source says why in the state's `waiting`).
     fn read(&mut self) -> Option<Snapshot>;
 
-    /// Called with the snapshot [`Source::read`] returned, once it was compiled (and pushed when it
-    /// changed the table).
-    fn rebuilt(&mut self, _snapshot: Snapshot, _compiled: &Compiled) {}
+    /// Called with the snapshot [`Source::read`] returned and the statuses of its compilation, once
+    /// it was compiled (and pushed when it changed the table).
+    fn rebuilt(&mut self, _snapshot: Snapshot, _statuses: &[ResourceStatus]) {}
 
     /// Read everything again after this long without a change (the folder's safety net for missed
     /// file events); `None`: never.

@@ -180,6 +180,8 @@ pub struct State {
     pub pushes: BTreeMap<String, PushCount>,
     /// Compilations run.
     pub compiles: u64,
+    /// Compilations by the path they took: `full`, `incremental`, `unchanged`.
+    pub compiles_by_path: BTreeMap<&'static str, u64>,
     /// Seconds spent compiling, in total.
     pub compile_seconds_total: f64,
     /// Seconds the last compilation took.

@@ -1,0 +1,658 @@
+//! The incremental compiler: [`Incremental`] keeps what the last compilation made of each Ingress
+//! and of each host, so that a change of a few Ingresses in a big cluster compiles only what it
+//! touches, with a result byte-identical to [`crate::pipeline::compile`] of the same objects (the
+//! test oracle, `compiler/tests/incremental.rs`).
+//!
+//! An update takes one of three paths ([`Path`]):
+//! - **unchanged**: nothing the compiler reads changed; the last result stands.
+//! - **incremental**: only Ingresses were added, changed or deleted, and every host they had or
+//!   have rules on (and the group of rules without a host) is claimed by Ingresses only. Each
+//!   changed Ingress goes through the Ingress processor alone ([`IngressProcessor`], the same
+//!   processor the pipeline runs); each host it touches has its contest and its `PathTaken`
+//!   decided again ([`collisions::contest`], [`collisions::identical`]); the table's rules of
+//!   those hosts are taken out and the new ones merged in where the full sort puts them
+//!   ([`SortKey`]: the same comparator as [`order::sort`]); and the status of every Ingress with
+//!   rules on those hosts is recorded again from its processor's entry and the hosts' outcomes,
+//!   in the order the full pipeline records them. The generation hash is folded again from the
+//!   kept per-rule hashes ([`order::generation_of`]).
+//! - **full**: anything whose reach is global or hard to bound: IngressClasses (class
+//!   eligibility), Services (backend ports), HTTPProxies (inclusion), the NGINX kinds, an Ingress
+//!   change on a host another kind also claims ([`Why`]). Then the pipeline's stages run over
+//!   everything, and what the incremental path needs is kept from their intermediate results.
+//!
+//! The options are fixed for an [`Incremental`]'s life: new options, a new compiler.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+use switchyard_table::RuleSpec;
+
+use crate::class::Classes;
+use crate::collisions::{self, Contest, PathTaken};
+use crate::ingress::IngressProcessor;
+use crate::model::{CompileError, Draft, Options};
+use crate::objects::nginx::{VirtualServer, VirtualServerRoute};
+use crate::objects::transport::{GlobalConfiguration, TransportServer};
+use crate::objects::{key_of, HTTPProxy, Kind, Objects, ResourceKey};
+use crate::order::{self, SortKey};
+use crate::pipeline::{self, Compiled};
+use crate::processor::Inputs;
+use crate::services::ServicePorts;
+use crate::status::{key_order, report_order, Entry, ResourceStatus, StatusBook};
+
+/// The rules of one host (`Some(host)`), or the rules without a host (`None`).
+type Group = Option<String>;
+
+/// Which path an update took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// Nothing the compiler reads changed: the last result stands.
+    Unchanged,
+    /// Only Ingresses on hosts of Ingresses only changed: those were compiled again.
+    Incremental,
+    /// Everything was compiled again, for this reason.
+    Full(Why),
+}
+
+impl Path {
+    /// `unchanged`, `incremental` or `full`: the log's word and the metric's label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Path::Unchanged => "unchanged",
+            Path::Incremental => "incremental",
+            Path::Full(_) => "full",
+        }
+    }
+}
+
+/// Why an update compiled everything again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// The first compilation.
+    First,
+    /// IngressClasses changed: class eligibility of every resource.
+    IngressClasses,
+    /// Services changed: the backend ports of every resource.
+    Services,
+    /// HTTPProxies, VirtualServers, VirtualServerRoutes, TransportServers or GlobalConfigurations
+    /// changed: inclusion and NGINX's rules reach across resources.
+    OtherKinds,
+    /// A changed Ingress has or had rules on a host (or among the rules without a host) that
+    /// another kind also claims.
+    SharedHost,
+}
+
+impl Why {
+    /// The reason in a few words, for the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::First => "first compilation",
+            Why::IngressClasses => "IngressClasses changed",
+            Why::Services => "Services changed",
+            Why::OtherKinds => "HTTPProxy or NGINX objects changed",
+            Why::SharedHost => "an Ingress changed on a host another kind claims",
+        }
+    }
+}
+
+/// What one update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Update {
+    /// The path taken.
+    pub path: Path,
+    /// Ingresses compiled again or removed (every Ingress on the full path).
+    pub objects: usize,
+    /// Hosts (counting the rules without a host as one) decided again (every host on the full path).
+    pub hosts: usize,
+}
+
+/// The compiler that keeps its last result and compiles only what changed since.
+pub struct Incremental {
+    options: Options,
+    state: Option<State>,
+}
+
+/// What the last compilation made, kept for the next.
+struct State {
+    compiled: Compiled,
+    /// Every object but the Ingresses, as the cache stage left them (sorted, deduplicated).
+    others: Objects,
+    classes: Classes,
+    services: ServicePorts,
+    ingresses: BTreeMap<ResourceKey, Memo>,
+    groups: BTreeMap<Group, GroupState>,
+    /// The groups another kind than Ingress claims or has rules in.
+    foreign: BTreeSet<Group>,
+    /// One per rule of the table, in table order.
+    slots: Vec<Slot>,
+    /// A number for each group, so that a slot says its group without a string.
+    group_ids: BTreeMap<Group, usize>,
+    /// The vectors of the table before the last splice, emptied: the next splice writes into
+    /// them (no fresh memory for 100,000 rules at every change).
+    spare: (Vec<RuleSpec>, Vec<Slot>),
+    /// [`order::header_hash`] of the table.
+    header: u64,
+}
+
+/// What the Ingress processor made of one Ingress.
+struct Memo {
+    object: Ingress,
+    drafts: Vec<Draft>,
+    /// Its status as the processor left it (before host ownership).
+    entry: Option<Entry>,
+    /// The groups its drafts are in.
+    groups: BTreeSet<Group>,
+}
+
+impl Memo {
+    fn new(object: Ingress, drafts: Vec<Draft>, entry: Option<Entry>) -> Memo {
+        let groups = drafts.iter().map(|d| d.rule.host.clone()).collect();
+        Memo {
+            object,
+            drafts,
+            entry,
+            groups,
+        }
+    }
+}
+
+/// One host's outcome.
+#[derive(Debug, Default)]
+struct GroupState {
+    /// The Ingresses with rules here.
+    claimants: BTreeSet<ResourceKey>,
+    /// Who won (none for the rules without a host).
+    contest: Option<Contest>,
+    /// The rules dropped as identical to older ones.
+    path_taken: Vec<PathTaken>,
+}
+
+/// A table slot: the key of the rule the general order puts there (NGINX's reordering may place
+/// another rule of the same host in it), the hash of the rule it holds, and its group's number.
+#[derive(Debug)]
+struct Slot {
+    key: SortKey,
+    hash: u64,
+    group: usize,
+}
+
+/// The number of `group`, given on first sight.
+fn group_id(ids: &mut BTreeMap<Group, usize>, group: &Group) -> usize {
+    let next = ids.len();
+    *ids.entry(group.clone()).or_insert(next)
+}
+
+/// What an update would change, before it is applied.
+enum Plan {
+    Nothing,
+    Apply {
+        /// The new memo of each changed Ingress; `None` for a deleted one.
+        memos: BTreeMap<ResourceKey, Option<Memo>>,
+        affected: BTreeSet<Group>,
+    },
+    Full(Why),
+}
+
+impl Incremental {
+    /// A compiler with `options` that has compiled nothing yet.
+    pub fn new(options: Options) -> Incremental {
+        Incremental { options, state: None }
+    }
+
+    /// Its options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The last result (`None` before the first successful update).
+    pub fn compiled(&self) -> Option<&Compiled> {
+        self.state.as_ref().map(|s| &s.compiled)
+    }
+
+    /// Compiles `objects`, incrementally where that is sound; afterwards [`Incremental::compiled`]
+    /// is what [`pipeline::compile`] gives for `objects`. On an error the next update compiles
+    /// everything.
+    pub fn update(&mut self, objects: &Objects) -> Result<Update, CompileError> {
+        let ingresses = pipeline::identities(&objects.ingresses, Kind::Ingress, |o| &o.metadata)?;
+        let why = match &mut self.state {
+            None => Why::First,
+            Some(state) => match state.other_change(objects)? {
+                Some(why) => why,
+                None => match state.plan(&ingresses, &self.options) {
+                    Plan::Nothing => {
+                        return Ok(Update {
+                            path: Path::Unchanged,
+                            objects: 0,
+                            hosts: 0,
+                        })
+                    }
+                    Plan::Full(why) => why,
+                    Plan::Apply { memos, affected } => {
+                        let update = state.apply(memos, affected, &self.options);
+                        if update.is_err() {
+                            self.state = None;
+                        }
+                        return update;
+                    }
+                },
+            },
+        };
+        self.state = None;
+        let state = State::full(objects, &self.options)?;
+        let update = Update {
+            path: Path::Full(why),
+            objects: state.ingresses.len(),
+            hosts: state.groups.len(),
+        };
+        self.state = Some(state);
+        Ok(update)
+    }
+}
+
+/// A kind the compiler reads: its metadata, and whether two versions have the same spec.
+trait Versioned: Serialize {
+    fn meta(&self) -> &ObjectMeta;
+    fn same_spec(&self, other: &Self) -> bool;
+}
+
+macro_rules! versioned {
+    ($($kind:ty),*) => {
+        $(impl Versioned for $kind {
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+
+            fn same_spec(&self, other: &Self) -> bool {
+                self.spec == other.spec
+            }
+        })*
+    };
+}
+
+versioned!(
+    Ingress,
+    IngressClass,
+    Service,
+    HTTPProxy,
+    VirtualServer,
+    VirtualServerRoute,
+    TransportServer,
+    GlobalConfiguration
+);
+
+/// Whether the compiler reads the same from two versions of an object. The same `resourceVersion`
+/// settles it at once: the API server changes it with every change, and the folder source gives
+/// each object one made of its file's content hash. Else the spec and the metadata the compiler
+/// reads (identity, uid, creation time, annotations) are compared, so that a status written back or
+/// a label changed is no change.
+fn unchanged<T: Versioned>(now: &T, was: &T) -> bool {
+    let (a, b) = (now.meta(), was.meta());
+    if a.name != b.name || a.namespace != b.namespace {
+        return false;
+    }
+    let same_version = a.resource_version.is_some() && a.resource_version == b.resource_version;
+    same_version
+        || (a.uid == b.uid
+            && a.creation_timestamp == b.creation_timestamp
+            && a.annotations == b.annotations
+            && now.same_spec(was))
+}
+
+/// Whether `items`, through the cache stage, are `cached` ([`unchanged`] one by one).
+fn same<T: Versioned>(items: &[T], cached: &[T], kind: Kind) -> Result<bool, CompileError> {
+    let now = pipeline::identities(items, kind, Versioned::meta)?;
+    Ok(now.len() == cached.len() && now.values().zip(cached).all(|(a, b)| unchanged(*a, b)))
+}
+
+impl State {
+    /// Everything compiled by the pipeline's stages, keeping what the incremental path needs.
+    fn full(objects: &Objects, options: &Options) -> Result<State, CompileError> {
+        let mut cached = pipeline::cache(objects)?;
+        let mut book = StatusBook::default();
+        let classes = Classes::new(&cached.ingress_classes, options, &mut book);
+        let services = ServicePorts::new(&cached.services);
+        let processed = pipeline::process(&cached, &classes, &services, options, book);
+        let mut drafts: BTreeMap<ResourceKey, Vec<Draft>> = BTreeMap::new();
+        let mut foreign: BTreeSet<Group> = BTreeSet::new();
+        for draft in &processed.drafts {
+            if draft.claimant.kind == Kind::Ingress {
+                drafts.entry(draft.owner.clone()).or_default().push(draft.clone());
+            } else {
+                foreign.insert(draft.rule.host.clone());
+            }
+        }
+        foreign.extend(
+            processed
+                .host_claims()
+                .iter()
+                .map(|(host, _, _)| Some((*host).to_owned())),
+        );
+        let mut ingresses = BTreeMap::new();
+        for object in std::mem::take(&mut cached.ingresses) {
+            let key = key_of(Kind::Ingress, &object.metadata);
+            let entry = processed.book.recorded(&key).cloned();
+            let memo = Memo::new(object, drafts.remove(&key).unwrap_or_default(), entry);
+            ingresses.insert(key, memo);
+        }
+        let settled = processed.settle(options);
+        let mut groups: BTreeMap<Group, GroupState> = BTreeMap::new();
+        for (key, memo) in &ingresses {
+            for group in &memo.groups {
+                groups.entry(group.clone()).or_default().claimants.insert(key.clone());
+            }
+        }
+        let resolution = settled.resolution;
+        for (host, contest) in resolution.contests {
+            groups.entry(Some(host)).or_default().contest = Some(contest);
+        }
+        for taken in resolution.path_taken {
+            groups.entry(taken.host.clone()).or_default().path_taken.push(taken);
+        }
+        let kept = resolution.kept;
+        let placement = order::placement(&kept);
+        let keys: Vec<SortKey> = placement.general.iter().map(|&i| SortKey::of(&kept[i])).collect();
+        let mut kept: Vec<Option<Draft>> = kept.into_iter().map(Some).collect();
+        let rules: Vec<RuleSpec> = placement
+            .placed
+            .iter()
+            .filter_map(|&i| kept[i].take())
+            .map(|d| d.rule)
+            .collect();
+        let mut slots = Vec::with_capacity(rules.len());
+        let mut group_ids = BTreeMap::new();
+        for (key, rule) in keys.into_iter().zip(&rules) {
+            slots.push(Slot {
+                key,
+                hash: order::rule_hash(rule)?,
+                group: group_id(&mut group_ids, &rule.host),
+            });
+        }
+        let mut table = pipeline::header(options);
+        let header = order::header_hash(&table)?;
+        table.generation = order::generation_of(header, slots.iter().map(|s| s.hash));
+        table.rules = rules;
+        Ok(State {
+            compiled: Compiled {
+                table,
+                l4: settled.l4,
+                statuses: settled.statuses,
+            },
+            others: cached,
+            classes,
+            services,
+            ingresses,
+            groups,
+            foreign,
+            slots,
+            group_ids,
+            spare: (Vec::new(), Vec::new()),
+            header,
+        })
+    }
+
+    /// Why the objects other than Ingresses call for a full compilation, if they changed.
+    fn other_change(&self, objects: &Objects) -> Result<Option<Why>, CompileError> {
+        let was = &self.others;
+        if !same(&objects.ingress_classes, &was.ingress_classes, Kind::IngressClass)? {
+            return Ok(Some(Why::IngressClasses));
+        }
+        if !same(&objects.services, &was.services, Kind::Ingress)? {
+            return Ok(Some(Why::Services));
+        }
+        let others = same(&objects.http_proxies, &was.http_proxies, Kind::HTTPProxy)?
+            && same(&objects.virtual_servers, &was.virtual_servers, Kind::VirtualServer)?
+            && same(
+                &objects.virtual_server_routes,
+                &was.virtual_server_routes,
+                Kind::VirtualServerRoute,
+            )?
+            && same(
+                &objects.transport_servers,
+                &was.transport_servers,
+                Kind::TransportServer,
+            )?
+            && same(
+                &objects.global_configurations,
+                &was.global_configurations,
+                Kind::GlobalConfiguration,
+            )?;
+        Ok((!others).then_some(Why::OtherKinds))
+    }
+
+    /// Which Ingresses changed, what the processor makes of them now, and which hosts that touches.
+    fn plan(&self, ingresses: &BTreeMap<ResourceKey, &Ingress>, options: &Options) -> Plan {
+        let mut memos: BTreeMap<ResourceKey, Option<Memo>> = BTreeMap::new();
+        for (key, &object) in ingresses {
+            if self
+                .ingresses
+                .get(key)
+                .is_none_or(|memo| !unchanged(object, &memo.object))
+            {
+                memos.insert(key.clone(), Some(self.process(key, object, options)));
+            }
+        }
+        for key in self.ingresses.keys().filter(|key| !ingresses.contains_key(*key)) {
+            memos.insert(key.clone(), None);
+        }
+        if memos.is_empty() {
+            return Plan::Nothing;
+        }
+        let mut affected = BTreeSet::new();
+        for (key, memo) in &memos {
+            let before = self.ingresses.get(key).map(|m| &m.groups);
+            affected.extend(
+                before
+                    .into_iter()
+                    .chain(memo.as_ref().map(|m| &m.groups))
+                    .flatten()
+                    .cloned(),
+            );
+        }
+        if affected.iter().any(|group| self.foreign.contains(group)) {
+            return Plan::Full(Why::SharedHost);
+        }
+        Plan::Apply { memos, affected }
+    }
+
+    /// One Ingress through the Ingress processor, alone.
+    fn process(&self, key: &ResourceKey, object: &Ingress, options: &Options) -> Memo {
+        let mut book = StatusBook::default();
+        let drafts = IngressProcessor::new(Inputs {
+            classes: &self.classes,
+            services: &self.services,
+            options,
+            book: &mut book,
+        })
+        .run(std::slice::from_ref(object));
+        Memo::new(object.clone(), drafts, book.take(key))
+    }
+
+    /// Applies the new memos: the affected hosts decided again, their rules spliced into the
+    /// table, the statuses of the Ingresses on them recorded again.
+    fn apply(
+        &mut self,
+        memos: BTreeMap<ResourceKey, Option<Memo>>,
+        affected: BTreeSet<Group>,
+        options: &Options,
+    ) -> Result<Update, CompileError> {
+        let changed = memos.len();
+        let mut touched: BTreeSet<ResourceKey> = memos.keys().cloned().collect();
+        self.claimants_of(&affected, &mut touched);
+        for (key, memo) in memos {
+            if let Some(old) = self.ingresses.remove(&key) {
+                for group in &old.groups {
+                    if let Some(state) = self.groups.get_mut(group) {
+                        state.claimants.remove(&key);
+                    }
+                }
+            }
+            if let Some(memo) = memo {
+                for group in &memo.groups {
+                    self.groups
+                        .entry(group.clone())
+                        .or_default()
+                        .claimants
+                        .insert(key.clone());
+                }
+                self.ingresses.insert(key, memo);
+            }
+        }
+        self.claimants_of(&affected, &mut touched);
+        let mut fresh = Vec::new();
+        for group in &affected {
+            fresh.extend(self.decide(group, options));
+        }
+        self.splice(&affected, fresh)?;
+        for key in &touched {
+            self.restate(key);
+        }
+        Ok(Update {
+            path: Path::Incremental,
+            objects: changed,
+            hosts: affected.len(),
+        })
+    }
+
+    /// Adds the Ingresses with rules in `groups` to `into`.
+    fn claimants_of(&self, groups: &BTreeSet<Group>, into: &mut BTreeSet<ResourceKey>) {
+        for state in groups.iter().filter_map(|g| self.groups.get(g)) {
+            into.extend(state.claimants.iter().cloned());
+        }
+    }
+
+    /// Decides one group again from its Ingresses' drafts: its contest and its `PathTaken`; returns
+    /// the rules that stay, with their keys.
+    fn decide(&mut self, group: &Group, options: &Options) -> Vec<(SortKey, RuleSpec)> {
+        let Some(state) = self.groups.get_mut(group) else {
+            return Vec::new();
+        };
+        if state.claimants.is_empty() {
+            self.groups.remove(group);
+            return Vec::new();
+        }
+        // In pipeline order: by Ingress, then by position.
+        let drafts: Vec<&Draft> = state
+            .claimants
+            .iter()
+            .filter_map(|key| self.ingresses.get(key))
+            .flat_map(|memo| memo.drafts.iter().filter(|d| d.rule.host == *group))
+            .collect();
+        state.contest = match group {
+            None => None,
+            Some(_) => {
+                let mut claims: BTreeMap<&ResourceKey, &crate::objects::Age> = BTreeMap::new();
+                for draft in &drafts {
+                    claims.insert(&draft.claimant, &draft.claimant_age);
+                }
+                collisions::contest(claims, options.host_collision)
+            }
+        };
+        let kept: Vec<&Draft> = drafts
+            .into_iter()
+            .filter(|d| state.contest.as_ref().is_none_or(|c| c.winners.contains(&d.claimant)))
+            .collect();
+        let (dropped, taken) = collisions::identical(&kept);
+        state.path_taken = taken;
+        kept.into_iter()
+            .zip(dropped)
+            .filter(|(_, dropped)| !dropped)
+            .map(|(d, _)| (SortKey::of(d), d.rule.clone()))
+            .collect()
+    }
+
+    /// Takes the rules of the `affected` groups out of the table and merges `fresh` in, in the
+    /// general order; hashes the new rules and the table again.
+    fn splice(&mut self, affected: &BTreeSet<Group>, mut fresh: Vec<(SortKey, RuleSpec)>) -> Result<(), CompileError> {
+        fresh.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut incoming = Vec::with_capacity(fresh.len());
+        for (key, rule) in fresh {
+            let hash = order::rule_hash(&rule)?;
+            let group = group_id(&mut self.group_ids, &rule.host);
+            incoming.push((Slot { key, hash, group }, rule));
+        }
+        let mut gone = vec![false; self.group_ids.len()];
+        for group in affected.iter().filter_map(|g| self.group_ids.get(g)) {
+            gone[*group] = true;
+        }
+        let (mut rules, mut slots) = std::mem::take(&mut self.spare);
+        let mut incoming = incoming.into_iter().peekable();
+        let old_rules = &mut self.compiled.table.rules;
+        rules.reserve(old_rules.len() + incoming.len());
+        slots.reserve(old_rules.len() + incoming.len());
+        for (rule, slot) in old_rules.drain(..).zip(self.slots.drain(..)) {
+            if gone[slot.group] {
+                continue;
+            }
+            while let Some((new_slot, new_rule)) = incoming.next_if(|(new, _)| new.key < slot.key) {
+                slots.push(new_slot);
+                rules.push(new_rule);
+            }
+            slots.push(slot);
+            rules.push(rule);
+        }
+        for (new_slot, new_rule) in incoming {
+            slots.push(new_slot);
+            rules.push(new_rule);
+        }
+        let emptied = (
+            std::mem::replace(old_rules, rules),
+            std::mem::replace(&mut self.slots, slots),
+        );
+        self.spare = emptied;
+        self.compiled.table.generation = order::generation_of(self.header, self.slots.iter().map(|s| s.hash));
+        Ok(())
+    }
+
+    /// Records the status of the Ingress `key` again (or removes it, once deleted).
+    fn restate(&mut self, key: &ResourceKey) {
+        let status = self.ingresses.get(key).and_then(|memo| self.status_of(key, memo));
+        let statuses = &mut self.compiled.statuses;
+        match (
+            statuses.binary_search_by(|s| report_order(s).cmp(&key_order(key))),
+            status,
+        ) {
+            (Ok(i), Some(status)) => statuses[i] = status,
+            (Ok(i), None) => drop(statuses.remove(i)),
+            (Err(i), Some(status)) => statuses.insert(i, status),
+            (Err(_), None) => {}
+        }
+    }
+
+    /// An Ingress's status: its processor's entry, then what host ownership and `PathTaken` add,
+    /// in the order [`collisions::resolve`] records them (hosts in order, then `Rejected`, then
+    /// `PathTaken` in the order the rules were met).
+    fn status_of(&self, key: &ResourceKey, memo: &Memo) -> Option<ResourceStatus> {
+        let mut book = StatusBook::with(key.clone(), memo.entry.clone()?);
+        let (mut claimed, mut won) = (false, 0);
+        for (host, state) in memo
+            .groups
+            .iter()
+            .filter_map(|g| Some((g.as_deref()?, self.groups.get(g)?)))
+        {
+            let Some(contest) = &state.contest else { continue };
+            claimed = true;
+            won += usize::from(contest.winners.contains(key));
+            for (_, by) in contest.losers.iter().filter(|(loser, _)| loser == key) {
+                collisions::record_host_taken(&mut book, key, host, by);
+            }
+        }
+        if claimed && collisions::loses_everything(won, memo.groups.contains(&None)) {
+            collisions::record_all_hosts_taken(&mut book, key);
+        }
+        let mut taken: Vec<&PathTaken> = memo
+            .groups
+            .iter()
+            .filter_map(|g| self.groups.get(g))
+            .flat_map(|state| &state.path_taken)
+            .filter(|taken| taken.owner == *key)
+            .collect();
+        taken.sort_by(|a, b| a.turn.cmp(&b.turn));
+        for taken in taken {
+            collisions::record_path_taken(&mut book, taken);
+        }
+        book.finish().pop()
+    }
+}
