@@ -212,6 +212,16 @@ impl Incremental {
         self.state.as_ref().map(|s| &s.compiled)
     }
 
+    /// The content hash of each rule of the last result's table, in table order
+    /// ([`order::rule_hash`], what its generation folds): two rules with the same name and hash are
+    /// the same rule, which lets a caller compare tables without comparing 100,000 rules.
+    pub fn rule_hashes(&self) -> Vec<u64> {
+        self.state
+            .as_ref()
+            .map(|s| s.slots.iter().map(|slot| slot.hash).collect())
+            .unwrap_or_default()
+    }
+
     /// Compiles `objects`, incrementally where that is sound; afterwards [`Incremental::compiled`]
     /// is what [`pipeline::compile`] gives for `objects`. On an error the next update compiles
     /// everything.

@@ -2,7 +2,7 @@
 //! changed (by name), hosts gained and lost. Pure and deterministic (everything sorted).
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use switchyard_table::{RuleSpec, TableSpec};
+use switchyard_table::TableSpec;
 
 /// The difference between two tables.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -21,14 +21,40 @@ pub struct TableDiff {
     pub reordered_or_settings: bool,
 }
 
+/// A table to compare and, when the compiler gave them, the content hashes of its rules in table
+/// order (`Incremental::rule_hashes`): rules of one name are then compared by hash, not field by
+/// field (a hash collision could only hide a change from the log line, never from a sink).
+#[derive(Debug, Clone, Copy)]
+pub struct Compared<'a> {
+    /// The table.
+    pub table: &'a TableSpec,
+    /// One hash per rule of `table`, or `None`.
+    pub rule_hashes: Option<&'a [u64]>,
+}
+
+impl<'a> Compared<'a> {
+    /// `table`, compared rule by rule.
+    pub fn rules(table: &'a TableSpec) -> Compared<'a> {
+        Compared {
+            table,
+            rule_hashes: None,
+        }
+    }
+
+    /// The hashes, when there is one per rule.
+    fn hashes(&self) -> Option<&'a [u64]> {
+        self.rule_hashes.filter(|h| h.len() == self.table.rules.len())
+    }
+}
+
 /// Compares `old` (`None`: nothing pushed yet) with `new`. Called on every push, so it is linear
 /// in the tables and copies no rule: a 100,000-rule table is compared through hash maps of borrowed
-/// names, and only the differences are sorted.
-pub fn diff(old: Option<&TableSpec>, new: &TableSpec) -> TableDiff {
+/// names (and, when both sides have them, rule hashes), and only the differences are sorted.
+pub fn diff(old: Option<Compared<'_>>, new: Compared<'_>) -> TableDiff {
     let empty = TableSpec::default();
-    let old = old.unwrap_or(&empty);
-    fn by_name(t: &TableSpec) -> FxHashMap<&str, &RuleSpec> {
-        t.rules.iter().map(|r| (r.name.as_str(), r)).collect()
+    let old = old.unwrap_or(Compared::rules(&empty));
+    fn by_name(t: &TableSpec) -> FxHashMap<&str, usize> {
+        t.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i)).collect()
     }
     fn hosts(t: &TableSpec) -> FxHashSet<&str> {
         t.rules.iter().map(|r| r.host.as_deref().unwrap_or("*")).collect()
@@ -38,19 +64,23 @@ pub fn diff(old: Option<&TableSpec>, new: &TableSpec) -> TableDiff {
         names.sort_unstable();
         names
     }
-    let (before, after) = (by_name(old), by_name(new));
+    let same: &dyn Fn(usize, usize) -> bool = match (old.hashes(), new.hashes()) {
+        (Some(before), Some(after)) => &move |i, j| before[i] == after[j],
+        _ => &|i, j| old.table.rules[i] == new.table.rules[j],
+    };
+    let (before, after) = (by_name(old.table), by_name(new.table));
     let mut out = TableDiff {
         added: sorted(after.keys().copied().filter(|name| !before.contains_key(name))),
         removed: sorted(before.keys().copied().filter(|name| !after.contains_key(name))),
         changed: sorted(
             after
                 .iter()
-                .filter(|(name, rule)| before.get(*name).is_some_and(|previous| previous != *rule))
+                .filter(|(name, &j)| before.get(*name).is_some_and(|&i| !same(i, j)))
                 .map(|(&name, _)| name),
         ),
         ..TableDiff::default()
     };
-    let (hosts_before, hosts_after) = (hosts(old), hosts(new));
+    let (hosts_before, hosts_after) = (hosts(old.table), hosts(new.table));
     out.hosts_gained = sorted(hosts_after.difference(&hosts_before).copied());
     out.hosts_lost = sorted(hosts_before.difference(&hosts_after).copied());
     out.reordered_or_settings = out.added.is_empty() && out.removed.is_empty() && out.changed.is_empty();
@@ -134,7 +164,7 @@ mod tests {
             ("Ingress/a/x#0", Some("a.example"), "c2"),
             ("Ingress/a/z#0", None, "c1"),
         ]);
-        let d = diff(Some(&old), &new);
+        let d = diff(Some(Compared::rules(&old)), Compared::rules(&new));
         assert_eq!(d.added, ["Ingress/a/z#0"]);
         assert_eq!(d.removed, ["Ingress/a/y#0"]);
         assert_eq!(d.changed, ["Ingress/a/x#0"]);
@@ -149,7 +179,7 @@ mod tests {
     #[test]
     fn the_first_table_adds_everything() {
         let new = table(&[("Ingress/a/x#0", Some("a.example"), "c1")]);
-        let d = diff(None, &new);
+        let d = diff(None, Compared::rules(&new));
         assert_eq!((d.added.len(), d.hosts_gained.len()), (1, 1));
     }
 
@@ -157,7 +187,7 @@ mod tests {
     fn a_pure_reorder_says_so() {
         let old = table(&[("r1", None, "c"), ("r2", None, "c")]);
         let new = table(&[("r2", None, "c"), ("r1", None, "c")]);
-        assert!(diff(Some(&old), &new)
+        assert!(diff(Some(Compared::rules(&old)), Compared::rules(&new))
             .summary()
             .contains("order or table settings changed"));
     }
@@ -171,7 +201,7 @@ mod tests {
             ("r/m", Some("m.example"), "x"),
             ("r/b", Some("b.example"), "x"),
         ]);
-        let d = diff(Some(&old), &new);
+        let d = diff(Some(Compared::rules(&old)), Compared::rules(&new));
         assert_eq!(d.added, ["r/b", "r/m", "r/z"]);
         assert_eq!(d.hosts_gained, ["b.example", "m.example", "z.example"]);
         assert_eq!(
@@ -179,6 +209,24 @@ mod tests {
             (&["r/a".to_owned()][..], &["r/c".to_owned()][..])
         );
         assert_eq!(d.hosts_lost, ["a.example"]);
+    }
+
+    #[test]
+    fn rules_of_one_name_are_compared_by_hash_when_both_sides_have_one_per_rule() {
+        let old = table(&[("r/a", Some("a.example"), "x"), ("r/b", Some("b.example"), "x")]);
+        let new = table(&[("r/b", Some("b.example"), "y"), ("r/a", Some("a.example"), "y")]);
+        let hashed = |table, hashes| Compared {
+            table,
+            rule_hashes: Some(hashes),
+        };
+        // Positions differ between the tables: each rule's hash is found by its name.
+        let d = diff(Some(hashed(&old, &[1, 2])), hashed(&new, &[2, 9]));
+        assert_eq!(d.changed, ["r/a"], "r/b kept its hash, r/a did not");
+        // Without a hash per rule on both sides, rules are compared field by field.
+        let d = diff(Some(hashed(&old, &[1])), hashed(&new, &[2, 9]));
+        assert_eq!(d.changed, ["r/a", "r/b"]);
+        let d = diff(Some(Compared::rules(&old)), hashed(&new, &[2, 9]));
+        assert_eq!(d.changed, ["r/a", "r/b"]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use switchyard_table::TableSpec;
 use tracing::{debug, error, info, warn};
 
 use crate::flags::{TableEncoder, TableEncoding};
-use crate::watch::diff::diff;
+use crate::watch::diff::{diff, Compared};
 use crate::watch::istio::IstioSink;
 use crate::watch::l4::L4Sinks;
 use crate::watch::leader::Leader;
@@ -72,6 +72,8 @@ pub struct Engine {
     sinks: Vec<Sink>,
     state: Shared,
     pushed: Option<Arc<TableSpec>>,
+    /// The content hash of each rule of `pushed`, when the compiler gave them (for the push diff).
+    pushed_hashes: Option<Arc<[u64]>>,
     retry: Option<Arc<TableSpec>>,
     /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
     /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
@@ -93,6 +95,7 @@ impl Engine {
             sinks,
             state,
             pushed: None,
+            pushed_hashes: None,
             retry: None,
             kept: BTreeMap::new(),
             encoder: TableEncoding::default().encoder(),
@@ -247,7 +250,8 @@ impl Engine {
         if unchanged {
             debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         } else {
-            self.push(Arc::new(compiled.table.clone())).await;
+            let hashes = Arc::from(self.compiler.rule_hashes());
+            self.push(Arc::new(compiled.table.clone()), Some(hashes)).await;
         }
         self.l4.push(&l4, &self.leader, &self.state).await;
         statuses
@@ -340,7 +344,7 @@ impl Engine {
     /// Pushes the table whose push failed last time again.
     pub async fn retry(&mut self) {
         if let Some(table) = self.retry.take() {
-            self.push(table).await;
+            self.push(table, None).await;
         }
         self.l4.retry(&self.leader, &self.state).await;
     }
@@ -353,7 +357,9 @@ impl Engine {
         self.state.lock().push_error = Some(format!("internal error: {why}"));
     }
 
-    async fn push(&mut self, table: Arc<TableSpec>) {
+    /// Pushes `table` to every sink this replica writes; `rule_hashes` (one per rule, from the
+    /// compiler) make the push diff cheap.
+    async fn push(&mut self, table: Arc<TableSpec>, rule_hashes: Option<Arc<[u64]>>) {
         // The compiler validated every rule with the table's own checks; the table is indexed only
         // when the dashboard asks for it (`Shared::live_index`), not on every push.
         let hosts = table.host_count();
@@ -393,7 +399,15 @@ impl Engine {
             self.retry = Some(table);
             return;
         }
-        let change = diff(self.pushed.as_deref(), &table).summary();
+        let old = self.pushed.as_deref().map(|table| Compared {
+            table,
+            rule_hashes: self.pushed_hashes.as_deref(),
+        });
+        let new = Compared {
+            table: &table,
+            rule_hashes: rule_hashes.as_deref(),
+        };
+        let change = diff(old, new).summary();
         state.tables_pushed += 1;
         state.table_hash = table.generation.clone();
         state.rules = table.rules.len();
@@ -426,6 +440,7 @@ impl Engine {
         state.table = Some(table.clone());
         drop(state);
         self.pushed = Some(table);
+        self.pushed_hashes = rule_hashes;
         self.retry = None;
     }
 }

@@ -226,7 +226,7 @@ impl StatusWriter {
 
     /// Writes what changed since the last call.
     pub async fn write(&mut self, objects: &Objects, statuses: &[ResourceStatus]) {
-        fn index<'o, K: Resource>(all: &'o [K]) -> BTreeMap<(&'o str, &'o str), &'o K> {
+        fn index<K: Resource>(all: &[K]) -> BTreeMap<(&str, &str), &K> {
             all.iter()
                 .map(|o| {
                     let meta = o.meta();
