@@ -1341,6 +1341,82 @@ async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
     );
 }
 
+/// Issue 13's cluster in Kubernetes mode: 1,000 Ingresses of 100 paths each over 300 hosts (100,000
+/// rules), `--ecds-file` in the compact form, no table file; then `app500` changed 5 times (its
+/// first backend). Prints, per change, the sidecar's CPU (from the watch event to idle again) and
+/// the time from the apply to the new table in `/status`.
+#[tokio::test]
+#[ignore = "benchmark: make bench-kubernetes"]
+async fn bench_one_changed_ingress_among_1000_of_100_paths() {
+    use futures::StreamExt;
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("incremental").await;
+    let app = |i: usize, backend: &str| {
+        ingress_of_prefixed_paths(
+            &ns,
+            &format!("app{i}"),
+            &format!("h{}.example", i % 300),
+            &format!("/app{i}"),
+            100,
+        )
+        .replacen("name: s0,", &format!("name: {backend},"), 1)
+    };
+    let started = std::time::Instant::now();
+    let created = futures::stream::iter((0..1_000).map(|i| app(i, "s0")))
+        .map(|yaml| {
+            let admin = admin.clone();
+            async move { admin_create(&admin, &yaml).await }
+        })
+        .buffer_unordered(16)
+        .count()
+        .await;
+    println!("created {created} Ingresses in {:?}", started.elapsed());
+    let dir = tempfile::tempdir().unwrap();
+    let ecds = dir.path().join("ecds.json").display().to_string();
+    let args = ["--namespaces", ns.as_str(), "--ecds-file", ecds.as_str()];
+    let mut sy = Watch::start_without_table_file(&bin(), &env.kubeconfig(User::Switchyard), &args).unwrap();
+    sy.ready(Duration::from_secs(300)).await.unwrap();
+    // The CPU once it has stayed the same for 2 s.
+    let idle_cpu = async |sy: &Watch| {
+        let mut last = (sy.usage().unwrap().1, std::time::Instant::now());
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let cpu = sy.usage().unwrap().1;
+            if cpu != last.0 {
+                last = (cpu, std::time::Instant::now());
+            } else if last.1.elapsed() > Duration::from_secs(2) {
+                return cpu;
+            }
+        }
+    };
+    println!("synced: CPU so far {:?}", idle_cpu(&sy).await);
+    let table_hash = |sy: &Watch| sy.status()["table"].as_str().unwrap_or_default().to_owned();
+    let mut cpu = Vec::new();
+    for round in 0..5 {
+        let (before, cpu_before) = (table_hash(&sy), idle_cpu(&sy).await);
+        let applied = std::time::Instant::now();
+        admin_apply(&admin, &app(500, &format!("moved{round}"))).await;
+        while table_hash(&sy) == before {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let routed = applied.elapsed();
+        cpu.push(idle_cpu(&sy).await - cpu_before);
+        println!(
+            "change {round}: new table {routed:?} after the apply; sidecar CPU {:?}",
+            cpu[round]
+        );
+    }
+    cpu.sort();
+    println!(
+        "one changed Ingress among 1,000 of 100 paths: median sidecar CPU {:?}",
+        cpu[cpu.len() / 2]
+    );
+    let log = sy.log();
+    assert_eq!(log.matches("path=\"incremental\"").count(), 5, "{log}");
+    sy.stop().unwrap();
+}
+
 /// Creates one object as the admin (discovery cached per kind).
 async fn admin_create(client: &Client, yaml: &str) {
     use kube::api::PostParams;

@@ -38,8 +38,25 @@ impl Watch {
         Watch::start_in(dir, bin, kubeconfig, args)
     }
 
+    /// The same without the table file (`-o`), whose indented JSON a benchmark of pushes must not
+    /// pay for; [`Watch::table`] is then `Null`.
+    pub fn start_without_table_file(bin: &Path, kubeconfig: &Path, args: &[&str]) -> Result<Watch, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        Watch::spawn(dir, bin, kubeconfig, args, false)
+    }
+
     /// The same, in a folder that already holds files (a restart keeps the table and the log).
     pub fn start_in(dir: tempfile::TempDir, bin: &Path, kubeconfig: &Path, args: &[&str]) -> Result<Watch, String> {
+        Watch::spawn(dir, bin, kubeconfig, args, true)
+    }
+
+    fn spawn(
+        dir: tempfile::TempDir,
+        bin: &Path,
+        kubeconfig: &Path,
+        args: &[&str],
+        table_file: bool,
+    ) -> Result<Watch, String> {
         let port = free_port()?;
         let table = dir.path().join("table.json");
         let log = dir.path().join("switchyard.log");
@@ -49,9 +66,11 @@ impl Watch {
             .open(&log)
             .map_err(|e| e.to_string())?;
         let mut command = Command::new(bin);
+        command.args(["watch", "--kubernetes"]);
+        if table_file {
+            command.arg("-o").arg(&table);
+        }
         command
-            .args(["watch", "--kubernetes", "-o"])
-            .arg(&table)
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .args(args)
