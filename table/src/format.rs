@@ -223,7 +223,7 @@ impl TableSpec {
     /// case-insensitive), without indexing it.
     pub fn host_count(&self) -> usize {
         use std::borrow::Cow;
-        let hosts: std::collections::BTreeSet<Cow<'_, str>> = self
+        let hosts: rustc_hash::FxHashSet<Cow<'_, str>> = self
             .rules
             .iter()
             .filter_map(|rule| rule.host.as_deref())

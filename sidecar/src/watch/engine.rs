@@ -66,15 +66,30 @@ pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> O
     ))
 }
 
+/// A table to push (or pushed), with the compiler's content hash of each rule when it gave them:
+/// they make the push diff of a big table cheap ([`Compared`]).
+#[derive(Debug, Clone)]
+struct Pushable {
+    table: Arc<TableSpec>,
+    rule_hashes: Option<Arc<[u64]>>,
+}
+
+impl Pushable {
+    fn compared(&self) -> Compared<'_> {
+        Compared {
+            table: &self.table,
+            rule_hashes: self.rule_hashes.as_deref(),
+        }
+    }
+}
+
 /// Compiles and pushes.
 pub struct Engine {
     compiler: Incremental,
     sinks: Vec<Sink>,
     state: Shared,
-    pushed: Option<Arc<TableSpec>>,
-    /// The content hash of each rule of `pushed`, when the compiler gave them (for the push diff).
-    pushed_hashes: Option<Arc<[u64]>>,
-    retry: Option<Arc<TableSpec>>,
+    pushed: Option<Pushable>,
+    retry: Option<Pushable>,
     /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
     /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
     kept: BTreeMap<String, Option<Arc<TableSpec>>>,
@@ -95,7 +110,6 @@ impl Engine {
             sinks,
             state,
             pushed: None,
-            pushed_hashes: None,
             retry: None,
             kept: BTreeMap::new(),
             encoder: TableEncoding::default().encoder(),
@@ -128,7 +142,8 @@ impl Engine {
     /// retried like any failed push).
     pub async fn take_over(&mut self) {
         self.l4.take_over(&self.leader, &self.state).await;
-        let Some(table) = self.pushed.clone() else { return };
+        let Some(held) = self.pushed.clone() else { return };
+        let table = held.table.clone();
         let config = match self.encoder.plugin_config(&table) {
             Ok(config) => config,
             Err(e) => return self.not_pushed(&table, &e),
@@ -149,7 +164,7 @@ impl Engine {
         }
         if !failures.is_empty() {
             self.state.lock().push_error = Some(failures.join("; "));
-            self.retry = Some(table);
+            self.retry = Some(held);
         }
     }
 
@@ -245,13 +260,16 @@ impl Engine {
             && self
                 .pushed
                 .as_ref()
-                .is_some_and(|p| p.generation == compiled.table.generation);
+                .is_some_and(|p| p.table.generation == compiled.table.generation);
         let l4 = compiled.l4.clone();
         if unchanged {
             debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         } else {
-            let hashes = Arc::from(self.compiler.rule_hashes());
-            self.push(Arc::new(compiled.table.clone()), Some(hashes)).await;
+            let next = Pushable {
+                table: Arc::new(compiled.table.clone()),
+                rule_hashes: Some(Arc::from(self.compiler.rule_hashes())),
+            };
+            self.push(next).await;
         }
         self.l4.push(&l4, &self.leader, &self.state).await;
         statuses
@@ -275,7 +293,7 @@ impl Engine {
         }
         let (table, newest) = match self.kept.get(name) {
             Some(kept) => (kept.clone(), false),
-            None => (self.pushed.clone(), true),
+            None => (self.pushed.as_ref().map(|p| p.table.clone()), true),
         };
         let Some(table) = table else { return };
         let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
@@ -310,7 +328,8 @@ impl Engine {
             // Refused first now: it holds the table every sink took last.
             Err(PushError::TooLarge(_)) => {
                 if !self.kept.contains_key(name) {
-                    self.kept.insert(name.to_owned(), self.pushed.clone());
+                    self.kept
+                        .insert(name.to_owned(), self.pushed.as_ref().map(|p| p.table.clone()));
                 }
             }
             Err(PushError::Failed(_)) => {}
@@ -343,8 +362,8 @@ impl Engine {
 
     /// Pushes the table whose push failed last time again.
     pub async fn retry(&mut self) {
-        if let Some(table) = self.retry.take() {
-            self.push(table, None).await;
+        if let Some(next) = self.retry.take() {
+            self.push(next).await;
         }
         self.l4.retry(&self.leader, &self.state).await;
     }
@@ -357,9 +376,9 @@ impl Engine {
         self.state.lock().push_error = Some(format!("internal error: {why}"));
     }
 
-    /// Pushes `table` to every sink this replica writes; `rule_hashes` (one per rule, from the
-    /// compiler) make the push diff cheap.
-    async fn push(&mut self, table: Arc<TableSpec>, rule_hashes: Option<Arc<[u64]>>) {
+    /// Pushes `next` to every sink this replica writes.
+    async fn push(&mut self, next: Pushable) {
+        let table = next.table.clone();
         // The compiler validated every rule with the table's own checks; the table is indexed only
         // when the dashboard asks for it (`Shared::live_index`), not on every push.
         let hosts = table.host_count();
@@ -396,18 +415,10 @@ impl Engine {
         let mut state = self.state.lock();
         if !failures.is_empty() {
             state.push_error = Some(failures.join("; "));
-            self.retry = Some(table);
+            self.retry = Some(next);
             return;
         }
-        let old = self.pushed.as_deref().map(|table| Compared {
-            table,
-            rule_hashes: self.pushed_hashes.as_deref(),
-        });
-        let new = Compared {
-            table: &table,
-            rule_hashes: rule_hashes.as_deref(),
-        };
-        let change = diff(old, new).summary();
+        let change = diff(self.pushed.as_ref().map(Pushable::compared), next.compared()).summary();
         state.tables_pushed += 1;
         state.table_hash = table.generation.clone();
         state.rules = table.rules.len();
@@ -439,8 +450,7 @@ impl Engine {
         );
         state.table = Some(table.clone());
         drop(state);
-        self.pushed = Some(table);
-        self.pushed_hashes = rule_hashes;
+        self.pushed = Some(next);
         self.retry = None;
     }
 }
