@@ -4,6 +4,8 @@
 //! one in ten contesting an Ingress's host). Goal: under 1 s. Run with
 //! `cargo bench -p switchyard-compiler --bench compile`.
 
+use std::sync::Arc;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use switchyard_compiler::objects::nginx::VirtualServer;
@@ -43,7 +45,9 @@ fn objects() -> Objects {
                 }]
             }
         });
-        objects.ingresses.push(serde_json::from_value(ingress).unwrap());
+        objects
+            .ingresses
+            .push(Arc::new(serde_json::from_value(ingress).unwrap()));
     }
     for t in 0..1_000 {
         let ns = format!("tree-{t}");
@@ -54,7 +58,7 @@ fn objects() -> Objects {
             }))
             .unwrap()
         };
-        objects.http_proxies.push(proxy(
+        objects.http_proxies.push(Arc::new(proxy(
             "root",
             json!({
                 "virtualhost": {"fqdn": format!("tree{t}.example.org")},
@@ -64,21 +68,21 @@ fn objects() -> Objects {
                 ],
                 "routes": [{"services": [{"name": "web", "port": 80}]}]
             }),
-        ));
-        objects.http_proxies.push(proxy(
+        )));
+        objects.http_proxies.push(Arc::new(proxy(
             "api",
             json!({"routes": [
                 {"conditions": [{"prefix": "/v1"}], "services": [{"name": "api-v1", "port": 80, "weight": 90}, {"name": "api-v2", "port": 80, "weight": 10}]},
                 {"conditions": [{"exact": "/health"}], "services": [{"name": "api-v1", "port": 80}]}
             ]}),
-        ));
-        objects.http_proxies.push(proxy(
+        )));
+        objects.http_proxies.push(Arc::new(proxy(
             "static",
             json!({"routes": [
                 {"conditions": [{"regex": "/.*\\.js"}], "services": [{"name": "cdn", "port": 80}]},
                 {"services": [{"name": "files", "port": 80}], "pathRewritePolicy": {"replacePrefix": [{"replacement": "/"}]}}
             ]}),
-        ));
+        )));
     }
     objects
 }
@@ -86,7 +90,7 @@ fn objects() -> Objects {
 /// 2,000 VirtualServers, 5 routes each (prefix, exact, regex, `^~` prefix, and a split), every
 /// route with 2 matches (header and cookie; method and argument); one in ten on a host an Ingress
 /// of [`objects`] also names, so the host contest has work to do.
-fn virtual_servers() -> Vec<VirtualServer> {
+fn virtual_servers() -> Vec<Arc<VirtualServer>> {
     (0..2_000)
         .map(|i| {
             let host = if i % 10 == 0 {
@@ -112,6 +116,7 @@ fn virtual_servers() -> Vec<VirtualServer> {
                          "upstreams": [{"name": "v1", "service": "app-v1", "port": 80}, {"name": "v2", "service": "app-v2", "port": 80}],
                          "routes": routes}
             }))
+            .map(Arc::new)
             .unwrap()
         })
         .collect()

@@ -5,6 +5,7 @@
 //! `creationTimestamp`, then the smallest name. (HAProxy takes "the first found"; we do not.)
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::IngressClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -35,7 +36,7 @@ pub struct Classes {
 
 impl Classes {
     /// Judges the classes against the options; records a status for each class.
-    pub fn new(classes: &[IngressClass], options: &Options, book: &mut StatusBook) -> Classes {
+    pub fn new(classes: &[Arc<IngressClass>], options: &Options, book: &mut StatusBook) -> Classes {
         let wanted = if options.ingress_class.is_empty() {
             options.controller_name.clone()
         } else {

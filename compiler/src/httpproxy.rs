@@ -10,6 +10,7 @@
 //! ([`crate::services`]). Proxies no valid root reaches are orphaned. Every HTTPProxy gets a status.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use switchyard_table::{
     ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, HostPattern, MatchOp, PathSpec,
@@ -92,7 +93,7 @@ impl<'a> HTTPProxyProcessor<'a> {
 
     /// The drafts of every tree: each valid root walked down its includes; then every proxy that
     /// no root reached is orphaned, and the rules of un-routable proxies are dropped.
-    pub fn run(mut self, proxies: &[HTTPProxy]) -> Vec<Draft> {
+    pub fn run(mut self, proxies: &[Arc<HTTPProxy>]) -> Vec<Draft> {
         let forest = self.forest(proxies);
         for (key, proxy) in &forest.eligible {
             if let Some(context) = self.root_context(key, proxy) {
@@ -109,7 +110,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     }
 
     /// Sorts the proxies by the class rules (ROUTING.md §1, children included).
-    fn forest<'p>(&mut self, proxies: &'p [HTTPProxy]) -> Forest<'p> {
+    fn forest<'p>(&mut self, proxies: &'p [Arc<HTTPProxy>]) -> Forest<'p> {
         let mut forest = Forest {
             eligible: BTreeMap::new(),
             ignored: BTreeMap::new(),

@@ -23,6 +23,7 @@
 //! The options are fixed for an [`Incremental`]'s life: new options, a new compiler.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -139,7 +140,8 @@ struct State {
 
 /// What the Ingress processor made of one Ingress.
 struct Memo {
-    object: Ingress,
+    /// The Ingress as given: the same `Arc` as the caller's, no copy.
+    object: Arc<Ingress>,
     drafts: Vec<Draft>,
     /// Its status as the processor left it (before host ownership).
     entry: Option<Entry>,
@@ -148,7 +150,7 @@ struct Memo {
 }
 
 impl Memo {
-    fn new(object: Ingress, drafts: Vec<Draft>, entry: Option<Entry>) -> Memo {
+    fn new(object: Arc<Ingress>, drafts: Vec<Draft>, entry: Option<Entry>) -> Memo {
         let groups = drafts.iter().map(|d| d.rule.host.clone()).collect();
         Memo {
             object,
@@ -293,12 +295,16 @@ versioned!(
     GlobalConfiguration
 );
 
-/// Whether the compiler reads the same from two versions of an object. The same `resourceVersion`
-/// settles it at once: the API server changes it with every change, and the folder source gives
-/// each object one made of its file's content hash. Else the spec and the metadata the compiler
-/// reads (identity, uid, creation time, annotations) are compared, so that a status written back or
-/// a label changed is no change.
-fn unchanged<T: Versioned>(now: &T, was: &T) -> bool {
+/// Whether the compiler reads the same from two versions of an object. The same object (one `Arc`,
+/// which a source hands again while the object did not change) settles it at once, and so does the
+/// same `resourceVersion`: the API server changes it with every change, and the folder source
+/// gives each object one made of its file's content hash. Else the spec and the metadata the
+/// compiler reads (identity, uid, creation time, annotations) are compared, so that a status
+/// written back or a label changed is no change.
+fn unchanged<T: Versioned>(now: &Arc<T>, was: &Arc<T>) -> bool {
+    if Arc::ptr_eq(now, was) {
+        return true;
+    }
     let (a, b) = (now.meta(), was.meta());
     if a.name != b.name || a.namespace != b.namespace {
         return false;
@@ -312,7 +318,7 @@ fn unchanged<T: Versioned>(now: &T, was: &T) -> bool {
 }
 
 /// Whether `items`, through the cache stage, are `cached` ([`unchanged`] one by one).
-fn same<T: Versioned>(items: &[T], cached: &[T], kind: Kind) -> Result<bool, CompileError> {
+fn same<T: Versioned>(items: &[Arc<T>], cached: &[Arc<T>], kind: Kind) -> Result<bool, CompileError> {
     let now = pipeline::identities(items, kind, Versioned::meta)?;
     Ok(now.len() == cached.len() && now.values().zip(cached).all(|(a, b)| unchanged(*a, b)))
 }
@@ -433,7 +439,7 @@ impl State {
     }
 
     /// Which Ingresses changed, what the processor makes of them now, and which hosts that touches.
-    fn plan(&self, ingresses: &BTreeMap<ResourceKey, &Ingress>, options: &Options) -> Plan {
+    fn plan(&self, ingresses: &BTreeMap<ResourceKey, &Arc<Ingress>>, options: &Options) -> Plan {
         let mut memos: BTreeMap<ResourceKey, Option<Memo>> = BTreeMap::new();
         for (key, &object) in ingresses {
             if self
@@ -468,7 +474,7 @@ impl State {
     }
 
     /// One Ingress through the Ingress processor, alone.
-    fn process(&self, key: &ResourceKey, object: &Ingress, options: &Options) -> Memo {
+    fn process(&self, key: &ResourceKey, object: &Arc<Ingress>, options: &Options) -> Memo {
         let mut book = StatusBook::default();
         let drafts = IngressProcessor::new(Inputs {
             classes: &self.classes,

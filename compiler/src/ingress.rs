@@ -13,6 +13,8 @@
 //! (`compute_rules`) and the default backend's catch-all, each through
 //! `emit`, which resolves the backend and refuses what the filter would refuse.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
@@ -69,7 +71,7 @@ impl<'a> IngressProcessor<'a> {
     }
 
     /// The drafts of every Ingress, in the order given.
-    pub fn run(mut self, ingresses: &[Ingress]) -> Vec<Draft> {
+    pub fn run(mut self, ingresses: &[Arc<Ingress>]) -> Vec<Draft> {
         for ingress in ingresses {
             self.compute_ingress(ingress);
         }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -349,18 +350,27 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
                 &mut loaded.warnings,
             );
             let ingress = typed(object, &schema)?;
-            loaded.objects.ingresses.push(ingress);
+            loaded.objects.ingresses.push(Arc::new(ingress));
         }
         "IngressClass" => {
             object.insert("apiVersion".to_owned(), Value::from("networking.k8s.io/v1"));
-            loaded.objects.ingress_classes.push(typed(object, &schema)?);
+            loaded.objects.ingress_classes.push(Arc::new(typed(object, &schema)?));
         }
-        "Service" => loaded.objects.services.push(typed(object, &schema)?),
-        "VirtualServer" => loaded.objects.virtual_servers.push(typed(object, &schema)?),
-        "VirtualServerRoute" => loaded.objects.virtual_server_routes.push(typed(object, &schema)?),
-        "TransportServer" => loaded.objects.transport_servers.push(typed(object, &schema)?),
-        "GlobalConfiguration" => loaded.objects.global_configurations.push(typed(object, &schema)?),
-        _ => loaded.objects.http_proxies.push(typed::<HTTPProxy>(object, &schema)?),
+        "Service" => loaded.objects.services.push(Arc::new(typed(object, &schema)?)),
+        "VirtualServer" => loaded.objects.virtual_servers.push(Arc::new(typed(object, &schema)?)),
+        "VirtualServerRoute" => loaded
+            .objects
+            .virtual_server_routes
+            .push(Arc::new(typed(object, &schema)?)),
+        "TransportServer" => loaded.objects.transport_servers.push(Arc::new(typed(object, &schema)?)),
+        "GlobalConfiguration" => loaded
+            .objects
+            .global_configurations
+            .push(Arc::new(typed(object, &schema)?)),
+        _ => loaded
+            .objects
+            .http_proxies
+            .push(Arc::new(typed::<HTTPProxy>(object, &schema)?)),
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod transport;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -20,24 +21,29 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Everything one compilation reads. The order of the vectors does not matter: the pipeline sorts.
+///
+/// Each object is behind an [`Arc`]: a source that holds its objects between compilations (the
+/// folder's merged files, the cluster's watch stores) hands them to every compilation, and to the
+/// status writer, without copying one; the incremental compiler keeps the same `Arc`s, and one it
+/// was given before is unchanged at a glance ([`Arc::ptr_eq`]).
 #[derive(Debug, Clone, Default)]
 pub struct Objects {
     /// `networking.k8s.io/v1` Ingresses (older versions are converted by [`crate::load`]).
-    pub ingresses: Vec<Ingress>,
+    pub ingresses: Vec<Arc<Ingress>>,
     /// IngressClasses, for class eligibility (ROUTING.md §1).
-    pub ingress_classes: Vec<IngressClass>,
+    pub ingress_classes: Vec<Arc<IngressClass>>,
     /// Services, to resolve backend ports (ROUTING.md §5, [`crate::services`]).
-    pub services: Vec<Service>,
+    pub services: Vec<Arc<Service>>,
     /// Contour HTTPProxies.
-    pub http_proxies: Vec<HTTPProxy>,
+    pub http_proxies: Vec<Arc<HTTPProxy>>,
     /// NGINX VirtualServers.
-    pub virtual_servers: Vec<nginx::VirtualServer>,
+    pub virtual_servers: Vec<Arc<nginx::VirtualServer>>,
     /// NGINX VirtualServerRoutes.
-    pub virtual_server_routes: Vec<nginx::VirtualServerRoute>,
+    pub virtual_server_routes: Vec<Arc<nginx::VirtualServerRoute>>,
     /// NGINX TransportServers (L4 routes, ROUTING.md §6).
-    pub transport_servers: Vec<transport::TransportServer>,
+    pub transport_servers: Vec<Arc<transport::TransportServer>>,
     /// NGINX GlobalConfigurations (the listeners TransportServers use).
-    pub global_configurations: Vec<transport::GlobalConfiguration>,
+    pub global_configurations: Vec<Arc<transport::GlobalConfiguration>>,
 }
 
 /// Contour's HTTPProxy: only the fields that decide routing.

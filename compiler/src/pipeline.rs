@@ -9,6 +9,7 @@
 //! plain values.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use switchyard_table::{RuleSpec, TableSpec};
 
@@ -165,10 +166,10 @@ pub(crate) fn header(options: &Options) -> TableSpec {
 /// `resourceVersion`, which `switchyard watch` sets on objects read from files) sorts first, so
 /// that the choice does not depend on file order. (Kubernetes' types have no order of their own.)
 pub(crate) fn identities<T: serde::Serialize>(
-    items: &[T],
+    items: &[Arc<T>],
     kind: Kind,
     meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<BTreeMap<ResourceKey, &T>, CompileError> {
+) -> Result<BTreeMap<ResourceKey, &Arc<T>>, CompileError> {
     let text = |t: &T| {
         let failed = |source| CompileError::Serialize {
             what: "an object with the same identity as another",
@@ -180,7 +181,7 @@ pub(crate) fn identities<T: serde::Serialize>(
         }
         serde_json::to_string(&value).map_err(failed)
     };
-    let mut by_key: BTreeMap<ResourceKey, &T> = BTreeMap::new();
+    let mut by_key: BTreeMap<ResourceKey, &Arc<T>> = BTreeMap::new();
     for item in items {
         match by_key.entry(key_of(kind, meta(item))) {
             std::collections::btree_map::Entry::Vacant(slot) => {
@@ -222,10 +223,11 @@ pub(crate) fn others(objects: &Objects) -> Result<Objects, CompileError> {
     })
 }
 
-fn sorted<T: Clone + serde::Serialize>(
-    items: &[T],
+/// [`identities`] in key order: the same `Arc`s, no object copied.
+fn sorted<T: serde::Serialize>(
+    items: &[Arc<T>],
     kind: Kind,
     meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<Vec<T>, CompileError> {
+) -> Result<Vec<Arc<T>>, CompileError> {
     Ok(identities(items, kind, meta)?.into_values().cloned().collect())
 }

@@ -8,6 +8,7 @@
 //! falls through to a shorter path.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use switchyard_table::{ActionSpec, DirectResponse};
@@ -39,7 +40,7 @@ pub struct ServicePorts {
 
 impl ServicePorts {
     /// Indexes the Services of the input.
-    pub fn new(services: &[Service]) -> ServicePorts {
+    pub fn new(services: &[Arc<Service>]) -> ServicePorts {
         let mut ports = BTreeMap::new();
         for service in services {
             let key = key_of(Kind::Ingress, &service.metadata);
@@ -102,7 +103,7 @@ mod tests {
             "spec": {"ports": [{"name": "http", "port": 8080}, {"port": 9090}]}
         }))
         .unwrap();
-        ServicePorts::new(&[service])
+        ServicePorts::new(&[Arc::new(service)])
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //!   Service without that port is not checked here.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::collisions::{HostClaim, HostWinners};
 use crate::l4::{L4Backend, L4Listener, L4Protocol, L4Route, L4Routes};
@@ -77,8 +78,8 @@ impl<'a> TransportServerProcessor<'a> {
     /// `global_configurations`.
     pub fn run(
         mut self,
-        transport_servers: &[TransportServer],
-        global_configurations: &[GlobalConfiguration],
+        transport_servers: &[Arc<TransportServer>],
+        global_configurations: &[Arc<GlobalConfiguration>],
     ) -> Candidates {
         let listeners = defined_listeners(global_configurations);
         let mut candidates = Vec::new();
@@ -218,8 +219,8 @@ fn check(server: &TransportServer) -> Result<(Option<String>, L4Backend), Refusa
 /// Every listener the GlobalConfigurations define, by name; a name, or a port and protocol, defined
 /// twice keeps the oldest GlobalConfiguration's (then the first) definition: Envoy cannot bind one
 /// port twice. Listeners with an unknown protocol or a port outside 1–65535 define nothing.
-fn defined_listeners(global_configurations: &[GlobalConfiguration]) -> BTreeMap<String, DefinedListener> {
-    let mut by_age: Vec<&GlobalConfiguration> = global_configurations.iter().collect();
+fn defined_listeners(global_configurations: &[Arc<GlobalConfiguration>]) -> BTreeMap<String, DefinedListener> {
+    let mut by_age: Vec<&GlobalConfiguration> = global_configurations.iter().map(|g| &**g).collect();
     by_age.sort_by_cached_key(|g| Age::of(Kind::GlobalConfiguration, &g.metadata));
     let mut listeners = BTreeMap::new();
     let mut ports = std::collections::BTreeSet::new();
@@ -360,6 +361,10 @@ mod tests {
         ]))
     }
 
+    fn shared<T: Clone>(objects: &[T]) -> Vec<Arc<T>> {
+        objects.iter().cloned().map(Arc::new).collect()
+    }
+
     /// Runs both steps; `host_owner` says who won each passthrough host. Returns the routes and the
     /// (name, status, reasons) of every TransportServer.
     fn settle(
@@ -377,7 +382,7 @@ mod tests {
             options: &options,
             book: &mut book,
         })
-        .run(servers, globals);
+        .run(&shared(servers), &shared(globals));
         let winners: HostWinners = host_owner
             .iter()
             .map(|(host, name)| {

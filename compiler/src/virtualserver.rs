@@ -20,6 +20,7 @@
 //! when no winning VirtualServer uses them).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use switchyard_table::{ActionSpec, DirectResponse, HostPattern, PathSpec, RuleSpec};
 
@@ -86,7 +87,11 @@ impl<'a> VirtualServerProcessor<'a> {
 
     /// The drafts of every VirtualServer of ours (with the subroutes of the VirtualServerRoutes it
     /// uses), and what [`settle`] needs afterwards.
-    pub fn run(mut self, servers: &[VirtualServer], routes: &[VirtualServerRoute]) -> (Vec<Draft>, Delegations) {
+    pub fn run(
+        mut self,
+        servers: &[Arc<VirtualServer>],
+        routes: &[Arc<VirtualServerRoute>],
+    ) -> (Vec<Draft>, Delegations) {
         let eligible = self.eligible_routes(routes);
         for server in servers {
             self.compute_virtual_server(server, &eligible);
@@ -97,7 +102,7 @@ impl<'a> VirtualServerProcessor<'a> {
     /// The VirtualServerRoutes the class rules make ours, by key (the others are reported ignored).
     fn eligible_routes<'r>(
         &mut self,
-        routes: &'r [VirtualServerRoute],
+        routes: &'r [Arc<VirtualServerRoute>],
     ) -> BTreeMap<ResourceKey, &'r VirtualServerRoute> {
         let mut eligible = BTreeMap::new();
         for route in routes {
@@ -108,7 +113,7 @@ impl<'a> VirtualServerProcessor<'a> {
                 .decide(&route.metadata, route.spec.ingress_class_name.as_deref())
             {
                 Ok(_) => {
-                    eligible.insert(key.clone(), route);
+                    eligible.insert(key.clone(), &**route);
                     let host = normalize_host(&route.spec.host);
                     self.delegations.routes.insert(key, (host, Vec::new()));
                 }

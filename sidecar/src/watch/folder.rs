@@ -241,9 +241,11 @@ fn stamp_versions(objects: &mut Objects, content: u64) {
         n: usize,
     }
     impl EachKind for Stamp {
-        fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, _: &[T]) {
+        fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, _: &[Arc<T>]) {
             for object in into {
-                object.meta_mut().resource_version = Some(format!("file-{:016x}-{}", self.content, self.n));
+                // Just parsed: no other holder, so no copy.
+                Arc::make_mut(object).meta_mut().resource_version =
+                    Some(format!("file-{:016x}-{}", self.content, self.n));
                 self.n += 1;
             }
         }
@@ -255,20 +257,21 @@ fn stamp_versions(objects: &mut Objects, content: u64) {
 pub fn merge(into: &mut Objects, from: &Objects) {
     struct Merge;
     impl EachKind for Merge {
-        fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, from: &[T]) {
+        fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, from: &[Arc<T>]) {
             into.extend(from.iter().cloned());
         }
     }
     each_kind(into, from, &mut Merge);
 }
 
-/// Takes `from`'s objects out of `into` (each once; the order of `into` does not matter).
+/// Takes `from`'s objects out of `into` (each once; the order of `into` does not matter). `from`
+/// is what was merged into `into` before: its objects are the very `Arc`s `into` holds.
 pub fn unmerge(into: &mut Objects, from: &Objects) {
     struct Unmerge;
     impl EachKind for Unmerge {
-        fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, from: &[T]) {
+        fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, from: &[Arc<T>]) {
             for object in from {
-                if let Some(i) = into.iter().position(|o| o == object) {
+                if let Some(i) = into.iter().position(|o| Arc::ptr_eq(o, object)) {
                     into.swap_remove(i);
                 }
             }
@@ -279,7 +282,7 @@ pub fn unmerge(into: &mut Objects, from: &Objects) {
 
 /// Something done to each kind's objects of two [`Objects`].
 trait EachKind {
-    fn kind<T: Clone + PartialEq + Resource>(&mut self, into: &mut Vec<T>, from: &[T]);
+    fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, from: &[Arc<T>]);
 }
 
 /// Runs `f` over each kind. Every kind is named, so a kind added to [`Objects`] does not compile
@@ -374,6 +377,15 @@ mod tests {
             Arc::ptr_eq(&first.objects, &second.objects),
             "nothing changed: nothing copied"
         );
+        let named = |snapshot: &Snapshot, name: &str| {
+            let found = snapshot
+                .objects
+                .ingresses
+                .iter()
+                .find(|i| i.metadata.name.as_deref() == Some(name));
+            found.cloned().unwrap()
+        };
+        let a_before = named(&first, "a");
         drop((first, second));
 
         // One document of b.yaml goes, the other changes; a.yaml stays as it was.
@@ -391,6 +403,10 @@ mod tests {
             hosts
         };
         assert_eq!(hosts(&edited), ["a.example", "b-new.example"]);
+        assert!(
+            Arc::ptr_eq(&a_before, &named(&edited, "a")),
+            "a.yaml's Ingress is the same object, not a copy"
+        );
         // The same content written again (a new modification time): parsed objects stay.
         std::fs::write(dir.path().join("b.yaml"), ingress("b", "b-new.example")).unwrap();
         let rewritten = folder.scan();

@@ -132,7 +132,8 @@ fn pending<K>(sources: &[Store<K>]) -> impl Iterator<Item = String> + '_ {
     sources.iter().filter(|s| !s.held().synced).map(|s| s.label.clone())
 }
 
-fn all<K: Clone>(sources: &[Store<K>], undecodable: &mut Vec<Undecodable>) -> Vec<K> {
+/// The objects of every store of one kind: the held `Arc`s, no object copied.
+fn all<K>(sources: &[Store<K>], undecodable: &mut Vec<Undecodable>) -> Vec<Arc<K>> {
     let mut out = Vec::new();
     for source in sources {
         let held = source.held();
@@ -174,7 +175,7 @@ impl Stores {
 /// Starts one watcher per namespace (or one for all) of kind `K`, each signalling `changes`.
 fn start<K>(client: &Client, namespaces: &[String], changes: &mpsc::Sender<()>, state: &Shared) -> Vec<Store<K>>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
 {
     let resource = ApiResource::erase::<K>(&());
     let kind = K::kind(&()).to_string();
@@ -348,7 +349,7 @@ fn short_reason(error: &watcher::Error) -> String {
 /// among them that our class rules accept.
 fn undecodable_report(
     undecodable: &[Undecodable],
-    classes: &[IngressClass],
+    classes: &[Arc<IngressClass>],
     options: &Options,
 ) -> (Vec<SourceError>, Vec<ResourceStatus>) {
     let classes = Classes::new(classes, options, &mut StatusBook::default());

@@ -3,10 +3,13 @@
 //! failing the whole list or watch of its kind.
 //!
 //! The watchers deliver [`DynamicObject`]s (which always decode); each is then decoded into the
-//! typed object the compiler reads. A relist fills a fresh buffer that replaces the contents at its
-//! end, as kube's reflector does.
+//! typed object the compiler reads, held behind an [`Arc`]: every rebuild's snapshot shares the
+//! objects held instead of copying them, and an object the watch did not touch is the same `Arc`
+//! from one snapshot to the next (the incremental compiler's fast path). A relist fills a fresh
+//! buffer that replaces the contents at its end, as kube's reflector does.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
@@ -40,11 +43,11 @@ pub struct Held<K> {
     /// Whether the first list finished.
     pub synced: bool,
     /// The objects that decoded.
-    pub objects: BTreeMap<String, K>,
+    pub objects: BTreeMap<String, Arc<K>>,
     /// The objects that did not.
     pub undecodable: BTreeMap<String, Undecodable>,
     /// The relist in progress, replacing both maps at its end.
-    relist: Option<(BTreeMap<String, K>, BTreeMap<String, Undecodable>)>,
+    relist: Option<(BTreeMap<String, Arc<K>>, BTreeMap<String, Undecodable>)>,
     kind: &'static str,
 }
 
@@ -142,7 +145,7 @@ impl<K: DeserializeOwned> Held<K> {
 
 fn put<K: DeserializeOwned>(
     kind: &'static str,
-    objects: &mut BTreeMap<String, K>,
+    objects: &mut BTreeMap<String, Arc<K>>,
     undecodable: &mut BTreeMap<String, Undecodable>,
     object: &DynamicObject,
 ) {
@@ -150,7 +153,7 @@ fn put<K: DeserializeOwned>(
     match decode(kind, object) {
         Ok(decoded) => {
             undecodable.remove(&key);
-            objects.insert(key, decoded);
+            objects.insert(key, Arc::new(decoded));
         }
         Err(failure) => {
             objects.remove(&key);
@@ -191,6 +194,28 @@ mod tests {
             bad.message
         );
         assert_eq!(bad.class_name.as_deref(), Some("sy"));
+    }
+
+    #[test]
+    fn an_object_the_watch_did_not_touch_is_shared_not_copied() {
+        let proxy = |name: &str, fqdn: &str| {
+            object(json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+                "metadata": {"name": name, "namespace": "shop"}, "spec": {"virtualhost": {"fqdn": fqdn}}}))
+        };
+        let mut held: Held<HTTPProxy> = Held::new("HTTPProxy");
+        held.relist();
+        held.relisted(&proxy("a", "a.example"));
+        held.relisted(&proxy("b", "b.example"));
+        held.relist_done();
+        let (a, b) = (held.objects["shop/a"].clone(), held.objects["shop/b"].clone());
+        held.apply(&proxy("b", "b2.example"));
+        assert!(Arc::ptr_eq(&a, &held.objects["shop/a"]), "untouched: the same object");
+        assert!(!Arc::ptr_eq(&b, &held.objects["shop/b"]), "changed: a new object");
+        assert_eq!(
+            b.spec.virtualhost.as_ref().unwrap().fqdn,
+            "b.example",
+            "a snapshot keeps its version"
+        );
     }
 
     #[test]

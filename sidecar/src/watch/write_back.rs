@@ -23,6 +23,7 @@
 //! resource's writes, so a replica that loses the Lease stops in the middle of a batch.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -226,9 +227,10 @@ impl StatusWriter {
 
     /// Writes what changed since the last call.
     pub async fn write(&mut self, objects: &Objects, statuses: &[ResourceStatus]) {
-        fn index<K: Resource>(all: &[K]) -> BTreeMap<(&str, &str), &K> {
+        fn index<K: Resource>(all: &[Arc<K>]) -> BTreeMap<(&str, &str), &K> {
             all.iter()
                 .map(|o| {
+                    let o: &K = o;
                     let meta = o.meta();
                     let namespace = meta.namespace.as_deref().unwrap_or("default");
                     ((namespace, meta.name.as_deref().unwrap_or_default()), o)
