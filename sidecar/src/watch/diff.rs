@@ -2,7 +2,7 @@
 //! changed (by name), hosts gained and lost. Pure and deterministic (everything sorted).
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use switchyard_table::TableSpec;
+use switchyard_table::{RuleSpec, TableSpec};
 
 /// The difference between two tables.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -22,8 +22,10 @@ pub struct TableDiff {
 }
 
 /// A table to compare and, when the compiler gave them, the content hashes of its rules in table
-/// order (`Incremental::rule_hashes`): rules of one name are then compared by hash, not field by
-/// field (a hash collision could only hide a change from the log line, never from a sink).
+/// order (`Incremental::rule_hashes`, over each whole rule, its name included): when both sides
+/// have them, a rule whose hash the other side also has is the same rule there and is set aside at
+/// once, and only the few others are compared by name (a hash collision could only hide a change
+/// from the log line, never from a sink).
 #[derive(Debug, Clone, Copy)]
 pub struct Compared<'a> {
     /// The table.
@@ -47,28 +49,63 @@ impl<'a> Compared<'a> {
     }
 }
 
-/// Compares `old` (`None`: nothing pushed yet) with `new`. Called on every push, so it is linear
-/// in the tables and copies no rule: a 100,000-rule table is compared through hash maps of borrowed
-/// names (and, when both sides have them, rule hashes), and only the differences are sorted.
+/// A rule's host, `*` for none.
+fn host_of(rule: &RuleSpec) -> &str {
+    rule.host.as_deref().unwrap_or("*")
+}
+
+/// The positions of `table`'s rules that may differ from the other table's: with hashes on both
+/// sides, those whose hash the other side lacks; else all.
+fn candidates(table: &TableSpec, hashes: Option<(&[u64], &[u64])>) -> Vec<usize> {
+    match hashes {
+        Some((own, other)) => {
+            let other: FxHashSet<u64> = other.iter().copied().collect();
+            (0..own.len()).filter(|&i| !other.contains(&own[i])).collect()
+        }
+        None => (0..table.rules.len()).collect(),
+    }
+}
+
+/// The rules at `positions` of `table`, by name.
+fn by_name<'a>(table: &'a TableSpec, positions: &[usize]) -> FxHashMap<&'a str, usize> {
+    positions.iter().map(|&i| (table.rules[i].name.as_str(), i)).collect()
+}
+
+/// The hosts of the rules `named` (positions in `table`).
+fn hosts<'a>(table: &'a TableSpec, named: &FxHashMap<&str, usize>) -> FxHashSet<&'a str> {
+    named.values().map(|&i| host_of(&table.rules[i])).collect()
+}
+
+/// Which of `hosts` no rule of `table` has.
+fn absent<'a>(mut hosts: FxHashSet<&'a str>, table: &TableSpec) -> FxHashSet<&'a str> {
+    for rule in &table.rules {
+        if hosts.is_empty() {
+            break;
+        }
+        hosts.remove(host_of(rule));
+    }
+    hosts
+}
+
+/// Compares `old` (`None`: nothing pushed yet) with `new`. Called on every push, so it copies no
+/// rule and, with rule hashes on both sides, hashes numbers rather than 100,000 names: only the
+/// rules that differ are looked up by name, and only their hosts are looked for in the other
+/// table; only the differences are sorted.
 pub fn diff(old: Option<Compared<'_>>, new: Compared<'_>) -> TableDiff {
     let empty = TableSpec::default();
     let old = old.unwrap_or(Compared::rules(&empty));
-    fn by_name(t: &TableSpec) -> FxHashMap<&str, usize> {
-        t.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i)).collect()
-    }
-    fn hosts(t: &TableSpec) -> FxHashSet<&str> {
-        t.rules.iter().map(|r| r.host.as_deref().unwrap_or("*")).collect()
-    }
     fn sorted<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
         let mut names: Vec<String> = names.map(str::to_owned).collect();
         names.sort_unstable();
         names
     }
-    let same: &dyn Fn(usize, usize) -> bool = match (old.hashes(), new.hashes()) {
-        (Some(before), Some(after)) => &move |i, j| before[i] == after[j],
-        _ => &|i, j| old.table.rules[i] == new.table.rules[j],
+    let hashes = old.hashes().zip(new.hashes());
+    let same: &dyn Fn(usize, usize) -> bool = match hashes {
+        Some((before, after)) => &move |i, j| before[i] == after[j],
+        None => &|i, j| old.table.rules[i] == new.table.rules[j],
     };
-    let (before, after) = (by_name(old.table), by_name(new.table));
+    let before = by_name(old.table, &candidates(old.table, hashes));
+    let after = by_name(new.table, &candidates(new.table, hashes.map(|(b, a)| (a, b))));
     let mut out = TableDiff {
         added: sorted(after.keys().copied().filter(|name| !before.contains_key(name))),
         removed: sorted(before.keys().copied().filter(|name| !after.contains_key(name))),
@@ -80,9 +117,10 @@ pub fn diff(old: Option<Compared<'_>>, new: Compared<'_>) -> TableDiff {
         ),
         ..TableDiff::default()
     };
-    let (hosts_before, hosts_after) = (hosts(old.table), hosts(new.table));
-    out.hosts_gained = sorted(hosts_after.difference(&hosts_before).copied());
-    out.hosts_lost = sorted(hosts_before.difference(&hosts_after).copied());
+    // A host gained has a rule that differs in the new table (and none in the old); a host lost, one
+    // in the old table (and none in the new).
+    out.hosts_gained = sorted(absent(hosts(new.table, &after), old.table).into_iter());
+    out.hosts_lost = sorted(absent(hosts(old.table, &before), new.table).into_iter());
     out.reordered_or_settings = out.added.is_empty() && out.removed.is_empty() && out.changed.is_empty();
     out
 }
@@ -227,6 +265,59 @@ mod tests {
         assert_eq!(d.changed, ["r/a", "r/b"]);
         let d = diff(Some(Compared::rules(&old)), hashed(&new, &[2, 9]));
         assert_eq!(d.changed, ["r/a", "r/b"]);
+    }
+
+    #[test]
+    fn with_the_compilers_rule_hashes_the_diff_is_the_field_by_field_diff() {
+        let hashed = |table: &TableSpec| -> Vec<u64> {
+            let hashes = table.rules.iter().map(switchyard_compiler::order::rule_hash);
+            hashes.collect::<Result<_, _>>().unwrap()
+        };
+        let old = table(&[
+            ("r/x", Some("a.example"), "c1"),
+            ("r/y", Some("b.example"), "c1"),
+            ("r/w", Some("c.example"), "c1"),
+            ("r/v", Some("c.example"), "c1"),
+            ("r/u", None, "c1"),
+        ]);
+        let pairs = [
+            // Changed, added on a new host, removed the last rule of a host, one of two of a host.
+            table(&[
+                ("r/x", Some("a.example"), "c2"),
+                ("r/z", Some("d.example"), "c1"),
+                ("r/w", Some("c.example"), "c1"),
+                ("r/u", None, "c1"),
+            ]),
+            // A rule moved to another host, the rules without a host gone.
+            table(&[
+                ("r/x", Some("a.example"), "c1"),
+                ("r/y", Some("e.example"), "c1"),
+                ("r/w", Some("c.example"), "c1"),
+                ("r/v", Some("c.example"), "c1"),
+            ]),
+            // Only the order.
+            table(&[
+                ("r/u", None, "c1"),
+                ("r/v", Some("c.example"), "c1"),
+                ("r/w", Some("c.example"), "c1"),
+                ("r/y", Some("b.example"), "c1"),
+                ("r/x", Some("a.example"), "c1"),
+            ]),
+        ];
+        for new in &pairs {
+            let (old_hashes, new_hashes) = (hashed(&old), hashed(new));
+            let fast = diff(
+                Some(Compared {
+                    table: &old,
+                    rule_hashes: Some(&old_hashes),
+                }),
+                Compared {
+                    table: new,
+                    rule_hashes: Some(&new_hashes),
+                },
+            );
+            assert_eq!(fast, diff(Some(Compared::rules(&old)), Compared::rules(new)));
+        }
     }
 
     #[test]
