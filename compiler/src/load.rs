@@ -350,39 +350,33 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
                 &mut loaded.warnings,
             );
             let ingress = typed(object, &schema)?;
-            loaded.objects.ingresses.push(Arc::new(ingress));
+            loaded.objects.ingresses.push(ingress);
         }
         "IngressClass" => {
             object.insert("apiVersion".to_owned(), Value::from("networking.k8s.io/v1"));
-            loaded.objects.ingress_classes.push(Arc::new(typed(object, &schema)?));
+            loaded.objects.ingress_classes.push(typed(object, &schema)?);
         }
-        "Service" => loaded.objects.services.push(Arc::new(typed(object, &schema)?)),
-        "VirtualServer" => loaded.objects.virtual_servers.push(Arc::new(typed(object, &schema)?)),
-        "VirtualServerRoute" => loaded
-            .objects
-            .virtual_server_routes
-            .push(Arc::new(typed(object, &schema)?)),
-        "TransportServer" => loaded.objects.transport_servers.push(Arc::new(typed(object, &schema)?)),
-        "GlobalConfiguration" => loaded
-            .objects
-            .global_configurations
-            .push(Arc::new(typed(object, &schema)?)),
-        _ => loaded
-            .objects
-            .http_proxies
-            .push(Arc::new(typed::<HTTPProxy>(object, &schema)?)),
+        "Service" => loaded.objects.services.push(typed(object, &schema)?),
+        "VirtualServer" => loaded.objects.virtual_servers.push(typed(object, &schema)?),
+        "VirtualServerRoute" => loaded.objects.virtual_server_routes.push(typed(object, &schema)?),
+        "TransportServer" => loaded.objects.transport_servers.push(typed(object, &schema)?),
+        "GlobalConfiguration" => loaded.objects.global_configurations.push(typed(object, &schema)?),
+        _ => loaded.objects.http_proxies.push(typed::<HTTPProxy>(object, &schema)?),
     }
     Ok(())
 }
 
+/// The object decoded into its type, behind the [`Arc`] that [`Objects`] holds it in.
 fn typed<T: serde::de::DeserializeOwned>(
     object: Map<String, Value>,
     schema: &impl Fn(&str, String) -> LoadError,
-) -> Result<T, LoadError> {
-    serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
-        let field = e.path().to_string();
-        schema(&field, e.into_inner().to_string())
-    })
+) -> Result<Arc<T>, LoadError> {
+    serde_path_to_error::deserialize(Value::Object(object))
+        .map(Arc::new)
+        .map_err(|e| {
+            let field = e.path().to_string();
+            schema(&field, e.into_inner().to_string())
+        })
 }
 
 /// Converts an old Ingress (`extensions/v1beta1`, `networking.k8s.io/v1beta1`, or a v1 Ingress with

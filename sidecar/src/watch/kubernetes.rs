@@ -19,7 +19,8 @@
 //!   ready means the table reflects the cluster.
 //! - [`Cluster`] is the [`Source`] over the stores: after every settled change the one rebuild loop
 //!   ([`crate::watch::rebuild`]) compiles their contents; the status is written back by
-//!   [`crate::watch::write_back`].
+//!   [`crate::watch::write_back`]. A snapshot copies no object: it takes the `Arc`s the stores hold,
+//!   which the compiler and the status writer share.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -26,8 +26,9 @@ pub struct SourceError {
 /// One reading of a source: everything to compile, and what could not be read.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// The objects (a broken file's last good version; a cluster's decoded objects). Shared: the
-    /// folder source keeps its merged objects between readings and updates them file by file.
+    /// The objects (a broken file's last good version; a cluster's decoded objects). Shared, and
+    /// each object behind its own `Arc`: the folder source keeps its merged objects between readings
+    /// and updates them file by file; the cluster's snapshot takes the objects its stores hold.
     pub objects: Arc<Objects>,
     /// Input that could not be read (shown in `/status`).
     pub errors: Vec<SourceError>,
