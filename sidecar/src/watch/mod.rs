@@ -121,7 +121,7 @@ async fn shutdown() {
 }
 
 async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
-    let options = args.table.options()?;
+    let options = args.table.options(&args.l4)?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
     let client = if args.needs_client() {
