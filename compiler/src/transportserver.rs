@@ -19,9 +19,12 @@
 //!   `-global-configuration` flag names); a name defined twice keeps the oldest GlobalConfiguration's
 //!   definition.
 //! - A TCP listener on the TLS passthrough port (`--tls-passthrough-port`, 443 by default) defines
-//!   nothing: that port is the passthrough listener's, and Envoy would refuse the whole listener update
-//!   that binds it twice. NGINX's own validation forbids port 443 to GlobalConfiguration listeners the
-//!   same way, and its TransportServers then say `Listener X doesn't exist`; so do ours.
+//!   nothing: that port is the passthrough listener's, and Envoy refuses a listener update
+//!   that binds it twice. A TransportServer on it says `Listener X doesn't exist`, as NGINX's do
+//!   for a listener its validation refused. (NGINX forbids ports 80 and 443 to every GlobalConfiguration
+//!   listener, its own HTTP and HTTPS ports; Envoy's HTTP ports are not known to Switchyard, and a UDP
+//!   listener does not clash with the TCP passthrough listener, so only TCP on the passthrough port is
+//!   reserved here.)
 //! - A host on a TCP listener routes by SNI on that port (the client's TLS passes through, as on the
 //!   passthrough listener); a UDP datagram has no SNI, so a host on a UDP listener is an error.
 //! - Upstream ports are used as written: an L4 connection cannot be answered with a 503, so a
