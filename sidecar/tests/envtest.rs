@@ -1694,7 +1694,51 @@ async fn transportserver_status_and_the_istio_gateway_are_accepted_by_nginxs_and
             Err(format!("{gateway}\n{service}"))
         }
     };
-    eventually_async("the L4 Gateway and VirtualService", PATIENCE, istio, || sy.log()).await;
+    eventually_async("the L4 Gateway and VirtualService", PATIENCE, &istio, || sy.log()).await;
+
+    // Followed like the WasmPlugin: deleted, applied again; a field of ours changed by someone else,
+    // applied again.
+    admin_delete(
+        &admin,
+        "networking.istio.io/v1",
+        "Gateway",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    eventually_async("the Gateway applied again after its deletion", PATIENCE, &istio, || {
+        sy.log()
+    })
+    .await;
+    let mut service = admin_get(
+        &admin,
+        "networking.istio.io/v1",
+        "VirtualService",
+        "istio-system",
+        "switchyard",
+    )
+    .await;
+    service["spec"]["tcp"][0]["route"][0]["destination"]["host"] = json!("elsewhere.example");
+    let edited = json!({
+        "apiVersion": "networking.istio.io/v1",
+        "kind": "VirtualService",
+        "metadata": {"name": "switchyard", "namespace": "istio-system"},
+        "spec": service["spec"],
+    });
+    admin_apply(&admin, &edited.to_string()).await;
+    eventually_async(
+        "the VirtualService applied again after someone else changed its route",
+        PATIENCE,
+        &istio,
+        || sy.log(),
+    )
+    .await;
+    let log = sy.log();
+    let repairs = log
+        .lines()
+        .filter(|l| l.contains("istio-gateway istio-system/switchyard") && l.contains("applied again"))
+        .count();
+    assert!(repairs >= 2, "{log}");
     let events = events_of(&admin, &ns, "tcp-2").await;
     assert!(
         events

@@ -274,6 +274,7 @@ fn l4_sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<L4Sin
                 selector: args.selector()?,
                 passthrough_port: args.l4.options().passthrough_port,
             },
+            applied: Default::default(),
         });
     }
     Ok(sinks)
