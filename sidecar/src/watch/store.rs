@@ -37,6 +37,9 @@ impl Undecodable {
     }
 }
 
+/// What a relist gathers: the objects that decoded and those that did not, by `namespace/name`.
+type Contents<K> = (BTreeMap<String, Arc<K>>, BTreeMap<String, Undecodable>);
+
 /// The objects of one kind (and namespace), by `namespace/name`.
 #[derive(Debug)]
 pub struct Held<K> {
@@ -47,7 +50,7 @@ pub struct Held<K> {
     /// The objects that did not.
     pub undecodable: BTreeMap<String, Undecodable>,
     /// The relist in progress, replacing both maps at its end.
-    relist: Option<(BTreeMap<String, Arc<K>>, BTreeMap<String, Undecodable>)>,
+    relist: Option<Contents<K>>,
     kind: &'static str,
 }
 
