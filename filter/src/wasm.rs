@@ -16,6 +16,7 @@ use crate::config::load_table;
 use crate::host::{Host, HostCallFailed};
 use crate::random::Random;
 use crate::request::{handle_request, Outcome};
+use crate::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
     std::panic::set_hook(Box::new(|info| log(LogLevel::Critical, &format!("switchyard: panic: {info}"))));
@@ -101,7 +102,7 @@ impl RootContext for Root {
         let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
             .ok()
             .flatten();
-        match load_table(config.as_deref().unwrap_or_default()) {
+        match load_table(config.as_deref().unwrap_or_default(), &HostUncompress(host_uncompress)) {
             Ok(table) => {
                 // Whole microseconds: float formatting would add ~15 KB to the module.
                 let micros = started
@@ -215,6 +216,13 @@ impl HttpContext for Http {
         }
         Action::Continue
     }
+}
+
+/// The host's `uncompress` (an empty answer is no bytes).
+fn host_uncompress(deflated: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
+    hostcalls::call_foreign_function(FOREIGN_FUNCTION, Some(deflated))
+        .map(Option::unwrap_or_default)
+        .map_err(|status| HostCallFailed(status as u32))
 }
 
 /// [`Host`] over proxy-wasm host calls. Header values that are not UTF-8 are read lossily.

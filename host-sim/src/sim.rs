@@ -180,6 +180,13 @@ impl Sim {
         self
     }
 
+    /// Answers `NotFound` for the foreign function `name` (`uncompress`, `clear_route_cache`), as a
+    /// proxy that does not register it would: host-sim otherwise provides Envoy's.
+    pub fn without_foreign_function(&mut self, name: &str) -> &mut Self {
+        self.store.data_mut().withheld_foreign.push(name.to_string());
+        self
+    }
+
     /// Sets a property for every request (dotted path, e.g. `node.id`).
     pub fn property(&mut self, path: &str, value: impl Into<Vec<u8>>) -> &mut Self {
         self.store.data_mut().properties.insert(path.to_string(), value.into());

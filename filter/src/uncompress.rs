@@ -1,0 +1,87 @@
+//! The compact form's zlib stream inflated by the proxy, not in the module: Envoy registers the
+//! foreign function `uncompress` (`source/extensions/common/wasm/foreign.cc`: zlib's `uncompress()`
+//! into a buffer that doubles until the output fits; compiled into every Envoy with Wasm, Istio's
+//! proxy included), so the `.wasm` links no inflater (miniz_oxide's inflate was 21 KB of it).
+//!
+//! A host without `uncompress` answers `NotFound`: the table is refused with an error that says so
+//! and that the JSON form works, and the table serving before keeps serving. Envoy's `uncompress`
+//! has no size limit of its own: a stream that inflates to more than the table crate's limit is
+//! refused after the host inflated it (the table comes from the control plane, not from a client).
+
+use switchyard_table::compact::{CompactError, Inflater};
+
+use crate::host::HostCallFailed;
+
+/// The name of the host's foreign function.
+pub const FOREIGN_FUNCTION: &str = "uncompress";
+
+/// proxy-wasm's `NotFound`: the host has no foreign function of that name.
+const NOT_FOUND: u32 = 1;
+
+/// proxy-wasm's `SerializationFailure`: what Envoy's `uncompress` answers for a bad stream.
+const SERIALIZATION_FAILURE: u32 = 3;
+
+/// An [`Inflater`] over a call of the host's `uncompress` (the filter's is
+/// `proxy_call_foreign_function`; tests pass a closure).
+pub struct HostUncompress<F>(pub F);
+
+impl<F: Fn(&[u8]) -> Result<Vec<u8>, HostCallFailed>> Inflater for HostUncompress<F> {
+    fn inflate_zlib(&self, deflated: &[u8], limit: usize) -> Result<Vec<u8>, CompactError> {
+        match (self.0)(deflated) {
+            Ok(inflated) if inflated.len() <= limit => Ok(inflated),
+            Ok(inflated) => Err(CompactError::Zlib(format!(
+                "the host's `{FOREIGN_FUNCTION}` inflated it to {} bytes",
+                inflated.len()
+            ))),
+            Err(HostCallFailed(NOT_FOUND)) => Err(CompactError::NoInflater(format!(
+                "this host has no foreign function `{FOREIGN_FUNCTION}` (Envoy and Istio's proxy have it), and \
+                 the filter has no inflater of its own"
+            ))),
+            Err(HostCallFailed(SERIALIZATION_FAILURE)) => Err(CompactError::Zlib(format!(
+                "the host's `{FOREIGN_FUNCTION}` refused it (proxy-wasm status SerializationFailure)"
+            ))),
+            Err(HostCallFailed(status)) => Err(CompactError::Zlib(format!(
+                "the host's `{FOREIGN_FUNCTION}` failed (proxy-wasm status {status})"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_table::compact::MAX_INFLATED;
+
+    #[test]
+    fn the_hosts_answer_is_the_inflated_document() {
+        let host = HostUncompress(|deflated: &[u8]| Ok([deflated, b" inflated"].concat()));
+        assert_eq!(host.inflate_zlib(b"zlib", MAX_INFLATED), Ok(b"zlib inflated".to_vec()));
+    }
+
+    #[test]
+    fn a_host_without_uncompress_refuses_the_table_and_names_the_json_form() {
+        let host = HostUncompress(|_: &[u8]| Err(HostCallFailed(NOT_FOUND)));
+        let error = host.inflate_zlib(b"zlib", MAX_INFLATED).unwrap_err();
+        assert!(matches!(error, CompactError::NoInflater(_)), "{error:?}");
+        let text = error.to_string();
+        assert!(text.contains("no foreign function `uncompress`"), "{text}");
+        assert!(text.contains("JSON form"), "{text}");
+        assert!(text.contains("--table-encoding json"), "{text}");
+    }
+
+    #[test]
+    fn a_stream_the_host_refuses_or_that_inflates_too_far_is_a_zlib_error() {
+        let refused = HostUncompress(|_: &[u8]| Err(HostCallFailed(SERIALIZATION_FAILURE)));
+        let error = refused.inflate_zlib(b"not zlib", MAX_INFLATED).unwrap_err().to_string();
+        assert!(
+            error.contains("not a zlib stream") && error.contains("SerializationFailure"),
+            "{error}"
+        );
+        let other = HostUncompress(|_: &[u8]| Err(HostCallFailed(10)));
+        let error = other.inflate_zlib(b"", MAX_INFLATED).unwrap_err().to_string();
+        assert!(error.contains("proxy-wasm status 10"), "{error}");
+        let big = HostUncompress(|_: &[u8]| Ok(vec![0; 11]));
+        let error = big.inflate_zlib(b"", 10).unwrap_err().to_string();
+        assert!(error.contains("inflated it to 11 bytes"), "{error}");
+    }
+}
