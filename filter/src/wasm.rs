@@ -2,6 +2,14 @@
 //! context an `Rc` of it (nothing per request copies the table); `Host` is implemented over the
 //! host calls, which are used directly (their `Result`s are handled) rather than through the SDK's
 //! trait methods, which unwrap.
+//!
+//! The SDK exports every proxy-wasm callback; `make build-wasm` keeps only those
+//! `filter/exports.json` lists (a callback overridden here needs its export added there, or the
+//! host never calls it). A host calls no callback a module lacks and goes on as if it had answered
+//! "continue" / `true` (proxy-wasm-cpp-host, which Envoy and Istio's proxy run: `WasmBase::getFunctions`
+//! in `src/wasm.cc` looks each export up and leaves a missing one null; every `ContextBase::on…` in
+//! `src/context.cc` checks it first: `onRequestBody` returns `FilterDataStatus::Continue`, `onDone`
+//! `true`, `onStart` `true`, `onLog` and `onDelete` nothing). Only the allocator is required.
 
 use std::cell::Cell;
 use std::rc::Rc;
