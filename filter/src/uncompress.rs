@@ -1,7 +1,7 @@
 //! The compact form's zlib stream inflated by the proxy, not in the module: Envoy registers the
 //! foreign function `uncompress` (`source/extensions/common/wasm/foreign.cc`: zlib's `uncompress()`
 //! into a buffer that doubles until the output fits; compiled into every Envoy with Wasm, Istio's
-//! proxy included), so the `.wasm` links no inflater (miniz_oxide's inflate was 21 KB of it).
+//! proxy included), so the `.wasm` links no inflater (miniz_oxide's inflate took 15 KB of it).
 //!
 //! Envoy's `uncompress` starts with an output buffer twice the argument's length and, while the
 //! output does not fit, inflates again from the start into one twice as large: a table's binary
@@ -12,7 +12,8 @@
 //! `uncompress2` reports how much of the source it consumed), and the first buffer, 20 times the
 //! stream, fits. Were Envoy's first guess to change, inflating would only be slower, never wrong.
 //!
-//! A host without `uncompress` answers `NotFound`: the table is refused with an error that says so
+//! A host without `uncompress` answers `NotFound` (or `Unimplemented`, without any foreign
+//! function): the table is refused with an error that says so
 //! and that the JSON form works, and the table serving before keeps serving. Envoy's `uncompress`
 //! has no size limit of its own: a stream that inflates to more than the table crate's limit is
 //! refused after the host inflated it (the table comes from the control plane, not from a client).
@@ -29,6 +30,9 @@ pub const ARGUMENT_FACTOR: usize = 10;
 
 /// proxy-wasm's `NotFound`: the host has no foreign function of that name.
 const NOT_FOUND: u32 = 1;
+
+/// proxy-wasm's `Unimplemented`: the host has no foreign functions at all.
+const UNIMPLEMENTED: u32 = 12;
 
 /// proxy-wasm's `SerializationFailure`: what Envoy's `uncompress` answers for a bad stream.
 const SERIALIZATION_FAILURE: u32 = 3;
@@ -49,7 +53,7 @@ impl<F: Fn(&[u8]) -> Result<Vec<u8>, HostCallFailed>> Inflater for HostUncompres
                 "the host's `{FOREIGN_FUNCTION}` inflated it to {} bytes",
                 inflated.len()
             ))),
-            Err(HostCallFailed(NOT_FOUND)) => Err(CompactError::NoInflater(format!(
+            Err(HostCallFailed(NOT_FOUND | UNIMPLEMENTED)) => Err(CompactError::NoInflater(format!(
                 "this host has no foreign function `{FOREIGN_FUNCTION}` (Envoy and Istio's proxy have it), and \
                  the filter has no inflater of its own"
             ))),
@@ -91,13 +95,15 @@ mod tests {
 
     #[test]
     fn a_host_without_uncompress_refuses_the_table_and_names_the_json_form() {
-        let host = HostUncompress(|_: &[u8]| Err(HostCallFailed(NOT_FOUND)));
-        let error = host.inflate_zlib(b"zlib", MAX_INFLATED).unwrap_err();
-        assert!(matches!(error, CompactError::NoInflater(_)), "{error:?}");
-        let text = error.to_string();
-        assert!(text.contains("no foreign function `uncompress`"), "{text}");
-        assert!(text.contains("JSON form"), "{text}");
-        assert!(text.contains("--table-encoding json"), "{text}");
+        for status in [NOT_FOUND, UNIMPLEMENTED] {
+            let host = HostUncompress(|_: &[u8]| Err(HostCallFailed(status)));
+            let error = host.inflate_zlib(b"zlib", MAX_INFLATED).unwrap_err();
+            assert!(matches!(error, CompactError::NoInflater(_)), "{error:?}");
+            let text = error.to_string();
+            assert!(text.contains("no foreign function `uncompress`"), "{text}");
+            assert!(text.contains("JSON form"), "{text}");
+            assert!(text.contains("--table-encoding json"), "{text}");
+        }
     }
 
     #[test]

@@ -226,11 +226,44 @@ impl HttpContext for Http {
     }
 }
 
-/// The host's `uncompress` (an empty answer is no bytes).
-fn host_uncompress(deflated: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
-    hostcalls::call_foreign_function(FOREIGN_FUNCTION, Some(deflated))
-        .map(Option::unwrap_or_default)
-        .map_err(|status| HostCallFailed(status as u32))
+#[link(wasm_import_module = "env")]
+extern "C" {
+    /// The ABI's `proxy_call_foreign_function`, declared here with a plain status code: the SDK's
+    /// `hostcalls::call_foreign_function` panics on a status its enum lacks, and a host without
+    /// foreign functions may answer `Unimplemented` (12); the filter refuses the table instead.
+    #[link_name = "proxy_call_foreign_function"]
+    fn proxy_call_foreign_function_status(
+        name: *const u8,
+        name_size: usize,
+        arguments: *const u8,
+        arguments_size: usize,
+        results: *mut *mut u8,
+        results_size: *mut usize,
+    ) -> u32;
+}
+
+/// The host's `uncompress` on `argument` (an empty answer is no bytes).
+fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
+    let (mut data, mut size) = (std::ptr::null_mut::<u8>(), 0usize);
+    // SAFETY: the pointers and sizes are those of a live `&str`, a live slice and two locals.
+    let status = unsafe {
+        proxy_call_foreign_function_status(
+            FOREIGN_FUNCTION.as_ptr(),
+            FOREIGN_FUNCTION.len(),
+            argument.as_ptr(),
+            argument.len(),
+            &mut data,
+            &mut size,
+        )
+    };
+    match status {
+        0 if data.is_null() => Ok(Vec::new()),
+        // SAFETY: on success the host wrote `size` bytes at `data`, memory it took from this
+        // module's `proxy_on_memory_allocate` (the SDK's: a boxed slice of exactly `size` bytes,
+        // alignment 1), which is now ours; the SDK's own host calls take results the same way.
+        0 => Ok(unsafe { Vec::from_raw_parts(data, size, size) }),
+        status => Err(HostCallFailed(status)),
+    }
 }
 
 /// [`Host`] over proxy-wasm host calls. Header values that are not UTF-8 are read lossily.
