@@ -41,7 +41,13 @@ pub struct Options {
     pub no_route: NoRoute,
     /// `--debug-rule-header`.
     pub debug_rule_header: bool,
+    /// `--tls-passthrough-port`: the port of the TLS passthrough listener, which no
+    /// GlobalConfiguration listener may take over TCP ([`crate::transportserver`]).
+    pub tls_passthrough_port: u16,
 }
+
+/// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
+pub const DEFAULT_TLS_PASSTHROUGH_PORT: u16 = 443;
 
 /// The default controller name.
 pub const DEFAULT_CONTROLLER: &str = "switchyard.io/ingress-controller";
@@ -60,6 +66,7 @@ impl Default for Options {
             cluster_header: switchyard_table::format::DEFAULT_CLUSTER_HEADER.to_owned(),
             no_route: NoRoute::NotFound,
             debug_rule_header: false,
+            tls_passthrough_port: DEFAULT_TLS_PASSTHROUGH_PORT,
         }
     }
 }

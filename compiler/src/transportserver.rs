@@ -18,6 +18,13 @@
 //! - Every GlobalConfiguration of the input defines listeners (NGINX reads the one its
 //!   `-global-configuration` flag names); a name defined twice keeps the oldest GlobalConfiguration's
 //!   definition.
+//! - A TCP listener on the TLS passthrough port (`--tls-passthrough-port`, 443 by default) defines
+//!   nothing: that port is the passthrough listener's, and Envoy refuses a listener update
+//!   that binds it twice. A TransportServer on it says `Listener X doesn't exist`, as NGINX's do
+//!   for a listener its validation refused. (NGINX forbids ports 80 and 443 to every GlobalConfiguration
+//!   listener, its own HTTP and HTTPS ports; Envoy's HTTP ports are not known to Switchyard, and a UDP
+//!   listener does not clash with the TCP passthrough listener, so only TCP on the passthrough port is
+//!   reserved here.)
 //! - A host on a TCP listener routes by SNI on that port (the client's TLS passes through, as on the
 //!   passthrough listener); a UDP datagram has no SNI, so a host on a UDP listener is an error.
 //! - Upstream ports are used as written: an L4 connection cannot be answered with a 503, so a
@@ -80,7 +87,7 @@ impl<'a> TransportServerProcessor<'a> {
         transport_servers: &[TransportServer],
         global_configurations: &[GlobalConfiguration],
     ) -> Candidates {
-        let listeners = defined_listeners(global_configurations);
+        let listeners = defined_listeners(global_configurations, self.inputs.options.tls_passthrough_port);
         let mut candidates = Vec::new();
         for server in transport_servers {
             let key = key_of(Kind::TransportServer, &server.metadata);
@@ -217,12 +224,16 @@ fn check(server: &TransportServer) -> Result<(Option<String>, L4Backend), Refusa
 
 /// Every listener the GlobalConfigurations define, by name; a name, or a port and protocol, defined
 /// twice keeps the oldest GlobalConfiguration's (then the first) definition: Envoy cannot bind one
-/// port twice. Listeners with an unknown protocol or a port outside 1–65535 define nothing.
-fn defined_listeners(global_configurations: &[GlobalConfiguration]) -> BTreeMap<String, DefinedListener> {
+/// port twice. Listeners with an unknown protocol, a port outside 1–65535, or TCP on
+/// `passthrough_port` (the TLS passthrough listener's) define nothing.
+fn defined_listeners(
+    global_configurations: &[GlobalConfiguration],
+    passthrough_port: u16,
+) -> BTreeMap<String, DefinedListener> {
     let mut by_age: Vec<&GlobalConfiguration> = global_configurations.iter().collect();
     by_age.sort_by_cached_key(|g| Age::of(Kind::GlobalConfiguration, &g.metadata));
     let mut listeners = BTreeMap::new();
-    let mut ports = std::collections::BTreeSet::new();
+    let mut ports = std::collections::BTreeSet::from([(passthrough_port, L4Protocol::Tcp)]);
     for configuration in by_age {
         for listener in &configuration.spec.listeners {
             let protocol = match listener.protocol.as_str() {
@@ -367,14 +378,23 @@ mod tests {
         globals: &[GlobalConfiguration],
         host_owner: &[(&str, &str)],
     ) -> (L4Routes, Vec<(String, Status, Vec<Reason>)>) {
-        let options = Options::default();
+        settle_with(&Options::default(), servers, globals, host_owner)
+    }
+
+    /// [`settle`] under `options`.
+    fn settle_with(
+        options: &Options,
+        servers: &[TransportServer],
+        globals: &[GlobalConfiguration],
+        host_owner: &[(&str, &str)],
+    ) -> (L4Routes, Vec<(String, Status, Vec<Reason>)>) {
         let mut book = StatusBook::default();
-        let classes = Classes::new(&[], &options, &mut book);
+        let classes = Classes::new(&[], options, &mut book);
         let services = ServicePorts::new(&[]);
         let candidates = TransportServerProcessor::new(Inputs {
             classes: &classes,
             services: &services,
-            options: &options,
+            options,
             book: &mut book,
         })
         .run(servers, globals);
@@ -389,7 +409,7 @@ mod tests {
                 ((*host).to_owned(), std::collections::BTreeSet::from([key]))
             })
             .collect();
-        let routes = candidates.settle(&winners, &options, &mut book);
+        let routes = candidates.settle(&winners, options, &mut book);
         let statuses = book
             .finish()
             .into_iter()
@@ -534,5 +554,36 @@ mod tests {
         assert_eq!(routes.listeners.len(), 1);
         assert_eq!(routes.listeners[0].port, 5353);
         assert_eq!(status_of(&statuses, "b").0, Status::Rejected);
+    }
+
+    #[test]
+    fn a_tcp_listener_on_the_tls_passthrough_port_does_not_exist_and_udp_on_it_does() {
+        let globals = [global(json!([
+            { "name": "tcp-443", "port": 443, "protocol": "TCP" },
+            { "name": "udp-443", "port": 443, "protocol": "UDP" },
+            { "name": "tcp-8443", "port": 8443, "protocol": "TCP" },
+        ]))];
+        let servers = [
+            server("on-443", 1, "tcp-443", "TCP", None),
+            server("quic", 1, "udp-443", "UDP", None),
+            server("on-8443", 1, "tcp-8443", "TCP", None),
+        ];
+        for (passthrough_port, refused, served) in [(443, "on-443", "on-8443"), (8443, "on-8443", "on-443")] {
+            let options = Options {
+                tls_passthrough_port: passthrough_port,
+                ..Options::default()
+            };
+            let (routes, statuses) = settle_with(&options, &servers, &globals, &[]);
+            assert_eq!(
+                status_of(&statuses, refused),
+                (Status::Rejected, vec![Reason::ClassMatches, Reason::ListenerNotFound]),
+                "passthrough port {passthrough_port}"
+            );
+            assert_eq!(status_of(&statuses, served).0, Status::Valid);
+            assert_eq!(status_of(&statuses, "quic").0, Status::Valid);
+            let bound: Vec<(u16, L4Protocol)> = routes.listeners.iter().map(|l| (l.port, l.protocol)).collect();
+            assert!(!bound.contains(&(passthrough_port, L4Protocol::Tcp)), "{bound:?}");
+            assert!(bound.contains(&(443, L4Protocol::Udp)), "{bound:?}");
+        }
     }
 }

@@ -183,7 +183,7 @@ fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
 }
 
 fn run_compile(args: &CompileArgs) -> Result<(), String> {
-    let options = args.table.options()?;
+    let options = args.table.options(&args.l4_listeners)?;
     let loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
     let compiled = compile(&loaded.objects, &options).map_err(|e| format!("internal error: {e}"))?;
     if let Err(e) = RouteTable::try_from(compiled.table.clone()) {

@@ -126,8 +126,9 @@ pub struct TableArgs {
 }
 
 impl TableArgs {
-    /// The compiler options; an error for a cluster template without `{service}`.
-    pub fn options(&self) -> Result<Options, String> {
+    /// The compiler options, with the TLS passthrough port of `l4` (no GlobalConfiguration listener
+    /// may take it); an error for a cluster template without `{service}`.
+    pub fn options(&self, l4: &L4Args) -> Result<Options, String> {
         if !self.cluster_template.contains("{service}") {
             return Err(format!(
                 "--cluster-template {:?} must contain {{service}}",
@@ -155,6 +156,7 @@ impl TableArgs {
                 NoRouteArg::Pass => NoRoute::Pass,
             },
             debug_rule_header: self.debug_rule_header,
+            tls_passthrough_port: l4.tls_passthrough_port,
         })
     }
 }

@@ -27,7 +27,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::flags::{TableEncoder, TableEncoding};
 use crate::watch::diff::{diff, Compared};
-use crate::watch::istio::IstioSink;
+use crate::watch::drift::Followed;
 use crate::watch::l4::L4Sinks;
 use crate::watch::leader::Leader;
 use crate::watch::sinks::{PushError, Sink};
@@ -275,12 +275,14 @@ impl Engine {
         statuses
     }
 
-    /// The Istio sinks (whose objects [`crate::watch::drift`] follows).
-    pub fn istio_sinks(&self) -> impl Iterator<Item = &IstioSink> {
-        self.sinks.iter().filter_map(|s| match s {
-            Sink::Istio(istio) => Some(istio),
+    /// The objects the sinks write to the cluster, for [`crate::watch::drift`] to follow: the Istio
+    /// sinks' and the L4 Istio sink's.
+    pub fn followed(&self) -> Vec<Followed> {
+        let istio = self.sinks.iter().filter_map(|s| match s {
+            Sink::Istio(istio) => Some(istio.followed()),
             _ => None,
-        })
+        });
+        istio.chain(self.l4.followed()).collect()
     }
 
     /// Pushes the table last pushed again to the sink named `name` (or, when it refused that one as
@@ -288,7 +290,7 @@ impl Engine {
     /// is retried like any failed push.
     pub async fn repair(&mut self, name: &str) {
         // The leader repairs; a follower's drift is the leader's to handle.
-        if !self.leader.is_leader() {
+        if !self.leader.is_leader() || self.l4.repair(name, &self.leader, &self.state).await {
             return;
         }
         let (table, newest) = match self.kept.get(name) {
@@ -650,7 +652,7 @@ mod tests {
             filter_name: "switchyard".into(),
             runtime: "envoy.wasm.runtime.v8".into(),
         };
-        let mut sink = IstioSink::new(
+        let mut sink = crate::watch::istio::IstioSink::new(
             kube::Client::try_from(config).unwrap(),
             crate::watch::istio::IstioKind::WasmPlugin,
             "istio-system".into(),

@@ -14,12 +14,12 @@
 //! until the table changes.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
 
+use crate::watch::drift::{foreign_keys, record_applied, AppliedSlot, Followed};
 use crate::watch::ecds::wasm_filter_config;
 use crate::watch::sinks::{PushError, TooLarge};
 
@@ -55,15 +55,6 @@ pub struct IstioSettings {
     pub runtime: String,
 }
 
-/// What we last applied to an Istio object: our fields, and the resourceVersion the API gave it.
-#[derive(Debug, Clone, Default)]
-pub struct Applied {
-    /// The object we applied (only the fields we own).
-    pub object: Value,
-    /// Its resourceVersion after our apply.
-    pub resource_version: String,
-}
-
 /// One Istio resource to keep up to date.
 #[derive(Clone)]
 pub struct IstioSink {
@@ -78,7 +69,7 @@ pub struct IstioSink {
     /// The rest.
     pub settings: IstioSettings,
     /// What we last applied (shared with [`crate::watch::drift`], which follows the object).
-    pub applied: Arc<Mutex<Option<Applied>>>,
+    pub applied: AppliedSlot,
     /// The largest object (serialized JSON, in bytes) sent to the API server.
     pub max_bytes: usize,
 }
@@ -169,17 +160,21 @@ impl IstioSink {
             namespace,
             name,
             settings,
-            applied: Arc::default(),
+            applied: AppliedSlot::default(),
             max_bytes: DEFAULT_MAX_BYTES,
         }
     }
 
-    /// What we last applied.
-    pub fn applied(&self) -> Option<Applied> {
-        self.applied
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    /// Its object, for [`crate::watch::drift`] to follow.
+    pub fn followed(&self) -> Followed {
+        Followed {
+            client: self.client.clone(),
+            resource: self.kind.api_resource(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            sink: self.name(),
+            applied: self.applied.clone(),
+        }
     }
 
     /// The name used in logs and metrics.
@@ -220,20 +215,8 @@ impl IstioSink {
                 })?;
             tracing::info!(sink = %self.name(), "removed pluginConfig keys {foreign:?} another field manager had set");
         }
-        *self.applied.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Applied {
-            object,
-            resource_version: result.metadata.resource_version.unwrap_or_default(),
-        });
+        record_applied(&self.applied, object, result.metadata.resource_version);
         Ok(())
-    }
-}
-
-/// The keys of the object `live` that `ours` (what we applied) does not have; none when either is
-/// not an object (an EnvoyFilter has no pluginConfig).
-pub fn foreign_keys(live: &Value, ours: &Value) -> Vec<String> {
-    match (live.as_object(), ours.as_object()) {
-        (Some(live), Some(ours)) => live.keys().filter(|k| !ours.contains_key(*k)).cloned().collect(),
-        _ => Vec::new(),
     }
 }
 

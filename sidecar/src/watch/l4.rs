@@ -6,7 +6,8 @@
 //!   (it sits beside its Envoy).
 //! - `--istio-gateway NAMESPACE/NAME`: an Istio Gateway and a VirtualService of that name
 //!   ([`switchyard_compiler::l4_istio`]), server-side applied with Switchyard's field manager, by the
-//!   leader only. Istio's Gateway has no UDP: UDP listeners are logged once as left out.
+//!   leader only. Istio's Gateway has no UDP: UDP listeners are logged once as left out. Both objects
+//!   are followed ([`crate::watch::drift`]) and applied again when deleted or changed by someone else.
 //!
 //! Each sink takes the routes only when they changed (the HTTP table may change without them, and
 //! the other way round); a failed push is retried with the newest routes, like the table's.
@@ -21,6 +22,7 @@ use switchyard_compiler::l4_istio::{gateway, unsupported, virtual_service, Istio
 use switchyard_compiler::lds::{self, LdsOptions};
 use tracing::{error, info, warn};
 
+use crate::watch::drift::{record_applied, AppliedSlot, Followed};
 use crate::watch::ecds::write_atomically;
 use crate::watch::istio::FIELD_MANAGER;
 use crate::watch::leader::Leader;
@@ -41,6 +43,9 @@ pub enum L4Sink {
         client: Client,
         /// Their namespace, name, selector and passthrough port.
         options: IstioL4Options,
+        /// What we last applied to the Gateway and to the VirtualService (shared with
+        /// [`crate::watch::drift`], which follows them).
+        applied: [AppliedSlot; 2],
     },
 }
 
@@ -53,6 +58,29 @@ impl L4Sink {
         }
     }
 
+    /// The objects it writes to the cluster, for [`crate::watch::drift`] to follow.
+    pub fn followed(&self) -> Vec<Followed> {
+        match self {
+            L4Sink::Lds { .. } => Vec::new(),
+            L4Sink::Istio {
+                client,
+                options,
+                applied,
+            } => ["Gateway", "VirtualService"]
+                .into_iter()
+                .zip(applied)
+                .map(|(kind, applied)| Followed {
+                    client: client.clone(),
+                    resource: istio_resource(kind),
+                    namespace: options.namespace.clone(),
+                    name: options.name.clone(),
+                    sink: self.name(),
+                    applied: applied.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// Whether it writes to the cluster (then only the leader writes it).
     fn writes_to_cluster(&self) -> bool {
         matches!(self, L4Sink::Istio { .. })
@@ -61,15 +89,23 @@ impl L4Sink {
     async fn push(&self, routes: &L4Routes) -> Result<(), String> {
         match self {
             L4Sink::Lds { path, options } => write_atomically(path, &lds::document(routes, options)),
-            L4Sink::Istio { client, options } => {
+            L4Sink::Istio {
+                client,
+                options,
+                applied,
+            } => {
                 for listener in unsupported(routes) {
                     warn!(
                         "istio-gateway {}/{}: UDP listener {} (port {}) left out: Istio's Gateway has no UDP",
                         options.namespace, options.name, listener.name, listener.port
                     );
                 }
-                for object in [gateway(routes, options), virtual_service(routes, options)] {
-                    apply(client, &options.namespace, &object).await?;
+                for (object, applied) in [gateway(routes, options), virtual_service(routes, options)]
+                    .into_iter()
+                    .zip(applied)
+                {
+                    let resource_version = apply(client, &options.namespace, &object).await?;
+                    record_applied(applied, object, resource_version);
                 }
                 Ok(())
             }
@@ -77,16 +113,21 @@ impl L4Sink {
     }
 }
 
-/// Server-side applies one Istio object (`networking.istio.io/v1`) with our field manager.
-async fn apply(client: &Client, namespace: &str, object: &Value) -> Result<(), String> {
+/// The `networking.istio.io/v1` resource of `kind`.
+fn istio_resource(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk("networking.istio.io", "v1", kind))
+}
+
+/// Server-side applies one Istio object (`networking.istio.io/v1`) with our field manager; returns
+/// the resourceVersion the API gave it.
+async fn apply(client: &Client, namespace: &str, object: &Value) -> Result<Option<String>, String> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("networking.istio.io", "v1", kind));
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &istio_resource(kind));
     let params = PatchParams::apply(FIELD_MANAGER).force();
     api.patch(name, &params, &Patch::Apply(object))
         .await
-        .map(drop)
+        .map(|applied| applied.metadata.resource_version)
         .map_err(|e| format!("{kind} {namespace}/{name}: {e}"))
 }
 
@@ -122,6 +163,11 @@ impl L4Sinks {
     /// leads); records each answer in `state`.
     pub async fn push(&mut self, routes: &L4Routes, leader: &Leader, state: &Shared) {
         self.latest = Some(routes.clone());
+        {
+            let mut state = state.lock();
+            state.l4 = routes.clone();
+            state.l4_sinks = self.sinks.iter().map(L4Sink::name).collect();
+        }
         let mut errors = Vec::new();
         for (i, sink) in self.sinks.iter().enumerate() {
             if self.held[i].as_ref() == Some(routes) || (sink.writes_to_cluster() && !leader.is_leader()) {
@@ -157,6 +203,27 @@ impl L4Sinks {
         }
         self.failed = !errors.is_empty();
         state.lock().l4_push_error = (!errors.is_empty()).then(|| errors.join("; "));
+    }
+
+    /// The objects the sinks write to the cluster, for [`crate::watch::drift`] to follow.
+    pub fn followed(&self) -> Vec<Followed> {
+        self.sinks.iter().flat_map(L4Sink::followed).collect()
+    }
+
+    /// Pushes the newest routes again to the sink named `name`, one of whose objects was deleted or
+    /// changed by someone else; `false` when no L4 sink has that name.
+    pub async fn repair(&mut self, name: &str, leader: &Leader, state: &Shared) -> bool {
+        let Some(i) = self.sinks.iter().position(|s| s.name() == name) else {
+            return false;
+        };
+        if let Some(routes) = self.latest.clone() {
+            self.held[i] = None;
+            self.push(&routes, leader, state).await;
+            if self.held[i].is_some() {
+                info!(sink = %name, "deleted or changed by someone else: applied again");
+            }
+        }
+        true
     }
 
     /// Pushes the newest routes again after a failure.

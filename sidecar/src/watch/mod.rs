@@ -121,7 +121,7 @@ async fn shutdown() {
 }
 
 async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
-    let options = args.table.options()?;
+    let options = args.table.options(&args.l4)?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
     let client = if args.needs_client() {
@@ -274,6 +274,7 @@ fn l4_sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<L4Sin
                 selector: args.selector()?,
                 passthrough_port: args.l4.options().passthrough_port,
             },
+            applied: Default::default(),
         });
     }
     Ok(sinks)

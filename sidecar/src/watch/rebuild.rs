@@ -28,12 +28,8 @@ pub async fn run(
     debounce: Debounce,
 ) -> Result<(), String> {
     let (drift_tx, mut drifted) = mpsc::channel(4);
-    for sink in engine.istio_sinks() {
-        tokio::spawn(crate::watch::drift::follow(
-            sink.clone(),
-            drift_tx.clone(),
-            engine.state(),
-        ));
+    for followed in engine.followed() {
+        tokio::spawn(crate::watch::drift::follow(followed, drift_tx.clone(), engine.state()));
     }
     drop(drift_tx);
     let mut role = engine.leader().subscribe();

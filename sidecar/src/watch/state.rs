@@ -9,6 +9,7 @@ use serde::Serialize;
 use switchyard_table::{RouteTable, TableSpec};
 
 use crate::watch::source::SourceError;
+use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::status::ResourceStatus;
 
 /// The state, shared.
@@ -173,6 +174,10 @@ pub struct State {
     pub push_error: Option<String>,
     /// The last L4 push error (TransportServers' listeners), until an L4 push succeeds.
     pub l4_push_error: Option<String>,
+    /// The L4 routes of the last compilation (`/status` field `l4`, the dashboard's L4 section).
+    pub l4: L4Routes,
+    /// The L4 sinks' names (`--lds-file`, `--istio-gateway`); none: the L4 routes go nowhere.
+    pub l4_sinks: Vec<String>,
     /// Sinks that refused the newest table as too large for them (they keep their last good table),
     /// with the reason, until they take a table again.
     pub refused: BTreeMap<String, String>,
@@ -259,6 +264,11 @@ impl State {
             "resources": self.statuses,
             "sinks": self.pushes,
             "push_log": self.push_log.iter().rev().collect::<Vec<_>>(),
+            "l4": {
+                "sinks": self.l4_sinks,
+                "passthrough": self.l4.passthrough,
+                "listeners": self.l4.listeners,
+            },
         })
     }
 

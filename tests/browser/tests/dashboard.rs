@@ -167,6 +167,7 @@ async fn the_page_lists_the_example_hosts_and_rules() {
         "sinks_refused",
         "sinks",
         "push_log",
+        "l4",
     ];
     let mut expected: Vec<&str> = status
         .as_object()
@@ -472,6 +473,79 @@ async fn a_broken_manifest_shows_its_error() {
         .until(
             "the errors gone",
             "return document.getElementById('source-errors') === null;",
+        )
+        .await;
+    browser.close().await;
+}
+
+/// The L4 tables as the page shows them, once there are two: (caption, rows of cell texts).
+const PAGE_L4: &str = "const tables = [...document.querySelectorAll('#l4-routes table')].map(t => \
+      [t.caption.textContent, [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent))]); \
+      return tables.length === 2 && tables;";
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_page_lists_the_l4_routes_of_the_transport_servers_and_where_they_are_pushed() {
+    let lds = tempfile::tempdir().unwrap();
+    let lds_file = lds.path().join("listeners.json");
+    let watch = Watch::start(
+        &examples(&["003-transport-server"]),
+        &["--lds-file", lds_file.to_str().unwrap()],
+    );
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let l4 = &status(&watch)["l4"];
+    assert_eq!(
+        l4["sinks"],
+        json!([format!("lds-file {}", lds_file.display())]),
+        "{l4:#}"
+    );
+
+    // Exactly /status's routes: the passthrough host the TransportServer took from the VirtualServer,
+    // and the TCP listener the older TransportServer won.
+    let passthrough: Vec<Value> = l4["passthrough"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!([r["host"], r["cluster"], r["resource"]]))
+        .collect();
+    let mut listeners = Vec::new();
+    for listener in l4["listeners"].as_array().unwrap() {
+        for r in listener["routes"].as_array().unwrap() {
+            let host = r["host"].as_str().unwrap_or("any");
+            listeners.push(json!([
+                listener["name"],
+                listener["port"].to_string(),
+                listener["protocol"],
+                host,
+                r["cluster"],
+                r["resource"]
+            ]));
+        }
+    }
+    assert_eq!(passthrough.len(), 1, "{l4:#}");
+    assert_eq!(passthrough[0][0], "secure.example.com");
+    assert_eq!(passthrough[0][2], "TransportServer/default/secure-passthrough");
+    assert_eq!(listeners.len(), 1, "{l4:#}");
+    assert_eq!(listeners[0][5], "TransportServer/default/tcp-1");
+    let shown = browser.until("the L4 tables", PAGE_L4).await;
+    assert_eq!(
+        shown,
+        json!([
+            ["TLS passthrough hosts (passed through by SNI)", passthrough],
+            ["TCP and UDP listeners", listeners]
+        ])
+    );
+    let sinks = browser
+        .js("return document.getElementById('l4-sinks').textContent;", vec![])
+        .await;
+    assert!(sinks.as_str().unwrap().contains("lds-file"), "{sinks}");
+
+    // The TransportServers gone: the page says there are none, without a reload.
+    std::fs::remove_file(watch.manifests().join("003-transport-server/transport.yaml")).unwrap();
+    browser
+        .until(
+            "no L4 routes",
+            "return document.getElementById('l4-routes').textContent === 'No TransportServer routes.';",
         )
         .await;
     browser.close().await;

@@ -81,7 +81,7 @@ function objectTable(caption, rows, firstColumn) {
 // ---- overview --------------------------------------------------------------------------------
 
 // /status fields drawn in their own places; every other field is listed as it comes.
-const DRAWN = new Set(["resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log"]);
+const DRAWN = new Set(["resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log", "l4"]);
 
 function renderOverview(status) {
   const summary = [
@@ -267,6 +267,29 @@ function renderResources() {
   more("resources-more", "resources", drawn.length, matching.length, "resources", renderResources);
 }
 
+// ---- L4 routes -------------------------------------------------------------------------------
+
+// A route of a TransportServer as a table row (a host-less route on a TCP/UDP listener takes every
+// connection the listener's SNI chains do not).
+function l4Row(route, listener) {
+  const row = listener ? { listener: listener.name, port: listener.port, protocol: listener.protocol } : {};
+  return { ...row, host: route.host || (listener ? "any" : "—"), cluster: route.cluster, resource: route.resource };
+}
+
+function renderL4(status) {
+  const l4 = status.l4 || { sinks: [], passthrough: [], listeners: [] };
+  replace("l4-sinks", l4.sinks.length
+    ? ["Pushed to ", l4.sinks.join(", "), "."]
+    : "No L4 sink (--lds-file, --istio-gateway): these routes are compiled but pushed nowhere.");
+  const tables = [];
+  if (l4.passthrough.length) {
+    tables.push(objectTable("TLS passthrough hosts (passed through by SNI)", l4.passthrough.map((r) => l4Row(r))));
+  }
+  const routes = l4.listeners.flatMap((listener) => listener.routes.map((r) => l4Row(r, listener)));
+  if (routes.length) tables.push(objectTable("TCP and UDP listeners", routes));
+  replace("l4-routes", tables.length ? tables : el("p", {}, "No TransportServer routes."));
+}
+
 // ---- push log --------------------------------------------------------------------------------
 
 function renderPushes(status) {
@@ -363,6 +386,7 @@ async function refresh() {
         indexRules();
         renderRules();
       }
+      renderL4(status);
       renderResources();
       renderPushes(status);
       if (tableChanged && shown.explained) await explain(shown.explained);
