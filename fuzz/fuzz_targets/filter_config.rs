@@ -13,5 +13,5 @@ mod protobuf;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = config::load_table(data).map(|table| table.rules().len());
+    let _ = config::load_table(data, &switchyard_table::compact::Miniz).map(|table| table.rules().len());
 });

@@ -140,6 +140,16 @@ impl Sim {
         })
     }
 
+    /// The names the module exports, in the module's order (what a host can find in it).
+    pub fn exports(&self) -> Vec<String> {
+        self.loaded
+            .pre
+            .module()
+            .exports()
+            .map(|e| e.name().to_string())
+            .collect()
+    }
+
     /// The module's file.
     pub fn path(&self) -> &Path {
         &self.loaded.path
@@ -167,6 +177,13 @@ impl Sim {
     /// The lowest level logged (and reported by `proxy_get_log_level`); `Trace` by default.
     pub fn log_level(&mut self, level: LogLevel) -> &mut Self {
         self.store.data_mut().log_level = level;
+        self
+    }
+
+    /// Answers `NotFound` for the foreign function `name` (`uncompress`, `clear_route_cache`), as a
+    /// proxy that does not register it would: host-sim otherwise provides Envoy's.
+    pub fn without_foreign_function(&mut self, name: &str) -> &mut Self {
+        self.store.data_mut().withheld_foreign.push(name.to_string());
         self
     }
 

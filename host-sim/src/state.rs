@@ -174,6 +174,8 @@ pub(crate) struct Host {
     pub done_contexts: Vec<u32>,
     /// Route-cache clears outside a request (foreign function from a root context).
     pub root_foreign_clears: u32,
+    /// Foreign functions this host answers `NotFound` for, as a proxy without them does.
+    pub withheld_foreign: Vec<String>,
     pub exit_code: Option<i32>,
     /// WASI stdout and stderr, held until a newline makes a log line.
     pub stdio: [Vec<u8>; 2],
@@ -212,6 +214,7 @@ impl Host {
             effective_context: 0,
             done_contexts: Vec::new(),
             root_foreign_clears: 0,
+            withheld_foreign: Vec::new(),
             exit_code: None,
             stdio: [Vec::new(), Vec::new()],
         }

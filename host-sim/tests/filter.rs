@@ -331,6 +331,38 @@ fn a_corrupt_compact_table_is_refused_and_the_previous_one_keeps_serving() {
     }
 }
 
+/// The filter has no inflater of its own: the compact form is inflated by the host's foreign
+/// function `uncompress` (Envoy's). A host without it (here host-sim withholding it) gets the
+/// compact table refused, with an error that says why and that the JSON form works; the table
+/// before keeps serving, and the same table as JSON is taken.
+#[test]
+fn a_compact_table_needs_the_hosts_uncompress_and_without_it_is_refused_naming_the_json_form() {
+    let first = table(json!([rule("Ingress/a/web#0").host("a.example").to("a/web:80")]));
+    let next = table(json!([rule("Ingress/a/web#0").host("a.example").to("a/web-v2:80")]));
+    let compact = switchyard_table::compact::to_text(&next).unwrap();
+    let mut sim = Sim::load(common::filter_wasm()).unwrap();
+    sim.without_foreign_function("uncompress");
+    assert!(sim.configure(first.to_string()));
+    assert!(!sim.configure(compact.clone()));
+    let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
+    assert!(
+        logs.iter().any(|l| l.contains("table refused")
+            && l.contains("no foreign function `uncompress`")
+            && l.contains("JSON form")),
+        "{logs:?}"
+    );
+    assert_eq!(cluster(&get(&mut sim, "http://a.example/")), Some("a/web:80"));
+    assert!(sim.configure(next.to_string()), "the JSON form needs no uncompress");
+    assert_eq!(cluster(&get(&mut sim, "http://a.example/")), Some("a/web-v2:80"));
+
+    let mut with_uncompress = filter(first);
+    assert!(with_uncompress.configure(compact));
+    assert_eq!(
+        cluster(&get(&mut with_uncompress, "http://a.example/")),
+        Some("a/web-v2:80")
+    );
+}
+
 /// Metrics: routed, route failed, not routed, direct responses, tables accepted and refused, the rule count.
 #[test]
 fn metrics_are_counted() {

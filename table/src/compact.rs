@@ -25,6 +25,9 @@
 //! syntax, `encoder` the chunked zlib stream and its cache). The zlib stream is made of
 //! independently deflated chunks, but it is an ordinary zlib stream: any inflater reads it.
 //!
+//! Reading: [`inflate`] (base64, then zlib through an [`Inflater`]: [`Miniz`] natively, the proxy's
+//! `uncompress` in the filter, which so links no inflater), then [`from_binary`].
+//!
 //! Decoding never trusts the input: counts are bounded by the bytes left, nesting by [`MAX_DEPTH`],
 //! the inflated size by [`MAX_INFLATED`]. A key written twice in one object is refused by the
 //! table's reader (`crate::read`), for this form and JSON alike.
@@ -113,6 +116,13 @@ pub enum CompactError {
     /// The bytes are not a zlib stream (or inflate to more than [`MAX_INFLATED`]).
     #[error("`{WRAPPER_KEY}` is not a zlib stream of at most {MAX_INFLATED} bytes: {0}")]
     Zlib(String),
+    /// Nothing here can inflate the compact form (the filter in a host without `uncompress`).
+    #[error(
+        "`{WRAPPER_KEY}` cannot be inflated here: {0}; send the table in its JSON form, which needs no inflating \
+         (`switchyard watch --table-encoding json`, `switchyard compile --encoding json`, or \
+         `switchyard convert TABLE --encoding json`)"
+    )]
+    NoInflater(String),
     /// The inflated bytes are not a binary document.
     #[error("`{WRAPPER_KEY}` holds a malformed binary document at byte {at}: {why}")]
     Binary {
@@ -140,14 +150,38 @@ pub fn from_text(text: &str) -> Result<Value, CompactError> {
     Ok(from_binary(&inflate(text)?)?.to_value())
 }
 
-/// The binary document inside the compact form's string (the value of [`WRAPPER_KEY`]); read it
-/// with [`from_binary`].
+/// The binary document inside the compact form's string (the value of [`WRAPPER_KEY`]), inflated
+/// by [`Miniz`]; read it with [`from_binary`].
 pub fn inflate(text: &str) -> Result<Vec<u8>, CompactError> {
+    inflate_with(text, &Miniz)
+}
+
+/// [`inflate`] with the zlib stream inflated by `inflater`.
+pub fn inflate_with(text: &str, inflater: &dyn Inflater) -> Result<Vec<u8>, CompactError> {
     let deflated = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| CompactError::Base64(e.to_string()))?;
-    miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&deflated, MAX_INFLATED)
-        .map_err(|e| CompactError::Zlib(e.to_string()))
+    inflater.inflate_zlib(&deflated, MAX_INFLATED)
+}
+
+/// What inflates the compact form's zlib stream. A trait so that the filter can hand the work to
+/// its host (Envoy's foreign function `uncompress`) and link no inflater; everything else uses
+/// [`Miniz`].
+pub trait Inflater {
+    /// The bytes the zlib stream `deflated` inflates to; a stream that is not zlib, or inflates to
+    /// more than `limit` bytes, is [`CompactError::Zlib`].
+    fn inflate_zlib(&self, deflated: &[u8], limit: usize) -> Result<Vec<u8>, CompactError>;
+}
+
+/// The inflater of `miniz_oxide`, in the module: what [`inflate`] and [`crate::RouteTable::from_tree`] use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Miniz;
+
+impl Inflater for Miniz {
+    fn inflate_zlib(&self, deflated: &[u8], limit: usize) -> Result<Vec<u8>, CompactError> {
+        miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(deflated, limit)
+            .map_err(|e| CompactError::Zlib(e.to_string()))
+    }
 }
 
 /// The compact form's string when `document` is the compact form (an object whose one key is

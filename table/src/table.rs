@@ -2,6 +2,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::compact;
 use crate::condition::Condition;
 use crate::doc::{Doc, Node};
 use crate::error::{Problem, TableError};
@@ -76,17 +77,28 @@ impl RouteTable {
     }
 
     /// Validates the table document that is `node` of `doc`: the table object, or the compact form's
-    /// one-key object, which is decoded first.
+    /// one-key object, which is decoded first (inflated by [`compact::Miniz`]).
+    pub fn from_tree<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<RouteTable, TableError> {
+        RouteTable::from_tree_with(doc, node, &compact::Miniz)
+    }
+
+    /// [`RouteTable::from_tree`] with the compact form's zlib stream inflated by `inflater` (the
+    /// filter's is its host's `uncompress`).
     ///
     /// Never inlined: the filter's size profile (Cargo.toml, `[profile.filter]`) builds the filter
     /// crate for speed and this crate for size, and the loader must keep this crate's size settings
     /// rather than be inlined into the filter's code.
     #[inline(never)]
-    pub fn from_tree<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<RouteTable, TableError> {
-        let spec = match doc.only_field(node, crate::compact::WRAPPER_KEY) {
-            Some(Node::Str(text)) => {
-                TableSpec::from_tree(&crate::compact::from_binary(&crate::compact::inflate(doc.text(text))?)?)?
-            }
+    pub fn from_tree_with<'d>(
+        doc: &Doc<'d>,
+        node: Node<'d>,
+        inflater: &dyn compact::Inflater,
+    ) -> Result<RouteTable, TableError> {
+        let spec = match doc.only_field(node, compact::WRAPPER_KEY) {
+            Some(Node::Str(text)) => TableSpec::from_tree(&compact::from_binary(&compact::inflate_with(
+                doc.text(text),
+                inflater,
+            )?)?)?,
             _ => TableSpec::from_node(doc, node)?,
         };
         RouteTable::try_from(spec)

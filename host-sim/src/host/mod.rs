@@ -3,6 +3,7 @@
 //! group. [`add_to_linker`] defines them all.
 
 mod buffers;
+mod foreign;
 mod headers;
 mod http_call;
 mod log;
@@ -25,6 +26,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     buffers::add(linker)?;
     properties::add(linker)?;
     stream::add(linker)?;
+    foreign::add(linker)?;
     http_call::add(linker)?;
     shared_data::add(linker)?;
     queues::add(linker)?;

@@ -1,8 +1,8 @@
 //! Stream control and the rest of the context calls: `proxy_continue_stream` /
 //! `proxy_close_stream` (and 0.2.0's `proxy_continue_request` / `proxy_continue_response`),
 //! `proxy_send_local_response`, `proxy_set_tick_period_milliseconds`,
-//! `proxy_set_effective_context`, `proxy_done`, `proxy_get_status` and
-//! `proxy_call_foreign_function`, whose only function here is Envoy's `clear_route_cache` (counted).
+//! `proxy_set_effective_context`, `proxy_done` and `proxy_get_status` (the foreign functions are
+//! in `foreign`).
 
 use crate::abi::{deserialize_map, status, stream_type};
 use crate::memory::{finish, give, read, read_string, write_u32, Fault, HostResult};
@@ -63,18 +63,6 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         "proxy_get_status",
         |mut c: Caller<'_, Host>, code_ptr: i32, mp: i32, ml: i32| finish(get_status(&mut c, code_ptr, mp, ml)),
     )?;
-    linker.func_wrap(
-        "env",
-        "proxy_call_foreign_function",
-        |mut c: Caller<'_, Host>, np: i32, nl: i32, ap: i32, al: i32, rp: i32, rl: i32| {
-            finish(foreign(&mut c, (np, nl), (ap, al), rp, rl))
-        },
-    )?;
-    // ABI 0.1.0's spelling, still imported by some modules.
-    linker.func_wrap("env", "proxy_clear_route_cache", |mut c: Caller<'_, Host>| {
-        count_foreign_clear(c.data_mut());
-        Ok(status::OK)
-    })?;
     Ok(())
 }
 
@@ -119,23 +107,4 @@ fn get_status(c: &mut Caller<'_, Host>, code_ptr: i32, mp: i32, ml: i32) -> Host
     let (code, message) = c.data().grpc_status.clone();
     write_u32(c, code_ptr, code)?;
     give(c, message.as_bytes(), mp, ml)
-}
-
-fn count_foreign_clear(host: &mut Host) {
-    match host.stream.as_mut() {
-        Some(stream) => stream.foreign_clears += 1,
-        None => host.root_foreign_clears += 1,
-    }
-}
-
-fn foreign(c: &mut Caller<'_, Host>, name: (i32, i32), args: (i32, i32), rp: i32, rl: i32) -> HostResult {
-    let name = read_string(c, name.0, name.1)?;
-    let _args = read(c, args.0, args.1)?;
-    match name.as_str() {
-        "clear_route_cache" => {
-            count_foreign_clear(c.data_mut());
-            give(c, &[], rp, rl)
-        }
-        _ => Ok(status::NOT_FOUND),
-    }
 }

@@ -38,7 +38,7 @@ pub fn required_path(variable: &str) -> PathBuf {
 // ---- backends ---------------------------------------------------------------------------------
 
 /// One backend: a thread per connection, HTTP/1.1 keep-alive, answering every request with
-/// `200` and a body naming itself, the path it received and every request header.
+/// `200` and a body naming itself, the path it received, every request header and the request body.
 pub struct Backend {
     /// The name it answers with.
     pub name: String,
@@ -114,6 +114,9 @@ fn serve_connection(name: &str, stream: TcpStream) {
         for (key, value) in &headers {
             body.push_str(&format!("header: {key}: {value}\n"));
         }
+        if !body_in.is_empty() {
+            body.push_str(&format!("body: {}\n", String::from_utf8_lossy(&body_in)));
+        }
         let response = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-backend: {name}\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
@@ -137,6 +140,8 @@ pub struct Request {
     pub path: String,
     /// Further headers, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, sent with its `content-length` when not empty.
+    pub body: String,
 }
 
 /// A GET of `path` on `host`.
@@ -146,6 +151,7 @@ pub fn get(host: &str, path: &str) -> Request {
         host: host.into(),
         path: path.into(),
         headers: Vec::new(),
+        body: String::new(),
     }
 }
 
@@ -159,6 +165,12 @@ impl Request {
     /// With another method.
     pub fn method(mut self, method: &str) -> Request {
         self.method = method.into();
+        self
+    }
+
+    /// With a body.
+    pub fn body(mut self, body: &str) -> Request {
+        self.body = body.into();
         self
     }
 }
@@ -190,6 +202,11 @@ impl Response {
         self.body.lines().find_map(|l| l.strip_prefix("path: "))
     }
 
+    /// The request body the backend received (one line), if any.
+    pub fn upstream_body(&self) -> Option<&str> {
+        self.body.lines().find_map(|l| l.strip_prefix("body: "))
+    }
+
     /// The values of a request header as the backend received it.
     pub fn upstream_header(&self, name: &str) -> Vec<&str> {
         let prefix = format!("header: {name}: ");
@@ -211,7 +228,11 @@ pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
     for (key, value) in &request.headers {
         text.push_str(&format!("{key}: {value}\r\n"));
     }
+    if !request.body.is_empty() {
+        text.push_str(&format!("content-length: {}\r\n", request.body.len()));
+    }
     text.push_str("\r\n");
+    text.push_str(&request.body);
     stream.write_all(text.as_bytes())?;
     // Read up to the end of the body as framed by content-length or chunking, not to EOF: Envoy may
     // delay closing after a local reply (its delayed-close timeout is 1 s).

@@ -101,6 +101,26 @@ fn actions_local_replies_and_metrics() {
     assert!(envoy.stat("wasmcustom.switchyard_tables_accepted").unwrap_or(0) >= 1);
 }
 
+/// A request with a body: the filter routes it from its headers and the body reaches the backend.
+/// The filter exports no `proxy_on_request_body` nor `proxy_on_response_body` (filter/exports.json):
+/// Envoy goes on through both bodies without calling the module.
+#[test]
+fn a_request_with_a_body_is_routed_and_its_body_reaches_the_backend() {
+    let rules = vec![rule("Ingress/production/upload#0")
+        .host("example.net")
+        .segment_prefix("/upload")
+        .to(SERVICE2)];
+    let envoy = Envoy::start(&table("body", rules), &[SERVICE1, SERVICE2]);
+    let response = envoy.send(
+        &get("example.net", "/upload")
+            .method("POST")
+            .body("a body of 25 bytes, sent."),
+    );
+    assert_eq!((response.status, response.backend()), (200, Some("service2")));
+    assert_eq!(response.upstream_body(), Some("a body of 25 bytes, sent."));
+    assert_eq!(response.upstream_header("content-length"), ["25"]);
+}
+
 /// Weighted backends split in proportion (1:3) over 400 requests, through two Envoy workers.
 #[test]
 fn weighted_backends_split_as_weighted() {

@@ -1,0 +1,79 @@
+//! The shipped filter exports exactly what `filter/exports.json` keeps (the graph `make build-wasm`
+//! hands to `wasm-metadce`), and works without the callbacks it dropped: a host that finds no
+//! `proxy_on_request_body` or `proxy_on_request_trailers` goes on with the request, as Envoy does.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+use switchyard_cases::rule;
+use switchyard_host_sim::{Action, Phase, Request, Response, Sim};
+
+/// `filter/exports.json`, as `wasm-metadce` reads it.
+const KEPT: &str = include_str!("../../filter/exports.json");
+
+/// The export names the kept list holds.
+fn kept() -> BTreeSet<String> {
+    let graph: serde_json::Value = serde_json::from_str(KEPT).expect("filter/exports.json is JSON");
+    graph
+        .as_array()
+        .expect("a list of graph nodes")
+        .iter()
+        .map(|node| node["export"].as_str().expect("every node names an export").to_owned())
+        .collect()
+}
+
+#[test]
+fn the_shipped_filter_exports_exactly_the_kept_list() {
+    let sim = Sim::load(common::filter_wasm()).expect("the filter loads");
+    let exported: BTreeSet<String> = sim.exports().into_iter().collect();
+    assert_eq!(exported, kept(), "exports of {}", common::filter_wasm().display());
+}
+
+/// Every entry is a root with its reason, and the file stays in the JSON subset `wasm-metadce`
+/// parses (no escapes, so no backslash anywhere).
+#[test]
+fn every_kept_export_is_a_root_and_says_why() {
+    assert!(!KEPT.contains('\\'), "wasm-metadce's parser does not read escapes");
+    let graph: serde_json::Value = serde_json::from_str(KEPT).unwrap();
+    for node in graph.as_array().unwrap() {
+        assert_eq!(node["root"], json!(true), "{node}");
+        assert_eq!(node["name"], node["export"], "{node}");
+        assert!(node["why"].as_str().is_some_and(|why| why.len() > 20), "{node}");
+    }
+    for gone in [
+        "proxy_on_request_body",
+        "proxy_on_request_trailers",
+        "proxy_on_grpc_receive",
+        "proxy_on_tick",
+    ] {
+        assert!(!kept().contains(gone), "{gone}");
+    }
+}
+
+/// A request with a body and trailers, and a response with a body: the filter routes it from its
+/// headers, and the body and trailer phases, which it no longer exports, let everything through.
+#[test]
+fn a_request_with_a_body_and_trailers_is_routed_without_body_callbacks() {
+    let mut sim = Sim::load(common::filter_wasm()).unwrap();
+    let table = json!({ "version": 1, "rules": [rule("I/a/x#0").segment_prefix("/upload").to("a/up:80")] });
+    assert!(sim.configure(table.to_string()));
+    let outcome = sim.request(
+        Request::new("POST", "http://example.net/upload")
+            .body("a body of some bytes")
+            .trailer("x-checksum", "abc")
+            .response(Response::new(200).body("stored")),
+    );
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert!(outcome.forwarded);
+    assert_eq!(outcome.request_header("x-route-cluster"), Some("a/up:80"));
+    let phases: Vec<(Phase, Action)> = outcome.phases.iter().map(|p| (p.phase, p.action)).collect();
+    assert_eq!(
+        phases,
+        [
+            (Phase::RequestHeaders, Action::Continue),
+            (Phase::ResponseHeaders, Action::Continue)
+        ]
+    );
+}
