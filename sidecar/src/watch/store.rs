@@ -81,14 +81,17 @@ fn slim(mut object: DynamicObject) -> DynamicObject {
     object
 }
 
-/// Decodes one object (slimmed); `Err` names the field at fault.
-pub fn decode<K: DeserializeOwned>(kind: &'static str, object: &DynamicObject) -> Result<K, Undecodable> {
+/// Decodes one object (slimmed); `Err` names the field at fault (boxed: an object's metadata is
+/// large, and the `Ok` path should not carry its size).
+pub fn decode<K: DeserializeOwned>(kind: &'static str, object: &DynamicObject) -> Result<K, Box<Undecodable>> {
     let object = &slim(object.clone());
-    let undecodable = |message: String, class_name: Option<String>| Undecodable {
-        kind,
-        metadata: object.metadata.clone(),
-        class_name,
-        message,
+    let undecodable = |message: String, class_name: Option<String>| {
+        Box::new(Undecodable {
+            kind,
+            metadata: object.metadata.clone(),
+            class_name,
+            message,
+        })
     };
     // Never expected (a DynamicObject is JSON already); reported like any object that does not
     // decode rather than decoded from `null`.
@@ -160,7 +163,7 @@ fn put<K: DeserializeOwned>(
         }
         Err(failure) => {
             objects.remove(&key);
-            undecodable.insert(key, failure);
+            undecodable.insert(key, *failure);
         }
     }
 }
