@@ -19,6 +19,7 @@
 use serde_json::{json, Value};
 
 use crate::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
+use crate::model::DEFAULT_TLS_PASSTHROUGH_PORT;
 
 /// The name of the TLS passthrough listener.
 pub const PASSTHROUGH_LISTENER: &str = "switchyard-tls-passthrough";
@@ -36,7 +37,7 @@ impl Default for LdsOptions {
     fn default() -> Self {
         LdsOptions {
             address: "0.0.0.0".to_owned(),
-            passthrough_port: 443,
+            passthrough_port: DEFAULT_TLS_PASSTHROUGH_PORT,
         }
     }
 }

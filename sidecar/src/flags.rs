@@ -5,7 +5,9 @@
 use clap::ValueEnum;
 use switchyard_table::{NoRoute, TableSpec};
 
-use switchyard_compiler::model::{HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
+use switchyard_compiler::model::{
+    HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER, DEFAULT_TLS_PASSTHROUGH_PORT,
+};
 
 /// `--host-collision`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -169,7 +171,7 @@ pub struct L4Args {
     #[arg(long, default_value = "0.0.0.0", value_name = "ADDRESS")]
     l4_address: String,
     /// The port of the TLS passthrough listener (NGINX's tls-passthrough listener is its HTTPS port).
-    #[arg(long, default_value_t = 443, value_name = "PORT")]
+    #[arg(long, default_value_t = DEFAULT_TLS_PASSTHROUGH_PORT, value_name = "PORT")]
     tls_passthrough_port: u16,
 }
 

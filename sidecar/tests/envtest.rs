@@ -1251,7 +1251,6 @@ async fn bench_change_to_table_latency_and_recovery() {
 #[tokio::test]
 #[ignore = "benchmark: make bench-kubernetes"]
 async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
-    use futures::StreamExt;
     let env = Envtest::start().await.unwrap();
     let admin = env.admin().await;
     let namespaces: Vec<String> = futures::future::join_all((0..10).map(|_| env.namespace("scale"))).await;
@@ -1280,14 +1279,7 @@ async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
     }
     let started = std::time::Instant::now();
     let total = objects.len();
-    let created = futures::stream::iter(objects)
-        .map(|yaml| {
-            let admin = admin.clone();
-            async move { admin_create(&admin, &yaml).await }
-        })
-        .buffer_unordered(16)
-        .count()
-        .await;
+    let created = admin_create_all(&admin, objects).await;
     println!("created {created} of {total} objects in {:?}", started.elapsed());
 
     let started = std::time::Instant::now();
@@ -1348,7 +1340,6 @@ async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
 #[tokio::test]
 #[ignore = "benchmark: make bench-kubernetes"]
 async fn bench_one_changed_ingress_among_1000_of_100_paths() {
-    use futures::StreamExt;
     let env = Envtest::start().await.unwrap();
     let admin = env.admin().await;
     let ns = env.namespace("incremental").await;
@@ -1363,14 +1354,7 @@ async fn bench_one_changed_ingress_among_1000_of_100_paths() {
         .replacen("name: s0,", &format!("name: {backend},"), 1)
     };
     let started = std::time::Instant::now();
-    let created = futures::stream::iter((0..1_000).map(|i| app(i, "s0")))
-        .map(|yaml| {
-            let admin = admin.clone();
-            async move { admin_create(&admin, &yaml).await }
-        })
-        .buffer_unordered(16)
-        .count()
-        .await;
+    let created = admin_create_all(&admin, (0..1_000).map(|i| app(i, "s0"))).await;
     println!("created {created} Ingresses in {:?}", started.elapsed());
     let dir = tempfile::tempdir().unwrap();
     let ecds = dir.path().join("ecds.json").display().to_string();
@@ -1415,6 +1399,16 @@ async fn bench_one_changed_ingress_among_1000_of_100_paths() {
     let log = sy.log();
     assert_eq!(log.matches("path=\"incremental\"").count(), 5, "{log}");
     sy.stop().unwrap();
+}
+
+/// Creates every object of `yamls` as the admin, 16 at a time; returns how many.
+async fn admin_create_all(admin: &Client, yamls: impl IntoIterator<Item = String>) -> usize {
+    use futures::StreamExt;
+    futures::stream::iter(yamls)
+        .map(|yaml| async move { admin_create(admin, &yaml).await })
+        .buffer_unordered(16)
+        .count()
+        .await
 }
 
 /// Creates one object as the admin (discovery cached per kind).

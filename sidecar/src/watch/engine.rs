@@ -120,6 +120,7 @@ impl Engine {
 
     /// The same engine, pushing the L4 routes to `l4`.
     pub fn with_l4(self, l4: L4Sinks) -> Engine {
+        self.state.lock().l4_sinks = l4.names();
         Engine { l4, ..self }
     }
 

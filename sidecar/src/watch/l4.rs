@@ -159,15 +159,16 @@ impl L4Sinks {
         self.failed
     }
 
+    /// The sinks' names, as logs and `/status` give them.
+    pub fn names(&self) -> Vec<String> {
+        self.sinks.iter().map(L4Sink::name).collect()
+    }
+
     /// Pushes `routes` to every sink that does not hold them (cluster sinks only while `leader`
     /// leads); records each answer in `state`.
     pub async fn push(&mut self, routes: &L4Routes, leader: &Leader, state: &Shared) {
         self.latest = Some(routes.clone());
-        {
-            let mut state = state.lock();
-            state.l4 = routes.clone();
-            state.l4_sinks = self.sinks.iter().map(L4Sink::name).collect();
-        }
+        state.lock().l4 = routes.clone();
         let mut errors = Vec::new();
         for (i, sink) in self.sinks.iter().enumerate() {
             if self.held[i].as_ref() == Some(routes) || (sink.writes_to_cluster() && !leader.is_leader()) {
