@@ -27,6 +27,26 @@ struct Contender {
 /// gets no HTTP rules.
 pub type HostClaim<'a> = (&'a str, &'a ResourceKey, &'a Age);
 
+/// A claim held by value: an Ingress rule that names a host and has no paths (NGINX's mergeable
+/// "master" Ingress has one) names it all the same (ROUTING.md §2): its Ingress is a member of the
+/// host's group, its age counts, and it has no rule there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The host, normalised.
+    pub host: String,
+    /// The claimant.
+    pub key: ResourceKey,
+    /// Its age.
+    pub age: Age,
+}
+
+impl Claim {
+    /// The claim as [`resolve`] takes it.
+    pub fn borrowed(&self) -> HostClaim<'_> {
+        (&self.host, &self.key, &self.age)
+    }
+}
+
 /// Who won each host: the winning resources (several for merged Ingresses).
 pub type HostWinners = BTreeMap<String, BTreeSet<ResourceKey>>;
 

@@ -32,7 +32,7 @@ use serde::Serialize;
 use switchyard_table::RuleSpec;
 
 use crate::class::Classes;
-use crate::collisions::{self, Contest, PathTaken};
+use crate::collisions::{self, Claim, Contest, PathTaken};
 use crate::ingress::IngressProcessor;
 use crate::model::{CompileError, Draft, Options};
 use crate::objects::nginx::{VirtualServer, VirtualServerRoute};
@@ -143,18 +143,22 @@ struct Memo {
     /// The Ingress as given: the same `Arc` as the caller's, no copy.
     object: Arc<Ingress>,
     drafts: Vec<Draft>,
+    /// The hosts its rules without paths claim.
+    claims: Vec<Claim>,
     /// Its status as the processor left it (before host ownership).
     entry: Option<Entry>,
-    /// The groups its drafts are in.
+    /// The groups its drafts and claims are in.
     groups: BTreeSet<Group>,
 }
 
 impl Memo {
-    fn new(object: Arc<Ingress>, drafts: Vec<Draft>, entry: Option<Entry>) -> Memo {
-        let groups = drafts.iter().map(|d| d.rule.host.clone()).collect();
+    fn new(object: Arc<Ingress>, drafts: Vec<Draft>, claims: Vec<Claim>, entry: Option<Entry>) -> Memo {
+        let hosts = claims.iter().map(|c| Some(c.host.clone()));
+        let groups = drafts.iter().map(|d| d.rule.host.clone()).chain(hosts).collect();
         Memo {
             object,
             drafts,
+            claims,
             entry,
             groups,
         }
@@ -346,11 +350,19 @@ impl State {
                 .iter()
                 .map(|(host, _, _)| Some((*host).to_owned())),
         );
+        let mut claims: BTreeMap<ResourceKey, Vec<Claim>> = BTreeMap::new();
+        for claim in &processed.ingress_claims {
+            claims.entry(claim.key.clone()).or_default().push(claim.clone());
+        }
         let mut ingresses = BTreeMap::new();
         for object in std::mem::take(&mut cached.ingresses) {
             let key = key_of(Kind::Ingress, &object.metadata);
             let entry = processed.book.recorded(&key).cloned();
-            let memo = Memo::new(object, drafts.remove(&key).unwrap_or_default(), entry);
+            let (drafts, claims) = (
+                drafts.remove(&key).unwrap_or_default(),
+                claims.remove(&key).unwrap_or_default(),
+            );
+            let memo = Memo::new(object, drafts, claims, entry);
             ingresses.insert(key, memo);
         }
         let settled = processed.settle(options);
@@ -476,14 +488,14 @@ impl State {
     /// One Ingress through the Ingress processor, alone.
     fn process(&self, key: &ResourceKey, object: &Arc<Ingress>, options: &Options) -> Memo {
         let mut book = StatusBook::default();
-        let drafts = IngressProcessor::new(Inputs {
+        let processed = IngressProcessor::new(Inputs {
             classes: &self.classes,
             services: &self.services,
             options,
             book: &mut book,
         })
         .run(std::slice::from_ref(object));
-        Memo::new(object.clone(), drafts, book.take(key))
+        Memo::new(object.clone(), processed.drafts, processed.claims, book.take(key))
     }
 
     /// Applies the new memos: the affected hosts decided again, their rules spliced into the
@@ -550,18 +562,25 @@ impl State {
             return Vec::new();
         }
         // In pipeline order: by Ingress, then by position.
-        let drafts: Vec<&Draft> = state
+        let memos: Vec<&Memo> = state
             .claimants
             .iter()
             .filter_map(|key| self.ingresses.get(key))
+            .collect();
+        let drafts: Vec<&Draft> = memos
+            .iter()
             .flat_map(|memo| memo.drafts.iter().filter(|d| d.rule.host == *group))
             .collect();
         state.contest = match group {
             None => None,
-            Some(_) => {
+            Some(host) => {
                 let mut claims: BTreeMap<&ResourceKey, &crate::objects::Age> = BTreeMap::new();
                 for draft in &drafts {
                     claims.insert(&draft.claimant, &draft.claimant_age);
+                }
+                // Rules without paths name the host too (ROUTING.md §2).
+                for claim in memos.iter().flat_map(|memo| &memo.claims).filter(|c| c.host == *host) {
+                    claims.insert(&claim.key, &claim.age);
                 }
                 collisions::contest(claims, options.host_collision)
             }

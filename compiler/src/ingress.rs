@@ -11,13 +11,16 @@
 //! [`IngressProcessor::run`] computes one Ingress at a time (`compute_ingress`):
 //! whether its class makes it ours, the conditions its annotations add, then one rule per path
 //! (`compute_rules`) and the default backend's catch-all, each through
-//! `emit`, which resolves the backend and refuses what the filter would refuse.
+//! `emit`, which resolves the backend and refuses what the filter would refuse. A rule that names a
+//! host and has no paths (NGINX's mergeable "master" Ingress) is a [`Claim`] on that host: no rule,
+//! but its Ingress is a member of the host's group and its age counts (ROUTING.md §2).
 
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
+use crate::collisions::Claim;
 use crate::model::{normalize_host, validate_rule, Draft, Options};
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
 use crate::processor::Inputs;
@@ -42,6 +45,17 @@ fn looks_like_regex(path: &str) -> bool {
 pub struct IngressProcessor<'a> {
     inputs: Inputs<'a>,
     drafts: Vec<Draft>,
+    /// The hosts named by rules without paths ([`Claim`]).
+    claims: Vec<Claim>,
+}
+
+/// What the Ingress processor made: the drafts, and the hosts claimed by rules without paths.
+#[derive(Debug, Default)]
+pub struct Processed {
+    /// The rules, in the order given.
+    pub drafts: Vec<Draft>,
+    /// The hosts named by rules without paths, each once per Ingress, in the order given.
+    pub claims: Vec<Claim>,
 }
 
 /// The Ingress being computed: what all of its rules share.
@@ -67,15 +81,20 @@ impl<'a> IngressProcessor<'a> {
         IngressProcessor {
             inputs,
             drafts: Vec::new(),
+            claims: Vec::new(),
         }
     }
 
-    /// The drafts of every Ingress, in the order given.
-    pub fn run(mut self, ingresses: &[Arc<Ingress>]) -> Vec<Draft> {
+    /// The drafts of every Ingress, in the order given, and the hosts their rules without paths
+    /// claim.
+    pub fn run(mut self, ingresses: &[Arc<Ingress>]) -> Processed {
         for ingress in ingresses {
             self.compute_ingress(ingress);
         }
-        self.drafts
+        Processed {
+            drafts: self.drafts,
+            claims: self.claims,
+        }
     }
 
     /// One Ingress: its class, its annotations' conditions, its paths and default backend; rejected
@@ -94,7 +113,7 @@ impl<'a> IngressProcessor<'a> {
             key,
             conditions,
         };
-        let before = self.drafts.len();
+        let before = (self.drafts.len(), self.claims.len());
         let positions = self.compute_rules(&owner, spec);
         if let Some(default) = spec.and_then(|s| s.default_backend.as_ref()) {
             self.emit(
@@ -108,7 +127,7 @@ impl<'a> IngressProcessor<'a> {
                 },
             );
         }
-        if self.drafts.len() == before {
+        if (self.drafts.len(), self.claims.len()) == before {
             self.inputs.book.error(
                 &owner.key,
                 Status::Rejected,
@@ -161,8 +180,12 @@ impl<'a> IngressProcessor<'a> {
         let mut position = 0usize;
         for (i, rule) in spec.iter().flat_map(|s| s.rules.iter().flatten()).enumerate() {
             let host = rule.host.as_deref().filter(|h| !h.is_empty()).map(normalize_host);
-            let Some(http) = rule.http.as_ref() else { continue };
-            for (j, path) in http.paths.iter().enumerate() {
+            let paths = rule.http.as_ref().map(|http| http.paths.as_slice()).unwrap_or_default();
+            if paths.is_empty() {
+                self.claim(owner, host);
+                continue;
+            }
+            for (j, path) in paths.iter().enumerate() {
                 let at = format!("spec.rules[{i}].http.paths[{j}]");
                 let n = position;
                 position += 1;
@@ -182,6 +205,20 @@ impl<'a> IngressProcessor<'a> {
             }
         }
         position
+    }
+
+    /// A rule that names `host` and has no paths: the Ingress claims the host without a rule
+    /// (ROUTING.md §2), once however many such rules name it.
+    fn claim(&mut self, owner: &Owner, host: Option<String>) {
+        let Some(host) = host else { return };
+        let known = self.claims.iter().rev().take_while(|c| c.key == owner.key).any(|c| c.host == host);
+        if !known {
+            self.claims.push(Claim {
+                host,
+                key: owner.key.clone(),
+                age: owner.age.clone(),
+            });
+        }
     }
 
     /// The table path of an Ingress path: `Exact` is exact, `Prefix` and `ImplementationSpecific`

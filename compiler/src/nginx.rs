@@ -43,7 +43,10 @@ pub enum Tier {
 }
 
 impl Location {
-    /// Parses a route's path; `Err` says why it is not a location.
+    /// Parses a route's path; `Err` says why it is not a location. White space between a modifier
+    /// and its path is not part of the path (`~ ^/coffee` is `~^/coffee`, `= /tea` is `=/tea`), as
+    /// NGINX's `location` directive reads it and as NGINX Ingress Controller normalises it
+    /// (`NormalizePath`): its documentation writes regex paths with that space.
     pub fn parse(path: &str) -> Result<Location, String> {
         let absolute = |p: &str, what: &str| {
             if p.starts_with('/') {
@@ -52,16 +55,16 @@ impl Location {
                 Err(format!("{what} {path:?} must start with '/'"))
             }
         };
-        if let Some(rest) = path.strip_prefix("^~") {
+        if let Some(rest) = after_modifier(path, "^~") {
             return absolute(rest, "the prefix of").map(Location::CaretPrefix);
         }
-        if let Some(rest) = path.strip_prefix('=') {
+        if let Some(rest) = after_modifier(path, "=") {
             return absolute(rest, "the exact path of").map(Location::Exact);
         }
-        if let Some(rest) = path.strip_prefix("~*") {
+        if let Some(rest) = after_modifier(path, "~*") {
             return regex(rest, true);
         }
-        if let Some(rest) = path.strip_prefix('~') {
+        if let Some(rest) = after_modifier(path, "~") {
             return regex(rest, false);
         }
         absolute(path, "the path").map(Location::Prefix)
@@ -103,6 +106,12 @@ impl Location {
     }
 }
 
+/// What follows `modifier` at the start of `path`, the white space after the modifier skipped
+/// (Go's `unicode.IsSpace`, which NGINX Ingress Controller trims, is Rust's `char::is_whitespace`).
+fn after_modifier<'p>(path: &'p str, modifier: &str) -> Option<&'p str> {
+    path.strip_prefix(modifier).map(str::trim_start)
+}
+
 /// A regex location; whether it compiles is checked with the rule ([`crate::model::RuleValidator`]).
 fn regex(pattern: &str, case_insensitive: bool) -> Result<Location, String> {
     if pattern.is_empty() {
@@ -112,6 +121,12 @@ fn regex(pattern: &str, case_insensitive: bool) -> Result<Location, String> {
         pattern: pattern.to_owned(),
         case_insensitive,
     })
+}
+
+/// Whether `name` can follow `$cookie_` or `$arg_` in an NGINX variable: `[_A-Za-z0-9]+`, as NGINX
+/// Ingress Controller validates cookie and argument names of match conditions.
+fn is_variable_suffix(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b == b'_' || b.is_ascii_alphanumeric())
 }
 
 /// A regex that searches anywhere in the value, once the table anchors it to the whole value.
@@ -154,6 +169,12 @@ pub fn condition(c: &MatchCondition) -> Result<ConditionSpec, ConditionFault> {
             )))
         }
         ConditionSource::Header => Some(name.to_ascii_lowercase()),
+        ConditionSource::Cookie | ConditionSource::Query if !is_variable_suffix(name) => {
+            let what = if on == ConditionSource::Cookie { "cookie" } else { "argument" };
+            return Err(ConditionFault::Invalid(format!(
+                "{what} name {name:?} is not one NGINX can read ($cookie_/$arg_ variable): it must consist of letters, digits or '_' ([_A-Za-z0-9]+)"
+            )));
+        }
         _ => Some(name.to_owned()),
     };
     let (invert, value) = match c.value.strip_prefix('!') {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::class::Classes;
-use crate::collisions::{HostClaim, Resolution};
+use crate::collisions::{Claim, HostClaim, Resolution};
 use crate::httpproxy::HTTPProxyProcessor;
 use crate::ingress::IngressProcessor;
 use crate::l4::L4Routes;
@@ -63,6 +63,8 @@ pub(crate) struct Processed {
     pub drafts: Vec<Draft>,
     /// The statuses the class stage and the processors recorded.
     pub book: StatusBook,
+    /// The hosts Ingress rules without paths claim ([`crate::collisions::Claim`]).
+    pub ingress_claims: Vec<Claim>,
     delegations: Delegations,
     transport: Candidates,
 }
@@ -99,7 +101,8 @@ pub(crate) fn process(
             book,
         }
     }
-    let mut drafts = IngressProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.ingresses);
+    let ingresses = IngressProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.ingresses);
+    let mut drafts = ingresses.drafts;
     drafts.extend(HTTPProxyProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.http_proxies));
     let (vs_drafts, delegations) = VirtualServerProcessor::new(inputs(classes, services, options, &mut book))
         .run(&objects.virtual_servers, &objects.virtual_server_routes);
@@ -109,6 +112,7 @@ pub(crate) fn process(
     Processed {
         drafts,
         book,
+        ingress_claims: ingresses.claims,
         delegations,
         transport,
     }
@@ -126,11 +130,15 @@ impl Processed {
         let Processed {
             drafts,
             mut book,
+            ingress_claims,
             delegations,
             transport,
         } = self;
-        let resolution =
-            crate::collisions::resolve(drafts, &transport.host_claims(), options.host_collision, &mut book);
+        // Hosts claimed without rules: by TLS passthrough TransportServers and Ingress rules
+        // without paths.
+        let mut claims = transport.host_claims();
+        claims.extend(ingress_claims.iter().map(Claim::borrowed));
+        let resolution = crate::collisions::resolve(drafts, &claims, options.host_collision, &mut book);
         crate::virtualserver::settle(delegations, &mut book);
         let l4 = transport.settle(&resolution.winners, options, &mut book);
         Settled {

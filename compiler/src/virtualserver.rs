@@ -6,7 +6,9 @@
 //! order, then its own action ([`crate::nginx`] ranks them as NGINX picks locations). A route that
 //! references a VirtualServerRoute (`route: [ns/]name`) is replaced by the VirtualServerRoute's
 //! subroutes, when it exists, is valid and is on the same host, with subroute paths under the
-//! route's; otherwise the route answers 502, never falling through to another route. A
+//! route's; otherwise the route answers 502, never falling through to another route (a
+//! VirtualServerRoute valid on its own whose subroutes do not fit the route is not Invalid but
+//! ignored by that VirtualServer, `Warning`/`Ignored`, as NGINX reports it). A
 //! VirtualServer or VirtualServerRoute that fails validation (a duplicate path or upstream, an
 //! unknown upstream, splits not summing to 100, a regex that does not compile, a malformed action or
 //! condition) is Invalid and routes nothing; a route Switchyard cannot express (a `subselector`, a
@@ -45,6 +47,18 @@ pub struct Delegations {
     notes: BTreeMap<ResourceKey, Vec<Note>>,
     /// The host of each VirtualServer that routes.
     servers: BTreeMap<ResourceKey, String>,
+    /// VirtualServerRoutes valid on their own whose subroutes do not fit a route that references
+    /// them: each VirtualServer that ignored one, and why.
+    misfits: BTreeMap<ResourceKey, Vec<(ResourceKey, String)>>,
+}
+
+/// Why a VirtualServerRoute's subroutes cannot serve the route that references them.
+enum Unusable {
+    /// It fails validation on its own: it is Invalid.
+    Invalid(String),
+    /// It is valid on its own, but its subroutes do not fit the route (a path outside the route's
+    /// prefix, another location kind): NGINX ignores it for this VirtualServer, with a warning.
+    Misfit(String),
 }
 
 /// The VirtualServer processor.
@@ -280,28 +294,43 @@ impl<'a> VirtualServerProcessor<'a> {
             self.inputs.services,
             self.inputs.options,
         );
-        // An invalid subroute leaves the server as it was: what was added is taken back.
+        // An unusable VirtualServerRoute leaves the server as it was: what was added is taken back.
         let (drafts, position, covers_all) = (server.drafts.len(), server.position, server.covers_all);
-        let added = scope.and_then(|mut scope| {
+        let added = scope.map_err(Unusable::Invalid).and_then(|mut scope| {
             self.add_subroutes(server, &mut scope, key, vsr, location)?;
             Ok(scope.notes)
         });
-        match added {
+        let why = match added {
             Ok(notes) => {
                 server.used.insert(key.clone(), notes);
-                Ok(())
+                return Ok(());
             }
-            Err(why) => {
-                server.drafts.truncate(drafts);
-                server.position = position;
-                server.covers_all = covers_all;
-                server.counters.remove(key);
-                Err(self.invalid_route(key, why))
+            Err(why) => why,
+        };
+        server.drafts.truncate(drafts);
+        server.position = position;
+        server.covers_all = covers_all;
+        server.counters.remove(key);
+        Err(match why {
+            Unusable::Invalid(why) => self.invalid_route(key, why),
+            Unusable::Misfit(why) => {
+                let message = format!(
+                    "VirtualServerRoute {}/{} does not fit this route: {why}",
+                    key.namespace, key.name
+                );
+                self.delegations
+                    .misfits
+                    .entry(key.clone())
+                    .or_default()
+                    .push((server.key.clone(), why));
+                message
             }
-        }
+        })
     }
 
-    /// The subroutes of a VirtualServerRoute, each checked against the referencing route's location.
+    /// The subroutes of a VirtualServerRoute: validated on their own first (Invalid), then each
+    /// checked against the referencing route's location (a misfit), as NGINX validates a
+    /// VirtualServerRoute before it validates it for a VirtualServer.
     fn add_subroutes(
         &mut self,
         server: &mut Server,
@@ -309,32 +338,44 @@ impl<'a> VirtualServerProcessor<'a> {
         key: &ResourceKey,
         vsr: &VirtualServerRoute,
         location: &Location,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unusable> {
         let mut seen: BTreeMap<PathSpec, usize> = BTreeMap::new();
+        let mut misfit = None;
+        let mut first_kind = None;
         for (si, subroute) in vsr.spec.subroutes.iter().enumerate() {
             let at = format!("spec.subroutes[{si}]");
-            let sub = Location::parse(&subroute.path).map_err(|why| format!("{at}.path: {why}"))?;
-            if !location.admits(&sub) {
-                return Err(format!(
+            let invalid = |why: String| Unusable::Invalid(format!("{at}.{why}"));
+            let sub = Location::parse(&subroute.path).map_err(|why| invalid(format!("path: {why}")))?;
+            let (kind, first) = (sub.tier(), *first_kind.get_or_insert((sub.tier(), si)));
+            if kind != first.0 {
+                return Err(invalid(format!(
+                    "path: {:?} is not of the location kind of spec.subroutes[{}] (all subroutes use one kind: prefix, ^~ prefix, exact or regex)",
+                    subroute.path, first.1
+                )));
+            }
+            if let Some(first) = seen.insert(sub.path_spec(), si) {
+                return Err(invalid(format!(
+                    "path: {:?} is also the path of spec.subroutes[{first}]",
+                    subroute.path
+                )));
+            }
+            if subroute.route.is_some() {
+                return Err(invalid(
+                    "route: a subroute cannot reference another VirtualServerRoute".to_owned(),
+                ));
+            }
+            if misfit.is_none() && !location.admits(&sub) {
+                misfit = Some(format!(
                     "{at}.path: {:?} is not under the referencing route's path {:?} (under a prefix a subroute path must start with it, under an exact path or a regex it must equal it, in the same kind)",
                     subroute.path,
                     location_text(location)
                 ));
             }
-            if let Some(first) = seen.insert(sub.path_spec(), si) {
-                return Err(format!(
-                    "{at}.path: {:?} is also the path of spec.subroutes[{first}]",
-                    subroute.path
-                ));
-            }
-            if subroute.route.is_some() {
-                return Err(format!(
-                    "{at}.route: a subroute cannot reference another VirtualServerRoute"
-                ));
-            }
-            server.add_route(scope, &mut self.validator, key, si, &at, subroute, &sub)?;
+            server
+                .add_route(scope, &mut self.validator, key, si, &at, subroute, &sub)
+                .map_err(Unusable::Invalid)?;
         }
-        Ok(())
+        misfit.map_or(Ok(()), |why| Err(Unusable::Misfit(why)))
     }
 
     /// Records a VirtualServer as Invalid (it routes nothing).
@@ -423,8 +464,20 @@ pub fn settle(delegations: Delegations, book: &mut StatusBook) {
     }
     let mut decided: Vec<(ResourceKey, Result<Vec<Note>, Note>)> = Vec::new();
     for (route, (host, users)) in &delegations.routes {
+        let misfit = |vs: &ResourceKey| {
+            let found = delegations.misfits.get(route)?.iter().find(|(by, _)| by == vs);
+            found.map(|(_, why)| why.clone())
+        };
         let outcome = if users.iter().any(winning) {
             Ok(delegations.notes.get(route).cloned().unwrap_or_default())
+        } else if let Some((vs, why)) = winners.get(host).and_then(|vs| Some((vs, misfit(vs)?))) {
+            Err((
+                Reason::IgnoredByVirtualServer,
+                format!(
+                    "VirtualServer {}/{} ignores this VirtualServerRoute: {why}; it is valid on its own, but routes nothing there (the route answers 502)",
+                    vs.namespace, vs.name
+                ),
+            ))
         } else if let Some(vs) = winners.get(host) {
             Err((
                 Reason::IgnoredByVirtualServer,

@@ -278,3 +278,56 @@ fn missing_creation_timestamp_counts_as_oldest() {
         Some("default/unstamped:80")
     );
 }
+
+/// Issue 23, item 6 (§2): NGINX's mergeable master Ingress names its host with a rule without
+/// paths. Its Ingress is a member of the host's group and its age counts: the master (oldest), then
+/// a VirtualServer, then the minions: the group wins the host, the minions route, the VirtualServer
+/// loses. The master itself is not rejected for having no rules.
+#[test]
+fn ingress_rule_with_a_host_and_no_paths_makes_its_ingress_a_member_of_the_host_group() {
+    let c = compile_default(&common::nginx_case("mergeable-master"));
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe.example.com/coffee")).as_deref(),
+        Some("default/coffee-svc:80")
+    );
+    assert_eq!(
+        cluster_for(&c, &get("http://cafe.example.com/tea")).as_deref(),
+        Some("default/tea-svc:80")
+    );
+    assert_eq!(rule_for(&c, &get("http://cafe.example.com/")), None);
+    for minion in ["cafe-ingress-coffee-minion", "cafe-ingress-tea-minion"] {
+        assert_eq!(status(&c, "Ingress", "default", minion), Status::Accepted, "{minion}");
+    }
+    let master = status_of(&c, "Ingress", "default", "cafe-ingress-master");
+    assert_eq!(master.status, Status::Accepted, "{master:?}");
+    assert!(!has_reason(master, Reason::NoRules), "{master:?}");
+    let vs = status_of(&c, "VirtualServer", "default", "cafe");
+    assert_eq!(
+        message(vs, Reason::HostTaken),
+        "host cafe.example.com is taken by Ingress/default/cafe-ingress-master"
+    );
+}
+
+/// With `--host-collision=winner` the master competes alone: being the oldest, it owns the host and
+/// routes nothing there; a master that loses its host is rejected like any Ingress.
+#[test]
+fn ingress_rule_without_paths_competes_alone_when_merging_is_off() {
+    let options = Options {
+        host_collision: HostCollision::Winner,
+        ..Options::default()
+    };
+    let c = compile_yaml(&common::nginx_case("mergeable-master"), &options);
+    assert_eq!(rule_for(&c, &get("http://cafe.example.com/coffee")), None);
+    assert_eq!(
+        status(&c, "Ingress", "default", "cafe-ingress-coffee-minion"),
+        Status::Rejected
+    );
+    let late_master = simple_ingress("shop", "shop.example.com", "/", "shop", &meta(T1, "1"), None)
+        + "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: master, namespace: default, creationTimestamp: '2030-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: shop.example.com\n---\n";
+    let c = compile_yaml(&late_master, &options);
+    assert_eq!(status(&c, "Ingress", "default", "master"), Status::Rejected);
+    assert_eq!(
+        cluster_for(&c, &get("http://shop.example.com/")).as_deref(),
+        Some("default/shop:80")
+    );
+}

@@ -69,6 +69,8 @@ const ON_PROXY_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nme
 const OFF_PROXY_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: e, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: elsewhere.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: e, port: {number: 80}}}}\n";
 const VS: &str = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: cafe, namespace: shop, creationTimestamp: '2022-01-01T00:00:00Z'}\nspec:\n  host: cafe.example.com\n  upstreams: [{name: tea, service: tea, port: 80}]\n  routes:\n  - {path: /tea, action: {pass: tea}}\n  - {path: '=/tea/exact', action: {pass: tea}}\n";
 const ON_VS_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: f, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: cafe.example.com\n    http:\n      paths:\n      - {path: /coffee, pathType: Prefix, backend: {service: {name: f, port: {number: 80}}}}\n";
+const MASTER: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: master, namespace: shop, uid: '9', creationTimestamp: '2021-01-01T00:00:00Z', annotations: {nginx.org/mergeable-ingress-type: master}}\nspec:\n  rules:\n  - host: shop.example.com\n";
+const MASTER_ON_VS_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: master, namespace: shop, uid: '9', creationTimestamp: '2021-01-01T00:00:00Z', annotations: {nginx.org/mergeable-ingress-type: master}}\nspec:\n  rules:\n  - host: cafe.example.com\n";
 const SERVICE: &str =
     "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: shop}\nspec:\n  ports: [{name: http, port: 8080}]\n";
 const CLASS_OURS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: ours}\nspec: {controller: switchyard.io/ingress-controller}\n";
@@ -159,6 +161,41 @@ const CASES: &[Case] = &[
             Delete("f", "full"),
             Delete("vs", "full"),
             Put("f", ON_VS_HOST, "incremental"),
+        ],
+    },
+    Case {
+        name: "a_master_ingress_without_paths_is_a_member_of_its_hosts_group",
+        collision: HostCollision::Merge,
+        start: &[("a", A), ("b", B)],
+        steps: &[
+            Put("master", MASTER, "incremental"),
+            Delete("a", "incremental"),
+            Delete("b", "incremental"),
+            Put("b", B, "incremental"),
+            Delete("master", "incremental"),
+            Put("master", MASTER, "incremental"),
+        ],
+    },
+    Case {
+        name: "a_master_ingress_without_paths_competes_alone_as_a_winner",
+        collision: HostCollision::Winner,
+        start: &[("a", A), ("b", B)],
+        steps: &[
+            Put("master", MASTER, "incremental"),
+            Delete("master", "incremental"),
+            Put("master", MASTER, "incremental"),
+            Delete("a", "incremental"),
+        ],
+    },
+    Case {
+        name: "a_master_ingress_older_than_a_virtualserver_is_compiled_in_full",
+        collision: HostCollision::Merge,
+        start: &[("vs", VS), ("f", ON_VS_HOST)],
+        steps: &[
+            Put("master", MASTER_ON_VS_HOST, "full"),
+            Delete("vs", "full"),
+            Put("vs", VS, "full"),
+            Delete("master", "full"),
         ],
     },
     Case {

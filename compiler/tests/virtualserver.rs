@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cluster_for, compile_default, compile_yaml, direct_status, get, message, status, status_of};
+use common::{cluster_for, compile_default, compile_yaml, direct_status, get, has_reason, message, status, status_of};
 use switchyard_compiler::explain::explain;
 use switchyard_compiler::status::{NginxReason, NginxState, Reason, Status};
 use switchyard_compiler::Options;
@@ -904,10 +904,31 @@ fn reference_to_a_missing_virtualserverroute_answers_502() {
     assert_eq!(nginx(&c, "VirtualServer", "default", "cafe").0, NginxState::Warning);
 }
 
-/// A reference to an invalid VirtualServerRoute answers 502; under a prefix route every subroute
-/// path must start with the route's path (else the VirtualServerRoute is Invalid).
+/// Issue 23, item 4: a VirtualServerRoute valid on its own whose subroute is outside the
+/// referencing route's prefix is not Invalid: NGINX marks it Warning / Ignored, naming the
+/// VirtualServer; the route answers 502 and the VirtualServer says why (Warning).
 #[test]
-fn subroute_outside_the_route_prefix_makes_the_virtualserverroute_invalid_and_the_route_502() {
+fn subroute_outside_the_route_prefix_is_ignored_not_invalid_and_the_route_answers_502() {
+    let c = compile_default(&common::nginx_case("subroute-outside-prefix"));
+    assert_eq!(direct_status(&c, &get("http://cafe.example.com/tea")), Some(502));
+    assert_eq!(direct_status(&c, &get("http://cafe.example.com/coffee")), Some(404));
+    let s = status_of(&c, "VirtualServerRoute", "default", "tea");
+    assert_ne!(s.status, Status::Invalid, "{s:?}");
+    assert!(!has_reason(s, Reason::VirtualServerInvalid), "{s:?}");
+    let (state, reason, text) = nginx(&c, "VirtualServerRoute", "default", "tea");
+    assert_eq!((state, reason), (NginxState::Warning, NginxReason::Ignored), "{text}");
+    assert!(text.contains("VirtualServer default/cafe"), "{text}");
+    assert!(text.contains("not under the referencing route's path"), "{text}");
+    let (state, _, text) = nginx(&c, "VirtualServer", "default", "cafe");
+    assert_eq!(state, NginxState::Warning);
+    assert!(text.contains("does not fit this route"), "{text}");
+}
+
+/// A VirtualServerRoute that is invalid on its own stays Invalid whatever route references it
+/// (NGINX validates it alone first): here one subroute of it is outside the route's prefix and
+/// another names an upstream it does not define.
+#[test]
+fn a_virtualserverroute_invalid_on_its_own_is_invalid_before_it_is_a_misfit() {
     let bad = vsr(
         "stray",
         "default",
@@ -920,22 +941,29 @@ fn subroute_outside_the_route_prefix_makes_the_virtualserverroute_invalid_and_th
   - path: /coffee
     action:
       pass: u
+  - path: /tea
+    action:
+      pass: nowhere
 ",
     );
     let c = compile_default(&format!("{}{bad}", cafe("  - path: /tea\n    route: stray\n")));
     assert_eq!(direct_status(&c, &get("http://cafe.example.com/tea")), Some(502));
-    assert_eq!(direct_status(&c, &get("http://cafe.example.com/coffee")), Some(404));
     let s = status_of(&c, "VirtualServerRoute", "default", "stray");
     assert_eq!(s.status, Status::Invalid);
-    assert!(message(s, Reason::VirtualServerInvalid).contains("not under the referencing route's path"));
-    assert_eq!(
-        nginx(&c, "VirtualServerRoute", "default", "stray").0,
-        NginxState::Invalid
+    assert!(message(s, Reason::VirtualServerInvalid).contains("is not defined"), "{s:?}");
+    let mixed = vsr(
+        "mixed",
+        "default",
+        "  host: cafe.example.com\n  upstreams:\n  - name: u\n    service: u\n    port: 80\n  subroutes:\n  - path: /tea\n    action:\n      pass: u\n  - path: =/tea/x\n    action:\n      pass: u\n",
     );
+    let c = compile_default(&format!("{}{mixed}", cafe("  - path: /tea\n    route: mixed\n")));
+    let s = status_of(&c, "VirtualServerRoute", "default", "mixed");
+    assert_eq!(s.status, Status::Invalid);
+    assert!(message(s, Reason::VirtualServerInvalid).contains("location kind"), "{s:?}");
 }
 
-/// Under an exact (or regex) route the subroute path must equal the route's; all subroutes are one
-/// path kind.
+/// Under an exact (or regex) route the subroute path must equal the route's, in the same kind; a
+/// VirtualServerRoute that does not is ignored for that route (it answers 502).
 #[test]
 fn subroute_under_an_exact_route_must_equal_it() {
     let sub = |path: &str| {
@@ -956,8 +984,8 @@ fn subroute_under_an_exact_route_must_equal_it() {
             "{other}"
         );
         assert_eq!(
-            status(&c, "VirtualServerRoute", "default", "r"),
-            Status::Invalid,
+            nginx(&c, "VirtualServerRoute", "default", "r").1,
+            NginxReason::Ignored,
             "{other}"
         );
     }
@@ -1104,4 +1132,68 @@ fn virtualserver_and_tls_passthrough_transportserver_contest_the_host() {
         cluster(&newer_ts, "http://cafe.example.com/"),
         Some("default/tea-svc:80".into())
     );
+}
+
+// ---- issue 23 ---------------------------------------------------------------------------------
+
+/// Item 1: NGINX writes regex paths with a space after the modifier (`~ ^/coffee/.*\.jpg$`); the
+/// white space is not part of the path, for `~`, `~*`, `=` and `^~`, in a VirtualServerRoute too
+/// (`~  ^/juice/` is the route's `~^/juice/`). The VirtualServer is Valid.
+#[test]
+fn regex_path_with_space_after_modifier_matches() {
+    let c = compile_default(&common::nginx_case("regex-path-space"));
+    let to = |path: &str| cluster(&c, &format!("http://cafe.example.com{path}"));
+    assert_eq!(to("/coffee/beans.jpg"), Some("default/images-svc:80".into()));
+    assert_eq!(to("/coffee/beans.png"), Some("default/root-svc:80".into()));
+    assert_eq!(to("/TEA/cup.PNG"), Some("default/icons-svc:80".into()));
+    assert_eq!(to("/menu"), Some("default/menu-svc:80".into()));
+    assert_eq!(to("/menu/x"), Some("default/root-svc:80".into()));
+    assert_eq!(to("/static/a.jpg"), Some("default/static-svc:80".into()));
+    assert_eq!(to("/juice/orange"), Some("default/juice-svc:80".into()));
+    assert_eq!(status(&c, "VirtualServer", "default", "cafe"), Status::Valid);
+    assert_eq!(status(&c, "VirtualServerRoute", "default", "juice"), Status::Valid);
+    let paths: Vec<String> = c.table.rules.iter().map(|r| format!("{:?}", r.path)).collect();
+    assert!(paths.iter().all(|p| !p.contains("(?: ") && !p.contains("\"\\t")), "{paths:?}");
+}
+
+/// Item 1: `~ re` and `~re` are one location, so both in one VirtualServer are a duplicate path
+/// (Invalid), as are `= /x` and `=/x`.
+#[test]
+fn regex_path_with_space_after_modifier_is_a_duplicate_of_the_same_path_without() {
+    for (a, b) in [("~ ^/tea", "~^/tea"), ("~*  /TEA", "~*/TEA"), ("= /tea", "=/tea"), ("^~ /tea", "/tea")] {
+        let c = compile_default(&cafe(&format!("  - path: '{a}'\n{PASS_TEA}  - path: '{b}'\n{PASS_TEA}")));
+        let s = status_of(&c, "VirtualServer", "default", "cafe");
+        assert_eq!(s.status, Status::Invalid, "{a} {b}");
+        assert!(message(s, Reason::VirtualServerInvalid).contains("also the path"), "{a} {b}");
+    }
+}
+
+/// Item 5: a cookie or argument name NGINX cannot read as a variable (`x-version`, `beer.kind`)
+/// makes the VirtualServer (or VirtualServerRoute) Invalid, as NGINX's validation does; names of
+/// `[_A-Za-z0-9]+` stay valid.
+#[test]
+fn cookie_or_argument_name_nginx_cannot_read_makes_the_resource_invalid() {
+    let c = compile_default(&common::nginx_case("condition-names"));
+    let s = status_of(&c, "VirtualServer", "default", "cafe");
+    assert_eq!(s.status, Status::Invalid);
+    let why = message(s, Reason::VirtualServerInvalid);
+    assert!(why.contains("cookie name \"x-version\"") && why.contains("[_A-Za-z0-9]+"), "{why}");
+    assert_eq!(nginx(&c, "VirtualServer", "default", "cafe").0, NginxState::Invalid);
+    assert_eq!(rule_names_on(&c, "cafe.example.com"), Vec::<String>::new());
+    let s = status_of(&c, "VirtualServerRoute", "default", "beer");
+    assert_eq!(s.status, Status::Invalid);
+    assert!(message(s, Reason::VirtualServerInvalid).contains("argument name \"beer.kind\""));
+    assert_eq!(direct_status(&c, &get("http://bar.example.com/beer?beer.kind=ale")), Some(502));
+    let fine = with_matches("    - conditions:\n      - cookie: my_cookie_123\n        value: v\n      - argument: Arg_1\n        value: v\n      action:\n        pass: coffee\n");
+    assert_eq!(status(&fine, "VirtualServer", "default", "cafe"), Status::Valid);
+}
+
+fn rule_names_on(compiled: &switchyard_compiler::Compiled, host: &str) -> Vec<String> {
+    compiled
+        .table
+        .rules
+        .iter()
+        .filter(|r| r.host.as_deref() == Some(host))
+        .map(|r| r.name.clone())
+        .collect()
 }

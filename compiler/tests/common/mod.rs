@@ -185,3 +185,12 @@ pub fn compile_example(example: &str) -> Compiled {
     let loaded = switchyard_compiler::load::read_paths(&[examples_dir().join(example)]).unwrap();
     compile(&loaded.objects, &example_options(example)).expect("compiles")
 }
+
+/// A manifest of the NGINX corpus `tests/cases/nginx/<name>.yaml`, which host-sim's tests also run
+/// through the real filter (`host-sim/tests/nginx_manifests.rs`).
+pub fn nginx_case(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/cases/nginx")
+        .join(format!("{name}.yaml"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
