@@ -50,7 +50,7 @@ echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty
 "$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --debug-rule-header \
   --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 --wasm "$WASM" -o build/table.json \
   --lds-file "$LDS_FILE" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
-  --listen 127.0.0.1:9102 &
+  --listen 127.0.0.1:9102 --dashboard-listen 127.0.0.1:9103 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && [ -s "$LDS_FILE" ] && break; sleep 0.1; done
 
@@ -82,7 +82,7 @@ takes secure.example.com back into the HTTP table and the passthrough listener g
       (exec 3<>/dev/tcp/127.0.0.1/15353; echo hello >&3; head -1 <&3)    # default/dns-2: hello
       curl -s -H 'Host: secure.example.com' http://127.0.0.1:10000/ | head -1   # backend: default/secure-web
       git checkout examples/003-transport-server                          # and back
-switchyard watch: the dashboard at http://127.0.0.1:9102/ (and /status, /table, /metrics, /readyz).
+switchyard watch: the dashboard at http://127.0.0.1:9103/ (and /status, /table); /metrics, /readyz on 127.0.0.1:9102.
 Ctrl-C stops Envoy, the backends and switchyard watch.
 TXT
 wait

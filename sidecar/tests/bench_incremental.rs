@@ -224,3 +224,133 @@ fn bench_incremental_watch_one_changed_ingress_in_100k_rules() {
         drop(watch);
     }
 }
+
+/// POST `body` to `/explain` at `addr`: the status code (0 when the connection failed).
+fn explain(addr: std::net::SocketAddr, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return 0 };
+    let request = format!(
+        "POST /explain HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut response = String::new();
+    if stream.write_all(request.as_bytes()).is_err() || stream.read_to_string(&mut response).is_err() {
+        return 0;
+    }
+    response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// Wall time from an edit of `file` to its table in the ECDS file (the `pushed` log line), in ms.
+fn edit_to_table(log: &Path, file: &Path, text: &str) -> f64 {
+    let pushed = log_lines(log).0;
+    let started = Instant::now();
+    std::fs::write(file, text).unwrap();
+    while log_lines(log).0 == pushed {
+        assert!(started.elapsed() < Duration::from_secs(120), "no push after editing {}", file.display());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+/// `make bench-explain`: the same 100,000-rule folder, `switchyard watch` with `--dashboard-listen`;
+/// the edit-to-table latency of one changed Ingress (incremental path) with the dashboard idle, then
+/// while `BENCH_CLIENTS` (default 100) clients each send `POST /explain` for a request on the
+/// largest host without pause. Alternately, `BENCH_ROUNDS` (default 5) edits each. Prints the
+/// medians, maxima and their ratio (the goal: within 2x of idle), and how the explains were answered.
+#[test]
+#[ignore]
+fn bench_explain_burst_during_edits_in_100k_rules() {
+    use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+    use std::sync::Arc;
+    let bin = std::env::var("SWITCHYARD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_switchyard").to_owned());
+    let env_number = |name: &str, default: usize| {
+        std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
+    };
+    let (rounds, clients) = (env_number("BENCH_ROUNDS", 5), env_number("BENCH_CLIENTS", 100));
+    let dir = tempfile::tempdir().unwrap();
+    let manifests: PathBuf = dir.path().join("manifests");
+    std::fs::create_dir(&manifests).unwrap();
+    for i in 0..1_000 {
+        std::fs::write(manifests.join(format!("app{i}.yaml")), ingress(i, 0)).unwrap();
+    }
+    let log = dir.path().join("watch.log");
+    let _watch = Watch(
+        Command::new(&bin)
+            .args(["watch", "--manifests"])
+            .arg(&manifests)
+            .arg("--ecds-file")
+            .arg(dir.path().join("ecds.yaml"))
+            .args(["--wasm", "/nonexistent/switchyard_filter.wasm", "--dashboard-listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    while log_lines(&log).0 == 0 {
+        assert!(started.elapsed() < Duration::from_secs(300), "no first push");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let addr: std::net::SocketAddr = text
+        .lines()
+        .find_map(|l| l.split("dashboard on http://").nth(1)?.split('/').next()?.parse().ok())
+        .expect("the dashboard's address in the log");
+    let body = r#"{"url": "http://h200.example/app500/p50/x", "headers": ["x-a: 1"], "cookies": ["c=1"]}"#;
+    let one = Instant::now();
+    assert_eq!(explain(addr, body), 200);
+    eprintln!("switchyard: {bin}; one explain on the 100,000-rule table: {:.1} ms", one.elapsed().as_secs_f64() * 1e3);
+
+    // The clients' phase: paused, sending, or done.
+    const PAUSED: u8 = 0;
+    const SENDING: u8 = 1;
+    const DONE: u8 = 2;
+    let phase = Arc::new(AtomicU8::new(PAUSED));
+    let answered: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (phase, answered) = (phase.clone(), answered.clone());
+            std::thread::spawn(move || loop {
+                match phase.load(Ordering::Relaxed) {
+                    DONE => return,
+                    PAUSED => std::thread::sleep(Duration::from_millis(5)),
+                    _ => {
+                        let slot = match explain(addr, body) {
+                            200 => 0,
+                            503 => 1,
+                            _ => 2,
+                        };
+                        answered[slot].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    let (mut idle, mut loaded) = (Vec::new(), Vec::new());
+    let file = manifests.join("app500.yaml");
+    for round in 0..rounds {
+        for burst in [false, true] {
+            phase.store(if burst { SENDING } else { PAUSED }, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(500));
+            let ms = edit_to_table(&log, &file, &ingress(500, 2 * round + usize::from(burst) + 1));
+            eprintln!("  round {round}, {}: {ms:.0} ms", if burst { "explain burst" } else { "idle dashboard" });
+            if burst { loaded.push(ms) } else { idle.push(ms) }
+        }
+    }
+    phase.store(DONE, Ordering::Relaxed);
+    for thread in threads {
+        let _ = thread.join();
+    }
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let (idle_max, loaded_max) = (max(&idle), max(&loaded));
+    let (idle_median, loaded_median) = (median(&mut idle), median(&mut loaded));
+    let [ok, busy, other] = [0, 1, 2].map(|i| answered[i].load(Ordering::Relaxed));
+    eprintln!(
+        "edit-to-table, one changed Ingress among 100,000 rules: idle median {idle_median:.0} ms (max {idle_max:.0}), \
+         during {clients} concurrent explains median {loaded_median:.0} ms (max {loaded_max:.0}): ratio {:.2} (max {:.2}); \
+         explains answered 200: {ok}, 503 busy: {busy}, other: {other}",
+        loaded_median / idle_median,
+        loaded_max / idle_max
+    );
+}

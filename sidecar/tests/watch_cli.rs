@@ -50,10 +50,15 @@ fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
 
 /// GET `path`: (status code, body).
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    get_with(addr, path, "")
+}
+
+/// GET `path` with more header lines (each ending in CRLF): (status code, body).
+fn get_with(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\n{headers}\r\n"
     )
     .unwrap();
     let mut response = String::new();
@@ -64,6 +69,177 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (code, body)
+}
+
+/// The address logged after `marker` (`listening on http://`, `dashboard on http://`).
+fn logged_address(log: &Path, marker: &str) -> SocketAddr {
+    wait_for(marker, log, || {
+        let text = std::fs::read_to_string(log).ok()?;
+        text.lines()
+            .find_map(|l| l.split(marker).nth(1)?.split(['/', ' ']).next()?.parse().ok())
+    })
+}
+
+/// A port free on 127.0.0.1 just now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `deploy/deployment.yaml`'s value of `--flag=VALUE`.
+fn shipped_flag(flag: &str) -> String {
+    let deployment = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/deployment.yaml")).unwrap();
+    deployment
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- ")?.strip_prefix(flag)?.strip_prefix('='))
+        .map(|value| value.split_whitespace().next().unwrap_or_default().to_owned())
+        .unwrap_or_else(|| panic!("deploy/deployment.yaml has no {flag}=…"))
+}
+
+/// POST `body` as JSON to `path`: (status code, body).
+fn post(addr: SocketAddr, path: &str, headers: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let code = response.split_whitespace().nth(1).unwrap_or("0").parse().unwrap();
+    (code, response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
+}
+
+/// A folder with one Ingress for `a.example` (`<dir>/m`), and the watch's arguments for it and its
+/// table file (`<dir>/table.json`).
+fn one_ingress() -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("m");
+    std::fs::create_dir(&manifests).unwrap();
+    std::fs::write(manifests.join("web.yaml"), INGRESS.replace("HOST", "a.example")).unwrap();
+    let table = dir.path().join("table.json");
+    let args = ["--manifests", manifests.to_str().unwrap(), "-o", table.to_str().unwrap()];
+    let args = args.map(str::to_owned).to_vec();
+    (dir, args)
+}
+
+/// The watch's arguments: `base` then `more`.
+fn with(base: &[String], more: &[&str]) -> Vec<String> {
+    base.iter().map(String::as_str).chain(more.iter().copied()).map(str::to_owned).collect()
+}
+
+/// With the flags `deploy/deployment.yaml` ships (their ports made free), the pod's address (here
+/// 127.0.0.2, any address but 127.0.0.1) answers the probes and metrics and nothing else, and the
+/// dashboard, `/table`, `/status` and `/explain` answer only on 127.0.0.1.
+#[test]
+fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() {
+    let (dir, args) = one_ingress();
+    let log = dir.path().join("log");
+    let with_free_port = |value: String| {
+        let host = value.rsplit_once(':').map(|(host, _)| format!("{host}:")).unwrap_or_default();
+        format!("{host}{}", free_port())
+    };
+    let listen = with_free_port(shipped_flag("--listen"));
+    let dashboard_listen = with_free_port(shipped_flag("--dashboard-listen"));
+    assert!(listen.starts_with("0.0.0.0:"), "probes on the pod address: {listen}");
+    let args = with(&args, &["--listen", &listen, "--dashboard-listen", &dashboard_listen]);
+    let _watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    let operations = logged_address(&log, "listening on http://");
+    let dashboard = logged_address(&log, "dashboard on http://");
+    let pod = |addr: SocketAddr| SocketAddr::from(([127, 0, 0, 2], addr.port()));
+    wait_for("ready", &log, || (get(pod(operations), "/readyz").0 == 200).then_some(()));
+    assert_eq!(get(pod(operations), "/healthz").0, 200);
+    let (code, metrics) = get(pod(operations), "/metrics");
+    assert!(code == 200 && metrics.contains("switchyard_table_generation 1"), "{metrics}");
+    for path in ["/", "/table", "/status", "/rules", "/events", "/dashboard.js"] {
+        assert_eq!(get(pod(operations), path).0, 404, "{path} on the pod address");
+    }
+    assert_eq!(post(pod(operations), "/explain", "", "{\"url\": \"http://a.example/\"}").0, 404);
+    assert!(
+        TcpStream::connect(pod(dashboard)).is_err(),
+        "the dashboard answers on the pod address"
+    );
+    assert!(dashboard.ip().is_loopback());
+    let (code, status) = get(dashboard, "/status");
+    assert!(code == 200 && status.contains("\"resources\""), "{status}");
+    assert_eq!(get(dashboard, "/table").0, 200);
+    let (code, answer) = post(dashboard, "/explain", "", "{\"url\": \"http://a.example/\"}");
+    assert_eq!(code, 200, "{answer}");
+    assert!(answer.contains("shop/web:80"), "{answer}");
+}
+
+/// With `--dashboard-token-file`, everything on the dashboard's address needs the token (401
+/// without it, as a bearer or the login page's cookie), the login form excepted; the probes never do.
+#[test]
+fn the_dashboard_token_guards_the_page_the_table_the_status_and_explain() {
+    let (dir, args) = one_ingress();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "correct horse\n").unwrap();
+    let log = dir.path().join("log");
+    let args = with(
+        &args,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--dashboard-listen",
+            "0.0.0.0:0",
+            "--dashboard-token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    let _watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    let operations = logged_address(&log, "listening on http://");
+    let dashboard = SocketAddr::from(([127, 0, 0, 1], logged_address(&log, "dashboard on http://").port()));
+    wait_for("ready", &log, || (get(operations, "/readyz").0 == 200).then_some(()));
+
+    let (code, page) = get(dashboard, "/");
+    assert_eq!(code, 401);
+    assert!(page.contains("<form") && page.contains("name=\"token\""), "the page asks for it: {page}");
+    for path in ["/table", "/status", "/rules", "/dashboard.js", "/events"] {
+        let (code, body) = get(dashboard, path);
+        assert_eq!(code, 401, "{path}: {body}");
+        assert!(body.contains("Authorization: Bearer"), "{body}");
+    }
+    let explain = "{\"url\": \"http://a.example/\"}";
+    assert_eq!(post(dashboard, "/explain", "", explain).0, 401);
+    assert_eq!(post(dashboard, "/explain", "authorization: Bearer wrong\r\n", explain).0, 401);
+    assert_eq!(get(dashboard, "/login").0, 200);
+    assert_eq!(get(dashboard, "/dashboard.css").0, 200, "the login form's style");
+
+    let bearer = "authorization: Bearer correct horse\r\n";
+    assert_eq!(get_with(dashboard, "/table", bearer).0, 200);
+    assert_eq!(get_with(dashboard, "/status", bearer).0, 200);
+    assert_eq!(get_with(dashboard, "/", bearer).0, 200);
+    assert_eq!(post(dashboard, "/explain", bearer, explain).0, 200);
+    assert_eq!(get(operations, "/metrics").0, 200, "the probes need no token");
+}
+
+/// `POST /explain` reads at most 16 KiB (413 beyond).
+#[test]
+fn explain_refuses_a_body_over_its_limit() {
+    let (dir, args) = one_ingress();
+    let log = dir.path().join("log");
+    let args = with(&args, &["--dashboard-listen", "127.0.0.1:0"]);
+    let _watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    let dashboard = logged_address(&log, "dashboard on http://");
+    wait_for("a table", &log, || (get(dashboard, "/table").0 == 200).then_some(()));
+    let huge = format!("{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}", "a".repeat(17 * 1024));
+    assert_eq!(post(dashboard, "/explain", "", &huge).0, 413);
+    let fits = format!("{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}", "a".repeat(8 * 1024));
+    assert_eq!(post(dashboard, "/explain", "", &fits).0, 200);
+}
+
+/// `--dashboard-listen` beyond loopback without a token is refused at start (exit 1), naming the flag.
+#[test]
+fn a_dashboard_beyond_loopback_without_a_token_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["watch", "--manifests", dir.path().to_str().unwrap(), "--dashboard-listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--dashboard-token-file"), "{stderr}");
 }
 
 #[test]
@@ -82,22 +258,15 @@ fn the_table_file_follows_the_folder_and_the_status_endpoint_answers() {
             table.to_str().unwrap(),
             "--listen",
             "127.0.0.1:0",
+            "--dashboard-listen",
+            "127.0.0.1:0",
             "--debounce-ms",
             "20",
         ],
         &log,
     );
-    let addr: SocketAddr = wait_for("the listening line", &log, || {
-        let text = std::fs::read_to_string(&log).ok()?;
-        text.lines().find_map(|l| {
-            l.split("listening on http://")
-                .nth(1)?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-    });
+    let addr = logged_address(&log, "listening on http://");
+    let dashboard = logged_address(&log, "dashboard on http://");
     wait_for("the first table", &log, || {
         std::fs::read_to_string(&table).ok().filter(|t| t.contains("a.example"))
     });
@@ -106,14 +275,14 @@ fn the_table_file_follows_the_folder_and_the_status_endpoint_answers() {
     let (code, ready) = get(addr, "/readyz");
     assert_eq!(code, 200, "{ready}");
     assert!(ready.contains("generation 1"), "{ready}");
-    let (code, served) = get(addr, "/table");
+    let (code, served) = get(dashboard, "/table");
     assert_eq!(code, 200);
     assert_eq!(
         served,
         std::fs::read_to_string(&table).unwrap(),
         "/table is the table pushed"
     );
-    let (_, status) = get(addr, "/status");
+    let (_, status) = get(dashboard, "/status");
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     assert_eq!(status["resources"][0]["status"], "accepted", "{status:#}");
 

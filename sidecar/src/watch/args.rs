@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::flags::TableArgs;
+use crate::watch::dashboard::access::Access;
 use crate::watch::lease::{default_identity, Election};
 
 /// `switchyard watch --help`'s examples.
@@ -13,7 +14,7 @@ pub const WATCH_HELP: &str = "\
 Examples:
   # A folder of manifests, pushed to Envoy through its ECDS file (envoy.yaml, `make run`)
   switchyard watch --manifests examples/002-host-priority --ingress-class bfe \\
-      --ecds-file build/run/switchyard-filter.json --listen 127.0.0.1:9102
+      --ecds-file build/run/switchyard-filter.json --listen 127.0.0.1:9102 --dashboard-listen 9103
 
   # A cluster (kubeconfig or in-cluster), two namespaces, to an Istio ingress gateway's WasmPlugin
   switchyard watch --kubernetes --namespaces shop,blog --wasmplugin istio-system/switchyard \\
@@ -21,15 +22,20 @@ Examples:
 
   # Follow the table by hand
   switchyard watch --manifests m/ -o table.json
-  curl -s 127.0.0.1:9102/readyz; curl -s 127.0.0.1:9102/status | jq '.errors'
+  curl -s 127.0.0.1:9102/readyz; curl -s 127.0.0.1:9103/status | jq '.errors'
+
+  # In a pod: probes and metrics on the pod address, the dashboard on the pod's loopback
+  switchyard watch --kubernetes ... --listen 0.0.0.0:9102 --dashboard-listen 9103
+  kubectl -n istio-system port-forward deploy/switchyard 9103   # then http://127.0.0.1:9103/
 
 A change is compiled about 100 ms after the last one (--debounce-ms), at most 1 s after the first
 (--debounce-max-ms), and pushed only when the table's content changed; each push logs the generation
 and what changed. A manifest that does not parse keeps its last good version routed and is listed in
 /status (errors). In Kubernetes mode nothing is pushed before every store (Ingress, IngressClass,
 Service, HTTPProxy) has synced; when the API server is unreachable the last table keeps serving and
-/readyz (503) says why. Endpoints of --listen: /healthz, /readyz, /metrics (Prometheus), /table,
-/status (JSON). Stop with Ctrl-C or SIGTERM.
+/readyz (503) says why. Endpoints of --listen: /healthz, /readyz, /metrics (Prometheus). Endpoints
+of --dashboard-listen: the dashboard (/), /table, /status (JSON), POST /explain (a body of at most
+16 KiB, answered within 2 s; one runs at a time). Stop with Ctrl-C or SIGTERM.
 
 With --leader-elect, run two or more replicas: they elect a leader through a Lease, every replica
 compiles and writes its own files, and only the leader writes to the cluster; /status (leader) and
@@ -49,6 +55,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => Ok(Duration::from_secs(number)),
         "m" => Ok(Duration::from_secs(number * 60)),
         _ => Err(format!("{text:?}: the unit must be ms, s or m (15s, 500ms, 1m)")),
+    }
+}
+
+/// `--dashboard-listen`: `ADDR:PORT`, or a bare `PORT` on 127.0.0.1.
+pub fn parse_dashboard_listen(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    match text.parse::<u16>() {
+        Ok(port) => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
+        Err(_) => text
+            .parse()
+            .map_err(|_| format!("{text:?}: expected PORT (on 127.0.0.1) or ADDR:PORT")),
     }
 }
 
@@ -182,9 +199,19 @@ pub struct WatchArgs {
     )]
     pub gateway_selector: Vec<String>,
 
-    /// Serve the dashboard (/) and /healthz, /readyz, /metrics, /table and /status here.
+    /// Serve the probes and metrics here: /healthz, /readyz and /metrics (Prometheus), what
+    /// kubelet and Prometheus need (in a pod: 0.0.0.0:PORT). Nothing else answers on it.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
+    /// Serve the dashboard (/), /table, /status and POST /explain here: every host, path and
+    /// backend of the cluster. A bare PORT means 127.0.0.1:PORT, reached from a laptop with
+    /// `kubectl port-forward`; an address beyond loopback needs --dashboard-token-file.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = parse_dashboard_listen)]
+    pub dashboard_listen: Option<SocketAddr>,
+    /// The dashboard's bearer token, read from this file (for example a mounted Secret): clients
+    /// send `Authorization: Bearer TOKEN`, a browser signs in at /login; 401 otherwise.
+    #[arg(long, value_name = "FILE", requires = "dashboard_listen")]
+    pub dashboard_token_file: Option<PathBuf>,
     /// Quiet time after the last change before recompiling, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 100)]
     pub debounce_ms: u64,
@@ -251,6 +278,25 @@ impl WatchArgs {
         })
     }
 
+    /// The dashboard's address and who may read it: refused beyond loopback without a token, since
+    /// it shows the cluster's whole routing picture to whoever reaches it.
+    pub fn dashboard(&self) -> Result<Option<(SocketAddr, Access)>, String> {
+        let Some(addr) = self.dashboard_listen else { return Ok(None) };
+        let access = match &self.dashboard_token_file {
+            Some(path) => Access::from_token_file(path)?,
+            None if addr.ip().is_loopback() => Access::open(),
+            None => {
+                return Err(format!(
+                    "--dashboard-listen {addr} would show every host, path and backend of the cluster to anyone \
+                     who reaches that address: serve it on 127.0.0.1 (`--dashboard-listen {}`, then `kubectl \
+                     port-forward`), or give --dashboard-token-file",
+                    addr.port()
+                ))
+            }
+        };
+        Ok(Some((addr, access)))
+    }
+
     /// Whether any sink needs a Kubernetes client.
     pub fn needs_client(&self) -> bool {
         self.kubernetes || self.envoyfilter.is_some() || self.wasmplugin.is_some() || self.istio_gateway.is_some()
@@ -272,6 +318,23 @@ mod tests {
         let mut args = vec!["switchyard", "--kubernetes"];
         args.extend_from_slice(flags);
         Cli::try_parse_from(args).unwrap().watch
+    }
+
+    #[test]
+    fn the_dashboard_is_on_loopback_for_a_bare_port_and_needs_a_token_beyond_it() {
+        let (addr, access) = parse(&["--dashboard-listen", "9103"]).dashboard().unwrap().unwrap();
+        assert_eq!(addr, SocketAddr::from(([127, 0, 0, 1], 9103)));
+        assert!(!access.needs_token());
+        let error = parse(&["--dashboard-listen", "0.0.0.0:9103"]).dashboard().unwrap_err();
+        assert!(error.contains("--dashboard-token-file"), "{error}");
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "t0ken\n").unwrap();
+        let token = token.to_str().unwrap();
+        let guarded = parse(&["--dashboard-listen", "0.0.0.0:9103", "--dashboard-token-file", token]);
+        assert!(guarded.dashboard().unwrap().unwrap().1.needs_token());
+        assert_eq!(parse(&[]).dashboard().unwrap().map(|(addr, _)| addr), None);
+        assert!(parse_dashboard_listen("localhost").unwrap_err().contains("ADDR:PORT"));
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
 //!   [`istio`] resources; and for TransportServers' L4 routes ([`l4`]), Envoy's LDS file and an
 //!   Istio Gateway and VirtualService.
-//! - Operations: [`state`] shared with the [`server`] (`/healthz`, `/readyz`, `/metrics` from
-//!   [`metrics`], `/table`, `/status`, and the [`dashboard`] at `/`); Kubernetes status write-back in
+//! - Operations: [`state`] shared with the [`server`]'s two addresses: `--listen` (`/healthz`,
+//!   `/readyz`, `/metrics` from [`metrics`]) and `--dashboard-listen` (`/table`, `/status`, and the
+//!   [`dashboard`] at `/`, loopback or behind a token); Kubernetes status write-back in
 //!   [`write_back`].
 //! - Replicas (`--leader-elect`): [`lease`] elects one leader through a Lease; the [`leader`] gate
 //!   lets only it write to the cluster (status, events, load balancers, Istio objects).
@@ -40,6 +41,7 @@ pub mod state;
 pub mod store;
 pub mod write_back;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -102,6 +104,21 @@ pub fn run(args: WatchArgs) -> Result<(), String> {
     })
 }
 
+/// Binds `addr` (the address given by `flag`) and serves `router` on it; `Ok`: the bound address.
+async fn listen(flag: &str, addr: SocketAddr, router: axum::Router) -> Result<SocketAddr, String> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("{flag} {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| format!("{flag} {addr}: {e}"))?;
+    let flag = flag.to_owned();
+    tokio::spawn(async move {
+        if let Err(e) = server::serve(listener, router).await {
+            error!("the server of {flag} stopped: {e}");
+        }
+    });
+    Ok(bound)
+}
+
 /// The elector once started, and how long its resignation may take.
 type Resigning = std::sync::Mutex<Option<(Elector, Duration)>>;
 
@@ -122,6 +139,7 @@ async fn shutdown() {
 
 async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     let options = args.table.options(&args.l4)?;
+    let dashboard = args.dashboard()?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
     let client = if args.needs_client() {
@@ -138,17 +156,17 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
         check_outputs_outside(dir, &args)?;
     }
     if let Some(addr) = args.listen {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("--listen {addr}: {e}"))?;
-        let bound = listener.local_addr().map_err(|e| format!("--listen {addr}: {e}"))?;
-        info!("listening on http://{bound} (the dashboard at /; /healthz /readyz /metrics /table /status)");
-        let served = state.clone();
-        tokio::spawn(async move {
-            if let Err(e) = server::serve(listener, served).await {
-                error!("the status server stopped: {e}");
-            }
-        });
+        let bound = listen("--listen", addr, server::operations_router(state.clone())).await?;
+        info!("listening on http://{bound} (/healthz /readyz /metrics)");
+    }
+    if let Some((addr, access)) = dashboard {
+        let guarded = match access.needs_token() {
+            true => "a token is asked for",
+            false => "no token: keep it on loopback",
+        };
+        let router = server::dashboard_router(state.clone(), access);
+        let bound = listen("--dashboard-listen", addr, router).await?;
+        info!("dashboard on http://{bound}/ (/table /status POST /explain; {guarded})");
     }
     let leader = match (&client, args.leader_elect) {
         (_, false) => Leader::always(),

@@ -1,6 +1,10 @@
-//! The operations endpoint (`--listen`): `/healthz`, `/readyz`, `/metrics`, `/table` and `/status`,
-//! and the [`dashboard`] at `/`, served by axum on the address given (use
-//! 127.0.0.1 unless the pod network needs more).
+//! The two HTTP addresses of `switchyard watch`, served by axum:
+//!
+//! - **operations** (`--listen`): `/healthz`, `/readyz` and `/metrics`, what kubelet's probes and
+//!   Prometheus need, on the pod's address; nothing else answers there (404);
+//! - **dashboard** (`--dashboard-listen`, loopback unless a token guards it): the [`dashboard`] at
+//!   `/`, `/table`, `/status` and what the page reads, which show the cluster's whole routing
+//!   picture, behind [`access::guard`] when `--dashboard-token-file` is given.
 
 use axum::extract::State as AxumState;
 use axum::http::{header, StatusCode};
@@ -9,24 +13,35 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::flags::TableEncoding;
+use crate::watch::dashboard::{access, offload};
 use crate::watch::state::Shared;
 use crate::watch::{dashboard, metrics};
 
-/// The routes.
-pub fn router(state: Shared) -> Router {
+/// The operations address's routes: probes and metrics only.
+pub fn operations_router(state: Shared) -> Router {
     Router::new()
         .route("/healthz", get(|| async { text(StatusCode::OK, "ok\n".to_owned()) }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .route("/table", get(table))
-        .route("/status", get(status))
-        .merge(dashboard::router())
         .with_state(state)
 }
 
-/// Serves until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, state: Shared) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).await
+/// The dashboard address's routes, every one but the login form behind `access`.
+pub fn dashboard_router(state: Shared, access: access::Access) -> Router {
+    let guarded = Router::new()
+        .route("/table", get(table))
+        .route("/status", get(status))
+        .merge(dashboard::router());
+    let guarded = match access.needs_token() {
+        true => guarded.route_layer(axum::middleware::from_fn_with_state(access.clone(), access::guard)),
+        false => guarded,
+    };
+    guarded.merge(dashboard::public_router(access)).with_state(state)
+}
+
+/// Serves `router` until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+    axum::serve(listener, router).await
 }
 
 fn text(code: StatusCode, body: String) -> Response {
@@ -55,21 +70,26 @@ async fn metrics(AxumState(state): AxumState<Shared>) -> Response {
 }
 
 async fn table(AxumState(state): AxumState<Shared>) -> Response {
-    // Written outside the lock: 100,000 rules are 36 MB of JSON.
-    let table = state.lock().table.clone();
-    match table.map(|table| TableEncoding::Json.file_text(&table)) {
-        Some(Ok(text)) => json(StatusCode::OK, text),
-        Some(Err(e)) => {
+    // Written outside the lock and off the event loop: 100,000 rules are 36 MB of JSON.
+    let Some(table) = state.lock().table.clone() else {
+        return json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{\"error\": \"no table pushed yet\"}\n".to_owned(),
+        );
+    };
+    let text = offload::run(offload::DOCUMENT_TIME_LIMIT, move || {
+        TableEncoding::Json.file_text(&table)
+    });
+    match text.await {
+        Err(not_done) => not_done.response(),
+        Ok(Ok(text)) => json(StatusCode::OK, text),
+        Ok(Err(e)) => {
             state.internal_error(&format!("/table does not serialize: {e}"));
             json(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "{\"error\": \"internal error: the table does not serialize (see the log)\"}\n".to_owned(),
             )
         }
-        None => json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "{\"error\": \"no table pushed yet\"}\n".to_owned(),
-        ),
     }
 }
 

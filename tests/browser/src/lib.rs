@@ -29,12 +29,12 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A running `switchyard watch --manifests <dir>/manifests -o <dir>/table.json --listen 127.0.0.1:0`,
+/// A running `switchyard watch --manifests <dir>/manifests -o <dir>/table.json --dashboard-listen 127.0.0.1:0`,
 /// killed when dropped.
 pub struct Watch {
     child: Child,
     dir: tempfile::TempDir,
-    /// Its `--listen` address.
+    /// Its `--dashboard-listen` address.
     pub addr: SocketAddr,
 }
 
@@ -57,7 +57,7 @@ impl Watch {
             .arg(&manifests)
             .arg("-o")
             .arg(dir.path().join("table.json"))
-            .args(["--listen", "127.0.0.1:0", "--debounce-ms", "20"])
+            .args(["--dashboard-listen", "127.0.0.1:0", "--debounce-ms", "20"])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -74,11 +74,7 @@ impl Watch {
             if let Ok(Some(status)) = watch.child.try_wait() {
                 panic!("switchyard watch exited ({status}):\n{}", watch.log());
             }
-            let addr = watch
-                .log()
-                .lines()
-                .find_map(|l| l.split("listening on http://").nth(1))
-                .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+            let addr = switchyard_e2e::logged_address(&watch.log(), "dashboard on http://");
             if let (Some(addr), true) = (addr, watch.table_path().is_file()) {
                 watch.addr = addr;
                 return watch;

@@ -1,4 +1,4 @@
-//! The dashboard of `switchyard watch --listen` in a real headless Chromium (over WebDriver), against
+//! The dashboard of `switchyard watch --dashboard-listen` in a real headless Chromium (over WebDriver), against
 //! a watch on a folder of real files: what the page shows is compared with what the watch wrote (its
 //! table file, its `/status`) and with what `switchyard explain` prints for the same table.
 //! `make test-browser` runs it; it needs SWITCHYARD_BIN, CHROMIUM_BIN and CHROMEDRIVER_BIN.
@@ -234,6 +234,55 @@ async fn screenshot(browser: &Browser, path: &Path) {
     browser.js("window.scrollTo(0, 0);", vec![]).await;
     let png = browser.client.screenshot().await.unwrap();
     std::fs::write(path, png).unwrap();
+}
+
+/// With `--dashboard-token-file`, the page asks for the token (a form, no script), refuses a wrong
+/// one, and after the right one shows the live table; `/table` needs it too (401 without, 200 with).
+#[tokio::test(flavor = "current_thread")]
+async fn the_dashboard_asks_for_its_token_and_shows_the_table_after_sign_in() {
+    let secrets = tempfile::tempdir().unwrap();
+    let token_file = secrets.path().join("token");
+    std::fs::write(&token_file, "s3cret-t0ken\n").unwrap();
+    let watch = Watch::start(
+        &examples(&["001-default-class-ours"]),
+        &["--dashboard-token-file", token_file.to_str().unwrap()],
+    );
+    let table = |headers: &[(&str, &str)]| {
+        let mut request = switchyard_e2e::get("switchyard", "/table");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        switchyard_e2e::send(watch.addr, &request).unwrap().status
+    };
+    assert_eq!(table(&[]), 401);
+    assert_eq!(table(&[("authorization", "Bearer wrong")]), 401);
+    assert_eq!(table(&[("authorization", "Bearer s3cret-t0ken")]), 200);
+
+    let browser = Browser::start().await;
+    browser.client.goto(&watch.url()).await.unwrap();
+    browser
+        .until("the login form", "return document.getElementById('login-form') !== null;")
+        .await;
+    assert_eq!(
+        browser.js("return document.getElementById('host-list');", vec![]).await,
+        Value::Null,
+        "no table before the token"
+    );
+    browser.type_into("token", "guess").await;
+    browser.click("#login-form button").await;
+    let problem = browser
+        .until(
+            "the wrong token refused",
+            "const p = document.getElementById('login-problem'); return p && p.textContent || null;",
+        )
+        .await;
+    assert_eq!(problem, "That is not the dashboard's token.");
+    browser.type_into("token", "s3cret-t0ken").await;
+    browser.click("#login-form button").await;
+    showing_the_table_file(&browser, &watch).await;
+    let shown = browser.js(PAGE_HOSTS, vec![]).await;
+    assert_eq!(shown, hosts_of(&watch.table()), "the page's hosts and rules after sign in");
+    browser.close().await;
 }
 
 #[tokio::test(flavor = "current_thread")]

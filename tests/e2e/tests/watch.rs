@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use switchyard_e2e::{backend_name, envoy_config, fresh_dir, get, required_path, send, Backend, Envoy};
+use switchyard_e2e::{backend_name, envoy_config, fresh_dir, get, logged_address, required_path, send, Backend, Envoy};
 
 const BLUE: &str = "shop/blue:80";
 const GREEN: &str = "shop/green:80";
@@ -25,8 +25,10 @@ const FOLLOW_WITHIN: Duration = Duration::from_secs(1);
 struct Watch {
     child: Child,
     log: PathBuf,
-    /// Its `--listen` address.
+    /// Its `--listen` address (probes, metrics).
     status: SocketAddr,
+    /// Its `--dashboard-listen` address (`/status`).
+    dashboard: SocketAddr,
 }
 
 impl Watch {
@@ -43,7 +45,7 @@ impl Watch {
             .arg(dir.join("ecds/filter.json"))
             .arg("--wasm")
             .arg(wasm)
-            .args(["--listen", "127.0.0.1:0", "--debug-rule-header"])
+            .args(["--listen", "127.0.0.1:0", "--dashboard-listen", "127.0.0.1:0", "--debug-rule-header"])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -54,6 +56,7 @@ impl Watch {
             child,
             log,
             status: SocketAddr::from(([127, 0, 0, 1], 0)),
+            dashboard: SocketAddr::from(([127, 0, 0, 1], 0)),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -61,12 +64,11 @@ impl Watch {
                 panic!("switchyard watch exited ({status}):\n{}", watch.log());
             }
             let log = watch.log();
-            let addr = log
-                .lines()
-                .find_map(|l| l.split("listening on http://").nth(1))
-                .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
-            if let (Some(addr), true) = (addr, dir.join("ecds/filter.json").is_file()) {
-                watch.status = addr;
+            let status = logged_address(&log, "listening on http://");
+            let dashboard = logged_address(&log, "dashboard on http://");
+            if let (Some(status), Some(dashboard), true) = (status, dashboard, dir.join("ecds/filter.json").is_file()) {
+                watch.status = status;
+                watch.dashboard = dashboard;
                 return watch;
             }
             assert!(Instant::now() < deadline, "switchyard watch did not start:\n{log}");
@@ -78,9 +80,15 @@ impl Watch {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// GET `path` on the address that serves it: probes and metrics on `--listen`, the rest on
+    /// `--dashboard-listen`.
     fn get(&self, path: &str) -> (u16, String) {
+        let addr = match path {
+            "/healthz" | "/readyz" | "/metrics" => self.status,
+            _ => self.dashboard,
+        };
         let response =
-            send(self.status, &get("switchyard", path)).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
+            send(addr, &get("switchyard", path)).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
         (response.status, response.body)
     }
 

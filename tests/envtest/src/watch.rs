@@ -1,5 +1,6 @@
 //! `switchyard watch --kubernetes` as a process, as a user runs it: its kubeconfig names the API
-//! server and a user, `--listen` serves `/readyz` and `/status` on a free loopback port, `-o` writes
+//! server and a user, `--listen` serves `/readyz` and `--dashboard-listen` `/status` on free loopback
+//! ports, `-o` writes
 //! the table file, and its log (stderr) goes to a file the test can read.
 
 use std::io::{Read, Write};
@@ -17,6 +18,7 @@ use crate::process::{free_port, Proc};
 pub struct Watch {
     proc: Proc,
     port: u16,
+    dashboard_port: u16,
     table: PathBuf,
     log: PathBuf,
     dir: tempfile::TempDir,
@@ -58,6 +60,7 @@ impl Watch {
         table_file: bool,
     ) -> Result<Watch, String> {
         let port = free_port()?;
+        let dashboard_port = free_port()?;
         let table = dir.path().join("table.json");
         let log = dir.path().join("switchyard.log");
         let file = std::fs::OpenOptions::new()
@@ -73,6 +76,8 @@ impl Watch {
         command
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
+            .arg("--dashboard-listen")
+            .arg(dashboard_port.to_string())
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
@@ -83,6 +88,7 @@ impl Watch {
         Ok(Watch {
             proc,
             port,
+            dashboard_port,
             table,
             log,
             dir,
@@ -112,9 +118,14 @@ impl Watch {
         self.proc.wait()
     }
 
-    /// GET `path` on its `--listen` port.
+    /// GET `path` on its `--listen` port (`/healthz`, `/readyz`, `/metrics`), or else on its
+    /// `--dashboard-listen` port (`/status`, `/table`, the dashboard).
     pub fn get(&self, path: &str) -> Answer {
-        get(self.port, path).unwrap_or(Answer {
+        let port = match path {
+            "/healthz" | "/readyz" | "/metrics" => self.port,
+            _ => self.dashboard_port,
+        };
+        get(port, path).unwrap_or(Answer {
             code: 0,
             body: String::new(),
         })

@@ -1,25 +1,31 @@
-//! The dashboard of `switchyard watch --listen`, at `/`: one HTML page, its script and its style
-//! sheet, embedded in the binary (no CDN, no build step), and the three endpoints the page reads
-//! besides `/status`:
+//! The dashboard of `switchyard watch --dashboard-listen`, at `/`: one HTML page, its script and its
+//! style sheet, embedded in the binary (no CDN, no build step), and the endpoints the page reads:
 //!
+//! - `/status` and `/table` (from [`crate::watch::server`]);
 //! - `/rules`: the live table as hosts → rules in priority order ([`rules`]);
 //! - `POST /explain`: `{"url", "method", "headers": ["Name: value"], "cookies": ["name=value"]}` →
 //!   the decision of the live table for that request, from the very functions `switchyard explain`
 //!   calls ([`switchyard_compiler::explain::request`], [`explain`](switchyard_compiler::explain::explain),
-//!   [`render`](switchyard_compiler::explain::render));
+//!   [`render`](switchyard_compiler::explain::render)); at most [`EXPLAIN_MAX_BODY`] bytes, answered
+//!   within [`offload::EXPLAIN_TIME_LIMIT`] ([`offload`]);
 //! - `/events`: server-sent events, one `change` event whenever the watch compiled, pushed, or a
 //!   source or sink changed state, so the page follows without a reload.
+//!
+//! All of it shows the cluster's whole routing picture, so it has its own address, loopback by
+//! default, and a token beyond it ([`access`]).
 //!
 //! The page renders whatever `/status` and `/rules` hold: resource kinds, statuses, condition
 //! reasons and any other top-level `/status` field are shown as they come, not from a fixed list.
 
+pub mod access;
+pub mod offload;
 pub mod rules;
 
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State as AxumState;
+use axum::extract::{DefaultBodyLimit, State as AxumState};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -36,13 +42,17 @@ const SCRIPT: &str = include_str!("assets/dashboard.js");
 const STYLE: &str = include_str!("assets/dashboard.css");
 
 /// Everything the page loads comes from here: no inline script, nothing from another origin.
-const CSP: &str =
+pub(crate) const CSP: &str =
     "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// How often an `/events` stream looks for a change.
 const POLL: Duration = Duration::from_millis(200);
 
-/// The dashboard's routes (merged into the operations server's).
+/// The largest `POST /explain` body read (413 beyond): a URL, a method and a few headers and cookies.
+pub const EXPLAIN_MAX_BODY: usize = 16 * 1024;
+
+/// The page's routes that need the token when there is one (merged with `/status` and `/table` by
+/// [`crate::watch::server::dashboard_router`]).
 pub fn router() -> Router<Shared> {
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX) }))
@@ -50,13 +60,26 @@ pub fn router() -> Router<Shared> {
             "/dashboard.js",
             get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
         )
+        .route("/rules", get(rules))
+        .route(
+            "/explain",
+            post(explain).layer(DefaultBodyLimit::max(EXPLAIN_MAX_BODY)),
+        )
+        .route("/events", get(events))
+}
+
+/// What anyone who reaches the address may load: the login form and the style sheet it uses.
+pub fn public_router(access: access::Access) -> Router<Shared> {
+    Router::new()
+        .route(
+            access::LOGIN_PATH,
+            get(access::login_form).post(access::login).layer(access::login_body_limit()),
+        )
+        .with_state(access)
         .route(
             "/dashboard.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE) }),
         )
-        .route("/rules", get(rules))
-        .route("/explain", post(explain))
-        .route("/events", get(events))
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -107,9 +130,13 @@ async fn rules(AxumState(state): AxumState<Shared>) -> Response {
         Some(Err(response)) => return response,
         None => return not_yet(),
     };
-    match serde_json::to_value(rules::view(&table, generation)) {
-        Ok(view) => json(StatusCode::OK, &view),
-        Err(e) => {
+    let view = offload::run(offload::DOCUMENT_TIME_LIMIT, move || {
+        serde_json::to_value(rules::view(&table, generation))
+    });
+    match view.await {
+        Err(not_done) => not_done.response(),
+        Ok(Ok(view)) => json(StatusCode::OK, &view),
+        Ok(Err(e)) => {
             state.internal_error(&format!("/rules does not serialize: {e}"));
             error(StatusCode::INTERNAL_SERVER_ERROR, "internal error (see the log)")
         }
@@ -163,9 +190,13 @@ async fn explain(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
         Some(Err(response)) => return response,
         None => return not_yet(),
     };
-    match explain_json(&table, generation, &asked) {
-        Ok(answer) => json(StatusCode::OK, &answer),
-        Err(e) => error(StatusCode::BAD_REQUEST, &e),
+    let answer = offload::run(offload::EXPLAIN_TIME_LIMIT, move || {
+        explain_json(&table, generation, &asked)
+    });
+    match answer.await {
+        Err(not_done) => not_done.response(),
+        Ok(Ok(answer)) => json(StatusCode::OK, &answer),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &e),
     }
 }
 

@@ -315,7 +315,7 @@ async function explain(asked) {
   const seq = ++explainSeq;
   let answer;
   try {
-    const response = await fetch("/explain", { method: "POST", headers: { "content-type": "application/json" },
+    const response = await ask("/explain", { method: "POST", headers: { "content-type": "application/json" },
       body: JSON.stringify(asked) });
     answer = await response.json();
   } catch (e) {
@@ -351,8 +351,19 @@ async function explain(asked) {
 
 // ---- live ------------------------------------------------------------------------------------
 
+// Every request of the page: a 401 means the token (--dashboard-token-file) is missing or has changed,
+// so the page goes to the login form.
+async function ask(path, init) {
+  const response = await fetch(path, init);
+  if (response.status === 401) {
+    location.assign("/login");
+    throw new Error("the dashboard asks for its token");
+  }
+  return response;
+}
+
 async function getJson(path) {
-  const response = await fetch(path, { cache: "no-store" });
+  const response = await ask(path, { cache: "no-store" });
   if (response.status === 503) return null;
   if (!response.ok) throw new Error(path + ": HTTP " + response.status);
   return response.json();
@@ -370,7 +381,7 @@ async function refresh() {
   refreshing = (async () => {
     do {
       again = false;
-      const response = await fetch("/status", { cache: "no-store" });
+      const response = await ask("/status", { cache: "no-store" });
       if (!response.ok) throw new Error("/status: HTTP " + response.status);
       const text = await response.text();
       const status = JSON.parse(text);
