@@ -47,7 +47,9 @@ impl Status {
 
 /// Declares a vocabulary of unit variants whose words are the variant names: `Display`, `as_str`
 /// and serde all give the name as written, and values order by that word (so any sort of conditions
-/// is the one the strings had).
+/// is the one the strings had). Exported for the sidecar's own vocabularies (the caller imports
+/// `serde::Serialize`).
+#[macro_export]
 macro_rules! vocabulary {
     ($(#[$meta:meta])* pub enum $name:ident { $($(#[$doc:meta])* $variant:ident,)+ }) => {
         $(#[$meta])*

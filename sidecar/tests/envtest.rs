@@ -62,9 +62,25 @@ async fn admin_get(client: &Client, api_version: &str, kind: &str, namespace: &s
     }
 }
 
-/// A file of deploy/.
+/// A file of deploy/, found by its name (`istio/wasmplugin.yaml`: the one `wasmplugin.yaml` under
+/// deploy/, wherever deploy/'s layout puts it).
 fn deploy(file: &str) -> String {
-    std::fs::read_to_string(switchyard_envtest::project_root().join("deploy").join(file)).unwrap()
+    let root = switchyard_envtest::project_root().join("deploy");
+    let name = Path::new(file).file_name().unwrap_or_default();
+    let mut found = Vec::new();
+    let mut folders = vec![root.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.file_name() == Some(name) {
+                found.push(path);
+            }
+        }
+    }
+    assert!(found.len() == 1, "{file}: {found:?} under {}", root.display());
+    std::fs::read_to_string(&found[0]).unwrap()
 }
 
 fn ingress(namespace: &str, name: &str, host: &str, service: &str) -> String {
@@ -617,6 +633,78 @@ async fn after_an_api_server_restart_ready_means_the_table_follows_the_cluster_a
     assert_eq!(down_lines(&sy.log()).len(), down.len(), "{}", sy.log());
 }
 
+/// The lines of `log` that hold `text` and name `sink`.
+fn lines_of<'a>(log: &'a str, text: &str, sink: &str) -> Vec<&'a str> {
+    log.lines().filter(|l| l.contains(text) && l.contains(sink)).collect()
+}
+
+/// The API server killed and restarted under a running watch that writes both Istio objects, with a
+/// change seen just before (`--debounce-ms 3000`: its table is pushed during the outage). Each sink
+/// says once that its push fails, and once that it works again; each follower once that it cannot
+/// follow, and once that it follows again; and after the outage a WasmPlugin deleted and
+/// re-created from deploy/ (an empty table), and an EnvoyFilter re-applied from deploy/, get the
+/// table back within a few seconds.
+#[tokio::test]
+async fn after_an_api_server_outage_the_istio_objects_are_repaired_again_and_each_sink_says_once_it_fails() {
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    let ns = env.namespace("drift-outage").await;
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    admin_apply(&admin, &ingress(&ns, "web", "mesh.example", "web")).await;
+    let mut args = vec!["--namespaces", ns.as_str(), "--debounce-ms", "3000", "--debounce-max-ms", "3000"];
+    args.extend_from_slice(&BOTH_ISTIO_SINKS);
+    let mut sy = Watch::start(&bin(), &env.kubeconfig(User::Switchyard), &args).unwrap();
+    sy.ready(PATIENCE).await.unwrap();
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "applied").await;
+    }
+
+    // A change the watch sees now and pushes once its 3 s debounce settles: during the outage.
+    admin_apply(&admin, &ingress(&ns, "api", "api.mesh.example", "api")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    env.stop_apiserver();
+    let sinks = [WASMPLUGIN, "envoyfilter istio-system/switchyard"];
+    eventually(
+        "both sinks' pushes fail",
+        PATIENCE,
+        || sinks.iter().all(|s| !lines_of(&sy.log(), "push failed", s).is_empty()).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    // Retried every second meanwhile.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    env.start_apiserver().await.unwrap();
+    let admin = env.admin().await;
+    sy.ready(Duration::from_secs(30)).await.unwrap();
+    assert!(sy.routes("api.mesh.example", None), "{}", sy.log());
+    for kind in ["WasmPlugin", "EnvoyFilter"] {
+        wait_carried(&admin, &sy, kind, "after the outage").await;
+    }
+
+    // Deleted and re-created from deploy/ (an empty table) after the outage: restored.
+    delete_istio_object(&admin, "WasmPlugin").await;
+    admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
+    let within = Duration::from_secs(5);
+    let restored = wait_carried_within(&admin, &sy, "WasmPlugin", "re-created after the outage", within).await;
+    eprintln!("the WasmPlugin re-created after the outage was restored in {restored:?}");
+    admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
+    let restored = wait_carried_within(&admin, &sy, "EnvoyFilter", "re-applied after the outage", within).await;
+    eprintln!("the EnvoyFilter re-applied after the outage was restored in {restored:?}");
+
+    let log = sy.log();
+    for sink in sinks {
+        assert_eq!(lines_of(&log, "push failed", sink).len(), 1, "{sink}: one line per outage\n{log}");
+        assert_eq!(lines_of(&log, "pushes work again", sink).len(), 1, "{sink}\n{log}");
+    }
+    for object in ["WasmPlugin istio-system/switchyard", "EnvoyFilter istio-system/switchyard"] {
+        let lost = lines_of(&log, "cannot follow it", object).len();
+        assert!(lost <= 1, "{object}: said once per outage\n{log}");
+        assert_eq!(lines_of(&log, "followed again", object).len(), lost, "{object}\n{log}");
+    }
+    sy.stop().unwrap();
+}
+
 /// `deploy/deployment.yaml`'s flags that decide class (`--ingress-class`, `--controller-name`).
 fn deployment_class_flags() -> Vec<String> {
     let deployment: Value = serde_yaml::from_str(&deploy("deployment.yaml")).unwrap();
@@ -733,6 +821,12 @@ fn carried_generation(kind: &str, object: &Value) -> Option<String> {
 }
 
 async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
+    wait_carried_within(client, sy, kind, what, PATIENCE).await;
+}
+
+/// Waits until the Istio object of `kind` carries the table file's table; how long that took.
+async fn wait_carried_within(client: &Client, sy: &Watch, kind: &str, what: &str, within: Duration) -> Duration {
+    let started = std::time::Instant::now();
     let check = async || {
         let want = sy.table()["generation"].as_str().map(str::to_owned);
         let have = carried_generation(kind, &istio_object(client, kind).await);
@@ -741,10 +835,11 @@ async fn wait_carried(client: &Client, sy: &Watch, kind: &str, what: &str) {
             false => Err(format!("carries {have:?}, the table is {want:?}")),
         }
     };
-    eventually_async(&format!("{kind} {what} carrying the table"), PATIENCE, check, || {
+    eventually_async(&format!("{kind} {what} carrying the table"), within, check, || {
         sy.log()
     })
     .await;
+    started.elapsed()
 }
 
 /// `switchyard watch` flags for both Istio sinks, the WasmPlugin and the EnvoyFilter of deploy/istio/.

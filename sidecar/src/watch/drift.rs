@@ -6,18 +6,22 @@
 //! empty), or given pluginConfig keys beside ours (the filter would read them as part of the table).
 //! Our own applies are recognised by the resourceVersion they returned; server defaults added to our
 //! fields do not count as changes.
+//!
+//! A follower outlives an API server outage as the sources do ([`outliving`]): it says once that it
+//! cannot follow, retries, and once the API answers again follows from a fresh list, so an object
+//! deleted or re-created during or after the outage is repaired.
 
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
+use crate::watch::kubernetes::outliving;
 use crate::watch::state::Shared;
 
 /// What we last applied to an object: our fields, and the resourceVersion the API gave it.
@@ -120,12 +124,14 @@ pub async fn follow(followed: Followed, drifted_tx: mpsc::Sender<String>, state:
     let api: Api<DynamicObject> =
         Api::namespaced_with(followed.client.clone(), &followed.namespace, &followed.resource);
     let config = watcher::Config::default().fields(&format!("metadata.name={}", followed.name));
-    let stream = watcher::watcher(api, config).default_backoff();
+    let stream = outliving(api, config);
     let mut stream = std::pin::pin!(stream);
     let mut present = false;
     let mut failing = false;
     while let Some(next) = stream.next().await {
-        if next.is_ok() && std::mem::take(&mut failing) {
+        // Followed again once the watch delivers (a relist that finished, or an event).
+        let delivered = matches!(next, Ok(Event::InitDone | Event::Apply(_) | Event::Delete(_)));
+        if delivered && std::mem::take(&mut failing) {
             info!("{}: followed again", followed.label());
         }
         let lost = match next {
@@ -149,7 +155,10 @@ pub async fn follow(followed: Followed, drifted_tx: mpsc::Sender<String>, state:
                 present = false;
                 followed.applied().is_some()
             }
-            // Said once (a Role without list/watch on the object, say); it retries meanwhile.
+            // A compacted or fresh watch cache: the watcher lists again.
+            Err(watcher::Error::WatchError(status)) if status.code == 410 => false,
+            // Said once (a Role without list/watch on the object, the API server down); it retries
+            // meanwhile, and says when it follows again.
             Err(e) => {
                 if !std::mem::replace(&mut failing, true) {
                     warn!(

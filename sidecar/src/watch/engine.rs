@@ -338,6 +338,9 @@ impl Engine {
             Err(PushError::Failed(_)) => {}
         }
         let mut state = self.state.lock();
+        if !matches!(result, Err(PushError::Failed(_))) {
+            state.sink_answered(name);
+        }
         let count = state.pushes.entry(name.to_owned()).or_default();
         match result {
             Ok(()) => {
@@ -357,7 +360,7 @@ impl Engine {
             }
             Err(PushError::Failed(e)) => {
                 count.failed += 1;
-                error!(sink = %name, table = %table.generation, "push failed (will retry): {e}");
+                state.sink_failed(name, &format!("table {}: push", table.generation), &e.to_string());
                 Err(format!("{name}: {e}"))
             }
         }

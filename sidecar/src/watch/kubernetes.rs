@@ -36,14 +36,14 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::watch::debounce::Debounce;
 use crate::watch::engine::Engine;
 use crate::watch::leader::Leader;
 use crate::watch::rebuild;
 use crate::watch::source::{Snapshot, Source, SourceError};
-use crate::watch::state::Shared;
+use crate::watch::state::{Failures, Shared};
 use crate::watch::store::{Held, Undecodable};
 use crate::watch::write_back::StatusWriter;
 use switchyard_compiler::class::Classes;
@@ -82,7 +82,7 @@ const REASON_MAX: usize = 200;
 
 /// Watcher retry delays: 100 ms, doubling, at most 1 s; reset after each success.
 #[derive(Debug, Clone, Copy)]
-struct Retry(Duration);
+pub(crate) struct Retry(Duration);
 
 impl Default for Retry {
     fn default() -> Retry {
@@ -239,41 +239,21 @@ struct SourceTask<K> {
 
 impl<K: DeserializeOwned> SourceTask<K> {
     async fn run(self) {
-        // Each pass is one watcher from a fresh list; a source that is down and whose API answers a
-        // probe again starts a new pass (a resumed watch would deliver nothing until a change).
-        loop {
-            let stream = watcher::watcher(self.api.clone(), watcher::Config::default()).backoff(Retry::default());
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                let next = tokio::select! {
-                    next = stream.next() => next,
-                    () = tokio::time::sleep(PROBE_EVERY), if self.waiting_to_recover() => {
-                        if self.api.list_metadata(&ListParams::default().limit(1)).await.is_ok() {
-                            break;
-                        }
-                        continue;
-                    }
-                };
-                match next {
-                    None => return,
-                    Some(Ok(event)) => self.receive(event),
-                    // A compacted or fresh watch cache: the watcher lists again. Routine, not down.
-                    Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
-                        info!(
-                            "store {}: resourceVersion expired (410 Gone), listing again",
-                            self.label
-                        );
-                    }
-                    Some(Err(e)) => self.down(&e),
+        let stream = outliving(self.api.clone(), watcher::Config::default());
+        let mut stream = std::pin::pin!(stream);
+        while let Some(next) = stream.next().await {
+            match next {
+                Ok(event) => self.receive(event),
+                // A compacted or fresh watch cache: the watcher lists again. Routine, not down.
+                Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+                    info!(
+                        "store {}: resourceVersion expired (410 Gone), listing again",
+                        self.label
+                    );
                 }
+                Err(e) => self.down(&e),
             }
         }
-    }
-
-    /// Whether the source is down and its watch has not delivered since.
-    fn waiting_to_recover(&self) -> bool {
-        let state = self.state.lock();
-        state.down.contains_key(&self.label) && !state.recovered.contains(&self.label)
     }
 
     fn receive(&self, event: Event<DynamicObject>) {
@@ -306,10 +286,8 @@ impl<K: DeserializeOwned> SourceTask<K> {
         state.relapsed.insert(self.label.clone());
         // One line when it goes down; a later reason (connection refused, then 403 while a restarted
         // API server warms up) only updates /readyz.
-        match state.down.insert(self.label.clone(), reason.clone()) {
-            None => warn!("source {} is down, the last table keeps serving: {reason}", self.label),
-            Some(old) if old != reason => debug!("source {} is still down: {reason}", self.label),
-            Some(_) => {}
+        if state.down.fail(&self.label, reason.clone()) {
+            warn!("source {} is down, the last table keeps serving: {reason}", self.label);
         }
     }
 
@@ -320,6 +298,65 @@ impl<K: DeserializeOwned> SourceTask<K> {
             state.recovered.insert(self.label.clone());
         }
     }
+}
+
+/// A kube watcher of `api` that outlives API server outages, for the sources and the followers of
+/// the objects we write ([`crate::watch::drift`]): after an error it retries after [`Retry`]'s
+/// delays; while its last answer was an error (a 410 aside), `api` is probed every [`PROBE_EVERY`]
+/// with a one-item list (under `config`'s selectors: RBAC's `resourceNames` allow only that), and
+/// once one answers a fresh watcher takes over, which lists: a watch resumed on a restarted API
+/// server may deliver nothing until a change, and the default backoff waits up to 30 s.
+pub(crate) fn outliving(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send {
+    /// One watcher, and whether its last answer was an error.
+    struct Pass {
+        api: Api<DynamicObject>,
+        config: watcher::Config,
+        stream: futures::stream::BoxStream<'static, Result<Event<DynamicObject>, watcher::Error>>,
+        stalled: bool,
+    }
+    fn fresh(
+        api: &Api<DynamicObject>,
+        config: &watcher::Config,
+    ) -> futures::stream::BoxStream<'static, Result<Event<DynamicObject>, watcher::Error>> {
+        watcher::watcher(api.clone(), config.clone()).backoff(Retry::default()).boxed()
+    }
+    let probe = ListParams {
+        label_selector: config.label_selector.clone(),
+        field_selector: config.field_selector.clone(),
+        ..ListParams::default()
+    }
+    .limit(1);
+    let pass = Pass {
+        stream: fresh(&api, &config),
+        api,
+        config,
+        stalled: false,
+    };
+    futures::stream::unfold((pass, probe), |(mut pass, probe)| async move {
+        loop {
+            let next = tokio::select! {
+                next = pass.stream.next() => next,
+                () = tokio::time::sleep(PROBE_EVERY), if pass.stalled => {
+                    if pass.api.list_metadata(&probe).await.is_ok() {
+                        pass.stream = fresh(&pass.api, &pass.config);
+                        pass.stalled = false;
+                    }
+                    continue;
+                }
+            };
+            match &next {
+                Some(Ok(Event::InitDone | Event::Apply(_) | Event::Delete(_))) => pass.stalled = false,
+                Some(Ok(Event::Init | Event::InitApply(_))) => {}
+                Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {}
+                Some(Err(_)) => pass.stalled = true,
+                None => {}
+            }
+            return next.map(|next| (next, (pass, probe)));
+        }
+    })
 }
 
 /// A watcher error in one short line: the API's status code and message, or the transport error,
@@ -549,7 +586,7 @@ async fn write_statuses(
 fn mark_up(state: &Shared, recovered: BTreeSet<String>) {
     let mut state = state.lock();
     for label in recovered {
-        if !state.relapsed.contains(&label) && state.down.remove(&label).is_some() {
+        if !state.relapsed.contains(&label) && state.down.recover(&label) {
             info!("source {label} is up again");
         }
     }

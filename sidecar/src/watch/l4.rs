@@ -20,7 +20,7 @@ use serde_json::Value;
 use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::l4_istio::{gateway, unsupported, virtual_service, IstioL4Options};
 use switchyard_compiler::lds::{self, LdsOptions};
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 use crate::watch::drift::{record_applied, AppliedSlot, Followed};
 use crate::watch::ecds::write_atomically;
@@ -184,6 +184,10 @@ impl L4Sinks {
             } else {
                 count.failed += 1;
             }
+            match &result {
+                Ok(()) => state.sink_answered(&name),
+                Err(e) => state.sink_failed(&name, "L4 push", &e.to_string()),
+            }
             drop(state);
             match result {
                 Ok(()) => {
@@ -196,7 +200,6 @@ impl L4Sinks {
                     self.held[i] = Some(routes.clone());
                 }
                 Err(e) => {
-                    error!(sink = %name, "L4 push failed (will retry): {e}");
                     errors.push(format!("{name}: {e}"));
                     self.held[i] = None;
                 }

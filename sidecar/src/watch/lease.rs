@@ -36,7 +36,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tracing::{info, warn};
 
 use crate::watch::leader::Leader;
-use crate::watch::state::Shared;
+use crate::watch::state::{LeaseError, LeaseFailure, Shared};
 
 /// The election's settings (`--leader-elect-*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +154,21 @@ fn released(spec: &LeaseSpec, now: MicroTime) -> LeaseSpec {
 
 fn now() -> MicroTime {
     MicroTime(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// A failed Lease request, classified.
+fn lease_error(error: &kube::Error) -> LeaseError {
+    let reason = match error {
+        kube::Error::Api(status) if status.code == 401 || status.code == 403 => LeaseFailure::Forbidden,
+        kube::Error::Api(status) if status.code == 404 => LeaseFailure::NamespaceNotFound,
+        kube::Error::Api(_) => LeaseFailure::Refused,
+        _ => LeaseFailure::Unreachable,
+    };
+    let message = match error {
+        kube::Error::Api(status) => format!("{} {}: {}", status.code, status.reason, status.message),
+        other => other.to_string(),
+    };
+    LeaseError { reason, message }
 }
 
 /// What stops the elector: a channel to say when it released the Lease.
@@ -353,39 +368,46 @@ impl Task {
         Ok(true)
     }
 
-    /// One attempt to acquire or renew; `None` when the API did not answer (logged once).
+    /// One attempt to acquire or renew; `None` when it failed (see [`Task::failed`]).
     async fn claim(&mut self) -> Option<Claim> {
         match self.try_claim().await {
             Ok(claim) => {
                 if std::mem::take(&mut self.failing) {
-                    info!("Lease {}: the API server answers again", self.election.lease());
+                    info!("Lease {}: read and written again", self.election.lease());
                     self.state.lock().leadership.error = None;
                 }
                 Some(claim)
             }
-            Err(e) => {
-                if !std::mem::replace(&mut self.failing, true) {
-                    warn!(
-                        "Lease {}: {e} (retrying every {:?})",
-                        self.election.lease(),
-                        self.election.retry_period
-                    );
-                }
-                self.state.lock().leadership.error = Some(e.to_string());
-                None
-            }
+            Err(e) => self.failed(lease_error(&e)),
         }
     }
 
-    /// An attempt the API server did not answer within the renew deadline (a network cut): said
-    /// once, shown in `/status` until one succeeds; `None`.
+    /// An attempt the API server did not answer within the renew deadline (a network cut).
     fn no_answer(&mut self) -> Option<Claim> {
-        let error = format!(
-            "the API server did not answer within the renew deadline ({:?})",
-            self.election.renew_deadline
-        );
+        self.failed(LeaseError {
+            reason: LeaseFailure::NoAnswer,
+            message: format!(
+                "the API server did not answer within the renew deadline ({:?})",
+                self.election.renew_deadline
+            ),
+        })
+    }
+
+    /// An attempt that failed: said once, when the attempts start failing (and once when they work
+    /// again, [`Task::claim`]); shown in `/status` meanwhile, where a follower is not ready.
+    fn failed(&mut self, error: LeaseError) -> Option<Claim> {
         if !std::mem::replace(&mut self.failing, true) {
-            warn!("Lease {}: {error}", self.election.lease());
+            let hint = match error.reason {
+                LeaseFailure::Forbidden | LeaseFailure::NamespaceNotFound => {
+                    " (give its namespace with --leader-elect-lease-namespace, or grant it)"
+                }
+                _ => "",
+            };
+            warn!(
+                "Lease {}: {error}{hint}; retrying every {:?}, and this replica cannot lead (not ready while following) until it works",
+                self.election.lease(),
+                self.election.retry_period
+            );
         }
         self.state.lock().leadership.error = Some(error);
         None

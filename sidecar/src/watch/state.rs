@@ -11,6 +11,7 @@ use switchyard_table::{RouteTable, TableSpec};
 use crate::watch::source::SourceError;
 use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::status::ResourceStatus;
+use switchyard_compiler::vocabulary;
 
 /// The state, shared.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +50,38 @@ impl Shared {
     pub fn internal_error(&self, message: &str) {
         tracing::error!("internal error: {message}");
         self.lock().internal_errors += 1;
+    }
+}
+
+/// What fails now, by name (sources down, sinks whose pushes fail), with the latest reason: whoever
+/// owns an entry logs one line when it starts failing and one when it works again, however many
+/// retries fail between (a later reason only replaces the one `/readyz` shows).
+pub trait Failures {
+    /// Records that `name` fails for `reason`: `true` when it starts failing now (say so once).
+    fn fail(&mut self, name: &str, reason: String) -> bool;
+    /// Records that `name` works: `true` when it was failing (say it recovered).
+    fn recover(&mut self, name: &str) -> bool;
+}
+
+impl Failures for BTreeMap<String, String> {
+    fn fail(&mut self, name: &str, reason: String) -> bool {
+        match self.get_mut(name) {
+            Some(old) => {
+                if *old != reason {
+                    tracing::debug!("{name} still fails: {reason}");
+                    *old = reason;
+                }
+                false
+            }
+            None => {
+                self.insert(name.to_owned(), reason);
+                true
+            }
+        }
+    }
+
+    fn recover(&mut self, name: &str) -> bool {
+        self.remove(name).is_some()
     }
 }
 
@@ -104,6 +137,56 @@ pub struct PushRecord {
 /// How many pushes the log keeps (the newest).
 pub const PUSH_LOG_LEN: usize = 50;
 
+vocabulary! {
+    /// Why the Lease could not be read or written (`/status` `leader.error.reason`).
+    pub enum LeaseFailure {
+        /// 401 or 403: this identity may not read or write the Lease (`deploy/rbac.yaml` grants the
+        /// Lease `switchyard` in istio-system; out of cluster the Lease's namespace is the
+        /// kubeconfig context's, else `default`: see `--leader-elect-lease-namespace`).
+        Forbidden,
+        /// 404: the Lease's namespace does not exist.
+        NamespaceNotFound,
+        /// Another answer of the API server (a 5xx while it starts, say).
+        Refused,
+        /// The API server could not be reached.
+        Unreachable,
+        /// The API server did not answer within the renew deadline.
+        NoAnswer,
+    }
+}
+
+/// Why the Lease could not be read or written, until it can.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaseError {
+    /// The kind of failure.
+    pub reason: LeaseFailure,
+    /// The API's answer or the transport error.
+    pub message: String,
+}
+
+impl std::fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+vocabulary! {
+    /// Why a replica is not ready (`/status` `not_ready`; `/readyz` says each with its details).
+    pub enum NotReady {
+        /// No table was pushed yet (the stores have not synced, say).
+        NoTableYet,
+        /// A source is down: the table may not follow the cluster; the last table keeps serving.
+        SourceDown,
+        /// The last push failed somewhere; it is retried.
+        PushFailed,
+        /// A sink refused the newest table as too large for it.
+        TableRefused,
+        /// `--leader-elect`: a follower that cannot read or write the Lease, so it could not take
+        /// over (nothing would ever write to the cluster were it the last replica).
+        CannotLead,
+    }
+}
+
 /// Who writes to the cluster (`/status` `leader`, the metric `switchyard_leader`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Leadership {
@@ -117,7 +200,7 @@ pub struct Leadership {
     pub holder: Option<String>,
     /// `--leader-elect`: why the Lease could not be read or written, until it can (a Role without
     /// the Lease, the API server unreachable).
-    pub error: Option<String>,
+    pub error: Option<LeaseError>,
 }
 
 impl Default for Leadership {
@@ -172,6 +255,8 @@ pub struct State {
     pub relapsed: BTreeSet<String>,
     /// The last push error, until a push succeeds.
     pub push_error: Option<String>,
+    /// Sinks whose pushes fail now, with the last error, until one succeeds ([`Failures`]).
+    pub sinks_failing: BTreeMap<String, String>,
     /// The last L4 push error (TransportServers' listeners), until an L4 push succeeds.
     pub l4_push_error: Option<String>,
     /// The L4 routes of the last compilation (`/status` field `l4`, the dashboard's L4 section).
@@ -201,25 +286,43 @@ pub struct State {
 }
 
 impl State {
-    /// `Ok(why ready)` or `Err(why not)`: ready once a table was pushed, and while every source is up
-    /// and the last push succeeded.
-    pub fn readiness(&self) -> Result<String, String> {
+    /// Why this replica is not ready, each reason with its details; none: ready.
+    pub fn not_ready(&self) -> Vec<(NotReady, String)> {
         let mut reasons = Vec::new();
         if self.tables_pushed == 0 {
-            reasons.push(match &self.waiting {
-                Some(waiting) => format!("no table pushed yet: {waiting}"),
-                None => "no table pushed yet".to_owned(),
-            });
+            reasons.push((
+                NotReady::NoTableYet,
+                match &self.waiting {
+                    Some(waiting) => format!("no table pushed yet: {waiting}"),
+                    None => "no table pushed yet".to_owned(),
+                },
+            ));
         }
         for (source, reason) in &self.down {
-            reasons.push(format!("source {source} is down ({reason})"));
+            reasons.push((NotReady::SourceDown, format!("source {source} is down ({reason})")));
         }
         for error in self.push_error.iter().chain(&self.l4_push_error) {
-            reasons.push(format!("the last push failed ({error}); retrying"));
+            reasons.push((NotReady::PushFailed, format!("the last push failed ({error}); retrying")));
         }
         for (sink, why) in &self.refused {
-            reasons.push(format!("{sink} refused the newest table ({why})"));
+            reasons.push((NotReady::TableRefused, format!("{sink} refused the newest table ({why})")));
         }
+        // A follower is ready when it could take over: it must reach the Lease.
+        if let (false, Some(lease), Some(error)) =
+            (self.leadership.leading, &self.leadership.lease, &self.leadership.error)
+        {
+            reasons.push((
+                NotReady::CannotLead,
+                format!("following, but cannot take over: Lease {lease}: {error}"),
+            ));
+        }
+        reasons
+    }
+
+    /// `Ok(why ready)` or `Err(why not)`: ready once a table was pushed, and while every source is up,
+    /// the last push succeeded and (a follower) the Lease can be read.
+    pub fn readiness(&self) -> Result<String, String> {
+        let mut reasons: Vec<String> = self.not_ready().into_iter().map(|(_, why)| why).collect();
         if reasons.is_empty() {
             let mut ready = format!(
                 "ready: generation {} (table {}), {} rules, {} hosts",
@@ -249,9 +352,12 @@ impl State {
     /// The `/status` document.
     pub fn status_json(&self) -> serde_json::Value {
         let readiness = self.readiness();
+        let mut not_ready: Vec<NotReady> = self.not_ready().into_iter().map(|(word, _)| word).collect();
+        not_ready.dedup();
         serde_json::json!({
             "ready": readiness.is_ok(),
             "reason": match &readiness { Ok(s) | Err(s) => s },
+            "not_ready": not_ready,
             "generation": self.tables_pushed,
             "table": self.table_hash,
             "rules": self.rules,
@@ -260,6 +366,7 @@ impl State {
             "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
             "sources_down": self.down,
             "sinks_refused": self.refused,
+            "sinks_failing": self.sinks_failing,
             "leader": self.leadership,
             "resources": self.statuses,
             "sinks": self.pushes,
@@ -270,6 +377,22 @@ impl State {
                 "listeners": self.l4.listeners,
             },
         })
+    }
+
+    /// A push to `sink` failed (`what`: the push, or the L4 push) and is retried: logged once, when
+    /// its pushes start failing, not on every retry; `/status` `sinks_failing` shows it meanwhile.
+    pub fn sink_failed(&mut self, sink: &str, what: &str, error: &str) {
+        if self.sinks_failing.fail(sink, error.to_owned()) {
+            tracing::error!(sink = %sink, "{what} failed (will retry, said once until it works): {error}");
+        }
+    }
+
+    /// `sink` answered a push (it took the table, or refused it as too large): logged when its
+    /// pushes had been failing.
+    pub fn sink_answered(&mut self, sink: &str) {
+        if self.sinks_failing.recover(sink) {
+            tracing::info!(sink = %sink, "pushes work again");
+        }
     }
 
     /// Adds a push to the log, dropping the oldest beyond [`PUSH_LOG_LEN`].
@@ -358,5 +481,45 @@ mod tests {
             "{reason}"
         );
         assert_eq!(state.status_json()["leader"]["holder"], "a");
+    }
+
+    #[test]
+    fn a_follower_that_cannot_read_the_lease_is_not_ready_and_says_why_in_words() {
+        let mut state = State {
+            tables_pushed: 1,
+            leadership: Leadership {
+                leading: false,
+                lease: Some("default/switchyard".into()),
+                identity: Some("b".into()),
+                holder: None,
+                error: Some(LeaseError {
+                    reason: LeaseFailure::Forbidden,
+                    message: "leases.coordination.k8s.io is forbidden".into(),
+                }),
+            },
+            ..State::default()
+        };
+        let reason = state.readiness().unwrap_err();
+        assert!(
+            reason.contains("cannot take over: Lease default/switchyard: Forbidden: leases"),
+            "{reason}"
+        );
+        let status = state.status_json();
+        assert_eq!(status["not_ready"], serde_json::json!(["CannotLead"]));
+        assert_eq!(status["leader"]["error"]["reason"], "Forbidden");
+        // The leader itself (until it steps down) stays ready.
+        state.leadership.leading = true;
+        assert!(state.readiness().is_ok(), "{:?}", state.readiness());
+    }
+
+    #[test]
+    fn a_failure_is_new_once_until_it_recovers() {
+        let mut failing = BTreeMap::new();
+        assert!(failing.fail("sink", "refused".into()));
+        assert!(!failing.fail("sink", "timed out".into()));
+        assert_eq!(failing["sink"], "timed out");
+        assert!(failing.recover("sink"));
+        assert!(!failing.recover("sink"));
+        assert!(failing.fail("sink", "refused".into()));
     }
 }

@@ -14,6 +14,8 @@
 //! - Replicas of it ([`User::Replica`]): the ServiceAccount user with a uid per replica, so that the
 //!   API server's audit log ([`Envtest::audit`]: every write of that user) tells who wrote what.
 //! - [`gate::Gate`]: a TCP gate in front of the API server that can cut a client off (a network cut).
+//! - [`Envtest::kubeconfig_without_namespace`]: a kubeconfig as out of cluster, whose context names
+//!   no namespace.
 //!
 //! etcd and kube-apiserver die with the test binary however it ends (see [`process`]); an owned
 //! [`Envtest`] also stops them and removes its folder when dropped.
@@ -365,6 +367,15 @@ impl Envtest {
     pub fn kubeconfig_via(&self, user: User, port: u16) -> Result<PathBuf, String> {
         let path = self.dir.join(format!("via-{port}.kubeconfig"));
         let text = self.kubeconfig_text_for(user, &format!("https://127.0.0.1:{port}"));
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// A kubeconfig for `user` whose context names no namespace (as a developer's, out of cluster:
+    /// a client defaults to `default`).
+    pub fn kubeconfig_without_namespace(&self, user: User) -> Result<PathBuf, String> {
+        let path = self.dir.join(format!("{user:?}-no-namespace.kubeconfig"));
+        let text = self.kubeconfig_text_for(user, &self.url()).replace("    namespace: istio-system\n", "");
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
