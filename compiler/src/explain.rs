@@ -104,8 +104,10 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
         ActionSpec::DirectResponse(direct) => (direct.status, None, full_path.clone()),
         ActionSpec::Redirect(redirect) => {
             let host = switchyard_table::normalize_authority(request.authority());
+            let forwarded_proto = switchyard_table::redirect::forwarded_proto(request);
             let parts = switchyard_table::RequestParts {
                 scheme: &request.scheme,
+                forwarded_proto: &forwarded_proto,
                 host: &host,
                 request_uri: &full_path,
             };

@@ -575,6 +575,7 @@ fn route_action(route: &ProxyRoute, path: &PathSpec, context: &Context, backends
     ActionSpec::Route(RouteAction {
         backends,
         rewrite_prefix,
+        rewrite_regex: None,
         set_headers,
         remove_headers,
     })

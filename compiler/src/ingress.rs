@@ -297,6 +297,7 @@ impl<'a> IngressProcessor<'a> {
             Ok(cluster) => Some(ActionSpec::Route(RouteAction {
                 backends: vec![Backend { cluster, weight: 1 }],
                 rewrite_prefix: None,
+                rewrite_regex: None,
                 set_headers: Vec::new(),
                 remove_headers: Vec::new(),
             })),

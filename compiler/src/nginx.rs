@@ -93,6 +93,19 @@ impl Location {
         }
     }
 
+    /// The regex whose groups `$1`…`$9` a `rewritePath` names, for a regex location (`None` for
+    /// the others): the pattern as the user wrote it (with `(?i)` for `~*`), searched in the path
+    /// as NGINX matches the location, so its groups are numbered as the user numbered them.
+    pub fn capture_pattern(&self) -> Option<String> {
+        match self {
+            Location::Regex {
+                pattern,
+                case_insensitive,
+            } => Some(format!("{}{pattern}", if *case_insensitive { "(?i)" } else { "" })),
+            _ => None,
+        }
+    }
+
     /// Whether a VirtualServerRoute's subroute may live under this route (ROUTING.md §6): the same
     /// kind of location; under a prefix its path starts with the route's; under an exact path or a
     /// regex it is the route's.

@@ -12,8 +12,7 @@
 //! VirtualServer or VirtualServerRoute that fails validation (a duplicate path or upstream, an
 //! unknown upstream, splits not summing to 100, a regex that does not compile, a malformed action or
 //! condition) is Invalid and routes nothing; a route Switchyard cannot express (a `subselector`, a
-//! variable other than `$request_method`, a `rewritePath` on a regex location, a split to a
-//! `return` or `redirect`) is refused alone with a warning. Requests to the host that no route
+//! variable other than `$request_method`, a split to a `return` or `redirect`) is refused alone with a warning. Requests to the host that no route
 //! matches get a 404 from the VirtualServer itself, never another resource's rule.
 //!
 //! [`VirtualServerProcessor::run`] computes one VirtualServer at a time (`compute_virtual_server`,

@@ -30,6 +30,7 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
                 weight: 1,
             }],
             rewrite_prefix: None,
+            rewrite_regex: None,
             set_headers: vec![],
             remove_headers: vec![],
         }),

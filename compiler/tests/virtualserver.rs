@@ -720,6 +720,7 @@ fn redirect_defaults_to_301_and_substitutes_variables_per_request() {
     let decision = table.route(&get("http://cafe.example.com/old/x?y=1"), 0).unwrap();
     let parts = RequestParts {
         scheme: "https",
+        forwarded_proto: "",
         host: "cafe.example.com",
         request_uri: "/old/x?y=1",
     };
@@ -1196,4 +1197,52 @@ fn rule_names_on(compiled: &switchyard_compiler::Compiled, host: &str) -> Vec<St
         .filter(|r| r.host.as_deref() == Some(host))
         .map(|r| r.name.clone())
         .collect()
+}
+
+/// Item 2: `${http_x_forwarded_proto}` is one of NGINX's four redirect variables: the VirtualServer
+/// is Valid, and the variable is the request's `X-Forwarded-Proto` (empty when absent, as NGINX's
+/// `$http_x_forwarded_proto` is).
+#[test]
+fn redirect_with_http_x_forwarded_proto_is_valid_and_filled_per_request() {
+    let c = compile_default(&common::nginx_case("redirect-variables"));
+    assert_eq!(status(&c, "VirtualServer", "default", "cafe"), Status::Valid);
+    let request = get("http://cafe.example.com/old/x?y=1").header("x-forwarded-proto", "https");
+    let table = common::table(&c);
+    let explained = explain(&table, &request);
+    assert_eq!(explained.decision.status, 302);
+    assert_eq!(
+        explained.decision.location.as_deref(),
+        Some("https://cafe.example.com/new/old/x?y=1")
+    );
+    let bare = explain(&table, &get("http://cafe.example.com/old"));
+    assert_eq!(bare.decision.location.as_deref(), Some("://cafe.example.com/new/old"));
+}
+
+/// Item 3: `rewritePath` on a regex location is NGINX's `rewrite`: the whole path is replaced, `$1`…
+/// `$9` being the groups of the regex as written (searched as NGINX matches the location, `~*` in
+/// any case), and the query string is kept. In a VirtualServerRoute and a match too.
+#[test]
+fn rewrite_path_on_a_regex_location_substitutes_the_regex_groups() {
+    let c = compile_default(&common::nginx_case("regex-rewrite"));
+    assert_eq!(status(&c, "VirtualServer", "default", "rewrite"), Status::Valid);
+    assert_eq!(status(&c, "VirtualServerRoute", "default", "regex-2"), Status::Valid);
+    let table = common::table(&c);
+    let upstream = |request: SimpleRequest| {
+        let decision = table.route(&request, 0).unwrap();
+        assert_eq!(decision.backend.unwrap().cluster, "default/hello-svc:80");
+        decision.rule.upstream_path(&request.path)
+    };
+    // NGINX Ingress Controller's tests/suite/test_rewrites.py expectations.
+    for (path, want) in [
+        ("/regex1/?arg=value", "/?arg=value"),
+        ("/regex1/abc?arg=value", "/abc?arg=value"),
+        ("/x/regex1/abc", "/abc"),
+        ("/COFFEE/latte/hot?x=1", "/beans/hot/latte?x=1"),
+        ("/regex2/abc?arg=value", "/?arg=value"),
+    ] {
+        let got = upstream(get(&format!("http://vs.example.com{path}")));
+        assert_eq!(got.as_deref(), Some(want), "{path}");
+    }
+    let john = get("http://vs.example.com/regex2/abc?arg=value").cookie("user", "john");
+    assert_eq!(upstream(john).as_deref(), Some("/user/john/?arg=value"));
 }

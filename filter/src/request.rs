@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use switchyard_table::format::RULE_NAME_HEADER;
+use switchyard_table::redirect::forwarded_proto;
 use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestParts, RequestView, RouteTable};
 
 use crate::host::{Host, HostCallFailed};
@@ -152,8 +153,10 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
         ActionSpec::Redirect(_) => {
             let scheme = host.request_header(":scheme").unwrap_or_else(|| "http".to_owned());
             let authority = normalize_authority(request.authority());
+            let forwarded_proto = forwarded_proto(&request);
             let parts = RequestParts {
                 scheme: &scheme,
+                forwarded_proto: &forwarded_proto,
                 host: &authority,
                 request_uri: request.path(),
             };

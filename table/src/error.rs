@@ -133,6 +133,17 @@ pub enum Problem {
     /// A prefix rewrite on a rule whose path is a regex (there is no prefix to replace).
     #[error("rewrite_prefix needs an exact or prefix path, not a regex")]
     RewriteNeedsPrefix,
+    /// A rule with both `rewrite_prefix` and `rewrite_regex`.
+    #[error("rewrite_prefix and rewrite_regex cannot both be set")]
+    TwoRewrites,
+    /// A `rewrite_regex` path that is not a path template.
+    #[error("rewrite_regex path {path:?}: {why}")]
+    BadRewritePath {
+        /// The template as written.
+        path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
 }
 
 impl TableError {

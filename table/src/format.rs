@@ -156,12 +156,27 @@ pub struct RouteAction {
     /// Replaces the part of the path that the rule's prefix (or exact path) matched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rewrite_prefix: Option<String>,
+    /// Replaces the whole path when a regex is found in it, with its groups (NGINX's `rewritePath`
+    /// on a regex location); not with `rewrite_prefix`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewrite_regex: Option<RegexRewrite>,
     /// Request headers to set (replacing any value the request had), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub set_headers: Vec<HeaderValue>,
     /// Request header names to remove.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remove_headers: Vec<String>,
+}
+
+/// A path rewrite with a regex's groups: when `pattern` is found in the path (searched, leftmost
+/// first, the query string left out), the path becomes `path` with `$1`…`$9` (`$0`: the whole
+/// match) replaced by the groups; the query string is kept. Not found: the path stays as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegexRewrite {
+    /// The regex (`regex-lite`), searched, not anchored.
+    pub pattern: String,
+    /// The new path: starts with `/`; `$0`…`$9` are the groups (an unmatched group is empty).
+    pub path: String,
 }
 
 /// One upstream choice.

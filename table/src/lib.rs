@@ -12,7 +12,9 @@
 //! - [`field`]: HTTP field syntax, which header values, cluster names and rewrites must follow.
 //! - [`oracle`]: the matcher's plain definition, which the index must agree with (tests, fuzzing).
 //! - [`precedence`]: the priority keys the compiler sorts by.
-//! - [`redirect`]: redirect locations, `${scheme}`, `${host}` and `${request_uri}` filled in per request.
+//! - [`redirect`]: redirect locations, `${scheme}`, `${http_x_forwarded_proto}`, `${host}` and
+//!   `${request_uri}` filled in per request.
+//! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path rebuilt from a regex's groups per request.
 //!
 //! No proxy-wasm and no Kubernetes here: the same code runs natively and on wasm32.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -33,6 +35,7 @@ pub mod precedence;
 mod read;
 pub mod redirect;
 mod request;
+pub mod rewrite;
 pub mod synthetic;
 mod table;
 
@@ -40,7 +43,7 @@ pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
     ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
-    Redirect, RouteAction, RuleSpec, TableSpec,
+    Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

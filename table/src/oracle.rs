@@ -143,6 +143,7 @@ fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
                 weight: 1,
             }],
             rewrite_prefix: None,
+            rewrite_regex: None,
             set_headers: Vec::new(),
             remove_headers: Vec::new(),
         }),

@@ -19,7 +19,7 @@ use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
     ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
-    Redirect, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -430,6 +430,7 @@ impl FromDoc for RouteAction {
             Ok(RouteAction {
                 backends: f.required("backends")?,
                 rewrite_prefix: f.optional("rewrite_prefix")?,
+                rewrite_regex: f.optional("rewrite_regex")?,
                 set_headers: f.or("set_headers", Vec::new())?,
                 remove_headers: f.or("remove_headers", Vec::new())?,
             })
@@ -467,6 +468,17 @@ impl FromDoc for DirectResponse {
                 body: f.optional("body")?,
                 content_type: f.optional("content_type")?,
                 headers: f.or("headers", Vec::new())?,
+            })
+        })
+    }
+}
+
+impl FromDoc for RegexRewrite {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(RegexRewrite {
+                pattern: f.required("pattern")?,
+                path: f.required("path")?,
             })
         })
     }

@@ -1,16 +1,21 @@
-//! Redirect locations: the `url` of a [`crate::format::Redirect`] as a template over the three
-//! variables NGINX's VirtualServer `redirect` action documents, `${scheme}`, `${host}` and
-//! `${request_uri}`, parsed once when the table loads and filled in per request.
+//! Redirect locations: the `url` of a [`crate::format::Redirect`] as a template over the four
+//! variables NGINX's VirtualServer `redirect` action documents, `${scheme}`,
+//! `${http_x_forwarded_proto}`, `${host}` and `${request_uri}`, parsed once when the table loads and
+//! filled in per request.
 
 use crate::error::Problem;
 use crate::field::field_value;
 use crate::format::Redirect;
+use crate::request::RequestView;
 
 /// A variable a redirect URL may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variable {
     /// `${scheme}`: `http` or `https`, the request's `:scheme`.
     Scheme,
+    /// `${http_x_forwarded_proto}`: the request's `X-Forwarded-Proto` header (NGINX's
+    /// `$http_x_forwarded_proto`): empty when absent, several values joined by `, `.
+    ForwardedProto,
     /// `${host}`: the request's host, lowercase, without port or trailing dot (NGINX's `$host`).
     Host,
     /// `${request_uri}`: the whole `:path`, query string included (NGINX's `$request_uri`).
@@ -18,8 +23,9 @@ pub enum Variable {
 }
 
 impl Variable {
-    const ALL: [(Variable, &'static str); 3] = [
+    const ALL: [(Variable, &'static str); 4] = [
         (Variable::Scheme, "scheme"),
+        (Variable::ForwardedProto, "http_x_forwarded_proto"),
         (Variable::Host, "host"),
         (Variable::RequestUri, "request_uri"),
     ];
@@ -44,6 +50,9 @@ pub struct RedirectTemplate {
 pub struct RequestParts<'r> {
     /// `http` or `https`.
     pub scheme: &'r str,
+    /// The `X-Forwarded-Proto` header's values joined by `, ` (empty when absent):
+    /// [`forwarded_proto`].
+    pub forwarded_proto: &'r str,
     /// The host, normalised (lowercase, no port).
     pub host: &'r str,
     /// The `:path` with its query string.
@@ -83,7 +92,7 @@ impl RedirectTemplate {
             let name = &after[..end];
             let Some((variable, _)) = Variable::ALL.iter().find(|(_, n)| *n == name) else {
                 return Err(bad(format!(
-                    "unknown variable ${{{name}}}; only ${{scheme}}, ${{host}} and ${{request_uri}} are filled in"
+                    "unknown variable ${{{name}}}; only ${{scheme}}, ${{http_x_forwarded_proto}}, ${{host}} and ${{request_uri}} are filled in"
                 )));
             };
             pieces.push(Piece::Var(*variable));
@@ -110,10 +119,17 @@ impl RedirectTemplate {
             out.push_str(match piece {
                 Piece::Text(text) => text,
                 Piece::Var(Variable::Scheme) => parts.scheme,
+                Piece::Var(Variable::ForwardedProto) => parts.forwarded_proto,
                 Piece::Var(Variable::Host) => parts.host,
                 Piece::Var(Variable::RequestUri) => parts.request_uri,
             });
         }
         out
     }
+}
+
+/// What `${http_x_forwarded_proto}` becomes for `request`: its `X-Forwarded-Proto` values joined by
+/// `, ` as NGINX (1.23 and later) joins repeated headers in `$http_` variables; empty when absent.
+pub fn forwarded_proto(request: &impl RequestView) -> String {
+    request.header_values("x-forwarded-proto").join(", ")
 }

@@ -126,6 +126,7 @@ fn spec(name: &str, host: Option<&str>, path: PathSpec) -> RuleSpec {
                 weight: 1,
             }],
             rewrite_prefix: None,
+            rewrite_regex: None,
             set_headers: Vec::new(),
             remove_headers: Vec::new(),
         }),

@@ -12,6 +12,7 @@ use crate::host::{normalize_authority, HostPattern};
 use crate::index::{HostIndex, RuleId};
 use crate::path::{request_path, PathPattern};
 use crate::redirect::{RedirectTemplate, RequestParts};
+use crate::rewrite::RegexRewriter;
 use crate::request::RequestView;
 
 /// A table ready to route: validated, regexes compiled, indexed. Built with `TryFrom<TableSpec>` or
@@ -36,6 +37,8 @@ pub struct Rule {
     total_weight: u64,
     /// The parsed location template of a redirect action.
     redirect: Option<RedirectTemplate>,
+    /// The compiled `rewrite_regex` of a route action.
+    regex_rewrite: Option<RegexRewriter>,
 }
 
 /// The outcome of matching one request: the winning rule and, for a route, the chosen backend.
@@ -228,6 +231,9 @@ impl Rule {
 
     /// The `:path` to send upstream for `full_path` (query included), when this rule rewrites it.
     pub fn upstream_path(&self, full_path: &str) -> Option<String> {
+        if let Some(rewriter) = &self.regex_rewrite {
+            return rewriter.rewrite(full_path);
+        }
         match &self.spec.action {
             ActionSpec::Route(RouteAction {
                 rewrite_prefix: Some(replacement),
@@ -335,9 +341,18 @@ impl Rule {
             .enumerate()
             .map(|(i, c)| Condition::compile(c).map_err(|(field, p)| fail(format!("conditions[{i}].{field}"), p)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut redirect = None;
+        let (mut redirect, mut regex_rewrite) = (None, None);
         let total_weight = match &spec.action {
-            ActionSpec::Route(route) => validate_route(route, &path).map_err(|(field, p)| fail(field, p))?,
+            ActionSpec::Route(route) => {
+                let sum = validate_route(route, &path).map_err(|(field, p)| fail(field, p))?;
+                regex_rewrite = route
+                    .rewrite_regex
+                    .as_ref()
+                    .map(RegexRewriter::compile)
+                    .transpose()
+                    .map_err(|(field, p)| fail(format!("action.route.rewrite_regex.{field}"), p))?;
+                sum
+            }
             ActionSpec::DirectResponse(direct) => {
                 validate_direct(direct).map_err(|(field, p)| fail(field, p))?;
                 0
@@ -356,6 +371,7 @@ impl Rule {
             conditions,
             total_weight,
             redirect,
+            regex_rewrite,
         })
     }
 }
@@ -409,6 +425,9 @@ fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (Strin
     }
     if route.rewrite_prefix.is_some() && !path.can_rewrite() {
         return Err((at("rewrite_prefix"), Problem::RewriteNeedsPrefix));
+    }
+    if route.rewrite_prefix.is_some() && route.rewrite_regex.is_some() {
+        return Err((at("rewrite_regex"), Problem::TwoRewrites));
     }
     let names = route.set_headers.iter().map(|h| &h.name).chain(&route.remove_headers);
     for (i, name) in names.enumerate() {

@@ -123,6 +123,7 @@ fn redirect_fills_scheme_host_and_request_uri_per_request() {
     let host = switchyard_table::normalize_authority(&request.authority);
     let parts = RequestParts {
         scheme: "https",
+        forwarded_proto: "",
         host: &host,
         request_uri: &request.path,
     };
@@ -141,6 +142,7 @@ fn redirect_without_variables_is_literal() {
     let t = table(vec![r]);
     let parts = switchyard_table::RequestParts {
         scheme: "http",
+        forwarded_proto: "",
         host: "h",
         request_uri: "/x",
     };
@@ -148,4 +150,65 @@ fn redirect_without_variables_is_literal() {
         t.rules()[0].redirect(parts),
         Some((308, "http://example.org/new".to_owned()))
     );
+}
+
+/// Issue 23, item 2: `${http_x_forwarded_proto}` is the request's `X-Forwarded-Proto` (NGINX's
+/// `$http_x_forwarded_proto`): empty when absent, repeated headers joined by `, `.
+#[test]
+fn redirect_fills_http_x_forwarded_proto_per_request() {
+    use switchyard_table::redirect::forwarded_proto;
+    let mut r = rule("moved", "", "prefix:/", "x");
+    r["action"] = json!({ "redirect": { "url": "${http_x_forwarded_proto}://${host}${request_uri}", "status": 302 } });
+    let t = table(vec![r]);
+    let location = |request: &switchyard_table::SimpleRequest| {
+        let proto = forwarded_proto(request);
+        let host = switchyard_table::normalize_authority(&request.authority);
+        let parts = switchyard_table::RequestParts {
+            scheme: "http",
+            forwarded_proto: &proto,
+            host: &host,
+            request_uri: &request.path,
+        };
+        t.route(request, 0).unwrap().rule.redirect(parts).unwrap().1
+    };
+    let behind_tls = get("http://cafe.example.com/tea?x=1").header("X-Forwarded-Proto", "https");
+    assert_eq!(location(&behind_tls), "https://cafe.example.com/tea?x=1");
+    assert_eq!(location(&get("http://cafe.example.com/tea")), "://cafe.example.com/tea");
+    let twice = behind_tls.header("x-forwarded-proto", "http");
+    assert_eq!(location(&twice), "https, http://cafe.example.com/tea?x=1");
+}
+
+/// Issue 23, item 3: `rewrite_regex` (NGINX's `rewritePath` on a regex location) replaces the whole
+/// path with its template, `$1`… being the groups of the regex searched in the path; the query
+/// string is kept; a path the regex is not found in is sent as it is.
+#[test]
+fn regex_rewrite_replaces_the_path_with_the_groups_and_keeps_the_query() {
+    let mut r = rule("r", "", "regex:.*(?:/regex1/?(.*)).*", "default/hello:80");
+    r["action"]["route"]["rewrite_regex"] = json!({ "pattern": "/regex1/?(.*)", "path": "/$1" });
+    let t = table(vec![r]);
+    let rule = &t.rules()[0];
+    assert_eq!(rule.upstream_path("/regex1/abc?arg=value").as_deref(), Some("/abc?arg=value"));
+    assert_eq!(rule.upstream_path("/x/regex1/").as_deref(), Some("/"));
+    assert_eq!(rule.upstream_path("/other"), None);
+}
+
+/// A `rewrite_regex` whose pattern does not compile, whose path does not start with `/` or names
+/// `$` without a digit, or that comes with a `rewrite_prefix`, refuses the table.
+#[test]
+fn bad_regex_rewrites_are_refused() {
+    for (rewrite, prefix, field) in [
+        (json!({ "pattern": "(", "path": "/" }), None, "action.route.rewrite_regex.pattern"),
+        (json!({ "pattern": "a", "path": "x" }), None, "action.route.rewrite_regex.path"),
+        (json!({ "pattern": "a", "path": "/$x" }), None, "action.route.rewrite_regex.path"),
+        (json!({ "pattern": "a", "path": "/" }), Some("/"), "action.route.rewrite_regex"),
+    ] {
+        let mut r = rule("r", "", "prefix:/", "c");
+        r["action"]["route"]["rewrite_regex"] = rewrite;
+        if let Some(prefix) = prefix {
+            r["action"]["route"]["rewrite_prefix"] = json!(prefix);
+        }
+        let doc = json!({ "version": 1, "rules": [r] });
+        let error = switchyard_table::RouteTable::from_document(doc).unwrap_err().to_string();
+        assert!(error.contains(field), "{field}: {error}");
+    }
 }

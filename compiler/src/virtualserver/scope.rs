@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use switchyard_table::{ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, Redirect, RouteAction};
+use switchyard_table::{
+    ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, Redirect, RegexRewrite, RouteAction,
+};
 
 use crate::model::Options;
 use crate::nginx::{self, ConditionFault, Location};
@@ -21,6 +23,14 @@ pub(super) enum Fault {
     Invalid(String),
     /// This route cannot be expressed here: it alone is skipped, with a warning.
     Refused(String),
+}
+
+/// How a `proxy` action rewrites the path: `rewritePath` as a prefix rewrite, or on a regex
+/// location as NGINX's `rewrite` with the regex's groups.
+#[derive(Default)]
+struct PathRewrite {
+    prefix: Option<String>,
+    regex: Option<RegexRewrite>,
 }
 
 /// A warning: its reason and message.
@@ -144,14 +154,34 @@ impl<'s> Scope<'s> {
             )));
         }
         if let Some(upstream) = &action.pass {
-            return self.forward(&format!("{at}.pass"), &[(upstream.as_str(), 1)], None, Vec::new());
+            return self.forward(
+                &format!("{at}.pass"),
+                &[(upstream.as_str(), 1)],
+                PathRewrite::default(),
+                Vec::new(),
+            );
         }
         if let Some(proxy) = &action.proxy {
-            if proxy.rewrite_path.is_some() && matches!(location, Location::Regex { .. }) {
-                return Err(Fault::Refused(format!(
-                    "{at}.proxy.rewritePath on a regex location needs NGINX's regex captures, which the table cannot express"
-                )));
-            }
+            let rewrite = match (&proxy.rewrite_path, location.capture_pattern()) {
+                (None, _) => PathRewrite::default(),
+                (Some(path), None) => PathRewrite {
+                    prefix: Some(path.clone()),
+                    regex: None,
+                },
+                // NGINX's `rewrite`: the whole path replaced, `$1`…`$9` from the location's regex.
+                (Some(path), Some(pattern)) if path.starts_with('/') => PathRewrite {
+                    prefix: None,
+                    regex: Some(RegexRewrite {
+                        pattern,
+                        path: path.clone(),
+                    }),
+                },
+                (Some(path), Some(_)) => {
+                    return Err(Fault::Refused(format!(
+                        "{at}.proxy.rewritePath {path:?} on a regex location must start with '/' here (it becomes the path sent upstream)"
+                    )))
+                }
+            };
             let set = proxy
                 .request_headers
                 .iter()
@@ -162,7 +192,7 @@ impl<'s> Scope<'s> {
                 })
                 .collect();
             let upstream = [(proxy.upstream.as_str(), 1)];
-            return self.forward(&format!("{at}.proxy"), &upstream, proxy.rewrite_path.clone(), set);
+            return self.forward(&format!("{at}.proxy"), &upstream, rewrite, set);
         }
         if let Some(ret) = &action.return_ {
             let code = ret.code.unwrap_or(200);
@@ -235,7 +265,7 @@ impl<'s> Scope<'s> {
         if sum != 100 {
             return Err(Fault::Invalid(format!("{at}: the weights sum to {sum}, not 100")));
         }
-        self.forward(at, &weighted, None, Vec::new())
+        self.forward(at, &weighted, PathRewrite::default(), Vec::new())
     }
 
     /// Forwarding to weighted upstreams; a service whose port cannot be resolved gets no traffic
@@ -244,7 +274,7 @@ impl<'s> Scope<'s> {
         &mut self,
         at: &str,
         upstreams: &[(&str, u32)],
-        rewrite_prefix: Option<String>,
+        rewrite: PathRewrite,
         set_headers: Vec<HeaderValue>,
     ) -> Result<ActionSpec, Fault> {
         let mut backends = Vec::new();
@@ -281,7 +311,8 @@ impl<'s> Scope<'s> {
         }
         Ok(ActionSpec::Route(RouteAction {
             backends,
-            rewrite_prefix,
+            rewrite_prefix: rewrite.prefix,
+            rewrite_regex: rewrite.regex,
             set_headers,
             remove_headers: Vec::new(),
         }))
