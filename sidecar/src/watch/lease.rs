@@ -185,8 +185,6 @@ impl Elector {
     pub fn start(client: Client, election: Election, leader: Leader, state: Shared) -> Elector {
         let (stop, stopped) = mpsc::channel(1);
         let api = Api::namespaced(client, &election.namespace);
-        let changed = Arc::new(Notify::new());
-        let watching = tokio::spawn(watch_lease(api.clone(), election.name.clone(), changed.clone()));
         let task = Task {
             api,
             election,
@@ -194,8 +192,8 @@ impl Elector {
             state,
             observed: None,
             failing: false,
-            changed,
-            watching,
+            changed: Arc::new(Notify::new()),
+            watching: None,
         };
         tokio::spawn(task.run(stopped));
         Elector { stop }
@@ -220,10 +218,13 @@ struct Task {
     failing: bool,
     /// Told whenever the Lease changes ([`watch_lease`]).
     changed: Arc<Notify>,
-    watching: tokio::task::JoinHandle<()>,
+    /// The Lease's watcher, while the Lease can be read: not while the attempts fail (kube's watcher
+    /// would log each of its retries, a 403 say, with `--verbose`; the elector says it once).
+    watching: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Follows the Lease (by name: RBAC's `resourceNames` allow that watch) and says when it changed.
+/// Follows the Lease (by name: RBAC's `resourceNames` allow that watch) and says when it changed;
+/// run while the elector's attempts work.
 async fn watch_lease(api: Api<Lease>, name: String, changed: Arc<Notify>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let stream = watcher::watcher(api, config).default_backoff();
@@ -337,7 +338,7 @@ impl Task {
 
     /// Closes the gate and releases the Lease if we hold it, then says so on `done`.
     async fn stop(&mut self, done: Option<Stop>) {
-        self.watching.abort();
+        self.unwatch();
         let was = self.leader.is_leader();
         self.leader.step_down();
         self.set_role(false, None);
@@ -376,6 +377,10 @@ impl Task {
                     info!("Lease {}: read and written again", self.election.lease());
                     self.state.lock().leadership.error = None;
                 }
+                if self.watching.is_none() {
+                    let watching = watch_lease(self.api.clone(), self.election.name.clone(), self.changed.clone());
+                    self.watching = Some(tokio::spawn(watching));
+                }
                 Some(claim)
             }
             Err(e) => self.failed(lease_error(&e)),
@@ -410,7 +415,15 @@ impl Task {
             );
         }
         self.state.lock().leadership.error = Some(error);
+        self.unwatch();
         None
+    }
+
+    /// Stops watching the Lease (until an attempt works again).
+    fn unwatch(&mut self) {
+        if let Some(watching) = self.watching.take() {
+            watching.abort();
+        }
     }
 
     async fn try_claim(&mut self) -> Result<Claim, kube::Error> {

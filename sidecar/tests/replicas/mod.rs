@@ -392,3 +392,71 @@ async fn bench_failover_with_the_default_timings() {
         replicas.push(start(uid));
     }
 }
+
+/// deploy/rbac.yaml's grant of the Lease (its Role and RoleBinding `switchyard-leader-election`),
+/// in `namespace` instead of istio-system.
+fn lease_grant_in(namespace: &str) -> String {
+    let documents = switchyard_envtest::manifests::documents(&deploy("rbac.yaml")).unwrap();
+    let grant: Vec<String> = documents
+        .into_iter()
+        .filter(|d| d["metadata"]["name"] == "switchyard-leader-election")
+        .map(|mut d| {
+            d["metadata"]["namespace"] = namespace.into();
+            d.to_string()
+        })
+        .collect();
+    assert_eq!(grant.len(), 2, "deploy/rbac.yaml's Role and RoleBinding for the Lease");
+    grant.join("\n---\n")
+}
+
+/// Out of cluster, with a kubeconfig that names no namespace, the Lease is `default/switchyard`,
+/// which deploy/rbac.yaml does not grant: the replica compiles, but could never take over, so it is
+/// not ready; `/status` says why in words (`CannotLead`, `Forbidden`), the log says it once (not on
+/// every retry) and once more when it clears (the grant given in `default`), then it leads.
+#[tokio::test]
+async fn a_replica_that_may_not_read_its_lease_is_not_ready_says_why_once_and_leads_once_granted() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("forbidden-lease").await;
+    admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
+    let kubeconfig = env.kubeconfig_without_namespace(User::Switchyard).unwrap();
+    let mut args = vec!["--namespaces", ns.as_str(), "--debounce-ms", "50", "--leader-elect", "--verbose"];
+    args.extend_from_slice(&TIMINGS);
+    let mut sy = Watch::start(&bin(), &kubeconfig, &args).unwrap();
+    let readyz = eventually(
+        "compiled, and /readyz 503 for the Lease",
+        PATIENCE,
+        || {
+            let answer = sy.readyz();
+            (sy.routes("web.example", None) && answer.code == 503 && answer.body.contains("Lease")).then_some(answer.body)
+        },
+        || sy.log(),
+    )
+    .await;
+    assert!(
+        readyz.contains("cannot take over: Lease default/switchyard: Forbidden"),
+        "{readyz}"
+    );
+    let status = sy.status();
+    assert_eq!(status["not_ready"], serde_json::json!(["CannotLead"]), "{status:#}");
+    assert_eq!(status["leader"]["lease"], "default/switchyard");
+    assert_eq!(status["leader"]["error"]["reason"], "Forbidden", "{status:#}");
+    assert_eq!(status["leader"]["leading"], false);
+    // Retried every 250 ms meanwhile: still one line.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sy.readyz().code, 503);
+    let warnings = |log: &str| log.lines().filter(|l| l.contains(" WARN ")).map(str::to_owned).collect::<Vec<_>>();
+    let log = sy.log();
+    assert_eq!(warnings(&log).len(), 1, "{log}");
+    assert!(warnings(&log)[0].contains("Lease default/switchyard"), "{log}");
+
+    admin_apply(&admin, &lease_grant_in("default")).await;
+    leads(&sy, Instant::now(), PATIENCE).await;
+    sy.ready(PATIENCE).await.unwrap();
+    let log = sy.log();
+    assert_eq!(warnings(&log).len(), 1, "{log}");
+    let cleared: Vec<&str> = log.lines().filter(|l| l.contains("Lease default/switchyard: read and written again")).collect();
+    assert_eq!(cleared.len(), 1, "{log}");
+    assert!(sy.status()["leader"]["error"].is_null());
+    sy.stop().unwrap();
+}
