@@ -112,7 +112,9 @@ pub struct WatchArgs {
     /// `switchyard`).
     #[arg(long, value_name = "NAME", default_value = "switchyard", requires = "leader_elect")]
     pub leader_elect_lease_name: String,
-    /// The Lease's namespace [default: the pod's namespace in a cluster, else the kubeconfig's].
+    /// The Lease's namespace [default: the pod's namespace in a cluster; outside one the
+    /// kubeconfig context's namespace, else `default`]. deploy/rbac.yaml grants the Lease in
+    /// istio-system only: a replica that may not read its Lease is not ready (/readyz 503).
     #[arg(long, value_name = "NAMESPACE", requires = "leader_elect")]
     pub leader_elect_lease_namespace: Option<String>,
     /// How long followers wait after the leader's last renewal before taking the Lease (whole
