@@ -652,7 +652,14 @@ async fn after_an_api_server_outage_the_istio_objects_are_repaired_again_and_eac
     admin_apply(&admin, &deploy("istio/wasmplugin.yaml")).await;
     admin_apply(&admin, &deploy("istio/envoyfilter.yaml")).await;
     admin_apply(&admin, &ingress(&ns, "web", "mesh.example", "web")).await;
-    let mut args = vec!["--namespaces", ns.as_str(), "--debounce-ms", "3000", "--debounce-max-ms", "3000"];
+    let mut args = vec![
+        "--namespaces",
+        ns.as_str(),
+        "--debounce-ms",
+        "3000",
+        "--debounce-max-ms",
+        "3000",
+    ];
     args.extend_from_slice(&BOTH_ISTIO_SINKS);
     let mut sy = Watch::start(&bin(), &env.kubeconfig(User::Switchyard), &args).unwrap();
     sy.ready(PATIENCE).await.unwrap();
@@ -668,7 +675,12 @@ async fn after_an_api_server_outage_the_istio_objects_are_repaired_again_and_eac
     eventually(
         "both sinks' pushes fail",
         PATIENCE,
-        || sinks.iter().all(|s| !lines_of(&sy.log(), "push failed", s).is_empty()).then_some(()),
+        || {
+            sinks
+                .iter()
+                .all(|s| !lines_of(&sy.log(), "push failed", s).is_empty())
+                .then_some(())
+        },
         || sy.log(),
     )
     .await;
@@ -694,10 +706,17 @@ async fn after_an_api_server_outage_the_istio_objects_are_repaired_again_and_eac
 
     let log = sy.log();
     for sink in sinks {
-        assert_eq!(lines_of(&log, "push failed", sink).len(), 1, "{sink}: one line per outage\n{log}");
+        assert_eq!(
+            lines_of(&log, "push failed", sink).len(),
+            1,
+            "{sink}: one line per outage\n{log}"
+        );
         assert_eq!(lines_of(&log, "pushes work again", sink).len(), 1, "{sink}\n{log}");
     }
-    for object in ["WasmPlugin istio-system/switchyard", "EnvoyFilter istio-system/switchyard"] {
+    for object in [
+        "WasmPlugin istio-system/switchyard",
+        "EnvoyFilter istio-system/switchyard",
+    ] {
         let lost = lines_of(&log, "cannot follow it", object).len();
         assert!(lost <= 1, "{object}: said once per outage\n{log}");
         assert_eq!(lines_of(&log, "followed again", object).len(), lost, "{object}\n{log}");
@@ -835,10 +854,7 @@ async fn wait_carried_within(client: &Client, sy: &Watch, kind: &str, what: &str
             false => Err(format!("carries {have:?}, the table is {want:?}")),
         }
     };
-    eventually_async(&format!("{kind} {what} carrying the table"), within, check, || {
-        sy.log()
-    })
-    .await;
+    eventually_async(&format!("{kind} {what} carrying the table"), within, check, || sy.log()).await;
     started.elapsed()
 }
 

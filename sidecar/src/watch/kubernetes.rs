@@ -321,7 +321,9 @@ pub(crate) fn outliving(
         api: &Api<DynamicObject>,
         config: &watcher::Config,
     ) -> futures::stream::BoxStream<'static, Result<Event<DynamicObject>, watcher::Error>> {
-        watcher::watcher(api.clone(), config.clone()).backoff(Retry::default()).boxed()
+        watcher::watcher(api.clone(), config.clone())
+            .backoff(Retry::default())
+            .boxed()
     }
     let probe = ListParams {
         label_selector: config.label_selector.clone(),

@@ -302,10 +302,16 @@ impl State {
             reasons.push((NotReady::SourceDown, format!("source {source} is down ({reason})")));
         }
         for error in self.push_error.iter().chain(&self.l4_push_error) {
-            reasons.push((NotReady::PushFailed, format!("the last push failed ({error}); retrying")));
+            reasons.push((
+                NotReady::PushFailed,
+                format!("the last push failed ({error}); retrying"),
+            ));
         }
         for (sink, why) in &self.refused {
-            reasons.push((NotReady::TableRefused, format!("{sink} refused the newest table ({why})")));
+            reasons.push((
+                NotReady::TableRefused,
+                format!("{sink} refused the newest table ({why})"),
+            ));
         }
         // A follower is ready when it could take over: it must reach the Lease.
         if let (false, Some(lease), Some(error)) =

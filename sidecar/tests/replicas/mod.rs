@@ -420,7 +420,14 @@ async fn a_replica_that_may_not_read_its_lease_is_not_ready_says_why_once_and_le
     let ns = env.namespace("forbidden-lease").await;
     admin_apply(&admin, &ingress(&ns, "web", "web.example", "web")).await;
     let kubeconfig = env.kubeconfig_without_namespace(User::Switchyard).unwrap();
-    let mut args = vec!["--namespaces", ns.as_str(), "--debounce-ms", "50", "--leader-elect", "--verbose"];
+    let mut args = vec![
+        "--namespaces",
+        ns.as_str(),
+        "--debounce-ms",
+        "50",
+        "--leader-elect",
+        "--verbose",
+    ];
     args.extend_from_slice(&TIMINGS);
     let mut sy = Watch::start(&bin(), &kubeconfig, &args).unwrap();
     let readyz = eventually(
@@ -428,7 +435,8 @@ async fn a_replica_that_may_not_read_its_lease_is_not_ready_says_why_once_and_le
         PATIENCE,
         || {
             let answer = sy.readyz();
-            (sy.routes("web.example", None) && answer.code == 503 && answer.body.contains("Lease")).then_some(answer.body)
+            (sy.routes("web.example", None) && answer.code == 503 && answer.body.contains("Lease"))
+                .then_some(answer.body)
         },
         || sy.log(),
     )
@@ -445,7 +453,12 @@ async fn a_replica_that_may_not_read_its_lease_is_not_ready_says_why_once_and_le
     // Retried every 250 ms meanwhile: still one line.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(sy.readyz().code, 503);
-    let warnings = |log: &str| log.lines().filter(|l| l.contains(" WARN ")).map(str::to_owned).collect::<Vec<_>>();
+    let warnings = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains(" WARN "))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     let log = sy.log();
     assert_eq!(warnings(&log).len(), 1, "{log}");
     assert!(warnings(&log)[0].contains("Lease default/switchyard"), "{log}");
@@ -455,7 +468,10 @@ async fn a_replica_that_may_not_read_its_lease_is_not_ready_says_why_once_and_le
     sy.ready(PATIENCE).await.unwrap();
     let log = sy.log();
     assert_eq!(warnings(&log).len(), 1, "{log}");
-    let cleared: Vec<&str> = log.lines().filter(|l| l.contains("Lease default/switchyard: read and written again")).collect();
+    let cleared: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("Lease default/switchyard: read and written again"))
+        .collect();
     assert_eq!(cleared.len(), 1, "{log}");
     assert!(sy.status()["leader"]["error"].is_null());
     sy.stop().unwrap();

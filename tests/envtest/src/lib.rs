@@ -375,7 +375,9 @@ impl Envtest {
     /// a client defaults to `default`).
     pub fn kubeconfig_without_namespace(&self, user: User) -> Result<PathBuf, String> {
         let path = self.dir.join(format!("{user:?}-no-namespace.kubeconfig"));
-        let text = self.kubeconfig_text_for(user, &self.url()).replace("    namespace: istio-system\n", "");
+        let text = self
+            .kubeconfig_text_for(user, &self.url())
+            .replace("    namespace: istio-system\n", "");
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
