@@ -39,6 +39,7 @@ fn rule(i: usize, salt: &str) -> RuleSpec {
                 weight: 1,
             }],
             rewrite_prefix: (i % 11 == 0).then(|| "/".to_owned()),
+            rewrite_regex: None,
             set_headers: match i % 17 {
                 3 => vec![HeaderValue {
                     name: "x-team".into(),
