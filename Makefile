@@ -39,7 +39,7 @@ ENVOY     := $(VENV)/bin/envoy
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 
-.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental
+.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -170,6 +170,13 @@ bench-kubernetes:
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --features envtest --test envtest \
 	  -- --ignored --nocapture --test-threads 1 bench_
 
+# The dashboard's POST /explain in a burst (100 clients) against a 100,000-rule table while an Ingress is
+# edited: the edit-to-table latency idle and during the burst, side by side (release build).
+bench-explain:
+	cargo build --release -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_incremental \
+	  -- --ignored --nocapture bench_explain_burst
+
 # One changed Ingress in the 100,000-rule cluster of issue 13 (1,000 Ingresses of 100 paths over 300
 # hosts): the compile step (criterion: the full pipeline vs the incremental compiler), then the whole
 # sidecar (`switchyard watch`, release build, folder mode, ECDS file): its CPU from /proc/<pid> until
@@ -179,7 +186,7 @@ bench-incremental:
 	cargo bench -p switchyard-compiler --bench incremental
 	cargo build --release -p switchyard --bin switchyard
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_incremental \
-	  -- --ignored --nocapture
+	  -- --ignored --nocapture bench_incremental_watch
 
 # host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules
 # (tables from host-sim/bench/table.py). Figures in BENCHMARKS.md.
