@@ -53,6 +53,19 @@ impl L4Route {
             resource,
         }
     }
+
+    /// A route for `host` to port `port` of Service `namespace/service`, won by a TransportServer
+    /// named after that Service, its cluster by the default template (`namespace/service:port`):
+    /// the route that tests and examples write.
+    pub fn to_service(namespace: &str, host: Option<&str>, service: &str, port: u16) -> L4Route {
+        let backend = L4Backend {
+            namespace: namespace.to_owned(),
+            service: service.to_owned(),
+            port,
+        };
+        let resource = format!("TransportServer/{namespace}/{service}");
+        L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
+    }
 }
 
 /// The Service a TransportServer's upstream names.

@@ -118,21 +118,10 @@ fn destination(route: &L4Route) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::l4::L4Backend;
-    use crate::model::Options;
 
+    /// A route to Service `service` port `port` in `shop` (cluster `shop/SERVICE:PORT`).
     fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
-        let backend = L4Backend {
-            namespace: "shop".to_owned(),
-            service: service.to_owned(),
-            port,
-        };
-        L4Route::new(
-            host.map(str::to_owned),
-            backend,
-            &Options::default(),
-            format!("TransportServer/shop/{service}"),
-        )
+        L4Route::to_service("shop", host, service, port)
     }
 
     fn options() -> IstioL4Options {

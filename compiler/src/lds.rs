@@ -222,19 +222,10 @@ fn stat_prefix(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::l4::L4Backend;
-    use crate::model::Options;
 
-    /// A route to Service `service` port `port` in `default`, named by the default cluster template
-    /// (`default/SERVICE:PORT`).
+    /// A route to Service `service` port `port` in `default` (cluster `default/SERVICE:PORT`).
     fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
-        let backend = L4Backend {
-            namespace: "default".to_owned(),
-            service: service.to_owned(),
-            port,
-        };
-        let resource = format!("TransportServer/default/{service}");
-        L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
+        L4Route::to_service("default", host, service, port)
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! in `BENCH_ENCODINGS` (default `json compact`). Not a test: `#[ignore]`, run by name.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use switchyard_watch_process::{http, Address, WatchProcess};
 
 /// Ingress `app{i}` on host `h{i % 300}.example`, paths `/app{i}/p0` … `/app{i}/p99`; `version`
 /// changes the backend of its first path.
@@ -82,15 +83,6 @@ fn log_lines(log: &Path) -> (usize, Vec<String>) {
         .map(str::to_owned)
         .collect();
     (pushed, compiles)
-}
-
-struct Watch(Child);
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// One edit: (sidecar CPU in ms from schedstat, from stat, wall ms to the push, the compile line).
@@ -164,25 +156,21 @@ fn bench_incremental_watch_one_changed_ingress_in_100k_rules() {
     for encoding in encodings.split_whitespace() {
         let log = dir.path().join(format!("watch-{encoding}.log"));
         let ecds = dir.path().join(format!("ecds-{encoding}.yaml"));
-        let watch = Watch(
-            Command::new(&bin)
-                .args(["watch", "--manifests"])
-                .arg(&manifests)
-                .arg("--ecds-file")
-                .arg(&ecds)
-                .args([
-                    "--wasm",
-                    "/nonexistent/switchyard_filter.wasm",
-                    "--table-encoding",
-                    encoding,
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .unwrap(),
+        let watch = WatchProcess::spawn(
+            &bin,
+            &[
+                "--manifests",
+                manifests.to_str().unwrap(),
+                "--ecds-file",
+                ecds.to_str().unwrap(),
+                "--wasm",
+                "/nonexistent/switchyard_filter.wasm",
+                "--table-encoding",
+                encoding,
+            ],
+            &log,
         );
-        let pid = watch.0.id();
+        let pid = watch.pid();
         let started = Instant::now();
         while log_lines(&log).0 == 0 {
             assert!(started.elapsed() < Duration::from_secs(300), "no first push");
@@ -227,17 +215,7 @@ fn bench_incremental_watch_one_changed_ingress_in_100k_rules() {
 
 /// POST `body` to `/explain` at `addr`: the status code (0 when the connection failed).
 fn explain(addr: std::net::SocketAddr, body: &str) -> u16 {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return 0 };
-    let request = format!(
-        "POST /explain HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut response = String::new();
-    if stream.write_all(request.as_bytes()).is_err() || stream.read_to_string(&mut response).is_err() {
-        return 0;
-    }
-    response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    http(addr, "POST", "/explain", &[], body).map_or(0, |answer| answer.code)
 }
 
 /// Wall time from an edit of `file` to its table in the ECDS file (the `pushed` log line), in ms.
@@ -274,29 +252,27 @@ fn bench_explain_burst_during_edits_in_100k_rules() {
         std::fs::write(manifests.join(format!("app{i}.yaml")), ingress(i, 0)).unwrap();
     }
     let log = dir.path().join("watch.log");
-    let _watch = Watch(
-        Command::new(&bin)
-            .args(["watch", "--manifests"])
-            .arg(&manifests)
-            .arg("--ecds-file")
-            .arg(dir.path().join("ecds.yaml"))
-            .args(["--wasm", "/nonexistent/switchyard_filter.wasm", "--dashboard-listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
+    let ecds = dir.path().join("ecds.yaml");
+    let mut watch = WatchProcess::spawn(
+        &bin,
+        &[
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "--ecds-file",
+            ecds.to_str().unwrap(),
+            "--wasm",
+            "/nonexistent/switchyard_filter.wasm",
+            "--dashboard-listen",
+            "127.0.0.1:0",
+        ],
+        &log,
     );
     let started = Instant::now();
     while log_lines(&log).0 == 0 {
         assert!(started.elapsed() < Duration::from_secs(300), "no first push");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let text = std::fs::read_to_string(&log).unwrap();
-    let addr: std::net::SocketAddr = text
-        .lines()
-        .find_map(|l| l.split("dashboard on http://").nth(1)?.split('/').next()?.parse().ok())
-        .expect("the dashboard's address in the log");
+    let addr = watch.wait_for_address(Address::Dashboard, Duration::from_secs(10));
     let body = r#"{"url": "http://h200.example/app500/p50/x", "headers": ["x-a: 1"], "cookies": ["c=1"]}"#;
     let one = Instant::now();
     assert_eq!(explain(addr, body), 200);

@@ -2,36 +2,22 @@
 //! Envoy end-to-end tests are in tests/e2e/tests/watch.rs): the table file follows the folder, the
 //! status endpoint answers, bad flags exit 1 with a message, SIGTERM stops it cleanly.
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use switchyard_watch_process::{http, Address, WatchProcess};
 
 const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 
-/// A `switchyard watch` process, killed when the test ends however it ends.
-struct Watch(Child);
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `switchyard watch ARGS...`, its log in `log`; killed when the test ends however it ends.
+fn spawn(args: &[&str], log: &Path) -> WatchProcess {
+    WatchProcess::spawn(env!("CARGO_BIN_EXE_switchyard"), args, log)
 }
 
-fn spawn(args: &[&str], log: &Path) -> Watch {
-    Watch(
-        Command::new(env!("CARGO_BIN_EXE_switchyard"))
-            .arg("watch")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).unwrap())
-            .spawn()
-            .unwrap(),
-    )
-}
+/// How long a watch may take to bind its addresses.
+const PATIENCE: Duration = Duration::from_secs(20);
 
 fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -50,34 +36,19 @@ fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
 
 /// GET `path`: (status code, body).
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    get_with(addr, path, "")
+    get_with(addr, path, &[])
 }
 
-/// GET `path` with more header lines (each ending in CRLF): (status code, body).
-fn get_with(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\n{headers}\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let code = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
+/// GET `path` with more header lines: (status code, body).
+fn get_with(addr: SocketAddr, path: &str, headers: &[&str]) -> (u16, String) {
+    let answer = http(addr, "GET", path, headers, "").unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    (answer.code, answer.body)
 }
 
-/// The address logged after `marker` (`listening on http://`, `dashboard on http://`).
-fn logged_address(log: &Path, marker: &str) -> SocketAddr {
-    wait_for(marker, log, || {
-        let text = std::fs::read_to_string(log).ok()?;
-        text.lines()
-            .find_map(|l| l.split(marker).nth(1)?.split(['/', ' ']).next()?.parse().ok())
-    })
+/// POST `body` as JSON to `path` with more header lines: (status code, body; 0 when the connection
+/// broke).
+fn post(addr: SocketAddr, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+    http(addr, "POST", path, headers, body).map_or((0, String::new()), |a| (a.code, a.body))
 }
 
 /// A port free on 127.0.0.1 just now.
@@ -93,21 +64,6 @@ fn shipped_flag(flag: &str) -> String {
         .find_map(|l| l.trim().strip_prefix("- ")?.strip_prefix(flag)?.strip_prefix('='))
         .map(|value| value.split_whitespace().next().unwrap_or_default().to_owned())
         .unwrap_or_else(|| panic!("deploy/deployment.yaml has no {flag}=…"))
-}
-
-/// POST `body` as JSON to `path`: (status code, body).
-fn post(addr: SocketAddr, path: &str, headers: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nhost: switchyard\r\nconnection: close\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let code = response.split_whitespace().nth(1).unwrap_or("0").parse().unwrap();
-    (code, response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
 
 /// A folder with one Ingress for `a.example` (`<dir>/m`), and the watch's arguments for it and its
@@ -143,9 +99,9 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
     let dashboard_listen = with_free_port(shipped_flag("--dashboard-listen"));
     assert!(listen.starts_with("0.0.0.0:"), "probes on the pod address: {listen}");
     let args = with(&args, &["--listen", &listen, "--dashboard-listen", &dashboard_listen]);
-    let _watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
-    let operations = logged_address(&log, "listening on http://");
-    let dashboard = logged_address(&log, "dashboard on http://");
+    let mut watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    let operations = watch.wait_for_address(Address::Operations, PATIENCE);
+    let dashboard = watch.wait_for_address(Address::Dashboard, PATIENCE);
     let pod = |addr: SocketAddr| SocketAddr::from(([127, 0, 0, 2], addr.port()));
     wait_for("ready", &log, || (get(pod(operations), "/readyz").0 == 200).then_some(()));
     assert_eq!(get(pod(operations), "/healthz").0, 200);
@@ -154,7 +110,7 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
     for path in ["/", "/table", "/status", "/rules", "/events", "/dashboard.js"] {
         assert_eq!(get(pod(operations), path).0, 404, "{path} on the pod address");
     }
-    assert_eq!(post(pod(operations), "/explain", "", "{\"url\": \"http://a.example/\"}").0, 404);
+    assert_eq!(post(pod(operations), "/explain", &[], "{\"url\": \"http://a.example/\"}").0, 404);
     assert!(
         TcpStream::connect(pod(dashboard)).is_err(),
         "the dashboard answers on the pod address"
@@ -163,7 +119,7 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
     let (code, status) = get(dashboard, "/status");
     assert!(code == 200 && status.contains("\"resources\""), "{status}");
     assert_eq!(get(dashboard, "/table").0, 200);
-    let (code, answer) = post(dashboard, "/explain", "", "{\"url\": \"http://a.example/\"}");
+    let (code, answer) = post(dashboard, "/explain", &[], "{\"url\": \"http://a.example/\"}");
     assert_eq!(code, 200, "{answer}");
     assert!(answer.contains("shop/web:80"), "{answer}");
 }
@@ -187,9 +143,9 @@ fn the_dashboard_token_guards_the_page_the_table_the_status_and_explain() {
             token.to_str().unwrap(),
         ],
     );
-    let _watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
-    let operations = logged_address(&log, "listening on http://");
-    let dashboard = SocketAddr::from(([127, 0, 0, 1], logged_address(&log, "dashboard on http://").port()));
+    let mut watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    let operations = watch.wait_for_address(Address::Operations, PATIENCE);
+    let dashboard = SocketAddr::from(([127, 0, 0, 1], watch.wait_for_address(Address::Dashboard, PATIENCE).port()));
     wait_for("ready", &log, || (get(operations, "/readyz").0 == 200).then_some(()));
 
     let (code, page) = get(dashboard, "/");
@@ -201,12 +157,12 @@ fn the_dashboard_token_guards_the_page_the_table_the_status_and_explain() {
         assert!(body.contains("Authorization: Bearer"), "{body}");
     }
     let explain = "{\"url\": \"http://a.example/\"}";
-    assert_eq!(post(dashboard, "/explain", "", explain).0, 401);
-    assert_eq!(post(dashboard, "/explain", "authorization: Bearer wrong\r\n", explain).0, 401);
+    assert_eq!(post(dashboard, "/explain", &[], explain).0, 401);
+    assert_eq!(post(dashboard, "/explain", &["authorization: Bearer wrong"], explain).0, 401);
     assert_eq!(get(dashboard, "/login").0, 200);
     assert_eq!(get(dashboard, "/dashboard.css").0, 200, "the login form's style");
 
-    let bearer = "authorization: Bearer correct horse\r\n";
+    let bearer = &["authorization: Bearer correct horse"];
     assert_eq!(get_with(dashboard, "/table", bearer).0, 200);
     assert_eq!(get_with(dashboard, "/status", bearer).0, 200);
     assert_eq!(get_with(dashboard, "/", bearer).0, 200);
@@ -220,13 +176,13 @@ fn explain_refuses_a_body_over_its_limit() {
     let (dir, args) = one_ingress();
     let log = dir.path().join("log");
     let args = with(&args, &["--dashboard-listen", "127.0.0.1:0"]);
-    let _watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
-    let dashboard = logged_address(&log, "dashboard on http://");
+    let mut watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
+    let dashboard = watch.wait_for_address(Address::Dashboard, PATIENCE);
     wait_for("a table", &log, || (get(dashboard, "/table").0 == 200).then_some(()));
     let huge = format!("{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}", "a".repeat(17 * 1024));
-    assert_eq!(post(dashboard, "/explain", "", &huge).0, 413);
+    assert_eq!(post(dashboard, "/explain", &[], &huge).0, 413);
     let fits = format!("{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}", "a".repeat(8 * 1024));
-    assert_eq!(post(dashboard, "/explain", "", &fits).0, 200);
+    assert_eq!(post(dashboard, "/explain", &[], &fits).0, 200);
 }
 
 /// `--dashboard-listen` beyond loopback without a token is refused at start (exit 1), naming the flag.
@@ -265,8 +221,8 @@ fn the_table_file_follows_the_folder_and_the_status_endpoint_answers() {
         ],
         &log,
     );
-    let addr = logged_address(&log, "listening on http://");
-    let dashboard = logged_address(&log, "dashboard on http://");
+    let addr = child.wait_for_address(Address::Operations, PATIENCE);
+    let dashboard = child.wait_for_address(Address::Dashboard, PATIENCE);
     wait_for("the first table", &log, || {
         std::fs::read_to_string(&table).ok().filter(|t| t.contains("a.example"))
     });
@@ -302,12 +258,7 @@ fn the_table_file_follows_the_folder_and_the_status_endpoint_answers() {
         "{metrics}"
     );
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let exit = wait_for("the exit after SIGTERM", &log, || child.0.try_wait().unwrap());
+    let exit = child.terminate();
     assert_eq!(exit.code(), Some(0), "{}", std::fs::read_to_string(&log).unwrap());
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(

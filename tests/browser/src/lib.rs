@@ -1,5 +1,6 @@
 //! Test support for the dashboard's browser tests (tests/dashboard.rs): a `switchyard watch` process
-//! on a folder of real files with `--listen 127.0.0.1:0` ([`Watch`]), and a real headless Chromium
+//! on a folder of real files with `--dashboard-listen 127.0.0.1:0` ([`Watch`], over
+//! `switchyard_watch_process`), and a real headless Chromium
 //! driven over W3C WebDriver by Debian's chromedriver ([`Browser`], through fantoccini).
 //!
 //! Needs `SWITCHYARD_BIN`, `CHROMIUM_BIN` and `CHROMEDRIVER_BIN` (`make test-browser` sets them and
@@ -12,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use switchyard_watch_process::{Address, WatchProcess};
 
 /// How long anything the tests wait for may take.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -32,7 +34,7 @@ pub fn repo_root() -> PathBuf {
 /// A running `switchyard watch --manifests <dir>/manifests -o <dir>/table.json --dashboard-listen 127.0.0.1:0`,
 /// killed when dropped.
 pub struct Watch {
-    child: Child,
+    process: WatchProcess,
     dir: tempfile::TempDir,
     /// Its `--dashboard-listen` address.
     pub addr: SocketAddr,
@@ -50,42 +52,22 @@ impl Watch {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let log = std::fs::File::create(dir.path().join("watch.log")).unwrap();
-        let child = Command::new(required_path("SWITCHYARD_BIN"))
-            .arg("watch")
-            .arg("--manifests")
-            .arg(&manifests)
-            .arg("-o")
-            .arg(dir.path().join("table.json"))
-            .args(["--dashboard-listen", "127.0.0.1:0", "--debounce-ms", "20"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut watch = Watch {
-            child,
-            dir,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        };
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Ok(Some(status)) = watch.child.try_wait() {
-                panic!("switchyard watch exited ({status}):\n{}", watch.log());
-            }
-            let addr = switchyard_e2e::logged_address(&watch.log(), "dashboard on http://");
-            if let (Some(addr), true) = (addr, watch.table_path().is_file()) {
-                watch.addr = addr;
-                return watch;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "switchyard watch did not start:\n{}",
-                watch.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let table = dir.path().join("table.json");
+        let mut args = vec![
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "-o",
+            table.to_str().unwrap(),
+            "--dashboard-listen",
+            "127.0.0.1:0",
+            "--debounce-ms",
+            "20",
+        ];
+        args.extend_from_slice(extra);
+        let mut process = WatchProcess::spawn(required_path("SWITCHYARD_BIN"), &args, &dir.path().join("watch.log"));
+        let addr = process.wait_for_address(Address::Dashboard, PATIENCE);
+        process.wait_until("the first table", PATIENCE, |_| table.is_file());
+        Watch { process, dir, addr }
     }
 
     /// The dashboard's URL.
@@ -119,7 +101,7 @@ impl Watch {
 
     /// Its log so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("watch.log")).unwrap_or_default()
+        self.process.log()
     }
 
     /// `switchyard explain --table <the table file> --json <args>`: the CLI's decision.
@@ -156,13 +138,6 @@ impl Watch {
             .args(args)
             .output()
             .unwrap()
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -579,13 +579,6 @@ fn listener_address(admin: SocketAddr) -> Option<SocketAddr> {
         .filter(|a: &SocketAddr| a.port() != 0)
 }
 
-/// The address a process logged after `marker` (`switchyard watch`'s `listening on http://` and
-/// `dashboard on http://`), once it has.
-pub fn logged_address(log: &str, marker: &str) -> Option<SocketAddr> {
-    log.lines()
-        .find_map(|l| l.split(marker).nth(1)?.split(['/', ' ']).next()?.parse().ok())
-}
-
 /// A new, empty directory under the system's temporary directory.
 pub fn fresh_dir(purpose: &str) -> PathBuf {
     let n = INSTANCE.fetch_add(1, Ordering::SeqCst);

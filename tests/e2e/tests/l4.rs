@@ -5,21 +5,13 @@
 
 use std::net::SocketAddr;
 
-use switchyard_compiler::l4::{L4Backend, L4Listener, L4Protocol, L4Route, L4Routes};
+use switchyard_compiler::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
 use switchyard_compiler::lds::{self, LdsOptions};
-use switchyard_compiler::Options;
 use switchyard_e2e::l4::{free_port, tcp_ask, tcp_echo, tls_hello, udp_ask, udp_echo, L4Envoy, TlsBackend};
 
-/// A route to Service `service` port `port` in `default`, named by the default cluster template
-/// (`default/SERVICE:PORT`).
+/// A route to Service `service` port `port` in `default` (cluster `default/SERVICE:PORT`).
 fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
-    let backend = L4Backend {
-        namespace: "default".to_owned(),
-        service: service.to_owned(),
-        port,
-    };
-    let resource = format!("TransportServer/default/{service}");
-    L4Route::new(host.map(str::to_owned), backend, &Options::default(), resource)
+    L4Route::to_service("default", host, service, port)
 }
 
 fn options(passthrough_port: u16) -> LdsOptions {

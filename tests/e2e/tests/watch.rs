@@ -7,13 +7,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use switchyard_e2e::{backend_name, envoy_config, fresh_dir, get, logged_address, required_path, send, Backend, Envoy};
+use switchyard_e2e::{backend_name, envoy_config, fresh_dir, required_path, Backend, Envoy};
+use switchyard_watch_process::{Address, WatchProcess};
 
 const BLUE: &str = "shop/blue:80";
 const GREEN: &str = "shop/green:80";
@@ -22,74 +22,42 @@ const GREEN: &str = "shop/green:80";
 const FOLLOW_WITHIN: Duration = Duration::from_secs(1);
 
 /// A running `switchyard watch` on `<dir>/manifests`, writing `<dir>/ecds/filter.json`.
-struct Watch {
-    child: Child,
-    log: PathBuf,
-    /// Its `--listen` address (probes, metrics).
-    status: SocketAddr,
-    /// Its `--dashboard-listen` address (`/status`).
-    dashboard: SocketAddr,
-}
+struct Watch(WatchProcess);
 
 impl Watch {
     /// Starts `switchyard watch` on `<dir>/manifests` with these more arguments.
     fn start_with(dir: &Path, extra: &[String]) -> Watch {
         let bin = required_path("SWITCHYARD_BIN");
         let wasm = required_path("SWITCHYARD_WASM");
-        let log = dir.join("watch.log");
-        let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(bin)
-            .args(["watch", "--manifests"])
-            .arg(dir.join("manifests"))
-            .arg("--ecds-file")
-            .arg(dir.join("ecds/filter.json"))
-            .arg("--wasm")
-            .arg(wasm)
-            .args(["--listen", "127.0.0.1:0", "--dashboard-listen", "127.0.0.1:0", "--debug-rule-header"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .unwrap();
-        let mut watch = Watch {
-            child,
-            log,
-            status: SocketAddr::from(([127, 0, 0, 1], 0)),
-            dashboard: SocketAddr::from(([127, 0, 0, 1], 0)),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Some(status)) = watch.child.try_wait() {
-                panic!("switchyard watch exited ({status}):\n{}", watch.log());
-            }
-            let log = watch.log();
-            let status = logged_address(&log, "listening on http://");
-            let dashboard = logged_address(&log, "dashboard on http://");
-            if let (Some(status), Some(dashboard), true) = (status, dashboard, dir.join("ecds/filter.json").is_file()) {
-                watch.status = status;
-                watch.dashboard = dashboard;
-                return watch;
-            }
-            assert!(Instant::now() < deadline, "switchyard watch did not start:\n{log}");
-            thread::sleep(Duration::from_millis(20));
-        }
+        let (manifests, ecds) = (dir.join("manifests"), dir.join("ecds/filter.json"));
+        let mut args = vec![
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "--ecds-file",
+            ecds.to_str().unwrap(),
+            "--wasm",
+            wasm.to_str().unwrap(),
+            "--debug-rule-header",
+        ];
+        args.extend(Address::both_on_free_ports());
+        args.extend(extra.iter().map(String::as_str));
+        let mut process = WatchProcess::spawn(bin, &args, &dir.join("watch.log"));
+        let within = Duration::from_secs(30);
+        process.wait_until("the addresses and the ECDS file", within, |watch| {
+            watch.address(Address::Operations).is_some() && watch.address(Address::Dashboard).is_some() && ecds.is_file()
+        });
+        Watch(process)
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.0.log()
     }
 
     /// GET `path` on the address that serves it: probes and metrics on `--listen`, the rest on
     /// `--dashboard-listen`.
     fn get(&self, path: &str) -> (u16, String) {
-        let addr = match path {
-            "/healthz" | "/readyz" | "/metrics" => self.status,
-            _ => self.dashboard,
-        };
-        let response =
-            send(addr, &get("switchyard", path)).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
-        (response.status, response.body)
+        let answer = self.0.get(path).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
+        (answer.code, answer.body)
     }
 
     fn status(&self) -> serde_json::Value {
@@ -111,13 +79,6 @@ impl Watch {
             );
             thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -1,37 +1,28 @@
 //! `switchyard watch --kubernetes` as a process, as a user runs it: its kubeconfig names the API
 //! server and a user, `--listen` serves `/readyz` and `--dashboard-listen` `/status` on free loopback
-//! ports, `-o` writes
-//! the table file, and its log (stderr) goes to a file the test can read.
+//! ports (read from its log, `switchyard_watch_process`), `-o` writes the table file, and its log
+//! (stderr) goes to a file the test can read.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::process::{free_port, Proc};
+use switchyard_watch_process::{http, logged_address, Address};
+
+use crate::process::Proc;
 
 /// A running `switchyard watch`.
 #[derive(Debug)]
 pub struct Watch {
     proc: Proc,
-    port: u16,
-    dashboard_port: u16,
     table: PathBuf,
     log: PathBuf,
     dir: tempfile::TempDir,
 }
 
-/// An HTTP answer: status code and body.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// The status code (0 when nothing answered).
-    pub code: u16,
-    /// The body.
-    pub body: String,
-}
+pub use switchyard_watch_process::Answer;
 
 impl Watch {
     /// Starts `bin watch --kubernetes -o TABLE --listen 127.0.0.1:PORT ARGS...` with `KUBECONFIG`.
@@ -59,8 +50,6 @@ impl Watch {
         args: &[&str],
         table_file: bool,
     ) -> Result<Watch, String> {
-        let port = free_port()?;
-        let dashboard_port = free_port()?;
         let table = dir.path().join("table.json");
         let log = dir.path().join("switchyard.log");
         let file = std::fs::OpenOptions::new()
@@ -74,10 +63,7 @@ impl Watch {
             command.arg("-o").arg(&table);
         }
         command
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--dashboard-listen")
-            .arg(dashboard_port.to_string())
+            .args(Address::both_on_free_ports())
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
@@ -87,8 +73,6 @@ impl Watch {
         let proc = Proc::spawn("switchyard watch", command)?;
         Ok(Watch {
             proc,
-            port,
-            dashboard_port,
             table,
             log,
             dir,
@@ -118,17 +102,16 @@ impl Watch {
         self.proc.wait()
     }
 
-    /// GET `path` on its `--listen` port (`/healthz`, `/readyz`, `/metrics`), or else on its
-    /// `--dashboard-listen` port (`/status`, `/table`, the dashboard).
+    /// GET `path` on the address that serves it (`--listen`: `/healthz`, `/readyz`, `/metrics`;
+    /// `--dashboard-listen`: `/status`, `/table`, the dashboard); code 0 when nothing answered (not
+    /// bound yet, or gone).
     pub fn get(&self, path: &str) -> Answer {
-        let port = match path {
-            "/healthz" | "/readyz" | "/metrics" => self.port,
-            _ => self.dashboard_port,
-        };
-        get(port, path).unwrap_or(Answer {
-            code: 0,
-            body: String::new(),
-        })
+        logged_address(&self.log(), Address::serving(path))
+            .and_then(|addr| http(addr, "GET", path, &[], "").ok())
+            .unwrap_or(Answer {
+                code: 0,
+                body: String::new(),
+            })
     }
 
     /// `/readyz`.
@@ -231,31 +214,6 @@ pub fn table_routes(table: &Value, host: &str, cluster: Option<&str>) -> bool {
                         .is_some_and(|b| b.iter().any(|b| b["cluster"] == c))
                 })
         })
-    })
-}
-
-/// A plain HTTP/1.1 GET on 127.0.0.1 (connection closed after the answer).
-pub fn get(port: u16, path: &str) -> Result<Answer, String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| e.to_string())?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).map_err(|e| e.to_string())?;
-    let (head, body) = raw.split_once("\r\n\r\n").ok_or("no HTTP header")?;
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or("no status code")?;
-    Ok(Answer {
-        code,
-        body: body.to_owned(),
     })
 }
 
