@@ -13,7 +13,7 @@ use switchyard_table::{ConditionSpec, PathSpec};
 
 use crate::model::{Draft, HostCollision};
 use crate::objects::{Age, Kind, ResourceKey};
-use crate::status::{ConditionKind, Reason, Status, StatusBook};
+use crate::status::{ConditionKind, Reason, StatusBook};
 
 /// One side in a host's contest: the resources that win or lose together.
 struct Contender {
@@ -131,14 +131,9 @@ pub fn contest<'k>(
 
 /// Records that `loser` lost `host` to `by` (`HostTaken`).
 pub fn record_host_taken(book: &mut StatusBook, loser: &ResourceKey, host: &str, by: &str) {
-    let default = if loser.kind == Kind::HTTPProxy {
-        Status::Invalid
-    } else {
-        Status::Accepted
-    };
     book.error(
         loser,
-        default,
+        loser.kind.host_statuses().host_taken,
         Reason::HostTaken,
         format!("host {host} is taken by {by}"),
     );
@@ -152,25 +147,16 @@ pub fn loses_everything(won: usize, hostless: bool) -> bool {
 
 /// Records that every host of `key` is taken (`Rejected`; an HTTPProxy becomes invalid).
 pub fn record_all_hosts_taken(book: &mut StatusBook, key: &ResourceKey) {
-    let status = if key.kind == Kind::HTTPProxy {
-        Status::Invalid
-    } else {
-        Status::Rejected
-    };
+    let status = key.kind.host_statuses().all_hosts_taken;
     book.error(key, status, Reason::Rejected, "All hosts are taken by other resources");
     book.set(key, status);
 }
 
 /// Records one `PathTaken` warning on the dropped rule's owner.
 pub fn record_path_taken(book: &mut StatusBook, taken: &PathTaken) {
-    let default = if taken.owner.kind == Kind::HTTPProxy {
-        Status::Valid
-    } else {
-        Status::Accepted
-    };
     book.add(
         &taken.owner,
-        default,
+        taken.owner.kind.host_statuses().path_taken,
         ConditionKind::Warning,
         Reason::PathTaken,
         taken.message.clone(),

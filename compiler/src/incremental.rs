@@ -25,19 +25,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Serialize;
+use k8s_openapi::api::networking::v1::Ingress;
 use switchyard_table::RuleSpec;
 
 use crate::class::Classes;
 use crate::collisions::{self, Claim, Contest, PathTaken};
 use crate::ingress::IngressProcessor;
 use crate::model::{CompileError, Draft, Options};
-use crate::objects::nginx::{VirtualServer, VirtualServerRoute};
-use crate::objects::transport::{GlobalConfiguration, TransportServer};
-use crate::objects::{key_of, HTTPProxy, Kind, Objects, ResourceKey};
+use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
 use crate::order::{self, SortKey};
 use crate::pipeline::{self, Compiled};
 use crate::processor::Inputs;
@@ -232,7 +227,7 @@ impl Incremental {
     /// is what [`pipeline::compile`] gives for `objects`. On an error the next update compiles
     /// everything.
     pub fn update(&mut self, objects: &Objects) -> Result<Update, CompileError> {
-        let ingresses = pipeline::identities(&objects.ingresses, Kind::Ingress, |o| &o.metadata)?;
+        let ingresses = pipeline::identities(&objects.ingresses)?;
         let why = match &mut self.state {
             None => Why::First,
             Some(state) => match state.other_change(objects)? {
@@ -268,44 +263,13 @@ impl Incremental {
     }
 }
 
-/// A kind the compiler reads: its metadata, and whether two versions have the same spec.
-trait Versioned: Serialize {
-    fn meta(&self) -> &ObjectMeta;
-    fn same_spec(&self, other: &Self) -> bool;
-}
-
-macro_rules! versioned {
-    ($($kind:ty),*) => {
-        $(impl Versioned for $kind {
-            fn meta(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-
-            fn same_spec(&self, other: &Self) -> bool {
-                self.spec == other.spec
-            }
-        })*
-    };
-}
-
-versioned!(
-    Ingress,
-    IngressClass,
-    Service,
-    HTTPProxy,
-    VirtualServer,
-    VirtualServerRoute,
-    TransportServer,
-    GlobalConfiguration
-);
-
 /// Whether the compiler reads the same from two versions of an object. The same object (one `Arc`,
 /// which a source hands again while the object did not change) settles it at once, and so does the
 /// same `resourceVersion`: the API server changes it with every change, and the folder source
 /// gives each object one made of its file's content hash. Else the spec and the metadata the
 /// compiler reads (identity, uid, creation time, annotations) are compared, so that a status
 /// written back or a label changed is no change.
-fn unchanged<T: Versioned>(now: &Arc<T>, was: &Arc<T>) -> bool {
+fn unchanged<T: Object>(now: &Arc<T>, was: &Arc<T>) -> bool {
     if Arc::ptr_eq(now, was) {
         return true;
     }
@@ -322,8 +286,8 @@ fn unchanged<T: Versioned>(now: &Arc<T>, was: &Arc<T>) -> bool {
 }
 
 /// Whether `items`, through the cache stage, are `cached` ([`unchanged`] one by one).
-fn same<T: Versioned>(items: &[Arc<T>], cached: &[Arc<T>], kind: Kind) -> Result<bool, CompileError> {
-    let now = pipeline::identities(items, kind, Versioned::meta)?;
+fn same<T: Object>(items: &[Arc<T>], cached: &[Arc<T>]) -> Result<bool, CompileError> {
+    let now = pipeline::identities(items)?;
     Ok(now.len() == cached.len() && now.values().zip(cached).all(|(a, b)| unchanged(*a, b)))
 }
 
@@ -421,33 +385,53 @@ impl State {
         })
     }
 
-    /// Why the objects other than Ingresses call for a full compilation, if they changed.
+    /// Why the objects other than Ingresses call for a full compilation, if they changed: every
+    /// kind is compared ([`Objects::each_kind`]), so a kind added to [`Objects`] is never left
+    /// stale here.
     fn other_change(&self, objects: &Objects) -> Result<Option<Why>, CompileError> {
-        let was = &self.others;
-        if !same(&objects.ingress_classes, &was.ingress_classes, Kind::IngressClass)? {
-            return Ok(Some(Why::IngressClasses));
+        struct Compare<'o> {
+            now: &'o Objects,
+            was: &'o Objects,
+            changed: Vec<Why>,
+            failed: Option<CompileError>,
         }
-        if !same(&objects.services, &was.services, Kind::Ingress)? {
-            return Ok(Some(Why::Services));
+        impl EachKind for Compare<'_> {
+            fn kind<T: Object>(&mut self) {
+                let why = match T::KIND {
+                    // Compared one by one by `plan`.
+                    Kind::Ingress => return,
+                    Kind::IngressClass => Why::IngressClasses,
+                    Kind::Service => Why::Services,
+                    Kind::HTTPProxy
+                    | Kind::VirtualServer
+                    | Kind::VirtualServerRoute
+                    | Kind::TransportServer
+                    | Kind::GlobalConfiguration => Why::OtherKinds,
+                };
+                if self.failed.is_some() || self.changed.contains(&why) {
+                    return;
+                }
+                match same(T::of(self.now), T::of(self.was)) {
+                    Ok(true) => {}
+                    Ok(false) => self.changed.push(why),
+                    Err(error) => self.failed = Some(error),
+                }
+            }
         }
-        let others = same(&objects.http_proxies, &was.http_proxies, Kind::HTTPProxy)?
-            && same(&objects.virtual_servers, &was.virtual_servers, Kind::VirtualServer)?
-            && same(
-                &objects.virtual_server_routes,
-                &was.virtual_server_routes,
-                Kind::VirtualServerRoute,
-            )?
-            && same(
-                &objects.transport_servers,
-                &was.transport_servers,
-                Kind::TransportServer,
-            )?
-            && same(
-                &objects.global_configurations,
-                &was.global_configurations,
-                Kind::GlobalConfiguration,
-            )?;
-        Ok((!others).then_some(Why::OtherKinds))
+        let mut compare = Compare {
+            now: objects,
+            was: &self.others,
+            changed: Vec::new(),
+            failed: None,
+        };
+        Objects::each_kind(&mut compare);
+        if let Some(error) = compare.failed {
+            return Err(error);
+        }
+        // The first by precedence: class eligibility, then backend ports, then the rest.
+        Ok([Why::IngressClasses, Why::Services, Why::OtherKinds]
+            .into_iter()
+            .find(|why| compare.changed.contains(why)))
     }
 
     /// Which Ingresses changed, what the processor makes of them now, and which hosts that touches.

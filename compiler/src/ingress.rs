@@ -211,7 +211,12 @@ impl<'a> IngressProcessor<'a> {
     /// (ROUTING.md §2), once however many such rules name it.
     fn claim(&mut self, owner: &Owner, host: Option<String>) {
         let Some(host) = host else { return };
-        let known = self.claims.iter().rev().take_while(|c| c.key == owner.key).any(|c| c.host == host);
+        let known = self
+            .claims
+            .iter()
+            .rev()
+            .take_while(|c| c.key == owner.key)
+            .any(|c| c.host == host);
         if !known {
             self.claims.push(Claim {
                 host,

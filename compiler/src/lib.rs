@@ -1,11 +1,16 @@
-//! Switchyard's compiler: Ingress, IngressClass, HTTPProxy, VirtualServer and VirtualServerRoute objects in, the route table and a
-//! status report out. Pure: no I/O runtime, no Kubernetes client; the `switchyard` crate (the CLI and
-//! `switchyard watch`) drives it.
+//! Switchyard's compiler: Ingress, IngressClass, Service, HTTPProxy, VirtualServer,
+//! VirtualServerRoute, TransportServer and GlobalConfiguration objects in, the route table, the L4
+//! routes and a status report out. Pure: no I/O runtime, no Kubernetes client; the `switchyard`
+//! crate (the CLI and `switchyard watch`) drives it.
 //!
 //! The data path is [`load`] (manifests → [`objects::Objects`]) then [`pipeline::compile`]:
-//! (objects, options) → (table, status), implementing ROUTING.md sections 1 to 4 and the compiler's
-//! part of 5 (backend ports, 502 and 503 rules). Modules, one per job:
+//! (objects, options) → (table, L4 routes, status), implementing ROUTING.md sections 1 to 4, 6 and
+//! the compiler's part of 5 (backend ports, 502 and 503 rules). Modules, one per job:
 //!
+//! - [`objects`]: the kinds. [`objects::Kind`] is the one vocabulary of kinds (its apiVersion,
+//!   plural, report rank); [`objects::Objects`] holds one vector per kind, and
+//!   [`objects::Objects::each_kind`] is how code does the same to every kind
+//!   (docs/contributing/adding-a-kind.md).
 //! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
 //! - [`model`]: what every stage shares (options, the draft rule, rule validation, host
 //!   normalisation); a leaf that imports no stage. [`pipeline`] orders the stages.
@@ -15,13 +20,13 @@
 //!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
 //! - [`virtualserver`]: NGINX's VirtualServer and VirtualServerRoute (§6), over [`nginx`] (their
 //!   locations, match values and NGINX's order).
+//! - [`transportserver`]: NGINX's TransportServer and GlobalConfiguration (§6): the L4 routes of
+//!   [`l4`], which the HTTP table cannot carry, and their outputs: [`lds`] (Envoy listeners: TLS
+//!   passthrough by SNI, TCP and UDP proxies) and [`l4_istio`] (an Istio Gateway and
+//!   VirtualService).
 //! - [`incremental`]: the same result as [`pipeline::compile`] after a change of a few Ingresses,
 //!   compiling only the hosts they touch (the sidecar's `watch` keeps one).
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
-//! - [`l4`]: the L4 routes of TransportServers (§6), which the HTTP table cannot carry, and their
-//!   outputs: [`lds`] (Envoy listeners: TLS passthrough by SNI, TCP and UDP proxies) and [`l4_istio`]
-//!   (an Istio Gateway and VirtualService). The TransportServer processor that fills them is to come
-//!   (issue 15).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod class;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::objects::{HTTPProxy, Objects};
+use crate::objects::{EachKind, Kind, Object, Objects};
 
 /// What was read.
 #[derive(Debug, Default)]
@@ -281,7 +281,8 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let what = if kind == "IngressClass" {
+    let cluster_scoped = Kind::named(&kind).is_some_and(|k| !k.is_namespaced());
+    let what = if cluster_scoped {
         format!("{kind} {name}")
     } else {
         format!("{kind} {namespace}/{name}")
@@ -303,18 +304,9 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         }
         return Ok(());
     }
-    let known = matches!(
-        (api_version.as_str(), kind.as_str()),
-        (
-            "networking.k8s.io/v1" | "networking.k8s.io/v1beta1" | "extensions/v1beta1",
-            "Ingress"
-        ) | ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "IngressClass")
-            | ("v1", "Service")
-            | ("projectcontour.io/v1", "HTTPProxy")
-            | ("k8s.nginx.org/v1", "VirtualServer" | "VirtualServerRoute")
-            | ("k8s.nginx.org/v1", "TransportServer" | "GlobalConfiguration")
-    );
-    if !known {
+    let known = Kind::named(&kind)
+        .filter(|k| k.api_version() == api_version || k.older_api_versions().contains(&api_version.as_str()));
+    let Some(known) = known else {
         let label = if kind.is_empty() {
             "(no kind)".to_owned()
         } else {
@@ -322,14 +314,14 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         };
         *loaded.skipped.entry(label).or_default() += 1;
         return Ok(());
-    }
+    };
     if name.is_empty() {
         return Err(schema("metadata.name", "every object needs a name".to_owned()));
     }
     let at = format!("{file}:{line}");
     let identity = (
         kind.clone(),
-        if kind == "IngressClass" {
+        if cluster_scoped {
             String::new()
         } else {
             namespace.clone()
@@ -341,27 +333,48 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
             "{at}: {what} is also defined at {first}; only one copy is used (the same one whatever the file order)"
         ));
     }
-    match kind.as_str() {
-        "Ingress" => {
-            upgrade_ingress(
-                &mut object,
-                &api_version,
-                &format!("{at}: {what}"),
-                &mut loaded.warnings,
-            );
-            let ingress = typed(object, &schema)?;
-            loaded.objects.ingresses.push(ingress);
+    match known {
+        Kind::Ingress => upgrade_ingress(
+            &mut object,
+            &api_version,
+            &format!("{at}: {what}"),
+            &mut loaded.warnings,
+        ),
+        Kind::IngressClass => {
+            object.insert("apiVersion".to_owned(), Value::from(known.api_version()));
         }
-        "IngressClass" => {
-            object.insert("apiVersion".to_owned(), Value::from("networking.k8s.io/v1"));
-            loaded.objects.ingress_classes.push(typed(object, &schema)?);
+        Kind::Service
+        | Kind::HTTPProxy
+        | Kind::VirtualServer
+        | Kind::VirtualServerRoute
+        | Kind::TransportServer
+        | Kind::GlobalConfiguration => {}
+    }
+    /// Decodes the object into its kind's type and adds it to its vector.
+    struct Add<'l, F> {
+        object: Option<Map<String, Value>>,
+        schema: &'l F,
+        objects: &'l mut Objects,
+        failed: Option<LoadError>,
+    }
+    impl<F: Fn(&str, String) -> LoadError> EachKind for Add<'_, F> {
+        fn kind<T: Object>(&mut self) {
+            let Some(object) = self.object.take() else { return };
+            match typed::<T>(object, self.schema) {
+                Ok(typed) => T::of_mut(self.objects).push(typed),
+                Err(error) => self.failed = Some(error),
+            }
         }
-        "Service" => loaded.objects.services.push(typed(object, &schema)?),
-        "VirtualServer" => loaded.objects.virtual_servers.push(typed(object, &schema)?),
-        "VirtualServerRoute" => loaded.objects.virtual_server_routes.push(typed(object, &schema)?),
-        "TransportServer" => loaded.objects.transport_servers.push(typed(object, &schema)?),
-        "GlobalConfiguration" => loaded.objects.global_configurations.push(typed(object, &schema)?),
-        _ => loaded.objects.http_proxies.push(typed::<HTTPProxy>(object, &schema)?),
+    }
+    let mut add = Add {
+        object: Some(object),
+        schema: &schema,
+        objects: &mut loaded.objects,
+        failed: None,
+    };
+    Objects::one_kind(known, &mut add);
+    if let Some(error) = add.failed {
+        return Err(error);
     }
     Ok(())
 }

@@ -183,7 +183,11 @@ pub fn condition(c: &MatchCondition) -> Result<ConditionSpec, ConditionFault> {
         }
         ConditionSource::Header => Some(name.to_ascii_lowercase()),
         ConditionSource::Cookie | ConditionSource::Query if !is_variable_suffix(name) => {
-            let what = if on == ConditionSource::Cookie { "cookie" } else { "argument" };
+            let what = if on == ConditionSource::Cookie {
+                "cookie"
+            } else {
+                "argument"
+            };
             return Err(ConditionFault::Invalid(format!(
                 "{what} name {name:?} is not one NGINX can read ($cookie_/$arg_ variable): it must consist of letters, digits or '_' ([_A-Za-z0-9]+)"
             )));

@@ -20,30 +20,158 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Everything one compilation reads. The order of the vectors does not matter: the pipeline sorts.
-///
-/// Each object is behind an [`Arc`]: a source that holds its objects between compilations (the
-/// folder's merged files, the cluster's watch stores) hands them to every compilation, and to the
-/// status writer, without copying one; the incremental compiler keeps the same `Arc`s, and one it
-/// was given before is unchanged at a glance ([`Arc::ptr_eq`]).
-#[derive(Debug, Clone, Default)]
-pub struct Objects {
+/// A kind of object the compiler reads: one vector of [`Objects`], named by [`Object::KIND`].
+/// Implemented by [`objects!`] for each row of the list of kinds, and only there.
+pub trait Object:
+    kube::Resource<DynamicType = ()>
+    + Serialize
+    + serde::de::DeserializeOwned
+    + Clone
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// Its kind.
+    const KIND: Kind;
+    /// Its objects in `objects`.
+    fn of(objects: &Objects) -> &Vec<Arc<Self>>;
+    /// Its objects in `objects`, to change.
+    fn of_mut(objects: &mut Objects) -> &mut Vec<Arc<Self>>;
+    /// Whether two versions have the same spec (what the incremental compiler compares, with
+    /// the metadata it reads).
+    fn same_spec(&self, other: &Self) -> bool;
+}
+
+/// Something done once per kind of [`Objects`], given the kind as a type: [`Objects::each_kind`]
+/// calls [`EachKind::kind`] for every kind, and [`Objects::one_kind`] for one. A consumer that
+/// handles every kind writes one generic method (over [`Object::of`], [`Object::KIND`]) instead of a
+/// line per kind, so a kind added to the list is handled wherever this is used.
+pub trait EachKind {
+    /// Called with one kind.
+    fn kind<T: Object>(&mut self);
+}
+
+/// Declares [`Objects`] (one vector per kind), [`Object`] for each kind's type, and the visitors,
+/// from one list: `field: Type => Kind`. A [`Kind`] missing from the list does not compile
+/// ([`Objects::one_kind`] matches every kind).
+macro_rules! objects {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty => $kind:ident,)+) => {
+        /// Everything one compilation reads: one vector per [`Kind`]. The order of the vectors does
+        /// not matter: the pipeline sorts.
+        ///
+        /// Each object is behind an [`Arc`]: a source that holds its objects between compilations
+        /// (the folder's merged files, the cluster's watch stores) hands them to every
+        /// compilation, and to the status writer, without copying one; the incremental compiler
+        /// keeps the same `Arc`s, and one it was given before is unchanged at a glance
+        /// ([`Arc::ptr_eq`]).
+        ///
+        /// Code that does the same to every kind goes through [`Objects::each_kind`], never through
+        /// the fields one by one.
+        #[derive(Debug, Clone, Default)]
+        pub struct Objects {
+            $($(#[$doc])* pub $field: Vec<Arc<$ty>>,)+
+        }
+
+        $(impl Object for $ty {
+            const KIND: Kind = Kind::$kind;
+
+            fn of(objects: &Objects) -> &Vec<Arc<Self>> {
+                &objects.$field
+            }
+
+            fn of_mut(objects: &mut Objects) -> &mut Vec<Arc<Self>> {
+                &mut objects.$field
+            }
+
+            fn same_spec(&self, other: &Self) -> bool {
+                self.spec == other.spec
+            }
+        })+
+
+        impl Objects {
+            /// Calls `visitor` with the type of `kind`.
+            pub fn one_kind(kind: Kind, visitor: &mut impl EachKind) {
+                match kind {
+                    $(Kind::$kind => visitor.kind::<$ty>(),)+
+                }
+            }
+        }
+    };
+}
+
+objects! {
     /// `networking.k8s.io/v1` Ingresses (older versions are converted by [`crate::load`]).
-    pub ingresses: Vec<Arc<Ingress>>,
+    ingresses: Ingress => Ingress,
     /// IngressClasses, for class eligibility (ROUTING.md §1).
-    pub ingress_classes: Vec<Arc<IngressClass>>,
+    ingress_classes: IngressClass => IngressClass,
     /// Services, to resolve backend ports (ROUTING.md §5, [`crate::services`]).
-    pub services: Vec<Arc<Service>>,
+    services: Service => Service,
     /// Contour HTTPProxies.
-    pub http_proxies: Vec<Arc<HTTPProxy>>,
+    http_proxies: HTTPProxy => HTTPProxy,
     /// NGINX VirtualServers.
-    pub virtual_servers: Vec<Arc<nginx::VirtualServer>>,
+    virtual_servers: nginx::VirtualServer => VirtualServer,
     /// NGINX VirtualServerRoutes.
-    pub virtual_server_routes: Vec<Arc<nginx::VirtualServerRoute>>,
+    virtual_server_routes: nginx::VirtualServerRoute => VirtualServerRoute,
     /// NGINX TransportServers (L4 routes, ROUTING.md §6).
-    pub transport_servers: Vec<Arc<transport::TransportServer>>,
+    transport_servers: transport::TransportServer => TransportServer,
     /// NGINX GlobalConfigurations (the listeners TransportServers use).
-    pub global_configurations: Vec<Arc<transport::GlobalConfiguration>>,
+    global_configurations: transport::GlobalConfiguration => GlobalConfiguration,
+}
+
+impl Objects {
+    /// Calls `visitor` once per kind, in [`Kind`]'s order.
+    pub fn each_kind(visitor: &mut impl EachKind) {
+        for &kind in Kind::ALL {
+            Objects::one_kind(kind, visitor);
+        }
+    }
+
+    /// How many objects there are, of every kind.
+    pub fn len(&self) -> usize {
+        struct Count<'o>(&'o Objects, usize);
+        impl EachKind for Count<'_> {
+            fn kind<T: Object>(&mut self) {
+                self.1 += T::of(self.0).len();
+            }
+        }
+        let mut count = Count(self, 0);
+        Objects::each_kind(&mut count);
+        count.1
+    }
+
+    /// Whether there are no objects at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `from`'s objects (the same `Arc`s) to these.
+    pub fn merge(&mut self, from: &Objects) {
+        struct Merge<'o>(&'o mut Objects, &'o Objects);
+        impl EachKind for Merge<'_> {
+            fn kind<T: Object>(&mut self) {
+                T::of_mut(self.0).extend(T::of(self.1).iter().cloned());
+            }
+        }
+        Objects::each_kind(&mut Merge(self, from));
+    }
+
+    /// Takes `from`'s objects out of these (each once; the order of these does not matter).
+    /// `from` is what was merged into these before: its objects are the very `Arc`s these hold.
+    pub fn unmerge(&mut self, from: &Objects) {
+        struct Unmerge<'o>(&'o mut Objects, &'o Objects);
+        impl EachKind for Unmerge<'_> {
+            fn kind<T: Object>(&mut self) {
+                let into = T::of_mut(self.0);
+                for object in T::of(self.1) {
+                    if let Some(i) = into.iter().position(|o| Arc::ptr_eq(o, object)) {
+                        into.swap_remove(i);
+                    }
+                }
+            }
+        }
+        Objects::each_kind(&mut Unmerge(self, from));
+    }
 }
 
 /// Contour's HTTPProxy: only the fields that decide routing.
@@ -258,36 +386,114 @@ pub struct HeaderSet {
     pub value: String,
 }
 
-/// The kinds of resource that produce rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Kind {
-    /// `networking.k8s.io/v1` Ingress.
-    Ingress,
-    /// `projectcontour.io/v1` HTTPProxy.
-    HTTPProxy,
-    /// `networking.k8s.io/v1` IngressClass (status only).
-    IngressClass,
-    /// `k8s.nginx.org/v1` VirtualServer.
-    VirtualServer,
-    /// `k8s.nginx.org/v1` VirtualServerRoute.
-    VirtualServerRoute,
-    /// `k8s.nginx.org/v1` TransportServer (L4 routes, ROUTING.md §6).
-    TransportServer,
-    /// `k8s.nginx.org/v1` GlobalConfiguration (listeners; no status).
-    GlobalConfiguration,
+crate::vocabulary! {
+    #[ordered_as_declared]
+    /// Every kind the compiler reads: the one vocabulary of kinds, at every module boundary (the
+    /// status report, the loader, the sidecar's watchers and status writer). Each is one vector of
+    /// [`Objects`] ([`Object::KIND`]). Its words are the kinds as Kubernetes spells them; values
+    /// order as declared here (part of every [`ResourceKey`]'s order, so new kinds go last).
+    pub enum Kind {
+        /// `networking.k8s.io/v1` Ingress.
+        Ingress,
+        /// `projectcontour.io/v1` HTTPProxy.
+        HTTPProxy,
+        /// `networking.k8s.io/v1` IngressClass (status only).
+        IngressClass,
+        /// `k8s.nginx.org/v1` VirtualServer.
+        VirtualServer,
+        /// `k8s.nginx.org/v1` VirtualServerRoute.
+        VirtualServerRoute,
+        /// `k8s.nginx.org/v1` TransportServer (L4 routes, ROUTING.md §6).
+        TransportServer,
+        /// `k8s.nginx.org/v1` GlobalConfiguration (listeners; no status).
+        GlobalConfiguration,
+        /// `v1` Service (backend ports, ROUTING.md §5; no status).
+        Service,
+    }
 }
 
 impl Kind {
-    /// The kind as Kubernetes spells it.
-    pub fn as_str(self) -> &'static str {
+    /// The kind named `word` as Kubernetes spells it, if the compiler reads it.
+    pub fn named(word: &str) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| k.as_str() == word)
+    }
+
+    /// The `apiVersion` the compiler reads it at (older Ingress and IngressClass versions are
+    /// converted by [`crate::load`]: [`Kind::older_api_versions`]).
+    pub fn api_version(self) -> &'static str {
         match self {
-            Kind::Ingress => "Ingress",
-            Kind::HTTPProxy => "HTTPProxy",
-            Kind::IngressClass => "IngressClass",
-            Kind::VirtualServer => "VirtualServer",
-            Kind::VirtualServerRoute => "VirtualServerRoute",
-            Kind::TransportServer => "TransportServer",
-            Kind::GlobalConfiguration => "GlobalConfiguration",
+            Kind::Ingress | Kind::IngressClass => "networking.k8s.io/v1",
+            Kind::HTTPProxy => "projectcontour.io/v1",
+            Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer | Kind::GlobalConfiguration => {
+                "k8s.nginx.org/v1"
+            }
+            Kind::Service => "v1",
+        }
+    }
+
+    /// The older `apiVersion`s [`crate::load`] accepts and converts.
+    pub fn older_api_versions(self) -> &'static [&'static str] {
+        match self {
+            Kind::Ingress => &["networking.k8s.io/v1beta1", "extensions/v1beta1"],
+            Kind::IngressClass => &["networking.k8s.io/v1beta1"],
+            Kind::HTTPProxy
+            | Kind::VirtualServer
+            | Kind::VirtualServerRoute
+            | Kind::TransportServer
+            | Kind::GlobalConfiguration
+            | Kind::Service => &[],
+        }
+    }
+
+    /// The resource's plural, as in its API path.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Ingress => "ingresses",
+            Kind::HTTPProxy => "httpproxies",
+            Kind::IngressClass => "ingressclasses",
+            Kind::VirtualServer => "virtualservers",
+            Kind::VirtualServerRoute => "virtualserverroutes",
+            Kind::TransportServer => "transportservers",
+            Kind::GlobalConfiguration => "globalconfigurations",
+            Kind::Service => "services",
+        }
+    }
+
+    /// Whether its objects live in a namespace (IngressClass is cluster-scoped).
+    pub fn is_namespaced(self) -> bool {
+        match self {
+            Kind::IngressClass => false,
+            Kind::Ingress
+            | Kind::HTTPProxy
+            | Kind::VirtualServer
+            | Kind::VirtualServerRoute
+            | Kind::TransportServer
+            | Kind::GlobalConfiguration
+            | Kind::Service => true,
+        }
+    }
+
+    /// Whether the class rules (ROUTING.md §1) decide if its objects are ours: the kinds that
+    /// route, each with a status.
+    pub fn has_class(self) -> bool {
+        match self {
+            Kind::Ingress
+            | Kind::HTTPProxy
+            | Kind::VirtualServer
+            | Kind::VirtualServerRoute
+            | Kind::TransportServer => true,
+            Kind::IngressClass | Kind::GlobalConfiguration | Kind::Service => false,
+        }
+    }
+
+    /// Where its statuses go in the status report (kinds of one rank mix, by namespace and name).
+    pub fn report_rank(self) -> u8 {
+        match self {
+            Kind::IngressClass => 0,
+            Kind::Ingress => 1,
+            Kind::HTTPProxy | Kind::TransportServer | Kind::GlobalConfiguration | Kind::Service => 2,
+            Kind::VirtualServer => 3,
+            Kind::VirtualServerRoute => 4,
         }
     }
 }
@@ -361,13 +567,13 @@ impl Age {
 
 /// The key of a namespaced object (namespace `default` when absent).
 pub fn key_of(kind: Kind, meta: &ObjectMeta) -> ResourceKey {
-    let namespace = match kind {
-        Kind::IngressClass => String::new(),
-        _ => meta
-            .namespace
+    let namespace = if kind.is_namespaced() {
+        meta.namespace
             .clone()
             .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "default".to_owned()),
+            .unwrap_or_else(|| "default".to_owned())
+    } else {
+        String::new()
     };
     ResourceKey {
         kind,
@@ -395,6 +601,24 @@ mod tests {
         assert_eq!(HTTPProxy::group(&()), "projectcontour.io");
         assert_eq!(HTTPProxy::version(&()), "v1");
         assert_eq!(HTTPProxy::plural(&()), "httpproxies");
+    }
+
+    #[test]
+    fn every_kind_is_one_vector_and_says_what_kubernetes_says() {
+        struct Seen(Vec<Kind>);
+        impl EachKind for Seen {
+            fn kind<T: Object>(&mut self) {
+                assert_eq!(T::KIND.as_str(), T::kind(&()), "{}", T::KIND);
+                assert_eq!(T::KIND.api_version(), T::api_version(&()), "{}", T::KIND);
+                assert_eq!(T::KIND.plural(), T::plural(&()), "{}", T::KIND);
+                self.0.push(T::KIND);
+            }
+        }
+        let mut seen = Seen(Vec::new());
+        Objects::each_kind(&mut seen);
+        assert_eq!(seen.0, Kind::ALL);
+        assert!(Kind::ALL.iter().all(|k| Kind::named(k.as_str()) == Some(*k)));
+        assert_eq!(Kind::named("Gateway"), None);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::ingress::IngressProcessor;
 use crate::l4::L4Routes;
 use crate::model::Draft;
 pub use crate::model::{CompileError, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
-use crate::objects::{key_of, Kind, Objects, ResourceKey};
+use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
 use crate::processor::Inputs;
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
@@ -173,11 +173,7 @@ pub(crate) fn header(options: &Options) -> TableSpec {
 /// objects with one identity (the loader warns), the one whose JSON (without its
 /// `resourceVersion`, which `switchyard watch` sets on objects read from files) sorts first, so
 /// that the choice does not depend on file order. (Kubernetes' types have no order of their own.)
-pub(crate) fn identities<T: serde::Serialize>(
-    items: &[Arc<T>],
-    kind: Kind,
-    meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<BTreeMap<ResourceKey, &Arc<T>>, CompileError> {
+pub(crate) fn identities<T: Object>(items: &[Arc<T>]) -> Result<BTreeMap<ResourceKey, &Arc<T>>, CompileError> {
     let text = |t: &T| {
         let failed = |source| CompileError::Serialize {
             what: "an object with the same identity as another",
@@ -191,7 +187,7 @@ pub(crate) fn identities<T: serde::Serialize>(
     };
     let mut by_key: BTreeMap<ResourceKey, &Arc<T>> = BTreeMap::new();
     for item in items {
-        match by_key.entry(key_of(kind, meta(item))) {
+        match by_key.entry(key_of(T::KIND, item.meta())) {
             std::collections::btree_map::Entry::Vacant(slot) => {
                 slot.insert(item);
             }
@@ -209,33 +205,41 @@ pub(crate) fn identities<T: serde::Serialize>(
 /// ([`identities`]), so that the rest of the pipeline never sees input order.
 pub(crate) fn cache(objects: &Objects) -> Result<Objects, CompileError> {
     let mut cached = others(objects)?;
-    cached.ingresses = sorted(&objects.ingresses, Kind::Ingress, |o| &o.metadata)?;
+    cached.ingresses = sorted(&objects.ingresses)?;
     Ok(cached)
 }
 
 /// [`cache`] of every kind but Ingress (whose vector stays empty).
 pub(crate) fn others(objects: &Objects) -> Result<Objects, CompileError> {
-    Ok(Objects {
-        ingresses: Vec::new(),
-        ingress_classes: sorted(&objects.ingress_classes, Kind::IngressClass, |o| &o.metadata)?,
-        services: sorted(&objects.services, Kind::Ingress, |o| &o.metadata)?,
-        http_proxies: sorted(&objects.http_proxies, Kind::HTTPProxy, |o| &o.metadata)?,
-        virtual_servers: sorted(&objects.virtual_servers, Kind::VirtualServer, |o| &o.metadata)?,
-        virtual_server_routes: sorted(&objects.virtual_server_routes, Kind::VirtualServerRoute, |o| {
-            &o.metadata
-        })?,
-        transport_servers: sorted(&objects.transport_servers, Kind::TransportServer, |o| &o.metadata)?,
-        global_configurations: sorted(&objects.global_configurations, Kind::GlobalConfiguration, |o| {
-            &o.metadata
-        })?,
-    })
+    struct Cache<'o> {
+        from: &'o Objects,
+        into: Objects,
+        failed: Option<CompileError>,
+    }
+    impl EachKind for Cache<'_> {
+        fn kind<T: Object>(&mut self) {
+            if T::KIND == Kind::Ingress || self.failed.is_some() {
+                return;
+            }
+            match sorted(T::of(self.from)) {
+                Ok(sorted) => *T::of_mut(&mut self.into) = sorted,
+                Err(error) => self.failed = Some(error),
+            }
+        }
+    }
+    let mut cache = Cache {
+        from: objects,
+        into: Objects::default(),
+        failed: None,
+    };
+    Objects::each_kind(&mut cache);
+    match cache.failed {
+        Some(error) => Err(error),
+        None => Ok(cache.into),
+    }
 }
 
 /// [`identities`] in key order: the same `Arc`s, no object copied.
-fn sorted<T: serde::Serialize>(
-    items: &[Arc<T>],
-    kind: Kind,
-    meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<Vec<Arc<T>>, CompileError> {
-    Ok(identities(items, kind, meta)?.into_values().cloned().collect())
+fn sorted<T: Object>(items: &[Arc<T>]) -> Result<Vec<Arc<T>>, CompileError> {
+    Ok(identities(items)?.into_values().cloned().collect())
 }

@@ -49,11 +49,32 @@ impl Status {
 /// and serde all give the name as written, and values order by that word (so any sort of conditions
 /// is the one the strings had). Exported for the sidecar's own vocabularies (the caller imports
 /// `serde::Serialize`).
+///
+/// Written `vocabulary! { #[ordered_as_declared] ... }`, values order as their variants are declared
+/// instead (the [`crate::objects::Kind`]s, whose order is part of every resource's identity).
 #[macro_export]
 macro_rules! vocabulary {
+    (#[ordered_as_declared] $(#[$meta:meta])* pub enum $name:ident { $($(#[$doc:meta])* $variant:ident,)+ }) => {
+        $crate::vocabulary!(@words [PartialOrd, Ord] $(#[$meta])* pub enum $name { $($(#[$doc])* $variant,)+ });
+    };
     ($(#[$meta:meta])* pub enum $name:ident { $($(#[$doc:meta])* $variant:ident,)+ }) => {
+        $crate::vocabulary!(@words [] $(#[$meta])* pub enum $name { $($(#[$doc])* $variant,)+ });
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.as_str().cmp(other.as_str())
+            }
+        }
+    };
+    (@words [$($order:ident),*] $(#[$meta:meta])* pub enum $name:ident { $($(#[$doc:meta])* $variant:ident,)+ }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize $(, $order)*)]
         pub enum $name {
             $($(#[$doc])* $variant,)+
         }
@@ -73,18 +94,6 @@ macro_rules! vocabulary {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
-            }
-        }
-
-        impl PartialOrd for $name {
-            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(other))
-            }
-        }
-
-        impl Ord for $name {
-            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-                self.as_str().cmp(other.as_str())
             }
         }
     };
@@ -364,8 +373,8 @@ pub struct Condition {
 /// The status of one resource.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResourceStatus {
-    /// `Ingress`, `HTTPProxy` or `IngressClass`.
-    pub kind: &'static str,
+    /// The kind (every kind but Service and GlobalConfiguration has a status).
+    pub kind: Kind,
     /// Namespace (empty for IngressClass).
     pub namespace: String,
     /// Name.
@@ -485,7 +494,7 @@ impl StatusBook {
             .into_iter()
             .map(|(key, entry)| ResourceStatus {
                 nginx: NginxStatus::of(key.kind, &key.namespace, &key.name, entry.status, &entry.conditions),
-                kind: key.kind.as_str(),
+                kind: key.kind,
                 namespace: key.namespace,
                 name: key.name,
                 status: entry.status,
@@ -499,22 +508,12 @@ impl StatusBook {
 
 /// Where a resource's status goes in the report: by kind, then namespace and name.
 pub fn report_order(status: &ResourceStatus) -> (u8, &str, &str) {
-    (kind_rank(status.kind), &status.namespace, &status.name)
+    (status.kind.report_rank(), &status.namespace, &status.name)
 }
 
 /// [`report_order`] of the resource `key`.
 pub fn key_order(key: &ResourceKey) -> (u8, &str, &str) {
-    (kind_rank(key.kind.as_str()), &key.namespace, &key.name)
-}
-
-fn kind_rank(kind: &str) -> u8 {
-    match kind {
-        "IngressClass" => 0,
-        "Ingress" => 1,
-        "VirtualServer" => 3,
-        "VirtualServerRoute" => 4,
-        _ => 2,
-    }
+    (key.kind.report_rank(), &key.namespace, &key.name)
 }
 
 /// Counts of statuses per kind, for the human summary: `Ingress: 3 accepted, 1 ignored`.
@@ -522,7 +521,7 @@ pub fn summarize(statuses: &[ResourceStatus]) -> Vec<String> {
     let mut counts: BTreeMap<(u8, &str), BTreeMap<Status, usize>> = BTreeMap::new();
     for s in statuses {
         *counts
-            .entry((kind_rank(s.kind), s.kind))
+            .entry((s.kind.report_rank(), s.kind.as_str()))
             .or_default()
             .entry(s.status)
             .or_default() += 1;
@@ -539,10 +538,40 @@ pub fn summarize(statuses: &[ResourceStatus]) -> Vec<String> {
         .collect()
 }
 
+/// The statuses host ownership (ROUTING.md §2, [`crate::collisions`]) records on a resource of one
+/// kind, in its kind's words ([`Kind::host_statuses`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostStatuses {
+    /// The status of a resource that lost a host, if it has none yet.
+    pub host_taken: Status,
+    /// The status of a resource that lost every host.
+    pub all_hosts_taken: Status,
+    /// The status of a resource that lost a path (`PathTaken`), if it has none yet.
+    pub path_taken: Status,
+}
+
 impl Kind {
-    /// Whether statuses of this kind use the HTTPProxy words (valid/invalid/orphaned).
-    pub fn is_proxy(self) -> bool {
-        matches!(self, Kind::HTTPProxy)
+    /// The statuses host ownership records on this kind: HTTPProxy's words (valid, invalid), or
+    /// Ingress's (accepted, rejected), which the NGINX kinds' processors have set before.
+    pub fn host_statuses(self) -> HostStatuses {
+        match self {
+            Kind::HTTPProxy => HostStatuses {
+                host_taken: Status::Invalid,
+                all_hosts_taken: Status::Invalid,
+                path_taken: Status::Valid,
+            },
+            Kind::Ingress
+            | Kind::IngressClass
+            | Kind::VirtualServer
+            | Kind::VirtualServerRoute
+            | Kind::TransportServer
+            | Kind::GlobalConfiguration
+            | Kind::Service => HostStatuses {
+                host_taken: Status::Accepted,
+                all_hosts_taken: Status::Rejected,
+                path_taken: Status::Accepted,
+            },
+        }
     }
 }
 

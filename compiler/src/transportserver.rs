@@ -418,7 +418,7 @@ mod tests {
         let statuses = book
             .finish()
             .into_iter()
-            .filter(|s| s.kind == "TransportServer")
+            .filter(|s| s.kind == Kind::TransportServer)
             .map(|s| (s.name, s.status, s.conditions.iter().map(|c| c.reason).collect()))
             .collect();
         (routes, statuses)

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use switchyard_compiler::objects::Kind;
 use switchyard_compiler::status::{Reason, Status};
 use switchyard_compiler::Options;
 use switchyard_table::{ActionSpec, ConditionSource, MatchOp, PathSpec};
@@ -563,7 +564,7 @@ fn every_httpproxy_gets_a_status() {
     let proxies: Vec<(&str, Status)> = c
         .statuses
         .iter()
-        .filter(|s| s.kind == "HTTPProxy")
+        .filter(|s| s.kind == Kind::HTTPProxy)
         .map(|s| (s.name.as_str(), s.status))
         .collect();
     assert_eq!(

@@ -951,7 +951,10 @@ fn a_virtualserverroute_invalid_on_its_own_is_invalid_before_it_is_a_misfit() {
     assert_eq!(direct_status(&c, &get("http://cafe.example.com/tea")), Some(502));
     let s = status_of(&c, "VirtualServerRoute", "default", "stray");
     assert_eq!(s.status, Status::Invalid);
-    assert!(message(s, Reason::VirtualServerInvalid).contains("is not defined"), "{s:?}");
+    assert!(
+        message(s, Reason::VirtualServerInvalid).contains("is not defined"),
+        "{s:?}"
+    );
     let mixed = vsr(
         "mixed",
         "default",
@@ -960,7 +963,10 @@ fn a_virtualserverroute_invalid_on_its_own_is_invalid_before_it_is_a_misfit() {
     let c = compile_default(&format!("{}{mixed}", cafe("  - path: /tea\n    route: mixed\n")));
     let s = status_of(&c, "VirtualServerRoute", "default", "mixed");
     assert_eq!(s.status, Status::Invalid);
-    assert!(message(s, Reason::VirtualServerInvalid).contains("location kind"), "{s:?}");
+    assert!(
+        message(s, Reason::VirtualServerInvalid).contains("location kind"),
+        "{s:?}"
+    );
 }
 
 /// Under an exact (or regex) route the subroute path must equal the route's, in the same kind; a
@@ -1154,18 +1160,31 @@ fn regex_path_with_space_after_modifier_matches() {
     assert_eq!(status(&c, "VirtualServer", "default", "cafe"), Status::Valid);
     assert_eq!(status(&c, "VirtualServerRoute", "default", "juice"), Status::Valid);
     let paths: Vec<String> = c.table.rules.iter().map(|r| format!("{:?}", r.path)).collect();
-    assert!(paths.iter().all(|p| !p.contains("(?: ") && !p.contains("\"\\t")), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| !p.contains("(?: ") && !p.contains("\"\\t")),
+        "{paths:?}"
+    );
 }
 
 /// Item 1: `~ re` and `~re` are one location, so both in one VirtualServer are a duplicate path
 /// (Invalid), as are `= /x` and `=/x`.
 #[test]
 fn regex_path_with_space_after_modifier_is_a_duplicate_of_the_same_path_without() {
-    for (a, b) in [("~ ^/tea", "~^/tea"), ("~*  /TEA", "~*/TEA"), ("= /tea", "=/tea"), ("^~ /tea", "/tea")] {
-        let c = compile_default(&cafe(&format!("  - path: '{a}'\n{PASS_TEA}  - path: '{b}'\n{PASS_TEA}")));
+    for (a, b) in [
+        ("~ ^/tea", "~^/tea"),
+        ("~*  /TEA", "~*/TEA"),
+        ("= /tea", "=/tea"),
+        ("^~ /tea", "/tea"),
+    ] {
+        let c = compile_default(&cafe(&format!(
+            "  - path: '{a}'\n{PASS_TEA}  - path: '{b}'\n{PASS_TEA}"
+        )));
         let s = status_of(&c, "VirtualServer", "default", "cafe");
         assert_eq!(s.status, Status::Invalid, "{a} {b}");
-        assert!(message(s, Reason::VirtualServerInvalid).contains("also the path"), "{a} {b}");
+        assert!(
+            message(s, Reason::VirtualServerInvalid).contains("also the path"),
+            "{a} {b}"
+        );
     }
 }
 
@@ -1178,13 +1197,19 @@ fn cookie_or_argument_name_nginx_cannot_read_makes_the_resource_invalid() {
     let s = status_of(&c, "VirtualServer", "default", "cafe");
     assert_eq!(s.status, Status::Invalid);
     let why = message(s, Reason::VirtualServerInvalid);
-    assert!(why.contains("cookie name \"x-version\"") && why.contains("[_A-Za-z0-9]+"), "{why}");
+    assert!(
+        why.contains("cookie name \"x-version\"") && why.contains("[_A-Za-z0-9]+"),
+        "{why}"
+    );
     assert_eq!(nginx(&c, "VirtualServer", "default", "cafe").0, NginxState::Invalid);
     assert_eq!(rule_names_on(&c, "cafe.example.com"), Vec::<String>::new());
     let s = status_of(&c, "VirtualServerRoute", "default", "beer");
     assert_eq!(s.status, Status::Invalid);
     assert!(message(s, Reason::VirtualServerInvalid).contains("argument name \"beer.kind\""));
-    assert_eq!(direct_status(&c, &get("http://bar.example.com/beer?beer.kind=ale")), Some(502));
+    assert_eq!(
+        direct_status(&c, &get("http://bar.example.com/beer?beer.kind=ale")),
+        Some(502)
+    );
     let fine = with_matches("    - conditions:\n      - cookie: my_cookie_123\n        value: v\n      - argument: Arg_1\n        value: v\n      action:\n        pass: coffee\n");
     assert_eq!(status(&fine, "VirtualServer", "default", "cafe"), Status::Valid);
 }

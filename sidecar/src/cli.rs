@@ -207,15 +207,7 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
 
 /// The human summary printed on stderr.
 fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String {
-    let o = &loaded.objects;
-    let objects = o.ingresses.len()
-        + o.ingress_classes.len()
-        + o.services.len()
-        + o.http_proxies.len()
-        + o.virtual_servers.len()
-        + o.virtual_server_routes.len()
-        + o.transport_servers.len()
-        + o.global_configurations.len();
+    let objects = loaded.objects.len();
     let mut out = format!(
         "switchyard compile: read {objects} objects from {} file(s)\n",
         loaded.files

@@ -70,7 +70,7 @@ pub fn status_of<'c>(compiled: &'c Compiled, kind: &str, namespace: &str, name: 
     compiled
         .statuses
         .iter()
-        .find(|s| s.kind == kind && s.namespace == namespace && s.name == name)
+        .find(|s| s.kind.as_str() == kind && s.namespace == namespace && s.name == name)
         .unwrap_or_else(|| panic!("no status for {kind} {namespace}/{name}: {:#?}", compiled.statuses))
 }
 

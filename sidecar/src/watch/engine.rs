@@ -40,10 +40,7 @@ use switchyard_compiler::status::{ResourceStatus, Status};
 /// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
 /// empty though there is input: the flags and the IngressClasses disagree, most likely).
 pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> Option<String> {
-    let routable: Vec<&ResourceStatus> = statuses
-        .iter()
-        .filter(|s| s.kind == "Ingress" || s.kind == "HTTPProxy")
-        .collect();
+    let routable: Vec<&ResourceStatus> = statuses.iter().filter(|s| s.kind.has_class()).collect();
     if routable.is_empty() || routable.iter().any(|s| s.status != Status::Ignored) {
         return None;
     }

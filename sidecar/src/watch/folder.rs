@@ -21,9 +21,8 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 use crate::watch::source::{Snapshot, Source, SourceError};
-use kube::Resource;
 use switchyard_compiler::load::{manifest_files, parse_text, Loaded};
-use switchyard_compiler::objects::Objects;
+use switchyard_compiler::objects::{EachKind, Object, Objects};
 use switchyard_compiler::order::fnv1a;
 
 /// The state of one file, from its last read.
@@ -82,7 +81,7 @@ impl Folder {
                         .collect();
                     for path in gone {
                         if let Some(FileState { good: Some(old), .. }) = self.files.remove(&path) {
-                            unmerge(Arc::make_mut(&mut self.merged), &old);
+                            Arc::make_mut(&mut self.merged).unmerge(&old);
                         }
                     }
                     for path in paths {
@@ -90,10 +89,10 @@ impl Folder {
                         if let Some(old) = read_file(&path, state) {
                             let merged = Arc::make_mut(&mut self.merged);
                             if let Some(old) = old {
-                                unmerge(merged, &old);
+                                merged.unmerge(&old);
                             }
                             if let Some(new) = &state.good {
-                                merge(merged, new);
+                                merged.merge(new);
                             }
                         }
                     }
@@ -236,13 +235,14 @@ fn read_file(path: &Path, state: &mut FileState) -> Option<Option<Objects>> {
 /// incremental compiler takes the same version for the same object, as it does with the API
 /// server's versions, and compares no further.
 fn stamp_versions(objects: &mut Objects, content: u64) {
-    struct Stamp {
+    struct Stamp<'o> {
+        objects: &'o mut Objects,
         content: u64,
         n: usize,
     }
-    impl EachKind for Stamp {
-        fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, _: &[Arc<T>]) {
-            for object in into {
+    impl EachKind for Stamp<'_> {
+        fn kind<T: Object>(&mut self) {
+            for object in T::of_mut(self.objects) {
                 // Just parsed: no other holder, so no copy.
                 Arc::make_mut(object).meta_mut().resource_version =
                     Some(format!("file-{:016x}-{}", self.content, self.n));
@@ -250,62 +250,7 @@ fn stamp_versions(objects: &mut Objects, content: u64) {
             }
         }
     }
-    each_kind(objects, &Objects::default(), &mut Stamp { content, n: 0 });
-}
-
-/// Adds `from`'s objects to `into`.
-pub fn merge(into: &mut Objects, from: &Objects) {
-    struct Merge;
-    impl EachKind for Merge {
-        fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, from: &[Arc<T>]) {
-            into.extend(from.iter().cloned());
-        }
-    }
-    each_kind(into, from, &mut Merge);
-}
-
-/// Takes `from`'s objects out of `into` (each once; the order of `into` does not matter). `from`
-/// is what was merged into `into` before: its objects are the very `Arc`s `into` holds.
-pub fn unmerge(into: &mut Objects, from: &Objects) {
-    struct Unmerge;
-    impl EachKind for Unmerge {
-        fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, from: &[Arc<T>]) {
-            for object in from {
-                if let Some(i) = into.iter().position(|o| Arc::ptr_eq(o, object)) {
-                    into.swap_remove(i);
-                }
-            }
-        }
-    }
-    each_kind(into, from, &mut Unmerge);
-}
-
-/// Something done to each kind's objects of two [`Objects`].
-trait EachKind {
-    fn kind<T: Clone + Resource>(&mut self, into: &mut Vec<Arc<T>>, from: &[Arc<T>]);
-}
-
-/// Runs `f` over each kind. Every kind is named, so a kind added to [`Objects`] does not compile
-/// here until it is handled.
-fn each_kind(into: &mut Objects, from: &Objects, f: &mut impl EachKind) {
-    let Objects {
-        ingresses,
-        ingress_classes,
-        services,
-        http_proxies,
-        virtual_servers,
-        virtual_server_routes,
-        transport_servers,
-        global_configurations,
-    } = from;
-    f.kind(&mut into.ingresses, ingresses);
-    f.kind(&mut into.ingress_classes, ingress_classes);
-    f.kind(&mut into.services, services);
-    f.kind(&mut into.http_proxies, http_proxies);
-    f.kind(&mut into.virtual_servers, virtual_servers);
-    f.kind(&mut into.virtual_server_routes, virtual_server_routes);
-    f.kind(&mut into.transport_servers, transport_servers);
-    f.kind(&mut into.global_configurations, global_configurations);
+    Objects::each_kind(&mut Stamp { objects, content, n: 0 });
 }
 
 #[cfg(test)]
@@ -322,7 +267,7 @@ mod tests {
         for (text, name) in [(vs, "vs.yaml"), (vsr, "vsr.yaml")] {
             let mut loaded = switchyard_compiler::load::Loaded::default();
             parse_text(text, name, &mut loaded).unwrap();
-            merge(&mut all, &loaded.objects);
+            all.merge(&loaded.objects);
         }
         assert_eq!((all.virtual_servers.len(), all.virtual_server_routes.len()), (1, 1));
     }

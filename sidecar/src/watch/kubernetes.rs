@@ -27,13 +27,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::api::networking::v1::IngressClass;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
@@ -48,9 +47,7 @@ use crate::watch::store::{Held, Undecodable};
 use crate::watch::write_back::StatusWriter;
 use switchyard_compiler::class::Classes;
 use switchyard_compiler::model::Options;
-use switchyard_compiler::objects::nginx::{VirtualServer, VirtualServerRoute};
-use switchyard_compiler::objects::transport::{GlobalConfiguration, TransportServer};
-use switchyard_compiler::objects::{key_of, HTTPProxy, Kind, Objects};
+use switchyard_compiler::objects::{key_of, EachKind, Kind, Object, Objects};
 use switchyard_compiler::status::{Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status, StatusBook};
 
 /// Kubernetes mode's settings.
@@ -117,17 +114,26 @@ impl<K> Store<K> {
     }
 }
 
-/// The stores of every kind.
-struct Stores {
-    ingresses: Vec<Store<Ingress>>,
-    classes: Vec<Store<IngressClass>>,
-    services: Vec<Store<Service>>,
-    proxies: Vec<Store<HTTPProxy>>,
-    virtual_servers: Vec<Store<VirtualServer>>,
-    virtual_server_routes: Vec<Store<VirtualServerRoute>>,
-    transport_servers: Vec<Store<TransportServer>>,
-    global_configurations: Vec<Store<GlobalConfiguration>>,
+/// The stores of one kind, whatever the kind.
+trait KindStores: Send + Sync {
+    /// The labels of the stores not synced yet.
+    fn unsynced(&self, out: &mut Vec<String>);
+    /// Puts the objects of every store into their kind's vector of `objects`.
+    fn fill(&self, objects: &mut Objects, undecodable: &mut Vec<Undecodable>);
 }
+
+impl<K: Object> KindStores for Vec<Store<K>> {
+    fn unsynced(&self, out: &mut Vec<String>) {
+        out.extend(pending(self));
+    }
+
+    fn fill(&self, objects: &mut Objects, undecodable: &mut Vec<Undecodable>) {
+        *K::of_mut(objects) = all(self, undecodable);
+    }
+}
+
+/// The stores of every kind ([`Objects::each_kind`]).
+struct Stores(Vec<Box<dyn KindStores>>);
 
 fn pending<K>(sources: &[Store<K>]) -> impl Iterator<Item = String> + '_ {
     sources.iter().filter(|s| !s.held().synced).map(|s| s.label.clone())
@@ -146,43 +152,35 @@ fn all<K>(sources: &[Store<K>], undecodable: &mut Vec<Undecodable>) -> Vec<Arc<K
 
 impl Stores {
     fn unsynced(&self) -> Vec<String> {
-        pending(&self.ingresses)
-            .chain(pending(&self.classes))
-            .chain(pending(&self.services))
-            .chain(pending(&self.proxies))
-            .chain(pending(&self.virtual_servers))
-            .chain(pending(&self.virtual_server_routes))
-            .chain(pending(&self.transport_servers))
-            .chain(pending(&self.global_configurations))
-            .collect()
+        let mut out = Vec::new();
+        for kind in &self.0 {
+            kind.unsynced(&mut out);
+        }
+        out
     }
 
     fn objects(&self) -> (Objects, Vec<Undecodable>) {
         let mut undecodable = Vec::new();
-        let objects = Objects {
-            ingresses: all(&self.ingresses, &mut undecodable),
-            ingress_classes: all(&self.classes, &mut undecodable),
-            services: all(&self.services, &mut undecodable),
-            http_proxies: all(&self.proxies, &mut undecodable),
-            virtual_servers: all(&self.virtual_servers, &mut undecodable),
-            virtual_server_routes: all(&self.virtual_server_routes, &mut undecodable),
-            transport_servers: all(&self.transport_servers, &mut undecodable),
-            global_configurations: all(&self.global_configurations, &mut undecodable),
-        };
+        let mut objects = Objects::default();
+        for kind in &self.0 {
+            kind.fill(&mut objects, &mut undecodable);
+        }
         (objects, undecodable)
     }
 }
 
 /// Starts one watcher per namespace (or one for all) of kind `K`, each signalling `changes`.
-fn start<K>(client: &Client, namespaces: &[String], changes: &mpsc::Sender<()>, state: &Shared) -> Vec<Store<K>>
-where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-{
+fn start<K: Object>(
+    client: &Client,
+    namespaces: &[String],
+    changes: &mpsc::Sender<()>,
+    state: &Shared,
+) -> Vec<Store<K>> {
     let resource = ApiResource::erase::<K>(&());
     let kind = K::kind(&()).to_string();
     let apis: Vec<(Api<DynamicObject>, String)> = if namespaces.is_empty() {
         // IngressClass is cluster-scoped: it has no namespaces.
-        let label = if kind == "IngressClass" {
+        let label = if !K::KIND.is_namespaced() {
             kind
         } else {
             format!("{kind} (all namespaces)")
@@ -201,7 +199,7 @@ where
     };
     apis.into_iter()
         .map(|(api, label)| {
-            let held = Arc::new(Mutex::new(Held::new(kind_name::<K>())));
+            let held = Arc::new(Mutex::new(Held::new(K::KIND)));
             let task = SourceTask {
                 api,
                 label: label.clone(),
@@ -213,20 +211,6 @@ where
             Store { held, label }
         })
         .collect()
-}
-
-/// The kind's name as a `'static` str (for status entries).
-fn kind_name<K: Resource<DynamicType = ()>>() -> &'static str {
-    match K::kind(&()).as_ref() {
-        "Ingress" => "Ingress",
-        "IngressClass" => "IngressClass",
-        "Service" => "Service",
-        "VirtualServer" => "VirtualServer",
-        "VirtualServerRoute" => "VirtualServerRoute",
-        "TransportServer" => "TransportServer",
-        "GlobalConfiguration" => "GlobalConfiguration",
-        _ => "HTTPProxy",
-    }
 }
 
 struct SourceTask<K> {
@@ -400,13 +384,13 @@ fn undecodable_report(
             source: format!("{} {}", object.kind, object.name()),
             message: format!("does not decode: {}", object.message),
         });
-        let kind = match object.kind {
-            "HTTPProxy" => Kind::HTTPProxy,
-            "VirtualServer" => Kind::VirtualServer,
-            "VirtualServerRoute" => Kind::VirtualServerRoute,
-            "TransportServer" => Kind::TransportServer,
-            _ => continue,
-        };
+        let kind = object.kind;
+        match kind {
+            Kind::HTTPProxy | Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer => {}
+            // No status of their own (IngressClass, Service, GlobalConfiguration), or none for
+            // an Ingress that does not decode.
+            Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration => continue,
+        }
         if classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
             let key = key_of(kind, &object.metadata);
             let conditions = vec![Condition {
@@ -419,7 +403,7 @@ fn undecodable_report(
             }];
             statuses.push(ResourceStatus {
                 nginx: NginxStatus::of(kind, &key.namespace, &key.name, Status::Invalid, &conditions),
-                kind: kind.as_str(),
+                kind,
                 namespace: key.namespace,
                 name: key.name,
                 status: Status::Invalid,
@@ -465,37 +449,45 @@ impl Cluster {
         options: Options,
     ) -> (Cluster, mpsc::Receiver<()>) {
         let (tx, changes) = mpsc::channel(1);
-        let namespaces = &settings.namespaces;
-        let stores = Stores {
-            ingresses: start(&client, namespaces, &tx, &state),
-            classes: start(&client, &[], &tx, &state),
-            services: start(&client, namespaces, &tx, &state),
-            proxies: if settings.httpproxy {
-                start(&client, namespaces, &tx, &state)
-            } else {
-                Vec::new()
-            },
-            virtual_servers: if settings.virtualserver {
-                start(&client, namespaces, &tx, &state)
-            } else {
-                Vec::new()
-            },
-            virtual_server_routes: if settings.virtualserver {
-                start(&client, namespaces, &tx, &state)
-            } else {
-                Vec::new()
-            },
-            transport_servers: if settings.transportserver {
-                start(&client, namespaces, &tx, &state)
-            } else {
-                Vec::new()
-            },
-            global_configurations: if settings.transportserver {
-                start(&client, namespaces, &tx, &state)
-            } else {
-                Vec::new()
-            },
+        /// Starts the watchers of each kind the settings ask for.
+        struct Start<'a> {
+            client: &'a Client,
+            settings: &'a Settings,
+            tx: &'a mpsc::Sender<()>,
+            state: &'a Shared,
+            stores: Vec<Box<dyn KindStores>>,
+        }
+        impl EachKind for Start<'_> {
+            fn kind<K: Object>(&mut self) {
+                let settings = self.settings;
+                let watched = match K::KIND {
+                    Kind::Ingress | Kind::IngressClass | Kind::Service => true,
+                    Kind::HTTPProxy => settings.httpproxy,
+                    Kind::VirtualServer | Kind::VirtualServerRoute => settings.virtualserver,
+                    Kind::TransportServer | Kind::GlobalConfiguration => settings.transportserver,
+                };
+                let namespaces: &[String] = if K::KIND.is_namespaced() {
+                    &settings.namespaces
+                } else {
+                    &[]
+                };
+                let stores: Vec<Store<K>> = if watched {
+                    start(self.client, namespaces, self.tx, self.state)
+                } else {
+                    Vec::new()
+                };
+                self.stores.push(Box::new(stores));
+            }
+        }
+        let mut started = Start {
+            client: &client,
+            settings,
+            tx: &tx,
+            state: &state,
+            stores: Vec::new(),
         };
+        Objects::each_kind(&mut started);
+        let stores = Stores(started.stores);
         let (status_tx, status_rx) = tokio::sync::watch::channel(None);
         if settings.write_status {
             let writer = StatusWriter::new(
@@ -602,7 +594,7 @@ mod tests {
     fn a_virtualserver_of_ours_that_does_not_decode_is_invalid_with_nginx_status() {
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
         let object = Undecodable {
-            kind: "VirtualServer",
+            kind: Kind::VirtualServer,
             metadata: ObjectMeta {
                 name: Some("cafe".into()),
                 namespace: Some("shop".into()),
@@ -614,7 +606,7 @@ mod tests {
         let (errors, statuses) = undecodable_report(&[object], &[], &Options::default());
         assert_eq!(errors.len(), 1);
         let status = &statuses[0];
-        assert_eq!((status.kind, status.status), ("VirtualServer", Status::Invalid));
+        assert_eq!((status.kind, status.status), (Kind::VirtualServer, Status::Invalid));
         let nginx = status.nginx.clone().unwrap();
         assert_eq!((nginx.state.as_str(), nginx.reason.as_str()), ("Invalid", "Rejected"));
         assert!(nginx.message.contains("splits[0].weight"), "{}", nginx.message);

@@ -96,7 +96,7 @@ pub fn render(state: &State) -> String {
     );
     let mut by_status: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for s in &state.statuses {
-        *by_status.entry((s.kind, s.status.as_str())).or_default() += 1;
+        *by_status.entry((s.kind.as_str(), s.status.as_str())).or_default() += 1;
     }
     let resources: Vec<(String, String)> = by_status
         .iter()
@@ -178,7 +178,7 @@ mod tests {
         );
         let status = |name: &str, status| ResourceStatus {
             nginx: None,
-            kind: "Ingress",
+            kind: switchyard_compiler::objects::Kind::Ingress,
             namespace: "a".into(),
             name: name.into(),
             status,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use serde::de::DeserializeOwned;
+use switchyard_compiler::objects::Kind;
 
 use crate::watch::istio::FIELD_MANAGER;
 
@@ -21,7 +22,7 @@ use crate::watch::istio::FIELD_MANAGER;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Undecodable {
     /// Its kind (`HTTPProxy`, ...).
-    pub kind: &'static str,
+    pub kind: Kind,
     /// Its metadata (class annotations included).
     pub metadata: ObjectMeta,
     /// `spec.ingressClassName`, when that much is readable.
@@ -51,7 +52,7 @@ pub struct Held<K> {
     pub undecodable: BTreeMap<String, Undecodable>,
     /// The relist in progress, replacing both maps at its end.
     relist: Option<Contents<K>>,
-    kind: &'static str,
+    kind: Kind,
 }
 
 fn key(meta: &ObjectMeta) -> String {
@@ -83,7 +84,7 @@ fn slim(mut object: DynamicObject) -> DynamicObject {
 
 /// Decodes one object (slimmed); `Err` names the field at fault (boxed: an object's metadata is
 /// large, and the `Ok` path should not carry its size).
-pub fn decode<K: DeserializeOwned>(kind: &'static str, object: &DynamicObject) -> Result<K, Box<Undecodable>> {
+pub fn decode<K: DeserializeOwned>(kind: Kind, object: &DynamicObject) -> Result<K, Box<Undecodable>> {
     let object = &slim(object.clone());
     let undecodable = |message: String, class_name: Option<String>| {
         Box::new(Undecodable {
@@ -104,7 +105,7 @@ pub fn decode<K: DeserializeOwned>(kind: &'static str, object: &DynamicObject) -
 
 impl<K: DeserializeOwned> Held<K> {
     /// An empty store for `kind`.
-    pub fn new(kind: &'static str) -> Held<K> {
+    pub fn new(kind: Kind) -> Held<K> {
         Held {
             synced: false,
             objects: BTreeMap::new(),
@@ -150,7 +151,7 @@ impl<K: DeserializeOwned> Held<K> {
 }
 
 fn put<K: DeserializeOwned>(
-    kind: &'static str,
+    kind: Kind,
     objects: &mut BTreeMap<String, Arc<K>>,
     undecodable: &mut BTreeMap<String, Undecodable>,
     object: &DynamicObject,
@@ -180,7 +181,7 @@ mod tests {
 
     #[test]
     fn an_object_that_does_not_decode_is_held_apart_with_the_field_at_fault() {
-        let mut held: Held<HTTPProxy> = Held::new("HTTPProxy");
+        let mut held: Held<HTTPProxy> = Held::new(Kind::HTTPProxy);
         held.relist();
         held.relisted(&object(
             json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
@@ -208,7 +209,7 @@ mod tests {
             object(json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
                 "metadata": {"name": name, "namespace": "shop"}, "spec": {"virtualhost": {"fqdn": fqdn}}}))
         };
-        let mut held: Held<HTTPProxy> = Held::new("HTTPProxy");
+        let mut held: Held<HTTPProxy> = Held::new(Kind::HTTPProxy);
         held.relist();
         held.relisted(&proxy("a", "a.example"));
         held.relisted(&proxy("b", "b.example"));
@@ -226,7 +227,7 @@ mod tests {
 
     #[test]
     fn only_our_managed_fields_are_held_and_no_last_applied_copy() {
-        let mut held: Held<HTTPProxy> = Held::new("HTTPProxy");
+        let mut held: Held<HTTPProxy> = Held::new(Kind::HTTPProxy);
         held.apply(&object(json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
             "metadata": {"name": "p", "namespace": "shop",
                 "annotations": {LAST_APPLIED: "{...}", "kubernetes.io/ingress.class": "sy"},

@@ -38,7 +38,7 @@ mod nginx;
 use crate::watch::istio::FIELD_MANAGER;
 use crate::watch::leader::Leader;
 use crate::watch::state::Shared;
-use switchyard_compiler::objects::{HTTPProxy, Objects};
+use switchyard_compiler::objects::{HTTPProxy, Kind, Objects};
 use switchyard_compiler::order::fnv1a;
 use switchyard_compiler::status::{ConditionKind, Reason, ResourceStatus, Status};
 
@@ -249,21 +249,23 @@ impl StatusWriter {
             let at = (status.namespace.as_str(), status.name.as_str());
             match status.kind {
                 // An HTTPProxy that does not decode has a status but no object: it is written.
-                "HTTPProxy" => match proxies.get(&at) {
+                Kind::HTTPProxy => match proxies.get(&at) {
                     Some(proxy) if status.status == Status::Ignored => self.release_proxy(key, proxy).await,
                     _ => self.write_proxy(key, status).await,
                 },
-                "Ingress" => {
+                Kind::Ingress => {
                     let Some(ingress) = ingresses.get(&at) else { continue };
                     if status.status != Status::Ignored {
                         self.announce(ingress, status).await;
                     }
                     self.write_balancer(key, ingress, status).await;
                 }
-                "VirtualServer" => self.write_nginx(status, servers.get(&at).copied()).await,
-                "VirtualServerRoute" => self.write_nginx(status, routes.get(&at).copied()).await,
-                "TransportServer" => self.write_nginx(status, transport.get(&at).copied()).await,
-                _ => {}
+                Kind::VirtualServer => self.write_nginx(status, servers.get(&at).copied()).await,
+                Kind::VirtualServerRoute => self.write_nginx(status, routes.get(&at).copied()).await,
+                Kind::TransportServer => self.write_nginx(status, transport.get(&at).copied()).await,
+                // No status written: IngressClass's has no subresource we write; Services and
+                // GlobalConfigurations have no status in the report.
+                Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration => {}
             }
         }
     }
@@ -441,7 +443,7 @@ mod tests {
     use super::*;
     use switchyard_compiler::status::Condition;
 
-    fn status(kind: &'static str, status: Status, conditions: &[(ConditionKind, Reason, &str)]) -> ResourceStatus {
+    fn status(kind: Kind, status: Status, conditions: &[(ConditionKind, Reason, &str)]) -> ResourceStatus {
         ResourceStatus {
             nginx: None,
             kind,
@@ -462,7 +464,7 @@ mod tests {
     #[test]
     fn an_invalid_proxy_says_why_in_contours_shape_with_the_status_its_schema_requires() {
         let s = status(
-            "HTTPProxy",
+            Kind::HTTPProxy,
             Status::Invalid,
             &[(
                 ConditionKind::Error,
@@ -483,7 +485,7 @@ mod tests {
     #[test]
     fn a_valid_proxy_is_valid_with_its_published_address() {
         let body = proxy_status(
-            &status("HTTPProxy", Status::Valid, &[]),
+            &status(Kind::HTTPProxy, Status::Valid, &[]),
             &["203.0.113.7".into(), "lb.example".into()],
         );
         assert_eq!(body["currentStatus"], "valid");
@@ -497,7 +499,7 @@ mod tests {
     #[test]
     fn a_rejected_ingress_gets_rejected_and_host_taken_events() {
         let s = status(
-            "Ingress",
+            Kind::Ingress,
             Status::Rejected,
             &[(
                 ConditionKind::Error,
@@ -520,7 +522,7 @@ mod tests {
     #[test]
     fn an_accepted_ingress_without_problems_gets_no_event() {
         assert!(ingress_events(&status(
-            "Ingress",
+            Kind::Ingress,
             Status::Accepted,
             &[(ConditionKind::Info, Reason::ClassMatches, "ok")]
         ))

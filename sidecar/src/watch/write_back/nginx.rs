@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::{wrote_status, StatusWriter};
+use switchyard_compiler::objects::Kind;
 use switchyard_compiler::status::{NginxReason, NginxState, ResourceStatus, Status};
 
 /// `.status` of a VirtualServer or VirtualServerRoute for its status entry and `--publish-address`;
@@ -42,7 +43,7 @@ pub fn nginx_status(status: &ResourceStatus, publish: &[String]) -> Option<Value
         "message": nginx.message,
     });
     // A TransportServer's status has no externalEndpoints (NGINX's schema).
-    if status.kind != "TransportServer" {
+    if status.kind != Kind::TransportServer {
         // Null removes what an earlier write published once the resource stops routing.
         body["externalEndpoints"] = if endpoints.is_empty() {
             Value::Null
@@ -83,7 +84,7 @@ impl StatusWriter {
     {
         // An object that does not decode has a status but no typed object: its status is written,
         // without an event (nothing to refer to).
-        let key = memory_key(status.kind, &status.namespace, &status.name);
+        let key = memory_key(status.kind.as_str(), &status.namespace, &status.name);
         let body = match nginx_status(status, &self.publish) {
             Some(body) => body,
             None if status.status == Status::Ignored => {
@@ -139,7 +140,7 @@ mod tests {
                 reason,
                 message: "Configuration for cafe/cafe was added or updated".into(),
             }),
-            kind: "VirtualServer",
+            kind: Kind::VirtualServer,
             namespace: "cafe".into(),
             name: "cafe".into(),
             status: Status::Valid,
