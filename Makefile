@@ -38,8 +38,12 @@ ENVOY     := $(VENV)/bin/envoy
 # wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in Cargo.lock.
 WASM_BINDGEN_VERSION = $(shell awk '/^name = "wasm-bindgen"$$/ {getline; gsub(/"/, "", $$3); print $$3}' Cargo.lock)
 WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
+# A real istiod for `make test-istio` (../shared/istio/README.md): Istio 1.14's pilot-discovery, unpacked
+# once from ISTIO_SHARED into build/istio, and Istio's CRDs. .ci/run sets ISTIO_SHARED when ../shared/istio exists.
+ISTIO_SHARED    ?= $(abspath ../shared/istio)
+PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain
+.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -98,12 +102,12 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-browser test-wasm32 test-host-sim test-envoy test-kubernetes test-fuzz
+test: test-native test-browser test-wasm32 test-host-sim test-envoy test-kubernetes test-istio test-fuzz
 
 # Everything that needs no .wasm and no Envoy; the wasm crates and the e2e suite run below.
 test-native:
 	cargo test --workspace --exclude switchyard-filter --exclude switchyard-noop-filter \
-	  --exclude switchyard-host-sim --exclude switchyard-e2e --exclude switchyard-browser
+	  --exclude switchyard-host-sim --exclude switchyard-e2e --exclude switchyard-browser --exclude switchyard-istio
 
 # The dashboard of `switchyard watch --listen` in a real headless Chromium, driven over WebDriver
 # (Debian's chromium-driver) by tests/browser, against a watch on a folder of real files.
@@ -121,6 +125,30 @@ test-kubernetes:
 	else \
 	  cargo test -p switchyard --features envtest --test envtest; \
 	fi
+
+# deploy/istio/ through a real istiod (tests/istio): the envtest API server with Istio's CRDs, istiod
+# (pilot-discovery) on it, a plain Envoy as the ingress gateway over ADS with the real filter .wasm, local
+# backends. Needs KUBEBUILDER_ASSETS (see test-kubernetes) and ISTIO_SHARED (pilot-discovery.xz and
+# crds.yaml; ../shared/istio by default). Without them, one line says the suite did not run.
+test-istio:
+	@if [ -z "$${KUBEBUILDER_ASSETS:-}" ]; then \
+	  echo "test-istio: NOT RUN (KUBEBUILDER_ASSETS is not set): the real-istiod suite needs kube-apiserver and etcd, as test-kubernetes does"; \
+	elif [ ! -f "$(ISTIO_SHARED)/pilot-discovery.xz" ] || [ ! -f "$(ISTIO_SHARED)/crds.yaml" ]; then \
+	  echo "test-istio: NOT RUN ($(ISTIO_SHARED) has no pilot-discovery.xz and crds.yaml): the real-istiod suite needs Istio 1.14's istiod and CRDs; set ISTIO_SHARED to a folder with both"; \
+	else \
+	  $(MAKE) --no-print-directory istio-suite; \
+	fi
+
+istio-suite: build-wasm envoy $(PILOT_DISCOVERY)
+	cargo build -p switchyard --bin switchyard
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
+	  PILOT_DISCOVERY=$(abspath $(PILOT_DISCOVERY)) ISTIO_CRDS=$(ISTIO_SHARED)/crds.yaml cargo test -p switchyard-istio
+
+# Unpacked once (xz -dc, 2 s), again only when the archive is newer.
+$(PILOT_DISCOVERY): $(ISTIO_SHARED)/pilot-discovery.xz
+	mkdir -p $(@D)
+	xz -dc $< > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+	$@ version --short 2>/dev/null || true
 
 # host-sim's tests drive real .wasm files: the filter (build-wasm) and a probe module of its own
 # (a standalone crate under host-sim/tests, built into its own target dir).
