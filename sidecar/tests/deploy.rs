@@ -54,7 +54,7 @@ fn the_deployment_arguments_are_accepted_by_switchyard_watch() {
 
 #[test]
 fn the_wasmplugin_example_has_the_shape_switchyard_applies() {
-    let example = &deploy("istio/wasmplugin.yaml")[0];
+    let example = &deploy("istio/wasmplugin/wasmplugin.yaml")[0];
     let table = TableSpec::from_value(example["spec"]["pluginConfig"].clone()).unwrap();
     let config = TableEncoding::Compact.plugin_config(&table).unwrap();
     let applied = manifest(
@@ -76,7 +76,7 @@ fn the_wasmplugin_example_has_the_shape_switchyard_applies() {
 
 #[test]
 fn the_envoyfilter_example_has_the_shape_switchyard_applies() {
-    let example = &deploy("istio/envoyfilter.yaml")[0];
+    let example = &deploy("istio/envoyfilter/envoyfilter.yaml")[0];
     let table = TableSpec {
         version: 1,
         ..TableSpec::default()
@@ -158,22 +158,99 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     only_by_name(role("Role"), &["get", "list", "watch", "patch"]);
 }
 
-/// The Istio path normalisation example asks for what envoy.yaml sets: dot segments, merged slashes
-/// and decoded `%2F` (Istio's DECODE_AND_MERGE_SLASHES), and envoy.yaml does set all three.
+/// The Istio path normalisation asked of the installation (deploy/istio/mesh-config/: the MeshConfig
+/// keys, and the same keys as an IstioOperator overlay) is what envoy.yaml sets: dot segments, merged
+/// slashes and decoded `%2F` (Istio's DECODE_AND_MERGE_SLASHES), and envoy.yaml does set all three.
+/// (tests/istio runs a real istiod with mesh.yaml and checks the gateway's connection managers.)
 #[test]
 fn istio_and_envoy_normalise_paths_the_same_way() {
-    let mesh = &deploy("istio/path-normalization.yaml")[0];
-    assert_eq!(mesh["kind"], "IstioOperator");
-    assert_eq!(
-        mesh["spec"]["meshConfig"]["pathNormalization"]["normalization"],
-        "DECODE_AND_MERGE_SLASHES"
-    );
+    let mesh = &deploy("istio/mesh-config/mesh.yaml")[0];
+    assert_eq!(mesh["pathNormalization"]["normalization"], "DECODE_AND_MERGE_SLASHES");
+    let operator = &deploy("istio/mesh-config/istiooperator.yaml")[0];
+    assert_eq!(operator["kind"], "IstioOperator");
+    assert_eq!(&operator["spec"]["meshConfig"], mesh);
     let envoy = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../envoy.yaml")).unwrap();
     let envoy: Value = serde_yaml::from_str(&envoy).unwrap();
     let hcm = &envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
     assert_eq!(hcm["normalize_path"], true);
     assert_eq!(hcm["merge_slashes"], true);
     assert_eq!(hcm["path_with_escaped_slashes_action"], "UNESCAPE_AND_FORWARD");
+}
+
+/// The manifest files `kubectl apply -f FOLDER` reads in deploy/FOLDER (not its subfolders).
+fn kubectl_files(folder: &str) -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(folder);
+    let mut out: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml" || x == "json"))
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// deploy/istio/ is laid out so that every folder of objects applies as it is: one folder per
+/// variant (the filter and the route, never both filters), nothing at deploy/istio/ itself, and the
+/// mesh settings (operator input, no cluster object) apart in mesh-config/. The route is the same
+/// file in both folders. (tests/istio applies each folder to a real API server and istiod.)
+#[test]
+fn each_istio_folder_is_one_complete_variant() {
+    assert!(kubectl_files("istio").is_empty(), "{:?}", kubectl_files("istio"));
+    assert_eq!(kubectl_files("istio/wasmplugin"), ["route.yaml", "wasmplugin.yaml"]);
+    assert_eq!(kubectl_files("istio/envoyfilter"), ["envoyfilter.yaml", "route.yaml"]);
+    assert_eq!(kubectl_files("istio/mesh-config"), ["istiooperator.yaml", "mesh.yaml"]);
+    assert_eq!(deploy("istio/wasmplugin/route.yaml"), deploy("istio/envoyfilter/route.yaml"));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/istio");
+    let text = |f: &str| std::fs::read_to_string(root.join(f)).unwrap();
+    assert_eq!(text("wasmplugin/route.yaml"), text("envoyfilter/route.yaml"), "one route.yaml, copied");
+}
+
+/// The route applies to every virtual host of every route configuration of the selected gateways
+/// (issue 23 item 7: named `*:80`, it missed every Gateway with hosts or another port), first, and
+/// sends by the header the filter sets.
+#[test]
+fn the_route_is_first_in_every_virtual_host_of_the_gateway() {
+    let route = &deploy("istio/wasmplugin/route.yaml")[0];
+    assert_eq!(route["kind"], "EnvoyFilter");
+    assert_eq!(route["spec"]["workloadSelector"]["labels"]["istio"], "ingressgateway");
+    let patches = route["spec"]["configPatches"].as_array().unwrap();
+    assert_eq!(patches.len(), 1);
+    let patch = &patches[0];
+    assert_eq!(patch["applyTo"], "HTTP_ROUTE");
+    assert_eq!(patch["match"]["context"], "GATEWAY");
+    let config = patch["match"]["routeConfiguration"].as_object().unwrap();
+    assert_eq!(config.keys().collect::<Vec<_>>(), ["vhost"], "no port, name or gateway: {config:?}");
+    assert_eq!(config["vhost"], serde_json::json!({}), "no virtual host name");
+    assert_eq!(patch["patch"]["operation"], "INSERT_FIRST");
+    let value = &patch["patch"]["value"];
+    let header = switchyard_table::format::DEFAULT_CLUSTER_HEADER;
+    assert_eq!(value["route"]["cluster_header"], header);
+    assert_eq!(value["match"]["headers"][0]["name"], header);
+    // The header the filter sets by default, and the one deployment.yaml leaves it at.
+    let deployment = &deploy("deployment.yaml")[0];
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array().unwrap();
+    assert!(!args.iter().any(|a| a.as_str().unwrap().starts_with("--cluster-header")), "{args:?}");
+}
+
+/// deployment.yaml's --wasm-url is the WasmPlugin's url (the sidecar owns the field: they must agree).
+#[test]
+fn the_deployment_pushes_the_wasmplugin_of_deploy_istio() {
+    let deployment = &deploy("deployment.yaml")[0];
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let plugin = &deploy("istio/wasmplugin/wasmplugin.yaml")[0];
+    let target = format!(
+        "--wasmplugin={}/{}",
+        plugin["metadata"]["namespace"].as_str().unwrap(),
+        plugin["metadata"]["name"].as_str().unwrap()
+    );
+    assert!(args.contains(&target.as_str()), "{args:?}");
+    assert!(args.contains(&format!("--wasm-url={}", plugin["spec"]["url"].as_str().unwrap()).as_str()));
 }
 
 #[test]
