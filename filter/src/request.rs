@@ -4,8 +4,7 @@
 use std::borrow::Cow;
 
 use switchyard_table::format::RULE_NAME_HEADER;
-use switchyard_table::redirect::forwarded_proto;
-use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestParts, RequestView, RouteTable};
+use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestView, RouteTable};
 
 use crate::host::{Host, HostCallFailed};
 
@@ -151,16 +150,8 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
             }
         }
         ActionSpec::Redirect(_) => {
-            let scheme = host.request_header(":scheme").unwrap_or_else(|| "http".to_owned());
-            let authority = normalize_authority(request.authority());
-            let forwarded_proto = forwarded_proto(&request);
-            let parts = RequestParts {
-                scheme: &scheme,
-                forwarded_proto: &forwarded_proto,
-                host: &authority,
-                request_uri: request.path(),
-            };
-            let Some((status, location)) = rule.redirect(parts) else {
+            // Every variable comes from the header map already read (`:scheme` included).
+            let Some((status, location)) = rule.redirect_for(&request) else {
                 // Unreachable for a validated table (every redirect rule has its template).
                 drop(request);
                 host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
@@ -175,14 +166,26 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
             Outcome::Direct { position, status }
         }
         ActionSpec::Route(route) => {
-            let new_path = rule.upstream_path(request.path());
+            // A regex rewrite may set headers with the path's groups (ingress-nginx's
+            // `x-forwarded-prefix`); a prefix rewrite sets the path alone.
+            let (new_path, rewrite_headers) = match &route.rewrite_regex {
+                Some(_) => match rule.regex_rewrite(request.path()) {
+                    Some(done) => (Some(done.path), done.headers),
+                    None => (None, Vec::new()),
+                },
+                None => (rule.upstream_path(request.path()), Vec::new()),
+            };
             drop(request);
             for name in &route.remove_headers {
                 host.remove_request_header(name);
             }
-            // The rule's own header actions are best effort: a refused one leaves that header as it was.
+            // The rule's own header actions are best effort: a refused one leaves that header as it
+            // was. `:authority` among them is the Host the backend receives (`upstream-vhost`).
             for header in &route.set_headers {
                 let _ = host.set_request_header(&header.name, &header.value);
+            }
+            for (name, value) in &rewrite_headers {
+                let _ = host.set_request_header(name, value);
             }
             if let Some(path) = new_path {
                 let _ = host.set_request_header(":path", &path);
@@ -483,5 +486,74 @@ mod tests {
         assert_eq!(body, "{\"tea\":1}");
         assert!(headers.contains(&("content-type".to_owned(), "application/json".to_owned())));
         assert!(headers.contains(&("x-served-by".to_owned(), "switchyard".to_owned())));
+    }
+    /// ingress-nginx's Ingresses (ROUTING.md §7): a regex-mode host with `rewrite-target`,
+    /// `x-forwarded-prefix` and `upstream-vhost`, the HTTPS redirect for `http` only, app-root.
+    fn ingress_nginx_table() -> RouteTable {
+        let json = r#"{"version":1,"rules":[
+            {"name":"n#tls","host":"tls.example","path":{"type":"segment_prefix","value":"/"},
+             "conditions":[{"on":"header","name":":scheme","match":"exact","value":"http"}],
+             "action":{"redirect":{"url":"https://${host}${request_uri%/}","status":308}}},
+            {"name":"n#tls-loc","host":"tls.example","path":{"type":"segment_prefix","value":"/"},
+             "action":{"route":{"backends":[{"cluster":"ns/tls:80"}]}}},
+            {"name":"n#app-root","host":"rx.example","path":{"type":"exact","value":"/"},
+             "action":{"redirect":{"url":"${scheme}://${http_host}/app","status":302}}},
+            {"name":"n#0","host":"rx.example","path":{"type":"regex","value":"(?i)(?:/something(/|$)(.*)).*"},
+             "action":{"route":{"backends":[{"cluster":"ns/svc:80"}],
+               "rewrite_regex":{"pattern":"(?i)^/something(/|$)(.*)","path":"/$2",
+                 "headers":[{"name":"x-forwarded-prefix","value":"/something"}]},
+               "set_headers":[{"name":":authority","value":"backend.internal"}]}}},
+            {"name":"n#1","host":"rx.example","path":{"type":"regex","value":"(?i)(?:/).*"},
+             "action":{"route":{"backends":[{"cluster":"ns/root:80"}]}}}]}"#;
+        match RouteTable::from_json(json.as_bytes()) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_regex_mode_rewrite_sets_path_forwarded_prefix_and_authority() {
+        let mut host = FakeHost::new("rx.example", "/SomeThing/new/x?q=1", &[]);
+        assert_eq!(
+            handle_request(&mut host, &ingress_nginx_table(), 0),
+            Outcome::Routed { position: 3 }
+        );
+        assert_eq!(host.get(":path"), ["/new/x?q=1"]);
+        assert_eq!(host.get("x-forwarded-prefix"), ["/something"]);
+        assert_eq!(host.get(":authority"), ["backend.internal"]);
+        assert_eq!(host.get("x-route-cluster"), ["ns/svc:80"]);
+        assert_eq!((host.map_fetches.get(), host.single_reads.get()), (1, 0));
+        let mut host = FakeHost::new("rx.example", "/other?q=1", &[]);
+        handle_request(&mut host, &ingress_nginx_table(), 0);
+        assert_eq!(host.get(":path"), ["/other?q=1"]);
+        assert!(host.get("x-forwarded-prefix").is_empty());
+    }
+
+    #[test]
+    fn the_https_redirect_answers_http_only_from_the_header_map() {
+        let mut host = FakeHost::new("tls.example:8080", "/a/?x=1", &[(":scheme", "http")]);
+        assert_eq!(
+            handle_request(&mut host, &ingress_nginx_table(), 0),
+            Outcome::Direct { position: 0, status: 308 }
+        );
+        let (_, headers, _) = host.response.clone().unwrap();
+        assert!(headers.contains(&("location".to_owned(), "https://tls.example/a/?x=1".to_owned())));
+        assert_eq!(host.single_reads.get(), 0, "the scheme comes from the header map");
+        let mut host = FakeHost::new("tls.example", "/a/", &[(":scheme", "https")]);
+        assert_eq!(
+            handle_request(&mut host, &ingress_nginx_table(), 0),
+            Outcome::Routed { position: 1 }
+        );
+    }
+
+    #[test]
+    fn app_root_redirects_to_the_host_as_sent() {
+        let mut host = FakeHost::new("RX.example:8080", "/?drop=1", &[(":scheme", "http")]);
+        assert_eq!(
+            handle_request(&mut host, &ingress_nginx_table(), 0),
+            Outcome::Direct { position: 2, status: 302 }
+        );
+        let (_, headers, _) = host.response.clone().unwrap();
+        assert!(headers.contains(&("location".to_owned(), "http://RX.example:8080/app".to_owned())));
     }
 }

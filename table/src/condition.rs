@@ -48,7 +48,9 @@ impl Condition {
                 ));
             }
             (ConditionSource::Header, Some(name)) => {
-                if !is_token(name) {
+                // `:scheme` is the one pseudo-header a condition reads: `http` or `https` as
+                // Envoy sets it (ingress-nginx's HTTPS redirect applies to `http` requests only).
+                if !is_token(name) && !name.eq_ignore_ascii_case(":scheme") {
                     return Err(("name", Problem::BadHeaderName(name.to_owned())));
                 }
                 name.to_ascii_lowercase()

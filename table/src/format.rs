@@ -177,6 +177,10 @@ pub struct RegexRewrite {
     pub pattern: String,
     /// The new path: starts with `/`; `$0`…`$9` are the groups (an unmatched group is empty).
     pub path: String,
+    /// Request headers set only when the regex is found, `$0`…`$9` in their values replaced as in
+    /// `path`; a header whose value comes out empty is not set (ingress-nginx's `x-forwarded-prefix`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HeaderValue>,
 }
 
 /// One upstream choice.
@@ -213,9 +217,9 @@ pub struct DirectResponse {
     pub headers: Vec<HeaderValue>,
 }
 
-/// A redirect answered by the filter. `url` may hold `${scheme}`, `${host}` and `${request_uri}`,
-/// replaced per request by the request's scheme, its host (lowercase, without port, as NGINX's
-/// `$host`) and its whole `:path` with the query string (NGINX's `$request_uri`).
+/// A redirect answered by the filter. `url` may hold the variables of [`crate::redirect::Variable`]
+/// (`${scheme}`, `${host}`, `${request_uri}`, `${http_host}`, `${args}`, `${1}`…), replaced per
+/// request; table/README.md lists them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Redirect {
     /// The `Location` template.

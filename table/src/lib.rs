@@ -12,9 +12,10 @@
 //! - [`field`]: HTTP field syntax, which header values, cluster names and rewrites must follow.
 //! - [`oracle`]: the matcher's plain definition, which the index must agree with (tests, fuzzing).
 //! - [`precedence`]: the priority keys the compiler sorts by.
-//! - [`redirect`]: redirect locations, `${scheme}`, `${http_x_forwarded_proto}`, `${host}` and
-//!   `${request_uri}` filled in per request.
-//! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path rebuilt from a regex's groups per request.
+//! - [`redirect`]: redirect locations, `${scheme}`, `${host}`, `${request_uri}`, `${http_host}`,
+//!   `${args}`, the path regex's groups … filled in per request (NGINX's and ingress-nginx's forms).
+//! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
+//!   per request.
 //!
 //! No proxy-wasm and no Kubernetes here: the same code runs natively and on wasm32.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]

@@ -17,8 +17,21 @@ pub enum PathPattern {
     SegmentPrefix(String),
     /// A plain string prefix.
     Prefix(String),
-    /// An anchored regex over the whole path, and the literal text every match starts with.
-    Regex(Regex, String),
+    /// An anchored regex over the whole path, and what every match starts with (a cheap first test).
+    Regex(Regex, Start),
+}
+
+/// What every path a regex matches starts with: tested before the regex, and for ingress-nginx's
+/// regex-mode locations of plain text (`(?i)(?:/api).*`) instead of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// This text, case-sensitively (maybe empty).
+    Text(String),
+    /// This text in any ASCII case: the pattern is `(?i)(?:BODY).*` and the text is BODY's literal start.
+    TextNoCase(String),
+    /// The pattern is `(?i)(?:TEXT).*` with TEXT plain: a path matches exactly when it starts with
+    /// TEXT in any ASCII case and has no line feed after it (`.` does not match one); no regex runs.
+    OnlyTextNoCase(String),
 }
 
 impl PathPattern {
@@ -46,9 +59,7 @@ impl PathPattern {
             }
             // A regex need not start with `/`: NGINX's search-anywhere locations compile to
             // `.*(?:re).*` (ROUTING.md §6), and every request path starts with `/` anyway.
-            PathSpec::Regex(pattern) => {
-                PathPattern::Regex(anchored_regex(pattern)?, literal_prefix(pattern).to_owned())
-            }
+            PathSpec::Regex(pattern) => PathPattern::Regex(anchored_regex(pattern)?, Start::of(pattern)),
         })
     }
 
@@ -58,9 +69,23 @@ impl PathPattern {
             PathPattern::Exact(exact) => path == exact,
             PathPattern::SegmentPrefix(prefix) => segment_prefix_matches(prefix, path),
             PathPattern::Prefix(prefix) => path.starts_with(prefix.as_str()),
-            // The literal prefix is a cheap first test; most paths fail it.
-            PathPattern::Regex(regex, literal) => path.starts_with(literal.as_str()) && regex.is_match(path),
+            // The literal start is a cheap first test; most paths fail it.
+            PathPattern::Regex(regex, start) => match start {
+                Start::Text(text) => path.starts_with(text.as_str()) && regex.is_match(path),
+                Start::TextNoCase(text) => starts_with_no_case(path, text) && regex.is_match(path),
+                Start::OnlyTextNoCase(text) => {
+                    starts_with_no_case(path, text) && !path.as_bytes().get(text.len()..).unwrap_or_default().contains(&b'\n')
+                }
+            },
         }
+    }
+
+    /// The groups `${0}`…`${9}` of a regex path's match of `path` (an unmatched group is empty);
+    /// nothing for another kind or when the regex does not match.
+    pub fn groups<'p>(&self, path: &'p str) -> Vec<&'p str> {
+        let PathPattern::Regex(regex, _) = self else { return Vec::new() };
+        let Some(found) = regex.captures(path) else { return Vec::new() };
+        (0..10).map(|n| found.get(n).map_or("", |m| m.as_str())).collect()
     }
 
     /// The part of the table's path value that a prefix rewrite replaces, if this kind has one.
@@ -123,12 +148,91 @@ pub fn query_string(full_path: &str) -> &str {
     }
 }
 
+/// Whether `path` starts with `text` in any ASCII case (regex-lite's `(?i)` folds ASCII only).
+fn starts_with_no_case(path: &str, text: &str) -> bool {
+    path.as_bytes()
+        .get(..text.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(text.as_bytes()))
+}
+
+/// The characters with a meaning in regex syntax.
+const SPECIAL: &[char] = &['\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '^', '$', '|'];
+
+impl Start {
+    /// The start of every path `pattern` matches (as a whole-path regex).
+    fn of(pattern: &str) -> Start {
+        match regex_mode_body(pattern) {
+            Some(body) if !body.contains(SPECIAL) => Start::OnlyTextNoCase(body.to_owned()),
+            Some(body) => Start::TextNoCase(literal_prefix(body).to_owned()),
+            None => Start::Text(literal_prefix(pattern).to_owned()),
+        }
+    }
+}
+
+/// BODY when `pattern` is `(?i)(?:BODY).*` with the group closed only by its last `)`: the form the
+/// compiler writes for ingress-nginx's regex-mode location `~* "^BODY"` (ROUTING.md §7.4), so
+/// every match starts with a match of BODY.
+fn regex_mode_body(pattern: &str) -> Option<&str> {
+    let body = pattern.strip_prefix("(?i)(?:")?.strip_suffix(").*")?;
+    let mut depth = 0usize;
+    for c in structure(body) {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+    }
+    (depth == 0).then_some(body)
+}
+
+/// Whether `pattern` has a `|` outside every group (then its matches share no start).
+fn alternates_at_top(pattern: &str) -> bool {
+    let mut depth = 0usize;
+    for c in structure(pattern) {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The `(`, `)` and `|` of a pattern that are its structure: none escaped, none in a class.
+fn structure(pattern: &str) -> impl Iterator<Item = char> + '_ {
+    let mut chars = pattern.chars();
+    std::iter::from_fn(move || loop {
+        match chars.next()? {
+            '\\' => {
+                chars.next();
+            }
+            '[' => {
+                // A class: `]` right after `[` or `[^` is literal; escapes skip a character.
+                let mut first = true;
+                loop {
+                    match chars.next()? {
+                        '^' if first => continue,
+                        ']' if !first => break,
+                        '\\' => {
+                            chars.next();
+                        }
+                        _ => {}
+                    }
+                    first = false;
+                }
+            }
+            c @ ('(' | ')' | '|') => return Some(c),
+            _ => {}
+        }
+    })
+}
+
 /// The literal text at the start of every string a pattern matches (maybe empty): its leading
 /// characters up to the first one with a meaning in regex syntax, less the last one when a
-/// quantifier that allows zero follows it. A pattern with `|` anywhere has none.
+/// quantifier that allows zero follows it. A pattern with `|` outside its groups has none.
 fn literal_prefix(pattern: &str) -> &str {
-    const SPECIAL: &[char] = &['\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '^', '$', '|'];
-    if pattern.contains('|') {
+    if alternates_at_top(pattern) {
         return "";
     }
     let end = pattern.find(SPECIAL).unwrap_or(pattern.len());
@@ -179,8 +283,24 @@ mod tests {
         assert_eq!(literal_prefix("/ab*"), "/a");
         assert_eq!(literal_prefix("/ab+"), "/ab");
         assert_eq!(literal_prefix("/a|/b"), "");
+        assert_eq!(literal_prefix("/a(/|$)(.*)"), "/a");
+        assert_eq!(literal_prefix("/a[|]|/b"), "");
+        assert_eq!(literal_prefix("/a\\|b"), "/a");
         assert_eq!(literal_prefix("(?i)/a"), "");
         assert_eq!(literal_prefix("/é\\.x"), "/é");
+    }
+
+    /// ingress-nginx's regex-mode form `(?i)(?:BODY).*` is recognised only when the group spans BODY.
+    #[test]
+    fn regex_mode_start_is_found_only_for_the_whole_group() {
+        let text = |s: &str| Start::Text(s.to_owned());
+        assert_eq!(Start::of("(?i)(?:/api).*"), Start::OnlyTextNoCase("/api".into()));
+        assert_eq!(Start::of("(?i)(?:/a(/|$)(.*)).*"), Start::TextNoCase("/a".into()));
+        assert_eq!(Start::of("(?i)(?:/a[)]b).*"), Start::TextNoCase("/a".into()));
+        assert_eq!(Start::of("(?i)(?:/a\\)b).*"), Start::TextNoCase("/a".into()));
+        assert_eq!(Start::of("(?i)(?:/a)?(?:/b).*"), text(""));
+        assert_eq!(Start::of("(?i)(?:/a|/b).*"), Start::TextNoCase("".into()));
+        assert_eq!(Start::of("/api/.*"), text("/api/"));
     }
 
     #[test]

@@ -479,6 +479,7 @@ impl FromDoc for RegexRewrite {
             Ok(RegexRewrite {
                 pattern: f.required("pattern")?,
                 path: f.required("path")?,
+                headers: f.or("headers", Vec::new())?,
             })
         })
     }

@@ -1,14 +1,17 @@
-//! Redirect locations: the `url` of a [`crate::format::Redirect`] as a template over the four
-//! variables NGINX's VirtualServer `redirect` action documents, `${scheme}`,
-//! `${http_x_forwarded_proto}`, `${host}` and `${request_uri}`, parsed once when the table loads and
-//! filled in per request.
+//! Redirect locations: the `url` of a [`crate::format::Redirect`] as a template over variables,
+//! parsed once when the table loads and filled in per request: the four NGINX's VirtualServer
+//! `redirect` action documents (`${scheme}`, `${http_x_forwarded_proto}`, `${host}`,
+//! `${request_uri}`), and those ingress-nginx's redirects are built from (ROUTING.md §7.3, §7.7:
+//! `${http_host}`, `${port}`, `${uri}`, `${is_args}`, `${args}`, the path regex's groups `${0}`…
+//! `${9}`, and the `%/` suffix that drops one trailing `/`).
 
 use crate::error::Problem;
 use crate::field::field_value;
 use crate::format::Redirect;
 use crate::request::RequestView;
 
-/// A variable a redirect URL may name.
+/// A variable a redirect URL may name, as `${name}`; `${name%/}` is its value less one trailing
+/// `/` (the shell's `${var%/}`), for ingress-nginx's redirects that drop it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variable {
     /// `${scheme}`: `http` or `https`, the request's `:scheme`.
@@ -20,22 +23,48 @@ pub enum Variable {
     Host,
     /// `${request_uri}`: the whole `:path`, query string included (NGINX's `$request_uri`).
     RequestUri,
+    /// `${http_host}`: the `:authority` as the client sent it, port included (NGINX's `$http_host`).
+    HttpHost,
+    /// `${port}`: the port the `:authority` names, else the scheme's (443 for `https`, else 80).
+    Port,
+    /// `${uri}`: the `:path` without its query string (as sent, not decoded).
+    Uri,
+    /// `${is_args}`: `?` when the query string is not empty, else nothing (NGINX's `$is_args`).
+    IsArgs,
+    /// `${args}`: the query string, without `?` (NGINX's `$args`).
+    Args,
+    /// `${0}`…`${9}`: the groups of the rule's path regex (empty for an unmatched group, a group
+    /// the regex does not have, or a path that is not a regex).
+    Group(u8),
 }
 
 impl Variable {
-    const ALL: [(Variable, &'static str); 4] = [
+    const NAMED: [(Variable, &'static str); 9] = [
         (Variable::Scheme, "scheme"),
         (Variable::ForwardedProto, "http_x_forwarded_proto"),
         (Variable::Host, "host"),
         (Variable::RequestUri, "request_uri"),
+        (Variable::HttpHost, "http_host"),
+        (Variable::Port, "port"),
+        (Variable::Uri, "uri"),
+        (Variable::IsArgs, "is_args"),
+        (Variable::Args, "args"),
     ];
+
+    fn named(name: &str) -> Option<Variable> {
+        if let [digit @ b'0'..=b'9'] = name.as_bytes() {
+            return Some(Variable::Group(digit - b'0'));
+        }
+        Variable::NAMED.iter().find(|(_, n)| *n == name).map(|(v, _)| *v)
+    }
 }
 
 /// A piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {
     Text(String),
-    Var(Variable),
+    /// A variable, and whether one trailing `/` is removed from its value.
+    Var(Variable, bool),
 }
 
 /// A validated redirect: its status and its location template.
@@ -57,6 +86,15 @@ pub struct RequestParts<'r> {
     pub host: &'r str,
     /// The `:path` with its query string.
     pub request_uri: &'r str,
+}
+
+/// What a redirect's location is built from beyond [`RequestParts`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MoreParts<'r> {
+    /// The `:authority` as sent (`${http_host}`, `${port}`); [`RequestParts::host`] when empty.
+    pub http_host: &'r str,
+    /// The path regex's groups, `${0}`…`${9}` (missing ones are empty).
+    pub groups: &'r [&'r str],
 }
 
 impl RedirectTemplate {
@@ -90,12 +128,14 @@ impl RedirectTemplate {
                 return Err(bad("a `${` is not closed by `}`".to_owned()));
             };
             let name = &after[..end];
-            let Some((variable, _)) = Variable::ALL.iter().find(|(_, n)| *n == name) else {
-                return Err(bad(format!(
-                    "unknown variable ${{{name}}}; only ${{scheme}}, ${{http_x_forwarded_proto}}, ${{host}} and ${{request_uri}} are filled in"
-                )));
+            let (name, trim) = match name.strip_suffix("%/") {
+                Some(name) => (name, true),
+                None => (name, false),
             };
-            pieces.push(Piece::Var(*variable));
+            let Some(variable) = Variable::named(name) else {
+                return Err(bad(unknown_variable(name)));
+            };
+            pieces.push(Piece::Var(variable, trim));
             rest = &after[end + 1..];
         }
         if !rest.is_empty() {
@@ -112,19 +152,66 @@ impl RedirectTemplate {
         self.status
     }
 
-    /// The `Location` for one request.
+    /// Whether the location names a group of the path regex (`${0}`…`${9}`).
+    pub fn uses_groups(&self) -> bool {
+        (self.pieces.iter()).any(|piece| matches!(piece, Piece::Var(Variable::Group(_), _)))
+    }
+
+    /// The `Location` for one request, `${http_host}` taken as `${host}` and no groups.
     pub fn location(&self, parts: RequestParts<'_>) -> String {
+        self.location_with(parts, MoreParts::default())
+    }
+
+    /// The `Location` for one request.
+    pub fn location_with(&self, parts: RequestParts<'_>, more: MoreParts<'_>) -> String {
+        let http_host = if more.http_host.is_empty() { parts.host } else { more.http_host };
+        let args = crate::path::query_string(parts.request_uri);
         let mut out = String::new();
         for piece in &self.pieces {
-            out.push_str(match piece {
-                Piece::Text(text) => text,
-                Piece::Var(Variable::Scheme) => parts.scheme,
-                Piece::Var(Variable::ForwardedProto) => parts.forwarded_proto,
-                Piece::Var(Variable::Host) => parts.host,
-                Piece::Var(Variable::RequestUri) => parts.request_uri,
-            });
+            let (value, trim) = match piece {
+                Piece::Text(text) => (text.as_str(), false),
+                Piece::Var(variable, trim) => (
+                    match variable {
+                        Variable::Scheme => parts.scheme,
+                        Variable::ForwardedProto => parts.forwarded_proto,
+                        Variable::Host => parts.host,
+                        Variable::RequestUri => parts.request_uri,
+                        Variable::HttpHost => http_host,
+                        Variable::Port => port(http_host, parts.scheme),
+                        Variable::Uri => crate::path::request_path(parts.request_uri),
+                        Variable::IsArgs if args.is_empty() => "",
+                        Variable::IsArgs => "?",
+                        Variable::Args => args,
+                        Variable::Group(n) => more.groups.get(usize::from(*n)).copied().unwrap_or(""),
+                    },
+                    *trim,
+                ),
+            };
+            out.push_str(if trim { value.strip_suffix('/').unwrap_or(value) } else { value });
         }
         out
+    }
+}
+
+#[cold]
+fn unknown_variable(name: &str) -> String {
+    let names: Vec<String> = Variable::NAMED.iter().map(|(_, n)| format!("${{{n}}}")).collect();
+    format!(
+        "unknown variable ${{{name}}}; only {}, ${{0}} to ${{9}} are filled in (each may end in %/)",
+        names.join(", ")
+    )
+}
+
+/// The port an authority names (`h:8080`, `[::1]:8080`), else the scheme's default.
+fn port<'a>(authority: &'a str, scheme: &str) -> &'a str {
+    let named = authority
+        .rsplit_once(':')
+        .map(|(_, port)| port)
+        .filter(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    match named {
+        Some(port) => port,
+        None if scheme.eq_ignore_ascii_case("https") => "443",
+        None => "80",
     }
 }
 

@@ -168,7 +168,11 @@ impl RequestView for SimpleRequest {
         &self.method
     }
 
+    // `:scheme` is the `scheme` field (as a proxy's header map holds it among the others).
     fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
+        if name == ":scheme" {
+            return vec![Cow::Borrowed(self.scheme.as_str())];
+        }
         self.headers
             .iter()
             .filter(|(key, _)| key.eq_ignore_ascii_case(name))
@@ -177,6 +181,9 @@ impl RequestView for SimpleRequest {
     }
 
     fn any_header_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
+        if name == ":scheme" {
+            return test(&self.scheme);
+        }
         self.headers
             .iter()
             .any(|(key, value)| key.eq_ignore_ascii_case(name) && test(value))

@@ -7,11 +7,11 @@
 use regex_lite::Regex;
 
 use crate::error::Problem;
-use crate::field::field_value;
+use crate::field::{field_value, is_token};
 use crate::format::RegexRewrite;
 use crate::path::query_string;
 
-/// A piece of the path template.
+/// A piece of a template (the new path, or a header value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {
     Text(String),
@@ -24,14 +24,61 @@ enum Piece {
 pub struct RegexRewriter {
     regex: Regex,
     pieces: Vec<Piece>,
+    /// Request headers set when the regex is found: lowercase name, value template.
+    headers: Vec<(String, Vec<Piece>)>,
+}
+
+/// What a rewrite does to one request: the new `:path` and the headers it sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten<'r> {
+    /// The `:path` to send upstream, query string included.
+    pub path: String,
+    /// Request headers to set (lowercase names), in the table's order; one whose value came out
+    /// empty is left out (nginx's `proxy_set_header` sends no header with an empty value).
+    pub headers: Vec<(&'r str, String)>,
+}
+
+/// Splits a template into text and `$0`…`$9`; `Err` when a `$` is not followed by a digit.
+fn template(text: &str) -> Result<Vec<Piece>, &'static str> {
+    let mut pieces = Vec::new();
+    let mut literal = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let group = chars.peek().and_then(|d| d.to_digit(10));
+        match (c, group) {
+            ('$', Some(n)) => {
+                chars.next();
+                if !literal.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(&mut literal)));
+                }
+                pieces.push(Piece::Group(n as usize));
+            }
+            ('$', None) => return Err("'$' may only be followed by a digit ($0 to $9)"),
+            _ => literal.push(c),
+        }
+    }
+    if !literal.is_empty() {
+        pieces.push(Piece::Text(literal));
+    }
+    Ok(pieces)
+}
+
+/// Appends a template filled with a match's groups (an unmatched or missing group is empty).
+fn fill(pieces: &[Piece], groups: &regex_lite::Captures<'_>, out: &mut String) {
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Group(n) => out.push_str(groups.get(*n).map_or("", |m| m.as_str())),
+        }
+    }
 }
 
 impl RegexRewriter {
-    /// Validates a rewrite; the `&'static str` names the failing field inside `rewrite_regex`.
-    pub fn compile(spec: &RegexRewrite) -> Result<RegexRewriter, (&'static str, Problem)> {
+    /// Validates a rewrite; the `String` names the failing field inside `rewrite_regex`.
+    pub fn compile(spec: &RegexRewrite) -> Result<RegexRewriter, (String, Problem)> {
         let regex = Regex::new(&spec.pattern).map_err(|error| {
             (
-                "pattern",
+                "pattern".to_owned(),
                 Problem::BadRegex {
                     pattern: spec.pattern.clone(),
                     error: error.to_string(),
@@ -40,7 +87,7 @@ impl RegexRewriter {
         })?;
         let bad = |why| {
             (
-                "path",
+                "path".to_owned(),
                 Problem::BadRewritePath {
                     path: spec.path.clone(),
                     why,
@@ -52,48 +99,54 @@ impl RegexRewriter {
         }
         // The result is the `:path` header's value: the template's own text must be one.
         field_value(&spec.path).map_err(|_| bad("the new path is not an HTTP field value"))?;
-        let mut pieces = Vec::new();
-        let mut text = String::new();
-        let mut chars = spec.path.chars().peekable();
-        while let Some(c) = chars.next() {
-            let group = chars.peek().and_then(|d| d.to_digit(10));
-            match (c, group) {
-                ('$', Some(n)) => {
-                    chars.next();
-                    if !text.is_empty() {
-                        pieces.push(Piece::Text(std::mem::take(&mut text)));
-                    }
-                    pieces.push(Piece::Group(n as usize));
-                }
-                ('$', None) => return Err(bad("'$' may only be followed by a digit ($0 to $9)")),
-                _ => text.push(c),
+        let pieces = template(&spec.path).map_err(bad)?;
+        let mut headers = Vec::with_capacity(spec.headers.len());
+        for (i, header) in spec.headers.iter().enumerate() {
+            if !is_token(&header.name) {
+                return Err((format!("headers[{i}].name"), Problem::BadHeaderName(header.name.clone())));
             }
+            let bad_value = |why| {
+                (
+                    format!("headers[{i}].value"),
+                    Problem::BadRewritePath {
+                        path: header.value.clone(),
+                        why,
+                    },
+                )
+            };
+            field_value(&header.value).map_err(|_| bad_value("the value is not an HTTP field value"))?;
+            headers.push((header.name.to_ascii_lowercase(), template(&header.value).map_err(bad_value)?));
         }
-        if !text.is_empty() {
-            pieces.push(Piece::Text(text));
-        }
-        Ok(RegexRewriter { regex, pieces })
+        Ok(RegexRewriter { regex, pieces, headers })
     }
 
     /// The `:path` to send upstream for `full_path` (query included), or `None` when the regex is
     /// not found in its path.
     pub fn rewrite(&self, full_path: &str) -> Option<String> {
+        self.apply(full_path).map(|done| done.path)
+    }
+
+    /// The `:path` and the headers to send upstream for `full_path` (query included), or `None`
+    /// when the regex is not found in its path.
+    pub fn apply(&self, full_path: &str) -> Option<Rewritten<'_>> {
         let path = crate::path::request_path(full_path);
         let groups = self.regex.captures(path)?;
         let mut out = String::with_capacity(full_path.len());
-        for piece in &self.pieces {
-            match piece {
-                Piece::Text(text) => out.push_str(text),
-                Piece::Group(n) => out.push_str(groups.get(*n).map_or("", |m| m.as_str())),
-            }
-        }
+        fill(&self.pieces, &groups, &mut out);
         let query = query_string(full_path);
         if full_path.contains('?') {
             // NGINX's `rewrite`: the request's arguments follow the new ones, if the path has any.
             out.push(if out.contains('?') { '&' } else { '?' });
             out.push_str(query);
         }
-        Some(out)
+        let headers = (self.headers.iter())
+            .filter_map(|(name, pieces)| {
+                let mut value = String::new();
+                fill(pieces, &groups, &mut value);
+                (!value.is_empty()).then_some((name.as_str(), value))
+            })
+            .collect();
+        Some(Rewritten { path: out, headers })
     }
 }
 
@@ -107,6 +160,7 @@ mod tests {
         RegexRewriter::compile(&RegexRewrite {
             pattern: pattern.into(),
             path: path.into(),
+            headers: Vec::new(),
         })
         .unwrap()
     }
@@ -132,6 +186,7 @@ mod tests {
             RegexRewriter::compile(&RegexRewrite {
                 pattern: pattern.into(),
                 path: path.into(),
+                headers: Vec::new(),
             })
             .map(|_| ())
             .unwrap_err()

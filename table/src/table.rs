@@ -11,8 +11,8 @@ use crate::format::{ActionSpec, Backend, DirectResponse, NoRoute, RouteAction, R
 use crate::host::{normalize_authority, HostPattern};
 use crate::index::{HostIndex, RuleId};
 use crate::path::{request_path, PathPattern};
-use crate::redirect::{RedirectTemplate, RequestParts};
-use crate::rewrite::RegexRewriter;
+use crate::redirect::{MoreParts, RedirectTemplate, RequestParts};
+use crate::rewrite::{RegexRewriter, Rewritten};
 use crate::request::RequestView;
 
 /// A table ready to route: validated, regexes compiled, indexed. Built with `TryFrom<TableSpec>` or
@@ -229,6 +229,12 @@ impl Rule {
         &self.spec.action
     }
 
+    /// The `:path` and the headers to send upstream for `full_path` (query included), when this
+    /// rule's `rewrite_regex` finds its regex there.
+    pub fn regex_rewrite(&self, full_path: &str) -> Option<Rewritten<'_>> {
+        self.regex_rewrite.as_ref()?.apply(full_path)
+    }
+
     /// The `:path` to send upstream for `full_path` (query included), when this rule rewrites it.
     pub fn upstream_path(&self, full_path: &str) -> Option<String> {
         if let Some(rewriter) = &self.regex_rewrite {
@@ -244,9 +250,35 @@ impl Rule {
     }
 
     /// The status and `Location` of a redirect action for a request with these parts; `None` for
-    /// any other action.
+    /// any other action. `${http_host}` is taken as `${host}` and the path's groups are empty:
+    /// [`Rule::redirect_for`] fills every variable.
     pub fn redirect(&self, parts: RequestParts<'_>) -> Option<(u16, String)> {
         self.redirect.as_ref().map(|r| (r.status(), r.location(parts)))
+    }
+
+    /// The status and `Location` of a redirect action for `request`, every variable filled in (the
+    /// scheme is the `:scheme` pseudo-header's, `http` when absent); `None` for any other action.
+    pub fn redirect_for(&self, request: &impl RequestView) -> Option<(u16, String)> {
+        let template = self.redirect.as_ref()?;
+        let scheme = request.header_values(":scheme").into_iter().next();
+        let host = normalize_authority(request.authority());
+        let forwarded_proto = crate::redirect::forwarded_proto(request);
+        let full_path = request.path();
+        let parts = RequestParts {
+            scheme: scheme.as_deref().unwrap_or("http"),
+            forwarded_proto: &forwarded_proto,
+            host: &host,
+            request_uri: full_path,
+        };
+        let groups = match template.uses_groups() {
+            true => self.path.groups(request_path(full_path)),
+            false => Vec::new(),
+        };
+        let more = MoreParts {
+            http_host: request.authority(),
+            groups: &groups,
+        };
+        Some((template.status(), template.location_with(parts, more)))
     }
 
     fn pick_backend(&self, random: u64) -> Option<&Backend> {
@@ -398,6 +430,9 @@ fn validate_direct(direct: &DirectResponse) -> Result<(), (String, Problem)> {
     Ok(())
 }
 
+/// The pseudo-header a route's `set_headers` may set.
+const AUTHORITY: &str = ":authority";
+
 /// Checks a route action; returns the sum of its weights.
 fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (String, Problem)> {
     let at = |field: &str| format!("action.route.{field}");
@@ -431,7 +466,10 @@ fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (Strin
     }
     let names = route.set_headers.iter().map(|h| &h.name).chain(&route.remove_headers);
     for (i, name) in names.enumerate() {
-        if !is_token(name) {
+        // `set_headers` may set `:authority`, the Host the backend receives (ingress-nginx's
+        // `upstream-vhost`); no other pseudo-header, and none is removed.
+        let authority = i < route.set_headers.len() && name.eq_ignore_ascii_case(AUTHORITY);
+        if !is_token(name) && !authority {
             let field = if i < route.set_headers.len() {
                 "set_headers"
             } else {

@@ -174,6 +174,7 @@ impl<'s> Scope<'s> {
                     regex: Some(RegexRewrite {
                         pattern,
                         path: path.clone(),
+                        headers: Vec::new(),
                     }),
                 },
                 (Some(path), Some(_)) => {
