@@ -188,7 +188,10 @@ impl Istio {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = istiod.proc.exited() {
-                return Err(format!("istiod exited ({status}):\n{}", tail(&istiod.dir.join("istiod.log"), 30)));
+                return Err(format!(
+                    "istiod exited ({status}):\n{}",
+                    tail(&istiod.dir.join("istiod.log"), 30)
+                ));
             }
             if send(ready, &get("istiod", "/ready")).is_ok_and(|r| r.status == 200) {
                 return Ok(istiod);
@@ -204,7 +207,9 @@ impl Istio {
     }
 
     fn istiod(&self) -> &Istiod {
-        self.istiod.as_ref().expect("this Istio was started without istiod (Istio::api_only)")
+        self.istiod
+            .as_ref()
+            .expect("this Istio was started without istiod (Istio::api_only)")
     }
 
     /// istiod's plain gRPC xDS address.
@@ -226,7 +231,9 @@ impl Istio {
 
     /// The last `lines` lines of istiod's log.
     pub fn istiod_log_tail(&self, lines: usize) -> String {
-        self.istiod.as_ref().map_or_else(String::new, |i| tail(&i.dir.join("istiod.log"), lines))
+        self.istiod
+            .as_ref()
+            .map_or_else(String::new, |i| tail(&i.dir.join("istiod.log"), lines))
     }
 
     /// The admin client of the API server (one per test runtime).
@@ -249,7 +256,15 @@ impl Istio {
     pub async fn dry_run(&self, objects: &[Value]) -> Result<(), String> {
         let client = self.admin().await;
         for object in objects {
-            apply_with(&client, object, &PatchParams { dry_run: true, ..PatchParams::apply("kubectl").force() }).await?;
+            apply_with(
+                &client,
+                object,
+                &PatchParams {
+                    dry_run: true,
+                    ..PatchParams::apply("kubectl").force()
+                },
+            )
+            .await?;
         }
         Ok(())
     }
@@ -306,10 +321,15 @@ pub fn ingressgateway() -> BTreeMap<String, String> {
 pub async fn apply_with(client: &Client, object: &Value, params: &PatchParams) -> Result<DynamicObject, String> {
     // As kubectl: the kind first (`no matches for kind`), then the object.
     let gvk = manifests::gvk_of(object)?;
-    let (resource, capabilities) = pinned_kind(client, &gvk)
-        .await
-        .map_err(|e| format!("no matches for kind {:?} in version {:?}: {e}", gvk.kind, object["apiVersion"]))?;
-    let name = object["metadata"]["name"].as_str().ok_or("a document without metadata.name")?;
+    let (resource, capabilities) = pinned_kind(client, &gvk).await.map_err(|e| {
+        format!(
+            "no matches for kind {:?} in version {:?}: {e}",
+            gvk.kind, object["apiVersion"]
+        )
+    })?;
+    let name = object["metadata"]["name"]
+        .as_str()
+        .ok_or("a document without metadata.name")?;
     let api: Api<DynamicObject> = match capabilities.scope {
         Scope::Cluster => Api::all_with(client.clone(), &resource),
         Scope::Namespaced => {
@@ -447,7 +467,12 @@ impl Gateway {
                         route_config: text(&route_config["name"]),
                         name: text(&vhost["name"]),
                         domains: vhost["domains"].as_array().into_iter().flatten().map(text).collect(),
-                        routes: vhost["routes"].as_array().into_iter().flatten().map(|r| text(&r["name"])).collect(),
+                        routes: vhost["routes"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|r| text(&r["name"]))
+                            .collect(),
                     });
                 }
             }
@@ -461,7 +486,11 @@ impl Gateway {
         let mut out = Vec::new();
         for config in dump["configs"].as_array().into_iter().flatten() {
             for listener in config["dynamic_listeners"].as_array().into_iter().flatten() {
-                for chain in listener["active_state"]["listener"]["filter_chains"].as_array().into_iter().flatten() {
+                for chain in listener["active_state"]["listener"]["filter_chains"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
                     for filter in chain["filters"].as_array().into_iter().flatten() {
                         if filter["name"] == "envoy.filters.network.http_connection_manager" {
                             out.push(filter["typed_config"].clone());
@@ -507,7 +536,11 @@ impl Gateway {
 
     /// Polls `check` (every 100 ms, up to [`PATIENCE`]) until it returns `Ok`; the last `Err` explains a
     /// timeout, with the end of Envoy's log.
-    pub async fn wait_for<T>(&self, what: &str, mut check: impl FnMut(&Gateway) -> Result<T, String>) -> Result<T, String> {
+    pub async fn wait_for<T>(
+        &self,
+        what: &str,
+        mut check: impl FnMut(&Gateway) -> Result<T, String>,
+    ) -> Result<T, String> {
         let deadline = Instant::now() + PATIENCE;
         loop {
             match check(self) {

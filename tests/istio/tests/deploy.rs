@@ -51,7 +51,10 @@ spec:
 fn table() -> Value {
     let text = switchyard_e2e::compile_manifests(
         INGRESS,
-        &["--cluster-template", "outbound|{port}||{service}.{namespace}.svc.cluster.local"],
+        &[
+            "--cluster-template",
+            "outbound|{port}||{service}.{namespace}.svc.cluster.local",
+        ],
     );
     serde_json::from_str(&text).unwrap()
 }
@@ -100,7 +103,9 @@ async fn scene() -> Scene {
         _backends: [a, b],
     };
     // Without Switchyard, the VirtualService decides: B everywhere.
-    scene.wait_all_reach("backend-b", "the VirtualService routes before Switchyard is applied").await;
+    scene
+        .wait_all_reach("backend-b", "the VirtualService routes before Switchyard is applied")
+        .await;
     scene
 }
 
@@ -146,7 +151,13 @@ impl Scene {
                 Ok(answers)
             })
             .await;
-        result.unwrap_or_else(|e| panic!("{e}\n--- virtual hosts: {:#?}\n--- istiod:\n{}", self.gateway.virtual_hosts(), self.istio.istiod_log_tail(30)))
+        result.unwrap_or_else(|e| {
+            panic!(
+                "{e}\n--- virtual hosts: {:#?}\n--- istiod:\n{}",
+                self.gateway.virtual_hosts(),
+                self.istio.istiod_log_tail(30)
+            )
+        })
     }
 
     /// Every virtual host of the Gateway's route configurations (one per port; istiod names them
@@ -159,10 +170,17 @@ impl Scene {
             let here: Vec<_> = vhosts.iter().filter(|v| v.route_config == name).collect();
             assert!(!here.is_empty(), "no route configuration {name}: {vhosts:#?}");
             for host in HOSTS {
-                assert!(here.iter().any(|v| v.domains.iter().any(|d| d == host)), "{host} in {name}: {vhosts:#?}");
+                assert!(
+                    here.iter().any(|v| v.domains.iter().any(|d| d == host)),
+                    "{host} in {name}: {vhosts:#?}"
+                );
             }
             for vhost in here {
-                assert_eq!(vhost.routes.first().map(String::as_str), Some("switchyard"), "{vhost:?}");
+                assert_eq!(
+                    vhost.routes.first().map(String::as_str),
+                    Some("switchyard"),
+                    "{vhost:?}"
+                );
             }
         }
     }
@@ -170,9 +188,17 @@ impl Scene {
     /// Envoy accepted every update, and listens on each target port (the Gateway's two listeners).
     fn assert_accepted(&self) {
         assert_eq!(self.gateway.rejected_updates(), 0, "{}", self.gateway.log_tail());
-        assert!(!self.gateway.log().contains("Invalid path"), "{}", self.gateway.log_tail());
+        assert!(
+            !self.gateway.log().contains("Invalid path"),
+            "{}",
+            self.gateway.log_tail()
+        );
         for target in self.targets.values() {
-            assert!(self.gateway.listener_on(*target).is_some(), "{:?}", self.gateway.listeners());
+            assert!(
+                self.gateway.listener_on(*target).is_some(),
+                "{:?}",
+                self.gateway.listeners()
+            );
         }
     }
 }
@@ -180,7 +206,12 @@ impl Scene {
 /// Routed through the filter: A, with the header the filter set.
 fn assert_routed_by_filter(answers: &[Response]) {
     for answer in answers {
-        assert_eq!(answer.upstream_header("x-route-cluster"), [CLUSTER_A], "{}", answer.body);
+        assert_eq!(
+            answer.upstream_header("x-route-cluster"),
+            [CLUSTER_A],
+            "{}",
+            answer.body
+        );
     }
 }
 
@@ -236,7 +267,9 @@ async fn the_wasmplugin_folder_routes_every_host_and_port_by_the_filter() {
     plugin["spec"]["pluginConfig"] = table();
     scene.istio.apply(&objects).await.unwrap_or_else(|e| panic!("{e}"));
 
-    let answers = scene.wait_all_reach("backend-a", "the filter routes every host and port").await;
+    let answers = scene
+        .wait_all_reach("backend-a", "the filter routes every host and port")
+        .await;
     assert_routed_by_filter(&answers);
     scene.assert_route_first_everywhere();
     scene.assert_accepted();
@@ -262,25 +295,37 @@ async fn the_envoyfilter_folder_routes_every_host_and_port_by_the_filter() {
     config["configuration"]["value"] = json!(table().to_string());
     scene.istio.apply(&objects).await.unwrap_or_else(|e| panic!("{e}"));
 
-    let answers = scene.wait_all_reach("backend-a", "the filter routes every host and port").await;
+    let answers = scene
+        .wait_all_reach("backend-a", "the filter routes every host and port")
+        .await;
     assert_routed_by_filter(&answers);
     scene.assert_route_first_everywhere();
     scene.assert_accepted();
 
     // The folder's own path, where this machine has no .wasm: Envoy rejects the listeners (as the
     // file's comment warns) and keeps serving the previous ones.
-    scene.istio.apply(&folder("envoyfilter")).await.unwrap_or_else(|e| panic!("{e}"));
+    scene
+        .istio
+        .apply(&folder("envoyfilter"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     scene
         .gateway
-        .wait_for("Envoy rejects a listener whose .wasm path does not exist", |gw| {
-            match gw.log().contains("Invalid path: /var/lib/switchyard/switchyard_filter.wasm") {
+        .wait_for(
+            "Envoy rejects a listener whose .wasm path does not exist",
+            |gw| match gw
+                .log()
+                .contains("Invalid path: /var/lib/switchyard/switchyard_filter.wasm")
+            {
                 true => Ok(()),
                 false => Err(format!("{} rejected updates", gw.rejected_updates())),
-            }
-        })
+            },
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(scene.gateway.stat("listener_manager.lds.update_rejected") > 0);
-    let answers = scene.wait_all_reach("backend-a", "the previous listeners still serve").await;
+    let answers = scene
+        .wait_all_reach("backend-a", "the previous listeners still serve")
+        .await;
     assert_routed_by_filter(&answers);
 }
