@@ -226,6 +226,9 @@ bench-host-sim: build-wasm
 	  echo "$$n rules: $$(target/release/host-sim --wasm $(WASM) --config target/host-sim-bench/table-$$n.json \
 	    bench --requests 300000 $$(cat target/host-sim-bench/url-$$n))"; \
 	done
+	python3 host-sim/bench/table.py --regex-mode 100 > target/host-sim-bench/table-regex-mode.json 2> target/host-sim-bench/url-regex-mode
+	echo "regex-mode host (ingress-nginx), 100 paths: $$(target/release/host-sim --wasm $(WASM) \
+	  --config target/host-sim-bench/table-regex-mode.json bench --requests 300000 $$(cat target/host-sim-bench/url-regex-mode))"
 
 # wrk against Envoy (one worker): Envoy's own routes vs the switchyard filter vs a do-nothing wasm
 # filter, 10 and 10k rules, 3 rounds; figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.

@@ -534,7 +534,10 @@ mod tests {
         let mut host = FakeHost::new("tls.example:8080", "/a/?x=1", &[(":scheme", "http")]);
         assert_eq!(
             handle_request(&mut host, &ingress_nginx_table(), 0),
-            Outcome::Direct { position: 0, status: 308 }
+            Outcome::Direct {
+                position: 0,
+                status: 308
+            }
         );
         let (_, headers, _) = host.response.clone().unwrap();
         assert!(headers.contains(&("location".to_owned(), "https://tls.example/a/?x=1".to_owned())));
@@ -551,7 +554,10 @@ mod tests {
         let mut host = FakeHost::new("RX.example:8080", "/?drop=1", &[(":scheme", "http")]);
         assert_eq!(
             handle_request(&mut host, &ingress_nginx_table(), 0),
-            Outcome::Direct { position: 2, status: 302 }
+            Outcome::Direct {
+                position: 2,
+                status: 302
+            }
         );
         let (_, headers, _) = host.response.clone().unwrap();
         assert!(headers.contains(&("location".to_owned(), "http://RX.example:8080/app".to_owned())));

@@ -2,14 +2,61 @@
 """Writes a route table (table/README.md's format) with N rules, for `host-sim bench`.
 
 usage: table.py N > table.json
+       table.py --regex-mode N > table.json
+
 
 Rules are in priority order, as the compiler writes them: per host (svc<i>.example.net), ten
 segment-prefix paths /api/v<j>, the first of each host's paths guarded by a header condition, then
 a wildcard host and a catch-all. The bench request, http://svc<mid>.example.net/api/v3/items?id=1,
 matches a rule in the middle of the table.
+
+With --regex-mode, one ingress-nginx host in regex mode (ROUTING.md §7.4) with N locations, as the
+compiler writes them: each `(?i)(?:P).*`, longest path string first; two thirds plain paths
+(`/api/v<j>/items/list`), a third with `rewrite-target` (`/r<j>(/|$)(.*)` -> `/$2`, with
+x-forwarded-prefix), shorter so tried after every plain one; the root `/` last. The bench request,
+http://rx.example/R<mid>/items/42?id=1, is rewritten by the middle one of those, about the 80th
+location tried.
 """
 import json
 import sys
+
+
+def regex_mode(n):
+    """The table and the request URL of an ingress-nginx host of n locations in regex mode."""
+    paths = []
+    for j in range(n - 1):
+        if j % 3 == 0:
+            paths.append((f"/r{j}(/|$)(.*)", j, True))
+        else:
+            paths.append((f"/api/v{j}/items/list", j, False))
+    paths.sort(key=lambda p: (len(p[0]), p[0]), reverse=True)
+    paths.append(("/", n, False))
+    rules = []
+    for i, (path, j, rewrite) in enumerate(paths):
+        route = {"backends": [{"cluster": f"ns/svc{j}:80"}]}
+        if rewrite:
+            route["rewrite_regex"] = {
+                "pattern": f"(?i)^{path}",
+                "path": "/$2",
+                "headers": [{"name": "x-forwarded-prefix", "value": f"/r{j}"}],
+            }
+        rules.append({
+            "name": f"Ingress/ns/rx{j}#{i}",
+            "host": "rx.example",
+            "path": {"type": "regex", "value": f"(?i)(?:{path}).*"},
+            "action": {"route": route},
+        })
+    mid = 3 * ((n - 1) // 6)
+    return {"version": 1, "generation": f"bench-regex-mode-{n}", "rules": rules}, \
+        f"http://rx.example/R{mid}/items/42?id=1"
+
+
+if sys.argv[1] == "--regex-mode":
+    table, url = regex_mode(int(sys.argv[2]))
+    json.dump(table, sys.stdout)
+    print()
+    print(url, file=sys.stderr)
+    sys.exit(0)
 
 n = int(sys.argv[1])
 rules = []

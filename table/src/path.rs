@@ -74,7 +74,8 @@ impl PathPattern {
                 Start::Text(text) => path.starts_with(text.as_str()) && regex.is_match(path),
                 Start::TextNoCase(text) => starts_with_no_case(path, text) && regex.is_match(path),
                 Start::OnlyTextNoCase(text) => {
-                    starts_with_no_case(path, text) && !path.as_bytes().get(text.len()..).unwrap_or_default().contains(&b'\n')
+                    starts_with_no_case(path, text)
+                        && !path.as_bytes().get(text.len()..).unwrap_or_default().contains(&b'\n')
                 }
             },
         }
@@ -83,8 +84,12 @@ impl PathPattern {
     /// The groups `${0}`…`${9}` of a regex path's match of `path` (an unmatched group is empty);
     /// nothing for another kind or when the regex does not match.
     pub fn groups<'p>(&self, path: &'p str) -> Vec<&'p str> {
-        let PathPattern::Regex(regex, _) = self else { return Vec::new() };
-        let Some(found) = regex.captures(path) else { return Vec::new() };
+        let PathPattern::Regex(regex, _) = self else {
+            return Vec::new();
+        };
+        let Some(found) = regex.captures(path) else {
+            return Vec::new();
+        };
         (0..10).map(|n| found.get(n).map_or("", |m| m.as_str())).collect()
     }
 

@@ -164,7 +164,11 @@ impl RedirectTemplate {
 
     /// The `Location` for one request.
     pub fn location_with(&self, parts: RequestParts<'_>, more: MoreParts<'_>) -> String {
-        let http_host = if more.http_host.is_empty() { parts.host } else { more.http_host };
+        let http_host = if more.http_host.is_empty() {
+            parts.host
+        } else {
+            more.http_host
+        };
         let args = crate::path::query_string(parts.request_uri);
         let mut out = String::new();
         for piece in &self.pieces {
@@ -187,7 +191,11 @@ impl RedirectTemplate {
                     *trim,
                 ),
             };
-            out.push_str(if trim { value.strip_suffix('/').unwrap_or(value) } else { value });
+            out.push_str(if trim {
+                value.strip_suffix('/').unwrap_or(value)
+            } else {
+                value
+            });
         }
         out
     }

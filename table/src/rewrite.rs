@@ -103,7 +103,10 @@ impl RegexRewriter {
         let mut headers = Vec::with_capacity(spec.headers.len());
         for (i, header) in spec.headers.iter().enumerate() {
             if !is_token(&header.name) {
-                return Err((format!("headers[{i}].name"), Problem::BadHeaderName(header.name.clone())));
+                return Err((
+                    format!("headers[{i}].name"),
+                    Problem::BadHeaderName(header.name.clone()),
+                ));
             }
             let bad_value = |why| {
                 (
@@ -115,7 +118,10 @@ impl RegexRewriter {
                 )
             };
             field_value(&header.value).map_err(|_| bad_value("the value is not an HTTP field value"))?;
-            headers.push((header.name.to_ascii_lowercase(), template(&header.value).map_err(bad_value)?));
+            headers.push((
+                header.name.to_ascii_lowercase(),
+                template(&header.value).map_err(bad_value)?,
+            ));
         }
         Ok(RegexRewriter { regex, pieces, headers })
     }

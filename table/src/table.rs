@@ -12,8 +12,8 @@ use crate::host::{normalize_authority, HostPattern};
 use crate::index::{HostIndex, RuleId};
 use crate::path::{request_path, PathPattern};
 use crate::redirect::{MoreParts, RedirectTemplate, RequestParts};
-use crate::rewrite::{RegexRewriter, Rewritten};
 use crate::request::RequestView;
+use crate::rewrite::{RegexRewriter, Rewritten};
 
 /// A table ready to route: validated, regexes compiled, indexed. Built with `TryFrom<TableSpec>` or
 /// [`RouteTable::from_json`]; immutable afterwards, so one instance serves every request.

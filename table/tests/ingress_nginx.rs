@@ -92,7 +92,10 @@ fn regex_mode_locations_are_tried_in_table_order() {
         rule("mid", "h.example", &regex_mode("/api"), "mid"),
         rule("root", "h.example", &regex_mode("/"), "root"),
     ]);
-    assert_eq!(winner(&t, &get("http://h.example/API/V1/users")).as_deref(), Some("long"));
+    assert_eq!(
+        winner(&t, &get("http://h.example/API/V1/users")).as_deref(),
+        Some("long")
+    );
     assert_eq!(winner(&t, &get("http://h.example/apiv2")).as_deref(), Some("mid"));
     assert_eq!(winner(&t, &get("http://h.example/other")).as_deref(), Some("root"));
 }
@@ -112,11 +115,7 @@ fn regex_mode_plain_text_location_answers_as_its_regex() {
         "/cafe/menu",
     ] {
         let request = SimpleRequest::get("h.example", path);
-        assert_eq!(
-            winner(&t, &request).is_some(),
-            plain_regex.is_match(path),
-            "{path:?}"
-        );
+        assert_eq!(winner(&t, &request).is_some(), plain_regex.is_match(path), "{path:?}");
     }
 }
 
@@ -173,7 +172,10 @@ fn x_forwarded_prefix_is_set_with_groups_where_the_rewrite_applies() {
     let t = table(vec![rewrite_rule("r", "/(app)(/|$)(.*)", "/$3", Some("/$1"))]);
     assert_eq!(
         rewritten(&t, &get("http://h.example/APP/x")),
-        Some(("/x".to_owned(), vec![("x-forwarded-prefix".to_owned(), "/APP".to_owned())]))
+        Some((
+            "/x".to_owned(),
+            vec![("x-forwarded-prefix".to_owned(), "/APP".to_owned())]
+        ))
     );
 }
 
@@ -181,7 +183,10 @@ fn x_forwarded_prefix_is_set_with_groups_where_the_rewrite_applies() {
 #[test]
 fn rewrite_header_that_comes_out_empty_is_not_set() {
     let t = table(vec![rewrite_rule("r", "/a(/b)?", "/", Some("$1"))]);
-    assert_eq!(rewritten(&t, &get("http://h.example/a")), Some(("/".to_owned(), vec![])));
+    assert_eq!(
+        rewritten(&t, &get("http://h.example/a")),
+        Some(("/".to_owned(), vec![]))
+    );
 }
 
 /// Rewrite headers are checked like `set_headers`: a token name, a field value, `$` before a digit.
@@ -191,7 +196,9 @@ fn rewrite_headers_are_validated() {
         let mut r = rule("r", "h", "regex:/a", "c");
         r["action"]["route"]["rewrite_regex"] = json!({ "pattern": "/a", "path": "/", "headers": [header] });
         let json = json!({ "version": 1, "rules": [r] });
-        RouteTable::from_json(json.to_string().as_bytes()).unwrap_err().to_string()
+        RouteTable::from_json(json.to_string().as_bytes())
+            .unwrap_err()
+            .to_string()
     };
     assert!(refused(json!({ "name": "x y", "value": "v" })).contains("rewrite_regex.headers[0].name"));
     assert!(refused(json!({ "name": "x", "value": "$x" })).contains("rewrite_regex.headers[0].value"));
@@ -231,7 +238,10 @@ fn trailing_slash_redirect_goes_to_host_without_port_with_the_query() {
         location(&t, &get("https://h.example/p")),
         Some((301, "https://h.example/p/".to_owned()))
     );
-    assert_eq!(location(&t, &get("https://h.example/p?")).unwrap().1, "https://h.example/p/");
+    assert_eq!(
+        location(&t, &get("https://h.example/p?")).unwrap().1,
+        "https://h.example/p/"
+    );
 }
 
 /// §7.7.1: "a 308 to `<scheme>://H:<port><path minus one trailing "/">?<query>`, the port always
@@ -241,9 +251,18 @@ fn from_to_www_redirect_writes_the_port_and_drops_one_trailing_slash() {
     let url = "${scheme}://example.com:${port}${uri%/}${is_args}${args}";
     let t = table(vec![redirect("www", "www.example.com", "prefix:/", url, 308)]);
     let to = |u: &str| location(&t, &get(u)).unwrap();
-    assert_eq!(to("http://www.example.com/a/?q=1"), (308, "http://example.com:80/a?q=1".to_owned()));
-    assert_eq!(to("https://www.example.com/"), (308, "https://example.com:443".to_owned()));
-    assert_eq!(to("https://www.example.com:8443/a//"), (308, "https://example.com:8443/a/".to_owned()));
+    assert_eq!(
+        to("http://www.example.com/a/?q=1"),
+        (308, "http://example.com:80/a?q=1".to_owned())
+    );
+    assert_eq!(
+        to("https://www.example.com/"),
+        (308, "https://example.com:443".to_owned())
+    );
+    assert_eq!(
+        to("https://www.example.com:8443/a//"),
+        (308, "https://example.com:8443/a/".to_owned())
+    );
 }
 
 /// §7.7.2: "a request for exactly `/` gets a 302 to `<scheme>://<Host as sent>/p`, query dropped".
@@ -325,7 +344,13 @@ fn https_redirect_applies_only_to_http_requests() {
 #[test]
 fn https_redirect_drops_the_request_uris_trailing_slash_unless_preserved() {
     let t = table(vec![
-        redirect("keep", "h.example", "segment:/keep", "https://${host}${request_uri}", 308),
+        redirect(
+            "keep",
+            "h.example",
+            "segment:/keep",
+            "https://${host}${request_uri}",
+            308,
+        ),
         redirect("drop", "h.example", "segment:/", "https://${host}${request_uri%/}", 308),
     ]);
     let to = |u: &str| location(&t, &get(u)).unwrap().1;
@@ -351,7 +376,10 @@ fn no_tls_redirect_location_is_exempt_by_rule_order() {
         https,
         rule("loc", "h.example", "segment:/", "c"),
     ]);
-    assert_eq!(winner(&t, &get("http://h.example/.well-known/acme-challenge/t")).as_deref(), Some("acme"));
+    assert_eq!(
+        winner(&t, &get("http://h.example/.well-known/acme-challenge/t")).as_deref(),
+        Some("acme")
+    );
     assert_eq!(winner(&t, &get("http://h.example/x")).as_deref(), Some("tls"));
 }
 
@@ -376,7 +404,9 @@ fn redirect_variables_are_checked_when_the_table_loads() {
         let json = json!({ "version": 1, "rules": [redirect("r", "h", "prefix:/", url, 302)] });
         RouteTable::from_json(json.to_string().as_bytes()).is_err()
     };
-    assert!(!refused("${scheme}://${http_host}:${port}${uri%/}${is_args}${args}${0}${9}"));
+    assert!(!refused(
+        "${scheme}://${http_host}:${port}${uri%/}${is_args}${args}${0}${9}"
+    ));
     assert!(refused("${10}"));
     assert!(refused("${server_port}"));
     assert!(refused("${uri%}"));
