@@ -35,6 +35,7 @@ pub mod explain;
 pub mod httpproxy;
 pub mod incremental;
 pub mod ingress;
+pub mod ingress_nginx;
 pub mod l4;
 pub mod l4_istio;
 pub mod lds;

@@ -1,0 +1,207 @@
+//! ROUTING.md §7.1: which Ingresses are ingress-nginx's, as a pure function over the Ingress, the
+//! IngressClasses and the flags.
+
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+
+use crate::class::CLASS_ANNOTATION;
+use crate::objects::annotation;
+
+/// The default of `--ingress-nginx-controller`.
+pub const DEFAULT_CONTROLLER: &str = "k8s.io/ingress-nginx";
+
+/// The default of `--ingress-nginx-annotations-prefix`.
+pub const DEFAULT_ANNOTATIONS_PREFIX: &str = "nginx.ingress.kubernetes.io";
+
+/// The `--ingress-nginx-*` flags (§7 is off when `class` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flags {
+    /// `--ingress-nginx-class NAME`: turns §7 on.
+    pub class: Option<String>,
+    /// `--ingress-nginx-controller` (default [`DEFAULT_CONTROLLER`]).
+    pub controller: String,
+    /// `--ingress-nginx-class-by-name`: an IngressClass named like `class` is ingress-nginx's too.
+    pub class_by_name: bool,
+    /// `--ingress-nginx-without-class`: an Ingress with no class at all is ingress-nginx's.
+    pub without_class: bool,
+    /// `--ingress-nginx-annotations-prefix` (default [`DEFAULT_ANNOTATIONS_PREFIX`]).
+    pub annotations_prefix: String,
+    /// `--ingress-nginx-configmap NAMESPACE/NAME`.
+    pub configmap: Option<(String, String)>,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Flags {
+            class: None,
+            controller: DEFAULT_CONTROLLER.to_owned(),
+            class_by_name: false,
+            without_class: false,
+            annotations_prefix: DEFAULT_ANNOTATIONS_PREFIX.to_owned(),
+            configmap: None,
+        }
+    }
+}
+
+impl Flags {
+    /// The usage error of §7.1: `--ingress-nginx-without-class` with `--empty-ingress-class`.
+    pub fn check(&self, empty_ingress_class: bool) -> Result<(), String> {
+        match self.without_class && empty_ingress_class {
+            true => Err(
+                "--ingress-nginx-without-class and --empty-ingress-class cannot both be on: an Ingress \
+                         without a class would belong to both controllers"
+                    .to_owned(),
+            ),
+            false => Ok(()),
+        }
+    }
+}
+
+/// Which sentence of §7.1 made an Ingress ingress-nginx's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// 1: its `ingressClassName` names an IngressClass of ingress-nginx.
+    ClassName,
+    /// 2: no `ingressClassName`, and its class annotation equals `--ingress-nginx-class`.
+    Annotation,
+    /// 3: neither, and `--ingress-nginx-without-class` is on.
+    WithoutClass,
+}
+
+/// Whether an IngressClass is ingress-nginx's: its controller is `--ingress-nginx-controller`, or
+/// (with `--ingress-nginx-class-by-name`) its name is `--ingress-nginx-class`.
+pub fn is_ingress_nginx_class(class: &IngressClass, flags: &Flags) -> bool {
+    let Some(wanted) = &flags.class else { return false };
+    let controller = class.spec.as_ref().and_then(|s| s.controller.as_deref());
+    controller == Some(flags.controller.as_str())
+        || (flags.class_by_name && class.metadata.name.as_deref() == Some(wanted.as_str()))
+}
+
+/// §7.1: `Some(why)` when `ingress` is ingress-nginx's, `None` when it is judged by §1. The default
+/// class annotation is not read (the API server wrote `ingressClassName` when the Ingress was made).
+pub fn decide(ingress: &Ingress, classes: &[&IngressClass], flags: &Flags) -> Option<Why> {
+    let wanted = flags.class.as_deref()?;
+    let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+    if let Some(name) = class_name {
+        // 1. The class annotation is then not read at all.
+        let found = classes
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(name) && is_ingress_nginx_class(c, flags));
+        return found.then_some(Why::ClassName);
+    }
+    match annotation(&ingress.metadata, CLASS_ANNOTATION) {
+        // 2. Exactly equal; any other value, "" included, never qualifies.
+        Some(value) => (value == wanted).then_some(Why::Annotation),
+        // 3.
+        None => flags.without_class.then_some(Why::WithoutClass),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::networking::v1::{IngressClassSpec, IngressSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn flags() -> Flags {
+        Flags {
+            class: Some("nginx".into()),
+            ..Flags::default()
+        }
+    }
+
+    fn class(name: &str, controller: &str) -> IngressClass {
+        IngressClass {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(IngressClassSpec {
+                controller: Some(controller.into()),
+                ..IngressClassSpec::default()
+            }),
+        }
+    }
+
+    fn ingress(class_name: Option<&str>, annotation: Option<&str>) -> Ingress {
+        Ingress {
+            metadata: ObjectMeta {
+                name: Some("i".into()),
+                annotations: annotation.map(|a| [(CLASS_ANNOTATION.to_owned(), a.to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(IngressSpec {
+                ingress_class_name: class_name.map(str::to_owned),
+                ..IngressSpec::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn class_name_of_an_ingress_nginx_controller_class_qualifies() {
+        let c = class("public", DEFAULT_CONTROLLER);
+        assert_eq!(
+            decide(&ingress(Some("public"), None), &[&c], &flags()),
+            Some(Why::ClassName)
+        );
+    }
+
+    #[test]
+    fn class_name_makes_the_annotation_unread() {
+        let c = class("ours", "switchyard.io/ingress-controller");
+        assert_eq!(decide(&ingress(Some("ours"), Some("nginx")), &[&c], &flags()), None);
+        assert_eq!(decide(&ingress(Some("missing"), Some("nginx")), &[], &flags()), None);
+    }
+
+    #[test]
+    fn class_by_name_accepts_a_class_named_like_the_flag() {
+        let c = class("nginx", "example.com/other");
+        assert_eq!(decide(&ingress(Some("nginx"), None), &[&c], &flags()), None);
+        let by_name = Flags {
+            class_by_name: true,
+            ..flags()
+        };
+        assert_eq!(
+            decide(&ingress(Some("nginx"), None), &[&c], &by_name),
+            Some(Why::ClassName)
+        );
+    }
+
+    #[test]
+    fn annotation_equal_to_the_class_qualifies_without_class_name() {
+        assert_eq!(
+            decide(&ingress(None, Some("nginx")), &[], &flags()),
+            Some(Why::Annotation)
+        );
+        assert_eq!(decide(&ingress(None, Some("Nginx")), &[], &flags()), None);
+    }
+
+    #[test]
+    fn without_class_accepts_only_an_ingress_with_neither() {
+        let on = Flags {
+            without_class: true,
+            ..flags()
+        };
+        assert_eq!(decide(&ingress(None, None), &[], &on), Some(Why::WithoutClass));
+        assert_eq!(decide(&ingress(None, None), &[], &flags()), None);
+        assert_eq!(decide(&ingress(None, Some("")), &[], &on), None);
+        assert_eq!(decide(&ingress(None, Some("other")), &[], &on), None);
+    }
+
+    #[test]
+    fn nothing_is_ingress_nginx_without_the_class_flag() {
+        let c = class("public", DEFAULT_CONTROLLER);
+        assert_eq!(decide(&ingress(Some("public"), None), &[&c], &Flags::default()), None);
+    }
+
+    #[test]
+    fn without_class_and_empty_ingress_class_together_are_a_usage_error() {
+        let on = Flags {
+            without_class: true,
+            ..flags()
+        };
+        assert!(on.check(true).is_err());
+        assert!(on.check(false).is_ok());
+        assert!(flags().check(true).is_ok());
+    }
+}

@@ -1,0 +1,121 @@
+//! ROUTING.md §7.8: the controller's ConfigMap (`--ingress-nginx-configmap NAMESPACE/NAME`): the
+//! routing keys read, every other key listed as not honoured.
+
+use std::collections::BTreeMap;
+
+/// The ConfigMap's routing settings, with ingress-nginx's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// `ssl-redirect` (default true).
+    pub ssl_redirect: bool,
+    /// `force-ssl-redirect` (default false).
+    pub force_ssl_redirect: bool,
+    /// `http-redirect-code` (default 308; ingress-nginx accepts 301, 302, 307 and 308).
+    pub http_redirect_code: u16,
+    /// `preserve-trailing-slash` (default false).
+    pub preserve_trailing_slash: bool,
+    /// `no-tls-redirect-locations` (default `/.well-known/acme-challenge`), split on `,`.
+    pub no_tls_redirect_locations: Vec<String>,
+    /// Keys that are not routing (or whose value is invalid, then the default stands), in order.
+    pub not_honored: Vec<String>,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            ssl_redirect: true,
+            force_ssl_redirect: false,
+            http_redirect_code: 308,
+            preserve_trailing_slash: false,
+            no_tls_redirect_locations: vec!["/.well-known/acme-challenge".to_owned()],
+            not_honored: Vec::new(),
+        }
+    }
+}
+
+impl ControllerConfig {
+    /// Reads the ConfigMap's `data`.
+    pub fn from_data(data: &BTreeMap<String, String>) -> ControllerConfig {
+        let mut out = ControllerConfig::default();
+        for (key, value) in data {
+            let value = value.trim();
+            let ok = match key.as_str() {
+                "ssl-redirect" => value.parse().map(|v| out.ssl_redirect = v).is_ok(),
+                "force-ssl-redirect" => value.parse().map(|v| out.force_ssl_redirect = v).is_ok(),
+                "preserve-trailing-slash" => value.parse().map(|v| out.preserve_trailing_slash = v).is_ok(),
+                "http-redirect-code" => match value.parse() {
+                    Ok(code @ (301 | 302 | 307 | 308)) => {
+                        out.http_redirect_code = code;
+                        true
+                    }
+                    _ => false,
+                },
+                "no-tls-redirect-locations" => {
+                    out.no_tls_redirect_locations = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    true
+                }
+                _ => false,
+            };
+            if !ok {
+                out.not_honored.push(key.clone());
+            }
+        }
+        out
+    }
+
+    /// Whether a location's path is exempt from the HTTPS redirect (§7.7.6).
+    pub fn exempt_from_tls_redirect(&self, path: &str) -> bool {
+        self.no_tls_redirect_locations
+            .iter()
+            .any(|l| path.starts_with(l.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> ControllerConfig {
+        ControllerConfig::from_data(&pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+    }
+
+    #[test]
+    fn defaults_are_ingress_nginxs() {
+        let c = read(&[]);
+        assert!(c.ssl_redirect && !c.force_ssl_redirect && !c.preserve_trailing_slash);
+        assert_eq!(c.http_redirect_code, 308);
+        assert!(c.exempt_from_tls_redirect("/.well-known/acme-challenge/token"));
+        assert!(!c.exempt_from_tls_redirect("/app"));
+    }
+
+    #[test]
+    fn routing_keys_are_read() {
+        let c = read(&[
+            ("ssl-redirect", "false"),
+            ("force-ssl-redirect", "true"),
+            ("http-redirect-code", "301"),
+            ("preserve-trailing-slash", "true"),
+            ("no-tls-redirect-locations", "/a, /b"),
+        ]);
+        assert!(!c.ssl_redirect && c.force_ssl_redirect && c.preserve_trailing_slash);
+        assert_eq!(c.http_redirect_code, 301);
+        assert_eq!(c.no_tls_redirect_locations, ["/a", "/b"]);
+        assert!(c.not_honored.is_empty());
+    }
+
+    #[test]
+    fn keys_that_are_not_routing_are_not_honored() {
+        let c = read(&[
+            ("proxy-body-size", "8m"),
+            ("use-gzip", "true"),
+            ("http-redirect-code", "399"),
+        ]);
+        assert_eq!(c.not_honored, ["http-redirect-code", "proxy-body-size", "use-gzip"]);
+        assert_eq!(c.http_redirect_code, 308);
+    }
+}

@@ -1,0 +1,48 @@
+//! ingress-nginx's Ingresses (ROUTING.md §7): the building blocks, as pure functions over the
+//! manifests, for the pipeline's ingress-nginx processor.
+//!
+//! - [`class`]: §7.1, whether an Ingress is ingress-nginx's ([`class::decide`]) and the flags.
+//! - [`annotations`]: §7.5, §7.7, §7.9, the annotations read once into
+//!   [`annotations::IngressNginxAnnotations`] (prefix configurable), each invalid one
+//!   (`AnnotationInvalid`) and each one not honoured (`AnnotationNotHonored`) listed.
+//! - [`paths`]: §7.2–7.4, ingress-nginx's Ingress order, path normalisation, `PathTaken`, the
+//!   regex-mode decision, location order, `PathRegexUnsupported`, and the table's path for a
+//!   location ([`paths::table_path`]: `(?i)(?:P).*` in regex mode, table/README.md).
+//! - [`configmap`]: §7.8, the controller's ConfigMap keys.
+//! - [`Reason`]: the status reasons of §7, a [`crate::vocabulary!`].
+//!
+//! **What is wired and what is not (phase 1 of issue 25).** The table and the filter do everything
+//! these blocks describe (table/README.md: the regex-mode path, `rewrite_regex` with `headers`,
+//! `:authority` in `set_headers`, the `:scheme` condition, the redirect variables). Nothing here is
+//! called by the pipeline yet: no flag reaches [`class::Flags`], no Ingress is judged by §7.1, no
+//! server is formed into rules (the implicit root, the trailing-slash and HTTPS redirect rules,
+//! from-to-www, app-root, `server-alias`, the catch-all server), no reason reaches the status book,
+//! and `explain`, `watch`, the dashboard and the examples know nothing of §7. The canary (§7.6) is
+//! not here: its annotations are kept raw ([`annotations::IngressNginxAnnotations::canary`]) for it.
+
+pub mod annotations;
+pub mod class;
+pub mod configmap;
+pub mod paths;
+
+use serde::Serialize;
+
+crate::vocabulary! {
+    /// Why an ingress-nginx Ingress (or one of its paths or annotations) is reported (ROUTING.md §7).
+    pub enum Reason {
+        /// §7.1: the Ingress is not of ingress-nginx's class (it is judged by §1 instead).
+        NotIngressNginxClass,
+        /// §7.2: an earlier Ingress of the server has the same path and pathType.
+        PathTaken,
+        /// §7.2: a `server-alias` with a wildcard matches one label here (nginx: any depth).
+        AliasWildcardDepth,
+        /// §7.2: a `server-alias` host is owned by something else; the alias is dropped.
+        AliasTaken,
+        /// §7.4: regex-lite cannot compile the path (look-around, back-references).
+        PathRegexUnsupported,
+        /// §7.5, §7.7: an annotation whose value ingress-nginx would refuse; it is ignored.
+        AnnotationInvalid,
+        /// §7.9: an annotation Switchyard does not honour; the Ingress routes as if it were absent.
+        AnnotationNotHonored,
+    }
+}

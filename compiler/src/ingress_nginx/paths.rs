@@ -1,0 +1,223 @@
+//! ROUTING.md §7.2–7.4: ingress-nginx's Ingress order, path normalisation and `PathTaken`, the
+//! regex-mode decision, the order locations are tried in, and each location's table path.
+
+use std::cmp::Ordering;
+
+use switchyard_table::PathSpec;
+
+use super::Reason;
+
+/// A location's pathType after normalisation (§7.2: `ImplementationSpecific` or none is `Prefix`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PathType {
+    /// `Exact`.
+    Exact,
+    /// `Prefix` (and `ImplementationSpecific`, and none).
+    Prefix,
+}
+
+/// §7.2: an empty path is `/`; `ImplementationSpecific` or no `pathType` is `Prefix`.
+pub fn normalize(path: Option<&str>, path_type: Option<&str>) -> (String, PathType) {
+    let path = match path {
+        None | Some("") => "/".to_owned(),
+        Some(p) => p.to_owned(),
+    };
+    let kind = match path_type {
+        Some("Exact") => PathType::Exact,
+        _ => PathType::Prefix,
+    };
+    (path, kind)
+}
+
+/// An Ingress's place in ingress-nginx's order: `creationTimestamp` (seconds, nanoseconds; `None`
+/// when absent), namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngressAge<'a> {
+    /// `creationTimestamp`.
+    pub created: Option<(i64, i32)>,
+    /// `metadata.namespace`.
+    pub namespace: &'a str,
+    /// `metadata.name`.
+    pub name: &'a str,
+}
+
+/// §7.2: oldest first; on equal timestamps `namespace/name` **descending** (ingress-nginx's own
+/// order). An Ingress without a timestamp counts as the oldest (as Go's zero time).
+pub fn ingress_order(a: &IngressAge<'_>, b: &IngressAge<'_>) -> Ordering {
+    let stamp = |x: &IngressAge<'_>| x.created.unwrap_or((i64::MIN, 0));
+    stamp(a)
+        .cmp(&stamp(b))
+        .then_with(|| (b.namespace, b.name).cmp(&(a.namespace, a.name)))
+}
+
+/// §7.2: of the locations in ingress-nginx's Ingress order, the indices that are taken: a later one
+/// with the same path and pathType as an earlier one (`PathTaken`, naming the earlier index).
+pub fn taken(locations: &[(String, PathType)]) -> Vec<(usize, usize, Reason)> {
+    let mut first: std::collections::HashMap<(&str, PathType), usize> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (i, (path, kind)) in locations.iter().enumerate() {
+        match first.get(&(path.as_str(), *kind)) {
+            Some(&earlier) => out.push((i, earlier, Reason::PathTaken)),
+            None => {
+                first.insert((path.as_str(), *kind), i);
+            }
+        }
+    }
+    out
+}
+
+/// §7.4: a server is in regex mode when any of its non-canary locations turns it on (`use-regex`
+/// or a `rewrite-target` other than its path: [`super::annotations::IngressNginxAnnotations::turns_regex_mode_on`]).
+pub fn regex_mode(turned_on: impl IntoIterator<Item = bool>) -> bool {
+    turned_on.into_iter().any(|on| on)
+}
+
+/// §7.4: the order locations are tried in regex mode: longest path string first, equal lengths in
+/// descending byte order; the first that matches wins.
+pub fn regex_location_order(a: &str, b: &str) -> Ordering {
+    b.len().cmp(&a.len()).then_with(|| b.as_bytes().cmp(a.as_bytes()))
+}
+
+/// §7.3: outside regex mode, an exact path beats a prefix and a longer prefix a shorter one (the
+/// matcher's order for `Exact` and segment prefixes: the table index finds both, in table order).
+pub fn plain_location_order(a: (&str, PathType), b: (&str, PathType)) -> Ordering {
+    (a.1 != PathType::Exact)
+        .cmp(&(b.1 != PathType::Exact))
+        .then_with(|| b.0.len().cmp(&a.0.len()))
+        .then_with(|| a.0.cmp(b.0))
+}
+
+/// The table path of a location: in regex mode `(?i)(?:P).*` (ingress-nginx's `~* "^P"`, see
+/// table/README.md), else `Exact` or a segment prefix. `Err(PathRegexUnsupported)` when regex-lite
+/// cannot compile `P` (look-around, back-references): that path alone is refused.
+pub fn table_path(path: &str, kind: PathType, regex_mode: bool) -> Result<PathSpec, (Reason, String)> {
+    if regex_mode {
+        let pattern = format!("(?i)(?:{path}).*");
+        return match regex_lite::Regex::new(&format!("^(?:{pattern})$")) {
+            Ok(_) => Ok(PathSpec::Regex(pattern)),
+            Err(error) => Err((
+                Reason::PathRegexUnsupported,
+                format!("path {path:?} is not a regex regex-lite compiles: {error}"),
+            )),
+        };
+    }
+    Ok(match kind {
+        PathType::Exact => PathSpec::Exact(path.to_owned()),
+        PathType::Prefix => PathSpec::SegmentPrefix(path.to_owned()),
+    })
+}
+
+/// §7.3: the bare path a location ending in `/` answers a 301 for (`/p/` → `/p`), outside regex
+/// mode; `None` for `/` and for paths without the trailing `/`.
+pub fn trailing_slash_redirect(path: &str, regex_mode: bool) -> Option<&str> {
+    if regex_mode || path == "/" {
+        return None;
+    }
+    path.strip_suffix('/').filter(|bare| !bare.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_path_is_root_and_implementation_specific_is_prefix() {
+        assert_eq!(
+            normalize(Some(""), Some("ImplementationSpecific")),
+            ("/".into(), PathType::Prefix)
+        );
+        assert_eq!(normalize(None, None), ("/".into(), PathType::Prefix));
+        assert_eq!(normalize(Some("/a"), Some("Exact")), ("/a".into(), PathType::Exact));
+    }
+
+    #[test]
+    fn ingresses_are_ordered_oldest_first_then_namespace_name_descending() {
+        let age = |t: i64, ns: &'static str, n: &'static str| IngressAge {
+            created: Some((t, 0)),
+            namespace: ns,
+            name: n,
+        };
+        let mut list = [age(2, "a", "x"), age(1, "a", "a"), age(1, "b", "a"), age(1, "a", "b")];
+        list.sort_by(ingress_order);
+        let names: Vec<_> = list.iter().map(|a| format!("{}/{}", a.namespace, a.name)).collect();
+        assert_eq!(names, ["b/a", "a/b", "a/a", "a/x"]);
+    }
+
+    #[test]
+    fn same_path_and_type_later_is_path_taken() {
+        let locations = [
+            ("/a".to_owned(), PathType::Prefix),
+            ("/a".to_owned(), PathType::Exact),
+            ("/a".to_owned(), PathType::Prefix),
+        ];
+        assert_eq!(taken(&locations), [(2, 0, Reason::PathTaken)]);
+    }
+
+    #[test]
+    fn any_location_turns_the_whole_server_into_regex_mode() {
+        assert!(regex_mode([false, true, false]));
+        assert!(!regex_mode([false, false]));
+    }
+
+    #[test]
+    fn regex_locations_are_tried_longest_path_string_first_then_descending_bytes() {
+        let mut paths = ["/", "/api", "/a/b/c", "/b/a/c", "/api/v1"];
+        paths.sort_by(|a, b| regex_location_order(a, b));
+        assert_eq!(paths, ["/api/v1", "/b/a/c", "/a/b/c", "/api", "/"]);
+    }
+
+    #[test]
+    fn exact_beats_prefix_and_longer_prefix_beats_shorter() {
+        let mut locations = [
+            ("/", PathType::Prefix),
+            ("/a/b", PathType::Prefix),
+            ("/a", PathType::Exact),
+            ("/a", PathType::Prefix),
+        ];
+        locations.sort_by(|a, b| plain_location_order(*a, *b));
+        assert_eq!(
+            locations,
+            [
+                ("/a", PathType::Exact),
+                ("/a/b", PathType::Prefix),
+                ("/a", PathType::Prefix),
+                ("/", PathType::Prefix)
+            ]
+        );
+    }
+
+    #[test]
+    fn regex_mode_path_is_a_case_insensitive_start_anchored_regex() {
+        assert_eq!(
+            table_path("/api", PathType::Exact, true),
+            Ok(PathSpec::Regex("(?i)(?:/api).*".into()))
+        );
+        assert_eq!(
+            table_path("/api", PathType::Prefix, false),
+            Ok(PathSpec::SegmentPrefix("/api".into()))
+        );
+        assert_eq!(
+            table_path("/api", PathType::Exact, false),
+            Ok(PathSpec::Exact("/api".into()))
+        );
+    }
+
+    #[test]
+    fn path_regex_lite_cannot_compile_is_path_regex_unsupported() {
+        for path in ["/(?=a)", "/(a)\\1", "/("] {
+            assert_eq!(
+                table_path(path, PathType::Prefix, true).unwrap_err().0,
+                Reason::PathRegexUnsupported,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn path_ending_in_slash_redirects_the_bare_path_outside_regex_mode_only() {
+        assert_eq!(trailing_slash_redirect("/p/", false), Some("/p"));
+        assert_eq!(trailing_slash_redirect("/p/", true), None);
+        assert_eq!(trailing_slash_redirect("/p", false), None);
+        assert_eq!(trailing_slash_redirect("/", false), None);
+    }
+}
