@@ -52,9 +52,11 @@ impl Address {
     }
 }
 
-/// The address that `log` says was bound for `address`, once it says so.
+/// The address that `log` says was bound for `address`, once it says so: the last such line, as a
+/// watch restarted on the same log appends its own.
 pub fn logged_address(log: &str, address: Address) -> Option<SocketAddr> {
     log.lines()
+        .rev()
         .find_map(|line| line.split(address.marker()).nth(1)?.split(['/', ' ']).next()?.parse().ok())
 }
 
@@ -209,6 +211,12 @@ mod tests {
         assert_eq!(logged_address(log, Address::Operations), Some(SocketAddr::from(([127, 0, 0, 1], 40001))));
         assert_eq!(logged_address(log, Address::Dashboard), Some(SocketAddr::from(([127, 0, 0, 1], 40002))));
         assert_eq!(logged_address("INFO watching m/", Address::Dashboard), None);
+        let restarted = format!("{log}INFO stopping\nINFO listening on http://127.0.0.1:40003 (/healthz)\n");
+        assert_eq!(
+            logged_address(&restarted, Address::Operations),
+            Some(SocketAddr::from(([127, 0, 0, 1], 40003))),
+            "a restart on the same log: its own address"
+        );
     }
 
     #[test]
