@@ -104,7 +104,7 @@ pub struct TableArgs {
     /// With --ingress-class set, also accept resources that name no class at all.
     #[arg(long)]
     empty_ingress_class: bool,
-    /// The spec.controller of our IngressClasses (with --ingress-class: <name>/<class>).
+    /// The spec.controller of our IngressClasses (with --ingress-class: `<name>/<class>`).
     #[arg(long, default_value = DEFAULT_CONTROLLER, value_name = "NAME")]
     controller_name: String,
     /// How Ingresses that name the same host share it.
@@ -122,7 +122,7 @@ pub struct TableArgs {
     /// What the filter does when no rule matches.
     #[arg(long, value_enum, default_value = "404")]
     no_route: NoRouteArg,
-    /// Make the filter add x-switchyard-rule: <rule> to responses.
+    /// Make the filter add `x-switchyard-rule: <rule>` to responses.
     #[arg(long)]
     debug_rule_header: bool,
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use switchyard::flags::TableEncoding;
-use switchyard::watch::istio::{manifest, IstioKind, IstioSettings};
+use switchyard::watch::sink::istio::{manifest, IstioKind, IstioSettings};
 use switchyard_table::TableSpec;
 
 fn deploy(file: &str) -> Vec<Value> {

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use apiserver::{ApiServer, HTTPPROXY, INGRESS, INGRESS_CLASS, SERVICE};
 use serde_json::{json, Value};
-use switchyard::watch::debounce::Debounce;
+use switchyard::watch::source::debounce::Debounce;
 use switchyard::watch::engine::Engine;
-use switchyard::watch::kubernetes::{follow, Settings};
-use switchyard::watch::sinks::Sink;
+use switchyard::watch::rebuild::follow;
+use switchyard::watch::source::kubernetes::Settings;
+use switchyard::watch::sink::Sink;
 use switchyard::watch::state::Shared;
 use switchyard_compiler::Options;
 
@@ -69,7 +70,7 @@ fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
         virtualserver: false,
         transportserver: false,
         controller_name: "switchyard.io/ingress-controller".into(),
-        leader: switchyard::watch::leader::Leader::always(),
+        leader: switchyard::watch::lead::leader::Leader::always(),
     };
     let debounce = Debounce {
         quiet: Duration::from_millis(20),

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::flags::TableArgs;
-use crate::watch::dashboard::access::Access;
-use crate::watch::lease::{default_identity, Election};
+use crate::watch::lead::lease::{default_identity, Election};
+use crate::watch::serve::dashboard::access::Access;
 
 /// `switchyard watch --help`'s examples.
 pub const WATCH_HELP: &str = "\
@@ -180,7 +180,7 @@ pub struct WatchArgs {
     /// object keeps its last good table; not retried until the table changes), as is one the API
     /// server answers "request is too large". The default stays ~170 KB under etcd's default
     /// request limit (--max-request-bytes, 1.5 MiB), which every Kubernetes object must fit.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::watch::istio::DEFAULT_MAX_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::watch::sink::istio::DEFAULT_MAX_BYTES)]
     pub istio_max_bytes: usize,
     /// WasmPlugin: where Istio fetches the filter (oci://, https:// or file://).
     #[arg(long, value_name = "URL")]

@@ -1,5 +1,5 @@
-//! The rebuild step shared by every source: a [`Snapshot`] → the compiler → the sinks, only when
-//! the table's content changed, logging the push count, the table's content hash (its
+//! The rebuild step shared by every source: a [`Snapshot`] → the compiler → the sinks, each only
+//! when its part of the output changed, logging the push count, the table's content hash (its
 //! `generation`) and what changed.
 //!
 //! The engine keeps one [`Incremental`] compiler: a change of a few Ingresses compiles only the
@@ -7,32 +7,33 @@
 //! is the same table, byte for byte. Each rebuild logs the path it took, how many objects and hosts
 //! it compiled and how long that took, and counts it in `switchyard_compiles_by_path_total`.
 //!
-//! A push that fails anywhere is retried (the loop asks [`Engine::needs_retry`]); the table that
-//! counts as pushed is the last one every sink took or refused. A sink refuses a table too large for
-//! it ([`PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until that sink takes a
-//! table again, counted in `switchyard_push_refused_total`, and not retried until the table changes;
-//! that sink keeps its last good table, the others get the new one.
+//! Each rebuild hands the whole [`Output`] (the table and the L4 routes) to the sinks
+//! ([`Sinks`]: each is pushed only the part it does not hold; a failed push is retried, the loop
+//! asks [`Engine::needs_retry`]). The table that counts as pushed is the last one every sink this
+//! replica writes took or refused: the engine counts it, logs it with what changed, and keeps it in
+//! the push log. A sink refuses a table too large for it
+//! ([`crate::watch::sink::PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until
+//! that sink takes a table again, counted in `switchyard_push_refused_total`, and not retried until
+//! the table changes; that sink keeps its last good table, the others get the new one.
 //!
 //! With `--leader-elect`, the sinks that write to the cluster (Istio) take tables only while this
 //! replica leads ([`Leader`]); a follower compiles and writes its file sinks as the leader does, and
-//! the table counts as pushed once those took it. On becoming the leader it pushes the table it
+//! the table counts as pushed once those took it. On becoming the leader it pushes the output it
 //! holds to the cluster sinks at once ([`Engine::take_over`]), with no cold start.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use switchyard_table::TableSpec;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
-use crate::flags::{TableEncoder, TableEncoding};
+use crate::flags::TableEncoding;
 use crate::watch::diff::{diff, Compared};
-use crate::watch::drift::Followed;
-use crate::watch::l4::L4Sinks;
-use crate::watch::leader::Leader;
-use crate::watch::sinks::{PushError, Sink};
-use crate::watch::source::{Snapshot, SourceError};
-use crate::watch::state::{PushRecord, Shared, SinkOutcome, SinkPush};
+use crate::watch::lead::leader::Leader;
+use crate::watch::sink::delivery::{Occasion, Round, Sinks};
+use crate::watch::sink::drift::Followed;
+use crate::watch::sink::{Output, Part, Sink};
+use crate::watch::source::Snapshot;
+use crate::watch::state::{PushRecord, Shared, SourceError};
 use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::model::Options;
 use switchyard_compiler::status::{ResourceStatus, Status};
@@ -63,62 +64,32 @@ pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> O
     ))
 }
 
-/// A table to push (or pushed), with the compiler's content hash of each rule when it gave them:
-/// they make the push diff of a big table cheap ([`Compared`]).
-#[derive(Debug, Clone)]
-struct Pushable {
-    table: Arc<TableSpec>,
-    rule_hashes: Option<Arc<[u64]>>,
-}
-
-impl Pushable {
-    fn compared(&self) -> Compared<'_> {
-        Compared {
-            table: &self.table,
-            rule_hashes: self.rule_hashes.as_deref(),
-        }
-    }
-}
-
 /// Compiles and pushes.
 pub struct Engine {
     compiler: Incremental,
-    sinks: Vec<Sink>,
+    sinks: Sinks,
     state: Shared,
-    pushed: Option<Pushable>,
-    retry: Option<Pushable>,
-    /// The sinks refusing the newest table as too large, with the table each still holds (`None`:
-    /// none of ours), to apply again if its object is deleted or changed by someone else meanwhile.
-    kept: BTreeMap<String, Option<Arc<TableSpec>>>,
-    /// How the ECDS file and the Istio objects carry the table (`--table-encoding`): one encoder for
-    /// every sink, which reuses what did not change since the table it encoded last.
-    encoder: TableEncoder,
+    /// The newest output compiled (what a retry, a take-over or a repair pushes).
+    latest: Option<Arc<Output>>,
+    /// The output whose table counts as pushed last (every sink this replica writes answered it).
+    pushed: Option<Arc<Output>>,
     /// Whether the cluster sinks may be written now.
     leader: Leader,
-    /// Where the TransportServers' L4 routes go (pushed when they change, apart from the table).
-    l4: L4Sinks,
 }
 
 impl Engine {
     /// An engine pushing to `sinks`.
     pub fn new(options: Options, sinks: Vec<Sink>, state: Shared) -> Engine {
+        let sinks = Sinks::new(sinks);
+        state.lock().l4_sinks = sinks.names(Part::L4);
         Engine {
             compiler: Incremental::new(options),
             sinks,
             state,
+            latest: None,
             pushed: None,
-            retry: None,
-            kept: BTreeMap::new(),
-            encoder: TableEncoding::default().encoder(),
             leader: Leader::always(),
-            l4: L4Sinks::default(),
         }
-    }
-
-    /// The same engine, pushing the L4 routes to `l4`.
-    pub fn with_l4(self, l4: L4Sinks) -> Engine {
-        self.state.lock().l4_sinks = l4.names();
-        Engine { l4, ..self }
     }
 
     /// The same engine, writing its cluster sinks only while `leader` says so.
@@ -131,45 +102,20 @@ impl Engine {
         &self.leader
     }
 
-    /// Whether `sink` may be written now: file sinks always, cluster sinks while leading.
-    fn writable(&self, sink: &Sink) -> bool {
-        !sink.writes_to_cluster() || self.leader.is_leader()
-    }
-
-    /// Just became the leader: pushes the table it holds to the cluster sinks (a failure is
+    /// Just became the leader: pushes the output it holds to the cluster sinks (a failure is
     /// retried like any failed push).
     pub async fn take_over(&mut self) {
-        self.l4.take_over(&self.leader, &self.state).await;
-        let Some(held) = self.pushed.clone() else { return };
-        let table = held.table.clone();
-        let config = match self.encoder.plugin_config(&table) {
-            Ok(config) => config,
-            Err(e) => return self.not_pushed(&table, &e),
-        };
-        let mut failures = Vec::new();
-        for i in 0..self.sinks.len() {
-            let sink = &self.sinks[i];
-            if !sink.writes_to_cluster() || !self.leader.is_leader() {
-                continue;
-            }
-            let (name, result) = (sink.name(), sink.push(&config, "").await);
-            if result.is_ok() {
-                info!(sink = %name, table = %table.generation, "leading: pushed the table held");
-            }
-            if let Err(e) = self.record(&name, &table, true, result) {
-                failures.push(e);
-            }
-        }
-        if !failures.is_empty() {
-            self.state.lock().push_error = Some(failures.join("; "));
-            self.retry = Some(held);
-        }
+        let Some(latest) = self.latest.clone() else { return };
+        let round = self.sinks.take_over(&latest, &self.leader, &self.state).await;
+        self.settle(&latest, round);
     }
 
     /// The engine, writing the plugin configuration of its sinks in `encoding`.
-    pub fn with_encoding(mut self, encoding: TableEncoding) -> Engine {
-        self.encoder = encoding.encoder();
-        self
+    pub fn with_encoding(self, encoding: TableEncoding) -> Engine {
+        Engine {
+            sinks: self.sinks.with_encoding(encoding),
+            ..self
+        }
     }
 
     /// The compiler's options.
@@ -184,11 +130,11 @@ impl Engine {
 
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
-        self.retry.is_some() || self.l4.needs_retry()
+        self.sinks.needs_retry()
     }
 
-    /// Compiles `input`, records the status, and pushes the table if its content changed. Returns the
-    /// statuses (the compiler's and the source's), for status write-back.
+    /// Compiles `input`, records the status, and pushes the output to the sinks that do not hold it.
+    /// Returns the statuses (the compiler's and the source's), for status write-back.
     pub async fn rebuild(&mut self, input: &Snapshot) -> Vec<ResourceStatus> {
         let started = Instant::now();
         let update = self.compiler.update(&input.objects);
@@ -247,186 +193,92 @@ impl Engine {
             state.statuses = statuses.clone();
             state.errors = input.errors.clone();
             state.warnings = input.warnings.clone();
+            state.l4 = compiled.l4.clone();
             new_errors
         };
         // Each error once, when it appears (it stays in /status until fixed).
         for e in &new_errors {
             warn!(source = %e.source, "{}", e.message);
         }
-        // With a failed push pending, some sinks may hold a newer table than `pushed`: push anyway.
-        let unchanged = self.retry.is_none()
-            && self
-                .pushed
-                .as_ref()
-                .is_some_and(|p| p.table.generation == compiled.table.generation);
-        let l4 = compiled.l4.clone();
-        if unchanged {
-            debug!(table = %compiled.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
-        } else {
-            let next = Pushable {
-                table: Arc::new(compiled.table.clone()),
-                rule_hashes: Some(Arc::from(self.compiler.rule_hashes())),
-            };
-            self.push(next).await;
+        // The table is copied only when it changed (100,000 rules: some 100 MB).
+        let latest = self.latest.as_ref();
+        let (table, rule_hashes) = match latest.filter(|l| l.table.generation == compiled.table.generation) {
+            Some(latest) => (latest.table.clone(), latest.rule_hashes.clone()),
+            None => (
+                Arc::new(compiled.table.clone()),
+                Some(Arc::from(self.compiler.rule_hashes())),
+            ),
+        };
+        let l4 = match latest.filter(|l| *l.l4 == compiled.l4) {
+            Some(latest) => latest.l4.clone(),
+            None => Arc::new(compiled.l4.clone()),
+        };
+        let output = Arc::new(Output { table, rule_hashes, l4 });
+        self.latest = Some(output.clone());
+        if !self.sinks.needs_retry() && self.pushed.as_ref().is_some_and(|p| Part::Table.same(p, &output)) {
+            debug!(table = %output.table.generation, seconds, "recompiled: table unchanged, nothing pushed");
         }
-        self.l4.push(&l4, &self.leader, &self.state).await;
+        let round = self
+            .sinks
+            .push(&output, Occasion::Change, &self.leader, &self.state)
+            .await;
+        self.settle(&output, round);
         statuses
     }
 
-    /// The objects the sinks write to the cluster, for [`crate::watch::drift`] to follow: the Istio
-    /// sinks' and the L4 Istio sink's.
+    /// The objects the sinks write to the cluster, for [`crate::watch::sink::drift`] to follow.
     pub fn followed(&self) -> Vec<Followed> {
-        let istio = self.sinks.iter().filter_map(|s| match s {
-            Sink::Istio(istio) => Some(istio.followed()),
-            _ => None,
-        });
-        istio.chain(self.l4.followed()).collect()
+        self.sinks.followed()
     }
 
-    /// Pushes the table last pushed again to the sink named `name` (or, when it refused that one as
-    /// too large, the table it kept), whose object was deleted or changed by someone else; a failure
-    /// is retried like any failed push.
+    /// Pushes the newest output again to the sink named `name` (or, when it refused that table as too
+    /// large, the output it took last), whose object was deleted or changed by someone else; a
+    /// failure is retried like any failed push.
     pub async fn repair(&mut self, name: &str) {
         // The leader repairs; a follower's drift is the leader's to handle.
-        if !self.leader.is_leader() || self.l4.repair(name, &self.leader, &self.state).await {
+        if !self.leader.is_leader() {
             return;
         }
-        let (table, newest) = match self.kept.get(name) {
-            Some(kept) => (kept.clone(), false),
-            None => (self.pushed.as_ref().map(|p| p.table.clone()), true),
-        };
-        let Some(table) = table else { return };
-        let Some(sink) = self.sinks.iter().find(|s| s.name() == name) else {
-            return;
-        };
-        let result = match self.encoder.plugin_config(&table) {
-            Ok(config) => sink.push(&config, "").await,
-            Err(e) => Err(PushError::Failed(e)),
-        };
-        if let Ok(()) = result {
-            info!(sink = %name, table = %table.generation, "deleted or changed by someone else: applied again");
-        }
-        if let Err(e) = self.record(name, &table, newest, result) {
-            self.state.lock().push_error = Some(e);
-            // A retry pushes to every sink: the newest table (a refusing sink refuses it again).
-            self.retry = self.pushed.clone();
+        let Some(latest) = self.latest.clone() else { return };
+        if let Some(round) = self.sinks.repair(name, &latest, &self.leader, &self.state).await {
+            self.settle(&latest, round);
         }
     }
 
-    /// Counts and logs one sink's answer; `Err` (what to report) when the push is to be retried.
-    /// `newest`: `table` is the newest table (not a refusing sink's kept one, applied again).
-    fn record(
-        &mut self,
-        name: &str,
-        table: &TableSpec,
-        newest: bool,
-        result: Result<(), PushError>,
-    ) -> Result<(), String> {
-        match &result {
-            Ok(()) if !newest => {}
-            Ok(()) => drop(self.kept.remove(name)),
-            // Refused first now: it holds the table every sink took last.
-            Err(PushError::TooLarge(_)) => {
-                if !self.kept.contains_key(name) {
-                    self.kept
-                        .insert(name.to_owned(), self.pushed.as_ref().map(|p| p.table.clone()));
-                }
-            }
-            Err(PushError::Failed(_)) => {}
-        }
-        let mut state = self.state.lock();
-        if !matches!(result, Err(PushError::Failed(_))) {
-            state.sink_answered(name);
-        }
-        let count = state.pushes.entry(name.to_owned()).or_default();
-        match result {
-            Ok(()) => {
-                count.ok += 1;
-                if newest && state.refused.remove(name).is_some() {
-                    info!(sink = %name, table = %table.generation, "takes tables again");
-                }
-                Ok(())
-            }
-            Err(PushError::TooLarge(e)) => {
-                count.refused += 1;
-                error!(sink = %name, table = %table.generation, "refused: {e}");
-                state
-                    .refused
-                    .insert(name.to_owned(), format!("table {}: {e}", table.generation));
-                Ok(())
-            }
-            Err(PushError::Failed(e)) => {
-                count.failed += 1;
-                state.sink_failed(name, &format!("table {}: push", table.generation), &e.to_string());
-                Err(format!("{name}: {e}"))
-            }
-        }
-    }
-
-    /// Pushes the table whose push failed last time again.
+    /// Pushes the newest output again to the sinks whose push failed.
     pub async fn retry(&mut self) {
-        if let Some(next) = self.retry.take() {
-            self.push(next).await;
+        if let Some(latest) = self.latest.clone() {
+            let round = self
+                .sinks
+                .push(&latest, Occasion::Change, &self.leader, &self.state)
+                .await;
+            self.settle(&latest, round);
         }
-        self.l4.retry(&self.leader, &self.state).await;
     }
 
-    /// A table that cannot be pushed at all: logged, counted, and `/readyz` says so until a push
-    /// succeeds.
-    fn not_pushed(&self, table: &TableSpec, why: &str) {
-        self.state
-            .internal_error(&format!("table {}: {why}; not pushed", table.generation));
-        self.state.lock().push_error = Some(format!("internal error: {why}"));
-    }
-
-    /// Pushes `next` to every sink this replica writes.
-    async fn push(&mut self, next: Pushable) {
-        let table = next.table.clone();
+    /// Counts `output`'s table as pushed once every sink this replica writes answered it, when it is
+    /// new or a failed push was pending: the push log line, `/status`, `/readyz` and the metrics.
+    fn settle(&mut self, output: &Arc<Output>, round: Round) {
+        if let Some(why) = &round.not_encoded {
+            self.state
+                .internal_error(&format!("table {}: {why}; not pushed", output.table.generation));
+            return;
+        }
+        let new = !self.pushed.as_ref().is_some_and(|p| Part::Table.same(p, output));
+        if !round.table_answered || !(new || round.was_failing) {
+            return;
+        }
+        let table = &output.table;
         // The compiler validated every rule with the table's own checks; the table is indexed only
         // when the dashboard asks for it (`Shared::live_index`), not on every push.
         let hosts = table.host_count();
-        // The indented JSON only for a table file (`-o`): 36 MB for 100,000 rules, some 100 ms.
-        let pretty = match self.sinks.iter().any(|s| matches!(s, Sink::TableFile(_))) {
-            true => TableEncoding::Json
-                .file_text(&table)
-                .map_err(|e| format!("cannot serialize the table: {e}")),
-            false => Ok(String::new()),
-        };
-        let (config, pretty) = match (self.encoder.plugin_config(&table), pretty) {
-            (Ok(config), Ok(pretty)) => (config, pretty),
-            (Err(e), _) | (_, Err(e)) => return self.not_pushed(&table, &e),
-        };
-        let mut failures = Vec::new();
-        let mut results = Vec::with_capacity(self.sinks.len());
-        for sink in &self.sinks {
-            if self.writable(sink) {
-                results.push((sink.name(), sink.push(&config, &pretty).await));
-            }
-        }
-        let sinks = results.len();
-        let mut outcomes = Vec::with_capacity(sinks);
-        for (name, result) in results {
-            let outcome = match &result {
-                Err(PushError::TooLarge(_)) => SinkOutcome::Refused,
-                _ => SinkOutcome::Ok,
-            };
-            match self.record(&name, &table, true, result) {
-                Ok(()) => outcomes.push(SinkPush { sink: name, outcome }),
-                Err(e) => failures.push(e),
-            }
-        }
+        let change = diff(self.pushed.as_deref().map(compared), compared(output)).summary();
+        let sinks = round.outcomes.len();
         let mut state = self.state.lock();
-        if !failures.is_empty() {
-            state.push_error = Some(failures.join("; "));
-            self.retry = Some(next);
-            return;
-        }
-        let change = diff(self.pushed.as_ref().map(Pushable::compared), next.compared()).summary();
         state.tables_pushed += 1;
         state.table_hash = table.generation.clone();
         state.rules = table.rules.len();
         state.hosts = hosts;
-        state.push_error = None;
         let record = PushRecord {
             generation: state.tables_pushed,
             table: table.generation.clone(),
@@ -434,7 +286,7 @@ impl Engine {
             rules: table.rules.len(),
             hosts,
             change: change.clone(),
-            sinks: outcomes,
+            sinks: round.outcomes,
         };
         state.log_push(record);
         info!(
@@ -445,16 +297,23 @@ impl Engine {
             sinks,
             "{}: {change}",
             // A follower whose sinks all write to the cluster only holds the table, for a take-over.
-            match (sinks, self.sinks.is_empty()) {
-                (_, true) => "compiled (no table sinks)",
-                (0, false) => "compiled, held for a take-over (following)",
+            match (sinks, self.sinks.carry_the_table()) {
+                (_, false) => "compiled (no table sinks)",
+                (0, true) => "compiled, held for a take-over (following)",
                 _ => "pushed",
             },
         );
         state.table = Some(table.clone());
         drop(state);
-        self.pushed = Some(next);
-        self.retry = None;
+        self.pushed = Some(output.clone());
+    }
+}
+
+/// `output`'s table, for the push diff.
+fn compared(output: &Output) -> Compared<'_> {
+    Compared {
+        table: &output.table,
+        rule_hashes: output.rule_hashes.as_deref(),
     }
 }
 
@@ -467,6 +326,7 @@ fn unix_ms(at: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::watch::state::{PushRecord, SinkOutcome};
     use switchyard_compiler::load::{parse_text, Loaded};
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
@@ -535,7 +395,7 @@ mod tests {
     #[test]
     fn each_table_reaches_the_sinks_exactly_as_a_fresh_encoding_writes_it() {
         let dir = tempfile::tempdir().unwrap();
-        let ecds = crate::watch::ecds::EcdsFile {
+        let ecds = crate::watch::sink::ecds::EcdsFile {
             path: dir.path().join("ecds.json"),
             filter_name: "switchyard".into(),
             wasm: "/w/f.wasm".into(),
@@ -583,7 +443,7 @@ mod tests {
         let state = state.lock();
         let paths: Vec<(&str, u64)> = state.compiles_by_path.iter().map(|(p, n)| (*p, *n)).collect();
         assert_eq!(paths, [("full", 1), ("incremental", 1), ("unchanged", 1)]);
-        let metrics = crate::watch::metrics::render(&state);
+        let metrics = crate::watch::serve::metrics::render(&state);
         assert!(
             metrics.contains("switchyard_compiles_by_path_total{path=\"incremental\"} 1"),
             "{metrics}"
@@ -646,16 +506,16 @@ mod tests {
     /// the refusal comes before any request.
     fn tiny_wasmplugin() -> Sink {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let settings = crate::watch::istio::IstioSettings {
+        let settings = crate::watch::sink::istio::IstioSettings {
             selector: Default::default(),
             wasm_url: "oci://registry.example/switchyard:1".into(),
             wasm_path: String::new(),
             filter_name: "switchyard".into(),
             runtime: "envoy.wasm.runtime.v8".into(),
         };
-        let mut sink = crate::watch::istio::IstioSink::new(
+        let mut sink = crate::watch::sink::istio::IstioSink::new(
             kube::Client::try_from(config).unwrap(),
-            crate::watch::istio::IstioKind::WasmPlugin,
+            crate::watch::sink::istio::IstioKind::WasmPlugin,
             "istio-system".into(),
             "switchyard".into(),
             settings,

@@ -1,45 +1,44 @@
 //! `switchyard watch`: sources → the same pipeline as `switchyard compile` → sinks, for as long as
 //! it runs.
 //!
-//! - Sources: [`folder`] (a directory, followed with `notify`) and [`kubernetes`] (kube-rs watchers
-//!   and reflector stores), both a [`source::Source`]. Both only say "something changed" on a
-//!   channel; the one loop, [`rebuild`], lets [`debounce`] wait for the input to settle, then reads
-//!   the whole input as a [`source::Snapshot`] and compiles it again.
-//! - [`engine`]: compile (incrementally when only Ingresses changed:
-//!   [`switchyard_compiler::incremental`]), record status, push when the content hash changed, log
-//!   the [`diff`].
-//! - Sinks ([`sinks`]): [`ecds`] file (paced by [`envoy_admin`] when asked), plain table file,
-//!   [`istio`] resources; and for TransportServers' L4 routes ([`l4`]), Envoy's LDS file and an
-//!   Istio Gateway and VirtualService.
-//! - Operations: [`state`] shared with the [`server`]'s two addresses: `--listen` (`/healthz`,
-//!   `/readyz`, `/metrics` from [`metrics`]) and `--dashboard-listen` (`/table`, `/status`, and the
-//!   [`dashboard`] at `/`, loopback or behind a token); Kubernetes status write-back in
-//!   [`write_back`].
-//! - Replicas (`--leader-elect`): [`lease`] elects one leader through a Lease; the [`leader`] gate
-//!   lets only it write to the cluster (status, events, load balancers, Istio objects).
+//! # The rooms
+//!
+//! Each room imports only rooms below it in this list (no cycle):
+//!
+//! | room | holds |
+//! |---|---|
+//! | this file | [`run`]: the flags wired into sources, engine, sinks, servers and election |
+//! | [`args`] | the flags of `switchyard watch` and their checks |
+//! | [`rebuild`] | the one loop: wait for a burst of changes to settle, read the source, rebuild; retry failed pushes, repair drifted objects, take over on becoming the leader |
+//! | [`engine`] | one rebuild: compile (incrementally when it can), record the status, hand the output to the sinks, count and log the tables pushed with their [`diff`] |
+//! | [`source`] | where input comes from: the [`source::Source`] trait and its [`source::Snapshot`]; [`source::folder`], [`source::kubernetes`] (with its [`source::store`]s), [`source::debounce`] |
+//! | [`sink`] | where output goes: the one [`sink::Sink`] contract and [`sink::delivery`] (change detection, retry, failures said once); [`sink::ecds`] (paced by [`sink::envoy_admin`]), the table file, [`sink::istio`], [`sink::l4`] (LDS file, Istio Gateway); [`sink::drift`] repairs what someone else changed |
+//! | [`status`] | status write-back: conditions, load balancers and events on the resources (NGINX's kinds in [`status`]'s `nginx`) |
+//! | [`serve`] | the two HTTP addresses: `--listen` (`/healthz`, `/readyz`, [`serve::metrics`]) and `--dashboard-listen` (`/table`, `/status`, the [`serve::dashboard`]) |
+//! | [`lead`] | replicas (`--leader-elect`): [`lead::lease`] elects, the [`lead::leader`] gate lets only the leader write to the cluster |
+//! | [`state`] | what the running watch knows about itself, shared by all of the above |
+//! | [`cluster`] | what every room that talks to the API server shares: the field manager, watchers that outlive outages |
+//! | [`diff`] | what changed between two tables, for the push log |
+//!
+//! # The data path
+//!
+//! A source signals a change → [`rebuild::run`] lets it settle → [`source::Source::read`] →
+//! [`engine::Engine::rebuild`] compiles a [`sink::Output`] (the table and the L4 routes) →
+//! [`sink::delivery::Sinks`] pushes it to each sink that does not hold it →
+//! [`source::Source::rebuilt`] (the cluster writes the statuses back, [`status`]). [`state::Shared`]
+//! records each step for [`serve`].
 
 pub mod args;
-pub mod dashboard;
-pub mod debounce;
+pub mod cluster;
 pub mod diff;
-pub mod drift;
-pub mod ecds;
 pub mod engine;
-pub mod envoy_admin;
-pub mod folder;
-pub mod istio;
-pub mod kubernetes;
-pub mod l4;
-pub mod leader;
-pub mod lease;
-pub mod metrics;
+pub mod lead;
 pub mod rebuild;
-pub mod server;
-pub mod sinks;
+pub mod serve;
+pub mod sink;
 pub mod source;
 pub mod state;
-pub mod store;
-pub mod write_back;
+pub mod status;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -48,16 +47,16 @@ use std::time::Duration;
 use tracing::{error, info};
 
 use crate::watch::args::WatchArgs;
-use crate::watch::debounce::Debounce;
-use crate::watch::ecds::EcdsFile;
 use crate::watch::engine::Engine;
-use crate::watch::envoy_admin::EnvoyAdmin;
-use crate::watch::folder::Watched;
-use crate::watch::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
-use crate::watch::l4::{L4Sink, L4Sinks};
-use crate::watch::leader::Leader;
-use crate::watch::lease::Elector;
-use crate::watch::sinks::Sink;
+use crate::watch::lead::leader::Leader;
+use crate::watch::lead::lease::Elector;
+use crate::watch::sink::Sink;
+use crate::watch::sink::ecds::EcdsFile;
+use crate::watch::sink::envoy_admin::EnvoyAdmin;
+use crate::watch::sink::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
+use crate::watch::sink::l4::{IstioGateway, LdsFile};
+use crate::watch::source::debounce::Debounce;
+use crate::watch::source::folder::Watched;
 use crate::watch::state::Shared;
 use switchyard_compiler::l4_istio::IstioL4Options;
 
@@ -112,7 +111,7 @@ async fn listen(flag: &str, addr: SocketAddr, router: axum::Router) -> Result<So
     let bound = listener.local_addr().map_err(|e| format!("{flag} {addr}: {e}"))?;
     let flag = flag.to_owned();
     tokio::spawn(async move {
-        if let Err(e) = server::serve(listener, router).await {
+        if let Err(e) = serve::serve(listener, router).await {
             error!("the server of {flag} stopped: {e}");
         }
     });
@@ -156,7 +155,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
         check_outputs_outside(dir, &args)?;
     }
     if let Some(addr) = args.listen {
-        let bound = listen("--listen", addr, server::operations_router(state.clone())).await?;
+        let bound = listen("--listen", addr, serve::operations_router(state.clone())).await?;
         info!("listening on http://{bound} (/healthz /readyz /metrics)");
     }
     if let Some((addr, access)) = dashboard {
@@ -164,7 +163,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
             true => "a token is asked for",
             false => "no token: keep it on loopback",
         };
-        let router = server::dashboard_router(state.clone(), access);
+        let router = serve::dashboard_router(state.clone(), access);
         let bound = listen("--dashboard-listen", addr, router).await?;
         info!("dashboard on http://{bound}/ (/table /status POST /explain; {guarded})");
     }
@@ -191,8 +190,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     };
     let engine = Engine::new(options, sinks, state.clone())
         .with_encoding(args.table_encoding)
-        .led_by(leader.clone())
-        .with_l4(L4Sinks::new(l4_sinks(&args, client.as_ref())?));
+        .led_by(leader.clone());
     let debounce = Debounce {
         quiet: Duration::from_millis(args.debounce_ms),
         max: Duration::from_millis(args.debounce_max_ms.max(args.debounce_ms)),
@@ -205,7 +203,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
             rebuild::run(folder, changes, engine, debounce).await
         }
         (true, Some(client)) => {
-            let settings = kubernetes::Settings {
+            let settings = crate::watch::source::kubernetes::Settings {
                 namespaces: args.namespaces.clone(),
                 publish_addresses: args.publish_address.clone(),
                 write_status: !args.no_status_write,
@@ -215,12 +213,13 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
                 controller_name,
                 leader,
             };
-            kubernetes::follow(client, settings, engine, state, debounce).await
+            rebuild::follow(client, settings, engine, state, debounce).await
         }
         (true, None) => Err("give --manifests DIR or --kubernetes".to_owned()),
     }
 }
 
+/// The sinks the flags name, table sinks first.
 fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, String> {
     let mut sinks = Vec::new();
     if let Some(path) = &args.ecds_file {
@@ -264,36 +263,27 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             sinks.push(Sink::Istio(sink));
         }
     }
-    if sinks.is_empty() && args.lds_file.is_none() && args.istio_gateway.is_none() {
+    if let Some(path) = &args.lds_file {
+        sinks.push(Sink::Lds(LdsFile {
+            path: path.clone(),
+            options: args.l4.options(),
+        }));
+    }
+    if let (Some(target), Some(client)) = (&args.istio_gateway, client) {
+        let (namespace, name) = parse_target(target)?;
+        let options = IstioL4Options {
+            namespace,
+            name,
+            selector: args.selector()?,
+            passthrough_port: args.l4.options().passthrough_port,
+        };
+        sinks.push(Sink::IstioGateway(IstioGateway::new(client.clone(), options)));
+    }
+    if sinks.is_empty() {
         return Err(
             "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME, --wasmplugin NS/NAME, --lds-file PATH or --istio-gateway NS/NAME"
                 .to_owned(),
         );
-    }
-    Ok(sinks)
-}
-
-/// The L4 sinks: `--lds-file` and `--istio-gateway` (with a cluster).
-fn l4_sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<L4Sink>, String> {
-    let mut sinks = Vec::new();
-    if let Some(path) = &args.lds_file {
-        sinks.push(L4Sink::Lds {
-            path: path.clone(),
-            options: args.l4.options(),
-        });
-    }
-    if let (Some(target), Some(client)) = (&args.istio_gateway, client) {
-        let (namespace, name) = parse_target(target)?;
-        sinks.push(L4Sink::Istio {
-            client: client.clone(),
-            options: IstioL4Options {
-                namespace,
-                name,
-                selector: args.selector()?,
-                passthrough_port: args.l4.options().passthrough_port,
-            },
-            applied: Default::default(),
-        });
     }
     Ok(sinks)
 }

@@ -1,6 +1,6 @@
 //! The one rebuild loop, fed by either source (kube-rs's shape: one stream per source into one
 //! consumer): compile now, then after every settled burst of changes; retry a failed push every
-//! [`RETRY_AFTER`]; apply an Istio object again when [`crate::watch::drift`] says it was deleted or
+//! [`RETRY_AFTER`]; apply an Istio object again when [`crate::watch::sink::drift`] says it was deleted or
 //! changed by someone else; read everything again when the source asks for a rescan; push the
 //! table held to the cluster sinks on becoming the leader (`--leader-elect`). A burst of changes
 //! being debounced is kept by the loop itself, so handling any of those events meanwhile never
@@ -8,13 +8,15 @@
 
 use std::time::Duration;
 
+use kube::Client;
 use tokio::sync::mpsc;
-
 use tokio::time::Instant;
 
-use crate::watch::debounce::{Burst, Debounce};
 use crate::watch::engine::Engine;
 use crate::watch::source::Source;
+use crate::watch::source::debounce::{Burst, Debounce};
+use crate::watch::source::kubernetes::{Cluster, Settings};
+use crate::watch::state::Shared;
 
 /// How long to wait before pushing again after a failed push.
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -29,7 +31,11 @@ pub async fn run(
 ) -> Result<(), String> {
     let (drift_tx, mut drifted) = mpsc::channel(4);
     for followed in engine.followed() {
-        tokio::spawn(crate::watch::drift::follow(followed, drift_tx.clone(), engine.state()));
+        tokio::spawn(crate::watch::sink::drift::follow(
+            followed,
+            drift_tx.clone(),
+            engine.state(),
+        ));
     }
     drop(drift_tx);
     let mut role = engine.leader().subscribe();
@@ -72,6 +78,19 @@ pub async fn run(
     }
 }
 
+/// Kubernetes mode: watches, waits for every store to sync, then compiles after every settled
+/// change (the one loop, [`run`]) and writes status back.
+pub async fn follow(
+    client: Client,
+    settings: Settings,
+    engine: Engine,
+    state: Shared,
+    debounce: Debounce,
+) -> Result<(), String> {
+    let (cluster, changes) = Cluster::start(client, &settings, state, engine.options().clone());
+    run(cluster, changes, engine, debounce).await
+}
+
 /// Reads the source and, when it can be compiled, compiles and pushes it.
 async fn rebuild(source: &mut impl Source, engine: &mut Engine) {
     if let Some(snapshot) = source.read() {
@@ -83,7 +102,7 @@ async fn rebuild(source: &mut impl Source, engine: &mut Engine) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::sinks::Sink;
+    use crate::watch::sink::Sink;
     use crate::watch::source::Snapshot;
     use crate::watch::state::Shared;
     use switchyard_compiler::load::{parse_text, Loaded};
@@ -189,7 +208,7 @@ mod tests {
     fn a_change_settling_while_another_event_is_handled_is_not_lost() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, _state) = engine(dir.path());
-        let leader = crate::watch::leader::Leader::elected();
+        let leader = crate::watch::lead::leader::Leader::elected();
         let engine = engine.led_by(leader.clone());
         let (source, host) = hosts(Some("a.example"));
         let (tx, changes) = mpsc::channel(1);

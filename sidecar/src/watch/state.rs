@@ -8,10 +8,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 use switchyard_table::{RouteTable, TableSpec};
 
-use crate::watch::source::SourceError;
 use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::status::ResourceStatus;
 use switchyard_compiler::vocabulary;
+
+/// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed,
+/// an object the API serves that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceError {
+    /// The file (or source) at fault.
+    pub source: String,
+    /// What is wrong: file, line, field.
+    pub message: String,
+}
 
 /// The state, shared.
 #[derive(Debug, Clone, Default)]

@@ -1,10 +1,10 @@
 //! Who writes to the cluster: the [`Leader`] gate every cluster write checks just before it is sent
-//! (status, events and load balancers in [`crate::watch::write_back`], the Istio sinks and their
+//! (status, events and load balancers in [`crate::watch::status`], the Istio sinks and their
 //! drift repair in [`crate::watch::engine`]). File sinks never check it: every replica writes the
 //! ECDS file beside its own Envoy.
 //!
 //! Without `--leader-elect` the gate is always open (this process is the only writer). With it, the
-//! gate is opened by [`crate::watch::lease`] for a bounded time after each renewal of the Lease
+//! gate is opened by [`crate::watch::lead::lease`] for a bounded time after each renewal of the Lease
 //! (until the renew deadline): a replica whose elector cannot renew (a network cut, a hung request)
 //! stops writing when that time is up even before the elector notices, so it has stepped down
 //! before any other replica may take the Lease (the lease duration, counted from the renewal).
@@ -47,7 +47,7 @@ impl Leader {
         Leader::with(Until::Always, 1)
     }
 
-    /// An elected writer: closed until [`crate::watch::lease`] acquires the Lease.
+    /// An elected writer: closed until [`crate::watch::lead::lease`] acquires the Lease.
     pub fn elected() -> Leader {
         Leader::with(Until::Never, 0)
     }

@@ -35,7 +35,7 @@ use kube::{Api, Client};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tracing::{info, warn};
 
-use crate::watch::leader::Leader;
+use crate::watch::lead::leader::Leader;
 use crate::watch::state::{LeaseError, LeaseFailure, Shared};
 
 /// The election's settings (`--leader-elect-*`).

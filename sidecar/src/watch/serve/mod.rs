@@ -6,6 +6,9 @@
 //!   `/`, `/table`, `/status` and what the page reads, which show the cluster's whole routing
 //!   picture, behind [`access::guard`] when `--dashboard-token-file` is given.
 
+pub mod dashboard;
+pub mod metrics;
+
 use axum::extract::State as AxumState;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,9 +16,8 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::flags::TableEncoding;
-use crate::watch::dashboard::{access, offload};
+use crate::watch::serve::dashboard::{access, offload};
 use crate::watch::state::Shared;
-use crate::watch::{dashboard, metrics};
 
 /// The operations address's routes: probes and metrics only.
 pub fn operations_router(state: Shared) -> Router {

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::watch::kubernetes::outliving;
+use crate::watch::cluster::outliving;
 use crate::watch::state::Shared;
 
 /// What we last applied to an object: our fields, and the resourceVersion the API gave it.

@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::watch::envoy_admin::EnvoyAdmin;
+use crate::watch::sink::envoy_admin::EnvoyAdmin;
 
 /// Where and how to write the ECDS file.
 #[derive(Debug, Clone)]

@@ -19,17 +19,15 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams
 use kube::{Api, Client};
 use serde_json::{json, Value};
 
-use crate::watch::drift::{foreign_keys, record_applied, AppliedSlot, Followed};
-use crate::watch::ecds::wasm_filter_config;
-use crate::watch::sinks::{PushError, TooLarge};
+use crate::watch::cluster::FIELD_MANAGER;
+use crate::watch::sink::drift::{foreign_keys, record_applied, AppliedSlot, Followed};
+use crate::watch::sink::ecds::wasm_filter_config;
+use crate::watch::sink::{PushError, TooLarge};
 
 /// The default `--istio-max-bytes`: 1,400,000 bytes, under etcd's default request limit of 1.5 MiB
 /// (1,572,864 bytes) by ~170 KB, room for what the API server adds to our object before storing it
 /// (metadata, managedFields, other managers' fields, the etcd transaction's own framing).
 pub const DEFAULT_MAX_BYTES: usize = 1_400_000;
-
-/// Switchyard's field manager for server-side apply.
-pub const FIELD_MANAGER: &str = "switchyard";
 
 /// Which Istio resource carries the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +66,7 @@ pub struct IstioSink {
     pub name: String,
     /// The rest.
     pub settings: IstioSettings,
-    /// What we last applied (shared with [`crate::watch::drift`], which follows the object).
+    /// What we last applied (shared with [`crate::watch::sink::drift`], which follows the object).
     pub applied: AppliedSlot,
     /// The largest object (serialized JSON, in bytes) sent to the API server.
     pub max_bytes: usize,
@@ -165,7 +163,7 @@ impl IstioSink {
         }
     }
 
-    /// Its object, for [`crate::watch::drift`] to follow.
+    /// Its object, for [`crate::watch::sink::drift`] to follow.
     pub fn followed(&self) -> Followed {
         Followed {
             client: self.client.clone(),

@@ -1,14 +1,87 @@
-//! Where tables go: the ECDS file, a plain table file, and (Kubernetes mode) Istio resources.
-//! Every sink is idempotent, so a failed push is simply retried with the newest table; a table too
-//! large for a sink ([`PushError::TooLarge`]) is refused there and not retried until it changes.
+//! Where the compiled output goes: one contract, [`Sink`], for every destination. Each sink is
+//! handed the whole [`Output`] of a compilation (the table and the TransportServers' L4 routes, with
+//! the table encoded once for all: [`Encoded`]) and reads the [`Part`] it carries.
+//!
+//! | sink | flag | part | writes to |
+//! |---|---|---|---|
+//! | [`ecds::EcdsFile`] (paced by [`envoy_admin`]) | `--ecds-file` | table | a file beside Envoy |
+//! | table file | `-o` | table | a file |
+//! | [`istio::IstioSink`] | `--wasmplugin`, `--envoyfilter` | table | the cluster |
+//! | [`l4::LdsFile`] | `--lds-file` | L4 | a file beside Envoy |
+//! | [`l4::IstioGateway`] | `--istio-gateway` | L4 | the cluster |
+//!
+//! What is common lives once, in [`delivery::Sinks`]: each sink is pushed only the part it does not
+//! hold yet, a failed push is retried with the newest output, a failing sink is logged once when it
+//! starts failing and once when it works again ([`crate::watch::state::Failures`]), and the sinks
+//! that write to the cluster are written only while this replica leads. What differs stays with the
+//! sink: a table too large for an Istio object is refused there ([`PushError::TooLarge`]) and not
+//! retried until the table changes; the objects written to the cluster are followed by [`drift`]
+//! and applied again when someone else deletes or changes them.
+//!
+//! Every sink is idempotent, so a failed push is simply retried with the newest output.
+
+pub mod delivery;
+pub mod drift;
+pub mod ecds;
+pub mod envoy_admin;
+pub mod istio;
+pub mod l4;
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use crate::watch::ecds::{write_atomically, EcdsFile};
-use crate::watch::istio::IstioSink;
+use switchyard_compiler::l4::L4Routes;
+use switchyard_table::TableSpec;
 
-/// One destination for tables.
+use crate::watch::sink::drift::Followed;
+use crate::watch::sink::ecds::{write_atomically, EcdsFile};
+use crate::watch::sink::istio::IstioSink;
+use crate::watch::sink::l4::{IstioGateway, LdsFile};
+
+/// What one compilation gives the sinks: the table and the L4 routes.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The HTTP route table.
+    pub table: Arc<TableSpec>,
+    /// The compiler's content hash of each rule, when it gave them: they make the push diff of a big
+    /// table cheap ([`crate::watch::diff::Compared`]).
+    pub rule_hashes: Option<Arc<[u64]>>,
+    /// The TransportServers' L4 routes.
+    pub l4: Arc<L4Routes>,
+}
+
+/// The part of the [`Output`] a sink carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The HTTP route table.
+    Table,
+    /// The L4 routes.
+    L4,
+}
+
+impl Part {
+    /// Whether `a` and `b` agree on this part (the table by its content hash).
+    pub fn same(self, a: &Output, b: &Output) -> bool {
+        match self {
+            Part::Table => a.table.generation == b.table.generation,
+            Part::L4 => a.l4 == b.l4,
+        }
+    }
+}
+
+/// An [`Output`] as the sinks take it, the table encoded once for all of them.
+pub struct Encoded<'a> {
+    /// The output.
+    pub output: &'a Output,
+    /// The table as the filter's plugin configuration (`--table-encoding`: the compact form or the
+    /// JSON on one line).
+    pub config: &'a str,
+    /// The table's JSON indented, for people (`-o`); empty when no table file is pushed.
+    pub pretty: &'a str,
+}
+
+/// One destination of the compiled output.
 pub enum Sink {
     /// `--ecds-file`.
     Ecds(EcdsFile),
@@ -16,6 +89,10 @@ pub enum Sink {
     TableFile(PathBuf),
     /// `--envoyfilter` / `--wasmplugin`.
     Istio(IstioSink),
+    /// `--lds-file`: the L4 routes as Envoy's listeners.
+    Lds(LdsFile),
+    /// `--istio-gateway`: the L4 routes as an Istio Gateway and VirtualService.
+    IstioGateway(IstioGateway),
 }
 
 /// Why a sink did not take a table.
@@ -69,29 +146,58 @@ impl From<String> for PushError {
 }
 
 impl Sink {
-    /// The name used in logs and metrics.
+    /// The name used in logs, `/status` and metrics.
     pub fn name(&self) -> String {
         match self {
             Sink::Ecds(ecds) => format!("ecds-file {}", ecds.path.display()),
             Sink::TableFile(path) => format!("table-file {}", path.display()),
             Sink::Istio(istio) => istio.name(),
+            Sink::Lds(lds) => lds.name(),
+            Sink::IstioGateway(gateway) => gateway.name(),
+        }
+    }
+
+    /// The part of the output it carries.
+    pub fn part(&self) -> Part {
+        match self {
+            Sink::Ecds(_) | Sink::TableFile(_) | Sink::Istio(_) => Part::Table,
+            Sink::Lds(_) | Sink::IstioGateway(_) => Part::L4,
         }
     }
 
     /// Whether it writes to the cluster (only the leader does, with `--leader-elect`); file sinks
     /// are written by every replica.
     pub fn writes_to_cluster(&self) -> bool {
-        matches!(self, Sink::Istio(_))
+        matches!(self, Sink::Istio(_) | Sink::IstioGateway(_))
     }
 
-    /// Pushes `table`. `config` is the filter's plugin configuration (`--table-encoding`: the
-    /// compact form or the JSON on one line), `pretty` the JSON indented, for people (`-o`). Files
-    /// have no size limit.
-    pub async fn push(&self, config: &str, pretty: &str) -> Result<(), PushError> {
+    /// Whether it takes the table as the filter's plugin configuration ([`Encoded::config`]).
+    pub fn needs_config(&self) -> bool {
+        matches!(self, Sink::Ecds(_) | Sink::Istio(_))
+    }
+
+    /// Whether it takes the table's indented JSON ([`Encoded::pretty`]).
+    pub fn needs_pretty(&self) -> bool {
+        matches!(self, Sink::TableFile(_))
+    }
+
+    /// The objects it writes to the cluster, for [`drift`] to follow.
+    pub fn followed(&self) -> Vec<Followed> {
         match self {
-            Sink::Ecds(ecds) => Ok(ecds.write(config).await?),
-            Sink::TableFile(path) => Ok(write_atomically(path, pretty)?),
-            Sink::Istio(istio) => istio.apply(config).await,
+            Sink::Istio(istio) => vec![istio.followed()],
+            Sink::IstioGateway(gateway) => gateway.followed(),
+            Sink::Ecds(_) | Sink::TableFile(_) | Sink::Lds(_) => Vec::new(),
+        }
+    }
+
+    /// Pushes its part of `output`. Files have no size limit.
+    pub async fn push(&self, output: &Encoded<'_>) -> Result<(), PushError> {
+        match self {
+            Sink::Ecds(ecds) => Ok(ecds.write(output.config).await?),
+            Sink::TableFile(path) => Ok(write_atomically(path, output.pretty)?),
+            Sink::Istio(istio) => istio.apply(output.config).await,
+            Sink::Lds(lds) => Ok(lds.write(&output.output.l4)?),
+            Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4).await?),
         }
     }
 }

@@ -20,7 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
-use crate::watch::source::{Snapshot, Source, SourceError};
+use crate::watch::source::{Snapshot, Source};
+use crate::watch::state::SourceError;
 use switchyard_compiler::load::{manifest_files, parse_text, Loaded};
 use switchyard_compiler::objects::{EachKind, Object, Objects};
 use switchyard_compiler::order::fnv1a;

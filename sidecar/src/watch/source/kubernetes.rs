@@ -19,32 +19,27 @@
 //!   ready means the table reflects the cluster.
 //! - [`Cluster`] is the [`Source`] over the stores: after every settled change the one rebuild loop
 //!   ([`crate::watch::rebuild`]) compiles their contents; the status is written back by
-//!   [`crate::watch::write_back`]. A snapshot copies no object: it takes the `Arc`s the stores hold,
+//!   [`crate::watch::status`]. A snapshot copies no object: it takes the `Arc`s the stores hold,
 //!   which the compiler and the status writer share.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::networking::v1::IngressClass;
-use kube::api::{ApiResource, DynamicObject, ListParams};
-use kube::runtime::utils::Backoff;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::watch::debounce::Debounce;
-use crate::watch::engine::Engine;
-use crate::watch::leader::Leader;
-use crate::watch::rebuild;
-use crate::watch::source::{Snapshot, Source, SourceError};
-use crate::watch::state::{Failures, Shared};
-use crate::watch::store::{Held, Undecodable};
-use crate::watch::write_back::StatusWriter;
+use crate::watch::cluster::outliving;
+use crate::watch::lead::leader::Leader;
+use crate::watch::source::store::{Held, Undecodable};
+use crate::watch::source::{Snapshot, Source};
+use crate::watch::state::{Failures, Shared, SourceError};
+use crate::watch::status::StatusWriter;
 use switchyard_compiler::class::Classes;
 use switchyard_compiler::model::Options;
 use switchyard_compiler::objects::{key_of, EachKind, Kind, Object, Objects};
@@ -71,36 +66,8 @@ pub struct Settings {
     pub leader: Leader,
 }
 
-/// How often a source that is down probes its API with a one-item list.
-const PROBE_EVERY: Duration = Duration::from_secs(2);
-
 /// The longest reason kept from a watcher error (an error may carry a whole response body).
 const REASON_MAX: usize = 200;
-
-/// Watcher retry delays: 100 ms, doubling, at most 1 s; reset after each success.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Retry(Duration);
-
-impl Default for Retry {
-    fn default() -> Retry {
-        Retry(Duration::from_millis(100))
-    }
-}
-
-impl Iterator for Retry {
-    type Item = Duration;
-    fn next(&mut self) -> Option<Duration> {
-        let now = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_secs(1));
-        Some(now)
-    }
-}
-
-impl Backoff for Retry {
-    fn reset(&mut self) {
-        *self = Retry::default();
-    }
-}
 
 /// One watched store: a kind in one namespace (or all).
 struct Store<K> {
@@ -284,67 +251,6 @@ impl<K: DeserializeOwned> SourceTask<K> {
     }
 }
 
-/// A kube watcher of `api` that outlives API server outages, for the sources and the followers of
-/// the objects we write ([`crate::watch::drift`]): after an error it retries after [`Retry`]'s
-/// delays; while its last answer was an error (a 410 aside), `api` is probed every [`PROBE_EVERY`]
-/// with a one-item list (under `config`'s selectors: RBAC's `resourceNames` allow only that), and
-/// once one answers a fresh watcher takes over, which lists: a watch resumed on a restarted API
-/// server may deliver nothing until a change, and the default backoff waits up to 30 s.
-pub(crate) fn outliving(
-    api: Api<DynamicObject>,
-    config: watcher::Config,
-) -> impl futures::Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send {
-    /// One watcher, and whether its last answer was an error.
-    struct Pass {
-        api: Api<DynamicObject>,
-        config: watcher::Config,
-        stream: futures::stream::BoxStream<'static, Result<Event<DynamicObject>, watcher::Error>>,
-        stalled: bool,
-    }
-    fn fresh(
-        api: &Api<DynamicObject>,
-        config: &watcher::Config,
-    ) -> futures::stream::BoxStream<'static, Result<Event<DynamicObject>, watcher::Error>> {
-        watcher::watcher(api.clone(), config.clone())
-            .backoff(Retry::default())
-            .boxed()
-    }
-    let probe = ListParams {
-        label_selector: config.label_selector.clone(),
-        field_selector: config.field_selector.clone(),
-        ..ListParams::default()
-    }
-    .limit(1);
-    let pass = Pass {
-        stream: fresh(&api, &config),
-        api,
-        config,
-        stalled: false,
-    };
-    futures::stream::unfold((pass, probe), |(mut pass, probe)| async move {
-        loop {
-            let next = tokio::select! {
-                next = pass.stream.next() => next,
-                () = tokio::time::sleep(PROBE_EVERY), if pass.stalled => {
-                    if pass.api.list_metadata(&probe).await.is_ok() {
-                        pass.stream = fresh(&pass.api, &pass.config);
-                        pass.stalled = false;
-                    }
-                    continue;
-                }
-            };
-            match &next {
-                Some(Ok(Event::InitDone | Event::Apply(_) | Event::Delete(_))) => pass.stalled = false,
-                Some(Ok(Event::Init | Event::InitApply(_))) => {}
-                Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {}
-                Some(Err(_)) => pass.stalled = true,
-                None => {}
-            }
-            return next.map(|next| (next, (pass, probe)));
-        }
-    })
-}
-
 /// A watcher error in one short line: the API's status code and message, or the transport error,
 /// never a response body.
 fn short_reason(error: &watcher::Error) -> String {
@@ -412,19 +318,6 @@ fn undecodable_report(
         }
     }
     (errors, statuses)
-}
-
-/// Kubernetes mode: watches, waits for every store to sync, then compiles after every settled
-/// change (the one loop, [`crate::watch::rebuild`]) and writes status back.
-pub async fn follow(
-    client: Client,
-    settings: Settings,
-    engine: Engine,
-    state: Shared,
-    debounce: Debounce,
-) -> Result<(), String> {
-    let (cluster, changes) = Cluster::start(client, &settings, state, engine.options().clone());
-    rebuild::run(cluster, changes, engine, debounce).await
 }
 
 /// The cluster as a [`Source`]: the stores, and where each compilation's status goes.
@@ -610,15 +503,6 @@ mod tests {
         let nginx = status.nginx.clone().unwrap();
         assert_eq!((nginx.state.as_str(), nginx.reason.as_str()), ("Invalid", "Rejected"));
         assert!(nginx.message.contains("splits[0].weight"), "{}", nginx.message);
-    }
-
-    #[test]
-    fn watchers_retry_after_100_ms_doubling_to_1_s_and_start_over_after_a_success() {
-        let mut retry = Retry::default();
-        let delays: Vec<u64> = retry.by_ref().take(6).map(|d| d.as_millis() as u64).collect();
-        assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
-        retry.reset();
-        assert_eq!(retry.next(), Some(Duration::from_millis(100)));
     }
 
     #[test]

@@ -1,27 +1,30 @@
 //! What a source hands the rebuild loop ([`crate::watch::rebuild`]), whichever it is: one reading of
 //! its whole input as a [`Snapshot`], and the [`Source`] trait both sources (the folder,
-//! [`crate::watch::folder`], and the cluster, [`crate::watch::kubernetes`]) implement.
+//! [`crate::watch::source::folder`], and the cluster, [`crate::watch::source::kubernetes`]) implement.
 //!
-//! A leaf: it imports no other module of `watch`, so the sources, the engine and the state can all
-//! depend on it.
+//! The sources, each a [`Source`]:
+//!
+//! - [`folder`]: a directory of manifests, followed with `notify`, and read again every
+//!   `--rescan-secs` as a safety net.
+//! - [`kubernetes`]: kube-rs watchers, one per kind (and namespace), each feeding a [`store`] that
+//!   decodes object by object; the status of each compilation is written back by
+//!   [`crate::watch::status`].
+//! - [`debounce`]: how long the rebuild loop lets a burst of changes settle before it reads the
+//!   source.
+//!
+//! What cannot be read is a [`crate::watch::state::SourceError`] (shown in `/status`).
+
+pub mod debounce;
+pub mod folder;
+pub mod kubernetes;
+pub mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-
+use crate::watch::state::SourceError;
 use switchyard_compiler::objects::Objects;
 use switchyard_compiler::status::ResourceStatus;
-
-/// Input that cannot be read now: a manifest that does not parse, a folder that cannot be listed,
-/// an object the API serves that does not decode.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SourceError {
-    /// The file (or source) at fault.
-    pub source: String,
-    /// What is wrong: file, line, field.
-    pub message: String,
-}
 
 /// One reading of a source: everything to compile, and what could not be read.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use kube::api::DynamicObject;
 use serde::de::DeserializeOwned;
 use switchyard_compiler::objects::Kind;
 
-use crate::watch::istio::FIELD_MANAGER;
+use crate::watch::cluster::FIELD_MANAGER;
 
 /// An object the API serves that does not decode into our types.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,7 +243,7 @@ mod tests {
             .map(|f| f.manager.as_deref())
             .collect();
         assert_eq!(managers, [Some("switchyard")]);
-        assert!(crate::watch::write_back::wrote_status(meta));
+        assert!(crate::watch::status::wrote_status(meta));
         let annotations = meta.annotations.as_ref().unwrap();
         assert_eq!(annotations.keys().collect::<Vec<_>>(), ["kubernetes.io/ingress.class"]);
     }

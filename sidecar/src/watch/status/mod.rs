@@ -8,7 +8,7 @@
 //!   one per distinct message, written by us under a name derived from the Ingress's uid, the reason
 //!   and the note, so a restart finds them (`409 AlreadyExists`) instead of adding copies.
 //! - Ingress `.status.loadBalancer`: the `--publish-address` list on every Ingress that routes.
-//! - VirtualServer and VirtualServerRoute `.status` and events as NGINX writes them ([`nginx`]).
+//! - VirtualServer and VirtualServerRoute `.status` and events as NGINX writes them (`nginx.rs`).
 //!
 //! Status is written with the field manager `switchyard`, so what we wrote is recognisable after a
 //! restart: a resource that is no longer ours (another class) or an Ingress that no longer routes
@@ -35,8 +35,8 @@ use tracing::warn;
 
 mod nginx;
 
-use crate::watch::istio::FIELD_MANAGER;
-use crate::watch::leader::Leader;
+use crate::watch::cluster::FIELD_MANAGER;
+use crate::watch::lead::leader::Leader;
 use crate::watch::state::Shared;
 use switchyard_compiler::objects::{HTTPProxy, Kind, Objects};
 use switchyard_compiler::order::fnv1a;

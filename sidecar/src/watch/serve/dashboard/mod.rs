@@ -1,7 +1,7 @@
 //! The dashboard of `switchyard watch --dashboard-listen`, at `/`: one HTML page, its script and its
 //! style sheet, embedded in the binary (no CDN, no build step), and the endpoints the page reads:
 //!
-//! - `/status` and `/table` (from [`crate::watch::server`]);
+//! - `/status` and `/table` (from [`crate::watch::serve`]);
 //! - `/rules`: the live table as hosts → rules in priority order ([`rules`]);
 //! - `POST /explain`: `{"url", "method", "headers": ["Name: value"], "cookies": ["name=value"]}` →
 //!   the decision of the live table for that request, from the very functions `switchyard explain`
@@ -52,7 +52,7 @@ const POLL: Duration = Duration::from_millis(200);
 pub const EXPLAIN_MAX_BODY: usize = 16 * 1024;
 
 /// The page's routes that need the token when there is one (merged with `/status` and `/table` by
-/// [`crate::watch::server::dashboard_router`]).
+/// [`crate::watch::serve::dashboard_router`]).
 pub fn router() -> Router<Shared> {
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX) }))
