@@ -1,6 +1,6 @@
 //! The command line: `switchyard compile`, `switchyard explain` and `switchyard watch` (whose
 //! flags live in [`crate::watch::args`]; the compiler's flags both share are [`crate::flags`]). Other tools depend on these
-//! exact flags and output shapes (see README.md).
+//! exact flags and output shapes (see docs/compile-and-explain.md).
 //!
 //! Exit codes: 0 when the input was read (even if resources were rejected: that is status), 1 when
 //! input or output cannot be read or written (the message names the file and line), 2 for usage
@@ -27,7 +27,7 @@ Examples:
   switchyard watch --manifests examples/ --ecds-file build/run/switchyard-filter.json --listen 127.0.0.1:9102
   switchyard convert table.json --encoding compact > table.compact.json
 
-The routing rules are ROUTING.md sections 1 to 4; the table format is table/README.md.";
+The routing rules are docs/routing.md, sections 1 to 4; the table format is table/README.md.";
 
 const COMPILE_HELP: &str = "\
 Examples:

@@ -218,7 +218,7 @@ async fn the_page_lists_the_example_hosts_and_rules() {
     browser.close().await;
 }
 
-/// The README's picture: an explanation with losers, then the whole page.
+/// The picture in docs/dashboard.md: an explanation with losers, then the whole page.
 async fn screenshot(browser: &Browser, path: &Path) {
     browser
         .type_into("explain-url", "http://root.bar.com/service2/blog")

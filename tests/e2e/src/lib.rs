@@ -614,7 +614,7 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
-          # As envoy.yaml: the path is normalised before any filter sees it (README, "Paths").
+          # As envoy.yaml: the path is normalised before any filter sees it (docs/deploy-envoy.md, "Paths").
           normalize_path: true
           merge_slashes: true
           path_with_escaped_slashes_action: UNESCAPE_AND_FORWARD
