@@ -17,7 +17,7 @@ use switchyard_table::{
     RouteAction, RuleSpec,
 };
 
-use crate::model::{normalize_host, validate_rule, Draft};
+use crate::model::{normalize_host, validate_rule, Draft, HostOrder};
 use crate::objects::{
     key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey,
 };
@@ -448,7 +448,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             claimant: context.root.clone(),
             claimant_age: context.root_age.clone(),
             rule,
-            nginx: None,
+            order: HostOrder::General,
         });
     }
 

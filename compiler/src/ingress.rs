@@ -21,7 +21,7 @@ use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend,
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
 use crate::collisions::Claim;
-use crate::model::{normalize_host, validate_rule, Draft, Options};
+use crate::model::{normalize_host, validate_rule, Draft, HostOrder, Options};
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
 use crate::processor::Inputs;
 use crate::services::{service_unavailable, PortRef, ServicePorts};
@@ -291,7 +291,7 @@ impl<'a> IngressProcessor<'a> {
             claimant: owner.key.clone(),
             claimant_age: owner.age.clone(),
             rule,
-            nginx: None,
+            order: HostOrder::General,
         });
     }
 

@@ -96,9 +96,34 @@ pub struct Draft {
     pub claimant_age: Age,
     /// The rule, named.
     pub rule: RuleSpec,
-    /// For a VirtualServer's rule: its rank in NGINX's order, which replaces keys 2 to 5 among the
-    /// rules of its host ([`crate::order`]).
-    pub nginx: Option<NginxRank>,
+    /// How the rules of its host are ordered among themselves ([`crate::order`]).
+    pub order: HostOrder,
+}
+
+/// How a host orders its rules: the ordering policy of the processor that made them, with the
+/// rule's key under that policy. The general order of ROUTING.md §4 places every rule; a policy
+/// other than [`HostOrder::General`] then reorders the rules of its host among the places the
+/// general order gave them ([`crate::order::placement`]). Such a host holds one resource's rules
+/// alone (a VirtualServer owns its host, §6), so policies never mix on one host.
+///
+/// ingress-nginx's location order (ROUTING.md §7) is to be a third variant, with its own key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HostOrder {
+    /// §4's keys 1 to 5 alone (Ingress, HTTPProxy).
+    General,
+    /// NGINX's location order (§6), by this rule's rank ([`NginxRank`]), which replaces keys 2 to
+    /// 5 among the rules of its host (VirtualServer, VirtualServerRoute).
+    Nginx(NginxRank),
+}
+
+impl HostOrder {
+    /// Whether the rules of its host are reordered after the general order.
+    pub fn reorders(&self) -> bool {
+        match self {
+            HostOrder::General => false,
+            HostOrder::Nginx(_) => true,
+        }
+    }
 }
 
 /// Why a compilation failed. Only serialising what the compiler builds can fail, and then nothing

@@ -4,9 +4,10 @@
 //! (creationTimestamp, then uid, then namespace/name), then the rule's position in its resource.
 //! The order is total, so the table never depends on input order.
 //!
-//! A VirtualServer owns its host alone (ROUTING.md §6), so the rules of its host all come from it;
-//! among them NGINX's order ([`crate::nginx::NginxRank`]) decides instead: they keep the places
-//! the general order gave their host, and are reordered within those places.
+//! A host whose rules carry an ordering policy other than the general one ([`crate::model::HostOrder`]) holds one
+//! resource's rules alone (a VirtualServer owns its host, ROUTING.md §6); among them that policy
+//! decides instead (NGINX's location order, [`crate::nginx::NginxRank`]): they keep the places the
+//! general order gave their host, and are reordered within those places.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -71,7 +72,7 @@ fn general(a: (&Precedence, &Age, usize, &str), b: (&Precedence, &Age, usize, &s
 }
 
 /// Where each draft goes: `general[slot]` is the draft the general order puts at `slot`, and
-/// `placed[slot]` the one the table holds there, after NGINX's reordering of its hosts' rules.
+/// `placed[slot]` the one the table holds there, after each host's ordering policy ([`crate::model::HostOrder`]).
 #[derive(Debug)]
 pub struct Placement {
     /// Draft indices in the general order.
@@ -92,15 +93,14 @@ pub fn placement(drafts: &[Draft]) -> Placement {
             (&keys[y], &b.age, b.position, &b.rule.name),
         )
     });
-    // The places of each VirtualServer host's rules, in table order, reordered among themselves.
+    // The places of the rules of each host with its own policy, in table order, reordered among
+    // themselves.
     let mut places: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (slot, &i) in general_order.iter().enumerate() {
-        if let Draft {
-            nginx: Some(_), rule, ..
-        } = &drafts[i]
-        {
+        let draft = &drafts[i];
+        if draft.order.reorders() {
             places
-                .entry(rule.host.as_deref().unwrap_or_default())
+                .entry(draft.rule.host.as_deref().unwrap_or_default())
                 .or_default()
                 .push(slot);
         }
@@ -108,9 +108,7 @@ pub fn placement(drafts: &[Draft]) -> Placement {
     let mut placed = general_order.clone();
     for slots in places.values() {
         let mut group: Vec<usize> = slots.iter().map(|&slot| general_order[slot]).collect();
-        group.sort_by(|&x, &y| {
-            (drafts[x].nginx.as_ref(), &drafts[x].rule.name).cmp(&(drafts[y].nginx.as_ref(), &drafts[y].rule.name))
-        });
+        group.sort_by(|&x, &y| (&drafts[x].order, &drafts[x].rule.name).cmp(&(&drafts[y].order, &drafts[y].rule.name)));
         for (&slot, i) in slots.iter().zip(group) {
             placed[slot] = i;
         }

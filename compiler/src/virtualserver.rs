@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use switchyard_table::{ActionSpec, DirectResponse, HostPattern, PathSpec, RuleSpec};
 
-use crate::model::{normalize_host, Draft, RuleValidator};
+use crate::model::{normalize_host, Draft, HostOrder, RuleValidator};
 use crate::nginx::{self, Location, NginxRank};
 use crate::objects::nginx::{Route, VirtualServer, VirtualServerRoute};
 use crate::objects::{key_of, Age, Kind, ResourceKey};
@@ -567,7 +567,7 @@ impl Server {
             claimant: self.key.clone(),
             claimant_age: self.age.clone(),
             rule,
-            nginx: Some(rank),
+            order: HostOrder::Nginx(rank),
         });
     }
 }
