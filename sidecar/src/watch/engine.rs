@@ -12,7 +12,7 @@
 //! asks [`Engine::needs_retry`]). The table that counts as pushed is the last one every sink this
 //! replica writes took or refused: the engine counts it, logs it with what changed, and keeps it in
 //! the push log. A sink refuses a table too large for it
-//! ([`crate::watch::sink::PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until
+//! ([`crate::watch::sink::error::PushError::TooLarge`]): logged once, kept in `/status` and `/readyz` until
 //! that sink takes a table again, counted in `switchyard_push_refused_total`, and not retried until
 //! the table changes; that sink keeps its last good table, the others get the new one.
 //!

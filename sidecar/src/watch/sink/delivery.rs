@@ -25,7 +25,8 @@ use tracing::{error, info};
 use crate::flags::{TableEncoder, TableEncoding};
 use crate::watch::lead::leader::Leader;
 use crate::watch::sink::drift::Followed;
-use crate::watch::sink::{Encoded, Output, Part, PushError, Sink};
+use crate::watch::sink::error::PushError;
+use crate::watch::sink::{Encoded, Output, Part, Sink};
 use crate::watch::state::{Shared, SinkOutcome, SinkPush};
 
 /// Why a round pushes: what a sink's log line says when it takes the output.

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::watch::cluster::FIELD_MANAGER;
 use crate::watch::sink::drift::{foreign_keys, record_applied, AppliedSlot, Followed};
 use crate::watch::sink::ecds::wasm_filter_config;
-use crate::watch::sink::{PushError, TooLarge};
+use crate::watch::sink::error::{PushError, TooLarge};
 
 /// The default `--istio-max-bytes`: 1,400,000 bytes, under etcd's default request limit of 1.5 MiB
 /// (1,572,864 bytes) by ~170 KB, room for what the API server adds to our object before storing it
@@ -110,6 +110,10 @@ pub fn manifest(
                 "selector": { "matchLabels": settings.selector },
                 "url": settings.wasm_url,
                 "pluginName": settings.filter_name,
+                // After the gateway's authentication and authorization filters (a denied request is
+                // never routed), before the router: istiod 1.14 puts a WasmPlugin without a phase
+                // first (tests/istio/tests/watch.rs checks the place in Envoy's filter chain).
+                "phase": "STATS",
                 "pluginConfig": config,
             })
         }
@@ -278,6 +282,7 @@ mod tests {
         assert_eq!(object["apiVersion"], "extensions.istio.io/v1alpha1");
         assert_eq!(object["kind"], "WasmPlugin");
         assert_eq!(object["spec"]["pluginConfig"]["generation"], "g1");
+        assert_eq!(object["spec"]["phase"], "STATS");
         assert_eq!(object["spec"]["selector"]["matchLabels"]["istio"], "ingressgateway");
     }
 

@@ -14,7 +14,7 @@
 //! hold yet, a failed push is retried with the newest output, a failing sink is logged once when it
 //! starts failing and once when it works again ([`crate::watch::state::Failures`]), and the sinks
 //! that write to the cluster are written only while this replica leads. What differs stays with the
-//! sink: a table too large for an Istio object is refused there ([`PushError::TooLarge`]) and not
+//! sink: a table too large for an Istio object is refused there ([`error::PushError::TooLarge`]) and not
 //! retried until the table changes; the objects written to the cluster are followed by [`drift`]
 //! and applied again when someone else deletes or changes them.
 //!
@@ -24,10 +24,10 @@ pub mod delivery;
 pub mod drift;
 pub mod ecds;
 pub mod envoy_admin;
+pub mod error;
 pub mod istio;
 pub mod l4;
 
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -36,6 +36,7 @@ use switchyard_table::TableSpec;
 
 use crate::watch::sink::drift::Followed;
 use crate::watch::sink::ecds::{write_atomically, EcdsFile};
+use crate::watch::sink::error::PushError;
 use crate::watch::sink::istio::IstioSink;
 use crate::watch::sink::l4::{IstioGateway, LdsFile};
 
@@ -93,56 +94,6 @@ pub enum Sink {
     Lds(LdsFile),
     /// `--istio-gateway`: the L4 routes as an Istio Gateway and VirtualService.
     IstioGateway(IstioGateway),
-}
-
-/// Why a sink did not take a table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PushError {
-    /// A failure that may pass (a file system error, the API server unreachable): retried.
-    Failed(String),
-    /// The table can never fit this sink: refused there, and not retried until the table changes.
-    TooLarge(TooLarge),
-}
-
-/// A table too large for a sink: the size of what would be sent, and the sink's limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TooLarge {
-    /// The serialized object's size, in bytes.
-    pub bytes: usize,
-    /// The sink's limit (`--istio-max-bytes`), in bytes.
-    pub limit: usize,
-    /// The API server's answer, when it was the one that refused (the object was under `limit`).
-    pub answer: Option<String>,
-}
-
-impl fmt::Display for TooLarge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (bytes, limit) = (self.bytes, self.limit);
-        match &self.answer {
-            None => write!(f, "table too large: the object is {bytes} bytes, over this sink's limit of {limit} bytes (--istio-max-bytes)")?,
-            Some(answer) => write!(f, "table too large: the API server refused the object of {bytes} bytes ({answer}), though under --istio-max-bytes {limit}: lower it")?,
-        }
-        write!(
-            f,
-            "; not retried until the table changes, the last good table stays there. Route fewer rules \
-             through this sink, or use --ecds-file"
-        )
-    }
-}
-
-impl fmt::Display for PushError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PushError::Failed(e) => f.write_str(e),
-            PushError::TooLarge(too_large) => too_large.fmt(f),
-        }
-    }
-}
-
-impl From<String> for PushError {
-    fn from(e: String) -> PushError {
-        PushError::Failed(e)
-    }
 }
 
 impl Sink {
