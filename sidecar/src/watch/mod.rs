@@ -12,7 +12,7 @@
 //! | [`rebuild`] | the one loop: wait for a burst of changes to settle, read the source, rebuild; retry failed pushes, repair drifted objects, take over on becoming the leader |
 //! | [`engine`] | one rebuild: compile (incrementally when it can), record the status, hand the output to the sinks, count and log the tables pushed with their [`diff`] |
 //! | [`source`] | where input comes from: the [`source::Source`] trait and its [`source::Snapshot`]; [`source::folder`], [`source::kubernetes`] (with its [`source::store`]s), [`source::debounce`] |
-//! | [`sink`] | where output goes: the one [`sink::Sink`] contract and [`sink::delivery`] (change detection, retry, failures said once); [`sink::ecds`] (paced by [`sink::envoy_admin`]), the table file, [`sink::istio`], [`sink::l4`] (LDS file, Istio Gateway); [`sink::drift`] repairs what someone else changed |
+//! | [`sink`] | where output goes: the one [`sink::Sink`] contract, its [`sink::error`]s, and [`sink::delivery`] (change detection, retry, failures said once); [`sink::ecds`] (paced by [`sink::envoy_admin`]), the table file, [`sink::istio`], [`sink::l4`] (LDS file, Istio Gateway); [`sink::drift`] repairs what someone else changed |
 //! | [`status`] | status write-back: conditions, load balancers and events on the resources (NGINX's kinds in [`status`]'s `nginx`) |
 //! | [`serve`] | the two HTTP addresses: `--listen` (`/healthz`, `/readyz`, [`serve::metrics`]) and `--dashboard-listen` (`/table`, `/status`, the [`serve::dashboard`]) |
 //! | [`lead`] | replicas (`--leader-elect`): [`lead::lease`] elects, the [`lead::leader`] gate lets only the leader write to the cluster |
