@@ -19,11 +19,24 @@ use switchyard_table::{
 
 use crate::model::{normalize_host, validate_rule, Draft, HostOrder};
 use crate::objects::{
-    key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, ProxyRoute, QueryMatch, ResourceKey,
+    key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch, ResourceKey,
 };
-use crate::processor::Inputs;
+use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
 use crate::status::{ConditionKind, Reason, Status};
+
+/// The HTTPProxy processor in the pipeline's list: [`HTTPProxyProcessor`] over the proxies that
+/// are ours; their rules keep the general order ([`crate::model::HostOrder::General`]).
+pub struct HTTPProxies;
+
+impl Processor for HTTPProxies {
+    fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
+        Output {
+            drafts: HTTPProxyProcessor::new(inputs).run(&ours.http_proxies),
+            ..Output::default()
+        }
+    }
+}
 
 /// The HTTPProxy processor: walks every root's inclusion tree into drafts and records every proxy's
 /// status.
@@ -41,9 +54,9 @@ pub struct HTTPProxyProcessor<'a> {
 }
 
 /// The proxies the class rules let in, and why each other one was left out.
-struct Forest<'p> {
+struct Forest<'p, 'i> {
     eligible: BTreeMap<ResourceKey, &'p HTTPProxy>,
-    ignored: BTreeMap<ResourceKey, String>,
+    ignored: &'i Ignored,
 }
 
 /// What a proxy inherits from the includes above it.
@@ -109,29 +122,16 @@ impl<'a> HTTPProxyProcessor<'a> {
             .collect()
     }
 
-    /// Sorts the proxies by the class rules (ROUTING.md §1, children included).
-    fn forest<'p>(&mut self, proxies: &'p [Arc<HTTPProxy>]) -> Forest<'p> {
-        let mut forest = Forest {
-            eligible: BTreeMap::new(),
-            ignored: BTreeMap::new(),
-        };
-        for proxy in proxies {
-            let key = key_of(Kind::HTTPProxy, &proxy.metadata);
-            match self
-                .inputs
-                .classes
-                .decide(&proxy.metadata, proxy.spec.ingress_class_name.as_deref())
-            {
-                Ok(_) => {
-                    forest.eligible.insert(key, proxy);
-                }
-                Err(why) => {
-                    self.inputs.book.ignored_by_class(&key, &why);
-                    forest.ignored.insert(key, why);
-                }
-            }
+    /// The proxies that are ours by key (the pipeline's class check let them in, children
+    /// included), and the ones it left out.
+    fn forest<'p>(&self, proxies: &'p [Arc<HTTPProxy>]) -> Forest<'p, 'a> {
+        Forest {
+            eligible: proxies
+                .iter()
+                .map(|proxy| (key_of(Kind::HTTPProxy, &proxy.metadata), &**proxy))
+                .collect(),
+            ignored: self.inputs.ignored,
         }
-        forest
     }
 
     /// The context a root starts its tree with, or `None` when the proxy is no root or an invalid
@@ -176,7 +176,7 @@ impl<'a> HTTPProxyProcessor<'a> {
 
     /// One proxy of a tree: its routes, then its includes, each followed down. Bounded in depth
     /// and in visits per root.
-    fn compute_proxy(&mut self, forest: &Forest<'_>, key: &ResourceKey, context: &Context) {
+    fn compute_proxy(&mut self, forest: &Forest<'_, '_>, key: &ResourceKey, context: &Context) {
         let Some(proxy) = forest.eligible.get(key).copied() else {
             return;
         };
@@ -204,7 +204,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     /// (missing, a cycle, a root) answers 502 for its conditions, a malformed one is skipped.
     fn compute_include(
         &mut self,
-        forest: &Forest<'_>,
+        forest: &Forest<'_, '_>,
         key: &ResourceKey,
         age: &Age,
         ii: usize,
@@ -468,7 +468,7 @@ impl<'a> HTTPProxyProcessor<'a> {
 
     /// The status of every eligible proxy nothing reported on: orphaned when no valid root reached
     /// it, else valid.
-    fn report_unreported(&mut self, forest: &Forest<'_>) {
+    fn report_unreported(&mut self, forest: &Forest<'_, '_>) {
         for (key, proxy) in &forest.eligible {
             if proxy.spec.virtualhost.is_none() && !self.reached.contains(key) {
                 self.inputs.book.add(
@@ -496,7 +496,7 @@ impl<'a> HTTPProxyProcessor<'a> {
 /// The proxy an include names, or why the include is broken (reason, message): the proxy is
 /// missing (or not ours), closes a cycle, or is itself a root; requests for it then get 502.
 fn include_target(
-    forest: &Forest<'_>,
+    forest: &Forest<'_, '_>,
     key: &ResourceKey,
     at: &str,
     include: &Include,

@@ -7,8 +7,8 @@
 //! - **unchanged**: nothing the compiler reads changed; the last result stands.
 //! - **incremental**: only Ingresses were added, changed or deleted, and every host they had or
 //!   have rules on (and the group of rules without a host) is claimed by Ingresses only. Each
-//!   changed Ingress goes through the Ingress processor alone ([`IngressProcessor`], the same
-//!   processor the pipeline runs); each host it touches has its contest and its `PathTaken`
+//!   changed Ingress goes through the class check and the Ingress processor alone
+//!   ([`crate::processor::admit`], [`IngressProcessor`], as the pipeline runs them); each host it touches has its contest and its `PathTaken`
 //!   decided again ([`collisions::contest`], [`collisions::identical`]); the table's rules of
 //!   those hosts are taken out and the new ones merged in where the full sort puts them
 //!   ([`SortKey`]: the same comparator as [`order::sort`]); and the status of every Ingress with
@@ -35,7 +35,7 @@ use crate::model::{CompileError, Draft, Options};
 use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
 use crate::order::{self, SortKey};
 use crate::pipeline::{self, Compiled};
-use crate::processor::Inputs;
+use crate::processor::{admit, Ignored, Inputs};
 use crate::services::ServicePorts;
 use crate::status::{key_order, report_order, Entry, ResourceStatus, StatusBook};
 
@@ -308,15 +308,14 @@ impl State {
                 foreign.insert(draft.rule.host.clone());
             }
         }
-        foreign.extend(
-            processed
-                .host_claims()
-                .iter()
-                .map(|(host, _, _)| Some((*host).to_owned())),
-        );
+        // Hosts claimed without rules: an Ingress's are its memo's, any other kind's are foreign.
         let mut claims: BTreeMap<ResourceKey, Vec<Claim>> = BTreeMap::new();
-        for claim in &processed.ingress_claims {
-            claims.entry(claim.key.clone()).or_default().push(claim.clone());
+        for claim in &processed.claims {
+            if claim.key.kind == Kind::Ingress {
+                claims.entry(claim.key.clone()).or_default().push(claim.clone());
+            } else {
+                foreign.insert(Some(claim.host.clone()));
+            }
         }
         let mut ingresses = BTreeMap::new();
         for object in std::mem::take(&mut cached.ingresses) {
@@ -469,16 +468,19 @@ impl State {
         Plan::Apply { memos, affected }
     }
 
-    /// One Ingress through the Ingress processor, alone.
+    /// One Ingress through the pipeline's class check and the Ingress processor, alone.
     fn process(&self, key: &ResourceKey, object: &Arc<Ingress>, options: &Options) -> Memo {
         let mut book = StatusBook::default();
+        let mut ignored = Ignored::new();
+        let ours = admit(std::slice::from_ref(object), &self.classes, &mut book, &mut ignored);
         let processed = IngressProcessor::new(Inputs {
             classes: &self.classes,
             services: &self.services,
             options,
+            ignored: &ignored,
             book: &mut book,
         })
-        .run(std::slice::from_ref(object));
+        .run(&ours);
         Memo::new(object.clone(), processed.drafts, processed.claims, book.take(key))
     }
 

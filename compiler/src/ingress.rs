@@ -8,8 +8,8 @@
 //! condition each to every rule of the Ingress. A backend whose port cannot be resolved keeps its
 //! rule as a 503 ([`crate::services`]). TLS settings do not affect routing and are not read.
 //!
-//! [`IngressProcessor::run`] computes one Ingress at a time (`compute_ingress`):
-//! whether its class makes it ours, the conditions its annotations add, then one rule per path
+//! [`IngressProcessor::run`] computes one Ingress at a time (`compute_ingress`), of those the
+//! pipeline's class check let in ([`crate::processor::admit`]): the conditions its annotations add, then one rule per path
 //! (`compute_rules`) and the default backend's catch-all, each through
 //! `emit`, which resolves the backend and refuses what the filter would refuse. A rule that names a
 //! host and has no paths (NGINX's mergeable "master" Ingress) is a [`Claim`] on that host: no rule,
@@ -22,8 +22,9 @@ use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, Matc
 
 use crate::collisions::Claim;
 use crate::model::{normalize_host, validate_rule, Draft, HostOrder, Options};
+use crate::objects::Objects;
 use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
-use crate::processor::Inputs;
+use crate::processor::{Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef, ServicePorts};
 use crate::status::{ConditionKind, Reason, Status};
 
@@ -39,6 +40,21 @@ const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
 /// (ImplementationSpecific paths of other controllers are often regexes; ours are literal).
 fn looks_like_regex(path: &str) -> bool {
     path.contains(['[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|', '\\'])
+}
+
+/// The Ingress processor in the pipeline's list: [`IngressProcessor`] over the Ingresses that are
+/// ours; their rules keep the general order ([`crate::model::HostOrder::General`]).
+pub struct Ingresses;
+
+impl Processor for Ingresses {
+    fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
+        let processed = IngressProcessor::new(inputs).run(&ours.ingresses);
+        Output {
+            drafts: processed.drafts,
+            claims: processed.claims,
+            settle: None,
+        }
+    }
 }
 
 /// The Ingress processor: turns the accepted Ingresses into drafts and records each one's status.
@@ -97,14 +113,11 @@ impl<'a> IngressProcessor<'a> {
         }
     }
 
-    /// One Ingress: its class, its annotations' conditions, its paths and default backend; rejected
-    /// when none of them routes.
+    /// One Ingress (ours: the pipeline checked its class): its annotations' conditions, its paths
+    /// and default backend; rejected when none of them routes.
     fn compute_ingress(&mut self, ingress: &Ingress) {
         let key = key_of(Kind::Ingress, &ingress.metadata);
         let spec = ingress.spec.as_ref();
-        if !self.is_ours(&key, ingress) {
-            return;
-        }
         let Some(conditions) = self.annotation_conditions(&key, ingress) else {
             return;
         };
@@ -135,27 +148,6 @@ impl<'a> IngressProcessor<'a> {
                 "this Ingress has no usable rule: nothing routes to it",
             );
             self.inputs.book.set(&owner.key, Status::Rejected);
-        }
-    }
-
-    /// Whether the class rules (ROUTING.md §1) make the Ingress ours; records the decision.
-    fn is_ours(&mut self, key: &ResourceKey, ingress: &Ingress) -> bool {
-        let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
-        match self.inputs.classes.decide(&ingress.metadata, class_name) {
-            Err(why) => {
-                self.inputs.book.ignored_by_class(key, why);
-                false
-            }
-            Ok(why) => {
-                self.inputs.book.add(
-                    key,
-                    Status::Accepted,
-                    ConditionKind::Info,
-                    Reason::ClassMatches,
-                    format!("ours: {why}"),
-                );
-                true
-            }
         }
     }
 

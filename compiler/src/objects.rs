@@ -41,6 +41,9 @@ pub trait Object:
     /// Whether two versions have the same spec (what the incremental compiler compares, with
     /// the metadata it reads).
     fn same_spec(&self, other: &Self) -> bool;
+    /// The class it asks for (`spec.ingressClassName`), for the class check the pipeline applies
+    /// to the kinds with a class ([`Kind::has_class`]); `None` for the others.
+    fn class_name(&self) -> Option<&str>;
 }
 
 /// Something done once per kind of [`Objects`], given the kind as a type: [`Objects::each_kind`]
@@ -53,10 +56,13 @@ pub trait EachKind {
 }
 
 /// Declares [`Objects`] (one vector per kind), [`Object`] for each kind's type, and the visitors,
-/// from one list: `field: Type => Kind`. A [`Kind`] missing from the list does not compile
+/// from one list: `field: Type => Kind`, then `class(f)` for a kind with a class, `f` reading its
+/// `spec.ingressClassName`. A [`Kind`] missing from the list does not compile
 /// ([`Objects::one_kind`] matches every kind).
 macro_rules! objects {
-    ($($(#[$doc:meta])* $field:ident: $ty:ty => $kind:ident,)+) => {
+    (@class $object:ident) => { None };
+    (@class $object:ident $class:path) => { $class($object) };
+    ($($(#[$doc:meta])* $field:ident: $ty:ty => $kind:ident $(class($class:path))?,)+) => {
         /// Everything one compilation reads: one vector per [`Kind`]. The order of the vectors does
         /// not matter: the pipeline sorts.
         ///
@@ -87,6 +93,10 @@ macro_rules! objects {
             fn same_spec(&self, other: &Self) -> bool {
                 self.spec == other.spec
             }
+
+            fn class_name(&self) -> Option<&str> {
+                objects!(@class self $($class)?)
+            }
         })+
 
         impl Objects {
@@ -102,21 +112,46 @@ macro_rules! objects {
 
 objects! {
     /// `networking.k8s.io/v1` Ingresses (older versions are converted by [`crate::load`]).
-    ingresses: Ingress => Ingress,
+    ingresses: Ingress => Ingress class(classes::ingress),
     /// IngressClasses, for class eligibility (ROUTING.md §1).
     ingress_classes: IngressClass => IngressClass,
     /// Services, to resolve backend ports (ROUTING.md §5, [`crate::services`]).
     services: Service => Service,
     /// Contour HTTPProxies.
-    http_proxies: HTTPProxy => HTTPProxy,
+    http_proxies: HTTPProxy => HTTPProxy class(classes::http_proxy),
     /// NGINX VirtualServers.
-    virtual_servers: nginx::VirtualServer => VirtualServer,
+    virtual_servers: nginx::VirtualServer => VirtualServer class(classes::virtual_server),
     /// NGINX VirtualServerRoutes.
-    virtual_server_routes: nginx::VirtualServerRoute => VirtualServerRoute,
+    virtual_server_routes: nginx::VirtualServerRoute => VirtualServerRoute class(classes::virtual_server_route),
     /// NGINX TransportServers (L4 routes, ROUTING.md §6).
-    transport_servers: transport::TransportServer => TransportServer,
+    transport_servers: transport::TransportServer => TransportServer class(classes::transport_server),
     /// NGINX GlobalConfigurations (the listeners TransportServers use).
     global_configurations: transport::GlobalConfiguration => GlobalConfiguration,
+}
+
+/// Where each kind with a class ([`Kind::has_class`]) writes it ([`Object::class_name`]).
+mod classes {
+    use super::{nginx, transport, HTTPProxy, Ingress};
+
+    pub fn ingress(o: &Ingress) -> Option<&str> {
+        o.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref())
+    }
+
+    pub fn http_proxy(o: &HTTPProxy) -> Option<&str> {
+        o.spec.ingress_class_name.as_deref()
+    }
+
+    pub fn virtual_server(o: &nginx::VirtualServer) -> Option<&str> {
+        o.spec.ingress_class_name.as_deref()
+    }
+
+    pub fn virtual_server_route(o: &nginx::VirtualServerRoute) -> Option<&str> {
+        o.spec.ingress_class_name.as_deref()
+    }
+
+    pub fn transport_server(o: &transport::TransportServer) -> Option<&str> {
+        o.spec.ingress_class_name.as_deref()
+    }
 }
 
 impl Objects {

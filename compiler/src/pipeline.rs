@@ -1,12 +1,15 @@
 //! The compiler as one pure function: (objects, options) → (table, status).
 //!
 //! This module only orders the stages: the cache (sort and de-duplicate the objects, so input order
-//! never matters), class eligibility ([`crate::class`]), the Ingress processor ([`crate::ingress`]),
-//! the HTTPProxy processor ([`crate::httpproxy`]), the VirtualServer processor
-//! ([`crate::virtualserver`]), host ownership and collisions
-//! ([`crate::collisions`]) and the priority order ([`crate::order`]). What the stages share is in
-//! [`crate::model`], which imports none of them. No I/O happens here; tests call [`compile`] with
-//! plain values.
+//! never matters), class eligibility ([`crate::class`]), applied once to every kind with a class
+//! ([`crate::processor::admit`]), then the list of processors ([`PROCESSORS`], each a
+//! [`Processor`]: Ingress ([`crate::ingress`]), HTTPProxy ([`crate::httpproxy`]), VirtualServer
+//! ([`crate::virtualserver`]), TransportServer ([`crate::transportserver`])), host ownership and
+//! collisions ([`crate::collisions`]), what each processor settles after that ([`Settle`]) and the
+//! priority order ([`crate::order`], each host by its ordering policy,
+//! [`crate::model::HostOrder`]). What the stages share is in [`crate::model`], which imports none
+//! of them; what a processor is given and returns, in [`crate::processor`]. No I/O happens here;
+//! tests call [`compile`] with plain values.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,17 +18,17 @@ use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::class::Classes;
 use crate::collisions::{Claim, HostClaim, Resolution};
-use crate::httpproxy::HTTPProxyProcessor;
-use crate::ingress::IngressProcessor;
+use crate::httpproxy::HTTPProxies;
+use crate::ingress::Ingresses;
 use crate::l4::L4Routes;
 use crate::model::Draft;
 pub use crate::model::{CompileError, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
-use crate::processor::Inputs;
+use crate::processor::{admit, Ignored, Inputs, Processor, Settle};
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
-use crate::transportserver::{Candidates, TransportServerProcessor};
-use crate::virtualserver::{Delegations, VirtualServerProcessor};
+use crate::transportserver::TransportServers;
+use crate::virtualserver::VirtualServers;
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
@@ -56,17 +59,22 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
     })
 }
 
+/// The processors, in the order they run (and their drafts are listed): each a [`Processor`] over
+/// the objects the class check let in. A kind that routes adds its processor here.
+pub const PROCESSORS: [&dyn Processor; 4] = [&Ingresses, &HTTPProxies, &VirtualServers, &TransportServers];
+
 /// What the processors made of the objects: every draft (Ingresses' first, in object order), the
-/// status book, and what the NGINX stages settle once the host contest is decided.
+/// hosts claimed without rules, the status book, and what the processors settle once the host
+/// contest is decided.
 pub(crate) struct Processed {
     /// The drafts of every processor, in pipeline order.
     pub drafts: Vec<Draft>,
+    /// The hosts claimed without rules ([`crate::collisions::Claim`]): by Ingress rules without
+    /// paths, and by TLS passthrough TransportServers.
+    pub claims: Vec<Claim>,
     /// The statuses the class stage and the processors recorded.
     pub book: StatusBook,
-    /// The hosts Ingress rules without paths claim ([`crate::collisions::Claim`]).
-    pub ingress_claims: Vec<Claim>,
-    delegations: Delegations,
-    transport: Candidates,
+    settle: Vec<Box<dyn Settle>>,
 }
 
 /// What the last stages decided.
@@ -79,8 +87,9 @@ pub(crate) struct Settled {
     pub statuses: Vec<ResourceStatus>,
 }
 
-/// Runs the processors over `objects` (already through [`cache`]), given the classes and Service
-/// ports, recording into `book`.
+/// Runs the class check once over `objects` (already through [`cache`]), then the
+/// [`PROCESSORS`] over the objects that are ours, given the classes and Service ports, recording
+/// into `book`.
 pub(crate) fn process(
     objects: &Objects,
     classes: &Classes,
@@ -88,59 +97,72 @@ pub(crate) fn process(
     options: &Options,
     mut book: StatusBook,
 ) -> Processed {
-    fn inputs<'a>(
-        classes: &'a Classes,
-        services: &'a ServicePorts,
-        options: &'a Options,
-        book: &'a mut StatusBook,
-    ) -> Inputs<'a> {
-        Inputs {
+    let (ours, ignored) = admit_all(objects, classes, &mut book);
+    let mut processed = Processed {
+        drafts: Vec::new(),
+        claims: Vec::new(),
+        book: StatusBook::default(),
+        settle: Vec::new(),
+    };
+    for processor in PROCESSORS {
+        let inputs = Inputs {
             classes,
             services,
             options,
-            book,
+            ignored: &ignored,
+            book: &mut book,
+        };
+        let output = processor.run(&ours, inputs);
+        processed.drafts.extend(output.drafts);
+        processed.claims.extend(output.claims);
+        processed.settle.extend(output.settle);
+    }
+    processed.book = book;
+    processed
+}
+
+/// The class check (ROUTING.md §1), once for every kind with a class ([`admit`]): the objects
+/// that are ours (every object of the other kinds), and the ones left out.
+fn admit_all(objects: &Objects, classes: &Classes, book: &mut StatusBook) -> (Objects, Ignored) {
+    struct Admit<'o> {
+        from: &'o Objects,
+        classes: &'o Classes,
+        book: &'o mut StatusBook,
+        ours: Objects,
+        ignored: Ignored,
+    }
+    impl EachKind for Admit<'_> {
+        fn kind<T: Object>(&mut self) {
+            *T::of_mut(&mut self.ours) = admit(T::of(self.from), self.classes, self.book, &mut self.ignored);
         }
     }
-    let ingresses = IngressProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.ingresses);
-    let mut drafts = ingresses.drafts;
-    drafts.extend(HTTPProxyProcessor::new(inputs(classes, services, options, &mut book)).run(&objects.http_proxies));
-    let (vs_drafts, delegations) = VirtualServerProcessor::new(inputs(classes, services, options, &mut book))
-        .run(&objects.virtual_servers, &objects.virtual_server_routes);
-    drafts.extend(vs_drafts);
-    let transport = TransportServerProcessor::new(inputs(classes, services, options, &mut book))
-        .run(&objects.transport_servers, &objects.global_configurations);
-    Processed {
-        drafts,
+    let mut admit = Admit {
+        from: objects,
+        classes,
         book,
-        ingress_claims: ingresses.claims,
-        delegations,
-        transport,
-    }
+        ours: Objects::default(),
+        ignored: Ignored::new(),
+    };
+    Objects::each_kind(&mut admit);
+    (admit.ours, admit.ignored)
 }
 
 impl Processed {
-    /// The hosts TLS passthrough TransportServers claim without rules.
-    pub fn host_claims(&self) -> Vec<HostClaim<'_>> {
-        self.transport.host_claims()
-    }
-
-    /// Host ownership and collisions, then what depends on who won: the VirtualServerRoutes'
-    /// statuses and the TransportServers' L4 routes.
+    /// Host ownership and collisions, then what depends on who won: each processor's
+    /// [`Settle`] (the VirtualServerRoutes' statuses, the TransportServers' L4 routes).
     pub fn settle(self, options: &Options) -> Settled {
         let Processed {
             drafts,
+            claims,
             mut book,
-            ingress_claims,
-            delegations,
-            transport,
+            settle,
         } = self;
-        // Hosts claimed without rules: by TLS passthrough TransportServers and Ingress rules
-        // without paths.
-        let mut claims = transport.host_claims();
-        claims.extend(ingress_claims.iter().map(Claim::borrowed));
+        let claims: Vec<HostClaim<'_>> = claims.iter().map(Claim::borrowed).collect();
         let resolution = crate::collisions::resolve(drafts, &claims, options.host_collision, &mut book);
-        crate::virtualserver::settle(delegations, &mut book);
-        let l4 = transport.settle(&resolution.winners, options, &mut book);
+        let mut l4 = L4Routes::default();
+        for step in settle {
+            step.settle(&resolution.winners, options, &mut book, &mut l4);
+        }
         Settled {
             resolution,
             l4,

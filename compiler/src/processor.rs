@@ -1,12 +1,24 @@
-//! What every processor is given: [`Inputs`], the class decisions, the Service ports and the
-//! options it reads, and the status book it writes. The Ingress and HTTPProxy processors (and the
-//! kinds to come) each hold one and add only their own state, as Contour's processors share the
-//! cache and the DAG they build.
+//! The processor contract: what every processor is given ([`Inputs`]), what it returns
+//! ([`Output`]), and the trait the pipeline runs them through ([`Processor`]), as Contour's DAG
+//! builder runs a list of processors over one cache.
+//!
+//! The pipeline ([`crate::pipeline`]) applies the class check of ROUTING.md §1 once, to every
+//! object of a kind with a class ([`crate::objects::Kind::has_class`], [`admit`]): a processor is
+//! handed only the objects that are ours, and never records an "ignored" status itself. It then
+//! runs the list: each processor returns its rules (each with how its host orders its rules,
+//! [`crate::model::HostOrder`]), the hosts it claims without rules, and what it decides once the
+//! host contest is over ([`Settle`]); its statuses it writes into the shared book ([`Inputs::book`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::class::Classes;
-use crate::model::Options;
+use crate::collisions::{Claim, HostWinners};
+use crate::l4::L4Routes;
+use crate::model::{Draft, Options};
+use crate::objects::{key_of, Object, Objects, ResourceKey};
 use crate::services::ServicePorts;
-use crate::status::StatusBook;
+use crate::status::{ConditionKind, Reason, StatusBook};
 
 /// The inputs a processor reads and the status book it writes.
 pub struct Inputs<'a> {
@@ -16,6 +28,74 @@ pub struct Inputs<'a> {
     pub services: &'a ServicePorts,
     /// The compiler's options.
     pub options: &'a Options,
+    /// The resources the class check left out, and why (for messages about references to them).
+    pub ignored: &'a Ignored,
     /// Where every resource's status is recorded.
     pub book: &'a mut StatusBook,
+}
+
+/// The resources the class check left out ([`admit`]), with the class rule that failed.
+pub type Ignored = BTreeMap<ResourceKey, String>;
+
+/// What one processor made of the objects that are ours.
+#[derive(Default)]
+pub struct Output {
+    /// Its rules, in the order it made them, each with its host's ordering policy.
+    pub drafts: Vec<Draft>,
+    /// The hosts it claims without rules ([`crate::collisions::Claim`]).
+    pub claims: Vec<Claim>,
+    /// What it decides once the host contest is decided, if anything.
+    pub settle: Option<Box<dyn Settle>>,
+}
+
+/// The part of a processor's work that depends on who won each host (ROUTING.md §2): statuses,
+/// and the L4 routes.
+pub trait Settle {
+    /// Decides it, given who won each host; records statuses in `book` and adds L4 routes to `l4`.
+    fn settle(self: Box<Self>, winners: &HostWinners, options: &Options, book: &mut StatusBook, l4: &mut L4Routes);
+}
+
+/// A processor: the routing of some kinds, from the objects that are ours.
+pub trait Processor: Sync {
+    /// Processes `ours` (every kind with a class holds only the objects the class check let in;
+    /// the others, such as GlobalConfigurations, are all there).
+    fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output;
+}
+
+/// The class check (ROUTING.md §1) of the objects of one kind: the ones that are ours, in the
+/// order given; the others are recorded `Ignored` in `book` and in `ignored`. A kind without a
+/// class ([`crate::objects::Kind::has_class`]) is all ours and records nothing.
+pub fn admit<T: Object>(
+    items: &[Arc<T>],
+    classes: &Classes,
+    book: &mut StatusBook,
+    ignored: &mut Ignored,
+) -> Vec<Arc<T>> {
+    if !T::KIND.has_class() {
+        return items.to_vec();
+    }
+    let mut ours = Vec::with_capacity(items.len());
+    for item in items {
+        let meta = item.meta();
+        let key = key_of(T::KIND, meta);
+        match classes.decide(meta, item.class_name()) {
+            Ok(why) => {
+                if let Some(status) = T::KIND.ours_status() {
+                    book.add(
+                        &key,
+                        status,
+                        ConditionKind::Info,
+                        Reason::ClassMatches,
+                        format!("ours: {why}"),
+                    );
+                }
+                ours.push(item.clone());
+            }
+            Err(why) => {
+                book.ignored_by_class(&key, &why);
+                ignored.insert(key, why);
+            }
+        }
+    }
+    ours
 }

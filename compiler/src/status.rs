@@ -551,6 +551,23 @@ pub struct HostStatuses {
 }
 
 impl Kind {
+    /// The status a resource of this kind the class check lets in gets with its `ClassMatches`
+    /// note (`ours: …`), or `None` when that is not noted (HTTPProxy and the VirtualServer kinds
+    /// say nothing until their processor decides). Only for the kinds with a class
+    /// ([`Kind::has_class`]).
+    pub fn ours_status(self) -> Option<Status> {
+        match self {
+            Kind::Ingress => Some(Status::Accepted),
+            Kind::TransportServer => Some(Status::Valid),
+            Kind::HTTPProxy
+            | Kind::VirtualServer
+            | Kind::VirtualServerRoute
+            | Kind::IngressClass
+            | Kind::GlobalConfiguration
+            | Kind::Service => None,
+        }
+    }
+
     /// The statuses host ownership records on this kind: HTTPProxy's words (valid, invalid), or
     /// Ingress's (accepted, rejected), which the NGINX kinds' processors have set before.
     pub fn host_statuses(self) -> HostStatuses {

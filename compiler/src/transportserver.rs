@@ -2,12 +2,13 @@
 //!
 //! Two steps, around the host contest of §2 that the pipeline runs for every kind:
 //!
-//! 1. [`TransportServerProcessor::run`] takes every TransportServer of ours (class eligibility, §1),
+//! 1. [`TransportServerProcessor::run`] takes every TransportServer of ours (the pipeline checked
+//!    their class, §1),
 //!    checks it (`check`: its upstreams, its `action.pass`, its listener and host) and resolves its
 //!    listener (`listener_of`): `tls-passthrough` needs no definition; any other listener must be
 //!    defined, with the same name and protocol, by a GlobalConfiguration, else the TransportServer is
 //!    `Rejected` (`Listener X doesn't exist`). The passthrough candidates' hosts are claims in the
-//!    host contest ([`Candidates::host_claims`]).
+//!    host contest ([`Candidates::claims`]).
 //! 2. [`Candidates::settle`], after the contest: a passthrough candidate routes its host when it won
 //!    it; when it lost, the contest itself made it `Rejected` (`HostTaken`, naming the winner; NGINX's
 //!    status says `Host is taken by another resource`, [`crate::status::NginxStatus`]). The others compete per
@@ -33,15 +34,41 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::collisions::{HostClaim, HostWinners};
+use crate::collisions::{Claim, HostWinners};
 use crate::l4::{L4Backend, L4Listener, L4Protocol, L4Route, L4Routes};
 use crate::model::{normalize_host, Options};
 use crate::objects::transport::{
     GlobalConfiguration, TransportServer, TLS_PASSTHROUGH_LISTENER, TLS_PASSTHROUGH_PROTOCOL,
 };
+use crate::objects::Objects;
 use crate::objects::{key_of, Age, Kind, ResourceKey};
-use crate::processor::Inputs;
-use crate::status::{ConditionKind, Reason, Status, StatusBook};
+use crate::processor::{Inputs, Output, Processor, Settle};
+use crate::status::{Reason, Status, StatusBook};
+
+/// The TransportServer processor in the pipeline's list: [`TransportServerProcessor`] over the
+/// TransportServers that are ours and every GlobalConfiguration. Its passthrough candidates claim
+/// their hosts without rules; the rest is settled after the host contest ([`Candidates::settle`]).
+pub struct TransportServers;
+
+impl Processor for TransportServers {
+    fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
+        let candidates =
+            TransportServerProcessor::new(inputs).run(&ours.transport_servers, &ours.global_configurations);
+        Output {
+            drafts: Vec::new(),
+            claims: candidates.claims(),
+            settle: Some(Box::new(candidates)),
+        }
+    }
+}
+
+impl Settle for Candidates {
+    fn settle(self: Box<Self>, winners: &HostWinners, options: &Options, book: &mut StatusBook, l4: &mut L4Routes) {
+        let routes = Candidates::settle(*self, winners, options, book);
+        l4.passthrough.extend(routes.passthrough);
+        l4.listeners.extend(routes.listeners);
+    }
+}
 
 /// The processor: checks TransportServers and resolves their listeners.
 pub struct TransportServerProcessor<'a> {
@@ -84,7 +111,7 @@ impl<'a> TransportServerProcessor<'a> {
     /// Step 1: the candidates among `transport_servers`, their listeners defined by
     /// `global_configurations`.
     pub fn run(
-        mut self,
+        self,
         transport_servers: &[Arc<TransportServer>],
         global_configurations: &[Arc<GlobalConfiguration>],
     ) -> Candidates {
@@ -92,9 +119,6 @@ impl<'a> TransportServerProcessor<'a> {
         let mut candidates = Vec::new();
         for server in transport_servers {
             let key = key_of(Kind::TransportServer, &server.metadata);
-            if !self.is_ours(&key, server) {
-                continue;
-            }
             match check(server).and_then(|checked| self.listener_of(server, &listeners).map(|l| (checked, l))) {
                 Ok(((host, backend), listener)) => candidates.push(Candidate {
                     age: Age::of(Kind::TransportServer, &server.metadata),
@@ -110,31 +134,6 @@ impl<'a> TransportServerProcessor<'a> {
             }
         }
         Candidates { candidates }
-    }
-
-    /// Whether the class rules (ROUTING.md §1) make the TransportServer ours; records the decision.
-    fn is_ours(&mut self, key: &ResourceKey, server: &TransportServer) -> bool {
-        match self
-            .inputs
-            .classes
-            .decide(&server.metadata, server.spec.ingress_class_name.as_deref())
-        {
-            Err(why) => {
-                self.inputs.book.ignored_by_class(key, why);
-                false
-            }
-            Ok(why) => {
-                let book = &mut self.inputs.book;
-                book.add(
-                    key,
-                    Status::Valid,
-                    ConditionKind::Info,
-                    Reason::ClassMatches,
-                    format!("ours: {why}"),
-                );
-                true
-            }
-        }
     }
 
     /// The listener the TransportServer names: `None` for `tls-passthrough`; `Rejected` when no
@@ -260,11 +259,17 @@ fn defined_listeners(
 
 impl Candidates {
     /// The hosts the TLS passthrough candidates claim in the host contest of ROUTING.md §2.
-    pub fn host_claims(&self) -> Vec<HostClaim<'_>> {
+    pub fn claims(&self) -> Vec<Claim> {
         self.candidates
             .iter()
             .filter(|c| c.listener.is_none())
-            .filter_map(|c| Some((c.host.as_deref()?, &c.key, &c.age)))
+            .filter_map(|c| {
+                Some(Claim {
+                    host: c.host.clone()?,
+                    key: c.key.clone(),
+                    age: c.age.clone(),
+                })
+            })
             .collect()
     }
 
@@ -331,6 +336,7 @@ mod tests {
 
     use super::*;
     use crate::class::Classes;
+    use crate::processor::{admit, Ignored};
     use crate::services::ServicePorts;
 
     /// A TransportServer `name` in `default`, created at second `created` of the day, on `listener`
@@ -396,13 +402,16 @@ mod tests {
         let mut book = StatusBook::default();
         let classes = Classes::new(&[], options, &mut book);
         let services = ServicePorts::new(&[]);
+        let mut ignored = Ignored::new();
+        let ours = admit(&shared(servers), &classes, &mut book, &mut ignored);
         let candidates = TransportServerProcessor::new(Inputs {
             classes: &classes,
             services: &services,
             options,
+            ignored: &ignored,
             book: &mut book,
         })
-        .run(&shared(servers), &shared(globals));
+        .run(&ours, &shared(globals));
         let winners: HostWinners = host_owner
             .iter()
             .map(|(host, name)| {

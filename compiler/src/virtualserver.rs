@@ -25,11 +25,15 @@ use std::sync::Arc;
 
 use switchyard_table::{ActionSpec, DirectResponse, HostPattern, PathSpec, RuleSpec};
 
+use crate::collisions::HostWinners;
+use crate::l4::L4Routes;
+use crate::model::Options;
 use crate::model::{normalize_host, Draft, HostOrder, RuleValidator};
 use crate::nginx::{self, Location, NginxRank};
 use crate::objects::nginx::{Route, VirtualServer, VirtualServerRoute};
+use crate::objects::Objects;
 use crate::objects::{key_of, Age, Kind, ResourceKey};
-use crate::processor::Inputs;
+use crate::processor::{Inputs, Output, Processor, Settle};
 
 use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
@@ -58,6 +62,30 @@ enum Unusable {
     /// It is valid on its own, but its subroutes do not fit the route (a path outside the route's
     /// prefix, another location kind): NGINX ignores it for this VirtualServer, with a warning.
     Misfit(String),
+}
+
+/// The VirtualServer processor in the pipeline's list: [`VirtualServerProcessor`] over the
+/// VirtualServers and VirtualServerRoutes that are ours. Their rules are in NGINX's location order
+/// ([`crate::model::HostOrder::Nginx`]); the VirtualServerRoutes' statuses are settled after the
+/// host contest ([`settle`]).
+pub struct VirtualServers;
+
+impl Processor for VirtualServers {
+    fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
+        let (drafts, delegations) =
+            VirtualServerProcessor::new(inputs).run(&ours.virtual_servers, &ours.virtual_server_routes);
+        Output {
+            drafts,
+            claims: Vec::new(),
+            settle: Some(Box::new(delegations)),
+        }
+    }
+}
+
+impl Settle for Delegations {
+    fn settle(self: Box<Self>, _: &HostWinners, _: &Options, book: &mut StatusBook, _: &mut L4Routes) {
+        settle(*self, book);
+    }
 }
 
 /// The VirtualServer processor.
@@ -112,7 +140,7 @@ impl<'a> VirtualServerProcessor<'a> {
         (self.drafts, self.delegations)
     }
 
-    /// The VirtualServerRoutes the class rules make ours, by key (the others are reported ignored).
+    /// The VirtualServerRoutes (the ones the pipeline's class check let in), by key.
     fn eligible_routes<'r>(
         &mut self,
         routes: &'r [Arc<VirtualServerRoute>],
@@ -120,34 +148,17 @@ impl<'a> VirtualServerProcessor<'a> {
         let mut eligible = BTreeMap::new();
         for route in routes {
             let key = key_of(Kind::VirtualServerRoute, &route.metadata);
-            match self
-                .inputs
-                .classes
-                .decide(&route.metadata, route.spec.ingress_class_name.as_deref())
-            {
-                Ok(_) => {
-                    eligible.insert(key.clone(), &**route);
-                    let host = normalize_host(&route.spec.host);
-                    self.delegations.routes.insert(key, (host, Vec::new()));
-                }
-                Err(why) => self.inputs.book.ignored_by_class(&key, &why),
-            }
+            eligible.insert(key.clone(), &**route);
+            let host = normalize_host(&route.spec.host);
+            self.delegations.routes.insert(key, (host, Vec::new()));
         }
         eligible
     }
 
-    /// One VirtualServer: its class, host and upstreams, then each route; Invalid (no rules) at the
+    /// One VirtualServer (ours: the pipeline checked its class): its host and upstreams, then each route; Invalid (no rules) at the
     /// first fault of validation.
     fn compute_virtual_server(&mut self, vs: &VirtualServer, routes: &BTreeMap<ResourceKey, &VirtualServerRoute>) {
         let key = key_of(Kind::VirtualServer, &vs.metadata);
-        if let Err(why) = self
-            .inputs
-            .classes
-            .decide(&vs.metadata, vs.spec.ingress_class_name.as_deref())
-        {
-            self.inputs.book.ignored_by_class(&key, &why);
-            return;
-        }
         let age = Age::of(Kind::VirtualServer, &vs.metadata);
         let host = normalize_host(&vs.spec.host);
         let checked = if host.is_empty() {
@@ -236,7 +247,7 @@ impl<'a> VirtualServerProcessor<'a> {
             name,
         };
         let usable = match routes.get(&target) {
-            None if self.inputs.book.get(&target) == Some(Status::Ignored) => Err(format!(
+            None if self.inputs.ignored.contains_key(&target) => Err(format!(
                 "VirtualServerRoute {}/{} is not ours (its class)",
                 target.namespace, target.name
             )),
