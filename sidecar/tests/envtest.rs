@@ -779,7 +779,7 @@ async fn when_every_resource_is_ignored_by_class_the_log_status_and_readyz_say_s
     assert!(!sy.routes("natural.example", None));
     let readyz = sy.readyz().body;
     assert!(
-        readyz.contains("WARNING: every Ingress and HTTPProxy (1) is ignored by class")
+        readyz.contains("WARNING: every resource that classes select (1 Ingress) is ignored by class")
             && readyz.contains("switchyard.io/ingress-controller/natural"),
         "{readyz}"
     );
@@ -787,7 +787,7 @@ async fn when_every_resource_is_ignored_by_class_the_log_status_and_readyz_say_s
     assert!(warnings.contains("is ignored by class"), "{warnings}");
     assert!(
         sy.log()
-            .contains("WARN every Ingress and HTTPProxy (1) is ignored by class"),
+            .contains("WARN every resource that classes select (1 Ingress) is ignored by class"),
         "{}",
         sy.log()
     );

@@ -38,8 +38,10 @@ use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::model::Options;
 use switchyard_compiler::status::{ResourceStatus, Status};
 
-/// The warning for a cluster where every Ingress and HTTPProxy was ignored by class (the table is
-/// empty though there is input: the flags and the IngressClasses disagree, most likely).
+/// The warning for a cluster where every resource of the kinds classes select (Ingress, HTTPProxy and
+/// NGINX's kinds: [`Kind::has_class`](switchyard_compiler::objects::Kind::has_class)) was ignored by
+/// class (the table is empty though there is input: the flags and the IngressClasses disagree, most
+/// likely). It counts them by kind.
 pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> Option<String> {
     let routable: Vec<&ResourceStatus> = statuses.iter().filter(|s| s.kind.has_class()).collect();
     if routable.is_empty() || routable.iter().any(|s| s.status != Status::Ignored) {
@@ -57,10 +59,15 @@ pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> O
             format!("{}/{}", options.controller_name, options.ingress_class)
         )
     };
+    let mut by_kind = std::collections::BTreeMap::new();
+    for status in &routable {
+        *by_kind.entry(status.kind).or_insert(0usize) += 1;
+    }
+    let counted: Vec<String> = by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
     Some(format!(
-        "every Ingress and HTTPProxy ({}) is ignored by class, so the table is empty: this controller serves {wanted} \
-         (see /status for each resource's reason)",
-        routable.len()
+        "every resource that classes select ({}) is ignored by class, so the table is empty: this controller serves \
+         {wanted} (see /status for each resource's reason)",
+        counted.join(", ")
     ))
 }
 
@@ -330,6 +337,32 @@ mod tests {
     use switchyard_compiler::load::{parse_text, Loaded};
 
     const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+
+    /// The warning counts the ignored resources by kind, NGINX's kinds included, and says nothing
+    /// while one resource is ours.
+    #[test]
+    fn the_all_ignored_warning_counts_every_kind_that_classes_select() {
+        const VIRTUAL_SERVER: &str = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: NAME, namespace: shop}\nspec:\n  ingressClassName: nginx\n  host: NAME.example\n  upstreams: [{name: web, service: web, port: 80}]\n  routes: [{path: /, action: {pass: web}}]\n";
+        let mut loaded = Loaded::default();
+        let ingress = INGRESS.replace("HOST", "a.example").replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
+        parse_text(&ingress, "web.yaml", &mut loaded).unwrap();
+        for name in ["one", "two"] {
+            parse_text(&VIRTUAL_SERVER.replace("NAME", name), "vs.yaml", &mut loaded).unwrap();
+        }
+        let options = Options::default();
+        let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+        let warning = all_ignored_by_class(&compiled.statuses, &options).unwrap();
+        assert!(
+            warning.starts_with("every resource that classes select (1 Ingress, 2 VirtualServer) is ignored by class"),
+            "{warning}"
+        );
+
+        let mut ours = Loaded::default();
+        parse_text(&INGRESS.replace("HOST", "b.example"), "ours.yaml", &mut ours).unwrap();
+        parse_text(&VIRTUAL_SERVER.replace("NAME", "one"), "vs.yaml", &mut ours).unwrap();
+        let compiled = switchyard_compiler::compile(&ours.objects, &options).unwrap();
+        assert_eq!(all_ignored_by_class(&compiled.statuses, &options), None);
+    }
 
     fn input(host: &str) -> Snapshot {
         let mut loaded = Loaded::default();

@@ -252,7 +252,7 @@ pub struct State {
     pub errors: Vec<SourceError>,
     /// Loader warnings of the last compilation.
     pub warnings: Vec<String>,
-    /// Set when every Ingress and HTTPProxy was ignored by class (the table is empty by class).
+    /// Set when every resource that classes select was ignored by class (the table is empty by class).
     pub class_warning: Option<String>,
     /// Why no table can be pushed yet (stores not synced), when that is the case.
     pub waiting: Option<String>,
