@@ -17,8 +17,10 @@ pub enum PathPattern {
     SegmentPrefix(String),
     /// A plain string prefix.
     Prefix(String),
-    /// An anchored regex over the whole path, and what every match starts with (a cheap first test).
-    Regex(Regex, Start),
+    /// An anchored regex over the whole path, what every match starts with (a cheap first test),
+    /// and for the regex-mode form `(?i)(?:BODY).*` the regex `^(?i)(?:BODY)`, which answers the
+    /// same for a path without line feed and stops at the end of BODY's match, not of the path.
+    Regex(Regex, Start, Option<Regex>),
 }
 
 /// What every path a regex matches starts with: tested before the regex, and for ingress-nginx's
@@ -59,7 +61,15 @@ impl PathPattern {
             }
             // A regex need not start with `/`: NGINX's search-anywhere locations compile to
             // `.*(?:re).*` (ROUTING.md §6), and every request path starts with `/` anyway.
-            PathSpec::Regex(pattern) => PathPattern::Regex(anchored_regex(pattern)?, Start::of(pattern)),
+            PathSpec::Regex(pattern) => {
+                let whole = anchored_regex(pattern)?;
+                let start = Start::of(pattern);
+                let early = match (&start, regex_mode_body(pattern)) {
+                    (Start::TextNoCase(_), Some(body)) => Regex::new(&format!("^(?i)(?:{body})")).ok(),
+                    _ => None,
+                };
+                PathPattern::Regex(whole, start, early)
+            }
         })
     }
 
@@ -70,9 +80,15 @@ impl PathPattern {
             PathPattern::SegmentPrefix(prefix) => segment_prefix_matches(prefix, path),
             PathPattern::Prefix(prefix) => path.starts_with(prefix.as_str()),
             // The literal start is a cheap first test; most paths fail it.
-            PathPattern::Regex(regex, start) => match start {
+            PathPattern::Regex(regex, start, early) => match start {
                 Start::Text(text) => path.starts_with(text.as_str()) && regex.is_match(path),
-                Start::TextNoCase(text) => starts_with_no_case(path, text) && regex.is_match(path),
+                Start::TextNoCase(text) => {
+                    starts_with_no_case(path, text)
+                        && match early {
+                            Some(early) if !path.contains('\n') => early.is_match(path),
+                            _ => regex.is_match(path),
+                        }
+                }
                 Start::OnlyTextNoCase(text) => {
                     starts_with_no_case(path, text)
                         && !path.as_bytes().get(text.len()..).unwrap_or_default().contains(&b'\n')
@@ -84,7 +100,7 @@ impl PathPattern {
     /// The groups `${0}`…`${9}` of a regex path's match of `path` (an unmatched group is empty);
     /// nothing for another kind or when the regex does not match.
     pub fn groups<'p>(&self, path: &'p str) -> Vec<&'p str> {
-        let PathPattern::Regex(regex, _) = self else {
+        let PathPattern::Regex(regex, ..) = self else {
             return Vec::new();
         };
         let Some(found) = regex.captures(path) else {
