@@ -14,12 +14,17 @@
 //! - [`load`]: files, multi-document YAML, `kind: List`, old Ingress API versions → [`objects::Objects`].
 //! - [`model`]: what every stage shares (options, the draft rule, rule validation, host
 //!   normalisation); a leaf that imports no stage. [`pipeline`] orders the stages.
-//! - [`class`]: class eligibility (§1). [`ingress`] and [`httpproxy`]: the processors, each a struct
-//!   with one small method per decision (§3 for inclusion), both given [`processor::Inputs`].
-//!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4) and the generation
-//!   hash. [`services`]: backend ports through Services (§5). [`status`]: the status report.
+//! - [`class`]: class eligibility (§1), which the pipeline applies once to every kind with a class
+//!   ([`processor::admit`]). [`processor`]: the processor contract ([`processor::Processor`]: the
+//!   objects that are ours and [`processor::Inputs`] in; rules, host claims and what is settled
+//!   after the host contest out; statuses into the shared book), as Contour's builder runs a list
+//!   of processors ([`pipeline::processor_of`]). [`ingress`] and [`httpproxy`]: the processors of
+//!   Ingress and HTTPProxy, each a struct with one small method per decision (§3 for inclusion).
+//!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4), each host by its
+//!   ordering policy ([`model::HostOrder`]), and the generation hash. [`services`]: backend ports
+//!   through Services (§5). [`status`]: the status report.
 //! - [`virtualserver`]: NGINX's VirtualServer and VirtualServerRoute (§6), over [`nginx`] (their
-//!   locations, match values and NGINX's order).
+//!   locations, match values and NGINX's order, [`model::HostOrder::Nginx`]).
 //! - [`transportserver`]: NGINX's TransportServer and GlobalConfiguration (§6): the L4 routes of
 //!   [`l4`], which the HTTP table cannot carry, and their outputs: [`lds`] (Envoy listeners: TLS
 //!   passthrough by SNI, TCP and UDP proxies) and [`l4_istio`] (an Istio Gateway and

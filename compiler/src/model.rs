@@ -1,7 +1,8 @@
 //! What every stage of the compiler shares: its [`Options`], the [`Draft`] a processor makes of a
-//! rule, [`validate_rule`], the host normalisation processors apply, and [`CompileError`]. A leaf:
-//! it depends on no stage, every stage depends on it, and [`crate::pipeline`] orders the stages
-//! (Contour's `dag.go` holds the types, each `*_processor.go` uses them, `builder.go` runs them).
+//! rule (with its host's ordering policy, [`HostOrder`]), [`validate_rule`], the host
+//! normalisation processors apply, and [`CompileError`]. A leaf: it depends on no stage, every
+//! stage depends on it, and [`crate::pipeline`] orders the stages (Contour's `dag.go` holds the
+//! types, each `*_processor.go` uses them, `builder.go` runs them).
 
 use std::collections::BTreeSet;
 

@@ -657,6 +657,30 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_with_a_class_reads_its_ingress_class_name() {
+        struct Read(Vec<Kind>);
+        impl EachKind for Read {
+            fn kind<T: Object>(&mut self) {
+                if !T::KIND.has_class() {
+                    return;
+                }
+                let object: T = serde_json::from_value(serde_json::json!({
+                    "apiVersion": T::KIND.api_version(), "kind": T::KIND.as_str(),
+                    "metadata": {"name": "a"},
+                    "spec": {"ingressClassName": "c"}
+                }))
+                .unwrap();
+                assert_eq!(object.class_name(), Some("c"), "{}", T::KIND);
+                self.0.push(T::KIND);
+            }
+        }
+        let mut read = Read(Vec::new());
+        Objects::each_kind(&mut read);
+        let with_class: Vec<Kind> = Kind::ALL.iter().copied().filter(|k| k.has_class()).collect();
+        assert_eq!(read.0, with_class);
+    }
+
+    #[test]
     fn httpproxy_ignores_fields_it_does_not_route_on() {
         let proxy: HTTPProxy = serde_json::from_value(serde_json::json!({
             "apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",

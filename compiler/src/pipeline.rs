@@ -2,8 +2,8 @@
 //!
 //! This module only orders the stages: the cache (sort and de-duplicate the objects, so input order
 //! never matters), class eligibility ([`crate::class`]), applied once to every kind with a class
-//! ([`crate::processor::admit`]), then the list of processors ([`PROCESSORS`], each a
-//! [`Processor`]: Ingress ([`crate::ingress`]), HTTPProxy ([`crate::httpproxy`]), VirtualServer
+//! ([`crate::processor::admit`]), then the list of processors ([`processor_of`] each kind, each
+//! a [`Processor`]: Ingress ([`crate::ingress`]), HTTPProxy ([`crate::httpproxy`]), VirtualServer
 //! ([`crate::virtualserver`]), TransportServer ([`crate::transportserver`])), host ownership and
 //! collisions ([`crate::collisions`]), what each processor settles after that ([`Settle`]) and the
 //! priority order ([`crate::order`], each host by its ordering policy,
@@ -59,9 +59,20 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
     })
 }
 
-/// The processors, in the order they run (and their drafts are listed): each a [`Processor`] over
-/// the objects the class check let in. A kind that routes adds its processor here.
-pub const PROCESSORS: [&dyn Processor; 4] = [&Ingresses, &HTTPProxies, &VirtualServers, &TransportServers];
+/// The processor of each kind that has one: a [`Processor`] over the objects the class check let
+/// in. The pipeline runs them in [`Kind`]'s order (which is also the order their drafts are
+/// listed). `None` for a kind another kind's processor reads (VirtualServerRoute,
+/// GlobalConfiguration) or that no processor reads (IngressClass: the class stage; Service: the
+/// backend ports). Exhaustive: a new kind does not compile until it says which.
+pub fn processor_of(kind: Kind) -> Option<&'static dyn Processor> {
+    match kind {
+        Kind::Ingress => Some(&Ingresses),
+        Kind::HTTPProxy => Some(&HTTPProxies),
+        Kind::VirtualServer => Some(&VirtualServers),
+        Kind::TransportServer => Some(&TransportServers),
+        Kind::VirtualServerRoute | Kind::GlobalConfiguration | Kind::IngressClass | Kind::Service => None,
+    }
+}
 
 /// What the processors made of the objects: every draft (Ingresses' first, in object order), the
 /// hosts claimed without rules, the status book, and what the processors settle once the host
@@ -87,8 +98,8 @@ pub(crate) struct Settled {
     pub statuses: Vec<ResourceStatus>,
 }
 
-/// Runs the class check once over `objects` (already through [`cache`]), then the
-/// [`PROCESSORS`] over the objects that are ours, given the classes and Service ports, recording
+/// Runs the class check once over `objects` (already through [`cache`]), then every kind's
+/// processor ([`processor_of`]) over the objects that are ours, given the classes and Service ports, recording
 /// into `book`.
 pub(crate) fn process(
     objects: &Objects,
@@ -104,7 +115,7 @@ pub(crate) fn process(
         book: StatusBook::default(),
         settle: Vec::new(),
     };
-    for processor in PROCESSORS {
+    for processor in Kind::ALL.iter().filter_map(|&kind| processor_of(kind)) {
         let inputs = Inputs {
             classes,
             services,

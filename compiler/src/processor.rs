@@ -5,9 +5,10 @@
 //! The pipeline ([`crate::pipeline`]) applies the class check of ROUTING.md §1 once, to every
 //! object of a kind with a class ([`crate::objects::Kind::has_class`], [`admit`]): a processor is
 //! handed only the objects that are ours, and never records an "ignored" status itself. It then
-//! runs the list: each processor returns its rules (each with how its host orders its rules,
-//! [`crate::model::HostOrder`]), the hosts it claims without rules, and what it decides once the
-//! host contest is over ([`Settle`]); its statuses it writes into the shared book ([`Inputs::book`]).
+//! runs the list ([`crate::pipeline::processor_of`] each kind): each processor returns its rules
+//! (each with how its host orders its rules, [`crate::model::HostOrder`]), the hosts it claims
+//! without rules, and what it decides once the host contest is over ([`Settle`]); its statuses it
+//! writes into the shared book ([`Inputs::book`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
