@@ -74,6 +74,9 @@ pub enum ActionView<'a> {
         backends: Vec<BackendView<'a>>,
         /// The prefix rewrite, if any.
         rewrite_prefix: Option<&'a str>,
+        /// The rewrite by regex groups (NGINX's `rewritePath` on a regex location, ingress-nginx's
+        /// `rewrite-target`), if any: the regex, the new path, and the headers set when it applies.
+        rewrite_regex: Option<RegexRewriteView<'a>>,
         /// Request headers set, `name: value`.
         set_headers: Vec<String>,
         /// Request headers removed.
@@ -93,6 +96,17 @@ pub enum ActionView<'a> {
         /// The `Location` template (`${scheme}`, `${host}`, `${request_uri}` filled in per request).
         url: &'a str,
     },
+}
+
+/// A rewrite by regex groups.
+#[derive(Debug, Serialize)]
+pub struct RegexRewriteView<'a> {
+    /// The regex searched in the path.
+    pub pattern: &'a str,
+    /// The new path, `$0`…`$9` its groups.
+    pub path: &'a str,
+    /// Request headers set when it applies, `name: value`.
+    pub headers: Vec<String>,
 }
 
 /// One backend.
@@ -172,6 +186,11 @@ fn action_view(action: &ActionSpec) -> ActionView<'_> {
                     })
                     .collect(),
                 rewrite_prefix: route.rewrite_prefix.as_deref(),
+                rewrite_regex: route.rewrite_regex.as_ref().map(|rewrite| RegexRewriteView {
+                    pattern: &rewrite.pattern,
+                    path: &rewrite.path,
+                    headers: rewrite.headers.iter().map(|h| format!("{}: {}", h.name, h.value)).collect(),
+                }),
                 set_headers: route
                     .set_headers
                     .iter()
@@ -302,5 +321,22 @@ mod tests {
         };
         assert_eq!((*status, *url), (301, "${scheme}://${host}/new"));
         assert_eq!(rule.resource.as_ref().map(|r| r.name), Some("cafe"));
+    }
+
+    #[test]
+    fn a_rewrite_by_regex_groups_shows_its_regex_path_and_headers() {
+        let mut rewrite = rule("VirtualServer/a/cafe#0", Some("a.example"), "/");
+        rewrite["action"]["route"]["rewrite_regex"] = serde_json::json!({
+            "pattern": "^/coffee/(.*)", "path": "/beans/$1",
+            "headers": [{"name": "x-forwarded-prefix", "value": "/coffee"}]
+        });
+        let table = table(serde_json::json!([rewrite]));
+        let view = view(&table, 1);
+        let ActionView::Route { rewrite_regex, .. } = &view.hosts[0].rules[0].action else {
+            panic!("a route")
+        };
+        let shown = rewrite_regex.as_ref().unwrap();
+        assert_eq!((shown.pattern, shown.path), ("^/coffee/(.*)", "/beans/$1"));
+        assert_eq!(shown.headers, ["x-forwarded-prefix: /coffee"]);
     }
 }

@@ -128,6 +128,12 @@ function actionCell(action) {
   }
   const notes = [];
   if (action.rewrite_prefix) notes.push(el("li", {}, "rewrite prefix to ", el("code", {}, action.rewrite_prefix)));
+  if (action.rewrite_regex) {
+    const r = action.rewrite_regex;
+    notes.push(el("li", { class: "rewrite-regex" }, "rewrite path matching ", el("code", {}, r.pattern), " to ",
+      el("code", {}, r.path)));
+    for (const h of r.headers) notes.push(el("li", {}, "then set ", el("code", {}, h)));
+  }
   for (const h of action.set_headers) notes.push(el("li", {}, "set ", el("code", {}, h)));
   for (const h of action.remove_headers) notes.push(el("li", {}, "remove ", el("code", {}, h)));
   return el("td", {}, "route", notes.length ? el("ul", { class: "plain" }, notes) : null);
