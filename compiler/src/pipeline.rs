@@ -99,8 +99,8 @@ pub(crate) struct Settled {
 }
 
 /// Runs the class check once over `objects` (already through [`cache`]), then every kind's
-/// processor ([`processor_of`]) over the objects that are ours, given the classes and Service ports, recording
-/// into `book`.
+/// processor ([`processor_of`]) over the objects that are ours, given the classes and Service
+/// ports, recording into `book`.
 pub(crate) fn process(
     objects: &Objects,
     classes: &Classes,
@@ -124,7 +124,12 @@ pub(crate) fn process(
             book: &mut book,
         };
         let output = processor.run(&ours, inputs);
-        processed.drafts.extend(output.drafts);
+        if processed.drafts.is_empty() {
+            // The first processor's drafts are taken as they are, not copied.
+            processed.drafts = output.drafts;
+        } else {
+            processed.drafts.extend(output.drafts);
+        }
         processed.claims.extend(output.claims);
         processed.settle.extend(output.settle);
     }
