@@ -354,12 +354,28 @@ impl Scene {
             .collect()
     }
 
-    async fn delete_sink_object(&self) {
+    /// The API of the sink's kind in istio-system, as the admin.
+    async fn sink_api(&self) -> Api<DynamicObject> {
         let admin = self.istio.admin().await;
         let gvk = manifests::gvk_of(&json!({"apiVersion": self.sink.api_version(), "kind": self.sink.kind()})).unwrap();
         let (resource, _) = pinned_kind(&admin, &gvk).await.unwrap();
-        let api: Api<DynamicObject> = Api::namespaced_with(admin, ISTIO_SYSTEM, &resource);
-        api.delete("switchyard", &DeleteParams::default()).await.unwrap();
+        Api::namespaced_with(admin, ISTIO_SYSTEM, &resource)
+    }
+
+    /// istio-system/switchyard of the sink's kind, if it exists.
+    async fn sink_object(&self) -> Option<DynamicObject> {
+        self.sink_api().await.get_opt("switchyard").await.ok().flatten()
+    }
+
+    /// Deletes it; returns the uid it had.
+    async fn delete_sink_object(&self) -> Option<String> {
+        let uid = self.sink_object().await.and_then(|o| o.metadata.uid);
+        self.sink_api()
+            .await
+            .delete("switchyard", &DeleteParams::default())
+            .await
+            .unwrap();
+        uid
     }
 }
 
@@ -473,20 +489,34 @@ async fn the_watch_routes_through_istiod(sink: Sink) {
 
     // The sink object deleted: applied again, routing back.
     let started = Instant::now();
-    scene.delete_sink_object().await;
+    let deleted = scene.delete_sink_object().await;
+    assert!(deleted.is_some());
     let mut cases = scene.routed();
     cases.push((get(&format!("c{}.example.com", CHANGES - 1), "/"), "backend-a"));
+    // A new object (another uid), created by the watch, with the phase it applies.
     let check = async || {
+        let object = scene.sink_object().await;
+        let uid = object.as_ref().and_then(|o| o.metadata.uid.clone());
         let log = scene.watch().log();
-        match log.contains("applied again") {
-            true => Ok(()),
-            false => Err("no `applied again` yet".to_owned()),
+        match uid.is_some() && uid != deleted && log.contains("applied again") {
+            true => Ok(object),
+            false => Err(format!(
+                "uid {uid:?} (deleted {deleted:?}), `applied again` in the log: {}",
+                log.contains("applied again")
+            )),
         }
     };
-    switchyard_envtest::watch::eventually_async(&format!("the deleted {kind} applied again"), PATIENCE, check, || {
-        scene.watch_log()
-    })
-    .await;
+    let restored = switchyard_envtest::watch::eventually_async(
+        &format!("the deleted {kind} applied again"),
+        PATIENCE,
+        check,
+        || scene.watch_log(),
+    )
+    .await
+    .unwrap();
+    if sink == Sink::WasmPlugin {
+        assert_eq!(restored.data["spec"]["phase"], "STATS", "{:?}", restored.data);
+    }
     scene.wait_routed("routed again after the deletion", &cases).await;
     eprintln!(
         "{kind}: deleted -> applied again and routed: {} ms",
