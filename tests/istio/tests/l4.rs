@@ -156,14 +156,23 @@ async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
     };
     let answer = gateway
         .wait_for("TLS passthrough by SNI to the backend", |_| {
-            tls_hello(at(passthrough), "secure.example.com", &[tls.certificate.clone()])
+            tls_hello(
+                at(passthrough),
+                "secure.example.com",
+                std::slice::from_ref(&tls.certificate),
+            )
         })
         .await
         .unwrap_or_else(|e| panic!("{}", describe(&e)));
     assert_eq!(answer.line, "backend: tls-app");
     assert_eq!(answer.certificate, tls.certificate, "the backend's own certificate");
     // An SNI no TransportServer has is not passed anywhere.
-    assert!(tls_hello(at(passthrough), "other.example.com", &[tls.certificate.clone()]).is_err());
+    assert!(tls_hello(
+        at(passthrough),
+        "other.example.com",
+        std::slice::from_ref(&tls.certificate)
+    )
+    .is_err());
     let line = gateway
         .wait_for("the TCP listener to the echo backend", |_| tcp_ask(at(tcp), "hello"))
         .await
