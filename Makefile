@@ -139,13 +139,13 @@ test-istio:
 	  $(MAKE) --no-print-directory istio-suite; \
 	fi
 
+# ISTIO_TEST_ARGS: cargo test's arguments, e.g. '--test watch -- --nocapture' prints the figures
+# BENCHMARKS.md cites (change -> routed through istiod, p50 and max).
 istio-suite: build-wasm envoy $(PILOT_DISCOVERY)
 	cargo build -p switchyard --bin switchyard
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
 	  PILOT_DISCOVERY=$(abspath $(PILOT_DISCOVERY)) ISTIO_CRDS=$(ISTIO_SHARED)/crds.yaml cargo test -p switchyard-istio $(ISTIO_TEST_ARGS)
 
-# ISTIO_TEST_ARGS: cargo test's arguments, e.g. '--test watch -- --nocapture' prints the figures
-# BENCHMARKS.md cites (change -> routed through istiod, p50 and max).
 # Unpacked once (xz -dc, 2 s), again only when the archive is newer.
 $(PILOT_DISCOVERY): $(ISTIO_SHARED)/pilot-discovery.xz
 	mkdir -p $(@D)
