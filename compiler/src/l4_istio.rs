@@ -1,4 +1,4 @@
-//! The L4 routes ([`crate::l4`]) for Istio: a `networking.istio.io/v1` Gateway that opens the ports
+//! The L4 routes ([`crate::l4`]) for Istio: a `networking.istio.io/v1beta1` Gateway that opens the ports
 //! on the ingress gateway (a TLS `PASSTHROUGH` server for the passthrough hosts, a `TCP` server per
 //! GlobalConfiguration TCP listener) and a VirtualService bound to it with `tls` routes by SNI host
 //! and `tcp` routes by port, each to the winner's Service.
@@ -44,7 +44,7 @@ pub fn gateway(routes: &L4Routes, options: &IstioL4Options) -> Value {
         }));
     }
     json!({
-        "apiVersion": "networking.istio.io/v1",
+        "apiVersion": "networking.istio.io/v1beta1",
         "kind": "Gateway",
         "metadata": { "name": options.name, "namespace": options.namespace },
         "spec": { "selector": options.selector, "servers": servers },
@@ -75,7 +75,7 @@ pub fn virtual_service(routes: &L4Routes, options: &IstioL4Options) -> Value {
         hosts.push("*".to_owned());
     }
     json!({
-        "apiVersion": "networking.istio.io/v1",
+        "apiVersion": "networking.istio.io/v1beta1",
         "kind": "VirtualService",
         "metadata": { "name": options.name, "namespace": options.namespace },
         "spec": {

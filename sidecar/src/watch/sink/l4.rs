@@ -111,12 +111,13 @@ impl IstioGateway {
     }
 }
 
-/// The `networking.istio.io/v1` resource of `kind`.
+/// The `networking.istio.io/v1beta1` resource of `kind`: the version every Istio from 1.5 on serves
+/// (`v1` only from 1.22).
 fn istio_resource(kind: &str) -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk("networking.istio.io", "v1", kind))
+    ApiResource::from_gvk(&GroupVersionKind::gvk("networking.istio.io", "v1beta1", kind))
 }
 
-/// Server-side applies one Istio object (`networking.istio.io/v1`) with our field manager; returns
+/// Server-side applies one Istio object (`networking.istio.io/v1beta1`) with our field manager; returns
 /// the resourceVersion the API gave it.
 async fn apply(client: &Client, namespace: &str, object: &Value) -> Result<Option<String>, String> {
     let kind = object["kind"].as_str().unwrap_or_default();
