@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -102,7 +102,13 @@ build-native:
 	cargo build --release
 
 # ---- test ------------------------------------------------------------------------------------
-test: test-native test-browser test-wasm32 test-host-sim test-envoy test-kubernetes test-istio test-fuzz
+# Clippy on every crate and target, warnings as errors: what each crate root denies (unwrap, expect and
+# panic in the filter, ...) holds only when something runs it; and rustfmt's layout (rustfmt.toml).
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+test: lint test-native test-browser test-wasm32 test-host-sim test-envoy test-kubernetes test-istio test-fuzz
 
 # Everything that needs no .wasm and no Envoy; the wasm crates and the e2e suite run below.
 test-native:

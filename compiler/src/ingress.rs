@@ -18,23 +18,16 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
-use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, Backend, ConditionSpec, PathSpec, RouteAction, RuleSpec};
 
+use crate::annotations::IngressAnnotations;
 use crate::collisions::Claim;
 use crate::model::{normalize_host, validate_rule, Draft, HostOrder, Options};
 use crate::objects::Objects;
-use crate::objects::{annotation, key_of, Age, Kind, ResourceKey};
+use crate::objects::{key_of, Age, Kind, ResourceKey};
 use crate::processor::{Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef, ServicePorts};
 use crate::status::{ConditionKind, Reason, Status};
-
-/// Router annotations: (annotation keys, what they test).
-const ROUTER_ANNOTATIONS: [(&str, ConditionSource); 4] = [
-    ("bfe.ingress.kubernetes.io/router.cookie", ConditionSource::Cookie),
-    ("bfe.ingress.kubernetes.io/router.header", ConditionSource::Header),
-    ("switchyard.io/router.cookie", ConditionSource::Cookie),
-    ("switchyard.io/router.header", ConditionSource::Header),
-];
 
 /// Whether a path holds characters that only mean something in a regular expression or a glob
 /// (ImplementationSpecific paths of other controllers are often regexes; ours are literal).
@@ -154,12 +147,12 @@ impl<'a> IngressProcessor<'a> {
     /// The conditions the router annotations add, or `None` (the Ingress rejected) when one is
     /// malformed: dropping it would widen the rule.
     fn annotation_conditions(&mut self, key: &ResourceKey, ingress: &Ingress) -> Option<Vec<ConditionSpec>> {
-        match router_conditions(ingress) {
-            Ok(conditions) => Some(conditions),
+        match IngressAnnotations::parse(&ingress.metadata) {
+            Ok(annotations) => Some(annotations.router),
             Err(why) => {
                 self.inputs
                     .book
-                    .error(key, Status::Rejected, Reason::BadRouterAnnotation, why);
+                    .error(key, Status::Rejected, Reason::BadRouterAnnotation, why.to_string());
                 self.inputs.book.set(key, Status::Rejected);
                 None
             }
@@ -356,51 +349,4 @@ fn backend_cluster(
         .resolve(&key.namespace, &service.name, port)
         .map_err(NoCluster::PortNotFound)?;
     Ok(options.cluster(&key.namespace, &service.name, number))
-}
-
-/// The conditions the router annotations ask for (ROUTING.md §4), cookie first.
-fn router_conditions(ingress: &Ingress) -> Result<Vec<ConditionSpec>, String> {
-    let mut conditions = Vec::new();
-    for (key, on) in ROUTER_ANNOTATIONS {
-        let Some(text) = annotation(&ingress.metadata, key) else {
-            continue;
-        };
-        let Some((name, value)) = text.split_once(':') else {
-            return Err(format!("annotation {key}: {text:?} is not \"Name: value\""));
-        };
-        let name = name.trim();
-        let value = value.trim();
-        if name.is_empty() {
-            return Err(format!("annotation {key}: {text:?} has no name before ':'"));
-        }
-        let name = if on == ConditionSource::Header {
-            name.to_ascii_lowercase()
-        } else {
-            name.to_owned()
-        };
-        let condition = if value.contains('|') {
-            let alternatives: Vec<String> = value.split('|').map(|v| regex_lite::escape(v.trim())).collect();
-            ConditionSpec {
-                on,
-                name: Some(name),
-                op: MatchOp::Regex,
-                value: Some(alternatives.join("|")),
-                invert: false,
-                ignore_case: false,
-            }
-        } else {
-            ConditionSpec {
-                on,
-                name: Some(name),
-                op: MatchOp::Exact,
-                value: Some(value.to_owned()),
-                invert: false,
-                ignore_case: false,
-            }
-        };
-        if !conditions.contains(&condition) {
-            conditions.push(condition);
-        }
-    }
-    Ok(conditions)
 }

@@ -19,7 +19,9 @@
 //!   objects that are ours and [`processor::Inputs`] in; rules, host claims and what is settled
 //!   after the host contest out; statuses into the shared book), as Contour's builder runs a list
 //!   of processors ([`pipeline::processor_of`]). [`ingress`] and [`httpproxy`]: the processors of
-//!   Ingress and HTTPProxy, each a struct with one small method per decision (§3 for inclusion).
+//!   Ingress and HTTPProxy, each a struct with one small method per decision (§3 for inclusion);
+//!   [`annotations`]: an Ingress's annotations read once into a typed value (the router
+//!   annotations of §4; ingress-nginx's in [`ingress_nginx`]).
 //!   [`collisions`]: host ownership (§2). [`order`]: the priority order (§4), each host by its
 //!   ordering policy ([`model::HostOrder`]), and the generation hash. [`services`]: backend ports
 //!   through Services (§5). [`status`]: the status report.
@@ -34,6 +36,7 @@
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod annotations;
 pub mod class;
 pub mod collisions;
 pub mod explain;

@@ -53,9 +53,8 @@ fn regex_path_with_space_after_modifier_matches_in_the_filter() {
 #[test]
 fn redirect_fills_http_x_forwarded_proto_in_the_filter() {
     let mut sim = filter("redirect-variables");
-    let behind_tls = sim.request(
-        Request::get("http://cafe.example.com/old/menu?x=1").header("x-forwarded-proto", "https"),
-    );
+    let behind_tls =
+        sim.request(Request::get("http://cafe.example.com/old/menu?x=1").header("x-forwarded-proto", "https"));
     let local = behind_tls.local_response.as_ref().expect("a local reply");
     assert_eq!(local.status, 302);
     assert_eq!(
@@ -67,7 +66,10 @@ fn redirect_fills_http_x_forwarded_proto_in_the_filter() {
     assert_eq!(local.header("location"), Some("://cafe.example.com/new/old"));
     let plain = sim.request(Request::get("https://cafe.example.com/plain"));
     let local = plain.local_response.as_ref().expect("a local reply");
-    assert_eq!((local.status, local.header("location")), (301, Some("https://cafe.example.com/tea")));
+    assert_eq!(
+        (local.status, local.header("location")),
+        (301, Some("https://cafe.example.com/tea"))
+    );
 }
 
 /// Item 3: the filter sends `:path` rebuilt from the regex's groups, the query string kept (NGINX

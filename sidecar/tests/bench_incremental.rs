@@ -224,7 +224,11 @@ fn edit_to_table(log: &Path, file: &Path, text: &str) -> f64 {
     let started = Instant::now();
     std::fs::write(file, text).unwrap();
     while log_lines(log).0 == pushed {
-        assert!(started.elapsed() < Duration::from_secs(120), "no push after editing {}", file.display());
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no push after editing {}",
+            file.display()
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     started.elapsed().as_secs_f64() * 1e3
@@ -241,9 +245,8 @@ fn bench_explain_burst_during_edits_in_100k_rules() {
     use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
     use std::sync::Arc;
     let bin = std::env::var("SWITCHYARD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_switchyard").to_owned());
-    let env_number = |name: &str, default: usize| {
-        std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
-    };
+    let env_number =
+        |name: &str, default: usize| std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default);
     let (rounds, clients) = (env_number("BENCH_ROUNDS", 5), env_number("BENCH_CLIENTS", 100));
     let dir = tempfile::tempdir().unwrap();
     let manifests: PathBuf = dir.path().join("manifests");
@@ -276,7 +279,10 @@ fn bench_explain_burst_during_edits_in_100k_rules() {
     let body = r#"{"url": "http://h200.example/app500/p50/x", "headers": ["x-a: 1"], "cookies": ["c=1"]}"#;
     let one = Instant::now();
     assert_eq!(explain(addr, body), 200);
-    eprintln!("switchyard: {bin}; one explain on the 100,000-rule table: {:.1} ms", one.elapsed().as_secs_f64() * 1e3);
+    eprintln!(
+        "switchyard: {bin}; one explain on the 100,000-rule table: {:.1} ms",
+        one.elapsed().as_secs_f64() * 1e3
+    );
 
     // The clients' phase: paused, sending, or done.
     const PAUSED: u8 = 0;
@@ -310,8 +316,15 @@ fn bench_explain_burst_during_edits_in_100k_rules() {
             phase.store(if burst { SENDING } else { PAUSED }, Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(500));
             let ms = edit_to_table(&log, &file, &ingress(500, 2 * round + usize::from(burst) + 1));
-            eprintln!("  round {round}, {}: {ms:.0} ms", if burst { "explain burst" } else { "idle dashboard" });
-            if burst { loaded.push(ms) } else { idle.push(ms) }
+            eprintln!(
+                "  round {round}, {}: {ms:.0} ms",
+                if burst { "explain burst" } else { "idle dashboard" }
+            );
+            if burst {
+                loaded.push(ms)
+            } else {
+                idle.push(ms)
+            }
         }
     }
     phase.store(DONE, Ordering::Relaxed);

@@ -1632,7 +1632,14 @@ async fn the_l4_gateway_and_virtual_service_pass_istios_schemas_unchanged() {
         apply(&admin, &object)
             .await
             .unwrap_or_else(|e| panic!("Istio's schema refused the {kind}: {e}"));
-        let stored = admin_get(&admin, "networking.istio.io/v1beta1", &kind, &namespace, "switchyard-l4").await;
+        let stored = admin_get(
+            &admin,
+            "networking.istio.io/v1beta1",
+            &kind,
+            &namespace,
+            "switchyard-l4",
+        )
+        .await;
         assert_eq!(
             stored["spec"], object["spec"],
             "the API server pruned or changed the {kind}"

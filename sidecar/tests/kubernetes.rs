@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use apiserver::{ApiServer, HTTPPROXY, INGRESS, INGRESS_CLASS, SERVICE};
 use serde_json::{json, Value};
-use switchyard::watch::source::debounce::Debounce;
 use switchyard::watch::engine::Engine;
 use switchyard::watch::rebuild::follow;
-use switchyard::watch::source::kubernetes::Settings;
 use switchyard::watch::sink::Sink;
+use switchyard::watch::source::debounce::Debounce;
+use switchyard::watch::source::kubernetes::Settings;
 use switchyard::watch::state::Shared;
 use switchyard_compiler::Options;
 

@@ -53,12 +53,17 @@ fn post(addr: SocketAddr, path: &str, headers: &[&str], body: &str) -> (u16, Str
 
 /// A port free on 127.0.0.1 just now.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// `deploy/deployment.yaml`'s value of `--flag=VALUE`.
 fn shipped_flag(flag: &str) -> String {
-    let deployment = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/deployment.yaml")).unwrap();
+    let deployment =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/deployment.yaml")).unwrap();
     deployment
         .lines()
         .find_map(|l| l.trim().strip_prefix("- ")?.strip_prefix(flag)?.strip_prefix('='))
@@ -74,14 +79,23 @@ fn one_ingress() -> (tempfile::TempDir, Vec<String>) {
     std::fs::create_dir(&manifests).unwrap();
     std::fs::write(manifests.join("web.yaml"), INGRESS.replace("HOST", "a.example")).unwrap();
     let table = dir.path().join("table.json");
-    let args = ["--manifests", manifests.to_str().unwrap(), "-o", table.to_str().unwrap()];
+    let args = [
+        "--manifests",
+        manifests.to_str().unwrap(),
+        "-o",
+        table.to_str().unwrap(),
+    ];
     let args = args.map(str::to_owned).to_vec();
     (dir, args)
 }
 
 /// The watch's arguments: `base` then `more`.
 fn with(base: &[String], more: &[&str]) -> Vec<String> {
-    base.iter().map(String::as_str).chain(more.iter().copied()).map(str::to_owned).collect()
+    base.iter()
+        .map(String::as_str)
+        .chain(more.iter().copied())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// With the flags `deploy/deployment.yaml` ships (their ports made free), the pod's address (here
@@ -92,7 +106,10 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
     let (dir, args) = one_ingress();
     let log = dir.path().join("log");
     let with_free_port = |value: String| {
-        let host = value.rsplit_once(':').map(|(host, _)| format!("{host}:")).unwrap_or_default();
+        let host = value
+            .rsplit_once(':')
+            .map(|(host, _)| format!("{host}:"))
+            .unwrap_or_default();
         format!("{host}{}", free_port())
     };
     let listen = with_free_port(shipped_flag("--listen"));
@@ -103,14 +120,22 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
     let operations = watch.wait_for_address(Address::Operations, PATIENCE);
     let dashboard = watch.wait_for_address(Address::Dashboard, PATIENCE);
     let pod = |addr: SocketAddr| SocketAddr::from(([127, 0, 0, 2], addr.port()));
-    wait_for("ready", &log, || (get(pod(operations), "/readyz").0 == 200).then_some(()));
+    wait_for("ready", &log, || {
+        (get(pod(operations), "/readyz").0 == 200).then_some(())
+    });
     assert_eq!(get(pod(operations), "/healthz").0, 200);
     let (code, metrics) = get(pod(operations), "/metrics");
-    assert!(code == 200 && metrics.contains("switchyard_table_generation 1"), "{metrics}");
+    assert!(
+        code == 200 && metrics.contains("switchyard_table_generation 1"),
+        "{metrics}"
+    );
     for path in ["/", "/table", "/status", "/rules", "/events", "/dashboard.js"] {
         assert_eq!(get(pod(operations), path).0, 404, "{path} on the pod address");
     }
-    assert_eq!(post(pod(operations), "/explain", &[], "{\"url\": \"http://a.example/\"}").0, 404);
+    assert_eq!(
+        post(pod(operations), "/explain", &[], "{\"url\": \"http://a.example/\"}").0,
+        404
+    );
     assert!(
         TcpStream::connect(pod(dashboard)).is_err(),
         "the dashboard answers on the pod address"
@@ -145,12 +170,18 @@ fn the_dashboard_token_guards_the_page_the_table_the_status_and_explain() {
     );
     let mut watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
     let operations = watch.wait_for_address(Address::Operations, PATIENCE);
-    let dashboard = SocketAddr::from(([127, 0, 0, 1], watch.wait_for_address(Address::Dashboard, PATIENCE).port()));
+    let dashboard = SocketAddr::from((
+        [127, 0, 0, 1],
+        watch.wait_for_address(Address::Dashboard, PATIENCE).port(),
+    ));
     wait_for("ready", &log, || (get(operations, "/readyz").0 == 200).then_some(()));
 
     let (code, page) = get(dashboard, "/");
     assert_eq!(code, 401);
-    assert!(page.contains("<form") && page.contains("name=\"token\""), "the page asks for it: {page}");
+    assert!(
+        page.contains("<form") && page.contains("name=\"token\""),
+        "the page asks for it: {page}"
+    );
     for path in ["/table", "/status", "/rules", "/dashboard.js", "/events"] {
         let (code, body) = get(dashboard, path);
         assert_eq!(code, 401, "{path}: {body}");
@@ -158,7 +189,10 @@ fn the_dashboard_token_guards_the_page_the_table_the_status_and_explain() {
     }
     let explain = "{\"url\": \"http://a.example/\"}";
     assert_eq!(post(dashboard, "/explain", &[], explain).0, 401);
-    assert_eq!(post(dashboard, "/explain", &["authorization: Bearer wrong"], explain).0, 401);
+    assert_eq!(
+        post(dashboard, "/explain", &["authorization: Bearer wrong"], explain).0,
+        401
+    );
     assert_eq!(get(dashboard, "/login").0, 200);
     assert_eq!(get(dashboard, "/dashboard.css").0, 200, "the login form's style");
 
@@ -179,9 +213,15 @@ fn explain_refuses_a_body_over_its_limit() {
     let mut watch = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), &log);
     let dashboard = watch.wait_for_address(Address::Dashboard, PATIENCE);
     wait_for("a table", &log, || (get(dashboard, "/table").0 == 200).then_some(()));
-    let huge = format!("{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}", "a".repeat(17 * 1024));
+    let huge = format!(
+        "{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}",
+        "a".repeat(17 * 1024)
+    );
     assert_eq!(post(dashboard, "/explain", &[], &huge).0, 413);
-    let fits = format!("{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}", "a".repeat(8 * 1024));
+    let fits = format!(
+        "{{\"url\": \"http://a.example/\", \"headers\": [\"x: {}\"]}}",
+        "a".repeat(8 * 1024)
+    );
     assert_eq!(post(dashboard, "/explain", &[], &fits).0, 200);
 }
 
@@ -190,7 +230,13 @@ fn explain_refuses_a_body_over_its_limit() {
 fn a_dashboard_beyond_loopback_without_a_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(["watch", "--manifests", dir.path().to_str().unwrap(), "--dashboard-listen", "0.0.0.0:0"])
+        .args([
+            "watch",
+            "--manifests",
+            dir.path().to_str().unwrap(),
+            "--dashboard-listen",
+            "0.0.0.0:0",
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));

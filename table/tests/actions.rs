@@ -187,7 +187,10 @@ fn regex_rewrite_replaces_the_path_with_the_groups_and_keeps_the_query() {
     r["action"]["route"]["rewrite_regex"] = json!({ "pattern": "/regex1/?(.*)", "path": "/$1" });
     let t = table(vec![r]);
     let rule = &t.rules()[0];
-    assert_eq!(rule.upstream_path("/regex1/abc?arg=value").as_deref(), Some("/abc?arg=value"));
+    assert_eq!(
+        rule.upstream_path("/regex1/abc?arg=value").as_deref(),
+        Some("/abc?arg=value")
+    );
     assert_eq!(rule.upstream_path("/x/regex1/").as_deref(), Some("/"));
     assert_eq!(rule.upstream_path("/other"), None);
 }
@@ -197,10 +200,26 @@ fn regex_rewrite_replaces_the_path_with_the_groups_and_keeps_the_query() {
 #[test]
 fn bad_regex_rewrites_are_refused() {
     for (rewrite, prefix, field) in [
-        (json!({ "pattern": "(", "path": "/" }), None, "action.route.rewrite_regex.pattern"),
-        (json!({ "pattern": "a", "path": "x" }), None, "action.route.rewrite_regex.path"),
-        (json!({ "pattern": "a", "path": "/$x" }), None, "action.route.rewrite_regex.path"),
-        (json!({ "pattern": "a", "path": "/" }), Some("/"), "action.route.rewrite_regex"),
+        (
+            json!({ "pattern": "(", "path": "/" }),
+            None,
+            "action.route.rewrite_regex.pattern",
+        ),
+        (
+            json!({ "pattern": "a", "path": "x" }),
+            None,
+            "action.route.rewrite_regex.path",
+        ),
+        (
+            json!({ "pattern": "a", "path": "/$x" }),
+            None,
+            "action.route.rewrite_regex.path",
+        ),
+        (
+            json!({ "pattern": "a", "path": "/" }),
+            Some("/"),
+            "action.route.rewrite_regex",
+        ),
     ] {
         let mut r = rule("r", "", "prefix:/", "c");
         r["action"]["route"]["rewrite_regex"] = rewrite;
@@ -208,7 +227,9 @@ fn bad_regex_rewrites_are_refused() {
             r["action"]["route"]["rewrite_prefix"] = json!(prefix);
         }
         let doc = json!({ "version": 1, "rules": [r] });
-        let error = switchyard_table::RouteTable::from_document(doc).unwrap_err().to_string();
+        let error = switchyard_table::RouteTable::from_document(doc)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains(field), "{field}: {error}");
     }
 }

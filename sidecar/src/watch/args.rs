@@ -283,7 +283,9 @@ impl WatchArgs {
     /// The dashboard's address and who may read it: refused beyond loopback without a token, since
     /// it shows the cluster's whole routing picture to whoever reaches it.
     pub fn dashboard(&self) -> Result<Option<(SocketAddr, Access)>, String> {
-        let Some(addr) = self.dashboard_listen else { return Ok(None) };
+        let Some(addr) = self.dashboard_listen else {
+            return Ok(None);
+        };
         let access = match &self.dashboard_token_file {
             Some(path) => Access::from_token_file(path)?,
             None if addr.ip().is_loopback() => Access::open(),

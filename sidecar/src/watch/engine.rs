@@ -344,7 +344,9 @@ mod tests {
     fn the_all_ignored_warning_counts_every_kind_that_classes_select() {
         const VIRTUAL_SERVER: &str = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: NAME, namespace: shop}\nspec:\n  ingressClassName: nginx\n  host: NAME.example\n  upstreams: [{name: web, service: web, port: 80}]\n  routes: [{path: /, action: {pass: web}}]\n";
         let mut loaded = Loaded::default();
-        let ingress = INGRESS.replace("HOST", "a.example").replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
+        let ingress = INGRESS
+            .replace("HOST", "a.example")
+            .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
         parse_text(&ingress, "web.yaml", &mut loaded).unwrap();
         for name in ["one", "two"] {
             parse_text(&VIRTUAL_SERVER.replace("NAME", name), "vs.yaml", &mut loaded).unwrap();

@@ -13,9 +13,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::watch::engine::Engine;
-use crate::watch::source::Source;
 use crate::watch::source::debounce::{Burst, Debounce};
 use crate::watch::source::kubernetes::{Cluster, Settings};
+use crate::watch::source::Source;
 use crate::watch::state::Shared;
 
 /// How long to wait before pushing again after a failed push.

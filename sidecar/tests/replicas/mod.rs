@@ -316,7 +316,10 @@ async fn a_leader_cut_off_from_the_api_server_steps_down_before_the_other_takes_
     );
     let error = &cut_off.status()["leader"]["error"];
     assert_eq!(error["reason"], "NoAnswer", "{error}");
-    assert!(error["message"].as_str().is_some_and(|e| e.contains("did not answer")), "{error}");
+    assert!(
+        error["message"].as_str().is_some_and(|e| e.contains("did not answer")),
+        "{error}"
+    );
     println!("network cut (3s lease, 2s renew deadline): the leader stepped down {stepped_down:?} after the cut, the other replica led {took_over:?} after it");
     admin_apply(&admin, &ingress(&ns, "cut", "cut.example", "cut")).await;
     plugin_routes(&admin, "cut.example", || other.log()).await;

@@ -261,7 +261,10 @@ async fn the_dashboard_asks_for_its_token_and_shows_the_table_after_sign_in() {
     let browser = Browser::start().await;
     browser.client.goto(&watch.url()).await.unwrap();
     browser
-        .until("the login form", "return document.getElementById('login-form') !== null;")
+        .until(
+            "the login form",
+            "return document.getElementById('login-form') !== null;",
+        )
         .await;
     assert_eq!(
         browser.js("return document.getElementById('host-list');", vec![]).await,
@@ -281,7 +284,11 @@ async fn the_dashboard_asks_for_its_token_and_shows_the_table_after_sign_in() {
     browser.click("#login-form button").await;
     showing_the_table_file(&browser, &watch).await;
     let shown = browser.js(PAGE_HOSTS, vec![]).await;
-    assert_eq!(shown, hosts_of(&watch.table()), "the page's hosts and rules after sign in");
+    assert_eq!(
+        shown,
+        hosts_of(&watch.table()),
+        "the page's hosts and rules after sign in"
+    );
     browser.close().await;
 }
 

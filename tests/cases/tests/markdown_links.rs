@@ -111,7 +111,11 @@ fn every_markdown_link_resolves() {
     let mut files = Vec::new();
     markdown_files(&root, &mut files);
     files.sort();
-    assert!(files.iter().any(|f| f.ends_with("README.md")), "no Markdown found under {}", root.display());
+    assert!(
+        files.iter().any(|f| f.ends_with("README.md")),
+        "no Markdown found under {}",
+        root.display()
+    );
     let mut broken = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap_or_default();

@@ -44,7 +44,9 @@ impl Watch {
         let mut process = WatchProcess::spawn(bin, &args, &dir.join("watch.log"));
         let within = Duration::from_secs(30);
         process.wait_until("the addresses and the ECDS file", within, |watch| {
-            watch.address(Address::Operations).is_some() && watch.address(Address::Dashboard).is_some() && ecds.is_file()
+            watch.address(Address::Operations).is_some()
+                && watch.address(Address::Dashboard).is_some()
+                && ecds.is_file()
         });
         Watch(process)
     }
@@ -56,7 +58,10 @@ impl Watch {
     /// GET `path` on the address that serves it: probes and metrics on `--listen`, the rest on
     /// `--dashboard-listen`.
     fn get(&self, path: &str) -> (u16, String) {
-        let answer = self.0.get(path).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
+        let answer = self
+            .0
+            .get(path)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
         (answer.code, answer.body)
     }
 

@@ -71,12 +71,7 @@ impl Watch {
             .stdout(Stdio::null())
             .stderr(file);
         let proc = Proc::spawn("switchyard watch", command)?;
-        Ok(Watch {
-            proc,
-            table,
-            log,
-            dir,
-        })
+        Ok(Watch { proc, table, log, dir })
     }
 
     /// Stops it with SIGTERM and returns its folder (table file and log), for a restart.

@@ -18,7 +18,7 @@ use switchyard_e2e::required_path;
 use switchyard_envtest::manifests;
 use switchyard_envtest::watch::Watch;
 use switchyard_envtest::User;
-use switchyard_istio::{ingressgateway, istio_crds, listener_port, Istio, ISTIO_SYSTEM, PATIENCE};
+use switchyard_istio::{ingressgateway, listener_port, Istio, ISTIO_SYSTEM, PATIENCE};
 
 /// A ServiceEntry in istio-system for `host` on `port` (`protocol` TLS or TCP) whose one endpoint is
 /// `backend` (127.0.0.1).

@@ -55,9 +55,14 @@ impl Address {
 /// The address that `log` says was bound for `address`, once it says so: the last such line, as a
 /// watch restarted on the same log appends its own.
 pub fn logged_address(log: &str, address: Address) -> Option<SocketAddr> {
-    log.lines()
-        .rev()
-        .find_map(|line| line.split(address.marker()).nth(1)?.split(['/', ' ']).next()?.parse().ok())
+    log.lines().rev().find_map(|line| {
+        line.split(address.marker())
+            .nth(1)?
+            .split(['/', ' '])
+            .next()?
+            .parse()
+            .ok()
+    })
 }
 
 /// An HTTP answer.
@@ -80,7 +85,10 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, extra_headers: &[&str], 
         request.push_str("\r\n");
     }
     if !body.is_empty() || method == "POST" {
-        request.push_str(&format!("content-type: application/json\r\ncontent-length: {}\r\n", body.len()));
+        request.push_str(&format!(
+            "content-type: application/json\r\ncontent-length: {}\r\n",
+            body.len()
+        ));
     }
     request.push_str("\r\n");
     request.push_str(body);
@@ -161,7 +169,11 @@ impl WatchProcess {
             if let Some(status) = self.exited() {
                 panic!("switchyard watch exited ({status}) before {what}:\n{}", self.log());
             }
-            assert!(Instant::now() < deadline, "{what}: not within {within:?}\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not within {within:?}\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -169,7 +181,8 @@ impl WatchProcess {
     /// Waits up to `within` for the address it logs for `address`.
     pub fn wait_for_address(&mut self, address: Address, within: Duration) -> SocketAddr {
         self.wait_until(address.flag(), within, |watch| watch.address(address).is_some());
-        self.address(address).unwrap_or_else(|| unreachable!("checked just before"))
+        self.address(address)
+            .unwrap_or_else(|| unreachable!("checked just before"))
     }
 
     /// GET `path` on the address that serves it ([`Address::serving`]).
@@ -181,15 +194,23 @@ impl WatchProcess {
     pub fn ask(&self, method: &str, path: &str, headers: &[&str], body: &str) -> std::io::Result<Answer> {
         let address = Address::serving(path);
         let addr = self.address(address).ok_or_else(|| {
-            std::io::Error::other(format!("{} was not given or not bound yet:\n{}", address.flag(), self.log()))
+            std::io::Error::other(format!(
+                "{} was not given or not bound yet:\n{}",
+                address.flag(),
+                self.log()
+            ))
         })?;
         http(addr, method, path, headers, body)
     }
 
     /// Sends SIGTERM (as Kubernetes stops a pod) and waits for the exit.
     pub fn terminate(mut self) -> ExitStatus {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        self.child.wait().unwrap_or_else(|e| panic!("waiting for switchyard watch: {e}"))
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child
+            .wait()
+            .unwrap_or_else(|e| panic!("waiting for switchyard watch: {e}"))
     }
 }
 
@@ -208,8 +229,14 @@ mod tests {
     fn the_logged_addresses_are_read_from_the_watch_log_lines() {
         let log = "INFO listening on http://127.0.0.1:40001 (/healthz /readyz /metrics)\n\
                    INFO dashboard on http://127.0.0.1:40002/ (/table /status POST /explain; no token)\n";
-        assert_eq!(logged_address(log, Address::Operations), Some(SocketAddr::from(([127, 0, 0, 1], 40001))));
-        assert_eq!(logged_address(log, Address::Dashboard), Some(SocketAddr::from(([127, 0, 0, 1], 40002))));
+        assert_eq!(
+            logged_address(log, Address::Operations),
+            Some(SocketAddr::from(([127, 0, 0, 1], 40001)))
+        );
+        assert_eq!(
+            logged_address(log, Address::Dashboard),
+            Some(SocketAddr::from(([127, 0, 0, 1], 40002)))
+        );
         assert_eq!(logged_address("INFO watching m/", Address::Dashboard), None);
         let restarted = format!("{log}INFO stopping\nINFO listening on http://127.0.0.1:40003 (/healthz)\n");
         assert_eq!(

@@ -433,7 +433,9 @@ mod tests {
             sinks.push(&output("g2", &[]), Occasion::Change, &leader, &state).await;
             assert_eq!((ok(&state, &table_name), ok(&state, &lds_name)), (2, 1));
             // The same table, new L4 routes: the LDS file only.
-            sinks.push(&output("g2", &["a.example"]), Occasion::Change, &leader, &state).await;
+            sinks
+                .push(&output("g2", &["a.example"]), Occasion::Change, &leader, &state)
+                .await;
             assert_eq!((ok(&state, &table_name), ok(&state, &lds_name)), (2, 2));
         });
         assert!(std::fs::read_to_string(&lds).unwrap().contains("a.example"));
@@ -462,7 +464,11 @@ mod tests {
             assert!(round.table_answered && round.was_failing);
         });
         let state = state.lock();
-        assert_eq!(state.pushes[&format!("table-file {}", good.display())].ok, 1, "not pushed again");
+        assert_eq!(
+            state.pushes[&format!("table-file {}", good.display())].ok,
+            1,
+            "not pushed again"
+        );
         assert_eq!(state.push_error, None);
         assert!(state.sinks_failing.is_empty());
         assert!(!sinks.needs_retry());

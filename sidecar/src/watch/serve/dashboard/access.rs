@@ -44,7 +44,9 @@ pub struct Access {
 impl std::fmt::Debug for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the token itself.
-        f.debug_struct("Access").field("token", &self.token.as_ref().map(|_| "…")).finish()
+        f.debug_struct("Access")
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
     }
 }
 
@@ -174,7 +176,10 @@ fn login_page(code: StatusCode, problem: &str) -> Response {
     let page = LOGIN.replace("{problem}", &escape_html(problem));
     let mut response = (code, Body::from(page)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(super::CSP));
     response

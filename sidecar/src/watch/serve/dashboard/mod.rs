@@ -61,10 +61,7 @@ pub fn router() -> Router<Shared> {
             get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
         )
         .route("/rules", get(rules))
-        .route(
-            "/explain",
-            post(explain).layer(DefaultBodyLimit::max(EXPLAIN_MAX_BODY)),
-        )
+        .route("/explain", post(explain).layer(DefaultBodyLimit::max(EXPLAIN_MAX_BODY)))
         .route("/events", get(events))
 }
 
@@ -73,7 +70,9 @@ pub fn public_router(access: access::Access) -> Router<Shared> {
     Router::new()
         .route(
             access::LOGIN_PATH,
-            get(access::login_form).post(access::login).layer(access::login_body_limit()),
+            get(access::login_form)
+                .post(access::login)
+                .layer(access::login_body_limit()),
         )
         .with_state(access)
         .route(

@@ -38,9 +38,15 @@ impl NotDone {
         let (code, message) = match self {
             NotDone::TimedOut(limit) => (
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("busy: not answered within {} ms (one such request runs at a time); try again", limit.as_millis()),
+                format!(
+                    "busy: not answered within {} ms (one such request runs at a time); try again",
+                    limit.as_millis()
+                ),
             ),
-            NotDone::Lost => (StatusCode::INTERNAL_SERVER_ERROR, "internal error (see the log)".to_owned()),
+            NotDone::Lost => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error (see the log)".to_owned(),
+            ),
         };
         (
             code,
@@ -52,10 +58,7 @@ impl NotDone {
 }
 
 /// Runs `work` on the blocking pool when it is its turn, within `limit`.
-pub async fn run<T: Send + 'static>(
-    limit: Duration,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, NotDone> {
+pub async fn run<T: Send + 'static>(limit: Duration, work: impl FnOnce() -> T + Send + 'static) -> Result<T, NotDone> {
     let attempt = async {
         let turn = TURN.acquire().await.map_err(|_| NotDone::Lost)?;
         // The turn goes with the work: released when it ends, even if its client gave up.
@@ -102,7 +105,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_gives_up_does_not_lose_the_turn() {
-        let gave_up = run(Duration::from_millis(20), || std::thread::sleep(Duration::from_millis(200))).await;
+        let gave_up = run(Duration::from_millis(20), || {
+            std::thread::sleep(Duration::from_millis(200))
+        })
+        .await;
         assert_eq!(gave_up, Err(NotDone::TimedOut(Duration::from_millis(20))));
         assert_eq!(run(Duration::from_secs(2), || 4).await, Ok(4));
     }

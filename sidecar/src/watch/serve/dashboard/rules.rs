@@ -189,7 +189,11 @@ fn action_view(action: &ActionSpec) -> ActionView<'_> {
                 rewrite_regex: route.rewrite_regex.as_ref().map(|rewrite| RegexRewriteView {
                     pattern: &rewrite.pattern,
                     path: &rewrite.path,
-                    headers: rewrite.headers.iter().map(|h| format!("{}: {}", h.name, h.value)).collect(),
+                    headers: rewrite
+                        .headers
+                        .iter()
+                        .map(|h| format!("{}: {}", h.name, h.value))
+                        .collect(),
                 }),
                 set_headers: route
                     .set_headers
