@@ -85,6 +85,21 @@ fn log_lines(log: &Path) -> (usize, Vec<String>) {
     (pushed, compiles)
 }
 
+/// `switchyard watch --manifests MANIFESTS --ecds-file ECDS` (the .wasm path is never read: no Envoy)
+/// with `more` arguments, its log in `log`.
+fn watch_writing_ecds(bin: &str, manifests: &Path, ecds: &Path, log: &Path, more: &[&str]) -> WatchProcess {
+    let mut args = vec![
+        "--manifests",
+        manifests.to_str().unwrap(),
+        "--ecds-file",
+        ecds.to_str().unwrap(),
+        "--wasm",
+        "/nonexistent/switchyard_filter.wasm",
+    ];
+    args.extend_from_slice(more);
+    WatchProcess::spawn(bin, &args, log)
+}
+
 /// One edit: (sidecar CPU in ms from schedstat, from stat, wall ms to the push, the compile line).
 fn edit(pid: u32, log: &Path, file: &Path, text: &str) -> (f64, u64, u128, String) {
     let (before_ns, before_ticks) = idle(pid);
@@ -156,20 +171,7 @@ fn bench_incremental_watch_one_changed_ingress_in_100k_rules() {
     for encoding in encodings.split_whitespace() {
         let log = dir.path().join(format!("watch-{encoding}.log"));
         let ecds = dir.path().join(format!("ecds-{encoding}.yaml"));
-        let watch = WatchProcess::spawn(
-            &bin,
-            &[
-                "--manifests",
-                manifests.to_str().unwrap(),
-                "--ecds-file",
-                ecds.to_str().unwrap(),
-                "--wasm",
-                "/nonexistent/switchyard_filter.wasm",
-                "--table-encoding",
-                encoding,
-            ],
-            &log,
-        );
+        let watch = watch_writing_ecds(&bin, &manifests, &ecds, &log, &["--table-encoding", encoding]);
         let pid = watch.pid();
         let started = Instant::now();
         while log_lines(&log).0 == 0 {
@@ -256,20 +258,7 @@ fn bench_explain_burst_during_edits_in_100k_rules() {
     }
     let log = dir.path().join("watch.log");
     let ecds = dir.path().join("ecds.yaml");
-    let mut watch = WatchProcess::spawn(
-        &bin,
-        &[
-            "--manifests",
-            manifests.to_str().unwrap(),
-            "--ecds-file",
-            ecds.to_str().unwrap(),
-            "--wasm",
-            "/nonexistent/switchyard_filter.wasm",
-            "--dashboard-listen",
-            "127.0.0.1:0",
-        ],
-        &log,
-    );
+    let mut watch = watch_writing_ecds(&bin, &manifests, &ecds, &log, &["--dashboard-listen", "127.0.0.1:0"]);
     let started = Instant::now();
     while log_lines(&log).0 == 0 {
         assert!(started.elapsed() < Duration::from_secs(300), "no first push");

@@ -333,6 +333,7 @@ fn unix_ms(at: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::watch::block_on;
     use crate::watch::state::{PushRecord, SinkOutcome};
     use switchyard_compiler::load::{parse_text, Loaded};
 
@@ -373,14 +374,6 @@ mod tests {
             objects: std::sync::Arc::new(loaded.objects),
             ..Snapshot::default()
         }
-    }
-
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(future)
     }
 
     #[test]

@@ -103,6 +103,17 @@ pub fn run(args: WatchArgs) -> Result<(), String> {
     })
 }
 
+/// Runs `future` to its end on a runtime of its own, as `switchyard watch` runs (one thread): for
+/// unit tests of async code.
+#[cfg(test)]
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
 /// Binds `addr` (the address given by `flag`) and serves `router` on it; `Ok`: the bound address.
 async fn listen(flag: &str, addr: SocketAddr, router: axum::Router) -> Result<SocketAddr, String> {
     let listener = tokio::net::TcpListener::bind(addr)

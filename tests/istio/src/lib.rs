@@ -236,6 +236,30 @@ impl Istio {
             .map_or_else(String::new, |i| tail(&i.dir.join("istiod.log"), lines))
     }
 
+    /// Installs the CRDs of the kinds `switchyard watch` reads besides Istio's (Contour's and NGINX's,
+    /// from the envtest suite's folder): without them the watch waits for their stores.
+    pub async fn install_other_kinds_crds(&self, admin: &Client) {
+        let dir = switchyard_envtest::crds_dir();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .filter(|p| {
+                !p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .starts_with("istio-")
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            manifests::install_crds(admin, &text)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
     /// The admin client of the API server (one per test runtime).
     pub async fn admin(&self) -> Client {
         self.env.admin().await

@@ -8,9 +8,10 @@ use serde_json::{json, Value};
 
 use crate::ISTIO_SYSTEM;
 
-/// A `ServiceEntry` in istio-system for `host` on `port` (HTTP) whose one endpoint is `backend`
-/// (127.0.0.1): its cluster in Envoy is `outbound|PORT||HOST`.
-pub fn service_entry(name: &str, host: &str, port: u16, backend: SocketAddr) -> Value {
+/// A `ServiceEntry` in istio-system for `host` on `port` speaking `protocol` (`HTTP`, `TLS`, `TCP`)
+/// whose one endpoint is `backend` (127.0.0.1): its cluster in Envoy is `outbound|PORT||HOST`.
+pub fn service_entry(name: &str, host: &str, port: u16, protocol: &str, backend: SocketAddr) -> Value {
+    let port_name = protocol.to_lowercase();
     json!({
         "apiVersion": "networking.istio.io/v1beta1",
         "kind": "ServiceEntry",
@@ -19,8 +20,8 @@ pub fn service_entry(name: &str, host: &str, port: u16, backend: SocketAddr) -> 
             "hosts": [host],
             "location": "MESH_INTERNAL",
             "resolution": "STATIC",
-            "ports": [{"number": port, "name": "http", "protocol": "HTTP"}],
-            "endpoints": [{"address": backend.ip().to_string(), "ports": {"http": backend.port()}}]
+            "ports": [{"number": port, "name": port_name, "protocol": protocol}],
+            "endpoints": [{"address": backend.ip().to_string(), "ports": {port_name: backend.port()}}]
         }
     })
 }

@@ -83,8 +83,8 @@ async fn scene() -> Scene {
     let pairs: Vec<(u16, u16)> = targets.iter().map(|(p, t)| (*p, *t)).collect();
     istio
         .apply(&[
-            service_entry("backend-a", A, 80, a.addr),
-            service_entry("backend-b", B, 80, b.addr),
+            service_entry("backend-a", A, 80, "HTTP", a.addr),
+            service_entry("backend-b", B, 80, "HTTP", b.addr),
             gateway_service("istio-ingressgateway", &selector, &pairs),
             gateway(
                 "public",

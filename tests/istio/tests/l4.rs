@@ -10,58 +10,20 @@
 //! `ENVOY_BIN`, `SWITCHYARD_BIN`).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use switchyard_e2e::l4::{tcp_ask, tcp_echo, tls_hello, TlsBackend};
 use switchyard_e2e::required_path;
-use switchyard_envtest::manifests;
 use switchyard_envtest::watch::Watch;
 use switchyard_envtest::User;
-use switchyard_istio::{ingressgateway, listener_port, Istio, ISTIO_SYSTEM, PATIENCE};
-
-/// A ServiceEntry in istio-system for `host` on `port` (`protocol` TLS or TCP) whose one endpoint is
-/// `backend` (127.0.0.1).
-fn service_entry(name: &str, host: &str, port: u16, protocol: &str, backend: SocketAddr) -> Value {
-    let port_name = protocol.to_lowercase();
-    json!({
-        "apiVersion": "networking.istio.io/v1beta1",
-        "kind": "ServiceEntry",
-        "metadata": {"name": name, "namespace": ISTIO_SYSTEM},
-        "spec": {
-            "hosts": [host],
-            "location": "MESH_INTERNAL",
-            "resolution": "STATIC",
-            "ports": [{"number": port, "name": port_name, "protocol": protocol}],
-            "endpoints": [{"address": backend.ip().to_string(), "ports": {port_name: backend.port()}}]
-        }
-    })
-}
+use switchyard_istio::objects::service_entry;
+use switchyard_istio::{ingressgateway, listener_port, Istio, PATIENCE};
 
 #[tokio::test]
 async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
     let istio = Istio::start().await.unwrap_or_else(|e| panic!("{e}"));
     let admin = istio.admin().await;
-    // The kinds the watch reads besides Istio's (Contour's and NGINX's, from the envtest suite).
-    let dir = switchyard_envtest::crds_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .filter(|p| {
-            !p.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .starts_with("istio-")
-        })
-        .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        manifests::install_crds(&admin, &text)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    istio.install_other_kinds_crds(&admin).await;
 
     let ns = istio.env.namespace("l4").await;
     let tls = TlsBackend::start("tls-app", "secure.example.com");

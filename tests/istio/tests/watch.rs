@@ -194,27 +194,8 @@ async fn scene(sink: Sink) -> Scene {
 async fn scene_with(sink: Sink, with_watch: bool) -> Scene {
     let istio = Istio::start().await.unwrap_or_else(|e| panic!("{e}"));
     let admin = istio.admin().await;
-    // The other kinds the watch reads (Contour's and NGINX's CRDs, from the envtest suite's; Istio's
-    // own are installed already, all of them): without them it waits for their stores.
-    let dir = switchyard_envtest::crds_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .filter(|p| {
-            !p.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .starts_with("istio-")
-        })
-        .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        manifests::install_crds(&admin, &text)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    // Without the other kinds' CRDs the watch waits for their stores.
+    istio.install_other_kinds_crds(&admin).await;
     let ns = istio.env.namespace("shop").await;
     let backends = [
         Backend::start("backend-a").unwrap(),
@@ -230,7 +211,7 @@ async fn scene_with(sink: Sink, with_watch: bool) -> Scene {
         deny_policy(),
     ];
     for (name, backend) in ["backend-a", "backend-b", "backend-c"].iter().zip(&backends) {
-        objects.push(service_entry(name, &host_of(name, &ns), 80, backend.addr));
+        objects.push(service_entry(name, &host_of(name, &ns), 80, "HTTP", backend.addr));
     }
     let mut folder = sink.folder();
     if with_watch {

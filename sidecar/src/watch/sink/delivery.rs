@@ -380,6 +380,7 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::watch::block_on;
     use crate::watch::sink::l4::LdsFile;
     use switchyard_compiler::l4::{L4Route, L4Routes};
 
@@ -397,14 +398,6 @@ mod tests {
             rule_hashes: None,
             l4: Arc::new(l4),
         })
-    }
-
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(future)
     }
 
     #[test]
