@@ -103,15 +103,8 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
     let (status, cluster, path) = match &spec.action {
         ActionSpec::DirectResponse(direct) => (direct.status, None, full_path.clone()),
         ActionSpec::Redirect(redirect) => {
-            let host = switchyard_table::normalize_authority(request.authority());
-            let forwarded_proto = switchyard_table::redirect::forwarded_proto(request);
-            let parts = switchyard_table::RequestParts {
-                scheme: &request.scheme,
-                forwarded_proto: &forwarded_proto,
-                host: &host,
-                request_uri: &full_path,
-            };
-            location = winner.rule.redirect(parts).map(|(_, l)| l);
+            // The filter's own call: every variable filled as it fills them.
+            location = winner.rule.redirect_for(request).map(|(_, l)| l);
             (redirect.status, None, full_path.clone())
         }
         ActionSpec::Route(_) => (

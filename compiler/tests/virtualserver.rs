@@ -730,6 +730,34 @@ fn redirect_defaults_to_301_and_substitutes_variables_per_request() {
     );
 }
 
+/// `explain` fills a redirect's variables as the filter does (`Rule::redirect_for`): the scheme,
+/// `X-Forwarded-Proto` and the host from the request explained.
+#[test]
+fn explain_fills_redirect_variables_as_the_filter_does() {
+    let c = compile_default(&cafe(
+        "  - path: /old
+    action:
+      redirect:
+        url: ${http_x_forwarded_proto}|${scheme}://${host}/new${request_uri}
+",
+    ));
+    let table = common::table(&c);
+    let request = switchyard_compiler::explain::request(
+        "https://Cafe.Example.com:8443/old/x?y=1",
+        "GET",
+        &["X-Forwarded-Proto: http".to_owned()],
+        &[],
+    )
+    .unwrap();
+    let explained = explain(&table, &request);
+    assert_eq!(
+        explained.decision.location.as_deref(),
+        Some("http|https://cafe.example.com/new/old/x?y=1")
+    );
+    let filter = table.route(&request, 0).unwrap().rule.redirect_for(&request);
+    assert_eq!(filter.map(|(_, l)| l), explained.decision.location);
+}
+
 // ---- validation -------------------------------------------------------------------------------
 
 /// A VirtualServer that fails validation is Invalid and routes nothing (not even its host's 404):
