@@ -10,12 +10,13 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::IngressClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::ingress_nginx::class::{decide_by, is_ingress_nginx_class};
+use crate::ingress_nginx::flags::Flags as IngressNginxFlags;
 use crate::model::Options;
 use crate::objects::{annotation, key_of, Age, Kind};
 use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
-/// The class annotation.
-pub const CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+pub use crate::objects::CLASS_ANNOTATION;
 /// The legacy short class annotation (read when the long one is absent).
 pub const LEGACY_CLASS_ANNOTATION: &str = "ingress.class";
 /// The IngressClass annotation that makes a class the default.
@@ -32,6 +33,10 @@ pub struct Classes {
     default: Option<String>,
     flag: String,
     empty_class: bool,
+    /// The IngressClasses that are ingress-nginx's (ROUTING.md §7.1), by name.
+    ingress_nginx_classes: std::collections::BTreeSet<String>,
+    /// The `--ingress-nginx-*` flags.
+    ingress_nginx: IngressNginxFlags,
 }
 
 impl Classes {
@@ -43,6 +48,7 @@ impl Classes {
             format!("{}/{}", options.controller_name, options.ingress_class)
         };
         let mut controllers = BTreeMap::new();
+        let mut ingress_nginx_classes = std::collections::BTreeSet::new();
         let mut defaults: Vec<(Age, String)> = Vec::new();
         for class in classes {
             let name = class.metadata.name.clone().unwrap_or_default();
@@ -55,7 +61,19 @@ impl Classes {
                 defaults.push((Age::of(Kind::IngressClass, &class.metadata), name.clone()));
             }
             let key = key_of(Kind::IngressClass, &class.metadata);
-            if controller == wanted {
+            if is_ingress_nginx_class(class, &options.ingress_nginx) {
+                book.add(
+                    &key,
+                    Status::Valid,
+                    ConditionKind::Valid,
+                    Reason::ControllerMatches,
+                    format!(
+                        "this class is ingress-nginx's (spec.controller {controller:?}): its Ingresses are \
+                         served as ingress-nginx served them (ROUTING.md §7)"
+                    ),
+                );
+                ingress_nginx_classes.insert(name.clone());
+            } else if controller == wanted {
                 book.add(
                     &key,
                     Status::Valid,
@@ -86,6 +104,8 @@ impl Classes {
             default,
             flag: options.ingress_class.clone(),
             empty_class: options.empty_ingress_class,
+            ingress_nginx_classes,
+            ingress_nginx: options.ingress_nginx.clone(),
         }
     }
 
@@ -107,6 +127,24 @@ impl Classes {
                 self.wanted
             ),
         }
+    }
+
+    /// Whether §7 is off (no `--ingress-nginx-class`).
+    pub fn ingress_nginx_off(&self) -> bool {
+        self.ingress_nginx.class.is_none()
+    }
+
+    /// ROUTING.md §7.1, before §1: `Some(why)` (a sentence) when an Ingress with this metadata and
+    /// `ingressClassName` is ingress-nginx's, to be served by §7; `None` when §1 judges it.
+    pub fn ingress_nginx(&self, meta: &ObjectMeta, class_name: Option<&str>) -> Option<String> {
+        let is_class = |name: &str| self.ingress_nginx_classes.contains(name);
+        decide_by(
+            meta,
+            class_name.filter(|n| !n.is_empty()),
+            is_class,
+            &self.ingress_nginx,
+        )
+        .map(|why| why.describe(&self.ingress_nginx))
     }
 
     /// Decides one resource: `Ok(rule)` says which accept rule of §1 let it in, `Err(why)` why it is

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use switchyard_table::{ConditionSpec, PathSpec};
 
-use crate::model::{Draft, HostCollision};
+use crate::model::{Claiming, Draft, HostCollision};
 use crate::objects::{Age, Kind, ResourceKey};
 use crate::status::{ConditionKind, Reason, StatusBook};
 
@@ -88,19 +88,20 @@ pub struct Resolution {
     pub path_taken: Vec<PathTaken>,
 }
 
-/// Decides one host's contest among its claimants (each resource once, with its age).
+/// Decides one host's contest among its claimants (each resource once, with its age, and whether
+/// it contends alone: an ingress-nginx server is never merged with Switchyard's Ingresses).
 pub fn contest<'k>(
-    claimants: impl IntoIterator<Item = (&'k ResourceKey, &'k Age)>,
+    claimants: impl IntoIterator<Item = (&'k ResourceKey, &'k Age, bool)>,
     mode: HostCollision,
 ) -> Option<Contest> {
     let mut contenders: Vec<Contender> = Vec::new();
     let mut merged: Option<Contender> = None;
-    for (key, age) in claimants {
+    for (key, age, alone) in claimants {
         let single = Contender {
             members: BTreeSet::from([key.clone()]),
             oldest: age.clone(),
         };
-        if mode == HostCollision::Merge && key.kind == Kind::Ingress {
+        if mode == HostCollision::Merge && key.kind == Kind::Ingress && !alone {
             match merged.as_mut() {
                 None => merged = Some(single),
                 Some(group) => {
@@ -171,33 +172,34 @@ pub fn resolve(
     mode: HostCollision,
     book: &mut StatusBook,
 ) -> Resolution {
-    // host → claimant → age
-    let mut claims: BTreeMap<&str, BTreeMap<&ResourceKey, &Age>> = BTreeMap::new();
+    // host → claimant → (age, contends alone)
+    let mut claims: BTreeMap<&str, BTreeMap<&ResourceKey, (&Age, bool)>> = BTreeMap::new();
+    // The hosts claimed only if nobody contends for them ([`Claiming::IfUnclaimed`]).
+    let mut if_unclaimed: BTreeMap<&str, BTreeMap<&ResourceKey, (&Age, bool)>> = BTreeMap::new();
     for (host, key, age) in claims_without_rules {
-        claims.entry(host).or_default().insert(key, age);
+        claims.entry(host).or_default().insert(key, (age, false));
     }
     let mut hostless: BTreeSet<&ResourceKey> = BTreeSet::new();
     for draft in &drafts {
-        match draft.rule.host.as_deref() {
-            Some(host) => {
-                claims
-                    .entry(host)
-                    .or_default()
-                    .insert(&draft.claimant, &draft.claimant_age);
-            }
-            None => {
-                hostless.insert(&draft.claimant);
-            }
-        }
+        let Some(host) = draft.rule.host.as_deref() else {
+            hostless.insert(&draft.claimant);
+            continue;
+        };
+        let into = match draft.claiming {
+            Claiming::IfUnclaimed => &mut if_unclaimed,
+            Claiming::Contends | Claiming::ContendsAlone => &mut claims,
+        };
+        let alone = draft.claiming != Claiming::Contends;
+        into.entry(host)
+            .or_default()
+            .insert(&draft.claimant, (&draft.claimant_age, alone));
     }
-    let contests: BTreeMap<String, Contest> = claims
+    let decide = |claimants: &BTreeMap<&ResourceKey, (&Age, bool)>| {
+        contest(claimants.iter().map(|(k, (a, alone))| (*k, *a, *alone)), mode)
+    };
+    let mut contests: BTreeMap<String, Contest> = claims
         .iter()
-        .filter_map(|(host, claimants)| {
-            Some((
-                (*host).to_owned(),
-                contest(claimants.iter().map(|(k, a)| (*k, *a)), mode)?,
-            ))
-        })
+        .filter_map(|(host, claimants)| Some(((*host).to_owned(), decide(claimants)?)))
         .collect();
     let mut hosts_won: BTreeMap<&ResourceKey, usize> = BTreeMap::new();
     for (host, contest) in &contests {
@@ -214,11 +216,26 @@ pub fn resolve(
             record_all_hosts_taken(book, key);
         }
     }
+    // A host nobody contends for goes to the oldest that claims it only then; the others lose it
+    // without a word here (their processor says why: `AliasTaken`).
+    let mut unclaimed: BTreeSet<String> = BTreeSet::new();
+    for (host, claimants) in &if_unclaimed {
+        if !contests.contains_key(*host) {
+            if let Some(mut won) = decide(claimants) {
+                won.losers.clear();
+                contests.insert((*host).to_owned(), won);
+                unclaimed.insert((*host).to_owned());
+            }
+        }
+    }
     let kept: Vec<Draft> = drafts
         .into_iter()
         .filter(|d| match d.rule.host.as_deref() {
             None => true,
-            Some(host) => contests.get(host).is_some_and(|c| c.winners.contains(&d.claimant)),
+            Some(host) => {
+                let won = contests.get(host).is_some_and(|c| c.winners.contains(&d.claimant));
+                won && (d.claiming != Claiming::IfUnclaimed || unclaimed.contains(host))
+            }
         })
         .collect();
     let (dropped, path_taken) = identical(&kept.iter().collect::<Vec<_>>());

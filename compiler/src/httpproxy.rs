@@ -17,7 +17,7 @@ use switchyard_table::{
     RouteAction, RuleSpec,
 };
 
-use crate::model::{normalize_host, validate_rule, Draft, HostOrder};
+use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder};
 use crate::objects::{
     key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch, ResourceKey,
 };
@@ -449,6 +449,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             claimant_age: context.root_age.clone(),
             rule,
             order: HostOrder::General,
+            claiming: Claiming::Contends,
         });
     }
 

@@ -79,6 +79,9 @@ pub enum Why {
     /// A changed Ingress has or had rules on a host (or among the rules without a host) that
     /// another kind also claims.
     SharedHost,
+    /// An Ingress changed while ingress-nginx's Ingresses are served (ROUTING.md §7): a server
+    /// spans Ingresses of every namespace, and one annotation turns a whole host's regex mode on.
+    IngressNginx,
 }
 
 impl Why {
@@ -90,6 +93,7 @@ impl Why {
             Why::Services => "Services changed",
             Why::OtherKinds => "HTTPProxy or NGINX objects changed",
             Why::SharedHost => "an Ingress changed on a host another kind claims",
+            Why::IngressNginx => "an Ingress changed with --ingress-nginx-class on",
         }
     }
 }
@@ -451,6 +455,9 @@ impl State {
         if memos.is_empty() {
             return Plan::Nothing;
         }
+        if options.ingress_nginx.class.is_some() {
+            return Plan::Full(Why::IngressNginx);
+        }
         let mut affected = BTreeSet::new();
         for (key, memo) in &memos {
             let before = self.ingresses.get(key).map(|m| &m.groups);
@@ -479,6 +486,7 @@ impl State {
             options,
             ignored: &ignored,
             book: &mut book,
+            ingress_nginx: &[],
         })
         .run(&ours);
         Memo::new(object.clone(), processed.drafts, processed.claims, book.take(key))
@@ -568,7 +576,8 @@ impl State {
                 for claim in memos.iter().flat_map(|memo| &memo.claims).filter(|c| c.host == *host) {
                     claims.insert(&claim.key, &claim.age);
                 }
-                collisions::contest(claims, options.host_collision)
+                // Switchyard's own Ingresses only: none contends alone.
+                collisions::contest(claims.into_iter().map(|(k, a)| (k, a, false)), options.host_collision)
             }
         };
         let kept: Vec<&Draft> = drafts

@@ -22,7 +22,7 @@ use switchyard_table::{ActionSpec, Backend, ConditionSpec, PathSpec, RouteAction
 
 use crate::annotations::IngressAnnotations;
 use crate::collisions::Claim;
-use crate::model::{normalize_host, validate_rule, Draft, HostOrder, Options};
+use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder, Options};
 use crate::objects::Objects;
 use crate::objects::{key_of, Age, Kind, ResourceKey};
 use crate::processor::{Inputs, Output, Processor};
@@ -277,6 +277,7 @@ impl<'a> IngressProcessor<'a> {
             claimant_age: owner.age.clone(),
             rule,
             order: HostOrder::General,
+            claiming: Claiming::Contends,
         });
     }
 
@@ -314,7 +315,7 @@ impl<'a> IngressProcessor<'a> {
 }
 
 /// Why a backend has no cluster.
-enum NoCluster {
+pub(crate) enum NoCluster {
     /// Its port cannot be resolved: the rule stays and answers 503 (ROUTING.md §5).
     PortNotFound(String),
     /// It cannot be used at all (reason, why): the path is not routed.
@@ -322,7 +323,7 @@ enum NoCluster {
 }
 
 /// The cluster of a backend, or why it has none.
-fn backend_cluster(
+pub(crate) fn backend_cluster(
     backend: &IngressBackend,
     key: &ResourceKey,
     services: &ServicePorts,

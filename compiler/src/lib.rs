@@ -18,7 +18,7 @@
 //!   ([`processor::admit`]). [`processor`]: the processor contract ([`processor::Processor`]: the
 //!   objects that are ours and [`processor::Inputs`] in; rules, host claims and what is settled
 //!   after the host contest out; statuses into the shared book), as Contour's builder runs a list
-//!   of processors ([`pipeline::processor_of`]). [`ingress`] and [`httpproxy`]: the processors of
+//!   of processors ([`pipeline::processors_of`]). [`ingress`] and [`httpproxy`]: the processors of
 //!   Ingress and HTTPProxy, each a struct with one small method per decision (§3 for inclusion);
 //!   [`annotations`]: an Ingress's annotations read once into a typed value (the router
 //!   annotations of §4; ingress-nginx's in [`ingress_nginx`]).

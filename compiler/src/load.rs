@@ -24,6 +24,9 @@ pub struct Loaded {
     pub skipped: BTreeMap<String, usize>,
     /// Files read.
     pub files: usize,
+    /// The `data` of every `v1` ConfigMap, by namespace and name: ingress-nginx's ConfigMap
+    /// (ROUTING.md §7.8) is one of them. Counted in `skipped` too (no kind of the compiler's).
+    pub config_maps: BTreeMap<(String, String), BTreeMap<String, String>>,
     /// Where each object was defined, to report duplicates.
     seen: BTreeMap<(String, String, String), String>,
 }
@@ -307,6 +310,15 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
     let known = Kind::named(&kind)
         .filter(|k| k.api_version() == api_version || k.older_api_versions().contains(&api_version.as_str()));
     let Some(known) = known else {
+        if kind == "ConfigMap" && api_version == "v1" {
+            let data = object.get("data").cloned().unwrap_or(Value::Null);
+            let data: BTreeMap<String, String> = match data {
+                Value::Null => BTreeMap::new(),
+                data => serde_json::from_value(data)
+                    .map_err(|e| schema("data", format!("a ConfigMap's data maps names to strings: {e}")))?,
+            };
+            loaded.config_maps.insert((namespace.clone(), name.clone()), data);
+        }
         let label = if kind.is_empty() {
             "(no kind)".to_owned()
         } else {

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 
 use switchyard_table::{ActionSpec, ConditionSpec, DirectResponse, NoRoute, PathSpec, Rule, RuleSpec};
 
+use crate::ingress_nginx::configmap::ControllerConfig;
+use crate::ingress_nginx::flags::Flags as IngressNginxFlags;
 use crate::nginx::NginxRank;
 use crate::objects::{Age, ResourceKey};
 
@@ -45,6 +47,10 @@ pub struct Options {
     /// `--tls-passthrough-port`: the port of the TLS passthrough listener, which no
     /// GlobalConfiguration listener may take over TCP ([`crate::transportserver`]).
     pub tls_passthrough_port: u16,
+    /// The `--ingress-nginx-*` flags (ROUTING.md §7; off while `class` is `None`).
+    pub ingress_nginx: IngressNginxFlags,
+    /// What `--ingress-nginx-configmap` names: ingress-nginx's ConfigMap, read (§7.8).
+    pub ingress_nginx_config: ControllerConfig,
 }
 
 /// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
@@ -68,6 +74,8 @@ impl Default for Options {
             no_route: NoRoute::NotFound,
             debug_rule_header: false,
             tls_passthrough_port: DEFAULT_TLS_PASSTHROUGH_PORT,
+            ingress_nginx: IngressNginxFlags::default(),
+            ingress_nginx_config: ControllerConfig::default(),
         }
     }
 }
@@ -99,15 +107,32 @@ pub struct Draft {
     pub rule: RuleSpec,
     /// How the rules of its host are ordered among themselves ([`crate::order`]).
     pub order: HostOrder,
+    /// How its claimant takes part in the host's contest (ROUTING.md §2, §7.2).
+    pub claiming: Claiming,
+}
+
+/// How a draft's claimant takes part in its host's contest ([`crate::collisions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Claiming {
+    /// It contends for the host; Ingresses of Switchyard's own merge into one contender
+    /// (`--host-collision=merge`).
+    #[default]
+    Contends,
+    /// It contends alone, never merged: an ingress-nginx server, one resource in the contest
+    /// (ROUTING.md §7.2), though its claimant is an Ingress.
+    ContendsAlone,
+    /// It takes the host only when nothing contends for it, and loses without a `HostTaken`: an
+    /// ingress-nginx `server-alias`, a `from-to-www-redirect` (ROUTING.md §7.2, §7.7).
+    IfUnclaimed,
 }
 
 /// How a host orders its rules: the ordering policy of the processor that made them, with the
 /// rule's key under that policy. The general order of ROUTING.md §4 places every rule; a policy
 /// other than [`HostOrder::General`] then reorders the rules of its host among the places the
 /// general order gave them ([`crate::order::placement`]). Such a host holds one resource's rules
-/// alone (a VirtualServer owns its host, §6), so policies never mix on one host.
-///
-/// ingress-nginx's location order (ROUTING.md §7) is to be a third variant, with its own key.
+/// alone (a VirtualServer owns its host, §6; an ingress-nginx server is one resource, §7.2), so
+/// policies never mix on one host (but among the rules without a host: ingress-nginx's catch-all
+/// server keeps its order among its own places there).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum HostOrder {
     /// §4's keys 1 to 5 alone (Ingress, HTTPProxy).
@@ -115,6 +140,9 @@ pub enum HostOrder {
     /// NGINX's location order (§6), by this rule's rank ([`NginxRank`]), which replaces keys 2 to
     /// 5 among the rules of its host (VirtualServer, VirtualServerRoute).
     Nginx(NginxRank),
+    /// ingress-nginx's order within one server (ROUTING.md §7.3, §7.4, §7.7): the rule's place
+    /// among the server's rules, as [`crate::ingress_nginx::server`] lays them out.
+    IngressNginx(usize),
 }
 
 impl HostOrder {
@@ -122,7 +150,7 @@ impl HostOrder {
     pub fn reorders(&self) -> bool {
         match self {
             HostOrder::General => false,
-            HostOrder::Nginx(_) => true,
+            HostOrder::Nginx(_) | HostOrder::IngressNginx(_) => true,
         }
     }
 }

@@ -617,6 +617,9 @@ pub fn key_of(kind: Kind, meta: &ObjectMeta) -> ResourceKey {
     }
 }
 
+/// The class annotation (ROUTING.md §1, §7.1).
+pub const CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
 /// An annotation's value.
 pub fn annotation<'m>(meta: &'m ObjectMeta, key: &str) -> Option<&'m str> {
     meta.annotations

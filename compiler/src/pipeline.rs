@@ -2,7 +2,7 @@
 //!
 //! This module only orders the stages: the cache (sort and de-duplicate the objects, so input order
 //! never matters), class eligibility ([`crate::class`]), applied once to every kind with a class
-//! ([`crate::processor::admit`]), then the list of processors ([`processor_of`] each kind, each
+//! ([`crate::processor::admit`]), then the list of processors ([`processors_of`] each kind, each
 //! a [`Processor`]: Ingress ([`crate::ingress`]), HTTPProxy ([`crate::httpproxy`]), VirtualServer
 //! ([`crate::virtualserver`]), TransportServer ([`crate::transportserver`])), host ownership and
 //! collisions ([`crate::collisions`]), what each processor settles after that ([`Settle`]) and the
@@ -20,11 +20,12 @@ use crate::class::Classes;
 use crate::collisions::{Claim, HostClaim, Resolution};
 use crate::httpproxy::HTTPProxies;
 use crate::ingress::Ingresses;
+use crate::ingress_nginx::processor::IngressNginxServers;
 use crate::l4::L4Routes;
 use crate::model::Draft;
 pub use crate::model::{CompileError, HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER};
 use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
-use crate::processor::{admit, Ignored, Inputs, Processor, Settle};
+use crate::processor::{admit, ingress_nginx_split, Ignored, Inputs, Processor, Settle};
 use crate::services::ServicePorts;
 use crate::status::{ResourceStatus, StatusBook};
 use crate::transportserver::TransportServers;
@@ -59,18 +60,19 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
     })
 }
 
-/// The processor of each kind that has one: a [`Processor`] over the objects the class check let
-/// in. The pipeline runs them in [`Kind`]'s order (which is also the order their drafts are
-/// listed). `None` for a kind another kind's processor reads (VirtualServerRoute,
+/// The processors of each kind: each a [`Processor`] over the objects the class check let in (an
+/// Ingress has two: Switchyard's, and ingress-nginx's of ROUTING.md §7). The pipeline runs them in
+/// [`Kind`]'s order (which is also the order their drafts are listed). None for a kind another kind's processor reads (VirtualServerRoute,
 /// GlobalConfiguration) or that no processor reads (IngressClass: the class stage; Service: the
 /// backend ports). Exhaustive: a new kind does not compile until it says which.
-pub fn processor_of(kind: Kind) -> Option<&'static dyn Processor> {
+pub fn processors_of(kind: Kind) -> &'static [&'static dyn Processor] {
     match kind {
-        Kind::Ingress => Some(&Ingresses),
-        Kind::HTTPProxy => Some(&HTTPProxies),
-        Kind::VirtualServer => Some(&VirtualServers),
-        Kind::TransportServer => Some(&TransportServers),
-        Kind::VirtualServerRoute | Kind::GlobalConfiguration | Kind::IngressClass | Kind::Service => None,
+        // Switchyard's own Ingresses (§1–5), then ingress-nginx's (§7).
+        Kind::Ingress => &[&Ingresses, &IngressNginxServers],
+        Kind::HTTPProxy => &[&HTTPProxies],
+        Kind::VirtualServer => &[&VirtualServers],
+        Kind::TransportServer => &[&TransportServers],
+        Kind::VirtualServerRoute | Kind::GlobalConfiguration | Kind::IngressClass | Kind::Service => &[],
     }
 }
 
@@ -99,7 +101,7 @@ pub(crate) struct Settled {
 }
 
 /// Runs the class check once over `objects` (already through [`cache`]), then every kind's
-/// processor ([`processor_of`]) over the objects that are ours, given the classes and Service
+/// processor ([`processors_of`]) over the objects that are ours, given the classes and Service
 /// ports, recording into `book`.
 pub(crate) fn process(
     objects: &Objects,
@@ -108,20 +110,35 @@ pub(crate) fn process(
     options: &Options,
     mut book: StatusBook,
 ) -> Processed {
-    let (ours, ignored) = admit_all(objects, classes, &mut book);
+    let (ingress_nginx, ours, ignored) = match objects.ingresses.is_empty() || classes.ingress_nginx_off() {
+        true => {
+            let (ours, ignored) = admit_all(objects, classes, &mut book);
+            (Vec::new(), ours, ignored)
+        }
+        false => {
+            let (ingress_nginx, others) = ingress_nginx_split(&objects.ingresses, classes, &mut book);
+            let rest = Objects {
+                ingresses: others,
+                ..objects.clone()
+            };
+            let (ours, ignored) = admit_all(&rest, classes, &mut book);
+            (ingress_nginx, ours, ignored)
+        }
+    };
     let mut processed = Processed {
         drafts: Vec::new(),
         claims: Vec::new(),
         book: StatusBook::default(),
         settle: Vec::new(),
     };
-    for processor in Kind::ALL.iter().filter_map(|&kind| processor_of(kind)) {
+    for processor in Kind::ALL.iter().flat_map(|&kind| processors_of(kind)) {
         let inputs = Inputs {
             classes,
             services,
             options,
             ignored: &ignored,
             book: &mut book,
+            ingress_nginx: &ingress_nginx,
         };
         let output = processor.run(&ours, inputs);
         if processed.drafts.is_empty() {

@@ -5,7 +5,7 @@
 //! The pipeline ([`crate::pipeline`]) applies the class check of ROUTING.md §1 once, to every
 //! object of a kind with a class ([`crate::objects::Kind::has_class`], [`admit`]): a processor is
 //! handed only the objects that are ours, and never records an "ignored" status itself. It then
-//! runs the list ([`crate::pipeline::processor_of`] each kind): each processor returns its rules
+//! runs the list ([`crate::pipeline::processors_of`] each kind): each processor returns its rules
 //! (each with how its host orders its rules, [`crate::model::HostOrder`]), the hosts it claims
 //! without rules, and what it decides once the host contest is over ([`Settle`]); its statuses it
 //! writes into the shared book ([`Inputs::book`]).
@@ -13,13 +13,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::networking::v1::Ingress;
+
 use crate::class::Classes;
 use crate::collisions::{Claim, HostWinners};
 use crate::l4::L4Routes;
 use crate::model::{Draft, Options};
-use crate::objects::{key_of, Object, Objects, ResourceKey};
+use crate::objects::{key_of, Kind, Object, Objects, ResourceKey};
 use crate::services::ServicePorts;
-use crate::status::{ConditionKind, Reason, StatusBook};
+use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
 /// The inputs a processor reads and the status book it writes.
 pub struct Inputs<'a> {
@@ -33,6 +35,9 @@ pub struct Inputs<'a> {
     pub ignored: &'a Ignored,
     /// Where every resource's status is recorded.
     pub book: &'a mut StatusBook,
+    /// The Ingresses that are ingress-nginx's (ROUTING.md §7.1: [`ingress_nginx_split`]), for the
+    /// ingress-nginx processor; not in `ours`.
+    pub ingress_nginx: &'a [Arc<Ingress>],
 }
 
 /// The resources the class check left out ([`admit`]), with the class rule that failed.
@@ -99,4 +104,34 @@ pub fn admit<T: Object>(
         }
     }
     ours
+}
+
+/// ROUTING.md §7.1, before §1's check: the Ingresses that are ingress-nginx's (recorded as ours,
+/// served by §7), and the others, for [`admit`]; both in the order given. With §7 off (no
+/// `--ingress-nginx-class`), every Ingress is in the second.
+pub fn ingress_nginx_split(
+    ingresses: &[Arc<Ingress>],
+    classes: &Classes,
+    book: &mut StatusBook,
+) -> (Vec<Arc<Ingress>>, Vec<Arc<Ingress>>) {
+    let mut ingress_nginx = Vec::new();
+    let mut others = Vec::with_capacity(ingresses.len());
+    for ingress in ingresses {
+        let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+        match classes.ingress_nginx(&ingress.metadata, class_name) {
+            Some(why) => {
+                let key = key_of(Kind::Ingress, &ingress.metadata);
+                book.add(
+                    &key,
+                    Status::Accepted,
+                    ConditionKind::Info,
+                    Reason::ClassMatches,
+                    format!("ours, served as ingress-nginx served it (ROUTING.md §7): {why}"),
+                );
+                ingress_nginx.push(ingress.clone());
+            }
+            None => others.push(ingress.clone()),
+        }
+    }
+    (ingress_nginx, others)
 }

@@ -209,6 +209,20 @@ vocabulary! {
         ListenerTaken,
         /// A TransportServer that fails validation and routes nothing.
         TransportServerInvalid,
+        /// §7.2: a `server-alias` with a wildcard matches one label here (nginx: any depth).
+        AliasWildcardDepth,
+        /// §7.2: a `server-alias` host is owned by something else; the alias is dropped.
+        AliasTaken,
+        /// §7.4: regex-lite cannot compile the path (look-around, back-references): that path alone
+        /// is not routed.
+        PathRegexUnsupported,
+        /// §7.4: the host's ingress-nginx server is in regex mode, and which Ingress turned it on.
+        RegexMode,
+        /// §7.5, §7.7: an ingress-nginx annotation whose value ingress-nginx would refuse; ignored.
+        AnnotationInvalid,
+        /// §7.9: an ingress-nginx annotation Switchyard does not honour; the Ingress routes as if it
+        /// were absent.
+        AnnotationNotHonored,
     }
 }
 

@@ -410,6 +410,7 @@ mod tests {
             options,
             ignored: &ignored,
             book: &mut book,
+            ingress_nginx: &[],
         })
         .run(&ours, &shared(globals));
         let winners: HostWinners = host_owner

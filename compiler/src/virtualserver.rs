@@ -28,7 +28,7 @@ use switchyard_table::{ActionSpec, DirectResponse, HostPattern, PathSpec, RuleSp
 use crate::collisions::HostWinners;
 use crate::l4::L4Routes;
 use crate::model::Options;
-use crate::model::{normalize_host, Draft, HostOrder, RuleValidator};
+use crate::model::{normalize_host, Claiming, Draft, HostOrder, RuleValidator};
 use crate::nginx::{self, Location, NginxRank};
 use crate::objects::nginx::{Route, VirtualServer, VirtualServerRoute};
 use crate::objects::Objects;
@@ -579,6 +579,7 @@ impl Server {
             claimant_age: self.age.clone(),
             rule,
             order: HostOrder::Nginx(rank),
+            claiming: Claiming::Contends,
         });
     }
 }

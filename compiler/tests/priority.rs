@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use switchyard_compiler::model::{Draft, HostOrder};
+use switchyard_compiler::model::{Claiming, Draft, HostOrder};
 use switchyard_compiler::objects::{Age, Kind, ResourceKey};
 use switchyard_table::{ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec};
 
@@ -56,6 +56,7 @@ fn draft(rule: RuleSpec, created: Option<i64>, uid: &str, namespace: &str, name:
         claimant_age: age,
         rule,
         order: HostOrder::General,
+        claiming: Claiming::Contends,
     }
 }
 

@@ -5,6 +5,11 @@
 use clap::ValueEnum;
 use switchyard_table::{NoRoute, TableSpec};
 
+use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
+use switchyard_compiler::ingress_nginx::flags::{
+    Flags as IngressNginxFlags, DEFAULT_ANNOTATIONS_PREFIX as INGRESS_NGINX_PREFIX,
+    DEFAULT_CONTROLLER as INGRESS_NGINX_CONTROLLER,
+};
 use switchyard_compiler::model::{
     HostCollision, Options, DEFAULT_CLUSTER_TEMPLATE, DEFAULT_CONTROLLER, DEFAULT_TLS_PASSTHROUGH_PORT,
 };
@@ -125,6 +130,54 @@ pub struct TableArgs {
     /// Make the filter add `x-switchyard-rule: <rule>` to responses.
     #[arg(long)]
     debug_rule_header: bool,
+    /// Serve the Ingresses of ingress-nginx's class NAME as ingress-nginx v1.15 routed them:
+    /// its annotations, regex mode, redirects (ROUTING.md §7, docs/routing.md). Off when absent.
+    #[arg(long, value_name = "NAME", help_heading = "ingress-nginx (ROUTING.md §7)")]
+    ingress_nginx_class: Option<String>,
+    /// The spec.controller of ingress-nginx's IngressClasses.
+    #[arg(long, default_value = INGRESS_NGINX_CONTROLLER, value_name = "NAME", help_heading = "ingress-nginx (ROUTING.md §7)")]
+    ingress_nginx_controller: String,
+    /// Also take an IngressClass named like --ingress-nginx-class as ingress-nginx's, whatever its controller.
+    #[arg(long, help_heading = "ingress-nginx (ROUTING.md §7)")]
+    ingress_nginx_class_by_name: bool,
+    /// Serve an Ingress with no class at all (no ingressClassName, no class annotation) as ingress-nginx's.
+    #[arg(long, help_heading = "ingress-nginx (ROUTING.md §7)")]
+    ingress_nginx_without_class: bool,
+    /// The prefix of ingress-nginx's annotations (its --annotations-prefix).
+    #[arg(long, default_value = INGRESS_NGINX_PREFIX, value_name = "PREFIX", help_heading = "ingress-nginx (ROUTING.md §7)")]
+    ingress_nginx_annotations_prefix: String,
+    /// ingress-nginx's ConfigMap (its --configmap): ssl-redirect, force-ssl-redirect, http-redirect-code,
+    /// preserve-trailing-slash and no-tls-redirect-locations are read from it; watched in Kubernetes
+    /// mode, read from the manifests otherwise.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, help_heading = "ingress-nginx (ROUTING.md §7)")]
+    ingress_nginx_configmap: Option<(String, String)>,
+}
+
+/// ROUTING.md §7.8: reads the ConfigMap `--ingress-nginx-configmap` names from `config_maps` (the
+/// manifests' ConfigMaps by namespace and name) into `options`; an error naming it when it is not
+/// there. Nothing to do without the flag.
+pub fn read_ingress_nginx_config(
+    options: &mut Options,
+    config_maps: &std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, String>>,
+) -> Result<(), String> {
+    let Some((namespace, name)) = &options.ingress_nginx.configmap else {
+        return Ok(());
+    };
+    let data = config_maps.get(&(namespace.clone(), name.clone())).ok_or_else(|| {
+        format!("--ingress-nginx-configmap {namespace}/{name}: no ConfigMap {namespace}/{name} in the manifests")
+    })?;
+    options.ingress_nginx_config = ControllerConfig::from_data(data);
+    Ok(())
+}
+
+/// `NAMESPACE/NAME`.
+fn namespaced_name(value: &str) -> Result<(String, String), String> {
+    match value.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((namespace.to_owned(), name.to_owned()))
+        }
+        _ => Err(format!("{value:?} is not NAMESPACE/NAME")),
+    }
 }
 
 impl TableArgs {
@@ -159,7 +212,32 @@ impl TableArgs {
             },
             debug_rule_header: self.debug_rule_header,
             tls_passthrough_port: l4.tls_passthrough_port,
+            ingress_nginx: self.ingress_nginx_flags()?,
+            ingress_nginx_config: ControllerConfig::default(),
         })
+    }
+
+    /// The `--ingress-nginx-*` flags; an error for a combination §7.1 forbids, or for flags that
+    /// need `--ingress-nginx-class` without it.
+    fn ingress_nginx_flags(&self) -> Result<IngressNginxFlags, String> {
+        let flags = IngressNginxFlags {
+            class: self.ingress_nginx_class.clone().filter(|c| !c.is_empty()),
+            controller: self.ingress_nginx_controller.clone(),
+            class_by_name: self.ingress_nginx_class_by_name,
+            without_class: self.ingress_nginx_without_class,
+            annotations_prefix: self.ingress_nginx_annotations_prefix.trim_end_matches('/').to_owned(),
+            configmap: self.ingress_nginx_configmap.clone(),
+        };
+        flags.check(self.empty_ingress_class)?;
+        let needs_class = flags.class_by_name || flags.without_class || flags.configmap.is_some();
+        if needs_class && flags.class.is_none() {
+            return Err(
+                "--ingress-nginx-class-by-name, --ingress-nginx-without-class and --ingress-nginx-configmap \
+                 need --ingress-nginx-class NAME (which turns ingress-nginx's Ingresses on)"
+                    .to_owned(),
+            );
+        }
+        Ok(flags)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Reason;
+use crate::status::Reason;
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +193,11 @@ impl IngressNginxAnnotations {
             .collect();
         out.problems.sort_by(|a, b| a.name.cmp(&b.name));
         out
+    }
+
+    /// Whether the Ingress is a canary (`canary: "true"`, §7.6): it has no locations of its own.
+    pub fn is_canary(&self) -> bool {
+        self.canary.get("canary").and_then(|v| parse_bool(v)) == Some(true)
     }
 
     /// Whether this Ingress's locations turn their server's regex mode on (§7.4): `use-regex`, or

@@ -2,59 +2,11 @@
 //! IngressClasses and the flags.
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::class::CLASS_ANNOTATION;
-use crate::objects::annotation;
+use crate::objects::{annotation, CLASS_ANNOTATION};
 
-/// The default of `--ingress-nginx-controller`.
-pub const DEFAULT_CONTROLLER: &str = "k8s.io/ingress-nginx";
-
-/// The default of `--ingress-nginx-annotations-prefix`.
-pub const DEFAULT_ANNOTATIONS_PREFIX: &str = "nginx.ingress.kubernetes.io";
-
-/// The `--ingress-nginx-*` flags (§7 is off when `class` is `None`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Flags {
-    /// `--ingress-nginx-class NAME`: turns §7 on.
-    pub class: Option<String>,
-    /// `--ingress-nginx-controller` (default [`DEFAULT_CONTROLLER`]).
-    pub controller: String,
-    /// `--ingress-nginx-class-by-name`: an IngressClass named like `class` is ingress-nginx's too.
-    pub class_by_name: bool,
-    /// `--ingress-nginx-without-class`: an Ingress with no class at all is ingress-nginx's.
-    pub without_class: bool,
-    /// `--ingress-nginx-annotations-prefix` (default [`DEFAULT_ANNOTATIONS_PREFIX`]).
-    pub annotations_prefix: String,
-    /// `--ingress-nginx-configmap NAMESPACE/NAME`.
-    pub configmap: Option<(String, String)>,
-}
-
-impl Default for Flags {
-    fn default() -> Self {
-        Flags {
-            class: None,
-            controller: DEFAULT_CONTROLLER.to_owned(),
-            class_by_name: false,
-            without_class: false,
-            annotations_prefix: DEFAULT_ANNOTATIONS_PREFIX.to_owned(),
-            configmap: None,
-        }
-    }
-}
-
-impl Flags {
-    /// The usage error of §7.1: `--ingress-nginx-without-class` with `--empty-ingress-class`.
-    pub fn check(&self, empty_ingress_class: bool) -> Result<(), String> {
-        match self.without_class && empty_ingress_class {
-            true => Err(
-                "--ingress-nginx-without-class and --empty-ingress-class cannot both be on: an Ingress \
-                         without a class would belong to both controllers"
-                    .to_owned(),
-            ),
-            false => Ok(()),
-        }
-    }
-}
+pub use super::flags::{Flags, DEFAULT_ANNOTATIONS_PREFIX, DEFAULT_CONTROLLER};
 
 /// Which sentence of §7.1 made an Ingress ingress-nginx's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,20 +31,48 @@ pub fn is_ingress_nginx_class(class: &IngressClass, flags: &Flags) -> bool {
 /// §7.1: `Some(why)` when `ingress` is ingress-nginx's, `None` when it is judged by §1. The default
 /// class annotation is not read (the API server wrote `ingressClassName` when the Ingress was made).
 pub fn decide(ingress: &Ingress, classes: &[&IngressClass], flags: &Flags) -> Option<Why> {
-    let wanted = flags.class.as_deref()?;
     let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+    let is_ingress_nginx = |name: &str| {
+        classes
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(name) && is_ingress_nginx_class(c, flags))
+    };
+    decide_by(&ingress.metadata, class_name, is_ingress_nginx, flags)
+}
+
+/// [`decide`] from an Ingress's metadata and `ingressClassName`, given which IngressClass names
+/// are ingress-nginx's.
+pub fn decide_by(
+    meta: &ObjectMeta,
+    class_name: Option<&str>,
+    is_ingress_nginx_class_name: impl Fn(&str) -> bool,
+    flags: &Flags,
+) -> Option<Why> {
+    let wanted = flags.class.as_deref()?;
     if let Some(name) = class_name {
         // 1. The class annotation is then not read at all.
-        let found = classes
-            .iter()
-            .any(|c| c.metadata.name.as_deref() == Some(name) && is_ingress_nginx_class(c, flags));
-        return found.then_some(Why::ClassName);
+        return is_ingress_nginx_class_name(name).then_some(Why::ClassName);
     }
-    match annotation(&ingress.metadata, CLASS_ANNOTATION) {
+    match annotation(meta, CLASS_ANNOTATION) {
         // 2. Exactly equal; any other value, "" included, never qualifies.
         Some(value) => (value == wanted).then_some(Why::Annotation),
         // 3.
         None => flags.without_class.then_some(Why::WithoutClass),
+    }
+}
+
+impl Why {
+    /// The sentence of §7.1, for the status.
+    pub fn describe(self, flags: &Flags) -> String {
+        let class = flags.class.as_deref().unwrap_or_default();
+        match self {
+            Why::ClassName => format!(
+                "its ingressClassName names an IngressClass of ingress-nginx (controller {:?})",
+                flags.controller
+            ),
+            Why::Annotation => format!("its class annotation equals --ingress-nginx-class {class:?}"),
+            Why::WithoutClass => "it has no class and --ingress-nginx-without-class is on".to_owned(),
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //!   regex-mode decision, location order, `PathRegexUnsupported`, and the table's path for a
 //!   location ([`paths::table_path`]: `(?i)(?:P).*` in regex mode, table/README.md).
 //! - [`configmap`]: §7.8, the controller's ConfigMap keys.
-//! - [`Reason`]: the status reasons of §7, a [`crate::vocabulary!`].
+//! - Their status reasons are [`crate::status::Reason`]'s (`PathTaken`, `AliasTaken`,
+//!   `PathRegexUnsupported`, `AnnotationInvalid`, `AnnotationNotHonored`, ...).
 //!
 //! **What is wired and what is not (phase 1 of issue 25).** The table and the filter do everything
 //! these blocks describe (table/README.md: the regex-mode path, `rewrite_regex` with `headers`,
@@ -23,26 +24,8 @@
 pub mod annotations;
 pub mod class;
 pub mod configmap;
+pub mod flags;
+pub mod layout;
 pub mod paths;
-
-use serde::Serialize;
-
-crate::vocabulary! {
-    /// Why an ingress-nginx Ingress (or one of its paths or annotations) is reported (ROUTING.md §7).
-    pub enum Reason {
-        /// §7.1: the Ingress is not of ingress-nginx's class (it is judged by §1 instead).
-        NotIngressNginxClass,
-        /// §7.2: an earlier Ingress of the server has the same path and pathType.
-        PathTaken,
-        /// §7.2: a `server-alias` with a wildcard matches one label here (nginx: any depth).
-        AliasWildcardDepth,
-        /// §7.2: a `server-alias` host is owned by something else; the alias is dropped.
-        AliasTaken,
-        /// §7.4: regex-lite cannot compile the path (look-around, back-references).
-        PathRegexUnsupported,
-        /// §7.5, §7.7: an annotation whose value ingress-nginx would refuse; it is ignored.
-        AnnotationInvalid,
-        /// §7.9: an annotation Switchyard does not honour; the Ingress routes as if it were absent.
-        AnnotationNotHonored,
-    }
-}
+pub mod processor;
+pub mod server;

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use switchyard_table::PathSpec;
 
-use super::Reason;
+use crate::status::Reason;
 
 /// A location's pathType after normalisation (§7.2: `ImplementationSpecific` or none is `Prefix`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

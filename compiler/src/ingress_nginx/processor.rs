@@ -1,0 +1,309 @@
+//! The ingress-nginx processor (ROUTING.md §7): the Ingresses the class stage found to be
+//! ingress-nginx's ([`super::class`]), read in ingress-nginx's order, their annotations reported
+//! (§7.9), gathered into servers ([`super::server`]), each server laid out as rules
+//! ([`super::layout`]) with its backends resolved, and drafted as one contender in §2's host
+//! contest ([`crate::model::Claiming::ContendsAlone`]), its rules in the server's own order
+//! ([`crate::model::HostOrder::IngressNginx`]); its `server-alias` and `from-to-www-redirect`
+//! hosts only where nothing else contends ([`crate::model::Claiming::IfUnclaimed`]). Once the
+//! contest is decided ([`ServersSettle`]): `HostTaken` on every Ingress of a server that lost,
+//! `AliasTaken` for an alias something else owns.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::networking::v1::Ingress;
+use switchyard_table::{ActionSpec, Backend, DirectResponse, RouteAction, RuleSpec};
+
+use super::annotations::IngressNginxAnnotations;
+use super::layout::{self, Act, Laid};
+use super::paths::{ingress_order, IngressAge};
+use super::server::{self, Member, Server};
+use crate::collisions::{loses_everything, record_all_hosts_taken, record_host_taken, HostWinners};
+use crate::ingress::{backend_cluster, NoCluster};
+use crate::l4::L4Routes;
+use crate::model::{Claiming, Draft, HostOrder, Options, RuleValidator};
+use crate::objects::{key_of, Age, Kind, Objects, ResourceKey};
+use crate::processor::{Inputs, Output, Processor, Settle};
+use crate::services::service_unavailable;
+use crate::status::{ConditionKind, Reason, Status, StatusBook};
+
+/// The ingress-nginx processor in the pipeline's list: the Ingresses of [`Inputs::ingress_nginx`].
+pub struct IngressNginxServers;
+
+impl Processor for IngressNginxServers {
+    fn run(&self, _ours: &Objects, inputs: Inputs<'_>) -> Output {
+        if inputs.ingress_nginx.is_empty() {
+            return Output::default();
+        }
+        let ingresses = inputs.ingress_nginx;
+        run(ingresses, inputs)
+    }
+}
+
+/// The processor's work over `ingresses` (ingress-nginx's, in any order).
+fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
+    let members = members(ingresses, &inputs.options.ingress_nginx.annotations_prefix, inputs.book);
+    let servers = server::gather(&members, inputs.book);
+    let mut drafts = Vec::new();
+    let mut validator = RuleValidator::default();
+    let mut settle = ServersSettle::default();
+    for server in &servers {
+        report_regex_mode(server, &members, inputs.book);
+        let first = &members[server.first()];
+        let contender = (first.key.clone(), first.age.clone());
+        let config = &inputs.options.ingress_nginx_config;
+        let claiming = match server.host {
+            Some(_) => Claiming::ContendsAlone,
+            None => Claiming::Contends,
+        };
+        let mut laid = vec![(layout::lay_out(server, &members, config, None), claiming)];
+        if let Some((_, aliases)) = &server.aliases {
+            for alias in aliases {
+                laid.push((
+                    layout::lay_out(server, &members, config, Some(alias)),
+                    Claiming::IfUnclaimed,
+                ));
+            }
+        }
+        laid.extend(layout::www_redirect(server, &members, config).map(|www| (vec![www], Claiming::IfUnclaimed)));
+        for (rules, claiming) in laid {
+            for (rank, rule) in rules.into_iter().enumerate() {
+                let draft = draft(rule, rank, &members, &contender, claiming, &mut inputs, &mut validator);
+                drafts.extend(draft);
+            }
+        }
+        settle.servers.push(SettledServer::of(server, &members));
+    }
+    Output {
+        drafts,
+        claims: Vec::new(),
+        settle: Some(Box::new(settle)),
+    }
+}
+
+/// The non-canary Ingresses in ingress-nginx's order (§7.2), their annotations read and reported;
+/// canaries reported as not served (§7.6 is its own work).
+fn members<'o>(ingresses: &'o [Arc<Ingress>], prefix: &str, book: &mut StatusBook) -> Vec<Member<'o>> {
+    let mut ordered: Vec<&Ingress> = ingresses.iter().map(|i| i.as_ref()).collect();
+    let age = |i: &'o Ingress| IngressAge {
+        created: Age::of(Kind::Ingress, &i.metadata).created,
+        namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
+        name: i.metadata.name.as_deref().unwrap_or_default(),
+    };
+    ordered.sort_by(|a, b| ingress_order(&age(a), &age(b)));
+    let mut members = Vec::with_capacity(ordered.len());
+    for ingress in ordered {
+        let key = key_of(Kind::Ingress, &ingress.metadata);
+        let empty = Default::default();
+        let annotations =
+            IngressNginxAnnotations::parse(ingress.metadata.annotations.as_ref().unwrap_or(&empty), prefix);
+        for problem in &annotations.problems {
+            book.add(
+                &key,
+                Status::Accepted,
+                ConditionKind::Warning,
+                problem.reason,
+                problem.message.clone(),
+            );
+        }
+        if annotations.is_canary() {
+            book.add(
+                &key,
+                Status::Accepted,
+                ConditionKind::Warning,
+                Reason::AnnotationNotHonored,
+                format!(
+                    "{prefix}/canary is not honoured yet (ROUTING.md §7.6): this canary Ingress's paths \
+                     are not routed, and its main Ingresses take every request"
+                ),
+            );
+            continue;
+        }
+        members.push(Member {
+            age: Age::of(Kind::Ingress, &ingress.metadata),
+            key,
+            ingress,
+            annotations,
+        });
+    }
+    members
+}
+
+/// §7.4: every Ingress of a server in regex mode is told so, with the Ingress that turned it on.
+fn report_regex_mode(server: &Server<'_>, members: &[Member<'_>], book: &mut StatusBook) {
+    let Some(by) = server.regex_mode else { return };
+    let host = server.host.as_deref().unwrap_or("(any host)");
+    let on = &members[by.member].key;
+    for &member in &server.members {
+        book.add(
+            &members[member].key,
+            Status::Accepted,
+            ConditionKind::Info,
+            Reason::RegexMode,
+            format!(
+                "host {host} is in regex mode (ROUTING.md §7.4), turned on by {} on Ingress {}/{}: every \
+                 path of the host is a case-insensitive regex anchored at its start, longest path first",
+                by.annotation, on.namespace, on.name
+            ),
+        );
+    }
+}
+
+/// One laid-out rule as a draft: its backend resolved (a 503 when its port cannot be, ROUTING.md
+/// §5), refused with a status when unusable or when the filter would refuse it.
+fn draft(
+    laid: Laid<'_>,
+    rank: usize,
+    members: &[Member<'_>],
+    contender: &(ResourceKey, Age),
+    claiming: Claiming,
+    inputs: &mut Inputs<'_>,
+    validator: &mut RuleValidator,
+) -> Option<Draft> {
+    let owner = &members[laid.member];
+    let action = match laid.action {
+        Act::Redirect(redirect) => ActionSpec::Redirect(redirect),
+        Act::NotFound => ActionSpec::DirectResponse(DirectResponse {
+            status: 404,
+            ..DirectResponse::default()
+        }),
+        Act::Route {
+            backend,
+            rewrite_regex,
+            set_headers,
+        } => match backend_cluster(backend, &owner.key, inputs.services, inputs.options) {
+            Ok(cluster) => ActionSpec::Route(RouteAction {
+                backends: vec![Backend { cluster, weight: 1 }],
+                rewrite_prefix: None,
+                rewrite_regex,
+                set_headers,
+                remove_headers: Vec::new(),
+            }),
+            Err(NoCluster::PortNotFound(why)) => {
+                inputs.book.error(
+                    &owner.key,
+                    Status::Accepted,
+                    Reason::ServicePortNotFound,
+                    format!("{}: {why}; requests for this path get 503", laid.at),
+                );
+                service_unavailable()
+            }
+            Err(NoCluster::Unusable(reason, why)) => {
+                let message = format!("{}: {why}; this path is not routed", laid.at);
+                inputs.book.error(&owner.key, Status::Accepted, reason, message);
+                return None;
+            }
+        },
+    };
+    let rule = RuleSpec {
+        name: laid.name,
+        host: laid.host,
+        path: laid.path,
+        conditions: laid.conditions,
+        action,
+    };
+    if let Err(why) = validator.rule(&rule) {
+        let message = format!("{}: {why}; this path is not routed", laid.at);
+        inputs
+            .book
+            .error(&owner.key, Status::Accepted, Reason::InvalidRule, message);
+        return None;
+    }
+    Some(Draft {
+        owner: owner.key.clone(),
+        age: owner.age.clone(),
+        position: laid.position,
+        claimant: contender.0.clone(),
+        claimant_age: contender.1.clone(),
+        rule,
+        order: HostOrder::IngressNginx(rank),
+        claiming,
+    })
+}
+
+/// What the processor decides once the host contest is over.
+#[derive(Default)]
+struct ServersSettle {
+    servers: Vec<SettledServer>,
+}
+
+/// A server as its settling needs it.
+struct SettledServer {
+    host: Option<String>,
+    /// Its Ingresses; the first is the contender.
+    members: Vec<ResourceKey>,
+    /// Its aliases and the Ingress that set them.
+    aliases: Option<(ResourceKey, Vec<String>)>,
+}
+
+impl SettledServer {
+    fn of(server: &Server<'_>, members: &[Member<'_>]) -> SettledServer {
+        SettledServer {
+            host: server.host.clone(),
+            members: server.members.iter().map(|&m| members[m].key.clone()).collect(),
+            aliases: (server.aliases.as_ref()).map(|(by, aliases)| (members[*by].key.clone(), aliases.clone())),
+        }
+    }
+}
+
+impl Settle for ServersSettle {
+    fn settle(self: Box<Self>, winners: &HostWinners, _options: &Options, book: &mut StatusBook, _l4: &mut L4Routes) {
+        // Ingress → (hosts won, has a server without a host), for every Ingress but a contender
+        // (whose outcome the contest itself recorded).
+        let mut outcome: std::collections::BTreeMap<&ResourceKey, (usize, bool)> = Default::default();
+        for server in &self.servers {
+            let Some(contender) = server.members.first() else {
+                continue;
+            };
+            let Some(host) = server.host.as_deref() else {
+                for member in &server.members {
+                    outcome.entry(member).or_default().1 = true;
+                }
+                continue;
+            };
+            let won = winners.get(host).is_some_and(|w| w.contains(contender));
+            for member in server.members.iter().skip(1) {
+                let entry = outcome.entry(member).or_default();
+                if won {
+                    entry.0 += 1;
+                } else {
+                    record_host_taken(book, member, host, &owner_of(winners, host));
+                }
+            }
+            if let (true, Some((by, aliases))) = (won, &server.aliases) {
+                for alias in aliases {
+                    if !winners.get(alias).is_some_and(|w| w.contains(contender)) {
+                        book.add(
+                            by,
+                            Status::Accepted,
+                            ConditionKind::Warning,
+                            Reason::AliasTaken,
+                            format!(
+                                "server-alias {alias} is dropped: that host is {}",
+                                match winners.get(alias.as_str()) {
+                                    Some(_) => format!("owned by {}", owner_of(winners, alias)),
+                                    None => "not routed".to_owned(),
+                                }
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        let contenders: std::collections::BTreeSet<&ResourceKey> =
+            self.servers.iter().filter_map(|s| s.members.first()).collect();
+        for (member, (won, hostless)) in outcome {
+            if !contenders.contains(member) && loses_everything(won, hostless) {
+                record_all_hosts_taken(book, member);
+            }
+        }
+    }
+}
+
+/// The name of a host's owner, for a message.
+fn owner_of(winners: &HostWinners, host: &str) -> String {
+    winners
+        .get(host)
+        .and_then(|w| w.iter().next())
+        .map(ResourceKey::display)
+        .unwrap_or_else(|| "another resource".to_owned())
+}
