@@ -16,6 +16,11 @@
 //! that sink takes a table again, counted in `switchyard_push_refused_total`, and not retried until
 //! the table changes; that sink keeps its last good table, the others get the new one.
 //!
+//! ingress-nginx's ConfigMap (`--ingress-nginx-configmap`, ROUTING.md §7.8) is part of the
+//! compiler's options, which an [`Incremental`] keeps for its life: when the source reads it with
+//! other settings than the compiler has, the engine starts a new compiler with them
+//! ([`Engine::rebuild`]), whose first update compiles everything.
+//!
 //! With `--leader-elect`, the sinks that write to the cluster (Istio) take tables only while this
 //! replica leads ([`Leader`]); a follower compiles and writes its file sinks as the leader does, and
 //! the table counts as pushed once those took it. On becoming the leader it pushes the output it
@@ -35,6 +40,7 @@ use crate::watch::sink::{Output, Part, Sink};
 use crate::watch::source::Snapshot;
 use crate::watch::state::{PushRecord, Shared, SourceError};
 use switchyard_compiler::incremental::{Incremental, Path};
+use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
 use switchyard_compiler::model::Options;
 use switchyard_compiler::status::{ResourceStatus, Status};
 
@@ -143,6 +149,9 @@ impl Engine {
     /// Compiles `input`, records the status, and pushes the output to the sinks that do not hold it.
     /// Returns the statuses (the compiler's and the source's), for status write-back.
     pub async fn rebuild(&mut self, input: &Snapshot) -> Vec<ResourceStatus> {
+        if let Some(config) = &input.ingress_nginx_config {
+            self.configure_ingress_nginx(config);
+        }
         let started = Instant::now();
         let update = self.compiler.update(&input.objects);
         let seconds = started.elapsed().as_secs_f64();
@@ -231,6 +240,35 @@ impl Engine {
             .await;
         self.settle(&output, round);
         statuses
+    }
+
+    /// Compiles with ingress-nginx's ConfigMap `config` from now on (ROUTING.md §7.8): a new
+    /// compiler when it differs from the options' (the options are fixed for an [`Incremental`]'s
+    /// life), nothing otherwise.
+    fn configure_ingress_nginx(&mut self, config: &ControllerConfig) {
+        let options = self.compiler.options();
+        if options.ingress_nginx_config == *config {
+            return;
+        }
+        let name = options
+            .ingress_nginx
+            .configmap
+            .as_ref()
+            .map_or_else(String::new, |(namespace, name)| format!(" {namespace}/{name}"));
+        info!(
+            ssl_redirect = config.ssl_redirect,
+            force_ssl_redirect = config.force_ssl_redirect,
+            http_redirect_code = config.http_redirect_code,
+            preserve_trailing_slash = config.preserve_trailing_slash,
+            no_tls_redirect_locations = %config.no_tls_redirect_locations.join(","),
+            "ingress-nginx's ConfigMap{name} {}: compiling everything with it",
+            if self.compiler.compiled().is_some() { "changed" } else { "read" }
+        );
+        let options = Options {
+            ingress_nginx_config: config.clone(),
+            ..options.clone()
+        };
+        self.compiler = Incremental::new(options);
     }
 
     /// The objects the sinks write to the cluster, for [`crate::watch::sink::drift`] to follow.
@@ -374,6 +412,53 @@ mod tests {
             objects: std::sync::Arc::new(loaded.objects),
             ..Snapshot::default()
         }
+    }
+
+    /// ROUTING.md §7.8 in the watch: a change of ingress-nginx's ConfigMap reaches the table (the
+    /// options change, so the engine compiles with a new compiler), as a full compile with those
+    /// settings makes it.
+    #[test]
+    fn a_change_of_ingress_nginxs_configmap_reaches_the_table() {
+        const TLS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  ingressClassName: nginx\n  tls: [{hosts: [secure.example], secretName: tls}]\n  rules:\n  - host: secure.example\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+        let mut loaded = Loaded::default();
+        parse_text(TLS, "web.yaml", &mut loaded).unwrap();
+        let objects = std::sync::Arc::new(loaded.objects);
+        let snapshot = |data: &[(&str, &str)]| Snapshot {
+            objects: objects.clone(),
+            ingress_nginx_config: Some(ControllerConfig::from_data(
+                &data.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            )),
+            ..Snapshot::default()
+        };
+        let mut options = Options::default();
+        options.ingress_nginx.class = Some("nginx".into());
+        options.ingress_nginx.configmap = Some(("ingress-nginx".into(), "ingress-nginx-controller".into()));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.json");
+        let mut engine = Engine::new(options.clone(), vec![Sink::TableFile(file.clone())], Shared::default());
+        let names = || -> Vec<String> {
+            let table: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            let rules = table["rules"].as_array().unwrap();
+            rules.iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect()
+        };
+        let redirects = |names: &[String]| names.iter().filter(|n| n.ends_with(".https-redirect")).count();
+        block_on(engine.rebuild(&snapshot(&[])));
+        assert!(redirects(&names()) > 0, "ssl-redirect is on by default: {:?}", names());
+        block_on(engine.rebuild(&snapshot(&[("ssl-redirect", "false")])));
+        assert_eq!(redirects(&names()), 0, "{:?}", names());
+        assert!(!engine.options().ingress_nginx_config.ssl_redirect);
+        let full = switchyard_compiler::compile(
+            &objects,
+            &Options {
+                ingress_nginx_config: snapshot(&[("ssl-redirect", "false")]).ingress_nginx_config.unwrap(),
+                ..options
+            },
+        )
+        .unwrap();
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(written, serde_json::to_value(&full.table).unwrap());
+        block_on(engine.rebuild(&snapshot(&[])));
+        assert!(redirects(&names()) > 0, "back to the defaults");
     }
 
     #[test]

@@ -209,7 +209,8 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     match (args.manifests.is_empty(), client) {
         (false, _) => {
             let rescan = Duration::from_secs(args.rescan_secs.max(1));
-            let (folder, changes) = Watched::start(&args.manifests, rescan)?;
+            let config_map = engine.options().ingress_nginx.configmap.clone();
+            let (folder, changes) = Watched::start(&args.manifests, rescan, config_map)?;
             info!("watching {}", folder.names());
             rebuild::run(folder, changes, engine, debounce).await
         }

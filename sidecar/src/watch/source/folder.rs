@@ -12,6 +12,12 @@
 //! parse. The merged objects of every file are kept between scans and updated file by file (a
 //! changed file's old objects out, its new ones in), so the snapshot shares them instead of
 //! copying every object at every change.
+//!
+//! With `--ingress-nginx-configmap NAMESPACE/NAME`, that ConfigMap is read from the manifests as
+//! `switchyard compile` reads it (ROUTING.md §7.8; the last file in path order that defines it,
+//! its last good version), and an edit to it reaches the table like any other edit. While no
+//! manifest defines it, ingress-nginx's defaults apply and `/status` names it
+//! ([`super::read_controller_config`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,7 +26,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
-use crate::watch::source::{Snapshot, Source};
+use crate::watch::source::{read_controller_config, Snapshot, Source};
 use crate::watch::state::SourceError;
 use switchyard_compiler::load::{manifest_files, parse_text, Loaded};
 use switchyard_compiler::objects::{EachKind, Object, Objects};
@@ -31,6 +37,8 @@ use switchyard_compiler::order::fnv1a;
 struct FileState {
     /// The objects of the last version that parsed.
     good: Option<Objects>,
+    /// The `data` of the `v1` ConfigMaps of that version, by namespace and name.
+    config_maps: BTreeMap<(String, String), BTreeMap<String, String>>,
     /// The loader's warnings about that version.
     warnings: Vec<String>,
     /// The error of the current version, if it does not parse.
@@ -48,6 +56,8 @@ pub struct Folder {
     files: BTreeMap<PathBuf, FileState>,
     /// The good objects of every file, merged.
     merged: Arc<Objects>,
+    /// `--ingress-nginx-configmap`: the ConfigMap to read (namespace, name).
+    config_map: Option<(String, String)>,
 }
 
 impl Folder {
@@ -57,6 +67,16 @@ impl Folder {
             dirs: dirs.to_vec(),
             files: BTreeMap::new(),
             merged: Arc::default(),
+            config_map: None,
+        }
+    }
+
+    /// The same folders, reading ingress-nginx's ConfigMap `name` (namespace, name) from their
+    /// manifests (`--ingress-nginx-configmap`; `None`: none).
+    pub fn with_config_map(self, name: Option<(String, String)>) -> Folder {
+        Folder {
+            config_map: name,
+            ..self
         }
     }
 
@@ -119,6 +139,11 @@ impl Folder {
                 });
             }
         }
+        if let Some(name) = &self.config_map {
+            // As `compile` reads it: the last file (in path order) that defines it.
+            let data = self.files.values().rev().find_map(|state| state.config_maps.get(name));
+            read_controller_config(name, data, &mut snapshot);
+        }
         snapshot
     }
 }
@@ -131,12 +156,17 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// Starts watching `dirs` (recursively); returns the source and its change channel.
-    pub fn start(dirs: &[PathBuf], rescan: Duration) -> Result<(Watched, mpsc::Receiver<()>), String> {
+    /// Starts watching `dirs` (recursively), reading ingress-nginx's ConfigMap `config_map` from
+    /// them (`--ingress-nginx-configmap`); returns the source and its change channel.
+    pub fn start(
+        dirs: &[PathBuf],
+        rescan: Duration,
+        config_map: Option<(String, String)>,
+    ) -> Result<(Watched, mpsc::Receiver<()>), String> {
         let (tx, changes) = mpsc::channel(1);
         let watcher = watcher(dirs, tx)?;
         let source = Watched {
-            folder: Folder::new(dirs),
+            folder: Folder::new(dirs).with_config_map(config_map),
             rescan,
             _watcher: watcher,
         };
@@ -222,6 +252,7 @@ fn read_file(path: &Path, state: &mut FileState) -> Option<Option<Objects>> {
             stamp_versions(&mut loaded.objects, content);
             state.error = None;
             state.warnings = loaded.warnings;
+            state.config_maps = loaded.config_maps;
             Some(state.good.replace(loaded.objects))
         }
         Err(e) => {
@@ -379,6 +410,39 @@ mod tests {
             "{:?}",
             snapshot.errors
         );
+    }
+
+    #[test]
+    fn the_named_config_map_is_read_from_the_manifests_and_its_absence_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = ("ingress-nginx".to_owned(), "ingress-nginx-controller".to_owned());
+        let mut folder = Folder::new(&[dir.path().to_path_buf()]).with_config_map(Some(name));
+        let missing = folder.scan();
+        assert_eq!(
+            missing.ingress_nginx_config,
+            Some(Default::default()),
+            "the defaults meanwhile"
+        );
+        assert!(
+            missing.errors[0]
+                .message
+                .contains("ingress-nginx/ingress-nginx-controller: no such ConfigMap"),
+            "{:?}",
+            missing.errors
+        );
+        let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ingress-nginx-controller, namespace: ingress-nginx}\ndata: {ssl-redirect: \"false\", use-gzip: \"true\"}\n";
+        std::fs::write(dir.path().join("cm.yaml"), config_map).unwrap();
+        let read = folder.scan();
+        assert!(read.errors.is_empty(), "{:?}", read.errors);
+        let config = read.ingress_nginx_config.unwrap();
+        assert!(!config.ssl_redirect);
+        assert!(
+            read.warnings.iter().any(|w| w.ends_with("use-gzip")),
+            "{:?}",
+            read.warnings
+        );
+        let other = Folder::new(&[dir.path().to_path_buf()]).scan();
+        assert_eq!(other.ingress_nginx_config, None, "without the flag nothing is read");
     }
 
     #[test]

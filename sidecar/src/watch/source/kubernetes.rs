@@ -4,6 +4,13 @@
 //! controller namespace to `--namespaces` when it is restricted), each feeding a [`Held`] store that decodes object
 //! by object, and the rebuild loop over them.
 //!
+//! - With `--ingress-nginx-configmap NAMESPACE/NAME`, one more watcher follows that one ConfigMap
+//!   (ConfigMaps in its namespace, field selector `metadata.name=NAME`: what RBAC's `resourceNames`
+//!   allow, `deploy/rbac-ingress-nginx.yaml`), whatever `--namespaces` says; its `data` is
+//!   ingress-nginx's settings (ROUTING.md §7.8, [`super::read_controller_config`]). It is a store
+//!   like the others: compiled only once its first list finished. A ConfigMap that does not exist
+//!   is not fatal: ingress-nginx's defaults apply, `/status` names it, and it is read as soon as it
+//!   is created.
 //! - Nothing is compiled before every store has synced (its first list finished); until then
 //!   `/readyz` names the stores still waiting.
 //! - An object that does not decode is listed in `/status` errors (kind, namespace, name, field);
@@ -22,10 +29,11 @@
 //!   [`crate::watch::status`]. A snapshot copies no object: it takes the `Arc`s the stores hold,
 //!   which the compiler and the status writer share.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::networking::v1::IngressClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::{self, Event};
@@ -37,7 +45,7 @@ use tracing::{info, warn};
 use crate::watch::cluster::outliving;
 use crate::watch::lead::leader::Leader;
 use crate::watch::source::store::{Held, Undecodable};
-use crate::watch::source::{Snapshot, Source};
+use crate::watch::source::{read_controller_config, Snapshot, Source};
 use crate::watch::state::{Failures, Shared, SourceError};
 use crate::watch::status::StatusWriter;
 use switchyard_compiler::class::Classes;
@@ -202,7 +210,7 @@ impl<K: DeserializeOwned> SourceTask<K> {
                         self.label
                     );
                 }
-                Err(e) => self.down(&e),
+                Err(e) => down(&self.state, &self.label, &e),
             }
         }
     }
@@ -224,30 +232,118 @@ impl<K: DeserializeOwned> SourceTask<K> {
             }
         }
         if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
-            self.delivered();
+            delivered(&self.state, &self.label);
             let _ = self.changes.try_send(());
         }
     }
+}
 
-    /// A watcher error: the source is down (logged when it goes down or its reason changes).
-    fn down(&self, error: &watcher::Error) {
-        let reason = short_reason(error);
-        let mut state = self.state.lock();
-        state.recovered.remove(&self.label);
-        state.relapsed.insert(self.label.clone());
-        // One line when it goes down; a later reason (connection refused, then 403 while a restarted
-        // API server warms up) only updates /readyz.
-        if state.down.fail(&self.label, reason.clone()) {
-            warn!("source {} is down, the last table keeps serving: {reason}", self.label);
+/// A watcher error: the source `label` is down (logged when it goes down or its reason changes).
+fn down(state: &Shared, label: &str, error: &watcher::Error) {
+    let reason = short_reason(error);
+    let mut state = state.lock();
+    state.recovered.remove(label);
+    state.relapsed.insert(label.to_owned());
+    // One line when it goes down; a later reason (connection refused, then 403 while a restarted
+    // API server warms up) only updates /readyz.
+    if state.down.fail(label, reason.clone()) {
+        warn!("source {label} is down, the last table keeps serving: {reason}");
+    }
+}
+
+/// The watch of `label` delivered: a source that was down is up once the table is rebuilt from it.
+fn delivered(state: &Shared, label: &str) {
+    let mut state = state.lock();
+    if state.down.contains_key(label) {
+        state.recovered.insert(label.to_owned());
+    }
+}
+
+/// What the watcher of ingress-nginx's ConfigMap holds.
+#[derive(Debug, Default)]
+struct HeldConfigMap {
+    /// Whether the first list finished.
+    synced: bool,
+    /// Its `data`; `None` while it does not exist.
+    data: Option<BTreeMap<String, String>>,
+    /// The relist in progress (`Some(None)`: nothing listed yet).
+    relist: Option<Option<BTreeMap<String, String>>>,
+}
+
+/// The `data` of a ConfigMap as the watch delivers it (the API server validates it as strings;
+/// anything else would read as empty).
+fn config_map_data(object: &DynamicObject) -> BTreeMap<String, String> {
+    object
+        .data
+        .get("data")
+        .and_then(|data| serde_json::from_value(data.clone()).ok())
+        .unwrap_or_default()
+}
+
+impl HeldConfigMap {
+    fn receive(&mut self, event: &Event<DynamicObject>) {
+        match event {
+            Event::Init => self.relist = Some(None),
+            Event::InitApply(object) => self.relist = Some(Some(config_map_data(object))),
+            Event::InitDone => {
+                if let Some(listed) = self.relist.take() {
+                    self.data = listed;
+                }
+                self.synced = true;
+            }
+            Event::Apply(object) => self.data = Some(config_map_data(object)),
+            Event::Delete(_) => self.data = None,
         }
     }
+}
 
-    /// The watch delivered: a source that was down is up once the table is rebuilt from it.
-    fn delivered(&self) {
-        let mut state = self.state.lock();
-        if state.down.contains_key(&self.label) {
-            state.recovered.insert(self.label.clone());
-        }
+/// The watcher of ingress-nginx's ConfigMap (`--ingress-nginx-configmap`): ConfigMaps of its
+/// namespace, by name.
+struct ConfigMapStore {
+    /// Its namespace and name.
+    name: (String, String),
+    held: Arc<Mutex<HeldConfigMap>>,
+    label: String,
+}
+
+impl ConfigMapStore {
+    fn start(client: &Client, name: (String, String), changes: &mpsc::Sender<()>, state: &Shared) -> ConfigMapStore {
+        let label = format!("ConfigMap {}/{}", name.0, name.1);
+        let held = Arc::new(Mutex::new(HeldConfigMap::default()));
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &name.0, &ApiResource::erase::<ConfigMap>(&()));
+        let config = watcher::Config::default().fields(&format!("metadata.name={}", name.1));
+        let (task_held, task_label, changes, state) = (held.clone(), label.clone(), changes.clone(), state.clone());
+        tokio::spawn(async move {
+            let stream = outliving(api, config);
+            let mut stream = std::pin::pin!(stream);
+            while let Some(next) = stream.next().await {
+                match next {
+                    Ok(event) => {
+                        {
+                            let mut held = task_held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            if matches!(event, Event::InitDone) && !held.synced {
+                                info!("store {task_label} synced");
+                            }
+                            held.receive(&event);
+                        }
+                        if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
+                            delivered(&state, &task_label);
+                            let _ = changes.try_send(());
+                        }
+                    }
+                    Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+                        info!("store {task_label}: resourceVersion expired (410 Gone), listing again");
+                    }
+                    Err(e) => down(&state, &task_label, &e),
+                }
+            }
+        });
+        ConfigMapStore { name, held, label }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HeldConfigMap> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -330,6 +426,8 @@ pub struct Cluster {
     status_tx: tokio::sync::watch::Sender<Compilation>,
     /// Sources whose watch delivered before the rebuild in progress.
     recovered: BTreeSet<String>,
+    /// `--ingress-nginx-configmap`: the watcher of that ConfigMap.
+    config_map: Option<ConfigMapStore>,
 }
 
 impl Cluster {
@@ -381,6 +479,11 @@ impl Cluster {
         };
         Objects::each_kind(&mut started);
         let stores = Stores(started.stores);
+        let config_map = options
+            .ingress_nginx
+            .configmap
+            .clone()
+            .map(|name| ConfigMapStore::start(&client, name, &tx, &state));
         let (status_tx, status_rx) = tokio::sync::watch::channel(None);
         if settings.write_status {
             let writer = StatusWriter::new(
@@ -398,6 +501,7 @@ impl Cluster {
             options,
             status_tx,
             recovered: BTreeSet::new(),
+            config_map,
         };
         (cluster, changes)
     }
@@ -405,7 +509,13 @@ impl Cluster {
 
 impl Source for Cluster {
     fn read(&mut self) -> Option<Snapshot> {
-        let unsynced = self.stores.unsynced();
+        let mut unsynced = self.stores.unsynced();
+        unsynced.extend(
+            self.config_map
+                .as_ref()
+                .filter(|c| !c.held().synced)
+                .map(|c| c.label.clone()),
+        );
         if !unsynced.is_empty() {
             self.state.lock().waiting = Some(format!("waiting for the stores to sync: {}", unsynced.join(", ")));
             return None;
@@ -418,12 +528,17 @@ impl Source for Cluster {
         };
         let (objects, undecodable) = self.stores.objects();
         let (errors, statuses) = undecodable_report(&undecodable, &objects.ingress_classes, &self.options);
-        Some(Snapshot {
+        let mut snapshot = Snapshot {
             objects: Arc::new(objects),
             errors,
             statuses,
             ..Snapshot::default()
-        })
+        };
+        if let Some(config_map) = &self.config_map {
+            let data = config_map.held().data.clone();
+            read_controller_config(&config_map.name, data.as_ref(), &mut snapshot);
+        }
+        Some(snapshot)
     }
 
     fn rebuilt(&mut self, snapshot: Snapshot, statuses: &[ResourceStatus]) {
@@ -503,6 +618,33 @@ mod tests {
         let nginx = status.nginx.clone().unwrap();
         assert_eq!((nginx.state.as_str(), nginx.reason.as_str()), ("Invalid", "Rejected"));
         assert!(nginx.message.contains("splits[0].weight"), "{}", nginx.message);
+    }
+
+    #[test]
+    fn the_config_map_held_follows_lists_changes_and_deletion() {
+        let object = |value: &str| -> DynamicObject {
+            serde_json::from_value(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "ingress-nginx-controller", "namespace": "ingress-nginx"},
+                "data": {"ssl-redirect": value}}))
+            .unwrap()
+        };
+        let mut held = HeldConfigMap::default();
+        held.receive(&Event::Init);
+        held.receive(&Event::InitDone);
+        assert!(held.synced && held.data.is_none(), "listed, and absent");
+        held.receive(&Event::Apply(object("false")));
+        assert_eq!(held.data.as_ref().unwrap()["ssl-redirect"], "false");
+        held.receive(&Event::Init);
+        held.receive(&Event::InitApply(object("true")));
+        assert_eq!(
+            held.data.as_ref().unwrap()["ssl-redirect"],
+            "false",
+            "a relist replaces at its end"
+        );
+        held.receive(&Event::InitDone);
+        assert_eq!(held.data.as_ref().unwrap()["ssl-redirect"], "true");
+        held.receive(&Event::Delete(object("true")));
+        assert!(held.data.is_none());
     }
 
     #[test]

@@ -19,10 +19,12 @@ pub mod folder;
 pub mod kubernetes;
 pub mod store;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::watch::state::SourceError;
+use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
 use switchyard_compiler::objects::Objects;
 use switchyard_compiler::status::ResourceStatus;
 
@@ -39,6 +41,43 @@ pub struct Snapshot {
     pub warnings: Vec<String>,
     /// Statuses of resources the compiler never saw (objects that do not decode), added to its own.
     pub statuses: Vec<ResourceStatus>,
+    /// With `--ingress-nginx-configmap`: ingress-nginx's ConfigMap as read now (ROUTING.md §7.8;
+    /// ingress-nginx's defaults while it does not exist, see [`read_controller_config`]), which the
+    /// engine compiles with; `None` without the flag.
+    pub ingress_nginx_config: Option<ControllerConfig>,
+}
+
+/// ROUTING.md §7.8 in both modes: `data`, the `data` of the ConfigMap `--ingress-nginx-configmap`
+/// names (`name`: namespace and name) as the source found it, into `snapshot`. A ConfigMap that
+/// does not exist (`None`) is not fatal: ingress-nginx's defaults apply (as ingress-nginx itself
+/// runs without its ConfigMap) and an error naming it stays in `/status` until it appears. Its keys
+/// that are not routing are listed in the warnings.
+pub fn read_controller_config(
+    name: &(String, String),
+    data: Option<&BTreeMap<String, String>>,
+    snapshot: &mut Snapshot,
+) {
+    let (namespace, name) = name;
+    let config = match data {
+        Some(data) => ControllerConfig::from_data(data),
+        None => {
+            snapshot.errors.push(SourceError {
+                source: format!("ConfigMap {namespace}/{name}"),
+                message: format!(
+                    "--ingress-nginx-configmap {namespace}/{name}: no such ConfigMap; ingress-nginx's defaults \
+                     (ssl-redirect true, http-redirect-code 308, ...) apply until it appears"
+                ),
+            });
+            ControllerConfig::default()
+        }
+    };
+    if !config.not_honored.is_empty() {
+        snapshot.warnings.push(format!(
+            "ConfigMap {namespace}/{name}: not honoured (not routing, or an invalid value: the default stands): {}",
+            config.not_honored.join(", ")
+        ));
+    }
+    snapshot.ingress_nginx_config = Some(config);
 }
 
 /// A source of input: it signals changes on the channel it was started with, and the rebuild loop

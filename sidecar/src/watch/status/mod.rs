@@ -5,10 +5,18 @@
 //!   Contour-style `Valid` condition with the errors and warnings (each sub-condition with the
 //!   `status` Contour's schema requires), plus `loadBalancer` from `--publish-address`.
 //! - Ingress events (events.k8s.io/v1): `Rejected`, `HostTaken`, `PathTaken`, `PathLooksLikeRegex`,
-//!   one per distinct message, written by us under a name derived from the Ingress's uid, the reason
+//!   and on ingress-nginx's Ingresses (ROUTING.md §7) `AnnotationNotHonored`, `AnnotationInvalid`,
+//!   `PathRegexUnsupported`, `AliasTaken` and `AliasWildcardDepth` (the migration report, in
+//!   `kubectl describe ingress`), one per distinct message, written by us under a name derived from the Ingress's uid, the reason
 //!   and the note, so a restart finds them (`409 AlreadyExists`) instead of adding copies.
 //! - Ingress `.status.loadBalancer`: the `--publish-address` list on every Ingress that routes.
 //! - VirtualServer and VirtualServerRoute `.status` and events as NGINX writes them (`nginx.rs`).
+//!
+//! Which resources are ours is the compiler's verdict, never decided again here: a resource whose
+//! status is not `Ignored`. An Ingress of ingress-nginx's class is ours only with
+//! `--ingress-nginx-class` and when ROUTING.md §7.1 says it is ingress-nginx's (the compiler then
+//! accepts it with `ClassMatches`); without the flag §1 ignores it (its IngressClass names
+//! another controller), so nothing is written on it.
 //!
 //! Status is written with the field manager `switchyard`, so what we wrote is recognisable after a
 //! restart: a resource that is no longer ours (another class) or an Ingress that no longer routes
@@ -46,7 +54,14 @@ use switchyard_compiler::status::{ConditionKind, Reason, ResourceStatus, Status}
 pub fn is_ingress_event(reason: Reason) -> bool {
     matches!(
         reason,
-        Reason::HostTaken | Reason::PathTaken | Reason::PathLooksLikeRegex
+        Reason::HostTaken
+            | Reason::PathTaken
+            | Reason::PathLooksLikeRegex
+            | Reason::AnnotationNotHonored
+            | Reason::AnnotationInvalid
+            | Reason::PathRegexUnsupported
+            | Reason::AliasTaken
+            | Reason::AliasWildcardDepth
     )
 }
 
@@ -517,6 +532,34 @@ mod tests {
                 "host a.example belongs to Ingress shop/old".to_owned()
             )
         );
+    }
+
+    #[test]
+    fn an_ingress_nginx_ingress_gets_one_event_per_annotation_not_honoured() {
+        let s = status(
+            Kind::Ingress,
+            Status::Accepted,
+            &[
+                (
+                    ConditionKind::Info,
+                    Reason::ClassMatches,
+                    "ours, served as ingress-nginx served it",
+                ),
+                (
+                    ConditionKind::Warning,
+                    Reason::AnnotationNotHonored,
+                    "a is not honoured",
+                ),
+                (
+                    ConditionKind::Warning,
+                    Reason::AnnotationNotHonored,
+                    "b is not honoured",
+                ),
+                (ConditionKind::Info, Reason::RegexMode, "host h is in regex mode"),
+            ],
+        );
+        let events: Vec<Reason> = ingress_events(&s).into_iter().map(|(r, _)| r).collect();
+        assert_eq!(events, [Reason::AnnotationNotHonored, Reason::AnnotationNotHonored]);
     }
 
     #[test]

@@ -129,8 +129,9 @@ async fn rules(AxumState(state): AxumState<Shared>) -> Response {
         Some(Err(response)) => return response,
         None => return not_yet(),
     };
+    let servers = rules::IngressNginxServers::of(&state.lock().statuses);
     let view = offload::run(offload::DOCUMENT_TIME_LIMIT, move || {
-        serde_json::to_value(rules::view(&table, generation))
+        serde_json::to_value(rules::view(&table, generation, &servers))
     });
     match view.await {
         Err(not_done) => not_done.response(),

@@ -2,12 +2,19 @@
 //! its rules in priority order, every rule with the resource it came from (read back from its name,
 //! `<kind>/<namespace>/<name>#<n>`, so any kind the compiler learns shows up), its path, conditions
 //! (in the words of `switchyard explain`), backends with their share, and its action.
+//!
+//! A host whose rules come from ingress-nginx's Ingresses (ROUTING.md §7, `--ingress-nginx-class`)
+//! also shows its server's mode ([`ServerMode`]): regex mode and what turned it on, or plain
+//! paths; read from the status report ([`IngressNginxServers::of`]), where the compiler says which
+//! Ingresses are ingress-nginx's (`ClassMatches`) and which hosts are in regex mode (`RegexMode`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use switchyard_compiler::collisions::describe_path;
 use switchyard_compiler::explain::describe_condition;
+use switchyard_compiler::objects::Kind;
+use switchyard_compiler::status::{Reason, ResourceStatus};
 use switchyard_table::{ActionSpec, NoRoute, PathSpec, RouteTable, RuleSpec};
 
 /// The whole view.
@@ -32,6 +39,83 @@ pub struct HostView<'a> {
     pub host: Option<&'a str>,
     /// Its rules, in priority order.
     pub rules: Vec<RuleView<'a>>,
+    /// When ingress-nginx's Ingresses route it (ROUTING.md §7): its server's mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress_nginx: Option<ServerMode>,
+}
+
+/// The mode of a host's ingress-nginx server (ROUTING.md §7.3, §7.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerMode {
+    /// Whether the server is in regex mode (every path a case-insensitive regex anchored at its
+    /// start, longest first); else plain paths.
+    pub regex: bool,
+    /// In regex mode: what turned it on, `use-regex on Ingress shop/web` (the `RegexMode`
+    /// condition's words).
+    pub turned_on_by: Option<String>,
+}
+
+/// What the status report says of ingress-nginx's servers: which Ingresses are ingress-nginx's, and
+/// the hosts in regex mode with what turned it on.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct IngressNginxServers {
+    /// `(namespace, name)` of the Ingresses served as ingress-nginx served them.
+    ingresses: BTreeSet<(String, String)>,
+    /// Hosts in regex mode (`None`: the catch-all server) → what turned it on.
+    regex: BTreeMap<Option<String>, String>,
+}
+
+/// The start of the `ClassMatches` message of an Ingress that is ingress-nginx's.
+const INGRESS_NGINX_CLASS: &str = "ours, served as ingress-nginx served it";
+
+impl IngressNginxServers {
+    /// Read from the status report (nothing without `--ingress-nginx-class`).
+    pub fn of(statuses: &[ResourceStatus]) -> IngressNginxServers {
+        let mut out = IngressNginxServers::default();
+        for status in statuses.iter().filter(|s| s.kind == Kind::Ingress) {
+            for condition in &status.conditions {
+                match condition.reason {
+                    Reason::ClassMatches if condition.message.starts_with(INGRESS_NGINX_CLASS) => {
+                        out.ingresses.insert((status.namespace.clone(), status.name.clone()));
+                    }
+                    Reason::RegexMode => {
+                        // "host H is in regex mode (...), turned on by A on Ingress ns/name: every ..."
+                        let message = condition.message.as_str();
+                        let host = message
+                            .strip_prefix("host ")
+                            .and_then(|rest| rest.split_once(" is in regex mode"))
+                            .map(|(host, _)| host);
+                        let Some(host) = host else { continue };
+                        let by = message
+                            .split_once("turned on by ")
+                            .map_or(message, |(_, rest)| rest.split_once(": ").map_or(rest, |(by, _)| by));
+                        let host = (host != "(any host)").then(|| host.to_owned());
+                        out.regex.entry(host).or_insert_with(|| by.to_owned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// The mode of `host`'s server, when ingress-nginx's Ingresses route it (`rules`: its rules).
+    fn mode(&self, host: Option<&str>, rules: &[RuleView<'_>]) -> Option<ServerMode> {
+        if let Some(by) = self.regex.get(&host.map(str::to_owned)) {
+            return Some(ServerMode {
+                regex: true,
+                turned_on_by: Some(by.clone()),
+            });
+        }
+        let ours = rules
+            .iter()
+            .filter_map(|r| r.resource.as_ref())
+            .any(|r| r.kind == "Ingress" && self.ingresses.contains(&(r.namespace.to_owned(), r.name.to_owned())));
+        ours.then_some(ServerMode {
+            regex: false,
+            turned_on_by: None,
+        })
+    }
 }
 
 /// One rule.
@@ -120,8 +204,9 @@ pub struct BackendView<'a> {
     pub percent: f64,
 }
 
-/// The view of `table`, the table of push `generation`.
-pub fn view(table: &RouteTable, generation: u64) -> RulesView<'_> {
+/// The view of `table`, the table of push `generation`; `servers` says which hosts are
+/// ingress-nginx's servers and their mode.
+pub fn view<'t>(table: &'t RouteTable, generation: u64, servers: &IngressNginxServers) -> RulesView<'t> {
     let mut hosts: Vec<HostView<'_>> = Vec::new();
     // Where each host is in `hosts` (a lookup, not a scan: 10,000 hosts stay linear).
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
@@ -140,6 +225,7 @@ pub fn view(table: &RouteTable, generation: u64) -> RulesView<'_> {
                 hosts.push(HostView {
                     host: Some(host),
                     rules: vec![row],
+                    ingress_nginx: None,
                 });
             }
         }
@@ -148,7 +234,11 @@ pub fn view(table: &RouteTable, generation: u64) -> RulesView<'_> {
         hosts.push(HostView {
             host: None,
             rules: any_host,
+            ingress_nginx: None,
         });
+    }
+    for host in &mut hosts {
+        host.ingress_nginx = servers.mode(host.host, &host.rules);
     }
     RulesView {
         generation,
@@ -268,7 +358,7 @@ mod tests {
             rule("HTTPProxy/b/y#0", Some("b.example"), "/"),
             rule("Ingress/a/x#1", Some("a.example"), "/"),
         ]));
-        let view = view(&table, 7);
+        let view = view(&table, 7, &IngressNginxServers::default());
         let hosts: Vec<(Option<&str>, Vec<usize>)> = view
             .hosts
             .iter()
@@ -291,6 +381,80 @@ mod tests {
         assert_eq!(backends.iter().map(|b| b.percent).collect::<Vec<_>>(), [75.0, 25.0]);
     }
 
+    /// The modes as the compiler reports them: its own status report of a regex-mode host and a
+    /// host with plain paths, both ingress-nginx's, and a host of Switchyard's own Ingress.
+    #[test]
+    fn an_ingress_nginx_host_shows_its_servers_mode_and_what_turned_regex_mode_on() {
+        let manifests = "\
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx}
+spec: {controller: k8s.io/ingress-nginx}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: rewrite
+  namespace: shop
+  annotations: {nginx.ingress.kubernetes.io/use-regex: \"true\", nginx.ingress.kubernetes.io/rewrite-target: /$2}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: regex.example
+    http:
+      paths:
+      - {path: /something(/|$)(.*), pathType: ImplementationSpecific, backend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: plain, namespace: shop}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: plain.example
+    http:
+      paths:
+      - {path: /docs, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: own, namespace: shop}
+spec:
+  rules:
+  - host: own.example
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+";
+        let mut loaded = switchyard_compiler::load::Loaded::default();
+        switchyard_compiler::load::parse_text(manifests, "m.yaml", &mut loaded).unwrap();
+        let mut options = switchyard_compiler::model::Options::default();
+        options.ingress_nginx.class = Some("nginx".into());
+        let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+        let table = RouteTable::try_from(compiled.table.clone()).unwrap();
+        let servers = IngressNginxServers::of(&compiled.statuses);
+        let view = view(&table, 1, &servers);
+        let mode = |host: &str| {
+            let found = view.hosts.iter().find(|h| h.host == Some(host));
+            found.unwrap_or_else(|| panic!("{host}")).ingress_nginx.clone()
+        };
+        assert_eq!(
+            mode("regex.example"),
+            Some(ServerMode {
+                regex: true,
+                turned_on_by: Some("use-regex on Ingress shop/rewrite".into())
+            })
+        );
+        assert_eq!(
+            mode("plain.example"),
+            Some(ServerMode {
+                regex: false,
+                turned_on_by: None
+            })
+        );
+        assert_eq!(mode("own.example"), None);
+    }
+
     #[test]
     fn a_rule_names_its_resource_whatever_its_kind() {
         assert_eq!(
@@ -311,14 +475,17 @@ mod tests {
         with_condition["conditions"] =
             serde_json::json!([{"on": "header", "name": "key", "match": "exact", "value": "v"}]);
         let table = table(serde_json::json!([with_condition]));
-        assert_eq!(view(&table, 1).hosts[0].rules[0].conditions, ["header key exact \"v\""]);
+        assert_eq!(
+            view(&table, 1, &IngressNginxServers::default()).hosts[0].rules[0].conditions,
+            ["header key exact \"v\""]
+        );
     }
     #[test]
     fn a_redirect_shows_its_status_and_location_template() {
         let mut redirect = rule("VirtualServer/a/cafe#0/match1", Some("a.example"), "/");
         redirect["action"] = serde_json::json!({"redirect": {"url": "${scheme}://${host}/new", "status": 301}});
         let table = table(serde_json::json!([redirect]));
-        let view = view(&table, 1);
+        let view = view(&table, 1, &IngressNginxServers::default());
         let rule = &view.hosts[0].rules[0];
         let ActionView::Redirect { status, url } = &rule.action else {
             panic!("a redirect")
@@ -335,7 +502,7 @@ mod tests {
             "headers": [{"name": "x-forwarded-prefix", "value": "/coffee"}]
         });
         let table = table(serde_json::json!([rewrite]));
-        let view = view(&table, 1);
+        let view = view(&table, 1, &IngressNginxServers::default());
         let ActionView::Route { rewrite_regex, .. } = &view.hosts[0].rules[0].action else {
             panic!("a route")
         };

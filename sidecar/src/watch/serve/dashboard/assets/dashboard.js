@@ -194,7 +194,7 @@ function renderRules() {
   for (const h of rules.hosts) {
     const host = h.host === null ? "*" : h.host;
     const own = !wanted || host.toLowerCase().includes(wanted) ? h.rules : h.rules.filter((r) => ruleText(r).includes(wanted));
-    if (own.length) matching.push({ host: h.host, rules: own, all: h.rules.length });
+    if (own.length) matching.push({ host: h.host, rules: own, all: h.rules.length, ingressNginx: h.ingress_nginx });
   }
   const drawn = matching.slice(0, limit.hosts);
   replace("host-list", drawn.map((h, i) => {
@@ -203,6 +203,7 @@ function renderRules() {
     const count = h.rules.length === h.all ? h.all + (h.all === 1 ? " rule" : " rules") : h.rules.length + " of " + h.all + " rules";
     return el("section", { class: "host", "data-host": h.host === null ? "*" : h.host, "aria-labelledby": headingId },
       el("h3", { id: headingId }, name, " ", el("span", { class: "count" }, "(" + count + ")")),
+      serverMode(h.ingressNginx),
       el("table", { class: "grid rules" },
         el("caption", { class: "visually-hidden" }, "Rules for " + name + " in priority order"),
         el("thead", {}, el("tr", {}, ["Position", "Resource", "Path", "Conditions", "Backends", "Action"]
@@ -210,6 +211,15 @@ function renderRules() {
         el("tbody", {}, h.rules.map(ruleRow))));
   }));
   more("hosts-more", "hosts", drawn.length, matching.length, "hosts", renderRules);
+}
+
+// The mode of a host's ingress-nginx server (ROUTING.md §7.3, §7.4), when its Ingresses route it.
+function serverMode(mode) {
+  if (!mode) return null;
+  return el("p", { class: "meta server-mode" }, "ingress-nginx server: ", mode.regex
+    ? [el("strong", {}, "regex mode"), ", turned on by ", el("code", {}, mode.turned_on_by),
+      " (every path a case-insensitive regex anchored at its start, longest path first)"]
+    : "plain paths (no regex mode)");
 }
 
 function ruleText(rule) {
