@@ -125,12 +125,15 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 Some(i) => failed(c.rule.spec().conditions.get(i)),
                 None => match crate::nginx::why_ranked_lower(spec, c.rule.spec()) {
                     Some(why) => format!("ranked lower by NGINX's order: {why}"),
-                    None => format!(
-                        "ranked lower by {}",
-                        winner_precedence
-                            .deciding_key(&Precedence::of(c.rule.spec()))
-                            .describe()
-                    ),
+                    None => match crate::ingress_nginx::explain::why_ranked_lower(spec, c.rule.spec()) {
+                        Some(why) => format!("ingress-nginx's order: {why}"),
+                        None => format!(
+                            "ranked lower by {}",
+                            winner_precedence
+                                .deciding_key(&Precedence::of(c.rule.spec()))
+                                .describe()
+                        ),
+                    },
                 },
             };
             Loser {
@@ -142,7 +145,7 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
         .collect();
     let conditions: Vec<String> = spec.conditions.iter().map(describe_condition).collect();
     let detail = format!(
-        "position {}, host {}, path {}{}",
+        "position {}, host {}, path {}{}{}",
         winner.position,
         spec.host.as_deref().unwrap_or("(any)"),
         describe_path(&spec.path),
@@ -150,6 +153,10 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             String::new()
         } else {
             format!(", when {}", conditions.join(" and "))
+        },
+        match crate::ingress_nginx::explain::describe_winner(spec) {
+            Some(about) => format!("; ingress-nginx: {about}"),
+            None => String::new(),
         }
     );
     Explanation {

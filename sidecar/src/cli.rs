@@ -14,9 +14,10 @@ use clap::{Parser, Subcommand};
 use switchyard_table::RouteTable;
 
 use crate::flags::{L4Args, TableArgs, TableEncoding};
+use switchyard_compiler::ingress_nginx::annotations::not_honored_annotation;
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
-use switchyard_compiler::status::{summarize, ConditionKind, Status};
+use switchyard_compiler::status::{summarize, ConditionKind, Reason, ResourceStatus, Status};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -73,7 +74,7 @@ enum Command {
     /// Compile Ingress, IngressClass, Service, HTTPProxy and NGINX VirtualServer, VirtualServerRoute
     /// and TransportServer manifests into the route table (JSON) and L4 listeners.
     #[command(after_help = COMPILE_HELP)]
-    Compile(CompileArgs),
+    Compile(Box<CompileArgs>),
     /// Show which rule of a table wins a request, and why the other candidates lost.
     #[command(after_help = EXPLAIN_HELP)]
     Explain(ExplainArgs),
@@ -244,6 +245,8 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         .flat_map(|s| {
             s.conditions
                 .iter()
+                // Counted by annotation below, not listed Ingress by Ingress.
+                .filter(|c| c.reason != Reason::AnnotationNotHonored)
                 .filter(|c| {
                     c.kind == ConditionKind::Error
                         || c.kind == ConditionKind::Warning
@@ -267,12 +270,47 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
                 })
         })
         .collect();
+    out.push_str(&not_honored_report(&compiled.statuses));
     let warnings = loaded.warnings.len() + problems.len();
     if warnings > 0 {
         out.push_str(&format!("  warnings ({warnings}):\n"));
         for w in loaded.warnings.iter().chain(&problems) {
             out.push_str(&format!("    - {w}\n"));
         }
+    }
+    out
+}
+
+/// The migration report's summary (ROUTING.md §7.9): the ingress-nginx annotations that will not
+/// carry over, each with how many Ingresses carry it, most common first; nothing when none.
+fn not_honored_report(statuses: &[ResourceStatus]) -> String {
+    let mut by_annotation: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut ingresses = 0;
+    for status in statuses {
+        let mut any = false;
+        for condition in status
+            .conditions
+            .iter()
+            .filter(|c| c.reason == Reason::AnnotationNotHonored)
+        {
+            *by_annotation
+                .entry(not_honored_annotation(&condition.message))
+                .or_default() += 1;
+            any = true;
+        }
+        ingresses += usize::from(any);
+    }
+    if by_annotation.is_empty() {
+        return String::new();
+    }
+    let mut counts: Vec<(&str, usize)> = by_annotation.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let mut out = format!(
+        "  ingress-nginx annotations not honoured ({} on {ingresses} Ingress(es); each Ingress's are in --status):\n",
+        counts.len()
+    );
+    for (annotation, count) in counts {
+        out.push_str(&format!("    {annotation}: {count} Ingress(es)\n"));
     }
     out
 }

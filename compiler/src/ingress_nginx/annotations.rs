@@ -102,7 +102,7 @@ impl IngressNginxAnnotations {
                 out.problems.push(Problem {
                     name: name.to_owned(),
                     reason: Reason::AnnotationNotHonored,
-                    message: format!("{prefix}/{name} is not honoured; the Ingress routes as if it were absent"),
+                    message: not_honored_message(prefix, name),
                 });
             }
         }
@@ -207,6 +207,17 @@ impl IngressNginxAnnotations {
             || matches!(&self.rewrite_target, Some(RewriteTarget::Path(t)) if t != path)
             || matches!(&self.rewrite_target, Some(RewriteTarget::Url(_)))
     }
+}
+
+/// The message of an `AnnotationNotHonored` condition: it starts with the annotation's full name,
+/// which [`not_honored_annotation`] reads back for the migration report.
+pub fn not_honored_message(prefix: &str, name: &str) -> String {
+    format!("{prefix}/{name} is not honoured; the Ingress routes as if it were absent")
+}
+
+/// The annotation an `AnnotationNotHonored` message names (its first word), for counting them.
+pub fn not_honored_annotation(message: &str) -> &str {
+    message.split_once(' ').map_or(message, |(first, _)| first)
 }
 
 /// Go's `strconv.ParseBool`, which ingress-nginx reads booleans with.

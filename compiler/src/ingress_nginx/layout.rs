@@ -265,7 +265,7 @@ fn app_root(server: &Server<'_>, members: &[Member<'_>]) -> Option<(usize, Strin
         .iter()
         .filter(|l| members[l.member].annotations.app_root.is_some())
         .collect();
-    carriers.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+    carriers.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
     let member = carriers.first()?.member;
     Some((member, members[member].annotations.app_root.clone()?))
 }

@@ -24,6 +24,7 @@
 pub mod annotations;
 pub mod class;
 pub mod configmap;
+pub mod explain;
 pub mod flags;
 pub mod layout;
 pub mod paths;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::Ingress;
 use switchyard_table::{ActionSpec, Backend, DirectResponse, RouteAction, RuleSpec};
 
-use super::annotations::IngressNginxAnnotations;
+use super::annotations::{not_honored_message, IngressNginxAnnotations};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
 use super::server::{self, Member, Server};
@@ -112,8 +112,9 @@ fn members<'o>(ingresses: &'o [Arc<Ingress>], prefix: &str, book: &mut StatusBoo
                 ConditionKind::Warning,
                 Reason::AnnotationNotHonored,
                 format!(
-                    "{prefix}/canary is not honoured yet (ROUTING.md §7.6): this canary Ingress's paths \
-                     are not routed, and its main Ingresses take every request"
+                    "{} yet (ROUTING.md §7.6): this canary Ingress's paths are not routed, and its main \
+                     Ingresses take every request",
+                    not_honored_message(prefix, "canary").replace("; the Ingress routes as if it were absent", "")
                 ),
             );
             continue;

@@ -1,0 +1,347 @@
+//! ROUTING.md §7 through the whole compiler: which Ingresses §7 serves (§7.1), a server as one
+//! contender in §2's host contest (§7.2), its aliases, its statuses and the migration report's
+//! conditions (§7.9), and requests routed by the matcher the filter runs. The routing sentences
+//! of §7.3–7.7 are data cases too (tests/cases), run natively and through the filter.
+
+mod common;
+
+use common::{compile_yaml, load, rule_for, table};
+use switchyard_compiler::ingress_nginx::flags::Flags;
+use switchyard_compiler::status::{Reason, Status};
+use switchyard_compiler::{compile, Compiled, Options};
+use switchyard_table::{ActionSpec, SimpleRequest};
+
+fn options() -> Options {
+    Options {
+        ingress_nginx: Flags {
+            class: Some("nginx".into()),
+            ..Flags::default()
+        },
+        ..Options::default()
+    }
+}
+
+const CLASS: &str = "
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx}
+spec: {controller: k8s.io/ingress-nginx}
+";
+
+/// An Ingress of ingress-nginx's class: name, namespace, creation second, annotations (YAML
+/// flow map), host and paths (`path` or `path Exact`) to service `svc` port 80.
+fn ingress(name: &str, namespace: &str, created: u32, annotations: &str, host: &str, paths: &[&str]) -> String {
+    let paths: String = paths
+        .iter()
+        .map(|p| {
+            let (path, kind) = p.split_once(' ').unwrap_or((p, "Prefix"));
+            format!(
+                "      - path: {path:?}\n        pathType: {kind}\n        backend: {{service: {{name: {name}, port: {{number: 80}}}}}}\n"
+            )
+        })
+        .collect();
+    format!(
+        "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  \
+         creationTimestamp: \"2026-01-01T00:00:{created:02}Z\"\n  annotations: {annotations}\nspec:\n  \
+         ingressClassName: nginx\n  rules:\n  - host: {host}\n    http:\n      paths:\n{paths}"
+    )
+}
+
+fn status_of<'c>(
+    compiled: &'c Compiled,
+    namespace: &str,
+    name: &str,
+) -> &'c switchyard_compiler::status::ResourceStatus {
+    compiled
+        .statuses
+        .iter()
+        .find(|s| s.kind.as_str() == "Ingress" && s.namespace == namespace && s.name == name)
+        .unwrap_or_else(|| panic!("no status for {namespace}/{name}"))
+}
+
+fn reasons(compiled: &Compiled, namespace: &str, name: &str) -> Vec<Reason> {
+    status_of(compiled, namespace, name)
+        .conditions
+        .iter()
+        .map(|c| c.reason)
+        .collect()
+}
+
+fn get(url: &str) -> SimpleRequest {
+    SimpleRequest::from_url(url)
+}
+
+#[test]
+fn ingress_of_ingress_nginx_class_is_served_by_section_7_not_ignored_by_section_1() {
+    let yaml = format!("{CLASS}{}", ingress("a", "shop", 1, "{}", "a.example", &["/api"]));
+    let served = compile_yaml(&yaml, &options());
+    assert_eq!(status_of(&served, "shop", "a").status, Status::Accepted);
+    assert_eq!(
+        rule_for(&served, &get("http://a.example/api/x")).as_deref(),
+        Some("Ingress/shop/a#0")
+    );
+    // Without --ingress-nginx-class it is another controller's, as before.
+    let without = compile_yaml(&yaml, &Options::default());
+    assert_eq!(status_of(&without, "shop", "a").status, Status::Ignored);
+    assert!(without.table.rules.is_empty());
+}
+
+#[test]
+fn server_of_ingresses_in_any_namespace_contends_alone_as_its_first_ingress() {
+    // Switchyard's own Ingress (no class, --ingress-class empty) on the same host, younger than the
+    // server's first Ingress: the server wins the whole host, the Ingress is HostTaken; they do
+    // not merge, as two of Switchyard's Ingresses would.
+    let ours = "
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: mine, namespace: team, creationTimestamp: '2026-01-01T00:00:30Z'}
+spec:
+  rules:
+  - host: shared.example
+    http:
+      paths:
+      - {path: /mine, pathType: Prefix, backend: {service: {name: mine, port: {number: 80}}}}
+";
+    let yaml = format!(
+        "{CLASS}{}{}{ours}",
+        ingress("old", "a", 1, "{}", "shared.example", &["/a"]),
+        ingress("young", "b", 40, "{}", "shared.example", &["/b"]),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    assert!(reasons(&compiled, "team", "mine").contains(&Reason::HostTaken));
+    assert_eq!(
+        rule_for(&compiled, &get("http://shared.example/mine")).as_deref(),
+        Some("Ingress/a/old#root@shared.example"),
+        "a request for the server's host is decided inside the server"
+    );
+    assert_eq!(
+        rule_for(&compiled, &get("http://shared.example/b")).as_deref(),
+        Some("Ingress/b/young#0")
+    );
+}
+
+#[test]
+fn server_younger_than_another_resource_loses_the_host_on_every_ingress() {
+    let ours = "
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: mine, namespace: team, creationTimestamp: '2025-01-01T00:00:00Z'}
+spec:
+  rules:
+  - host: shared.example
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: mine, port: {number: 80}}}}
+";
+    let yaml = format!(
+        "{CLASS}{}{}{ours}",
+        ingress("first", "a", 1, "{}", "shared.example", &["/a"]),
+        ingress("second", "b", 2, "{}", "shared.example", &["/b"]),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    for (namespace, name) in [("a", "first"), ("b", "second")] {
+        assert!(
+            reasons(&compiled, namespace, name).contains(&Reason::HostTaken),
+            "{name}"
+        );
+        assert_eq!(status_of(&compiled, namespace, name).status, Status::Rejected, "{name}");
+    }
+    assert_eq!(
+        rule_for(&compiled, &get("http://shared.example/a")).as_deref(),
+        Some("Ingress/team/mine#0")
+    );
+}
+
+#[test]
+fn same_path_and_type_on_a_server_is_path_taken_by_the_first_in_ingress_nginx_order() {
+    // Equal timestamps: namespace/name descending, so b/x comes before a/x.
+    let yaml = format!(
+        "{CLASS}{}{}",
+        ingress("x", "a", 5, "{}", "h.example", &["/same"]),
+        ingress("x", "b", 5, "{}", "h.example", &["/same"]),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    assert_eq!(
+        rule_for(&compiled, &get("http://h.example/same")).as_deref(),
+        Some("Ingress/b/x#0")
+    );
+    assert!(reasons(&compiled, "a", "x").contains(&Reason::PathTaken));
+    assert!(!reasons(&compiled, "b", "x").contains(&Reason::PathTaken));
+}
+
+#[test]
+fn implicit_root_takes_the_first_ingress_annotations_and_default_backend() {
+    let first = ingress(
+        "first",
+        "a",
+        1,
+        "{nginx.ingress.kubernetes.io/permanent-redirect: 'https://moved.example/'}",
+        "h.example",
+        &["/x"],
+    );
+    let second = ingress("second", "b", 2, "{}", "h.example", &["/y"]);
+    let compiled = compile_yaml(&format!("{CLASS}{first}{second}"), &options());
+    let t = table(&compiled);
+    let decision = t.route(&get("http://h.example/unmatched"), 0).unwrap();
+    assert_eq!(decision.rule.name(), "Ingress/a/first#root@h.example");
+    match decision.rule.action() {
+        ActionSpec::Redirect(r) => assert_eq!((r.status, r.url.as_str()), (301, "https://moved.example/")),
+        other => panic!("the implicit root should redirect as the first Ingress does: {other:?}"),
+    }
+    // The second Ingress's own location keeps its own (absent) annotations.
+    assert_eq!(
+        rule_for(&compiled, &get("http://h.example/y")).as_deref(),
+        Some("Ingress/b/second#0")
+    );
+}
+
+#[test]
+fn regex_mode_matches_paths_in_any_case_from_the_start() {
+    let yaml = format!(
+        "{CLASS}{}",
+        ingress(
+            "r",
+            "a",
+            1,
+            "{nginx.ingress.kubernetes.io/use-regex: 'true', nginx.ingress.kubernetes.io/ssl-redirect: 'false'}",
+            "r.example",
+            &["/something(/|$)(.*)", "/a Exact"]
+        )
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    for url in [
+        "https://r.example/something/new",
+        "https://r.example/SOMETHING/new",
+        "http://r.example/SomeThing",
+    ] {
+        assert_eq!(
+            rule_for(&compiled, &get(url)).as_deref(),
+            Some("Ingress/a/r#0"),
+            "{url}"
+        );
+    }
+    assert_eq!(
+        rule_for(&compiled, &get("http://r.example/ABC/d")).as_deref(),
+        Some("Ingress/a/r#1")
+    );
+    assert!(reasons(&compiled, "a", "r").contains(&Reason::RegexMode));
+}
+
+#[test]
+fn server_alias_is_dropped_with_alias_taken_when_another_resource_owns_the_host() {
+    let owner = ingress("owner", "z", 9, "{}", "taken.example", &["/"]);
+    let aliased = ingress(
+        "aliased",
+        "a",
+        1,
+        "{nginx.ingress.kubernetes.io/server-alias: 'free.example, taken.example'}",
+        "main.example",
+        &["/app"],
+    );
+    let compiled = compile_yaml(&format!("{CLASS}{owner}{aliased}"), &options());
+    assert_eq!(
+        rule_for(&compiled, &get("http://free.example/app")).as_deref(),
+        Some("Ingress/a/aliased#0@free.example")
+    );
+    assert_eq!(
+        rule_for(&compiled, &get("http://taken.example/app")).as_deref(),
+        Some("Ingress/z/owner#0")
+    );
+    assert!(reasons(&compiled, "a", "aliased").contains(&Reason::AliasTaken));
+    assert!(
+        !reasons(&compiled, "z", "owner").contains(&Reason::HostTaken),
+        "an alias never takes a host"
+    );
+}
+
+#[test]
+fn every_other_annotation_with_the_prefix_is_reported_once_each_and_the_ingress_routes() {
+    let yaml = format!(
+        "{CLASS}{}",
+        ingress(
+            "n",
+            "a",
+            1,
+            "{nginx.ingress.kubernetes.io/auth-url: 'http://auth', nginx.ingress.kubernetes.io/limit-rps: '5', \
+             nginx.ingress.kubernetes.io/configuration-snippet: 'more_set_headers x'}",
+            "n.example",
+            &["/"]
+        )
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    let not_honored = reasons(&compiled, "a", "n")
+        .into_iter()
+        .filter(|r| *r == Reason::AnnotationNotHonored)
+        .count();
+    assert_eq!(not_honored, 3);
+    assert_eq!(
+        rule_for(&compiled, &get("http://n.example/x")).as_deref(),
+        Some("Ingress/a/n#0")
+    );
+}
+
+#[test]
+fn the_same_manifests_in_any_order_give_a_byte_identical_table() {
+    let docs = [
+        ingress(
+            "a",
+            "x",
+            1,
+            "{nginx.ingress.kubernetes.io/use-regex: 'true'}",
+            "h.example",
+            &["/a+", "/b"],
+        ),
+        ingress(
+            "b",
+            "y",
+            1,
+            "{nginx.ingress.kubernetes.io/app-root: /app}",
+            "h.example",
+            &["/c/"],
+        ),
+        ingress(
+            "c",
+            "z",
+            2,
+            "{nginx.ingress.kubernetes.io/server-alias: w.example}",
+            "g.example",
+            &["/d/"],
+        ),
+    ];
+    let forward = format!("{CLASS}{}{}{}", docs[0], docs[1], docs[2]);
+    let backward = format!("{}{}{}{CLASS}", docs[2], docs[1], docs[0]);
+    let a = compile(&load(&forward).objects, &options()).unwrap();
+    let b = compile(&load(&backward).objects, &options()).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a.table).unwrap(),
+        serde_json::to_string(&b.table).unwrap()
+    );
+    assert_eq!(a.statuses, b.statuses);
+}
+
+#[test]
+fn catch_all_server_is_reached_only_by_a_host_nothing_else_owns() {
+    let catch_all = "
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: fallback, namespace: a, creationTimestamp: '2026-01-01T00:00:01Z'}
+spec:
+  ingressClassName: nginx
+  defaultBackend: {service: {name: fallback, port: {number: 80}}}
+";
+    let named = ingress("named", "a", 2, "{}", "named.example", &["/x"]);
+    let compiled = compile_yaml(&format!("{CLASS}{catch_all}{named}"), &options());
+    assert_eq!(
+        rule_for(&compiled, &get("http://unknown.example/anything")).as_deref(),
+        Some("Ingress/a/fallback#default")
+    );
+    assert_eq!(
+        rule_for(&compiled, &get("http://named.example/other")).as_deref(),
+        Some("Ingress/a/named#root@named.example"),
+        "a server's host never falls to the catch-all server"
+    );
+}
