@@ -129,7 +129,7 @@ test-kubernetes:
 	@if [ -z "$${KUBEBUILDER_ASSETS:-}" ]; then \
 	  echo "test-kubernetes: NOT RUN (KUBEBUILDER_ASSETS is not set): the real-API-server suite needs kube-apiserver and etcd; get them with \`export KUBEBUILDER_ASSETS=\$$(../shared/envtest/assets build/envtest)\` or \`export KUBEBUILDER_ASSETS=\$$(setup-envtest use -p path)\` (any kube-apiserver and etcd binaries in one folder will do)"; \
 	else \
-	  cargo test -p switchyard --features envtest --test envtest; \
+	  cargo test -p switchyard --features envtest --test envtest --test envtest_ingress_nginx; \
 	fi
 
 # deploy/istio/ through a real istiod (tests/istio): the envtest API server with Istio's CRDs, istiod
