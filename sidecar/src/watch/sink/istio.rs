@@ -196,27 +196,43 @@ impl IstioSink {
         check_size(bytes, self.max_bytes).map_err(PushError::TooLarge)?;
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &self.namespace, &self.kind.api_resource());
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        let mut result = api
-            .patch(&self.name, &params, &Patch::Apply(&object))
+        // Server-side apply would leave the pluginConfig keys other managers set (the JSON table
+        // of deploy/istio/, say) beside ours, and the filter would read them all. Removing them in
+        // a second write would let istiod push the mixed object in between (the filter refuses
+        // it): so when the live object has such keys, one merge patch writes ours and removes
+        // theirs at once.
+        let live = api
+            .get_opt(&self.name)
             .await
             .map_err(|e| refused(&e, bytes, self.max_bytes))?;
-        // Server-side apply leaves the pluginConfig keys other managers set (the JSON table of
-        // deploy/istio/, say) beside ours, and the filter would read them all: they are removed.
-        let foreign = foreign_keys(&result.data["spec"]["pluginConfig"], &object["spec"]["pluginConfig"]);
-        if !foreign.is_empty() {
-            let nulls: serde_json::Map<String, Value> = foreign.iter().map(|k| (k.clone(), Value::Null)).collect();
-            let patch = json!({ "spec": { "pluginConfig": nulls } });
-            result = api
-                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| {
-                    PushError::Failed(format!(
-                        "removing pluginConfig keys {foreign:?} of another manager: {e}"
-                    ))
-                })?;
-            tracing::info!(sink = %self.name(), "removed pluginConfig keys {foreign:?} another field manager had set");
-        }
+        let foreign = live
+            .as_ref()
+            .map(|live| foreign_keys(&live.data["spec"]["pluginConfig"], &object["spec"]["pluginConfig"]))
+            .unwrap_or_default();
+        let result = match foreign.is_empty() {
+            true => {
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                api.patch(&self.name, &params, &Patch::Apply(&object))
+                    .await
+                    .map_err(|e| refused(&e, bytes, self.max_bytes))?
+            }
+            false => {
+                let mut patch = object.clone();
+                if let Some(config) = patch["spec"]["pluginConfig"].as_object_mut() {
+                    config.extend(foreign.iter().map(|k| (k.clone(), Value::Null)));
+                }
+                let params = PatchParams {
+                    field_manager: Some(FIELD_MANAGER.to_owned()),
+                    ..PatchParams::default()
+                };
+                let result = api
+                    .patch(&self.name, &params, &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| refused(&e, bytes, self.max_bytes))?;
+                tracing::info!(sink = %self.name(), "removed pluginConfig keys {foreign:?} another field manager had set");
+                result
+            }
+        };
         record_applied(&self.applied, object, result.metadata.resource_version);
         Ok(())
     }
