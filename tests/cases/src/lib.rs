@@ -10,9 +10,15 @@
 //! Rules in `routing.json` are table rules (table/README.md) with one shorthand: `"cluster": C`
 //! stands for `"action": {"route": {"backends": [{"cluster": C}]}}`. Within a case every rule has its
 //! own cluster, whose service part (`ns/service:port`) names the backend that answers in Envoy.
+//!
+//! ROUTING.md §7 (ingress-nginx's Ingresses) has its own corpus, `ingress_nginx.json` over the
+//! manifests of `ingress-nginx/` (read by [`ingress_nginx_cases`]): each case is compiled from
+//! manifests with `switchyard compile`'s flags, natively and through the filter under host-sim.
 
 mod builder;
 mod corpus;
+mod ingress_nginx;
 
 pub use builder::{rule, RuleBuilder};
 pub use corpus::{routing_cases, Case, Order, Probe};
+pub use ingress_nginx::{ingress_nginx_cases, NginxCase, NginxProbe, Want, WantCondition};

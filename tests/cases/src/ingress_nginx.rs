@@ -1,0 +1,260 @@
+//! `ingress_nginx.json` read into [`NginxCase`]s: ROUTING.md §7 (ingress-nginx's Ingresses) as
+//! data. Each case names a manifest file under `ingress-nginx/`, the `switchyard compile` flags it
+//! is compiled with, the requests with the decision each must get (rule, cluster, status,
+//! `Location`, the path and headers the backend receives), and the status conditions the compiler
+//! must report. The same case runs natively (the compiler, then the table's matcher through
+//! `switchyard explain`'s own function) and through the real filter under host-sim
+//! (`host-sim/tests/ingress_nginx_cases.rs`).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// The corpus, as written in this crate's `ingress_nginx.json`.
+const CORPUS: &str = include_str!("../ingress_nginx.json");
+
+/// One case: manifests, flags, requests and the conditions the status report must carry.
+#[derive(Debug, Clone)]
+pub struct NginxCase {
+    /// The behaviour, as a test name: `regex_mode_exact_path_matches_any_case_prefix`.
+    pub name: String,
+    /// The sentence of ROUTING.md §7 the case pins (and, for a case taken from ingress-nginx's own
+    /// tests, the file it comes from).
+    pub about: String,
+    /// The manifest file, relative to this crate (`ingress-nginx/paths.yaml`).
+    pub manifests: String,
+    /// The `switchyard compile` flags (`--ingress-nginx-class nginx` when the case says none).
+    pub flags: Vec<String>,
+    /// The requests and the decision each must get.
+    pub requests: Vec<NginxProbe>,
+    /// Status conditions that must be reported. For every (resource, reason) listed, the report
+    /// holds exactly as many conditions of that reason on that resource as are listed.
+    pub conditions: Vec<WantCondition>,
+}
+
+/// A request and the decision it must get.
+#[derive(Debug, Clone)]
+pub struct NginxProbe {
+    /// The method (`GET` unless the case says otherwise).
+    pub method: String,
+    /// `http://authority/path?query` (`https://` for a request whose `:scheme` is `https`).
+    pub url: String,
+    /// Request headers in order.
+    pub headers: Vec<(String, String)>,
+    /// The decision.
+    pub want: Want,
+}
+
+/// The decision for one request. `status` 200 means routed to `cluster`; any other status is the
+/// filter's local reply (a redirect with its `Location`, or the no-route 404).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Want {
+    /// The winning rule, when the case names it (`None` with `rule_none`: no rule at all).
+    pub rule: Option<String>,
+    /// The request must match no rule (the filter's own 404).
+    pub rule_none: bool,
+    /// The cluster the request goes to (required when `status` is 200).
+    pub cluster: Option<String>,
+    /// 200 when routed, else the local reply's status.
+    pub status: u16,
+    /// A redirect's `Location`.
+    pub location: Option<String>,
+    /// The `:path` the backend receives, query included.
+    pub path: Option<String>,
+    /// Request headers the backend receives (lowercase names; `:authority` for the Host).
+    pub headers: Vec<(String, String)>,
+    /// Request headers the filter must not add (lowercase names).
+    pub absent_headers: Vec<String>,
+}
+
+/// A status condition the report must carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WantCondition {
+    /// `Ingress/namespace/name` (or `IngressClass//name`).
+    pub resource: String,
+    /// The condition's reason (`PathTaken`, `AnnotationNotHonored`, …).
+    pub reason: String,
+    /// Text the condition's message must contain (empty: any).
+    pub contains: String,
+}
+
+impl NginxCase {
+    /// The manifest file's path on disk.
+    pub fn manifest_path(&self) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&self.manifests)
+    }
+
+    /// The manifests' text.
+    pub fn manifest_text(&self) -> String {
+        let path = self.manifest_path();
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("case {}: {}: {e}", self.name, path.display()))
+    }
+}
+
+impl NginxProbe {
+    /// The authority of [`NginxProbe::url`].
+    pub fn authority(&self) -> &str {
+        self.split().0
+    }
+
+    /// The path and query of [`NginxProbe::url`].
+    pub fn path(&self) -> &str {
+        self.split().1
+    }
+
+    fn split(&self) -> (&str, &str) {
+        let rest = self.url.split_once("://").map_or(self.url.as_str(), |(_, rest)| rest);
+        match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, "/"),
+        }
+    }
+}
+
+impl std::fmt::Display for NginxProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.method, self.url)?;
+        for (name, value) in &self.headers {
+            write!(f, " [{name}: {value}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every case of `ingress_nginx.json`. Panics on a malformed corpus, naming the case.
+pub fn ingress_nginx_cases() -> Vec<NginxCase> {
+    let corpus: Value = serde_json::from_str(CORPUS).unwrap_or_else(|e| panic!("ingress_nginx.json: {e}"));
+    let cases: Vec<NginxCase> = corpus["cases"]
+        .as_array()
+        .expect("ingress_nginx.json: a `cases` list")
+        .iter()
+        .map(case)
+        .collect();
+    for (i, case) in cases.iter().enumerate() {
+        assert!(
+            cases[..i].iter().all(|other| other.name != case.name),
+            "ingress_nginx.json: two cases named {}",
+            case.name
+        );
+    }
+    cases
+}
+
+fn text(value: &Value, field: &str, context: &str) -> String {
+    value[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: `{field}` must be a string"))
+        .to_owned()
+}
+
+fn strings(value: Option<&Value>, context: &str) -> Vec<String> {
+    match value {
+        None => Vec::new(),
+        Some(list) => list
+            .as_array()
+            .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: a list of strings"))
+            .iter()
+            .map(|s| {
+                s.as_str()
+                    .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: {s} is not a string"))
+                    .to_owned()
+            })
+            .collect(),
+    }
+}
+
+fn pairs(value: Option<&Value>, context: &str) -> Vec<(String, String)> {
+    match value {
+        None => Vec::new(),
+        Some(list) => list
+            .as_array()
+            .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: headers are a list"))
+            .iter()
+            .map(|pair| match pair.as_array().map(Vec::as_slice) {
+                Some([Value::String(name), Value::String(value)]) => (name.clone(), value.clone()),
+                _ => panic!("ingress_nginx.json: {context}: a header is [name, value]"),
+            })
+            .collect(),
+    }
+}
+
+fn case(value: &Value) -> NginxCase {
+    let name = text(value, "name", "a case");
+    let flags = match value.get("flags") {
+        None => vec!["--ingress-nginx-class".to_owned(), "nginx".to_owned()],
+        some => strings(some, &format!("{name}: flags")),
+    };
+    let requests = value["requests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("ingress_nginx.json: case {name}: a `requests` list"))
+        .iter()
+        .map(|p| probe(p, &name))
+        .collect();
+    let conditions = match value.get("conditions") {
+        None => Vec::new(),
+        Some(list) => list
+            .as_array()
+            .unwrap_or_else(|| panic!("ingress_nginx.json: case {name}: `conditions` is a list"))
+            .iter()
+            .map(|c| WantCondition {
+                resource: text(c, "resource", &name),
+                reason: text(c, "reason", &name),
+                contains: c.get("contains").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            })
+            .collect(),
+    };
+    NginxCase {
+        about: text(value, "about", &name),
+        manifests: text(value, "manifests", &name),
+        name,
+        flags,
+        requests,
+        conditions,
+    }
+}
+
+fn probe(value: &Value, case: &str) -> NginxProbe {
+    let url = text(value, "url", case);
+    let context = format!("case {case}: {url}");
+    let want = value
+        .get("want")
+        .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: say `want`"));
+    let status = match want.get("status") {
+        None => 200,
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| u16::try_from(n).ok())
+            .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: `status` is a number")),
+    };
+    let (rule, rule_none) = match want.get("rule") {
+        None => (None, false),
+        Some(Value::Null) => (None, true),
+        Some(Value::String(name)) => (Some(name.clone()), false),
+        Some(other) => panic!("ingress_nginx.json: {context}: `rule` is a name or null, not {other}"),
+    };
+    let field = |name: &str| want.get(name).and_then(Value::as_str).map(str::to_owned);
+    let want = Want {
+        rule,
+        rule_none,
+        cluster: field("cluster"),
+        status,
+        location: field("location"),
+        path: field("path"),
+        headers: pairs(want.get("headers"), &context),
+        absent_headers: strings(want.get("absent_headers"), &context),
+    };
+    assert!(
+        (want.status == 200) == want.cluster.is_some(),
+        "ingress_nginx.json: {context}: a routed request (status 200) names its cluster, and only it"
+    );
+    assert!(
+        want.location.is_none() || (300..400).contains(&want.status),
+        "ingress_nginx.json: {context}: a `location` needs a redirect status"
+    );
+    NginxProbe {
+        method: value.get("method").and_then(Value::as_str).unwrap_or("GET").to_owned(),
+        headers: pairs(value.get("headers"), &context),
+        url,
+        want,
+    }
+}
