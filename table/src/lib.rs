@@ -14,6 +14,7 @@
 //! - [`precedence`]: the priority keys the compiler sorts by.
 //! - [`redirect`]: redirect locations, `${scheme}`, `${host}`, `${request_uri}`, `${http_host}`,
 //!   `${args}`, the path regex's groups … filled in per request (NGINX's and ingress-nginx's forms).
+//! - [`canary`]: ingress-nginx's canary, decided per request by header, cookie and weight.
 //! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
 //!   per request.
 //!
@@ -21,6 +22,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![warn(missing_docs)]
 
+pub mod canary;
 pub mod compact;
 mod condition;
 pub mod doc;
@@ -43,7 +45,7 @@ mod table;
 pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
-    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
+    ActionSpec, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
     Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};

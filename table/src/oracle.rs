@@ -146,6 +146,7 @@ fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
             rewrite_regex: None,
             set_headers: Vec::new(),
             remove_headers: Vec::new(),
+            canary: None,
         }),
     }
 }

@@ -65,6 +65,14 @@ pub fn all_ignored_by_class(statuses: &[ResourceStatus], options: &Options) -> O
             format!("{}/{}", options.controller_name, options.ingress_class)
         )
     };
+    // ROUTING.md §7: ingress-nginx's Ingresses are ours too, with --ingress-nginx-class.
+    let wanted = match &options.ingress_nginx.class {
+        Some(class) => format!(
+            "{wanted}, and ingress-nginx's Ingresses of class {class:?} (an IngressClass with spec.controller {:?})",
+            options.ingress_nginx.controller
+        ),
+        None => wanted,
+    };
     let mut by_kind = std::collections::BTreeMap::new();
     for status in &routable {
         *by_kind.entry(status.kind).or_insert(0usize) += 1;
@@ -403,6 +411,15 @@ mod tests {
         parse_text(&VIRTUAL_SERVER.replace("NAME", "one"), "vs.yaml", &mut ours).unwrap();
         let compiled = switchyard_compiler::compile(&ours.objects, &options).unwrap();
         assert_eq!(all_ignored_by_class(&compiled.statuses, &options), None);
+        let mut nginx = options.clone();
+        nginx.ingress_nginx.class = Some("nginx".into());
+        let compiled = switchyard_compiler::compile(&loaded.objects, &nginx).unwrap();
+        // No IngressClass `nginx` exists: ingress-nginx's class takes no Ingress either (§7.1).
+        let warning = all_ignored_by_class(&compiled.statuses, &nginx).unwrap();
+        assert!(
+            warning.contains("ingress-nginx's Ingresses of class \"nginx\""),
+            "{warning}"
+        );
     }
 
     fn input(host: &str) -> Snapshot {
