@@ -1,0 +1,248 @@
+//! ingress-nginx's Ingresses (ROUTING.md §7) end to end: manifests compiled by `switchyard compile
+//! --ingress-nginx-class nginx` (`SWITCHYARD_BIN`), the table loaded into a real Envoy with the
+//! filter (`SWITCHYARD_WASM`, `ENVOY_BIN`), real requests over HTTP to backends on 127.0.0.1 that
+//! echo the path and headers they received. Two tests:
+//!
+//! - the `examples/001-ingress-nginx-*` folders (ingress-nginx's documented examples) and the
+//!   corpus's `paths.yaml`, in one Envoy: the redirects' `Location` headers (app-root 302,
+//!   trailing-slash 301, HTTPS 308 on plain http) and the path and headers the backend received
+//!   (the rewrite `/something/new?x=1` → `/new?x=1`);
+//! - the whole ingress-nginx corpus (`tests/cases/ingress_nginx.json`, also run natively and under
+//!   host-sim by host-sim/tests/ingress_nginx_cases.rs), each case compiled with its own flags and
+//!   loaded through ECDS in turn; its plain-http requests must get the case's decision in Envoy.
+//!
+//! `make test-envoy` sets the three variables; the tests fail without them.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use switchyard_cases::{ingress_nginx_cases, NginxProbe, Want};
+use switchyard_e2e::{backend_name, get, switchyard_compile, ConfigForm, Envoy, Request, Response};
+
+/// The example folders of ingress-nginx's documents.
+const EXAMPLES: [&str; 5] = [
+    "001-ingress-nginx-rewrite",
+    "001-ingress-nginx-app-root",
+    "001-ingress-nginx-use-regex",
+    "001-ingress-nginx-ssl-redirect",
+    "001-ingress-nginx-server-alias",
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every cluster a table routes to, once each.
+fn clusters_of(table: &str) -> Vec<String> {
+    fn walk(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value.as_str()) {
+                        ("cluster", Some(cluster)) => found.push(cluster.to_owned()),
+                        _ => walk(value, found),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(&serde_json::from_str(table).expect("a JSON table"), &mut found);
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn send(envoy: &Envoy, request: Request) -> Response {
+    let response = envoy.send(&request);
+    eprintln!(
+        "{} {}{} -> {} {:?} {:?} {:?} {:?}",
+        request.method,
+        request.host,
+        request.path,
+        response.status,
+        response.backend(),
+        response.upstream_path(),
+        response.header("location"),
+        response.header("x-switchyard-rule")
+    );
+    response
+}
+
+/// The status and `Location` of a redirect answered by the filter (no backend involved).
+fn redirect(response: &Response) -> (u16, Option<&str>) {
+    assert_eq!(response.backend(), None, "a redirect, not a backend's answer");
+    (response.status, response.header("location"))
+}
+
+/// ingress-nginx's documented examples, with the corpus's trailing-slash manifest, in one Envoy.
+#[test]
+fn ingress_nginx_examples_redirect_and_rewrite_in_envoy() {
+    let mut paths: Vec<PathBuf> = EXAMPLES.iter().map(|e| repo().join("examples").join(e)).collect();
+    paths.push(repo().join("tests/cases/ingress-nginx/paths.yaml"));
+    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let table = switchyard_compile(&paths, &["--ingress-nginx-class", "nginx", "--debug-rule-header"]);
+    let clusters = clusters_of(&table);
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    let envoy = Envoy::start(&table, &clusters);
+
+    // docs/examples/rewrite: `/something(/|$)(.*)` → `/$2`, the query appended.
+    for (path, upstream) in [
+        ("/something", "/"),
+        ("/something/", "/"),
+        ("/something/new", "/new"),
+        ("/something/new?x=1", "/new?x=1"),
+        ("/SOMETHING/New/a?x=1&y=2", "/New/a?x=1&y=2"),
+    ] {
+        let response = send(&envoy, get("rewrite.bar.com", path));
+        assert_eq!(response.status, 200, "{path}");
+        assert_eq!(response.backend(), Some("http-svc"), "{path}");
+        assert_eq!(response.upstream_path(), Some(upstream), "{path}");
+    }
+
+    // docs/examples/rewrite, App Root: `curl -I http://approot.bar.com/` → 302 to /app1.
+    let root = send(&envoy, get("approot.bar.com", "/?from=docs"));
+    assert_eq!(redirect(&root), (302, Some("http://approot.bar.com/app1")));
+    assert_eq!(
+        root.header("x-switchyard-rule"),
+        Some("Ingress/default/approot#app-root@approot.bar.com")
+    );
+    let app = send(&envoy, get("approot.bar.com", "/app1"));
+    assert_eq!((app.backend(), app.upstream_path()), (Some("http-svc"), Some("/app1")));
+
+    // docs/user-guide/ingress-path-matching.md: regex mode on test.com, longest path first.
+    for (path, backend, upstream) in [
+        ("/foo/bar/1", "service3", "/1"),
+        ("/foo/bar/", "service2", "/foo/bar/"),
+        ("/foo/bar", "service1", "/foo/bar"),
+        ("/foo/bar/bar", "test", "/foo/bar/bar"),
+        ("/FOO/BAR", "service1", "/FOO/BAR"),
+    ] {
+        let response = send(&envoy, get("test.com", path));
+        assert_eq!(
+            (response.backend(), response.upstream_path()),
+            (Some(backend), Some(upstream)),
+            "{path}"
+        );
+    }
+
+    // docs/examples/tls-termination: a host with spec.tls answers plain http with 308 to https,
+    // the request URI's last `/` removed, the query kept.
+    let tls = send(&envoy, get("foo.bar.com", "/a/"));
+    assert_eq!(redirect(&tls), (308, Some("https://foo.bar.com/a")));
+    let tls = send(&envoy, get("foo.bar.com:10000", "/a/b?x=1"));
+    assert_eq!(redirect(&tls), (308, Some("https://foo.bar.com/a/b?x=1")));
+    let tls = send(&envoy, get("foo.bar.com", "/"));
+    assert_eq!(redirect(&tls), (308, Some("https://foo.bar.com")));
+
+    // server-alias: the server of `foo` answers `bar`, every Ingress's paths included.
+    for (host, path, backend) in [
+        ("foo", "/app-a", "echo"),
+        ("bar", "/app-a", "echo"),
+        ("bar", "/app-b/x", "echo-b"),
+    ] {
+        assert_eq!(send(&envoy, get(host, path)).backend(), Some(backend), "{host}{path}");
+    }
+    let nobody = send(&envoy, get("baz", "/app-a"));
+    assert_eq!((nobody.status, nobody.backend()), (404, None));
+
+    // ROUTING.md §7.3: a path ending in `/` answers the bare path with a 301, the query kept, the
+    // port left out.
+    let slash = send(&envoy, get("paths.example:8080", "/dir?x=1"));
+    assert_eq!(redirect(&slash), (301, Some("http://paths.example/dir/?x=1")));
+    let dir = send(&envoy, get("paths.example", "/dir/"));
+    assert_eq!(dir.backend(), Some("dir"));
+}
+
+/// How Envoy's answer to `probe` differs from the case's decision, if it does.
+fn differs(want: &Want, response: &Response) -> Option<String> {
+    let mut wrong = Vec::new();
+    let rule = response.header("x-switchyard-rule");
+    if response.status != want.status {
+        wrong.push(format!("status {} (want {})", response.status, want.status));
+    }
+    if want.rule_none && rule.is_some() {
+        wrong.push(format!("rule {rule:?} (want none)"));
+    }
+    if want.rule.is_some() && want.rule.as_deref() != rule {
+        wrong.push(format!("rule {rule:?} (want {:?})", want.rule));
+    }
+    let backend = want.cluster.as_deref().map(backend_name);
+    if response.backend() != backend.as_deref() {
+        wrong.push(format!("backend {:?} (want {backend:?})", response.backend()));
+    }
+    if want.location.is_some() && response.header("location") != want.location.as_deref() {
+        wrong.push(format!(
+            "Location {:?} (want {:?})",
+            response.header("location"),
+            want.location
+        ));
+    }
+    if let Some(path) = &want.path {
+        if response.upstream_path() != Some(path.as_str()) {
+            wrong.push(format!("upstream path {:?} (want {path:?})", response.upstream_path()));
+        }
+    }
+    for (name, value) in &want.headers {
+        // The backend sees `:authority` as its Host header.
+        let name = if name == ":authority" { "host" } else { name.as_str() };
+        let got = response.upstream_header(name);
+        if got != [value.as_str()] {
+            wrong.push(format!("upstream header {name}: {got:?} (want {value:?})"));
+        }
+    }
+    for name in &want.absent_headers {
+        let got = response.upstream_header(name);
+        if !got.is_empty() {
+            wrong.push(format!("upstream header {name}: {got:?} (want it absent)"));
+        }
+    }
+    (!wrong.is_empty()).then(|| wrong.join(", "))
+}
+
+fn request(probe: &NginxProbe) -> Request {
+    probe.headers.iter().fold(
+        get(probe.authority(), probe.path()).method(&probe.method),
+        |r, (name, value)| r.header(name, value),
+    )
+}
+
+/// Every case of the ingress-nginx corpus, its plain-http requests through Envoy (Envoy's listener
+/// here is plain HTTP, so `:scheme` is `http`; the `https://` requests run natively and under
+/// host-sim only).
+#[test]
+fn every_ingress_nginx_case_decides_in_envoy() {
+    let cases = ingress_nginx_cases();
+    let tables: Vec<String> = cases
+        .iter()
+        .map(|case| {
+            let mut args: Vec<&str> = case.flags.iter().map(String::as_str).collect();
+            args.push("--debug-rule-header");
+            switchyard_compile(&[&case.manifest_path()], &args)
+        })
+        .collect();
+    let mut clusters: Vec<String> = tables.iter().flat_map(|t| clusters_of(t)).collect();
+    clusters.sort();
+    clusters.dedup();
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    let envoy = Envoy::start(&tables[0], &clusters);
+    let mut failures = Vec::new();
+    let mut sent = 0;
+    for (i, (case, table)) in cases.iter().zip(&tables).enumerate() {
+        if i > 0 && !envoy.update_table(table, ConfigForm::StringValue) {
+            failures.push(format!("{}: Envoy refused the table", case.name));
+            continue;
+        }
+        for probe in case.requests.iter().filter(|p| p.url.starts_with("http://")) {
+            sent += 1;
+            let response = envoy.send(&request(probe));
+            if let Some(why) = differs(&probe.want, &response) {
+                failures.push(format!("{}: {probe}: {why}", case.name));
+            }
+        }
+    }
+    assert!(sent >= 100, "only {sent} plain-http requests in the corpus");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
