@@ -2,6 +2,7 @@
 //! ([`RouteTable::route`] and [`RouteTable::candidates`]), and why every other candidate lost.
 
 use serde::Serialize;
+use switchyard_table::canary::{CanaryDecision, CanaryStep};
 use switchyard_table::precedence::Precedence;
 use switchyard_table::{ActionSpec, ConditionSpec, MatchOp, NoRoute, RequestView, RouteTable, SimpleRequest};
 
@@ -21,6 +22,11 @@ pub struct Decision {
     /// The `Location` of a redirect, filled in for this request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// For a location with an ingress-nginx canary (ROUTING.md §7.6): which backend and which step
+    /// decided (`canary: header x-canary = always`, `main: cookie canary = never`, `canary by
+    /// weight 10/100`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
 }
 
 /// A candidate that lost, and why.
@@ -93,6 +99,7 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 status,
                 path: full_path,
                 location: None,
+                canary: None,
             },
             winner_detail: None,
             losers,
@@ -166,9 +173,45 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             status,
             path,
             location,
+            canary: winner.canary.map(|d| canary_step(spec, d, request)),
         },
         winner_detail: Some(detail),
         losers,
+    }
+}
+
+/// What decided a canary (ROUTING.md §7.6), with the request's value.
+fn canary_step(spec: &switchyard_table::RuleSpec, decision: CanaryDecision, request: &SimpleRequest) -> String {
+    let canary = match &spec.action {
+        ActionSpec::Route(route) => route.canary.as_ref(),
+        _ => None,
+    };
+    let side = if decision.canary { "canary" } else { "main" };
+    match decision.step {
+        CanaryStep::Header => {
+            let name = canary
+                .and_then(|c| c.header.as_ref())
+                .map(|h| h.name.as_str())
+                .unwrap_or_default();
+            let value = request
+                .header_values(&name.to_ascii_lowercase())
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            format!("{side}: header {name} = {value}")
+        }
+        CanaryStep::Cookie => {
+            let name = canary.and_then(|c| c.cookie.as_deref()).unwrap_or_default();
+            let value = (request.header_values("cookie").iter())
+                .find_map(|h| {
+                    switchyard_table::cookie_pairs(h)
+                        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| v.to_owned())
+                })
+                .unwrap_or_default();
+            format!("{side}: cookie {name} = {value}")
+        }
+        CanaryStep::Weight { weight, total } => format!("{side} by weight {weight}/{total}"),
     }
 }
 
@@ -213,6 +256,9 @@ pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
                 (None, None) => format!("local reply {}", d.status),
             };
             out.push_str(&format!("winner: {rule} -> {target}\n  ({detail})\n"));
+            if let Some(canary) = &d.canary {
+                out.push_str(&format!("  canary decision: {canary}\n"));
+            }
         }
         _ => out.push_str(&format!(
             "no rule matches: {}\n",

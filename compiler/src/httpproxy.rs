@@ -579,6 +579,7 @@ fn route_action(route: &ProxyRoute, path: &PathSpec, context: &Context, backends
         rewrite_regex: None,
         set_headers,
         remove_headers,
+        canary: None,
     })
 }
 

@@ -291,6 +291,7 @@ impl<'a> IngressProcessor<'a> {
                 rewrite_regex: None,
                 set_headers: Vec::new(),
                 remove_headers: Vec::new(),
+                canary: None,
             })),
             Err(NoCluster::PortNotFound(why)) => {
                 self.inputs.book.error(

@@ -223,6 +223,12 @@ vocabulary! {
         /// §7.9: an ingress-nginx annotation Switchyard does not honour; the Ingress routes as if it
         /// were absent.
         AnnotationNotHonored,
+        /// §7.6: a canary path with no location of the same host, path and pathType.
+        CanaryWithoutMain,
+        /// §7.6: a location that already has a canary: this one is ignored.
+        CanaryTaken,
+        /// §7.6: a canary whose backend is its location's own: it does nothing.
+        CanaryIsMain,
     }
 }
 

@@ -345,3 +345,112 @@ spec:
         "a server's host never falls to the catch-all server"
     );
 }
+
+// ---- §7.6 canary -------------------------------------------------------------------------------
+
+/// A canary Ingress of `service` on `host` `paths`, with its annotations (YAML flow map entries).
+fn canary(name: &str, created: u32, annotations: &str, host: &str, paths: &[&str]) -> String {
+    let all = format!("{{nginx.ingress.kubernetes.io/canary: 'true'{annotations}}}");
+    ingress(name, "a", created, &all, host, paths)
+}
+
+fn route_canary(compiled: &Compiled, rule: &str) -> Option<switchyard_table::Canary> {
+    let rule = compiled.table.rules.iter().find(|r| r.name == rule)?;
+    match &rule.action {
+        ActionSpec::Route(route) => route.canary.clone(),
+        _ => None,
+    }
+}
+
+#[test]
+fn canary_attaches_to_the_location_with_the_same_host_path_and_path_type() {
+    let yaml = format!(
+        "{CLASS}{}{}",
+        ingress("main", "a", 1, "{}", "c.example", &["/app", "/app Exact"]),
+        canary(
+            "can",
+            2,
+            ", nginx.ingress.kubernetes.io/canary-weight: '25'",
+            "c.example",
+            &["/app Exact"]
+        ),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    let attached = route_canary(&compiled, "Ingress/a/main#1").expect("the Exact /app location has the canary");
+    assert_eq!((attached.cluster.as_str(), attached.weight), ("a/can:80", 25));
+    assert_eq!(
+        route_canary(&compiled, "Ingress/a/main#0"),
+        None,
+        "the Prefix /app location has none"
+    );
+    assert!(
+        compiled
+            .table
+            .rules
+            .iter()
+            .all(|r| !r.name.starts_with("Ingress/a/can")),
+        "a canary has no locations"
+    );
+}
+
+#[test]
+fn canary_path_without_a_main_location_does_nothing_and_says_so() {
+    let yaml = format!(
+        "{CLASS}{}{}",
+        ingress("main", "a", 1, "{}", "c.example", &["/app"]),
+        canary("can", 2, "", "c.example", &["/other"]),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    assert!(reasons(&compiled, "a", "can").contains(&Reason::CanaryWithoutMain));
+}
+
+#[test]
+fn second_canary_of_a_location_is_ignored_with_a_warning() {
+    let yaml = format!(
+        "{CLASS}{}{}{}",
+        ingress("main", "a", 1, "{}", "c.example", &["/app"]),
+        canary("first", 2, "", "c.example", &["/app"]),
+        canary("second", 3, "", "c.example", &["/app"]),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    assert_eq!(
+        route_canary(&compiled, "Ingress/a/main#0").unwrap().cluster,
+        "a/first:80"
+    );
+    assert!(reasons(&compiled, "a", "second").contains(&Reason::CanaryTaken));
+}
+
+#[test]
+fn canary_to_the_main_backend_does_nothing() {
+    let main = ingress("main", "a", 1, "{}", "c.example", &["/app"]);
+    // The canary names the main Ingress's own Service and port.
+    let same = canary("can", 2, "", "c.example", &["/app"]).replace("name: can, port", "name: main, port");
+    let compiled = compile_yaml(&format!("{CLASS}{main}{same}"), &options());
+    assert_eq!(route_canary(&compiled, "Ingress/a/main#0"), None);
+    assert!(reasons(&compiled, "a", "can").contains(&Reason::CanaryIsMain));
+}
+
+#[test]
+fn canary_ingress_own_annotations_are_not_applied_and_do_not_turn_regex_mode_on() {
+    let yaml = format!(
+        "{CLASS}{}{}",
+        ingress("main", "a", 1, "{}", "c.example", &["/app"]),
+        canary(
+            "can",
+            2,
+            ", nginx.ingress.kubernetes.io/use-regex: 'true'",
+            "c.example",
+            &["/app"]
+        ),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    assert!(reasons(&compiled, "a", "can").contains(&Reason::AnnotationNotHonored));
+    assert!(!reasons(&compiled, "a", "main").contains(&Reason::RegexMode));
+    let t = table(&compiled);
+    let always = get("http://c.example/app").header("x-canary", "always");
+    assert_eq!(
+        t.route(&always, 0).unwrap().backend.unwrap().cluster,
+        "a/main:80",
+        "no header is set up"
+    );
+}

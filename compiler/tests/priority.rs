@@ -33,6 +33,7 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
             rewrite_regex: None,
             set_headers: vec![],
             remove_headers: vec![],
+            canary: None,
         }),
     }
 }

@@ -133,6 +133,9 @@ pub enum Problem {
     /// A prefix rewrite on a rule whose path is a regex (there is no prefix to replace).
     #[error("rewrite_prefix needs an exact or prefix path, not a regex")]
     RewriteNeedsPrefix,
+    /// A `canary` the filter cannot decide with.
+    #[error("{0}")]
+    Canary(String),
     /// A rule with both `rewrite_prefix` and `rewrite_regex`.
     #[error("rewrite_prefix and rewrite_regex cannot both be set")]
     TwoRewrites,

@@ -166,6 +166,50 @@ pub struct RouteAction {
     /// Request header names to remove.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remove_headers: Vec<String>,
+    /// ingress-nginx's canary (ROUTING.md §7.6): some requests go to another cluster, decided per
+    /// request by a header, a cookie, then a weight; the rest to `backends`. The rewrites and
+    /// headers above apply to both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Box<Canary>>,
+}
+
+/// ingress-nginx's canary (ROUTING.md §7.6), decided per request in this order: the header (when
+/// present), the cookie (when present), the weight; else the main backends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Canary {
+    /// The canary's cluster.
+    pub cluster: String,
+    /// `canary-by-header`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<CanaryHeader>,
+    /// `canary-by-cookie`: a cookie name, compared in any case; `always` → canary, `never` → main.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
+    /// `canary-weight`: the canary gets `weight` requests in `weight_total`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub weight: u32,
+    /// `canary-weight-total` (100 unless above 100); `weight` may not exceed it.
+    #[serde(skip_serializing_if = "is_hundred")]
+    pub weight_total: u32,
+}
+
+/// `canary-by-header`: the header's name and how its (first) value decides. With `value`: that value
+/// → canary; with `pattern`: a value the regex finds itself in (case-sensitive) → canary; with
+/// `main`: any value → main, and stop (ingress-nginx's answer to a pattern it cannot compile); with
+/// none of them: `always` → canary, `never` → main. Any other value: on to the cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CanaryHeader {
+    /// The header's name.
+    pub name: String,
+    /// `canary-by-header-value`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `canary-by-header-pattern` (`regex-lite`, searched).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// The header, when present, sends the request to the main backends.
+    #[serde(skip_serializing_if = "is_false")]
+    pub main: bool,
 }
 
 /// A path rewrite with a regex's groups: when `pattern` is found in the path (searched, leftmost
@@ -230,6 +274,14 @@ pub struct Redirect {
 
 fn default_cluster_header() -> String {
     DEFAULT_CLUSTER_HEADER.to_owned()
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_hundred(n: &u32) -> bool {
+    *n == 100
 }
 
 fn is_false(b: &bool) -> bool {

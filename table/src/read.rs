@@ -18,8 +18,8 @@ use serde_json::Value;
 use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
-    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
-    Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    ActionSpec, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp,
+    NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -433,6 +433,34 @@ impl FromDoc for RouteAction {
                 rewrite_regex: f.optional("rewrite_regex")?,
                 set_headers: f.or("set_headers", Vec::new())?,
                 remove_headers: f.or("remove_headers", Vec::new())?,
+                canary: f.optional::<Canary>("canary")?.map(Box::new),
+            })
+        })
+    }
+}
+
+impl FromDoc for Canary {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Canary {
+                cluster: f.required("cluster")?,
+                header: f.optional("header")?,
+                cookie: f.optional("cookie")?,
+                weight: f.or("weight", 0)?,
+                weight_total: f.or("weight_total", 100)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for CanaryHeader {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(CanaryHeader {
+                name: f.required("name")?,
+                value: f.optional("value")?,
+                pattern: f.optional("pattern")?,
+                main: f.or("main", false)?,
             })
         })
     }

@@ -129,6 +129,7 @@ fn spec(name: &str, host: Option<&str>, path: PathSpec) -> RuleSpec {
             rewrite_regex: None,
             set_headers: Vec::new(),
             remove_headers: Vec::new(),
+            canary: None,
         }),
     }
 }

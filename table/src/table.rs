@@ -2,6 +2,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::canary::{CanaryDecision, CanaryPolicy};
 use crate::compact;
 use crate::condition::Condition;
 use crate::doc::{Doc, Node};
@@ -39,6 +40,8 @@ pub struct Rule {
     redirect: Option<RedirectTemplate>,
     /// The compiled `rewrite_regex` of a route action.
     regex_rewrite: Option<RegexRewriter>,
+    /// The validated `canary` of a route action.
+    canary: Option<CanaryPolicy>,
 }
 
 /// The outcome of matching one request: the winning rule and, for a route, the chosen backend.
@@ -48,8 +51,10 @@ pub struct Decision<'t> {
     pub position: usize,
     /// The winning rule.
     pub rule: &'t Rule,
-    /// The backend picked by weight; `None` for a direct response.
+    /// The backend picked by weight (or the canary's); `None` for a direct response.
     pub backend: Option<&'t Backend>,
+    /// For a route with a canary: whether the canary serves this request, and which step decided.
+    pub canary: Option<CanaryDecision>,
 }
 
 /// A rule whose host and path matched a request, and whether its conditions held.
@@ -140,10 +145,18 @@ impl RouteTable {
     /// The first rule in table order whose host, path and conditions match, with a backend chosen
     /// by weight using `random` (any value; the caller supplies it so tests are deterministic).
     pub fn route(&self, request: &impl RequestView, random: u64) -> Option<Decision<'_>> {
-        self.walk(request, |_| {}, true).map(|(position, rule)| Decision {
-            position,
-            rule,
-            backend: rule.pick_backend(random),
+        self.walk(request, |_| {}, true).map(|(position, rule)| {
+            let canary = rule.canary.as_ref().map(|c| (c, c.decide(request, random)));
+            let backend = match canary {
+                Some((policy, decision)) if decision.canary => Some(policy.backend()),
+                _ => rule.pick_backend(random),
+            };
+            Decision {
+                position,
+                rule,
+                backend,
+                canary: canary.map(|(_, decision)| decision),
+            }
         })
     }
 
@@ -373,7 +386,7 @@ impl Rule {
             .enumerate()
             .map(|(i, c)| Condition::compile(c).map_err(|(field, p)| fail(format!("conditions[{i}].{field}"), p)))
             .collect::<Result<Vec<_>, _>>()?;
-        let (mut redirect, mut regex_rewrite) = (None, None);
+        let (mut redirect, mut regex_rewrite, mut canary) = (None, None, None);
         let total_weight = match &spec.action {
             ActionSpec::Route(route) => {
                 let sum = validate_route(route, &path).map_err(|(field, p)| fail(field, p))?;
@@ -383,6 +396,12 @@ impl Rule {
                     .map(RegexRewriter::compile)
                     .transpose()
                     .map_err(|(field, p)| fail(format!("action.route.rewrite_regex.{field}"), p))?;
+                canary = route
+                    .canary
+                    .as_ref()
+                    .map(|canary| CanaryPolicy::compile(canary))
+                    .transpose()
+                    .map_err(|(field, p)| fail(format!("action.route.canary.{field}"), p))?;
                 sum
             }
             ActionSpec::DirectResponse(direct) => {
@@ -404,6 +423,7 @@ impl Rule {
             total_weight,
             redirect,
             regex_rewrite,
+            canary,
         })
     }
 }

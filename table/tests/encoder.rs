@@ -48,6 +48,7 @@ fn rule(i: usize, salt: &str) -> RuleSpec {
                 _ => Vec::new(),
             },
             remove_headers: Vec::new(),
+            canary: None,
         }),
     };
     RuleSpec {

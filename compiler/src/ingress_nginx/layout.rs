@@ -37,6 +37,9 @@ pub enum Act<'o> {
         rewrite_regex: Option<RegexRewrite>,
         /// `upstream-vhost` (`:authority`).
         set_headers: Vec<HeaderValue>,
+        /// The location's canary (§7.6): the canary Ingress (an index into the canaries) and its
+        /// backend, to resolve.
+        canary: Option<(usize, &'o IngressBackend)>,
     },
 }
 
@@ -167,6 +170,7 @@ pub fn lay_out<'o>(
                         value: h.clone(),
                     })
                     .collect(),
+                canary: location.canary,
             },
         };
         out.push(rule(name(""), path, Vec::new(), action));

@@ -22,6 +22,7 @@
 //! not here: its annotations are kept raw ([`annotations::IngressNginxAnnotations::canary`]) for it.
 
 pub mod annotations;
+pub mod canary;
 pub mod class;
 pub mod configmap;
 pub mod explain;

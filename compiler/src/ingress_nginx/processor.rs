@@ -14,6 +14,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use switchyard_table::{ActionSpec, Backend, DirectResponse, RouteAction, RuleSpec};
 
 use super::annotations::{not_honored_message, IngressNginxAnnotations};
+use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
 use super::server::{self, Member, Server};
@@ -41,8 +42,18 @@ impl Processor for IngressNginxServers {
 
 /// The processor's work over `ingresses` (ingress-nginx's, in any order).
 fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
-    let members = members(ingresses, &inputs.options.ingress_nginx.annotations_prefix, inputs.book);
-    let servers = server::gather(&members, inputs.book);
+    let prefix = inputs.options.ingress_nginx.annotations_prefix.clone();
+    let (members, canaries) = members(ingresses, &prefix, inputs.book);
+    let servers = server::gather(&members, &canaries, inputs.book);
+    let settings: Vec<CanarySettings> = canaries
+        .iter()
+        .map(|c| canary_settings(c, &prefix, inputs.book))
+        .collect();
+    let canaries = Canaries {
+        members: &canaries,
+        settings: &settings,
+        prefix: &prefix,
+    };
     let mut drafts = Vec::new();
     let mut validator = RuleValidator::default();
     let mut settle = ServersSettle::default();
@@ -67,7 +78,16 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
         laid.extend(layout::www_redirect(server, &members, config).map(|www| (vec![www], Claiming::IfUnclaimed)));
         for (rules, claiming) in laid {
             for (rank, rule) in rules.into_iter().enumerate() {
-                let draft = draft(rule, rank, &members, &contender, claiming, &mut inputs, &mut validator);
+                let draft = draft(
+                    rule,
+                    rank,
+                    &members,
+                    &canaries,
+                    &contender,
+                    claiming,
+                    &mut inputs,
+                    &mut validator,
+                );
                 drafts.extend(draft);
             }
         }
@@ -80,9 +100,13 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
     }
 }
 
-/// The non-canary Ingresses in ingress-nginx's order (§7.2), their annotations read and reported;
-/// canaries reported as not served (§7.6 is its own work).
-fn members<'o>(ingresses: &'o [Arc<Ingress>], prefix: &str, book: &mut StatusBook) -> Vec<Member<'o>> {
+/// The Ingresses in ingress-nginx's order (§7.2), their annotations read (a non-canary's
+/// reported here; a canary's by [`canary_settings`]): the non-canaries, and the canaries (§7.6).
+fn members<'o>(
+    ingresses: &'o [Arc<Ingress>],
+    prefix: &str,
+    book: &mut StatusBook,
+) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
     let mut ordered: Vec<&Ingress> = ingresses.iter().map(|i| i.as_ref()).collect();
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
@@ -90,43 +114,91 @@ fn members<'o>(ingresses: &'o [Arc<Ingress>], prefix: &str, book: &mut StatusBoo
         name: i.metadata.name.as_deref().unwrap_or_default(),
     };
     ordered.sort_by(|a, b| ingress_order(&age(a), &age(b)));
-    let mut members = Vec::with_capacity(ordered.len());
+    let (mut members, mut canaries) = (Vec::with_capacity(ordered.len()), Vec::new());
     for ingress in ordered {
         let key = key_of(Kind::Ingress, &ingress.metadata);
         let empty = Default::default();
         let annotations =
             IngressNginxAnnotations::parse(ingress.metadata.annotations.as_ref().unwrap_or(&empty), prefix);
-        for problem in &annotations.problems {
+        let member = Member {
+            age: Age::of(Kind::Ingress, &ingress.metadata),
+            key,
+            ingress,
+            annotations,
+        };
+        if member.annotations.is_canary() {
+            canaries.push(member);
+            continue;
+        }
+        for problem in &member.annotations.problems {
             book.add(
-                &key,
+                &member.key,
                 Status::Accepted,
                 ConditionKind::Warning,
                 problem.reason,
                 problem.message.clone(),
             );
         }
-        if annotations.is_canary() {
+        // A canary's settings on an Ingress that is not a canary do nothing.
+        for name in member.annotations.canary.keys().filter(|n| n.as_str() != "canary") {
+            let message = not_honored_message(prefix, name) + " (this Ingress is not a canary)";
             book.add(
-                &key,
+                &member.key,
                 Status::Accepted,
                 ConditionKind::Warning,
                 Reason::AnnotationNotHonored,
-                format!(
-                    "{} yet (ROUTING.md §7.6): this canary Ingress's paths are not routed, and its main \
-                     Ingresses take every request",
-                    not_honored_message(prefix, "canary").replace("; the Ingress routes as if it were absent", "")
-                ),
+                message,
             );
-            continue;
         }
-        members.push(Member {
-            age: Age::of(Kind::Ingress, &ingress.metadata),
-            key,
-            ingress,
-            annotations,
-        });
+        members.push(member);
     }
-    members
+    (members, canaries)
+}
+
+/// A canary Ingress's settings (§7.6), its problems and every other annotation of it reported: a
+/// canary's own annotations are not applied (the main location's are).
+fn canary_settings(canary: &Member<'_>, prefix: &str, book: &mut StatusBook) -> CanarySettings {
+    let (settings, problems) = canary::read(&canary.annotations.canary, prefix);
+    for problem in problems {
+        book.add(
+            &canary.key,
+            Status::Accepted,
+            ConditionKind::Warning,
+            problem.reason,
+            problem.message,
+        );
+    }
+    let others = canary
+        .ingress
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter_map(|(k, _)| {
+            let name = k.strip_prefix(prefix)?.strip_prefix('/')?;
+            (!name.starts_with("canary")).then_some(name)
+        });
+    for name in others {
+        let message = format!(
+            "{prefix}/{name} is not applied: a canary Ingress's own annotations are not (ROUTING.md §7.6); the main \
+             location's apply to its requests"
+        );
+        book.add(
+            &canary.key,
+            Status::Accepted,
+            ConditionKind::Warning,
+            Reason::AnnotationNotHonored,
+            message,
+        );
+    }
+    settings
+}
+
+/// The canaries, for the drafts of the locations they attach to.
+struct Canaries<'c, 'o> {
+    members: &'c [Member<'o>],
+    settings: &'c [CanarySettings],
+    prefix: &'c str,
 }
 
 /// §7.4: every Ingress of a server in regex mode is told so, with the Ingress that turned it on.
@@ -151,10 +223,12 @@ fn report_regex_mode(server: &Server<'_>, members: &[Member<'_>], book: &mut Sta
 
 /// One laid-out rule as a draft: its backend resolved (a 503 when its port cannot be, ROUTING.md
 /// §5), refused with a status when unusable or when the filter would refuse it.
+#[allow(clippy::too_many_arguments)]
 fn draft(
     laid: Laid<'_>,
     rank: usize,
     members: &[Member<'_>],
+    canaries: &Canaries<'_, '_>,
     contender: &(ResourceKey, Age),
     claiming: Claiming,
     inputs: &mut Inputs<'_>,
@@ -171,6 +245,7 @@ fn draft(
             backend,
             rewrite_regex,
             set_headers,
+            canary,
         } => match backend_cluster(backend, &owner.key, inputs.services, inputs.options) {
             Ok(cluster) => ActionSpec::Route(RouteAction {
                 backends: vec![Backend { cluster, weight: 1 }],
@@ -178,6 +253,7 @@ fn draft(
                 rewrite_regex,
                 set_headers,
                 remove_headers: Vec::new(),
+                canary: canary.and_then(|(c, backend)| table_canary(c, backend, canaries, inputs).map(Box::new)),
             }),
             Err(NoCluster::PortNotFound(why)) => {
                 inputs.book.error(
@@ -219,6 +295,38 @@ fn draft(
         order: HostOrder::IngressNginx(rank),
         claiming,
     })
+}
+
+/// The table's canary of canary Ingress `c` to `backend` (§7.6), or `None` (reported on the
+/// canary) when its backend cannot be used.
+fn table_canary(
+    c: usize,
+    backend: &k8s_openapi::api::networking::v1::IngressBackend,
+    canaries: &Canaries<'_, '_>,
+    inputs: &mut Inputs<'_>,
+) -> Option<switchyard_table::Canary> {
+    let key = &canaries.members[c].key;
+    let cluster = match backend_cluster(backend, key, inputs.services, inputs.options) {
+        Ok(cluster) => cluster,
+        Err(NoCluster::PortNotFound(why) | NoCluster::Unusable(_, why)) => {
+            let message = format!("the canary's backend: {why}; the location's requests all go to its main backend");
+            inputs
+                .book
+                .error(key, Status::Accepted, Reason::ServicePortNotFound, message);
+            return None;
+        }
+    };
+    let (table, problem) = canary::table_canary(&canaries.settings[c], cluster, canaries.prefix);
+    if let Some(problem) = problem {
+        inputs.book.add(
+            key,
+            Status::Accepted,
+            ConditionKind::Warning,
+            problem.reason,
+            problem.message,
+        );
+    }
+    Some(table)
 }
 
 /// What the processor decides once the host contest is over.

@@ -68,6 +68,8 @@ pub struct Location<'o> {
     pub target: Target<'o>,
     /// Where it comes from.
     pub origin: Origin,
+    /// Its canary (§7.6): the canary Ingress (an index into the canaries) and its backend.
+    pub canary: Option<(usize, &'o IngressBackend)>,
 }
 
 /// What turned a server's regex mode on (§7.4).
@@ -106,9 +108,10 @@ impl Server<'_> {
 }
 
 /// Gathers `members` (in ingress-nginx's order, §7.2) into servers, in host order (the catch-all
-/// server first), recording `PathTaken`, unknown pathTypes, `PathRegexUnsupported` and
-/// `AliasWildcardDepth` in `book`.
-pub fn gather<'o>(members: &[Member<'o>], book: &mut StatusBook) -> Vec<Server<'o>> {
+/// server first), then attaches the `canaries` (§7.6, in that order too) to their locations,
+/// recording `PathTaken`, unknown pathTypes, `PathRegexUnsupported`, `AliasWildcardDepth` and the
+/// canaries' reasons in `book`.
+pub fn gather<'o>(members: &[Member<'o>], canaries: &[Member<'o>], book: &mut StatusBook) -> Vec<Server<'o>> {
     let certified = certified_hosts(members);
     let mut servers: BTreeMap<Option<String>, Server<'o>> = BTreeMap::new();
     let mut catch_all_root: Option<usize> = None;
@@ -151,6 +154,7 @@ pub fn gather<'o>(members: &[Member<'o>], book: &mut StatusBook) -> Vec<Server<'
                     kind,
                     target: Target::Backend(&path.backend),
                     origin,
+                    canary: None,
                 });
             }
         }
@@ -168,7 +172,79 @@ pub fn gather<'o>(members: &[Member<'o>], book: &mut StatusBook) -> Vec<Server<'
         server.aliases = aliases(server, members, book);
         server.has_certificate = server.host.as_deref().is_some_and(|h| certified.covers(h));
     }
+    attach_canaries(&mut out, members, canaries, book);
     out
+}
+
+/// §7.6: each path of a canary Ingress attaches its backend to the location with the same host,
+/// path and pathType of a non-canary Ingress: `CanaryWithoutMain` when there is none, `CanaryTaken`
+/// when an earlier canary has it, `CanaryIsMain` when its backend is the location's own.
+fn attach_canaries<'o>(
+    servers: &mut [Server<'o>],
+    members: &[Member<'o>],
+    canaries: &[Member<'o>],
+    book: &mut StatusBook,
+) {
+    for (c, canary) in canaries.iter().enumerate() {
+        let spec = canary.ingress.spec.as_ref();
+        for (i, rule) in spec
+            .and_then(|s| s.rules.as_deref())
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let host = rule.host.as_deref().filter(|h| !h.is_empty()).map(normalize_host);
+            for (j, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
+                let at = format!("spec.rules[{i}].http.paths[{j}]");
+                let (path_value, kind) = paths::normalize(path.path.as_deref(), Some(path.path_type.as_str()));
+                let host_name = host.as_deref().unwrap_or("(any host)");
+                let mut warn = |reason, message: String| {
+                    book.add(&canary.key, Status::Accepted, ConditionKind::Warning, reason, message)
+                };
+                let location = servers.iter_mut().find(|s| s.host == host).and_then(|s| {
+                    s.locations
+                        .iter_mut()
+                        .find(|l| l.path == path_value && l.kind == kind && matches!(l.origin, Origin::Path { .. }))
+                });
+                let Some(location) = location else {
+                    warn(
+                        Reason::CanaryWithoutMain,
+                        format!(
+                            "{at}: no Ingress of ingress-nginx's class serves host {host_name} path {path_value} ({kind:?}): this canary path does nothing"
+                        ),
+                    );
+                    continue;
+                };
+                let main = &members[location.member].key;
+                if let Some((earlier, _)) = location.canary {
+                    let earlier = &canaries[earlier].key;
+                    warn(
+                        Reason::CanaryTaken,
+                        format!(
+                            "{at}: the location {path_value} of host {host_name} already has the canary of Ingress {}/{}; this one is ignored",
+                            earlier.namespace, earlier.name
+                        ),
+                    );
+                    continue;
+                }
+                let same = match location.target {
+                    Target::Backend(backend) => main.namespace == canary.key.namespace && backend == &path.backend,
+                    Target::NotFound => false,
+                };
+                if same {
+                    warn(
+                        Reason::CanaryIsMain,
+                        format!(
+                            "{at}: the canary's backend is the location's own (Ingress {}/{}): it does nothing",
+                            main.namespace, main.name
+                        ),
+                    );
+                    continue;
+                }
+                location.canary = Some((c, &path.backend));
+            }
+        }
+    }
 }
 
 /// The server of `host`, made when first met, with `member` in it.
@@ -266,6 +342,7 @@ fn add_root<'o>(server: &mut Server<'o>, members: &[Member<'o>], catch_all_root:
         kind: PathType::Prefix,
         target: default.map_or(Target::NotFound, Target::Backend),
         origin,
+        canary: None,
     });
 }
 

@@ -316,6 +316,7 @@ impl<'s> Scope<'s> {
             rewrite_regex: rewrite.regex,
             set_headers,
             remove_headers: Vec::new(),
+            canary: None,
         }))
     }
 }
