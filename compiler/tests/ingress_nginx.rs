@@ -357,7 +357,7 @@ fn canary(name: &str, created: u32, annotations: &str, host: &str, paths: &[&str
 fn route_canary(compiled: &Compiled, rule: &str) -> Option<switchyard_table::Canary> {
     let rule = compiled.table.rules.iter().find(|r| r.name == rule)?;
     match &rule.action {
-        ActionSpec::Route(route) => route.canary.clone(),
+        ActionSpec::Route(route) => route.canary.as_deref().cloned(),
         _ => None,
     }
 }
