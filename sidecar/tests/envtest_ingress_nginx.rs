@@ -458,3 +458,40 @@ async fn the_status_lists_each_annotation_an_ingress_nginx_ingress_carries_that_
         json!({"regex": true, "turned_on_by": format!("use-regex on Ingress {ns}/report")})
     );
 }
+
+#[tokio::test]
+async fn an_ingress_nginx_ingress_moved_to_another_class_has_our_load_balancer_removed() {
+    let env = Envtest::shared().await;
+    let (admin, ns) = setup(env, "inx-moved").await;
+    admin_apply(&admin, &rewrite_ingress(&ns, "moved", "moved.example", false)).await;
+    let mut sy = watch(env, &ns, &["--ingress-nginx-class", "nginx"]);
+    sy.ready(PATIENCE).await.unwrap();
+    let balancer = async || ingress_object(&admin, &ns, "moved").await["status"]["loadBalancer"].clone();
+    let check = async || match balancer().await == json!({"ingress": [{"ip": PUBLISHED}]}) {
+        true => Ok(()),
+        false => Err(balancer().await.to_string()),
+    };
+    eventually_async("the load balancer written", PATIENCE, check, || sy.log()).await;
+    // Another controller's class now (no such IngressClass: neither §7.1 nor §1 takes it).
+    let moved = rewrite_ingress(&ns, "moved", "moved.example", false)
+        .replace("ingressClassName: nginx", "ingressClassName: someone-else");
+    admin_apply(&admin, &moved).await;
+    let check = async || {
+        let now = balancer().await;
+        match now.is_null() || now == json!({}) {
+            true => Ok(()),
+            false => Err(now.to_string()),
+        }
+    };
+    eventually_async("our load balancer removed", PATIENCE, check, || sy.log()).await;
+    eventually(
+        "the Ingress ignored and its host gone",
+        PATIENCE,
+        || {
+            let ignored = status_of(&sy, &ns, "moved")["status"] == "ignored";
+            (ignored && !sy.routes("moved.example", None)).then_some(())
+        },
+        || format!("{}\n{}", status_of(&sy, &ns, "moved"), sy.log()),
+    )
+    .await;
+}
