@@ -6,7 +6,7 @@
 //!
 //! - With `--ingress-nginx-configmap NAMESPACE/NAME`, one more watcher follows that one ConfigMap
 //!   (ConfigMaps in its namespace, field selector `metadata.name=NAME`: what RBAC's `resourceNames`
-//!   allow, `deploy/rbac-ingress-nginx.yaml`), whatever `--namespaces` says; its `data` is
+//!   allow, `deploy/ingress-nginx/configmap-rbac.yaml`), whatever `--namespaces` says; its `data` is
 //!   ingress-nginx's settings (ROUTING.md §7.8, [`super::read_controller_config`]). It is a store
 //!   like the others: compiled only once its first list finished. A ConfigMap that does not exist
 //!   is not fatal: ingress-nginx's defaults apply, `/status` names it, and it is read as soon as it
