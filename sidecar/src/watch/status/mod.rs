@@ -6,9 +6,11 @@
 //!   `status` Contour's schema requires), plus `loadBalancer` from `--publish-address`.
 //! - Ingress events (events.k8s.io/v1): `Rejected`, `HostTaken`, `PathTaken`, `PathLooksLikeRegex`,
 //!   and on ingress-nginx's Ingresses (ROUTING.md §7) `AnnotationNotHonored`, `AnnotationInvalid`,
-//!   `PathRegexUnsupported`, `AliasTaken` and `AliasWildcardDepth` (the migration report, in
-//!   `kubectl describe ingress`), one per distinct message, written by us under a name derived from the Ingress's uid, the reason
-//!   and the note, so a restart finds them (`409 AlreadyExists`) instead of adding copies.
+//!   `PathRegexUnsupported`, `AliasTaken`, `AliasWildcardDepth` and the canaries'
+//!   `CanaryWithoutMain`, `CanaryTaken`, `CanaryIsMain` (the migration report, in `kubectl describe
+//!   ingress`), one per distinct message, written by us under a name derived from the Ingress's
+//!   uid, the reason and the note, so a restart finds them (`409 AlreadyExists`) instead of adding
+//!   copies.
 //! - Ingress `.status.loadBalancer`: the `--publish-address` list on every Ingress that routes.
 //! - VirtualServer and VirtualServerRoute `.status` and events as NGINX writes them (`nginx.rs`).
 //!
@@ -62,6 +64,9 @@ pub fn is_ingress_event(reason: Reason) -> bool {
             | Reason::PathRegexUnsupported
             | Reason::AliasTaken
             | Reason::AliasWildcardDepth
+            | Reason::CanaryWithoutMain
+            | Reason::CanaryTaken
+            | Reason::CanaryIsMain
     )
 }
 
