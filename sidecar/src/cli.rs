@@ -185,8 +185,9 @@ fn write_out(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
 
 fn run_compile(args: &CompileArgs) -> Result<(), String> {
     let mut options = args.table.options(&args.l4_listeners)?;
-    let loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
-    crate::flags::read_ingress_nginx_config(&mut options, &loaded.config_maps)?;
+    let mut loaded = read_paths(&args.paths).map_err(|e| e.to_string())?;
+    let config_warning = crate::flags::read_ingress_nginx_config(&mut options, &loaded.config_maps)?;
+    loaded.warnings.extend(config_warning);
     let compiled = compile(&loaded.objects, &options).map_err(|e| format!("internal error: {e}"))?;
     if let Err(e) = RouteTable::try_from(compiled.table.clone()) {
         // Never expected: every rule was validated on its own. Say so rather than write a bad table.

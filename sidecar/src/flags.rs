@@ -154,20 +154,20 @@ pub struct TableArgs {
 }
 
 /// ROUTING.md §7.8: reads the ConfigMap `--ingress-nginx-configmap` names from `config_maps` (the
-/// manifests' ConfigMaps by namespace and name) into `options`; an error naming it when it is not
-/// there. Nothing to do without the flag.
+/// manifests' ConfigMaps by namespace and name) into `options`, with the warning that lists its
+/// keys not honoured (§7.8); an error naming it when it is not there. Nothing to do without the flag.
 pub fn read_ingress_nginx_config(
     options: &mut Options,
     config_maps: &std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, String>>,
-) -> Result<(), String> {
-    let Some((namespace, name)) = &options.ingress_nginx.configmap else {
-        return Ok(());
+) -> Result<Option<String>, String> {
+    let Some((namespace, name)) = options.ingress_nginx.configmap.clone() else {
+        return Ok(None);
     };
     let data = config_maps.get(&(namespace.clone(), name.clone())).ok_or_else(|| {
         format!("--ingress-nginx-configmap {namespace}/{name}: no ConfigMap {namespace}/{name} in the manifests")
     })?;
     options.ingress_nginx_config = ControllerConfig::from_data(data);
-    Ok(())
+    Ok(options.ingress_nginx_config.not_honored_warning(&namespace, &name))
 }
 
 /// `NAMESPACE/NAME`.

@@ -68,6 +68,16 @@ impl ControllerConfig {
         out
     }
 
+    /// The warning that lists the keys not honoured (§7.8), naming the ConfigMap; `None` when all are.
+    pub fn not_honored_warning(&self, namespace: &str, name: &str) -> Option<String> {
+        (!self.not_honored.is_empty()).then(|| {
+            format!(
+                "ConfigMap {namespace}/{name}: not honoured (not routing, or an invalid value: the default stands): {}",
+                self.not_honored.join(", ")
+            )
+        })
+    }
+
     /// Whether a location's path is exempt from the HTTPS redirect (§7.7.6).
     pub fn exempt_from_tls_redirect(&self, path: &str) -> bool {
         self.no_tls_redirect_locations

@@ -15,7 +15,9 @@
 use std::cmp::Ordering;
 
 use k8s_openapi::api::networking::v1::IngressBackend;
-use switchyard_table::{ConditionSource, ConditionSpec, HeaderValue, MatchOp, PathSpec, Redirect, RegexRewrite};
+use switchyard_table::{
+    ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, PathSpec, Redirect, RegexRewrite,
+};
 
 use super::annotations::{IngressNginxAnnotations, RewriteTarget};
 use super::configmap::ControllerConfig;
@@ -27,6 +29,8 @@ use super::server::{Location, Member, Origin, Server, Target};
 pub enum Act<'o> {
     /// Answer a redirect.
     Redirect(Redirect),
+    /// Answer locally (a redirect annotation's code nginx's `return` does not treat as a redirect).
+    Respond(DirectResponse),
     /// ingress-nginx's default backend: the 404.
     NotFound,
     /// Send it to the backend, rewritten.
@@ -147,8 +151,8 @@ pub fn lay_out<'o>(
             continue;
         };
         let annotations = &member.annotations;
-        if let Some(redirect) = location_redirect(annotations) {
-            out.push(rule(name(""), path, Vec::new(), Act::Redirect(redirect)));
+        if let Some(answer) = location_redirect(annotations) {
+            out.push(rule(name(""), path, Vec::new(), answer));
             continue;
         }
         if let Some(redirect) = https_redirect(server, location, annotations, config) {
@@ -276,23 +280,30 @@ fn app_root(server: &Server<'_>, members: &[Member<'_>]) -> Option<(usize, Strin
 
 /// §7.7.4–5: the location's own redirect: `temporal-redirect`, else `permanent-redirect`, else a
 /// `rewrite-target` to an absolute URL (302, its `$n` from the path regex, the query appended).
-fn location_redirect(annotations: &IngressNginxAnnotations) -> Option<Redirect> {
-    if let Some(to) = annotations
-        .temporal_redirect
-        .as_ref()
-        .or(annotations.permanent_redirect.as_ref())
-    {
+///
+/// nginx's `return code URL` with a code it does not treat as a redirect (300, 304, 305, 306, which
+/// ingress-nginx's code ranges allow) sends the URL as the body and no `Location`.
+fn location_redirect<'o>(annotations: &IngressNginxAnnotations) -> Option<Act<'o>> {
+    let to = (annotations.temporal_redirect.as_ref()).or(annotations.permanent_redirect.as_ref());
+    if let Some(to) = to {
+        if !matches!(to.code, 301 | 302 | 303 | 307 | 308) {
+            return Some(Act::Respond(DirectResponse {
+                status: to.code,
+                body: Some(to.url.clone()),
+                ..DirectResponse::default()
+            }));
+        }
         let url = match to.url.starts_with('/') {
             true => format!("${{scheme}}://${{host}}{}", to.url),
             false => to.url.clone(),
         };
-        return Some(Redirect { url, status: to.code });
+        return Some(Act::Redirect(Redirect { url, status: to.code }));
     }
     match &annotations.rewrite_target {
-        Some(RewriteTarget::Url(url)) => Some(Redirect {
+        Some(RewriteTarget::Url(url)) => Some(Act::Redirect(Redirect {
             url: format!("{}${{is_args}}${{args}}", groups_as_variables(url)),
             status: 302,
-        }),
+        })),
         _ => None,
     }
 }
@@ -356,6 +367,11 @@ fn rewrite(location: &Location<'_>, annotations: &IngressNginxAnnotations) -> Op
     let Some(RewriteTarget::Path(target)) = &annotations.rewrite_target else {
         return None;
     };
+    // ingress-nginx writes no `rewrite` for a target equal to the location's path
+    // (`buildProxyPass`: `if path == location.Rewrite.Target { return defProxyPass }`).
+    if *target == location.path {
+        return None;
+    }
     Some(RegexRewrite {
         pattern: format!("(?i)^(?:{})", location.path),
         path: target.clone(),

@@ -237,6 +237,7 @@ fn draft(
     let owner = &members[laid.member];
     let action = match laid.action {
         Act::Redirect(redirect) => ActionSpec::Redirect(redirect),
+        Act::Respond(response) => ActionSpec::DirectResponse(response),
         Act::NotFound => ActionSpec::DirectResponse(DirectResponse {
             status: 404,
             ..DirectResponse::default()

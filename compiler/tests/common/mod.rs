@@ -174,6 +174,7 @@ pub fn example_options(example: &str) -> Options {
             "--ingress-class" => options.ingress_class = value(),
             "--controller-name" => options.controller_name = value(),
             "--empty-ingress-class" => options.empty_ingress_class = true,
+            "--ingress-nginx-class" => options.ingress_nginx.class = Some(value()),
             other => panic!("example {example}: flag {other} is not handled by the test helper"),
         }
     }
