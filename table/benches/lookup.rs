@@ -21,6 +21,49 @@ const HOSTILE: [(&str, &str); 4] = [
 ];
 const HOSTILE_BYTES: usize = 60_000;
 const HOSTILE_RULES: usize = 10_000;
+/// Locations of the ingress-nginx host in regex mode (`host-sim/bench/table.py --regex-mode N`).
+const REGEX_MODE_PATHS: usize = 100;
+
+/// The table and the request of `host-sim/bench/table.py --regex-mode n`, rule for rule: one
+/// ingress-nginx host in regex mode (ROUTING.md §7.4) with `n` locations `(?i)(?:P).*`, longest
+/// path string first; two thirds plain (`/api/v<j>/items/list`), a third with `rewrite-target`
+/// (`/r<j>(/|$)(.*)` -> `/$2`, with `x-forwarded-prefix`), the root `/` last. The request is
+/// rewritten by the middle one of the rewrites, about the 80th location tried.
+fn regex_mode(n: usize) -> (RouteTable, SimpleRequest) {
+    let mut paths: Vec<(String, usize, bool)> = (0..n - 1)
+        .map(|j| match j % 3 {
+            0 => (format!("/r{j}(/|$)(.*)"), j, true),
+            _ => (format!("/api/v{j}/items/list"), j, false),
+        })
+        .collect();
+    paths.sort_by(|a, b| (b.0.len(), &b.0).cmp(&(a.0.len(), &a.0)));
+    paths.push(("/".to_owned(), n, false));
+    let rules: Vec<serde_json::Value> = (paths.iter().enumerate())
+        .map(|(i, (path, j, rewrite))| {
+            let mut route = serde_json::json!({ "backends": [{ "cluster": format!("ns/svc{j}:80") }] });
+            if *rewrite {
+                route["rewrite_regex"] = serde_json::json!({
+                    "pattern": format!("(?i)^{path}"),
+                    "path": "/$2",
+                    "headers": [{ "name": "x-forwarded-prefix", "value": format!("/r{j}") }],
+                });
+            }
+            serde_json::json!({
+                "name": format!("Ingress/ns/rx{j}#{i}"),
+                "host": "rx.example",
+                "path": { "type": "regex", "value": format!("(?i)(?:{path}).*") },
+                "action": { "route": route },
+            })
+        })
+        .collect();
+    let json = serde_json::json!({ "version": 1, "generation": format!("bench-regex-mode-{n}"), "rules": rules });
+    let table = RouteTable::from_document(json).expect("the regex-mode table is valid");
+    let mid = 3 * ((n - 1) / 6);
+    (
+        table,
+        SimpleRequest::get("rx.example", &format!("/R{mid}/items/42?id=1")),
+    )
+}
 
 /// A request for the deep host (rules at five depths under `/a`, a regex, the wildcard above it
 /// and the catch-all) with a hostile path.
@@ -60,6 +103,30 @@ fn main() {
         });
     }
     hostile.finish();
+
+    // What the filter does per request on the regex-mode host: the match, then the winner's
+    // rewrite (path and `x-forwarded-prefix`).
+    let mut regex = c.benchmark_group("regex_mode");
+    let ordinary = RouteTable::try_from(synthetic::table(10)).expect("synthetic tables are valid");
+    let typical = synthetic::typical_request(10);
+    regex.bench_with_input(BenchmarkId::new("ordinary", 10), &typical, |b, request| {
+        b.iter(|| ordinary.route(black_box(request), 7).map(|d| d.position))
+    });
+    let (table, request) = regex_mode(REGEX_MODE_PATHS);
+    regex.bench_with_input(BenchmarkId::new("route", REGEX_MODE_PATHS), &request, |b, request| {
+        b.iter(|| table.route(black_box(request), 7).map(|d| d.position))
+    });
+    regex.bench_with_input(
+        BenchmarkId::new("route_rewrite", REGEX_MODE_PATHS),
+        &request,
+        |b, request| {
+            b.iter(|| {
+                let decision = table.route(black_box(request), 7)?;
+                decision.rule.regex_rewrite(&request.path).map(|done| done.path.len())
+            })
+        },
+    );
+    regex.finish();
 
     let mut index = c.benchmark_group("index");
     index.sample_size(10);
@@ -105,6 +172,16 @@ fn report(out: &Path) {
         if let Some(ns) = mean(&format!("hostile/{shape}/{HOSTILE_RULES}")) {
             println!("{shape:>16} {:>10.1}", ns / 1e3);
         }
+    }
+    if let Some(route) = mean(&format!("regex_mode/route/{REGEX_MODE_PATHS}")) {
+        let whole = mean(&format!("regex_mode/route_rewrite/{REGEX_MODE_PATHS}")).unwrap_or(f64::NAN);
+        let plain = mean("regex_mode/ordinary/10").unwrap_or(f64::NAN);
+        println!(
+            "regex-mode host of {REGEX_MODE_PATHS} paths, ns per request: route {route:.1}, route + rewrite {whole:.1}; \
+             ratio to a 10-rule typical lookup {plain:.1} ns: {:.1} / {:.1}",
+            route / plain,
+            whole / plain
+        );
     }
     for size in INDEX_SIZES {
         if let Some(ns) = mean(&format!("index/parse_validate_index/{size}")) {

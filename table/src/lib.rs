@@ -39,6 +39,7 @@ mod read;
 pub mod redirect;
 mod request;
 pub mod rewrite;
+mod simple;
 pub mod synthetic;
 mod table;
 

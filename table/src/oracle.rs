@@ -51,7 +51,8 @@ pub const RULE_HOSTS: &[&str] = &[
 ];
 /// Request paths (query strings included).
 pub const PATHS: &[&str] = &[
-    "/", "/a", "/a/", "/a/b", "/ab", "/a/bc", "/a/b/c", "/b", "/é/x", "/a//b", "/a?x=/b", "", "//", "/a/b/",
+    "/", "/a", "/a/", "/a/b", "/ab", "/a/bc", "/a/b/c", "/b", "/é/x", "/a//b", "/a?x=/b", "", "//", "/a/b/", "/A/B",
+    "/AB/c", "/É/x", "/a/b\n",
 ];
 /// Rule paths, `type:value`.
 pub const RULE_PATHS: &[&str] = &[
@@ -73,6 +74,14 @@ pub const RULE_PATHS: &[&str] = &[
     "regex:/a|/b/c",
     "prefix:/é",
     "segment_prefix:/é",
+    // ingress-nginx's regex-mode locations (ROUTING.md §7.4): matched without a regex, with a regex
+    // after a literal start in any ASCII case, or with no literal start; and a case-sensitive start.
+    "regex:(?i)(?:/a).*",
+    "regex:(?i)(?:/A/b(/|$)(.*)).*",
+    "regex:(?i)(?:/a[/]b).*",
+    "regex:(?i)(?:/é).*",
+    "regex:(?i)(?:/a|/b).*",
+    "regex:/A.*",
 ];
 
 /// A table of up to `max_rules` rules drawn with `choose(n)`, which returns a number below `n`.

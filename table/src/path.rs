@@ -6,6 +6,7 @@ use regex_lite::Regex;
 
 use crate::error::Problem;
 use crate::format::PathSpec;
+use crate::simple::{SimpleBody, SPECIAL};
 
 /// A rule's path, validated (and its regex compiled).
 #[derive(Debug, Clone)]
@@ -24,16 +25,17 @@ pub enum PathPattern {
 }
 
 /// What every path a regex matches starts with: tested before the regex, and for ingress-nginx's
-/// regex-mode locations of plain text (`(?i)(?:/api).*`) instead of it.
+/// usual regex-mode locations (`(?i)(?:/api).*`, `(?i)(?:/api(/|$)(.*)).*`) instead of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Start {
     /// This text, case-sensitively (maybe empty).
     Text(String),
     /// This text in any ASCII case: the pattern is `(?i)(?:BODY).*` and the text is BODY's literal start.
     TextNoCase(String),
-    /// The pattern is `(?i)(?:TEXT).*` with TEXT plain: a path matches exactly when it starts with
-    /// TEXT in any ASCII case and has no line feed after it (`.` does not match one); no regex runs.
-    OnlyTextNoCase(String),
+    /// The pattern is `(?i)(?:P).*` with `P` plain text, or plain text followed by ingress-nginx's
+    /// rewrite groups (`/something(/|$)(.*)`): matched, and its groups found, without the regex
+    /// ([`SimpleBody`]).
+    Simple(SimpleBody),
 }
 
 impl PathPattern {
@@ -89,10 +91,7 @@ impl PathPattern {
                             _ => regex.is_match(path),
                         }
                 }
-                Start::OnlyTextNoCase(text) => {
-                    starts_with_no_case(path, text)
-                        && !path.as_bytes().get(text.len()..).unwrap_or_default().contains(&b'\n')
-                }
+                Start::Simple(simple) => simple.matches_whole(path),
             },
         }
     }
@@ -100,9 +99,19 @@ impl PathPattern {
     /// The groups `${0}`…`${9}` of a regex path's match of `path` (an unmatched group is empty);
     /// nothing for another kind or when the regex does not match.
     pub fn groups<'p>(&self, path: &'p str) -> Vec<&'p str> {
-        let PathPattern::Regex(regex, ..) = self else {
+        let PathPattern::Regex(regex, start, _) = self else {
             return Vec::new();
         };
+        if let Start::Simple(simple) = start {
+            // The whole path is the regex's match (`${0}`); `P`'s groups are its search's.
+            return match simple.matches_whole(path).then(|| simple.captures(path)).flatten() {
+                Some(mut groups) => {
+                    groups[0] = path;
+                    groups.to_vec()
+                }
+                None => Vec::new(),
+            };
+        }
         let Some(found) = regex.captures(path) else {
             return Vec::new();
         };
@@ -176,15 +185,22 @@ fn starts_with_no_case(path: &str, text: &str) -> bool {
         .is_some_and(|head| head.eq_ignore_ascii_case(text.as_bytes()))
 }
 
-/// The characters with a meaning in regex syntax.
-const SPECIAL: &[char] = &['\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '^', '$', '|'];
-
 impl Start {
+    /// The text every match starts with, in some ASCII case at least (maybe empty).
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            Start::Text(text) | Start::TextNoCase(text) => text,
+            Start::Simple(simple) => simple.text(),
+        }
+    }
+
     /// The start of every path `pattern` matches (as a whole-path regex).
     fn of(pattern: &str) -> Start {
         match regex_mode_body(pattern) {
-            Some(body) if !body.contains(SPECIAL) => Start::OnlyTextNoCase(body.to_owned()),
-            Some(body) => Start::TextNoCase(literal_prefix(body).to_owned()),
+            Some(body) => match SimpleBody::parse(body) {
+                Some(simple) => Start::Simple(simple),
+                None => Start::TextNoCase(literal_prefix(body).to_owned()),
+            },
             None => Start::Text(literal_prefix(pattern).to_owned()),
         }
     }
@@ -315,13 +331,58 @@ mod tests {
     #[test]
     fn regex_mode_start_is_found_only_for_the_whole_group() {
         let text = |s: &str| Start::Text(s.to_owned());
-        assert_eq!(Start::of("(?i)(?:/api).*"), Start::OnlyTextNoCase("/api".into()));
-        assert_eq!(Start::of("(?i)(?:/a(/|$)(.*)).*"), Start::TextNoCase("/a".into()));
+        let simple = |body: &str| Start::Simple(SimpleBody::parse(body).unwrap());
+        assert_eq!(Start::of("(?i)(?:/api).*"), simple("/api"));
+        assert_eq!(Start::of("(?i)(?:/a(/|$)(.*)).*"), simple("/a(/|$)(.*)"));
+        assert_eq!(Start::of("(?i)(?:/a(/|$)(.+)).*"), Start::TextNoCase("/a".into()));
         assert_eq!(Start::of("(?i)(?:/a[)]b).*"), Start::TextNoCase("/a".into()));
-        assert_eq!(Start::of("(?i)(?:/a\\)b).*"), Start::TextNoCase("/a".into()));
+        assert_eq!(Start::of("(?i)(?:/a\\)b).*"), simple("/a\\)b"));
         assert_eq!(Start::of("(?i)(?:/a)?(?:/b).*"), text(""));
         assert_eq!(Start::of("(?i)(?:/a|/b).*"), Start::TextNoCase("".into()));
         assert_eq!(Start::of("/api/.*"), text("/api/"));
+    }
+
+    /// A regex-mode location matched without its regex answers as the regex would: whether the path
+    /// matches, and the groups `${0}`…`${9}` a redirect reads.
+    #[test]
+    fn simple_regex_mode_locations_match_and_group_as_the_regex() {
+        let paths = [
+            "/",
+            "/r48",
+            "/R48/items/42",
+            "/r48/",
+            "/r48x/y",
+            "/r48/a\nb",
+            "/r48\n",
+            "/api",
+            "/API/v1",
+            "/apix",
+            "/caf\u{e9}",
+            "/CAF\u{c9}",
+            "/CAF\u{e9}/x",
+            "/\u{212a}",
+            "",
+        ];
+        for body in [
+            "/r48(/|$)(.*)",
+            "/api",
+            "/api(.*)",
+            "/API(/|$)",
+            "/caf\u{e9}(/|$).*",
+            "/k",
+            "(.*)",
+        ] {
+            let spec = PathSpec::Regex(format!("(?i)(?:{body}).*"));
+            let simple = pattern(spec.clone());
+            let PathPattern::Regex(whole, Start::Simple(_), None) = &simple else {
+                panic!("{body:?} is simple: {simple:?}");
+            };
+            let regex = PathPattern::Regex(whole.clone(), Start::Text(String::new()), None);
+            for path in paths {
+                assert_eq!(simple.matches(path), regex.matches(path), "{body:?} matching {path:?}");
+                assert_eq!(simple.groups(path), regex.groups(path), "{body:?} groups of {path:?}");
+            }
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::error::Problem;
 use crate::field::{field_value, is_token};
 use crate::format::RegexRewrite;
 use crate::path::query_string;
+use crate::simple::{Groups, SimpleBody};
 
 /// A piece of a template (the new path, or a header value).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,9 @@ enum Piece {
 #[derive(Debug, Clone)]
 pub struct RegexRewriter {
     regex: Regex,
+    /// `P` when the pattern is ingress-nginx's `(?i)^P` with `P` of [`SimpleBody`]'s forms: its
+    /// groups are found without running the regex.
+    simple: Option<SimpleBody>,
     pieces: Vec<Piece>,
     /// Request headers set when the regex is found: lowercase name, value template.
     headers: Vec<(String, Vec<Piece>)>,
@@ -63,12 +67,12 @@ fn template(text: &str) -> Result<Vec<Piece>, &'static str> {
     Ok(pieces)
 }
 
-/// Appends a template filled with a match's groups (an unmatched or missing group is empty).
-fn fill(pieces: &[Piece], groups: &regex_lite::Captures<'_>, out: &mut String) {
+/// Appends a template filled with a match's groups (an unmatched group is empty).
+fn fill(pieces: &[Piece], groups: &Groups<'_>, out: &mut String) {
     for piece in pieces {
         match piece {
             Piece::Text(text) => out.push_str(text),
-            Piece::Group(n) => out.push_str(groups.get(*n).map_or("", |m| m.as_str())),
+            Piece::Group(n) => out.push_str(groups.get(*n).copied().unwrap_or("")),
         }
     }
 }
@@ -123,7 +127,13 @@ impl RegexRewriter {
                 template(&header.value).map_err(bad_value)?,
             ));
         }
-        Ok(RegexRewriter { regex, pieces, headers })
+        let simple = spec.pattern.strip_prefix("(?i)^").and_then(SimpleBody::parse);
+        Ok(RegexRewriter {
+            regex,
+            simple,
+            pieces,
+            headers,
+        })
     }
 
     /// The `:path` to send upstream for `full_path` (query included), or `None` when the regex is
@@ -136,7 +146,17 @@ impl RegexRewriter {
     /// when the regex is not found in its path.
     pub fn apply(&self, full_path: &str) -> Option<Rewritten<'_>> {
         let path = crate::path::request_path(full_path);
-        let groups = self.regex.captures(path)?;
+        let groups = match &self.simple {
+            Some(simple) => simple.captures(path)?,
+            None => {
+                let found = self.regex.captures(path)?;
+                let mut groups: Groups<'_> = [""; 10];
+                for (group, found) in groups.iter_mut().zip(found.iter()) {
+                    *group = found.map_or("", |m| m.as_str());
+                }
+                groups
+            }
+        };
         let mut out = String::with_capacity(full_path.len());
         fill(&self.pieces, &groups, &mut out);
         let query = query_string(full_path);
@@ -184,6 +204,68 @@ mod tests {
         let r = rewriter("^/(\\w+)/(\\w+)$", "/$2/$1?from=$0");
         assert_eq!(r.rewrite("/a/b?x=1").as_deref(), Some("/b/a?from=/a/b&x=1"));
         assert_eq!(rewriter("/x(y)?", "/$1$9").rewrite("/x").as_deref(), Some("/"));
+    }
+
+    /// ingress-nginx's `(?i)^P` rewrites of [`SimpleBody`]'s forms are applied without the regex,
+    /// and give what the regex gives: path, query and headers, for every path.
+    #[test]
+    fn simple_rewrites_agree_with_the_regex() {
+        let paths = [
+            "/",
+            "/r48",
+            "/R48/items/42?id=1",
+            "/r48/",
+            "/r48?",
+            "/r48x/y",
+            "/r48/a\nb?q",
+            "/R48/\u{e9}?x=1&y",
+            "/api",
+            "/API/v1?x",
+            "/apix",
+            "/a",
+            "/a/b/c?d=e",
+            "/other?x=1",
+            "",
+        ];
+        for (pattern, path) in [
+            ("(?i)^/r48(/|$)(.*)", "/$2"),
+            ("(?i)^/r48(/|$)(.*)", "/new/$1$2?from=$0&x"),
+            ("(?i)^/api(.*)", "/v2$1"),
+            ("(?i)^/api", "/$0$1$9"),
+            ("(?i)^/a\\.b(/|$).*", "/x$0$1"),
+            ("(?i)^(.*)", "/in$1"),
+        ] {
+            let spec = RegexRewrite {
+                pattern: pattern.into(),
+                path: path.into(),
+                headers: vec![
+                    crate::format::HeaderValue {
+                        name: "X-Forwarded-Prefix".into(),
+                        value: "/r48$1".into(),
+                    },
+                    crate::format::HeaderValue {
+                        name: "x-group".into(),
+                        value: "$2".into(),
+                    },
+                ],
+            };
+            let simple = RegexRewriter::compile(&spec).unwrap();
+            assert!(simple.simple.is_some(), "{pattern} is simple");
+            let regex = RegexRewriter {
+                simple: None,
+                ..simple.clone()
+            };
+            for full_path in paths {
+                assert_eq!(
+                    simple.apply(full_path),
+                    regex.apply(full_path),
+                    "{pattern} -> {path} on {full_path:?}"
+                );
+            }
+        }
+        // NGINX's unanchored `~ /regex1/?(.*)` is searched by the regex.
+        assert!(rewriter("/regex1/?(.*)", "/$1").simple.is_none());
+        assert!(rewriter("(?i)^/a(/|$)(.+)", "/$1").simple.is_none());
     }
 
     #[test]
