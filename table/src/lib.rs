@@ -46,8 +46,8 @@ mod table;
 pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
-    ActionSpec, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
-    Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
+    ActionSpec, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp,
+    NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};
