@@ -175,13 +175,16 @@ pub fn validate_rule(rule: &RuleSpec) -> Result<(), String> {
     Rule::validate(rule).map_err(|e| e.to_string())
 }
 
-/// [`validate_rule`] for many rules that share paths and conditions: each distinct path and
-/// condition is checked once per compilation (a regex repeated across rules is compiled once, not
-/// once per rule), then the rest of each rule. Same verdicts as [`validate_rule`].
+/// [`validate_rule`] for many rules that share paths, conditions and rewrite regexes: each
+/// distinct path, condition and `rewrite_regex` pattern is checked once per compilation (a regex
+/// repeated across rules is compiled once, not once per rule), then the rest of each rule. Same
+/// verdicts as [`validate_rule`].
 #[derive(Debug, Default)]
 pub struct RuleValidator {
     paths: BTreeSet<PathSpec>,
     conditions: BTreeSet<ConditionSpec>,
+    /// The `rewrite_regex` patterns that compiled.
+    rewrite_patterns: BTreeSet<String>,
 }
 
 impl RuleValidator {
@@ -203,18 +206,40 @@ impl RuleValidator {
                 self.conditions.insert(condition.clone());
             }
         }
-        // The rest (name, host, action); a regex path stays a regex, as a rewrite needs a prefix.
+        // The rest (name, host, action), the path checked above replaced by one that compiles at
+        // once: a regex path stays a regex where the action has a prefix rewrite (which a regex
+        // path refuses), else it is checked as an exact path (no regex compiled again).
+        let prefix_rewrite = matches!(&rule.action, ActionSpec::Route(r) if r.rewrite_prefix.is_some());
         let path = match &rule.path {
-            PathSpec::Regex(_) => PathSpec::Regex("/".to_owned()),
+            PathSpec::Regex(_) if prefix_rewrite => PathSpec::Regex("/".to_owned()),
+            PathSpec::Regex(_) => PathSpec::Exact("/".to_owned()),
             other => other.clone(),
         };
+        let mut action = rule.action.clone();
+        // A rewrite pattern that compiled before is not compiled again: the rest of the rewrite
+        // (its path and headers, which do not depend on the pattern) is checked with a pattern
+        // that compiles at once. The pattern is the first thing a rewrite's check reads, so a
+        // rule fails with the same error either way.
+        let mut new_pattern = None;
+        if let ActionSpec::Route(route) = &mut action {
+            if let Some(rewrite) = &mut route.rewrite_regex {
+                match self.rewrite_patterns.contains(&rewrite.pattern) {
+                    true => rewrite.pattern = "/".to_owned(),
+                    false => new_pattern = Some(rewrite.pattern.clone()),
+                }
+            }
+        }
         validate_rule(&RuleSpec {
             name: rule.name.clone(),
             host: rule.host.clone(),
             path,
             conditions: Vec::new(),
-            action: rule.action.clone(),
-        })
+            action,
+        })?;
+        if let Some(pattern) = new_pattern {
+            self.rewrite_patterns.insert(pattern);
+        }
+        Ok(())
     }
 }
 
@@ -256,6 +281,40 @@ mod tests {
                 "{host}"
             );
         }
+    }
+
+    /// A rule routing `path` to one backend with a `rewrite_regex` of `pattern` and `to`.
+    fn rewrite_rule(name: &str, path: &str, pattern: &str, to: &str) -> RuleSpec {
+        RuleSpec::from_value(serde_json::json!({
+            "name": name,
+            "host": "shop.example.com",
+            "path": {"type": "regex", "value": path},
+            "action": {"route": {"backends": [{"cluster": "shop/a:80", "weight": 1}],
+                                 "rewrite_regex": {"pattern": pattern, "path": to}}}
+        }))
+        .expect("a rule document")
+    }
+
+    #[test]
+    fn the_validator_compiles_a_rewrite_pattern_once_and_gives_validate_rules_verdicts() {
+        let mut validator = RuleValidator::default();
+        let rules = [
+            rewrite_rule("a", "/a", "(?i)^(?:/svc(/|$)(.*))", "/$2"),
+            // The same pattern again: not compiled again, the rest of the rewrite still checked.
+            rewrite_rule("b", "/b", "(?i)^(?:/svc(/|$)(.*))", "/$2"),
+            rewrite_rule("c", "/c", "(?i)^(?:/svc(/|$)(.*))", "no-slash"),
+            rewrite_rule("", "/d", "(?i)^(?:/svc(/|$)(.*))", "/$2"),
+            rewrite_rule("e", "/e", "(?i)^(?:/svc(", "/$2"),
+            rewrite_rule("f", "/f", "(?i)^(?:/svc(", "/$2"),
+            rewrite_rule("g", "/g", "(?i)^(?:/svc(", "no-slash"),
+        ];
+        for rule in &rules {
+            assert_eq!(validator.rule(rule), validate_rule(rule), "{rule:?}");
+        }
+        assert!(validator.rule(&rules[1]).is_ok());
+        assert!(validator.rule(&rules[2]).is_err());
+        assert!(validator.rule(&rules[4]).is_err());
+        assert_eq!(validator.rewrite_patterns.len(), 1);
     }
 
     #[test]

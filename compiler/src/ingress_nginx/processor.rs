@@ -107,15 +107,16 @@ fn members<'o>(
     prefix: &str,
     book: &mut StatusBook,
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
-    let mut ordered: Vec<&Ingress> = ingresses.iter().map(|i| i.as_ref()).collect();
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
         name: i.metadata.name.as_deref().unwrap_or_default(),
     };
-    ordered.sort_by(|a, b| ingress_order(&age(a), &age(b)));
+    // Each Ingress's age read once, not at every comparison of the sort.
+    let mut ordered: Vec<(IngressAge<'o>, &'o Ingress)> = ingresses.iter().map(|i| (age(i), i.as_ref())).collect();
+    ordered.sort_by(|a, b| ingress_order(&a.0, &b.0));
     let (mut members, mut canaries) = (Vec::with_capacity(ordered.len()), Vec::new());
-    for ingress in ordered {
+    for (_, ingress) in ordered {
         let key = key_of(Kind::Ingress, &ingress.metadata);
         let empty = Default::default();
         let annotations =
