@@ -15,10 +15,24 @@
 //!   rules on those hosts is recorded again from its processor's entry and the hosts' outcomes,
 //!   in the order the full pipeline records them. The generation hash is folded again from the
 //!   kept per-rule hashes ([`order::generation_of`]).
+//!
+//!   With ingress-nginx's Ingresses served (ROUTING.md §7, `--ingress-nginx-class`), a change of
+//!   only ingress-nginx Ingresses is incremental too, by *server*: the hosts their servers had or
+//!   have, and (for a change of `spec.tls`) the hosts their certificates cover, are closed over
+//!   the Ingresses of those hosts and the Ingresses whose certificates cover them (a server spans
+//!   Ingresses of every namespace, one annotation turns the whole host's regex mode on or off, and
+//!   a TLS section elsewhere turns its HTTPS redirects on); the ingress-nginx processor runs again
+//!   over exactly those Ingresses ([`IngressNginxServers`], as the pipeline runs it, so each of
+//!   those servers is whole), and the servers' rules are spliced in in the server's own order
+//!   (the places the general order gives its host, [`order::placement`]). It stays sound only
+//!   where a server is its host's one contender: the hosts must be claimed by nothing else, and
+//!   none of those Ingresses may have a `server-alias` or `from-to-www-redirect` (hosts claimed
+//!   only if unclaimed) or be on the catch-all server.
 //! - **full**: anything whose reach is global or hard to bound: IngressClasses (class
 //!   eligibility), Services (backend ports), HTTPProxies (inclusion), the NGINX kinds, an Ingress
-//!   change on a host another kind also claims ([`Why`]). Then the pipeline's stages run over
-//!   everything, and what the incremental path needs is kept from their intermediate results.
+//!   change on a host another kind also claims, an ingress-nginx change outside what the paragraph
+//!   above allows ([`Why`]). Then the pipeline's stages run over everything, and what the
+//!   incremental path needs is kept from their intermediate results.
 //!
 //! The options are fixed for an [`Incremental`]'s life: new options, a new compiler.
 
@@ -31,11 +45,12 @@ use switchyard_table::RuleSpec;
 use crate::class::Classes;
 use crate::collisions::{self, Claim, Contest, PathTaken};
 use crate::ingress::IngressProcessor;
-use crate::model::{CompileError, Draft, Options};
+use crate::ingress_nginx::processor::IngressNginxServers;
+use crate::model::{normalize_host, Claiming, CompileError, Draft, HostOrder, Options};
 use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
 use crate::order::{self, SortKey};
 use crate::pipeline::{self, Compiled};
-use crate::processor::{admit, Ignored, Inputs};
+use crate::processor::{admit, ingress_nginx_split, Ignored, Inputs, Processor};
 use crate::services::ServicePorts;
 use crate::status::{key_order, report_order, Entry, ResourceStatus, StatusBook};
 
@@ -47,7 +62,8 @@ type Group = Option<String>;
 pub enum Path {
     /// Nothing the compiler reads changed: the last result stands.
     Unchanged,
-    /// Only Ingresses on hosts of Ingresses only changed: those were compiled again.
+    /// Only Ingresses on hosts of Ingresses only changed (or only ingress-nginx Ingresses on hosts
+    /// of their servers only): those were compiled again.
     Incremental,
     /// Everything was compiled again, for this reason.
     Full(Why),
@@ -77,10 +93,13 @@ pub enum Why {
     /// changed: inclusion and NGINX's rules reach across resources.
     OtherKinds,
     /// A changed Ingress has or had rules on a host (or among the rules without a host) that
-    /// another kind also claims.
+    /// another kind also claims, or that Switchyard's Ingresses and an ingress-nginx server both
+    /// claim.
     SharedHost,
-    /// An Ingress changed while ingress-nginx's Ingresses are served (ROUTING.md §7): a server
-    /// spans Ingresses of every namespace, and one annotation turns a whole host's regex mode on.
+    /// An ingress-nginx Ingress (ROUTING.md §7) changed in a way the incremental path does not
+    /// bound: it moved between ingress-nginx's class and Switchyard's (or changed with one of
+    /// Switchyard's in the same update), or one of the servers it touches has a `server-alias`
+    /// or `from-to-www-redirect` (hosts claimed only if unclaimed), or is the catch-all server.
     IngressNginx,
 }
 
@@ -93,7 +112,7 @@ impl Why {
             Why::Services => "Services changed",
             Why::OtherKinds => "HTTPProxy or NGINX objects changed",
             Why::SharedHost => "an Ingress changed on a host another kind claims",
-            Why::IngressNginx => "an Ingress changed with --ingress-nginx-class on",
+            Why::IngressNginx => "an ingress-nginx Ingress changed beyond its own servers",
         }
     }
 }
@@ -135,6 +154,102 @@ struct State {
     spare: (Vec<RuleSpec>, Vec<Slot>),
     /// [`order::header_hash`] of the table.
     header: u64,
+    /// ingress-nginx's Ingresses and servers (empty while §7 is off).
+    nginx: NginxState,
+}
+
+/// What the last compilation made of ingress-nginx's Ingresses (ROUTING.md §7), kept for the
+/// next: each Ingress's servers and certificates, and the index from a host to the Ingresses of
+/// its server and to the Ingresses whose certificates cover it.
+#[derive(Default)]
+struct NginxState {
+    ingresses: BTreeMap<ResourceKey, NginxMemo>,
+    /// Each server's host (`None`: the catch-all server): its Ingresses and its `PathTaken`.
+    servers: BTreeMap<Group, NginxServer>,
+    /// A certificate's host (as [`NginxMemo::certified`] holds it) → the Ingresses listing it.
+    certifiers: BTreeMap<String, BTreeSet<ResourceKey>>,
+    /// The hosts some server claims only if unclaimed (`server-alias`, `from-to-www-redirect`).
+    if_unclaimed: BTreeSet<Group>,
+}
+
+/// One ingress-nginx Ingress.
+struct NginxMemo {
+    /// The Ingress as given.
+    object: Arc<Ingress>,
+    /// The servers it is in (its rules' hosts; `None`: the catch-all server, for a default backend
+    /// without rules). A canary's too: which servers it reaches is the processor's to say.
+    hosts: BTreeSet<Group>,
+    /// The hosts its `spec.tls` certifies (ingress-nginx's sense, §7.7.6; `*.x` for a wildcard).
+    certified: BTreeSet<String>,
+    /// Whether it has an annotation that claims hosts beyond its own (`server-alias`,
+    /// `from-to-www-redirect`).
+    reaches_out: bool,
+    /// Its status as the class split and the processor left it (before host ownership).
+    entry: Option<Entry>,
+}
+
+impl NginxMemo {
+    fn new(object: Arc<Ingress>, options: &Options, entry: Option<Entry>) -> NginxMemo {
+        let spec = object.spec.as_ref();
+        let rules = spec.and_then(|s| s.rules.as_deref()).unwrap_or_default();
+        let mut hosts: BTreeSet<Group> = rules
+            .iter()
+            .map(|r| r.host.as_deref().filter(|h| !h.is_empty()).map(normalize_host))
+            .collect();
+        if rules.is_empty() && spec.and_then(|s| s.default_backend.as_ref()).is_some() {
+            hosts.insert(None);
+        }
+        // As the processor reads certificates: every rule host of an Ingress with a TLS section,
+        // and every host the section lists.
+        let mut certified = BTreeSet::new();
+        let tls = spec.and_then(|s| s.tls.as_deref()).unwrap_or_default();
+        if !tls.is_empty() {
+            let rule_hosts = rules.iter().filter_map(|r| r.host.as_deref());
+            let tls_hosts = tls.iter().flat_map(|t| t.hosts.iter().flatten()).map(String::as_str);
+            certified.extend(
+                rule_hosts
+                    .chain(tls_hosts)
+                    .filter(|h| !h.is_empty())
+                    .map(normalize_host),
+            );
+        }
+        let prefix = &options.ingress_nginx.annotations_prefix;
+        let reaches_out = object.metadata.annotations.as_ref().is_some_and(|a| {
+            ["server-alias", "from-to-www-redirect"]
+                .iter()
+                .any(|name| a.contains_key(&format!("{prefix}/{name}")))
+        });
+        NginxMemo {
+            object,
+            hosts,
+            certified,
+            reaches_out,
+            entry,
+        }
+    }
+}
+
+/// One ingress-nginx server.
+#[derive(Default)]
+struct NginxServer {
+    members: BTreeSet<ResourceKey>,
+    /// Its rules dropped as identical to others of it, in the order met.
+    path_taken: Vec<PathTaken>,
+}
+
+/// Whether a certificate's host (`certified`, maybe `*.x`) covers `host`, as the processor reads
+/// it: the same host, or a wildcard over `host`'s parent.
+fn covers(certified: &str, host: &str) -> bool {
+    certified == host
+        || host
+            .split_once('.')
+            .is_some_and(|(_, parent)| certified.strip_prefix("*.") == Some(parent))
+}
+
+/// Whether an Ingress is ingress-nginx's (ROUTING.md §7.1), as [`ingress_nginx_split`] decides.
+fn is_ingress_nginx(classes: &Classes, ingress: &Ingress) -> bool {
+    let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+    classes.ingress_nginx(&ingress.metadata, class_name).is_some()
 }
 
 /// What the Ingress processor made of one Ingress.
@@ -198,7 +313,22 @@ enum Plan {
         memos: BTreeMap<ResourceKey, Option<Memo>>,
         affected: BTreeSet<Group>,
     },
+    ApplyNginx(NginxPlan),
     Full(Why),
+}
+
+/// A change of ingress-nginx Ingresses only, compiled: what [`State::apply_nginx`] applies.
+struct NginxPlan {
+    /// The new memo of each changed Ingress (its entry filled in); `None` for a deleted one.
+    memos: BTreeMap<ResourceKey, Option<NginxMemo>>,
+    /// The servers decided again.
+    hosts: BTreeSet<Group>,
+    /// Their rules, each with the key of the table slot it takes.
+    fresh: Vec<(SortKey, RuleSpec)>,
+    /// Their `PathTaken`.
+    path_taken: BTreeMap<Group, Vec<PathTaken>>,
+    /// The status entry of every Ingress the processor ran over.
+    entries: BTreeMap<ResourceKey, Option<Entry>>,
 }
 
 impl Incremental {
@@ -252,6 +382,13 @@ impl Incremental {
                         }
                         return update;
                     }
+                    Plan::ApplyNginx(plan) => {
+                        let update = state.apply_nginx(plan);
+                        if update.is_err() {
+                            self.state = None;
+                        }
+                        return update;
+                    }
                 },
             },
         };
@@ -259,8 +396,8 @@ impl Incremental {
         let state = State::full(objects, &self.options)?;
         let update = Update {
             path: Path::Full(why),
-            objects: state.ingresses.len(),
-            hosts: state.groups.len(),
+            objects: state.ingresses.len() + state.nginx.ingresses.len(),
+            hosts: state.groups.len() + state.nginx.servers.len(),
         };
         self.state = Some(state);
         Ok(update)
@@ -305,8 +442,14 @@ impl State {
         let processed = pipeline::process(&cached, &classes, &services, options, book);
         let mut drafts: BTreeMap<ResourceKey, Vec<Draft>> = BTreeMap::new();
         let mut foreign: BTreeSet<Group> = BTreeSet::new();
+        let mut nginx = NginxState::default();
         for draft in &processed.drafts {
-            if draft.claimant.kind == Kind::Ingress {
+            if let HostOrder::IngressNginx(_) = draft.order {
+                // ingress-nginx's: kept by server, below.
+                if draft.claiming == Claiming::IfUnclaimed {
+                    nginx.if_unclaimed.insert(draft.rule.host.clone());
+                }
+            } else if draft.claimant.kind == Kind::Ingress {
                 drafts.entry(draft.owner.clone()).or_default().push(draft.clone());
             } else {
                 foreign.insert(draft.rule.host.clone());
@@ -325,6 +468,10 @@ impl State {
         for object in std::mem::take(&mut cached.ingresses) {
             let key = key_of(Kind::Ingress, &object.metadata);
             let entry = processed.book.recorded(&key).cloned();
+            if !classes.ingress_nginx_off() && is_ingress_nginx(&classes, &object) {
+                nginx.insert(key, NginxMemo::new(object, options, entry));
+                continue;
+            }
             let (drafts, claims) = (
                 drafts.remove(&key).unwrap_or_default(),
                 claims.remove(&key).unwrap_or_default(),
@@ -341,10 +488,23 @@ impl State {
         }
         let resolution = settled.resolution;
         for (host, contest) in resolution.contests {
-            groups.entry(Some(host)).or_default().contest = Some(contest);
+            let host = Some(host);
+            // A server's own host is the ingress-nginx state's, unless Ingresses of ours claim it too.
+            if nginx.servers.contains_key(&host) && !groups.contains_key(&host) {
+                continue;
+            }
+            groups.entry(host).or_default().contest = Some(contest);
         }
         for taken in resolution.path_taken {
-            groups.entry(taken.host.clone()).or_default().path_taken.push(taken);
+            match nginx.ingresses.contains_key(&taken.owner) {
+                true => nginx
+                    .servers
+                    .entry(taken.host.clone())
+                    .or_default()
+                    .path_taken
+                    .push(taken),
+                false => groups.entry(taken.host.clone()).or_default().path_taken.push(taken),
+            }
         }
         let kept = resolution.kept;
         let placement = order::placement(&kept);
@@ -385,6 +545,7 @@ impl State {
             group_ids,
             spare: (Vec::new(), Vec::new()),
             header,
+            nginx,
         })
     }
 
@@ -439,25 +600,50 @@ impl State {
 
     /// Which Ingresses changed, what the processor makes of them now, and which hosts that touches.
     fn plan(&self, ingresses: &BTreeMap<ResourceKey, &Arc<Ingress>>, options: &Options) -> Plan {
-        let mut memos: BTreeMap<ResourceKey, Option<Memo>> = BTreeMap::new();
+        // Each changed Ingress, with its version now (`None`: deleted).
+        let mut changed: BTreeMap<&ResourceKey, Option<&Arc<Ingress>>> = BTreeMap::new();
         for (key, &object) in ingresses {
-            if self
-                .ingresses
-                .get(key)
-                .is_none_or(|memo| !unchanged(object, &memo.object))
-            {
-                memos.insert(key.clone(), Some(self.process(key, object, options)));
+            let was = match self.ingresses.get(key) {
+                Some(memo) => Some(&memo.object),
+                None => self.nginx.ingresses.get(key).map(|memo| &memo.object),
+            };
+            if was.is_none_or(|was| !unchanged(object, was)) {
+                changed.insert(key, Some(object));
             }
         }
-        for key in self.ingresses.keys().filter(|key| !ingresses.contains_key(*key)) {
-            memos.insert(key.clone(), None);
+        let known = self.ingresses.keys().chain(self.nginx.ingresses.keys());
+        for key in known.filter(|key| !ingresses.contains_key(*key)) {
+            changed.insert(key, None);
         }
-        if memos.is_empty() {
+        if changed.is_empty() {
             return Plan::Nothing;
         }
-        if options.ingress_nginx.class.is_some() {
-            return Plan::Full(Why::IngressNginx);
+        // Whether ingress-nginx's Ingresses, Switchyard's (ours or ignored), or both changed.
+        let nginx_on = !self.classes.ingress_nginx_off();
+        let (mut nginx, mut ours) = (false, false);
+        for (key, now) in &changed {
+            nginx |= self.nginx.ingresses.contains_key(*key);
+            ours |= self.ingresses.contains_key(*key);
+            if let Some(now) = now {
+                match nginx_on && is_ingress_nginx(&self.classes, now) {
+                    true => nginx = true,
+                    false => ours = true,
+                }
+            }
         }
+        match (nginx, ours) {
+            (true, true) => Plan::Full(Why::IngressNginx),
+            (true, false) => self.plan_nginx(&changed, options),
+            (false, _) => self.plan_ours(&changed, options),
+        }
+    }
+
+    /// [`State::plan`] for a change of Switchyard's Ingresses only.
+    fn plan_ours(&self, changed: &BTreeMap<&ResourceKey, Option<&Arc<Ingress>>>, options: &Options) -> Plan {
+        let memos: BTreeMap<ResourceKey, Option<Memo>> = changed
+            .iter()
+            .map(|(&key, now)| (key.clone(), now.map(|object| self.process(key, object, options))))
+            .collect();
         let mut affected = BTreeSet::new();
         for (key, memo) in &memos {
             let before = self.ingresses.get(key).map(|m| &m.groups);
@@ -469,10 +655,193 @@ impl State {
                     .cloned(),
             );
         }
-        if affected.iter().any(|group| self.foreign.contains(group)) {
+        // A host of another kind, or of an ingress-nginx server (its own, or one it claims if
+        // unclaimed): the contest there is not ours alone.
+        let shared = |group: &Group| {
+            self.foreign.contains(group)
+                || self.nginx.servers.contains_key(group)
+                || self.nginx.if_unclaimed.contains(group)
+        };
+        if affected.iter().any(shared) {
             return Plan::Full(Why::SharedHost);
         }
         Plan::Apply { memos, affected }
+    }
+
+    /// [`State::plan`] for a change of ingress-nginx's Ingresses only: the servers it touches,
+    /// closed over the Ingresses they hold and the certificates that cover them, compiled again by
+    /// the ingress-nginx processor over exactly those Ingresses.
+    fn plan_nginx(&self, changed: &BTreeMap<&ResourceKey, Option<&Arc<Ingress>>>, options: &Options) -> Plan {
+        let memos: BTreeMap<ResourceKey, Option<NginxMemo>> = changed
+            .iter()
+            .map(|(&key, now)| (key.clone(), now.map(|o| NginxMemo::new(o.clone(), options, None))))
+            .collect();
+        // The memo of an Ingress now.
+        let memo_now = |key: &ResourceKey| match memos.get(key) {
+            Some(memo) => memo.as_ref(),
+            None => self.nginx.ingresses.get(key),
+        };
+        let olds = memos.keys().filter_map(|key| self.nginx.ingresses.get(key));
+        let news = memos.values().flatten();
+        let mut hosts: BTreeSet<Group> = BTreeSet::new();
+        let mut certified: BTreeSet<&String> = BTreeSet::new();
+        for memo in olds.chain(news) {
+            if memo.reaches_out {
+                return Plan::Full(Why::IngressNginx);
+            }
+            hosts.extend(memo.hosts.iter().cloned());
+            certified.extend(&memo.certified);
+        }
+        // The servers whose certificate the change may turn on or off (the changed Ingresses' own
+        // servers are in already).
+        for certified in certified {
+            match certified.starts_with("*.") {
+                false => {
+                    let host = Some(certified.clone());
+                    if self.nginx.servers.contains_key(&host) {
+                        hosts.insert(host);
+                    }
+                }
+                true => {
+                    let servers = self.nginx.servers.keys();
+                    let covered = servers.filter(|h| h.as_deref().is_some_and(|h| covers(certified, h)));
+                    hosts.extend(covered.cloned().collect::<Vec<_>>());
+                }
+            }
+        }
+        // The Ingresses of those servers and those whose certificates cover them, then their own
+        // servers, until nothing is added: each server then holds all of its Ingresses, and each
+        // certificate that covers it.
+        let mut run: BTreeSet<ResourceKey> = memos
+            .iter()
+            .filter(|(_, memo)| memo.is_some())
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut todo: Vec<Group> = std::mem::take(&mut hosts).into_iter().collect();
+        while let Some(host) = todo.pop() {
+            let Some(name) = host.as_deref() else {
+                // The catch-all server shares the rules without a host with Switchyard's Ingresses.
+                return Plan::Full(Why::IngressNginx);
+            };
+            if !hosts.insert(host.clone()) {
+                continue;
+            }
+            let members = self.nginx.servers.get(&host).into_iter().flat_map(|s| &s.members);
+            let mut wildcard = name.split_once('.').map(|(_, parent)| format!("*.{parent}"));
+            let certifiers = [Some(name.to_owned()), wildcard.take()]
+                .into_iter()
+                .flatten()
+                .filter_map(|c| self.nginx.certifiers.get(&c))
+                .flatten();
+            let mut found: Vec<&ResourceKey> = members.chain(certifiers).collect();
+            // The changed Ingresses' own servers and certificates, as they are now.
+            for (key, memo) in &memos {
+                if memo
+                    .as_ref()
+                    .is_some_and(|m| m.hosts.contains(&host) || m.certified.iter().any(|c| covers(c, name)))
+                {
+                    found.push(key);
+                }
+            }
+            for key in found {
+                let Some(memo) = memo_now(key) else { continue };
+                if run.insert(key.clone()) {
+                    if memo.reaches_out {
+                        return Plan::Full(Why::IngressNginx);
+                    }
+                    todo.extend(memo.hosts.iter().filter(|h| !hosts.contains(*h)).cloned());
+                }
+            }
+        }
+        // Each of those hosts must be its server's alone.
+        let shared = |group: &Group| {
+            self.foreign.contains(group)
+                || self.nginx.if_unclaimed.contains(group)
+                || self.groups.get(group).is_some_and(|g| !g.claimants.is_empty())
+        };
+        if hosts.iter().any(shared) {
+            return Plan::Full(Why::SharedHost);
+        }
+        let objects: Vec<Arc<Ingress>> = run
+            .iter()
+            .filter_map(|key| memo_now(key).map(|m| m.object.clone()))
+            .collect();
+        match self.compile_servers(&objects, &hosts, options) {
+            Some((fresh, path_taken, mut book)) => {
+                let entries = run.iter().map(|key| (key.clone(), book.take(key))).collect();
+                Plan::ApplyNginx(NginxPlan {
+                    memos,
+                    hosts,
+                    fresh,
+                    path_taken,
+                    entries,
+                })
+            }
+            None => Plan::Full(Why::IngressNginx),
+        }
+    }
+
+    /// The ingress-nginx processor over `objects` (whole servers: every Ingress of each), as the
+    /// pipeline runs it; then each server of `hosts` decided as the host contest and `PathTaken`
+    /// decide it, when it is its host's one contender: its rules with the table slots they take
+    /// (the places the general order gives the host, in the server's order), its `PathTaken`, and
+    /// the status book. `None` when a rule lands outside `hosts` or a host has another contender.
+    #[allow(clippy::type_complexity)]
+    fn compile_servers(
+        &self,
+        objects: &[Arc<Ingress>],
+        hosts: &BTreeSet<Group>,
+        options: &Options,
+    ) -> Option<(Vec<(SortKey, RuleSpec)>, BTreeMap<Group, Vec<PathTaken>>, StatusBook)> {
+        let mut book = StatusBook::default();
+        let (ingress_nginx, others) = ingress_nginx_split(objects, &self.classes, &mut book);
+        if !others.is_empty() {
+            return None;
+        }
+        let output = IngressNginxServers.run(
+            &Objects::default(),
+            Inputs {
+                classes: &self.classes,
+                services: &self.services,
+                options,
+                ignored: &Ignored::new(),
+                book: &mut book,
+                ingress_nginx: &ingress_nginx,
+            },
+        );
+        if !output.claims.is_empty() {
+            return None;
+        }
+        let mut by_host: BTreeMap<Group, Vec<Draft>> = hosts.iter().map(|h| (h.clone(), Vec::new())).collect();
+        for draft in output.drafts {
+            if draft.claiming != Claiming::ContendsAlone {
+                return None;
+            }
+            by_host.get_mut(&draft.rule.host)?.push(draft);
+        }
+        let mut fresh = Vec::new();
+        let mut path_taken = BTreeMap::new();
+        for (host, drafts) in by_host {
+            if drafts.iter().any(|d| d.claimant != drafts[0].claimant) {
+                return None;
+            }
+            let (dropped, taken) = collisions::identical(&drafts.iter().collect::<Vec<_>>());
+            path_taken.insert(host, taken);
+            let mut kept: Vec<(SortKey, Draft)> = drafts
+                .into_iter()
+                .zip(dropped)
+                .filter(|(_, dropped)| !dropped)
+                .map(|(d, _)| (SortKey::of(&d), d))
+                .collect();
+            // As [`order::placement`] places a host with its own order: the host's places in the
+            // general order, filled in the server's order.
+            kept.sort_by(|a, b| a.0.cmp(&b.0));
+            let keys: Vec<SortKey> = kept.iter().map(|(key, _)| key.clone()).collect();
+            let mut placed: Vec<Draft> = kept.into_iter().map(|(_, d)| d).collect();
+            placed.sort_by(|a, b| (&a.order, &a.rule.name).cmp(&(&b.order, &b.rule.name)));
+            fresh.extend(keys.into_iter().zip(placed.into_iter().map(|d| d.rule)));
+        }
+        Some((fresh, path_taken, book))
     }
 
     /// One Ingress through the pipeline's class check and the Ingress processor, alone.
@@ -535,6 +904,49 @@ impl State {
             path: Path::Incremental,
             objects: changed,
             hosts: affected.len(),
+        })
+    }
+
+    /// Applies a change of ingress-nginx Ingresses: their memos and the server index, the servers'
+    /// rules spliced into the table, the statuses of every Ingress of those servers.
+    fn apply_nginx(&mut self, plan: NginxPlan) -> Result<Update, CompileError> {
+        let NginxPlan {
+            memos,
+            hosts,
+            fresh,
+            path_taken,
+            entries,
+        } = plan;
+        let changed = memos.len();
+        let deleted: Vec<ResourceKey> = (memos.iter())
+            .filter(|(_, memo)| memo.is_none())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for (key, memo) in memos {
+            self.nginx.remove(&key);
+            if let Some(memo) = memo {
+                self.nginx.insert(key, memo);
+            }
+        }
+        for (host, taken) in path_taken {
+            if let Some(server) = self.nginx.servers.get_mut(&host) {
+                server.path_taken = taken;
+            }
+        }
+        self.splice(&hosts, fresh)?;
+        for (key, entry) in entries {
+            if let Some(memo) = self.nginx.ingresses.get_mut(&key) {
+                memo.entry = entry;
+            }
+            self.restate(&key);
+        }
+        for key in &deleted {
+            self.restate(key);
+        }
+        Ok(Update {
+            path: Path::Incremental,
+            objects: changed,
+            hosts: hosts.len(),
         })
     }
 
@@ -638,7 +1050,10 @@ impl State {
 
     /// Records the status of the Ingress `key` again (or removes it, once deleted).
     fn restate(&mut self, key: &ResourceKey) {
-        let status = self.ingresses.get(key).and_then(|memo| self.status_of(key, memo));
+        let status = match self.ingresses.get(key) {
+            Some(memo) => self.status_of(key, memo),
+            None => (self.nginx.ingresses.get(key)).and_then(|memo| self.nginx.status_of(key, memo)),
+        };
         let statuses = &mut self.compiled.statuses;
         match (
             statuses.binary_search_by(|s| report_order(s).cmp(&key_order(key))),
@@ -681,6 +1096,59 @@ impl State {
             .collect();
         taken.sort_by(|a, b| a.turn.cmp(&b.turn));
         for taken in taken {
+            collisions::record_path_taken(&mut book, taken);
+        }
+        book.finish().pop()
+    }
+}
+
+impl NginxState {
+    /// Adds an Ingress to the index.
+    fn insert(&mut self, key: ResourceKey, memo: NginxMemo) {
+        for host in &memo.hosts {
+            self.servers
+                .entry(host.clone())
+                .or_default()
+                .members
+                .insert(key.clone());
+        }
+        for certified in &memo.certified {
+            self.certifiers
+                .entry(certified.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.ingresses.insert(key, memo);
+    }
+
+    /// Takes an Ingress out of the index (a server left without Ingresses goes).
+    fn remove(&mut self, key: &ResourceKey) {
+        let Some(memo) = self.ingresses.remove(key) else { return };
+        for host in &memo.hosts {
+            if let Some(server) = self.servers.get_mut(host) {
+                server.members.remove(key);
+                if server.members.is_empty() {
+                    self.servers.remove(host);
+                }
+            }
+        }
+        for certified in &memo.certified {
+            if let Some(keys) = self.certifiers.get_mut(certified) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.certifiers.remove(certified);
+                }
+            }
+        }
+    }
+
+    /// An ingress-nginx Ingress's status, its servers each its host's one contender: what the class
+    /// split and the processor recorded, then its `PathTaken` in the order the pipeline meets
+    /// them (server by server, in host order).
+    fn status_of(&self, key: &ResourceKey, memo: &NginxMemo) -> Option<ResourceStatus> {
+        let mut book = StatusBook::with(key.clone(), memo.entry.clone()?);
+        let servers = memo.hosts.iter().filter_map(|h| self.servers.get(h));
+        for taken in servers.flat_map(|s| &s.path_taken).filter(|t| t.owner == *key) {
             collisions::record_path_taken(&mut book, taken);
         }
         book.finish().pop()

@@ -3,18 +3,22 @@
 //! [`compile`] of the same objects, and the update took the path the case expects (so a case that
 //! should compile incrementally cannot pass by compiling everything).
 //!
-//! The cases are data ([`CASES`]): manifests by name, then steps that put or delete one. Then every
-//! example under `examples/`, each Ingress deleted and put back; then a generated sequence of
-//! changes (a fixed seed) over a few colliding hosts, in both `--host-collision` modes.
+//! The cases are data ([`CASES`]): manifests by name, then steps that put or delete one; the same
+//! for ingress-nginx's Ingresses (ROUTING.md §7, [`NGINX_CASES`]: servers across namespaces,
+//! regex mode turned off and on, certificates from another Ingress, and what compiles in full).
+//! Then every example under `examples/`, each Ingress deleted and put back; then generated
+//! sequences of changes (a fixed seed) over a few colliding hosts, in both `--host-collision`
+//! modes, and over ingress-nginx's Ingresses (regex mode flips among them).
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use switchyard_compiler::incremental::{Incremental, Path, Why};
 use switchyard_compiler::load::{parse_text, Loaded};
 use switchyard_compiler::model::HostCollision;
 use switchyard_compiler::{compile, Objects, Options};
+use switchyard_table::PathSpec;
 
 /// Checks that `incremental`, updated to `objects`, took `expected` (when given) and gives what a
 /// full compilation gives.
@@ -232,6 +236,16 @@ fn objects_of(manifests: &BTreeMap<&str, &str>) -> Objects {
     loaded.objects
 }
 
+/// Options with ingress-nginx's Ingresses served (`--ingress-nginx-class nginx`).
+fn nginx_options(collision: HostCollision) -> Options {
+    let mut options = Options {
+        host_collision: collision,
+        ..Options::default()
+    };
+    options.ingress_nginx.class = Some("nginx".to_owned());
+    options
+}
+
 #[test]
 fn every_case_compiles_incrementally_to_what_a_full_compile_gives() {
     for case in CASES {
@@ -239,6 +253,20 @@ fn every_case_compiles_incrementally_to_what_a_full_compile_gives() {
             host_collision: case.collision,
             ..Options::default()
         };
+        run_case(case, options);
+    }
+}
+
+#[test]
+fn every_ingress_nginx_case_compiles_incrementally_to_what_a_full_compile_gives() {
+    for case in NGINX_CASES {
+        run_case(case, nginx_options(case.collision));
+    }
+}
+
+/// Runs a case's steps with `options`, each against the oracle.
+fn run_case(case: &Case, options: Options) {
+    {
         let mut manifests: BTreeMap<&str, &str> = case.start.iter().copied().collect();
         let mut incremental = Incremental::new(options);
         let first = check(&mut incremental, &objects_of(&manifests), Some("full"), case.name);
@@ -264,6 +292,103 @@ fn every_case_compiles_incrementally_to_what_a_full_compile_gives() {
     }
 }
 
+// ingress-nginx's Ingresses (class annotation `nginx`): host a.example.com shared by `na` (shop)
+// and `nb` (blog, which turns regex mode on), c.example.com with TLS.
+const N_A: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: na, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx, nginx.ingress.kubernetes.io/app-root: /app}}\nspec:\n  rules:\n  - host: a.example.com\n    http:\n      paths:\n      - {path: /api, pathType: Prefix, backend: {service: {name: na, port: {number: 80}}}}\n      - {path: /static/, pathType: Prefix, backend: {service: {name: na, port: {number: 80}}}}\n      - {path: /, pathType: Exact, backend: {service: {name: na, port: {number: 80}}}}\n";
+const N_A_BACKEND: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: na, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx, nginx.ingress.kubernetes.io/app-root: /app}}\nspec:\n  rules:\n  - host: a.example.com\n    http:\n      paths:\n      - {path: /api, pathType: Prefix, backend: {service: {name: na-v2, port: {number: 80}}}}\n      - {path: /static/, pathType: Prefix, backend: {service: {name: na, port: {number: 80}}}}\n      - {path: /, pathType: Exact, backend: {service: {name: na, port: {number: 80}}}}\n";
+const N_B: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nb, namespace: blog, creationTimestamp: '2024-02-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx, nginx.ingress.kubernetes.io/use-regex: 'true', nginx.ingress.kubernetes.io/rewrite-target: /$2, nginx.ingress.kubernetes.io/x-forwarded-prefix: /b}}\nspec:\n  rules:\n  - host: a.example.com\n    http:\n      paths:\n      - {path: '/b(/|$)(.*)', pathType: ImplementationSpecific, backend: {service: {name: nb, port: {number: 80}}}}\n      - {path: /api, pathType: Prefix, backend: {service: {name: nb, port: {number: 80}}}}\n";
+const N_B_PLAIN: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nb, namespace: blog, creationTimestamp: '2024-02-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx}}\nspec:\n  rules:\n  - host: a.example.com\n    http:\n      paths:\n      - {path: /b, pathType: Prefix, backend: {service: {name: nb, port: {number: 80}}}}\n      - {path: /api, pathType: Prefix, backend: {service: {name: nb, port: {number: 80}}}}\n";
+const N_B_ON_SHOP: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nb, namespace: blog, creationTimestamp: '2024-02-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx}}\nspec:\n  rules:\n  - host: shop.example.com\n    http:\n      paths:\n      - {path: /b, pathType: Prefix, backend: {service: {name: nb, port: {number: 80}}}}\n";
+const N_C: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nc, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx, nginx.ingress.kubernetes.io/upstream-vhost: internal}}\nspec:\n  tls: [{hosts: [c.example.com], secretName: c}]\n  rules:\n  - host: c.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: nc, port: {number: 80}}}}\n";
+const N_C_NO_TLS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nc, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx, nginx.ingress.kubernetes.io/upstream-vhost: internal}}\nspec:\n  rules:\n  - host: c.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: nc, port: {number: 80}}}}\n";
+const N_C_OURS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nc, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: c.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: nc, port: {number: 80}}}}\n";
+// Another host's Ingress whose TLS section lists a.example.com: a's server gets HTTPS redirects.
+const N_D_CERTIFIES_A: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nd, namespace: web, creationTimestamp: '2024-03-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx}}\nspec:\n  tls: [{hosts: [a.example.com, d.example.com]}]\n  rules:\n  - host: d.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: nd, port: {number: 80}}}}\n";
+const N_W_WILDCARD_CERT: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nw, namespace: web, creationTimestamp: '2024-03-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx}}\nspec:\n  tls: [{hosts: ['*.example.com']}]\n  rules:\n  - host: w.example.com\n    http:\n      paths:\n      - {path: /w, pathType: Exact, backend: {service: {name: nw, port: {number: 80}}}}\n";
+const N_ALIAS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: nx, namespace: web, creationTimestamp: '2024-03-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx, nginx.ingress.kubernetes.io/server-alias: alias.example.com}}\nspec:\n  rules:\n  - host: x.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: nx, port: {number: 80}}}}\n";
+const N_CATCH_ALL: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: ncatch, namespace: web, creationTimestamp: '2024-03-01T00:00:00Z', annotations: {kubernetes.io/ingress.class: nginx}}\nspec:\n  defaultBackend: {service: {name: fallback, port: {number: 80}}}\n";
+
+const NGINX_CASES: &[Case] = &[
+    Case {
+        name: "ingress_nginx_servers_compile_server_by_server",
+        collision: HostCollision::Merge,
+        start: &[("na", N_A), ("nb", N_B), ("nc", N_C), ("a", A)],
+        steps: &[
+            // Regex mode of a.example.com off, then on again: both Ingresses' rules change.
+            Put("nb", N_B_PLAIN, "incremental"),
+            Put("nb", N_B, "incremental"),
+            Put("na", N_A_BACKEND, "incremental"),
+            Put("nc", N_C_NO_TLS, "incremental"),
+            Put("nc", N_C, "incremental"),
+            Put("nd", N_D_CERTIFIES_A, "incremental"),
+            Put("nb", N_B_PLAIN, "incremental"),
+            Delete("nd", "incremental"),
+            Put("nw", N_W_WILDCARD_CERT, "incremental"),
+            Put("nc", N_C_NO_TLS, "incremental"),
+            Delete("nw", "incremental"),
+            // Switchyard's own Ingresses change incrementally beside them.
+            Put("b", B, "incremental"),
+            Delete("a", "incremental"),
+            Put("a", A, "incremental"),
+            Delete("na", "incremental"),
+            Put("na", N_A, "incremental"),
+            Delete("nb", "incremental"),
+            Delete("na", "incremental"),
+            Put("nb", N_B, "incremental"),
+            Put("na", N_A, "incremental"),
+        ],
+    },
+    Case {
+        name: "ingress_nginx_changes_beyond_their_servers_compile_in_full",
+        collision: HostCollision::Merge,
+        start: &[("na", N_A), ("nb", N_B), ("nc", N_C), ("a", A)],
+        steps: &[
+            // Onto a host of Switchyard's Ingresses, and back.
+            Put("nb", N_B_ON_SHOP, "full"),
+            Put("nb", N_B, "full"),
+            // A server-alias claims a host only if unclaimed.
+            Put("nx", N_ALIAS, "full"),
+            Put("nb", N_B_PLAIN, "incremental"),
+            Delete("nx", "full"),
+            // From ingress-nginx's class to Switchyard's, then Switchyard's alone.
+            Put("nc", N_C_OURS, "full"),
+            Delete("nc", "incremental"),
+            Put("nc", N_C, "incremental"),
+            // The catch-all server shares the rules without a host with Switchyard's.
+            Put("ncatch", N_CATCH_ALL, "full"),
+            Put("d1", DEFAULT_1, "full"),
+            Put("nb", N_B, "incremental"),
+            Delete("ncatch", "full"),
+            Delete("d1", "incremental"),
+        ],
+    },
+    Case {
+        name: "ingress_nginx_servers_contend_alone_as_winners",
+        collision: HostCollision::Winner,
+        start: &[("na", N_A), ("nb", N_B), ("a", A), ("b", B)],
+        steps: &[
+            Put("nb", N_B_PLAIN, "incremental"),
+            Put("nb", N_B, "incremental"),
+            Delete("a", "incremental"),
+            Put("nb", N_B_ON_SHOP, "full"),
+        ],
+    },
+];
+
+/// The options of an example: [`common::example_options`], and `--ingress-nginx-class` (which it
+/// does not read yet) for ingress-nginx's examples.
+fn example_options(example: &str) -> Options {
+    let args = common::example_args(example);
+    match args.as_slice() {
+        [flag, class] if flag == "--ingress-nginx-class" => {
+            let mut options = Options::default();
+            options.ingress_nginx.class = Some(class.clone());
+            options
+        }
+        _ => common::example_options(example),
+    }
+}
+
 #[test]
 fn every_example_survives_each_ingress_deleted_and_put_back() {
     let mut examples: Vec<_> = std::fs::read_dir(common::examples_dir())
@@ -278,7 +403,7 @@ fn every_example_survives_each_ingress_deleted_and_put_back() {
         let objects = switchyard_compiler::load::read_paths(std::slice::from_ref(&dir))
             .unwrap()
             .objects;
-        let mut incremental = Incremental::new(common::example_options(&name));
+        let mut incremental = Incremental::new(example_options(&name));
         check(&mut incremental, &objects, Some("full"), &name);
         for i in 0..objects.ingresses.len() {
             let mut fewer = objects.clone();
@@ -384,4 +509,155 @@ fn generated_changes_compile_incrementally_to_what_a_full_compile_gives() {
         );
         assert!(paths.get("full").copied().unwrap_or_default() >= 10, "{paths:?}");
     }
+}
+
+/// A generated ingress-nginx Ingress: a rule or two over three hosts, paths that repeat (so
+/// `PathTaken` has work), `use-regex` or a `rewrite-target` now and then (regex mode turned on and
+/// off as Ingresses change), TLS sections that certify their own or other hosts (a wildcard among
+/// them), the redirects and headers; rarely an alias, a catch-all default backend, a canary, or
+/// Switchyard's class instead.
+fn generated_nginx_ingress(rng: &mut Lcg, name: usize) -> String {
+    let namespace = ["shop", "blog", "web"][rng.below(3)];
+    let created = ["2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"][rng.below(3)];
+    let prefix = "nginx.ingress.kubernetes.io";
+    let mut annotations = Vec::new();
+    let mut class_name = false;
+    match rng.below(40) {
+        0 => {}                     // Switchyard's
+        1 | 2 => class_name = true, // ingressClassName: nginx
+        _ => annotations.push("kubernetes.io/ingress.class: nginx".to_owned()),
+    }
+    let regex = rng.below(3) == 0;
+    if regex {
+        match rng.below(2) {
+            0 => annotations.push(format!("{prefix}/use-regex: 'true'")),
+            _ => annotations.push(format!("{prefix}/rewrite-target: /$2")),
+        }
+    }
+    let mut maybe = |odds: usize, annotation: String| {
+        if rng.below(odds) == 0 {
+            annotations.push(annotation);
+        }
+    };
+    maybe(6, format!("{prefix}/x-forwarded-prefix: /p"));
+    maybe(6, format!("{prefix}/app-root: /app"));
+    maybe(8, format!("{prefix}/ssl-redirect: 'false'"));
+    maybe(8, format!("{prefix}/force-ssl-redirect: 'true'"));
+    maybe(8, format!("{prefix}/upstream-vhost: internal"));
+    maybe(10, format!("{prefix}/proxy-body-size: 8m"));
+    maybe(80, format!("{prefix}/server-alias: alias.example.com"));
+    maybe(80, format!("{prefix}/from-to-www-redirect: 'true'"));
+    maybe(30, format!("{prefix}/canary: 'true'"));
+    let mut text = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: ing{name}\n  namespace: {namespace}\n  uid: 'u{}'\n  creationTimestamp: '{created}'\n  annotations: {{{}}}\nspec:\n",
+        rng.below(3),
+        annotations.join(", ")
+    );
+    if class_name {
+        text.push_str("  ingressClassName: nginx\n");
+    }
+    let hosts = [
+        "a.example.com",
+        "b.example.com",
+        "c.example.com",
+        "d.example.com",
+        "e.example.com",
+        "proxy.example.com",
+    ];
+    if rng.below(5) == 0 {
+        let certified = ["a.example.com", "b.example.com", "'*.example.com'"][rng.below(3)];
+        text.push_str(&format!("  tls: [{{hosts: [{certified}]}}]\n"));
+    }
+    if rng.below(80) == 0 {
+        // A catch-all server's default backend.
+        text.push_str("  defaultBackend: {service: {name: fallback, port: {number: 80}}}\n");
+        return text;
+    }
+    text.push_str("  rules:\n");
+    // proxy.example.com (an HTTPProxy's) rarely; a second rule now and then.
+    let host_count = if rng.below(40) == 0 { 6 } else { 5 };
+    for _ in 0..1 + rng.below(4) / 3 {
+        let host = hosts[rng.below(host_count)];
+        text.push_str(&format!("  - host: '{host}'\n    http:\n      paths:\n"));
+        for _ in 0..1 + rng.below(3) {
+            let (path, kind) = match (regex, rng.below(5)) {
+                (true, 0) => ("'/s(/|$)(.*)'", "ImplementationSpecific"),
+                (_, 0) => ("/", "Exact"),
+                (_, 1) => ("/api", "Prefix"),
+                (_, 2) => ("/static/", "Prefix"),
+                (_, 3) => ("/", "Prefix"),
+                _ => ("/api/v1", "Exact"),
+            };
+            text.push_str(&format!(
+                "      - {{path: {path}, pathType: {kind}, backend: {{service: {{name: s{}, port: {{number: 80}}}}}}}}\n",
+                rng.below(3)
+            ));
+        }
+    }
+    text
+}
+
+#[test]
+fn generated_ingress_nginx_changes_compile_incrementally_to_what_a_full_compile_gives() {
+    const CLASS_NGINX: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
+    for (seed, collision) in [(3, HostCollision::Merge), (4, HostCollision::Winner)] {
+        let mut rng = Lcg(seed);
+        // An HTTPProxy on one of the hosts, and two of Switchyard's Ingresses: changes there
+        // compile in full.
+        let mut manifests: BTreeMap<String, String> = BTreeMap::from([
+            ("proxy".to_owned(), PROXY.to_owned()),
+            ("class".to_owned(), CLASS_NGINX.to_owned()),
+            ("a".to_owned(), A.to_owned()),
+            ("b".to_owned(), B.to_owned()),
+        ]);
+        for i in 0..8 {
+            manifests.insert(format!("ing{i}"), generated_nginx_ingress(&mut rng, i));
+        }
+        let objects = |manifests: &BTreeMap<String, String>| {
+            objects_of(&manifests.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect())
+        };
+        let mut incremental = Incremental::new(nginx_options(collision));
+        check(&mut incremental, &objects(&manifests), Some("full"), "start");
+        let mut paths: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut whys: BTreeMap<String, usize> = BTreeMap::new();
+        let (mut regex_mode, mut flips) = (regex_mode_hosts(&incremental), 0);
+        for step in 0..400 {
+            let name = rng.below(12);
+            match rng.below(5) {
+                0 => drop(manifests.remove(&format!("ing{name}"))),
+                _ => drop(manifests.insert(format!("ing{name}"), generated_nginx_ingress(&mut rng, name))),
+            }
+            let path = check(
+                &mut incremental,
+                &objects(&manifests),
+                None,
+                &format!("{collision:?} step {step}"),
+            );
+            *paths.entry(path.as_str()).or_default() += 1;
+            *whys.entry(format!("{path:?}")).or_default() += 1;
+            let now = regex_mode_hosts(&incremental);
+            if path == Path::Incremental && now != regex_mode {
+                flips += 1;
+            }
+            regex_mode = now;
+        }
+        eprintln!("{collision:?}: {whys:?}, {flips} incremental updates turned a host's regex mode on or off");
+        assert!(flips >= 20, "{flips}");
+        assert!(
+            paths.get("incremental").copied().unwrap_or_default() >= 100,
+            "{paths:?}"
+        );
+        assert!(paths.get("full").copied().unwrap_or_default() >= 10, "{paths:?}");
+    }
+}
+
+/// The hosts in regex mode in the last table: those with a rule of ingress-nginx's regex form
+/// (`(?i)(?:P).*`, ROUTING.md §7.4).
+fn regex_mode_hosts(incremental: &Incremental) -> BTreeSet<Option<String>> {
+    let rules = &incremental.compiled().unwrap().table.rules;
+    rules
+        .iter()
+        .filter(|r| matches!(&r.path, PathSpec::Regex(p) if p.starts_with("(?i)(?:")))
+        .map(|r| r.host.clone())
+        .collect()
 }
