@@ -1,7 +1,7 @@
 //! ingress-nginx's Ingresses (ROUTING.md §7) end to end: manifests compiled by `switchyard compile
 //! --ingress-nginx-class nginx` (`SWITCHYARD_BIN`), the table loaded into a real Envoy with the
 //! filter (`SWITCHYARD_WASM`, `ENVOY_BIN`), real requests over HTTP to backends on 127.0.0.1 that
-//! echo the path and headers they received. Two tests:
+//! echo the path and headers they received. Three tests:
 //!
 //! - the `examples/001-ingress-nginx-*` folders (ingress-nginx's documented examples) and the
 //!   corpus's `paths.yaml`, in one Envoy: the redirects' `Location` headers (app-root 302,
@@ -9,7 +9,9 @@
 //!   (the rewrite `/something/new?x=1` → `/new?x=1`);
 //! - the whole ingress-nginx corpus (`tests/cases/ingress_nginx.json`, also run natively and under
 //!   host-sim by host-sim/tests/ingress_nginx_cases.rs), each case compiled with its own flags and
-//!   loaded through ECDS in turn; its plain-http requests must get the case's decision in Envoy.
+//!   loaded through ECDS in turn; its plain-http requests must get the case's decision in Envoy;
+//! - the canary's weights (ROUTING.md §7.6): thousands of requests per location, the canary's share
+//!   within 3 points of the weight, and the header and cookie deciding before it.
 //!
 //! `make test-envoy` sets the three variables; the tests fail without them.
 
@@ -245,4 +247,177 @@ fn every_ingress_nginx_case_decides_in_envoy() {
     }
     assert!(sent >= 100, "only {sent} plain-http requests in the corpus");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A main Ingress (Service `NAME`) and its canary (Service `NAME-canary`) on host `NAME.weights`,
+/// path `/`, the canary's annotations given as `name: value` lines.
+fn canary_pair(name: &str, annotations: &[(&str, &str)]) -> String {
+    let canary: String = annotations
+        .iter()
+        .map(|(k, v)| format!("    nginx.ingress.kubernetes.io/{k}: \"{v}\"\n"))
+        .collect();
+    format!(
+        "---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: {name}, namespace: w, creationTimestamp: \"2024-01-01T00:00:00Z\"}}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: {name}.weights
+    http:
+      paths:
+      - {{path: /, pathType: Prefix, backend: {{service: {{name: {name}, port: {{number: 80}}}}}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: {name}-canary
+  namespace: w
+  creationTimestamp: \"2024-01-02T00:00:00Z\"
+  annotations:
+    nginx.ingress.kubernetes.io/canary: \"true\"
+{canary}spec:
+  ingressClassName: nginx
+  rules:
+  - host: {name}.weights
+    http:
+      paths:
+      - {{path: /, pathType: Prefix, backend: {{service: {{name: {name}-canary, port: {{number: 80}}}}}}}}
+"
+    )
+}
+
+/// How many of `count` requests (`request`, sent from 8 threads at once) the backend `canary`
+/// answered; every answer must be 200 from `main` or `canary`.
+fn canary_count(envoy: &Envoy, request: &Request, count: usize, main: &str, canary: &str) -> usize {
+    const THREADS: usize = 8;
+    let addr = envoy.addr;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                scope.spawn(move || {
+                    let mut hits = 0;
+                    for _ in (t..count).step_by(THREADS) {
+                        let response = switchyard_e2e::send(addr, request)
+                            .unwrap_or_else(|e| panic!("{} {}: {e}", request.host, request.path));
+                        assert_eq!(response.status, 200, "{}", request.host);
+                        match response.backend() {
+                            Some(b) if b == canary => hits += 1,
+                            Some(b) if b == main => {}
+                            other => panic!("{}: answered by {other:?}", request.host),
+                        }
+                    }
+                    hits
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("a sender thread")).sum()
+    })
+}
+
+/// A host of the weight test: its name, its canary's annotations, the canary's share in percent.
+type Weighted = (&'static str, &'static [(&'static str, &'static str)], f64);
+
+/// ROUTING.md §7.6 step 3 in a real Envoy: the canary's share of many requests is `canary-weight`
+/// out of `canary-weight-total` (counted only above 100) within ±3 percentage points, exactly 0 %
+/// for weight 0 and 100 % for a weight equal to the total; the header and the cookie decide before
+/// the weight (kubernetes/ingress-nginx test/e2e/annotations/canary.go's "should route requests
+/// split between mainline and canary if canary weight is 50" and "... if canary weight is 100 and
+/// weight total is 200" are the 50-of-100 and 100-of-200 hosts).
+#[test]
+fn canary_weights_split_requests_in_envoy() {
+    // (host, annotations, the canary's expected share in percent)
+    let weighted: [Weighted; 7] = [
+        ("ten", &[("canary-weight", "10")], 10.0),
+        ("thirty", &[("canary-weight", "30")], 30.0),
+        ("half", &[("canary-weight", "50")], 50.0),
+        (
+            "of-two-hundred",
+            &[("canary-weight", "100"), ("canary-weight-total", "200")],
+            50.0,
+        ),
+        // A total of 100 or less counts as 100: 30 of a written 50 is 30 %, not 60 %.
+        (
+            "small-total",
+            &[("canary-weight", "30"), ("canary-weight-total", "50")],
+            30.0,
+        ),
+        ("zero", &[("canary-weight", "0")], 0.0),
+        (
+            "all",
+            &[("canary-weight", "700"), ("canary-weight-total", "700")],
+            100.0,
+        ),
+    ];
+    let mut yaml = String::from(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n",
+    );
+    for (name, annotations, _) in &weighted {
+        yaml.push_str(&canary_pair(name, annotations));
+    }
+    yaml.push_str(&canary_pair(
+        "decided",
+        &[
+            ("canary-by-header", "X-Canary"),
+            ("canary-by-cookie", "canary"),
+            ("canary-weight", "50"),
+        ],
+    ));
+    let table = switchyard_compile_yaml(&yaml);
+    let clusters = clusters_of(&table);
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    let envoy = Envoy::start(&table, &clusters);
+
+    let started = std::time::Instant::now();
+    let mut report = Vec::new();
+    for (name, _, want) in &weighted {
+        let canary = format!("{name}-canary");
+        // 4,000 requests put 3 points at 4 standard deviations or more of a split's share.
+        let count = if *want == 0.0 || *want == 100.0 { 2000 } else { 4000 };
+        let hits = canary_count(&envoy, &get(&format!("{name}.weights"), "/x"), count, name, &canary);
+        let share = 100.0 * hits as f64 / count as f64;
+        report.push(format!("{name}: {hits}/{count} = {share:.2} % (want {want} %)"));
+        if *want == 0.0 || *want == 100.0 {
+            assert_eq!(share, *want, "{name}: {hits} of {count} to the canary");
+        } else {
+            assert!(
+                (share - want).abs() <= 3.0,
+                "{name}: the canary's share {share:.2} % is not within 3 points of {want} %"
+            );
+        }
+    }
+    eprintln!("{} ({:?})", report.join("\n"), started.elapsed());
+
+    // The header, then the cookie, decide before the weight (50 of 100 here), on every request.
+    let host = "decided.weights";
+    let decided = [
+        (vec![("X-Canary", "always")], "decided-canary"),
+        (vec![("X-Canary", "never"), ("Cookie", "canary=always")], "decided"),
+        (
+            vec![("X-Canary", "other"), ("Cookie", "canary=always")],
+            "decided-canary",
+        ),
+        (vec![("Cookie", "a=b; CANARY=never")], "decided"),
+        (vec![("Cookie", "Canary=always")], "decided-canary"),
+    ];
+    for (headers, backend) in decided {
+        let request = headers
+            .iter()
+            .fold(get(host, "/y?q=1"), |r, (name, value)| r.header(name, value));
+        let canary_hits = canary_count(&envoy, &request, 200, "decided", "decided-canary");
+        let want = if backend == "decided-canary" { 200 } else { 0 };
+        assert_eq!(canary_hits, want, "{headers:?}: {canary_hits} of 200 to the canary");
+        let response = send(&envoy, request);
+        assert_eq!(
+            (response.backend(), response.upstream_path()),
+            (Some(backend), Some("/y?q=1")),
+            "{headers:?}"
+        );
+        assert_eq!(response.header("x-switchyard-rule"), Some("Ingress/w/decided#0"));
+    }
+}
+
+fn switchyard_compile_yaml(yaml: &str) -> String {
+    switchyard_e2e::compile_manifests(yaml, &["--ingress-nginx-class", "nginx", "--debug-rule-header"])
 }
