@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-ingress-nginx
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -223,6 +223,16 @@ bench-incremental:
 	cargo build --release -p switchyard --bin switchyard
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_incremental \
 	  -- --ignored --nocapture bench_incremental_watch
+
+# ingress-nginx at scale (issue 25): the compile step (criterion: the full compile of 10,000 ingress-nginx
+# Ingresses, one changed Ingress through the incremental compiler, regex mode turned off and on among
+# them), then the whole sidecar over the same Ingresses as files (`switchyard watch --ingress-nginx-class
+# nginx`, release build, folder mode, ECDS file): its CPU per edit. Figures in BENCHMARKS.md
+# ("ingress-nginx at scale (issue 25)").
+bench-ingress-nginx:
+	cargo bench -p switchyard-compiler --bench ingress_nginx
+	cargo build --release -p switchyard --bin switchyard
+	python3 sidecar/benches/watch_ingress_nginx.py target/release/switchyard $${BENCH_ROUNDS:-3}
 
 # host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules
 # (tables from host-sim/bench/table.py). Figures in BENCHMARKS.md.
