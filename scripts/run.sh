@@ -25,9 +25,13 @@ LDS_FILE=$RUN/lds/listeners.json
 # (class annotation "bfe"), seed 003's host collisions (both creation orders) and NGINX's
 # VirtualServer examples (cross-namespace VirtualServerRoutes, advanced routing), seed 003's
 # TransportServers (a TLS passthrough host, a TCP listener), the HTTPProxy inclusions of seed 004
-# (no class: --empty-ingress-class). The seed 000/001 examples exercise class flags that contradict
-# these (other controllers, another default class); `switchyard compile examples/<dir> $(cat ARGS)` shows them.
-EXAMPLES=(examples/002-* examples/003-* examples/004-*)
+# (no class: --empty-ingress-class), and ingress-nginx's canaries (examples/001-ingress-nginx-canary:
+# --ingress-nginx-class nginx, which touches only the Ingresses of ingress-nginx's IngressClasses).
+# The other seed 000/001 examples exercise class flags that contradict these (other controllers,
+# another default class), and ingress-nginx's documented examples (001-ingress-nginx-*, but the
+# canary) name the IngressClass `nginx`, which 003-host-collision defines for another controller;
+# `switchyard compile examples/<dir> $(cat ARGS)` shows them.
+EXAMPLES=(examples/001-ingress-nginx-canary examples/002-* examples/003-* examples/004-*)
 
 mkdir -p "$RUN/lds"
 rm -f "$RUN/switchyard-filter.json" "$LDS_FILE"
@@ -46,8 +50,8 @@ trap 'exit 130' INT TERM
 # switchyard watch follows the example folders: it writes the ECDS file and the LDS file Envoy reads
 # (before Envoy starts: Envoy needs both) and rewrites them on every change; its log stays on this
 # terminal.
-echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ecds-file $RUN/switchyard-filter.json --lds-file $LDS_FILE"
-"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --debug-rule-header \
+echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --ecds-file $RUN/switchyard-filter.json --lds-file $LDS_FILE"
+"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --debug-rule-header \
   --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 --wasm "$WASM" -o build/table.json \
   --lds-file "$LDS_FILE" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
   --listen 127.0.0.1:9102 --dashboard-listen 127.0.0.1:9103 &
@@ -67,6 +71,10 @@ cat <<TXT
 
 Envoy listens on http://127.0.0.1:10000 (admin: http://127.0.0.1:9901, metrics: /stats?filter=wasmcustom).
 Try:  curl -H 'Host: example.net' http://127.0.0.1:10000/bar/foo
+ingress-nginx's canaries (examples/001-ingress-nginx-canary): by header, by cookie, 20 % by weight:
+      curl -s -H 'Host: shop.example.com' -H 'X-Canary: always' http://127.0.0.1:10000/ | head -1   # backend: default/shop-canary
+      curl -s -H 'Host: shop.example.com' -b 'canary=always' http://127.0.0.1:10000/cart | head -1  # backend: default/cart-canary
+      for i in \$(seq 20); do curl -s -H 'Host: api.example.com' http://127.0.0.1:10000/ | head -1; done | sort | uniq -c
 Live change: edit a file under examples/ and the route moves within about 0.1 s (the push is logged
 here). For example, send *.net's /bar (seed 002's host_priority2) to service1 instead of service2:
       curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service2

@@ -3,8 +3,8 @@
 //! filter (`SWITCHYARD_WASM`, `ENVOY_BIN`), real requests over HTTP to backends on 127.0.0.1 that
 //! echo the path and headers they received. Three tests:
 //!
-//! - the `examples/001-ingress-nginx-*` folders (ingress-nginx's documented examples) and the
-//!   corpus's `paths.yaml`, in one Envoy: the redirects' `Location` headers (app-root 302,
+//! - the `examples/001-ingress-nginx-*` folders (ingress-nginx's documented examples and the canary
+//!   example) and the corpus's `paths.yaml`, in one Envoy: the redirects' `Location` headers (app-root 302,
 //!   trailing-slash 301, HTTPS 308 on plain http) and the path and headers the backend received
 //!   (the rewrite `/something/new?x=1` → `/new?x=1`);
 //! - the whole ingress-nginx corpus (`tests/cases/ingress_nginx.json`, also run natively and under
@@ -22,7 +22,8 @@ use switchyard_cases::{ingress_nginx_cases, NginxProbe, Want};
 use switchyard_e2e::{backend_name, get, switchyard_compile, ConfigForm, Envoy, Request, Response};
 
 /// The example folders of ingress-nginx's documents.
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
+    "001-ingress-nginx-canary",
     "001-ingress-nginx-rewrite",
     "001-ingress-nginx-app-root",
     "001-ingress-nginx-use-regex",
@@ -149,6 +150,30 @@ fn ingress_nginx_examples_redirect_and_rewrite_in_envoy() {
     }
     let nobody = send(&envoy, get("baz", "/app-a"));
     assert_eq!((nobody.status, nobody.backend()), (404, None));
+
+    // examples/001-ingress-nginx-canary: the header, the cookie (its name in any case), the weight's
+    // header value.
+    for (host, path, header, backend) in [
+        ("shop.example.com", "/p", ("X-Canary", "always"), "shop-canary"),
+        ("shop.example.com", "/p", ("X-Canary", "never"), "shop"),
+        ("shop.example.com", "/p", ("X-Other", "always"), "shop"),
+        (
+            "shop.example.com",
+            "/cart/1",
+            ("Cookie", "CANARY=always"),
+            "cart-canary",
+        ),
+        ("shop.example.com", "/cart/1", ("Cookie", "canary=never"), "cart"),
+        ("shop.example.com", "/cart/1", ("X-Canary", "always"), "cart"),
+        ("api.example.com", "/v", ("X-Api-Version", "v2"), "api-canary"),
+    ] {
+        let response = send(&envoy, get(host, path).header(header.0, header.1));
+        assert_eq!(
+            (response.backend(), response.upstream_path()),
+            (Some(backend), Some(path)),
+            "{host}{path} {header:?}"
+        );
+    }
 
     // ROUTING.md §7.3: a path ending in `/` answers the bare path with a 301, the query kept, the
     // port left out.

@@ -189,6 +189,12 @@ fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), 
         get("secure.example.com", "/"),
         get("example.net", "/nothing-here"),
         get("example.net", "/bar").header("x-route-cluster", "default/s1:80"),
+        // ingress-nginx's canaries (examples/001-ingress-nginx-canary, --ingress-nginx-class nginx).
+        get("shop.example.com", "/").header("X-Canary", "always"),
+        get("shop.example.com", "/").header("X-Canary", "never"),
+        get("shop.example.com", "/cart").header("Cookie", "canary=always"),
+        get("api.example.com", "/").header("X-Api-Version", "v2"),
+        get("api.example.com", "/"),
     ];
     println!("Sample requests through http://{listener}:");
     for request in &requests {
@@ -311,13 +317,18 @@ mod tests {
             folders.iter().any(|f| f.ends_with("003-transport-server")),
             "{folders:?}"
         );
+        assert!(
+            folders.iter().any(|f| f.ends_with("001-ingress-nginx-canary")),
+            "{folders:?}"
+        );
         let loaded = switchyard_compiler::load::read_paths(&folders).unwrap();
-        // run.sh's class flags: --ingress-class bfe --empty-ingress-class.
-        let options = switchyard_compiler::Options {
+        // run.sh's class flags: --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx.
+        let mut options = switchyard_compiler::Options {
             ingress_class: "bfe".to_owned(),
             empty_ingress_class: true,
             ..switchyard_compiler::Options::default()
         };
+        options.ingress_nginx.class = Some("nginx".to_owned());
         let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
         let envoy = clusters(&std::fs::read_to_string(root().join("envoy.yaml")).unwrap()).unwrap();
         let kind_of = |cluster: &str| {
@@ -344,5 +355,45 @@ mod tests {
                 assert_eq!(kind_of(&route.cluster), BackendKind::Tcp, "{}", route.cluster);
             }
         }
+    }
+    /// `make run`'s ingress-nginx example and `--ingress-nginx-class nginx` leave the other examples'
+    /// rules as they were: the table of every served folder, less the rules of the ingress-nginx
+    /// example's hosts, is the table of the other folders compiled with the other flags alone (seed
+    /// 003's Ingresses of class `nginx`, another controller's, stay ignored).
+    #[test]
+    fn the_ingress_nginx_example_leaves_the_other_examples_rules_unchanged() {
+        let folders = served_examples();
+        let (nginx, others): (Vec<_>, Vec<_>) = folders.iter().cloned().partition(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("001-ingress-nginx-")
+        });
+        assert!(!nginx.is_empty() && !others.is_empty(), "{folders:?}");
+        let base = switchyard_compiler::Options {
+            ingress_class: "bfe".to_owned(),
+            empty_ingress_class: true,
+            ..switchyard_compiler::Options::default()
+        };
+        let mut with_nginx = base.clone();
+        with_nginx.ingress_nginx.class = Some("nginx".to_owned());
+        let rules = |folders: &[std::path::PathBuf], options: &switchyard_compiler::Options| {
+            let loaded = switchyard_compiler::load::read_paths(folders).unwrap();
+            let compiled = switchyard_compiler::compile(&loaded.objects, options).unwrap();
+            serde_json::to_value(&compiled.table.rules).unwrap()
+        };
+        let nginx_rules = rules(&nginx, &with_nginx);
+        let nginx_hosts: Vec<&serde_json::Value> = nginx_rules.as_array().unwrap().iter().map(|r| &r["host"]).collect();
+        assert!(nginx_hosts.iter().all(|h| h.is_string()), "{nginx_hosts:?}");
+        let all = rules(&folders, &with_nginx);
+        let kept: Vec<&serde_json::Value> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !nginx_hosts.contains(&&r["host"]))
+            .collect();
+        let alone = rules(&others, &base);
+        let alone: Vec<&serde_json::Value> = alone.as_array().unwrap().iter().collect();
+        assert_eq!(kept, alone);
     }
 }
