@@ -247,6 +247,9 @@ bench-host-sim: build-wasm
 	python3 host-sim/bench/table.py --regex-mode 100 > target/host-sim-bench/table-regex-mode.json 2> target/host-sim-bench/url-regex-mode
 	echo "regex-mode host (ingress-nginx), 100 paths: $$(target/release/host-sim --wasm $(WASM) \
 	  --config target/host-sim-bench/table-regex-mode.json bench --requests 300000 $$(cat target/host-sim-bench/url-regex-mode))"
+	python3 host-sim/bench/table.py --canary 10 > target/host-sim-bench/table-canary.json 2> target/host-sim-bench/url-canary
+	echo "canary location (ingress-nginx: header, cookie, weight 10/100), 10 rules: $$(target/release/host-sim --wasm $(WASM) \
+	  --config target/host-sim-bench/table-canary.json bench --requests 300000 $$(cat target/host-sim-bench/url-canary))"
 
 # wrk against Envoy (one worker): Envoy's own routes vs the switchyard filter vs a do-nothing wasm
 # filter, 10 and 10k rules, 3 rounds; figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.

@@ -3,6 +3,7 @@
 
 usage: table.py N > table.json
        table.py --regex-mode N > table.json
+       table.py --canary N > table.json
 
 
 Rules are in priority order, as the compiler writes them: per host (svc<i>.example.net), ten
@@ -16,6 +17,12 @@ compiler writes them: each `(?i)(?:P).*`, longest path string first; two thirds 
 x-forwarded-prefix), shorter so tried after every plain one; the root `/` last. The bench request,
 http://rx.example/R<mid>/items/42?id=1, is rewritten by the middle one of those, about the 80th
 location tried.
+
+With --canary, the N-rule table whose bench rule (svc<mid>.example.net /api/v3) has an ingress-nginx
+canary (ROUTING.md §7.6) by header `X-Canary`, by cookie `canary` and 10 in 100 by weight, as the
+compiler writes it. Its request (printed as the URL and host-sim's -H/--cookie arguments) carries
+the header and the cookie with values that decide nothing (`X-Canary: maybe`, `canary=later`,
+among other cookies), so every step runs: the header, the cookie, then the weight.
 """
 import json
 import sys
@@ -58,33 +65,56 @@ if sys.argv[1] == "--regex-mode":
     print(url, file=sys.stderr)
     sys.exit(0)
 
-n = int(sys.argv[1])
-rules = []
-hosts = max(1, -(-(n - 2) // 10))
-for i in range(hosts):
-    for j in range(10):
-        if len(rules) >= n - 2:
-            break
-        rule = {
-            "name": f"Ingress/ns{i}/svc{i}#{j}",
-            "host": f"svc{i}.example.net",
-            "path": {"type": "segment_prefix", "value": f"/api/v{j}"},
-            "action": {"route": {"backends": [{"cluster": f"ns{i}/svc{i}-v{j}:80"}]}},
-        }
-        if j == 0:
-            rule["conditions"] = [{"on": "header", "name": "x-canary", "match": "present"}]
-        rules.append(rule)
-rules.append({
-    "name": "HTTPProxy/default/wild#0",
-    "host": "*.example.net",
-    "path": {"type": "prefix", "value": "/"},
-    "action": {"route": {"backends": [{"cluster": "default/wild:80"}]}},
-})
-rules.append({
-    "name": "Ingress/default/fallback#0",
-    "path": {"type": "segment_prefix", "value": "/"},
-    "action": {"route": {"backends": [{"cluster": "default/fallback:80"}]}},
-})
-json.dump({"version": 1, "generation": f"bench-{n}", "rules": rules[:max(n, 2)]}, sys.stdout)
+def plain(n):
+    """The table of n rules and its bench URL."""
+    rules = []
+    hosts = max(1, -(-(n - 2) // 10))
+    for i in range(hosts):
+        for j in range(10):
+            if len(rules) >= n - 2:
+                break
+            rule = {
+                "name": f"Ingress/ns{i}/svc{i}#{j}",
+                "host": f"svc{i}.example.net",
+                "path": {"type": "segment_prefix", "value": f"/api/v{j}"},
+                "action": {"route": {"backends": [{"cluster": f"ns{i}/svc{i}-v{j}:80"}]}},
+            }
+            if j == 0:
+                rule["conditions"] = [{"on": "header", "name": "x-canary", "match": "present"}]
+            rules.append(rule)
+    rules.append({
+        "name": "HTTPProxy/default/wild#0",
+        "host": "*.example.net",
+        "path": {"type": "prefix", "value": "/"},
+        "action": {"route": {"backends": [{"cluster": "default/wild:80"}]}},
+    })
+    rules.append({
+        "name": "Ingress/default/fallback#0",
+        "path": {"type": "segment_prefix", "value": "/"},
+        "action": {"route": {"backends": [{"cluster": "default/fallback:80"}]}},
+    })
+    table = {"version": 1, "generation": f"bench-{n}", "rules": rules[:max(n, 2)]}
+    return table, f"http://svc{hosts // 2}.example.net/api/v3/items?id=1", hosts // 2
+
+
+if sys.argv[1] == "--canary":
+    table, url, mid = plain(int(sys.argv[2]))
+    table["generation"] = f"bench-canary-{sys.argv[2]}"
+    bench_rule = next(r for r in table["rules"] if r["name"] == f"Ingress/ns{mid}/svc{mid}#3")
+    bench_rule["action"]["route"]["canary"] = {
+        "cluster": f"ns{mid}/svc{mid}-canary:80",
+        "header": {"name": "X-Canary"},
+        "cookie": "canary",
+        "weight": 10,
+    }
+    json.dump(table, sys.stdout)
+    print()
+    # Words for host-sim's command line (no spaces inside one).
+    print(f"{url} -H X-Canary:maybe --cookie session=abc --cookie canary=later --cookie theme=dark",
+          file=sys.stderr)
+    sys.exit(0)
+
+table, url, _ = plain(int(sys.argv[1]))
+json.dump(table, sys.stdout)
 print()
-print(f"http://svc{hosts // 2}.example.net/api/v3/items?id=1", file=sys.stderr)
+print(url, file=sys.stderr)
