@@ -15,7 +15,7 @@ use switchyard_compiler::collisions::describe_path;
 use switchyard_compiler::explain::describe_condition;
 use switchyard_compiler::objects::Kind;
 use switchyard_compiler::status::{Reason, ResourceStatus};
-use switchyard_table::{ActionSpec, NoRoute, PathSpec, RouteTable, RuleSpec};
+use switchyard_table::{ActionSpec, Canary, NoRoute, PathSpec, RouteTable, RuleSpec};
 
 /// The whole view.
 #[derive(Debug, Serialize)]
@@ -165,6 +165,8 @@ pub enum ActionView<'a> {
         set_headers: Vec<String>,
         /// Request headers removed.
         remove_headers: &'a [String],
+        /// ingress-nginx's canary (ROUTING.md §7.6), if the location has one.
+        canary: Option<CanaryView<'a>>,
     },
     /// A local reply.
     DirectResponse {
@@ -180,6 +182,39 @@ pub enum ActionView<'a> {
         /// The `Location` template (`${scheme}`, `${host}`, `${request_uri}` filled in per request).
         url: &'a str,
     },
+}
+
+/// A location's canary: its cluster and the steps that decide, in order.
+#[derive(Debug, Serialize)]
+pub struct CanaryView<'a> {
+    /// The canary's cluster.
+    pub cluster: &'a str,
+    /// The steps, in the order a request meets them (`header X-Canary: always or never`, `cookie
+    /// canary: always or never`, `weight 10 of 100`).
+    pub steps: Vec<String>,
+}
+
+impl<'a> CanaryView<'a> {
+    fn of(canary: &'a Canary) -> CanaryView<'a> {
+        let mut steps = Vec::new();
+        if let Some(header) = &canary.header {
+            let how = match (&header.value, &header.pattern, header.main) {
+                (Some(value), _, _) => format!("= {value}"),
+                (None, Some(pattern), _) => format!("matching {pattern}"),
+                (None, None, true) => "present: main (its pattern did not compile)".to_owned(),
+                (None, None, false) => "always or never".to_owned(),
+            };
+            steps.push(format!("header {} {how}", header.name));
+        }
+        if let Some(cookie) = &canary.cookie {
+            steps.push(format!("cookie {cookie}: always or never"));
+        }
+        steps.push(format!("weight {} of {}", canary.weight, canary.weight_total.max(100)));
+        CanaryView {
+            cluster: &canary.cluster,
+            steps,
+        }
+    }
 }
 
 /// A rewrite by regex groups.
@@ -291,6 +326,7 @@ fn action_view(action: &ActionSpec) -> ActionView<'_> {
                     .map(|h| format!("{}: {}", h.name, h.value))
                     .collect(),
                 remove_headers: &route.remove_headers,
+                canary: route.canary.as_deref().map(CanaryView::of),
             }
         }
         ActionSpec::DirectResponse(direct) => ActionView::DirectResponse {
@@ -480,6 +516,31 @@ spec:
             ["header key exact \"v\""]
         );
     }
+    #[test]
+    fn a_location_with_a_canary_shows_its_cluster_and_the_steps_in_order() {
+        let mut location = rule("Ingress/a/main#0", Some("a.example"), "/");
+        location["action"]["route"]["canary"] = serde_json::json!({
+            "cluster": "a/canary:80", "header": {"name": "X-Canary"}, "cookie": "canary", "weight": 10
+        });
+        let table = table(serde_json::json!([location]));
+        let view = view(&table, 1, &IngressNginxServers::default());
+        let ActionView::Route {
+            canary: Some(canary), ..
+        } = &view.hosts[0].rules[0].action
+        else {
+            panic!("a route with a canary")
+        };
+        assert_eq!(canary.cluster, "a/canary:80");
+        assert_eq!(
+            canary.steps,
+            [
+                "header X-Canary always or never",
+                "cookie canary: always or never",
+                "weight 10 of 100"
+            ]
+        );
+    }
+
     #[test]
     fn a_redirect_shows_its_status_and_location_template() {
         let mut redirect = rule("VirtualServer/a/cafe#0/match1", Some("a.example"), "/");

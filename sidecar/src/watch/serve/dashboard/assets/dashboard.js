@@ -143,7 +143,10 @@ function backendsCell(action) {
   if (action.type !== "route") return el("td", {}, "—");
   return el("td", {}, el("ul", { class: "plain" }, action.backends.map((b) =>
     el("li", {}, el("code", {}, b.cluster), action.backends.length > 1 || b.weight !== 1
-      ? " weight " + b.weight + " (" + b.percent + " %)" : null))));
+      ? " weight " + b.weight + " (" + b.percent + " %)" : null)).concat(action.canary
+    ? [el("li", { class: "canary" }, "canary ", el("code", {}, action.canary.cluster), " by ",
+      action.canary.steps.join(", then "))]
+    : [])));
 }
 
 function ruleRow(rule) {
