@@ -3,8 +3,9 @@
 //! compiler, then the table's matcher through `switchyard explain`'s own function) and through the
 //! real filter (`switchyard_filter.wasm`) under host-sim. Each case's manifests are compiled with the
 //! case's `switchyard compile` flags; every request must get the case's decision (rule, cluster,
-//! status, `Location`, the path and headers the backend receives) at both layers, and the status
-//! report must carry the case's conditions.
+//! status, `Location`, the path and headers the backend receives) at both layers, natively also the
+//! canary decision `switchyard explain` prints, and the status report must carry the case's
+//! conditions.
 
 mod common;
 
@@ -78,6 +79,9 @@ struct Got {
     location: Option<String>,
     path: String,
     headers: BTreeMap<String, String>,
+    /// The canary decision as `switchyard explain` prints it; `None` from the filter, which does not
+    /// say (only the native layer is held to a case's `canary`).
+    canary: Option<String>,
 }
 
 /// How `got` differs from `want`, if it does.
@@ -111,6 +115,11 @@ fn differs(want: &Want, got: &Got) -> Option<String> {
     for name in &want.absent_headers {
         if let Some(value) = got.headers.get(name) {
             wrong.push(format!("header {name}: {value:?} (want it absent)"));
+        }
+    }
+    if let (Some(want), Some(got)) = (&want.canary, &got.canary) {
+        if want != got {
+            wrong.push(format!("canary decision {got:?} (want {want:?})"));
         }
     }
     (!wrong.is_empty()).then(|| format!("got {}; the decision: {got:?}", wrong.join(", ")))
@@ -150,6 +159,8 @@ fn native(table: &RouteTable, probe: &NginxProbe) -> Got {
         location: decision.location,
         path: decision.path,
         headers,
+        // explain says `None` where no canary decided: the case's `canary` is then missed.
+        canary: Some(decision.canary.unwrap_or_else(|| "(no canary decision)".to_owned())),
     }
 }
 
@@ -173,6 +184,7 @@ fn filtered(sim: &mut Sim, probe: &NginxProbe) -> Result<Got, String> {
             location: reply.header("location").map(str::to_owned),
             path: probe.path().to_owned(),
             headers: BTreeMap::new(),
+            canary: None,
         });
     }
     let mut headers = BTreeMap::new();
@@ -194,6 +206,7 @@ fn filtered(sim: &mut Sim, probe: &NginxProbe) -> Result<Got, String> {
         location: None,
         path: outcome.request_header(":path").unwrap_or_default().to_owned(),
         headers,
+        canary: None,
     })
 }
 

@@ -1,8 +1,8 @@
 //! `ingress_nginx.json` read into [`NginxCase`]s: ROUTING.md §7 (ingress-nginx's Ingresses) as
 //! data. Each case names a manifest file under `ingress-nginx/`, the `switchyard compile` flags it
 //! is compiled with, the requests with the decision each must get (rule, cluster, status,
-//! `Location`, the path and headers the backend receives), and the status conditions the compiler
-//! must report. The same case runs natively (the compiler, then the table's matcher through
+//! `Location`, the path and headers the backend receives, and at a canary's location which step
+//! decided), and the status conditions the compiler must report. The same case runs natively (the compiler, then the table's matcher through
 //! `switchyard explain`'s own function) and through the real filter under host-sim
 //! (`host-sim/tests/ingress_nginx_cases.rs`).
 
@@ -65,6 +65,10 @@ pub struct Want {
     pub headers: Vec<(String, String)>,
     /// Request headers the filter must not add (lowercase names).
     pub absent_headers: Vec<String>,
+    /// At a location with a canary (ROUTING.md §7.6): the decision `switchyard explain` prints
+    /// (`canary: header X-Canary = always`, `main by weight 0/100`). Checked natively only: the
+    /// filter does not say which step decided.
+    pub canary: Option<String>,
 }
 
 /// A status condition the report must carry.
@@ -242,10 +246,15 @@ fn probe(value: &Value, case: &str) -> NginxProbe {
         path: field("path"),
         headers: pairs(want.get("headers"), &context),
         absent_headers: strings(want.get("absent_headers"), &context),
+        canary: field("canary"),
     };
     assert!(
         (want.status == 200) == want.cluster.is_some(),
         "ingress_nginx.json: {context}: a routed request (status 200) names its cluster, and only it"
+    );
+    assert!(
+        want.canary.is_none() || want.status == 200,
+        "ingress_nginx.json: {context}: a `canary` decision needs a routed request"
     );
     assert!(
         want.location.is_none() || (300..400).contains(&want.status),
