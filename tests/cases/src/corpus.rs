@@ -95,31 +95,42 @@ impl Case {
 impl Probe {
     /// The authority of [`Probe::url`] (`example.net:8080`).
     pub fn authority(&self) -> &str {
-        self.split().0
+        url_parts(&self.url).0
     }
 
     /// The path and query of [`Probe::url`] (`/bar?x=1`).
     pub fn path(&self) -> &str {
-        self.split().1
-    }
-
-    fn split(&self) -> (&str, &str) {
-        let rest = self.url.split_once("://").map_or(self.url.as_str(), |(_, rest)| rest);
-        match rest.find('/') {
-            Some(at) => rest.split_at(at),
-            None => (rest, "/"),
-        }
+        url_parts(&self.url).1
     }
 }
 
 impl std::fmt::Display for Probe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.method, self.url)?;
-        for (name, value) in &self.headers {
-            write!(f, " [{name}: {value}]")?;
-        }
-        Ok(())
+        describe_request(f, &self.method, &self.url, &self.headers)
     }
+}
+
+/// A corpus URL's authority, and its path with the query (`/` when it has none).
+pub(crate) fn url_parts(url: &str) -> (&str, &str) {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, "/"),
+    }
+}
+
+/// A corpus request for a failure message: `GET http://… [name: value]…`.
+pub(crate) fn describe_request(
+    f: &mut std::fmt::Formatter<'_>,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+) -> std::fmt::Result {
+    write!(f, "{method} {url}")?;
+    for (name, value) in headers {
+        write!(f, " [{name}: {value}]")?;
+    }
+    Ok(())
 }
 
 /// Every case of `routing.json`. Panics on a malformed corpus (naming the case), and when a case

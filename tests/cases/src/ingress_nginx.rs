@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::corpus::{describe_request, url_parts};
+
 /// The corpus, as written in this crate's `ingress_nginx.json`.
 const CORPUS: &str = include_str!("../ingress_nginx.json");
 
@@ -98,30 +100,18 @@ impl NginxCase {
 impl NginxProbe {
     /// The authority of [`NginxProbe::url`].
     pub fn authority(&self) -> &str {
-        self.split().0
+        url_parts(&self.url).0
     }
 
     /// The path and query of [`NginxProbe::url`].
     pub fn path(&self) -> &str {
-        self.split().1
-    }
-
-    fn split(&self) -> (&str, &str) {
-        let rest = self.url.split_once("://").map_or(self.url.as_str(), |(_, rest)| rest);
-        match rest.find('/') {
-            Some(at) => rest.split_at(at),
-            None => (rest, "/"),
-        }
+        url_parts(&self.url).1
     }
 }
 
 impl std::fmt::Display for NginxProbe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.method, self.url)?;
-        for (name, value) in &self.headers {
-            write!(f, " [{name}: {value}]")?;
-        }
-        Ok(())
+        describe_request(f, &self.method, &self.url, &self.headers)
     }
 }
 
