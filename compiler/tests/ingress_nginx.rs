@@ -48,6 +48,12 @@ fn ingress(name: &str, namespace: &str, created: u32, annotations: &str, host: &
     )
 }
 
+/// Switchyard's own Ingress `team/mine` (no class: ours by §1 with the default options) on
+/// `shared.example`, created at second `created` of the day the others are.
+fn switchyards_own(created: u32, path: &str) -> String {
+    ingress("mine", "team", created, "{}", "shared.example", &[path]).replace("  ingressClassName: nginx\n", "")
+}
+
 fn status_of<'c>(
     compiled: &'c Compiled,
     namespace: &str,
@@ -92,18 +98,7 @@ fn server_of_ingresses_in_any_namespace_contends_alone_as_its_first_ingress() {
     // Switchyard's own Ingress (no class, --ingress-class empty) on the same host, younger than the
     // server's first Ingress: the server wins the whole host, the Ingress is HostTaken; they do
     // not merge, as two of Switchyard's Ingresses would.
-    let ours = "
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: mine, namespace: team, creationTimestamp: '2026-01-01T00:00:30Z'}
-spec:
-  rules:
-  - host: shared.example
-    http:
-      paths:
-      - {path: /mine, pathType: Prefix, backend: {service: {name: mine, port: {number: 80}}}}
-";
+    let ours = switchyards_own(30, "/mine");
     let yaml = format!(
         "{CLASS}{}{}{ours}",
         ingress("old", "a", 1, "{}", "shared.example", &["/a"]),
@@ -124,18 +119,7 @@ spec:
 
 #[test]
 fn server_younger_than_another_resource_loses_the_host_on_every_ingress() {
-    let ours = "
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: mine, namespace: team, creationTimestamp: '2025-01-01T00:00:00Z'}
-spec:
-  rules:
-  - host: shared.example
-    http:
-      paths:
-      - {path: /, pathType: Prefix, backend: {service: {name: mine, port: {number: 80}}}}
-";
+    let ours = switchyards_own(0, "/");
     let yaml = format!(
         "{CLASS}{}{}{ours}",
         ingress("first", "a", 1, "{}", "shared.example", &["/a"]),
