@@ -44,10 +44,16 @@ Examples:
   # NGINX TransportServers: Envoy listeners for an LDS file (dynamic_resources.lds_config)
   switchyard compile m/ -o table.json --l4 listeners.json --tls-passthrough-port 8443
 
+  # ingress-nginx's Ingresses as ingress-nginx routed them, with its ConfigMap; the summary counts
+  # the annotations that do not carry over (the migration report; per Ingress in status.json)
+  switchyard compile m/ --ingress-nginx-class nginx --ingress-nginx-configmap ingress-nginx/ingress-nginx-controller \
+      --status status.json -o table.json
+
 Exit status: 0 when the input was read, even if some resources were ignored or rejected (see the
 status report); 1 when a file cannot be read or parsed (the message names file, line and field);
 2 for a usage error. The summary on stderr counts resources by status, rules, hosts and warnings.
-TLS settings (spec.tls, virtualhost.tls) do not affect routing and are not read.";
+TLS settings (spec.tls, virtualhost.tls) do not affect routing and are not read, but for
+ingress-nginx's Ingresses, whose spec.tls hosts get ingress-nginx's HTTPS redirect (docs/routing.md, 7.7).";
 
 const EXPLAIN_HELP: &str = "\
 Examples:

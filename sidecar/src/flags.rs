@@ -138,10 +138,19 @@ pub struct TableArgs {
     #[arg(long, default_value = INGRESS_NGINX_CONTROLLER, value_name = "NAME", help_heading = "ingress-nginx (ROUTING.md §7)")]
     ingress_nginx_controller: String,
     /// Also take an IngressClass named like --ingress-nginx-class as ingress-nginx's, whatever its controller.
-    #[arg(long, help_heading = "ingress-nginx (ROUTING.md §7)")]
+    #[arg(
+        long,
+        requires = "ingress_nginx_class",
+        help_heading = "ingress-nginx (ROUTING.md §7)"
+    )]
     ingress_nginx_class_by_name: bool,
     /// Serve an Ingress with no class at all (no ingressClassName, no class annotation) as ingress-nginx's.
-    #[arg(long, help_heading = "ingress-nginx (ROUTING.md §7)")]
+    #[arg(
+        long,
+        requires = "ingress_nginx_class",
+        conflicts_with = "empty_ingress_class",
+        help_heading = "ingress-nginx (ROUTING.md §7)"
+    )]
     ingress_nginx_without_class: bool,
     /// The prefix of ingress-nginx's annotations (its --annotations-prefix).
     #[arg(long, default_value = INGRESS_NGINX_PREFIX, value_name = "PREFIX", help_heading = "ingress-nginx (ROUTING.md §7)")]
@@ -149,7 +158,7 @@ pub struct TableArgs {
     /// ingress-nginx's ConfigMap (its --configmap): ssl-redirect, force-ssl-redirect, http-redirect-code,
     /// preserve-trailing-slash and no-tls-redirect-locations are read from it; watched in Kubernetes
     /// mode, read from the manifests otherwise.
-    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, help_heading = "ingress-nginx (ROUTING.md §7)")]
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, requires = "ingress_nginx_class", help_heading = "ingress-nginx (ROUTING.md §7)")]
     ingress_nginx_configmap: Option<(String, String)>,
 }
 
@@ -217,8 +226,8 @@ impl TableArgs {
         })
     }
 
-    /// The `--ingress-nginx-*` flags; an error for a combination §7.1 forbids, or for flags that
-    /// need `--ingress-nginx-class` without it.
+    /// The `--ingress-nginx-*` flags; an error for a combination §7.1 forbids (clap refuses it
+    /// first, as it refuses the refining flags without `--ingress-nginx-class`).
     fn ingress_nginx_flags(&self) -> Result<IngressNginxFlags, String> {
         let flags = IngressNginxFlags {
             class: self.ingress_nginx_class.clone().filter(|c| !c.is_empty()),
@@ -229,14 +238,6 @@ impl TableArgs {
             configmap: self.ingress_nginx_configmap.clone(),
         };
         flags.check(self.empty_ingress_class)?;
-        let needs_class = flags.class_by_name || flags.without_class || flags.configmap.is_some();
-        if needs_class && flags.class.is_none() {
-            return Err(
-                "--ingress-nginx-class-by-name, --ingress-nginx-without-class and --ingress-nginx-configmap \
-                 need --ingress-nginx-class NAME (which turns ingress-nginx's Ingresses on)"
-                    .to_owned(),
-            );
-        }
         Ok(flags)
     }
 }

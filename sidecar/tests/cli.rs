@@ -130,6 +130,34 @@ fn usage_errors_exit_with_2() {
 }
 
 #[test]
+fn ingress_nginx_without_class_with_empty_ingress_class_is_a_usage_error() {
+    let both = switchyard(&[
+        "compile",
+        "x",
+        "--ingress-class",
+        "ours",
+        "--empty-ingress-class",
+        "--ingress-nginx-class",
+        "nginx",
+        "--ingress-nginx-without-class",
+    ]);
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+    assert!(
+        text(&both.stderr).contains("--empty-ingress-class"),
+        "{}",
+        text(&both.stderr)
+    );
+    // The flags that refine §7 need the flag that turns it on.
+    let alone = switchyard(&["compile", "x", "--ingress-nginx-without-class"]);
+    assert_eq!(alone.status.code(), Some(2), "{}", text(&alone.stderr));
+    assert!(
+        text(&alone.stderr).contains("--ingress-nginx-class"),
+        "{}",
+        text(&alone.stderr)
+    );
+}
+
+#[test]
 fn help_teaches_with_examples() {
     for args in [&["--help"][..], &["compile", "--help"], &["explain", "--help"]] {
         let out = switchyard(args);
