@@ -1,7 +1,7 @@
 //! ingress-nginx's Ingresses (ROUTING.md §7) end to end: manifests compiled by `switchyard compile
 //! --ingress-nginx-class nginx` (`SWITCHYARD_BIN`), the table loaded into a real Envoy with the
 //! filter (`SWITCHYARD_WASM`, `ENVOY_BIN`), real requests over HTTP to backends on 127.0.0.1 that
-//! echo the path and headers they received. Three tests:
+//! echo the path and headers they received. Four tests:
 //!
 //! - the `examples/001-ingress-nginx-*` folders (ingress-nginx's documented examples and the canary
 //!   example) and the corpus's `paths.yaml`, in one Envoy: the redirects' `Location` headers (app-root 302,
@@ -11,7 +11,8 @@
 //!   host-sim by host-sim/tests/ingress_nginx_cases.rs), each case compiled with its own flags and
 //!   loaded through ECDS in turn; its plain-http requests must get the case's decision in Envoy;
 //! - the canary's weights (ROUTING.md §7.6): thousands of requests per location, the canary's share
-//!   within 3 points of the weight, and the header and cookie deciding before it.
+//!   within 3 points of the weight, and the header and cookie deciding before it;
+//! - ingress-nginx's own canary tests of a modified main or canary Ingress, the table pushed again.
 //!
 //! `make test-envoy` sets the three variables; the tests fail without them.
 
@@ -445,4 +446,83 @@ fn canary_weights_split_requests_in_envoy() {
 
 fn switchyard_compile_yaml(yaml: &str) -> String {
     switchyard_e2e::compile_manifests(yaml, &["--ingress-nginx-class", "nginx", "--debug-rule-header"])
+}
+
+/// The main Ingress `foo` and its canary `foo-canary` on host `foo`, path /info, as
+/// kubernetes/ingress-nginx test/e2e/annotations/canary.go writes them; `main_annotations` and
+/// `header` vary.
+fn modified_pair(main_annotations: &str, header: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {{name: nginx}}
+spec: {{controller: k8s.io/ingress-nginx}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: foo, namespace: e2e, creationTimestamp: \"2024-01-01T00:00:00Z\", annotations: {{{main_annotations}}}}}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: foo
+    http:
+      paths:
+      - {{path: /info, pathType: Prefix, backend: {{service: {{name: httpbun, port: {{number: 80}}}}}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: foo-canary
+  namespace: e2e
+  creationTimestamp: \"2024-01-02T00:00:00Z\"
+  annotations: {{nginx.ingress.kubernetes.io/canary: \"true\", nginx.ingress.kubernetes.io/canary-by-header: {header}}}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: foo
+    http:
+      paths:
+      - {{path: /info, pathType: Prefix, backend: {{service: {{name: httpbun-canary, port: {{number: 80}}}}}}}}
+"
+    )
+}
+
+/// kubernetes/ingress-nginx test/e2e/annotations/canary.go's "should route requests to the correct
+/// upstream if the mainline ingress is modified" and "... if the canary ingress is modified"
+/// (ROUTING.md §7.6), in one Envoy whose table is pushed again after each change: the main Ingress
+/// gains an annotation, then the canary's header becomes `CanaryByHeader2`.
+#[test]
+fn canary_routes_after_the_main_or_the_canary_ingress_is_modified_in_envoy() {
+    let tables = [
+        modified_pair("", "CanaryByHeader"),
+        modified_pair("foo: bar", "CanaryByHeader"),
+        modified_pair("foo: bar", "CanaryByHeader2"),
+    ]
+    .map(|yaml| switchyard_compile_yaml(&yaml));
+    let clusters = clusters_of(&tables[0]);
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    let envoy = Envoy::start(&tables[0], &clusters);
+    let backend = |header: &str, value: &str| {
+        send(&envoy, get("foo", "/info").header(header, value))
+            .backend()
+            .map(str::to_owned)
+    };
+    assert_eq!(backend("CanaryByHeader", "always").as_deref(), Some("httpbun-canary"));
+    assert!(
+        envoy.update_table(&tables[1], ConfigForm::StringValue),
+        "the mainline's change"
+    );
+    assert_eq!(backend("CanaryByHeader", "never").as_deref(), Some("httpbun"));
+    assert_eq!(backend("CanaryByHeader", "always").as_deref(), Some("httpbun-canary"));
+    assert!(
+        envoy.update_table(&tables[2], ConfigForm::StringValue),
+        "the canary's change"
+    );
+    assert_eq!(backend("CanaryByHeader2", "never").as_deref(), Some("httpbun"));
+    assert_eq!(backend("CanaryByHeader2", "always").as_deref(), Some("httpbun-canary"));
+    assert_eq!(
+        backend("CanaryByHeader", "always").as_deref(),
+        Some("httpbun"),
+        "the old header no longer decides"
+    );
 }
