@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-ingress-nginx
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -273,6 +273,18 @@ bench-load: build-wasm envoy
 	target/release/switchyard convert $(LOAD_DIR)/table-10000.json --encoding compact > $(LOAD_DIR)/table-10000.compact.json
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) \
 	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
+
+# What a table push costs the requests Envoy serves, and a table's memory per VM, beside Envoy's own
+# routes for the same table (issue 28): 10 (the memory baseline), 10,000 and 100,000 rules, 1 and 4
+# workers, PUSH_COUNT pushes of one changed rule each (default 5). Figures in BENCHMARKS.md ("Table pushes").
+PUSH_DIR := target/bench-push
+PUSH_SIZES := 10 10000 100000
+bench-push: build-wasm envoy
+	cargo build --release -p switchyard-e2e --bin switchyard-bench-push
+	mkdir -p $(PUSH_DIR)
+	for n in $(PUSH_SIZES); do python3 host-sim/bench/table.py $$n > $(PUSH_DIR)/table-$$n.json 2>/dev/null; done
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) \
+	  target/release/switchyard-bench-push $(foreach n,$(PUSH_SIZES),$(PUSH_DIR)/table-$(n).json)
 
 # Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
 # filter profile unstripped, then wasm-metadce and wasm-opt as build-wasm runs them but keeping the names), then section

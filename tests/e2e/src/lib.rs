@@ -6,6 +6,7 @@
 //! No mocks: requests go through Envoy's codec, the wasm filter under V8, Envoy's router and a TCP
 //! connection to the backend, which reports what it saw.
 
+pub mod bench;
 pub mod l4;
 pub mod process;
 
@@ -253,7 +254,7 @@ pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
 }
 
 /// Whether `raw` holds a whole response (headers and the body they announce).
-fn response_complete(raw: &[u8]) -> bool {
+pub(crate) fn response_complete(raw: &[u8]) -> bool {
     let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
         return false;
     };
