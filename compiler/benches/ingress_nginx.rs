@@ -17,9 +17,15 @@
 //! (`/proc/thread-self/schedstat`, median of several): on a machine shared with other builds, the
 //! figure that does not count the time spent waiting for a core.
 //!
+//! It allocates with mimalloc, as the `switchyard` binary does (sidecar/src/main.rs): glibc's
+//! allocator was a third of the compile's profile, which the sidecar never pays.
+//!
 //! Run with `cargo bench -p switchyard-compiler --bench ingress_nginx`.
 
 use std::sync::Arc;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};

@@ -123,11 +123,10 @@ pub fn placement(drafts: &[Draft]) -> Placement {
 pub fn sort(drafts: Vec<Draft>) -> Vec<RuleSpec> {
     let placed = placement(&drafts).placed;
     let mut drafts: Vec<Option<Draft>> = drafts.into_iter().map(Some).collect();
-    placed
-        .into_iter()
-        .filter_map(|i| drafts[i].take())
-        .map(|d| d.rule)
-        .collect()
+    // Its length known up front: collecting through `filter_map` would grow it step by step.
+    let mut rules = Vec::with_capacity(placed.len());
+    rules.extend(placed.into_iter().filter_map(|i| drafts[i].take()).map(|d| d.rule));
+    rules
 }
 
 /// The table's content hash, as 16 hex digits: 64-bit FNV-1a over the little-endian bytes of

@@ -375,20 +375,6 @@ const NGINX_CASES: &[Case] = &[
     },
 ];
 
-/// The options of an example: [`common::example_options`], and `--ingress-nginx-class` (which it
-/// does not read yet) for ingress-nginx's examples.
-fn example_options(example: &str) -> Options {
-    let args = common::example_args(example);
-    match args.as_slice() {
-        [flag, class] if flag == "--ingress-nginx-class" => {
-            let mut options = Options::default();
-            options.ingress_nginx.class = Some(class.clone());
-            options
-        }
-        _ => common::example_options(example),
-    }
-}
-
 #[test]
 fn every_example_survives_each_ingress_deleted_and_put_back() {
     let mut examples: Vec<_> = std::fs::read_dir(common::examples_dir())
@@ -403,7 +389,7 @@ fn every_example_survives_each_ingress_deleted_and_put_back() {
         let objects = switchyard_compiler::load::read_paths(std::slice::from_ref(&dir))
             .unwrap()
             .objects;
-        let mut incremental = Incremental::new(example_options(&name));
+        let mut incremental = Incremental::new(common::example_options(&name));
         check(&mut incremental, &objects, Some("full"), &name);
         for i in 0..objects.ingresses.len() {
             let mut fewer = objects.clone();

@@ -146,10 +146,8 @@ pub fn lay_out<'o>(
             ));
             continue;
         }
-        let Ok(path) = paths::table_path(&location.path, location.kind, regex_mode) else {
-            // Refused when the server was gathered (`PathRegexUnsupported`).
-            continue;
-        };
+        // Its regex was checked when the server was gathered (`PathRegexUnsupported`).
+        let path = paths::location_path(&location.path, location.kind, regex_mode);
         let annotations = &member.annotations;
         if let Some(answer) = location_redirect(annotations) {
             out.push(rule(name(""), path, Vec::new(), answer));

@@ -91,20 +91,26 @@ pub fn plain_location_order(a: (&str, PathType), b: (&str, PathType)) -> Orderin
 /// table/README.md), else `Exact` or a segment prefix. `Err(PathRegexUnsupported)` when regex-lite
 /// cannot compile `P` (look-around, back-references): that path alone is refused.
 pub fn table_path(path: &str, kind: PathType, regex_mode: bool) -> Result<PathSpec, (Reason, String)> {
-    if regex_mode {
-        let pattern = format!("(?i)(?:{path}).*");
-        return match regex_lite::Regex::new(&format!("^(?:{pattern})$")) {
-            Ok(_) => Ok(PathSpec::Regex(pattern)),
-            Err(error) => Err((
+    let spec = location_path(path, kind, regex_mode);
+    if let PathSpec::Regex(pattern) = &spec {
+        if let Err(error) = regex_lite::Regex::new(&format!("^(?:{pattern})$")) {
+            return Err((
                 Reason::PathRegexUnsupported,
                 format!("path {path:?} is not a regex regex-lite compiles: {error}"),
-            )),
-        };
+            ));
+        }
     }
-    Ok(match kind {
-        PathType::Exact => PathSpec::Exact(path.to_owned()),
-        PathType::Prefix => PathSpec::SegmentPrefix(path.to_owned()),
-    })
+    Ok(spec)
+}
+
+/// [`table_path`] of a location already checked by it (the server was gathered): no regex compiled
+/// again.
+pub fn location_path(path: &str, kind: PathType, regex_mode: bool) -> PathSpec {
+    match (regex_mode, kind) {
+        (true, _) => PathSpec::Regex(format!("(?i)(?:{path}).*")),
+        (false, PathType::Exact) => PathSpec::Exact(path.to_owned()),
+        (false, PathType::Prefix) => PathSpec::SegmentPrefix(path.to_owned()),
+    }
 }
 
 /// §7.3: the bare path a location ending in `/` answers a 301 for (`/p/` → `/p`), outside regex
