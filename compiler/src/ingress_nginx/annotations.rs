@@ -1,7 +1,8 @@
 //! ROUTING.md §7.5, §7.7, §7.9: an Ingress's ingress-nginx annotations read once into a typed
 //! value. Each annotation is valid or listed as `AnnotationInvalid` (ignored, as ingress-nginx
 //! ignores a value it refuses); every other annotation with the prefix is listed as
-//! `AnnotationNotHonored`, one per annotation; the canary's (§7.6) are kept raw for it.
+//! `AnnotationNotHonored`, one per annotation; the canary's (§7.6) are kept raw for
+//! [`super::canary::read`].
 
 use std::collections::BTreeMap;
 
@@ -63,7 +64,7 @@ pub struct IngressNginxAnnotations {
     pub preserve_trailing_slash: Option<bool>,
     /// `server-alias`, split on `,`, trimmed, lowercase.
     pub server_alias: Vec<String>,
-    /// The canary's annotations (§7.6, its own issue), name without prefix → value.
+    /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
     pub canary: BTreeMap<String, String>,
     /// Every annotation reported, in name order.
     pub problems: Vec<Problem>,

@@ -1,5 +1,6 @@
-//! ROUTING.md §7.2–7.4: ingress-nginx's Ingress order, path normalisation and `PathTaken`, the
-//! regex-mode decision, the order locations are tried in, and each location's table path.
+//! ROUTING.md §7.2–7.4: ingress-nginx's Ingress order, path normalisation, the order locations are
+//! tried in, the trailing-slash redirect, and each location's table path. (`PathTaken` and the
+//! regex-mode decision are [`super::server`]'s, over a server's locations.)
 
 use std::cmp::Ordering;
 
@@ -48,28 +49,6 @@ pub fn ingress_order(a: &IngressAge<'_>, b: &IngressAge<'_>) -> Ordering {
     stamp(a)
         .cmp(&stamp(b))
         .then_with(|| (b.namespace, b.name).cmp(&(a.namespace, a.name)))
-}
-
-/// §7.2: of the locations in ingress-nginx's Ingress order, the indices that are taken: a later one
-/// with the same path and pathType as an earlier one (`PathTaken`, naming the earlier index).
-pub fn taken(locations: &[(String, PathType)]) -> Vec<(usize, usize, Reason)> {
-    let mut first: std::collections::HashMap<(&str, PathType), usize> = std::collections::HashMap::new();
-    let mut out = Vec::new();
-    for (i, (path, kind)) in locations.iter().enumerate() {
-        match first.get(&(path.as_str(), *kind)) {
-            Some(&earlier) => out.push((i, earlier, Reason::PathTaken)),
-            None => {
-                first.insert((path.as_str(), *kind), i);
-            }
-        }
-    }
-    out
-}
-
-/// §7.4: a server is in regex mode when any of its non-canary locations turns it on (`use-regex`
-/// or a `rewrite-target` other than its path: [`super::annotations::IngressNginxAnnotations::turns_regex_mode_on`]).
-pub fn regex_mode(turned_on: impl IntoIterator<Item = bool>) -> bool {
-    turned_on.into_iter().any(|on| on)
 }
 
 /// §7.4: the order locations are tried in regex mode: longest path string first, equal lengths in
@@ -147,22 +126,6 @@ mod tests {
         list.sort_by(ingress_order);
         let names: Vec<_> = list.iter().map(|a| format!("{}/{}", a.namespace, a.name)).collect();
         assert_eq!(names, ["b/a", "a/b", "a/a", "a/x"]);
-    }
-
-    #[test]
-    fn same_path_and_type_later_is_path_taken() {
-        let locations = [
-            ("/a".to_owned(), PathType::Prefix),
-            ("/a".to_owned(), PathType::Exact),
-            ("/a".to_owned(), PathType::Prefix),
-        ];
-        assert_eq!(taken(&locations), [(2, 0, Reason::PathTaken)]);
-    }
-
-    #[test]
-    fn any_location_turns_the_whole_server_into_regex_mode() {
-        assert!(regex_mode([false, true, false]));
-        assert!(!regex_mode([false, false]));
     }
 
     #[test]

@@ -71,12 +71,7 @@ pub fn read_controller_config(
             ControllerConfig::default()
         }
     };
-    if !config.not_honored.is_empty() {
-        snapshot.warnings.push(format!(
-            "ConfigMap {namespace}/{name}: not honoured (not routing, or an invalid value: the default stands): {}",
-            config.not_honored.join(", ")
-        ));
-    }
+    snapshot.warnings.extend(config.not_honored_warning(namespace, name));
     snapshot.ingress_nginx_config = Some(config);
 }
 
