@@ -234,11 +234,18 @@ bench-ingress-nginx:
 	cargo build --release -p switchyard --bin switchyard
 	python3 sidecar/benches/watch_ingress_nginx.py target/release/switchyard $${BENCH_ROUNDS:-3}
 
-# host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules
-# (tables from host-sim/bench/table.py). Figures in BENCHMARKS.md.
+# host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules, a regex-mode
+# host and a canary (tables from host-sim/bench/table.py), beside the floor every module pays in
+# host-sim (the do-nothing module's header-map mode). Figures in BENCHMARKS.md.
 bench-host-sim: build-wasm
 	cargo build --release -p switchyard-host-sim
+	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
+	$(call SHRINK,$(NOOP_RAW),$(NOOP_WASM))
 	mkdir -p target/host-sim-bench
+	printf header-map > target/host-sim-bench/noop-header-map
+	python3 host-sim/bench/table.py 10 > /dev/null 2> target/host-sim-bench/url-noop
+	echo "floor: a do-nothing module that reads the header map and sets the cluster header: $$(target/release/host-sim \
+	  --wasm $(NOOP_WASM) --config target/host-sim-bench/noop-header-map bench --requests 300000 $$(cat target/host-sim-bench/url-noop))"
 	for n in 10 10000; do \
 	  python3 host-sim/bench/table.py $$n > target/host-sim-bench/table-$$n.json 2> target/host-sim-bench/url-$$n; \
 	  echo "$$n rules: $$(target/release/host-sim --wasm $(WASM) --config target/host-sim-bench/table-$$n.json \

@@ -2,6 +2,8 @@
 //! a test double in the tests of `request.rs`. Every call is a host call in Envoy, so the filter
 //! makes as few as it can.
 
+use crate::headers::HeaderBlock;
+
 /// A host call the proxy answered with a status other than `Ok`: the proxy-wasm ABI's status code
 /// (1 `NotFound`, 2 `BadArgument`, ... 10 `InternalFailure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,10 +11,8 @@ pub struct HostCallFailed(pub u32);
 
 /// The host calls one request needs. Header names are lowercase, as Envoy keeps them.
 pub trait Host {
-    /// One request header's first value (`:authority`, `:path`, `:method` included), if present.
-    fn request_header(&self, name: &str) -> Option<String>;
-    /// Every request header, in order (names lowercase).
-    fn request_headers(&self) -> Vec<(String, String)>;
+    /// Every request header, in order (names lowercase; `:authority`, `:path`, `:method` included).
+    fn request_headers(&self) -> HeaderBlock;
     /// Replaces a request header (adds it when absent); `Err` when the proxy refuses the call.
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed>;
     /// Removes every value of a request header.

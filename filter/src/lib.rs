@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the plugin configuration (a `StringValue` or Istio's `Struct` JSON, wrappers
 //!   included, or a `Struct` in protobuf bytes) decoded into a validated, indexed [`switchyard_table::RouteTable`].
+//! - [`headers`]: the request's header map, read in one host call into one buffer.
 //! - [`request`]: one request's trip (strip the client's cluster header, match, set the cluster
 //!   header and the rule's actions, or answer locally), written against the [`host::Host`] trait so
 //!   it is tested natively.
@@ -13,6 +14,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod config;
+pub mod headers;
 pub mod host;
 pub mod protobuf;
 pub mod random;

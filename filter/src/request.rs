@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use switchyard_table::format::RULE_NAME_HEADER;
 use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestView, RouteTable};
 
+use crate::headers::{HeaderBlock, Span};
 use crate::host::{Host, HostCallFailed};
 
 /// What the filter did with a request.
@@ -45,10 +46,10 @@ pub enum Outcome {
 /// whatever the client sent there, no condition sees it.
 pub struct HostRequest<'h> {
     hidden: &'h str,
-    authority: String,
-    path: String,
-    method: String,
-    headers: Vec<(String, String)>,
+    authority: Option<Span>,
+    path: Option<Span>,
+    method: Option<Span>,
+    headers: HeaderBlock,
 }
 
 impl<'h> HostRequest<'h> {
@@ -56,38 +57,38 @@ impl<'h> HostRequest<'h> {
     /// condition.
     pub fn new(host: &impl Host, hidden: &'h str) -> Self {
         let headers = host.request_headers();
-        let first = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-        let authority = first(":authority").or_else(|| first("host")).unwrap_or_default();
-        let path = first(":path").unwrap_or_else(|| "/".to_owned());
-        let method = first(":method").unwrap_or_default();
         HostRequest {
             hidden,
-            authority,
-            path,
-            method,
+            authority: headers.first(":authority").or_else(|| headers.first("host")),
+            path: headers.first(":path"),
+            method: headers.first(":method"),
             headers,
         }
+    }
+
+    fn text(&self, span: Option<Span>) -> Option<&str> {
+        span.map(|span| self.headers.text(span))
     }
 }
 
 impl RequestView for HostRequest<'_> {
     fn authority(&self) -> &str {
-        &self.authority
+        self.text(self.authority).unwrap_or_default()
     }
 
     fn path(&self) -> &str {
-        &self.path
+        self.text(self.path).unwrap_or("/")
     }
 
     fn method(&self) -> &str {
-        &self.method
+        self.text(self.method).unwrap_or_default()
     }
 
     fn header_values(&self, name: &str) -> Vec<Cow<'_, str>> {
         self.values(name).map(Cow::Borrowed).collect()
     }
 
-    // The matcher's path: walks the cached header map without collecting the values.
+    // The matcher's path: walks the header block without collecting the values.
     fn any_header_value(&self, name: &str, test: &mut dyn FnMut(&str) -> bool) -> bool {
         self.values(name).any(test)
     }
@@ -97,11 +98,10 @@ impl HostRequest<'_> {
     /// Every value of header `name` except the hidden cluster header's.
     fn values<'s, 'n>(&'s self, name: &'n str) -> impl Iterator<Item = &'s str> + use<'s, 'n> {
         let hidden = name.eq_ignore_ascii_case(self.hidden);
-        let headers: &[(String, String)] = if hidden { &[] } else { &self.headers };
-        headers
+        self.headers
             .iter()
-            .filter(move |(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+            .filter(move |(key, _)| !hidden && key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value)
     }
 }
 
@@ -237,7 +237,6 @@ mod tests {
     struct FakeHost {
         headers: Vec<(String, String)>,
         map_fetches: Cell<usize>,
-        single_reads: Cell<usize>,
         response: Option<Reply>,
         refuse: Option<&'static str>,
     }
@@ -266,13 +265,9 @@ mod tests {
     }
 
     impl Host for FakeHost {
-        fn request_header(&self, name: &str) -> Option<String> {
-            self.single_reads.set(self.single_reads.get() + 1);
-            self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
-        }
-        fn request_headers(&self) -> Vec<(String, String)> {
+        fn request_headers(&self) -> HeaderBlock {
             self.map_fetches.set(self.map_fetches.get() + 1);
-            self.headers.clone()
+            HeaderBlock::from_pairs(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         }
         fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {
             if self.refuse == Some(name) {
@@ -328,7 +323,6 @@ mod tests {
         );
         assert_eq!(host.get("x-route-cluster"), ["production/service2:80"]);
         assert_eq!(host.map_fetches.get(), 1, "the header map is fetched once");
-        assert_eq!(host.single_reads.get(), 0, "and no header alone");
     }
 
     #[test]
@@ -398,7 +392,7 @@ mod tests {
             handle_request(&mut host, &table("404"), 3),
             Outcome::Routed { position: 2 }
         );
-        assert_eq!((host.map_fetches.get(), host.single_reads.get()), (1, 0));
+        assert_eq!(host.map_fetches.get(), 1);
         assert_eq!(host.get(":path"), ["/x?q=1"]);
         assert_eq!(host.get("x-team"), ["shop"]);
         assert!(host.get("x-debug").is_empty());
@@ -522,7 +516,7 @@ mod tests {
         assert_eq!(host.get("x-forwarded-prefix"), ["/something"]);
         assert_eq!(host.get(":authority"), ["backend.internal"]);
         assert_eq!(host.get("x-route-cluster"), ["ns/svc:80"]);
-        assert_eq!((host.map_fetches.get(), host.single_reads.get()), (1, 0));
+        assert_eq!(host.map_fetches.get(), 1);
         let mut host = FakeHost::new("rx.example", "/other?q=1", &[]);
         handle_request(&mut host, &ingress_nginx_table(), 0);
         assert_eq!(host.get(":path"), ["/other?q=1"]);
@@ -541,7 +535,7 @@ mod tests {
         );
         let (_, headers, _) = host.response.clone().unwrap();
         assert!(headers.contains(&("location".to_owned(), "https://tls.example/a/?x=1".to_owned())));
-        assert_eq!(host.single_reads.get(), 0, "the scheme comes from the header map");
+        assert_eq!(host.map_fetches.get(), 1, "the scheme comes from the header map");
         let mut host = FakeHost::new("tls.example", "/a/", &[(":scheme", "https")]);
         assert_eq!(
             handle_request(&mut host, &ingress_nginx_table(), 0),

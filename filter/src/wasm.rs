@@ -21,6 +21,7 @@ use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
 use switchyard_table::RouteTable;
 
 use crate::config::load_table;
+use crate::headers::HeaderBlock;
 use crate::host::{Host, HostCallFailed};
 use crate::random::Random;
 use crate::request::{handle_request, Outcome};
@@ -240,23 +241,16 @@ extern "C" {
         results: *mut *mut u8,
         results_size: *mut usize,
     ) -> u32;
+
+    /// The ABI's `proxy_get_header_map_pairs`, declared here to keep the serialised map whole (the
+    /// SDK's `hostcalls::get_map_bytes` splits it into two allocations per header).
+    fn proxy_get_header_map_pairs(map_type: u32, results: *mut *mut u8, results_size: *mut usize) -> u32;
 }
 
-/// The host's `uncompress` on `argument` (an empty answer is no bytes).
-fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
+/// What a host call that returns bytes answered: the bytes (none for a null answer) or its status.
+fn host_bytes(call: impl FnOnce(*mut *mut u8, *mut usize) -> u32) -> Result<Vec<u8>, HostCallFailed> {
     let (mut data, mut size) = (std::ptr::null_mut::<u8>(), 0usize);
-    // SAFETY: the pointers and sizes are those of a live `&str`, a live slice and two locals.
-    let status = unsafe {
-        proxy_call_foreign_function_status(
-            FOREIGN_FUNCTION.as_ptr(),
-            FOREIGN_FUNCTION.len(),
-            argument.as_ptr(),
-            argument.len(),
-            &mut data,
-            &mut size,
-        )
-    };
-    match status {
+    match call(&mut data, &mut size) {
         0 if data.is_null() => Ok(Vec::new()),
         // SAFETY: on success the host wrote `size` bytes at `data`, memory it took from this
         // module's `proxy_on_memory_allocate` (the SDK's: a boxed slice of exactly `size` bytes,
@@ -266,25 +260,33 @@ fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
     }
 }
 
+/// The host's `uncompress` on `argument` (an empty answer is no bytes).
+fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
+    host_bytes(|data, size| {
+        // SAFETY: the pointers and sizes are those of a live `&str`, a live slice and two locals.
+        unsafe {
+            proxy_call_foreign_function_status(
+                FOREIGN_FUNCTION.as_ptr(),
+                FOREIGN_FUNCTION.len(),
+                argument.as_ptr(),
+                argument.len(),
+                data,
+                size,
+            )
+        }
+    })
+}
+
 /// [`Host`] over proxy-wasm host calls. Header values that are not UTF-8 are read lossily.
 struct ProxyHost;
 
-fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
 impl Host for ProxyHost {
-    fn request_header(&self, name: &str) -> Option<String> {
-        hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name)
-            .ok()
-            .flatten()
-            .map(text)
-    }
-
-    fn request_headers(&self) -> Vec<(String, String)> {
-        hostcalls::get_map_bytes(MapType::HttpRequestHeaders)
-            .map(|map| map.into_iter().map(|(k, v)| (k, text(v))).collect())
-            .unwrap_or_default()
+    fn request_headers(&self) -> HeaderBlock {
+        // SAFETY: the two pointers are `host_bytes`'s locals.
+        let bytes = host_bytes(|data, size| unsafe {
+            proxy_get_header_map_pairs(MapType::HttpRequestHeaders as u32, data, size)
+        });
+        bytes.ok().and_then(HeaderBlock::decode).unwrap_or_default()
     }
 
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {

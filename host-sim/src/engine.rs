@@ -37,7 +37,12 @@ type Key = (PathBuf, u64, Option<SystemTime>);
 fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
-        let engine = Engine::new(&Config::new()).unwrap_or_else(|e| {
+        let mut config = Config::new();
+        if std::env::var_os("HOST_SIM_PERF_MAP").is_some() {
+            // `perf record` then names the module's functions (/tmp/perf-PID.map).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        let engine = Engine::new(&config).unwrap_or_else(|e| {
             // The default configuration only fails when the platform has no JIT support at all.
             panic!("host-sim: wasmtime cannot run on this platform: {e}")
         });
