@@ -25,13 +25,13 @@ LDS_FILE=$RUN/lds/listeners.json
 # (class annotation "bfe"), seed 003's host collisions (both creation orders) and NGINX's
 # VirtualServer examples (cross-namespace VirtualServerRoutes, advanced routing), seed 003's
 # TransportServers (a TLS passthrough host, a TCP listener), the HTTPProxy inclusions of seed 004
-# (no class: --empty-ingress-class), and ingress-nginx's canaries (examples/001-ingress-nginx-canary:
-# --ingress-nginx-class nginx, which touches only the Ingresses of ingress-nginx's IngressClasses).
-# The other seed 000/001 examples exercise class flags that contradict these (other controllers,
-# another default class), and ingress-nginx's documented examples (001-ingress-nginx-*, but the
-# canary) name the IngressClass `nginx`, which 003-host-collision defines for another controller;
-# `switchyard compile examples/<dir> $(cat ARGS)` shows them.
-EXAMPLES=(examples/001-ingress-nginx-canary examples/002-* examples/003-* examples/004-*)
+# (no class: --empty-ingress-class), and ingress-nginx's Ingresses (examples/001-ingress-nginx-*:
+# ingress-nginx's own documented examples and the canaries, --ingress-nginx-class nginx, which touches
+# only the Ingresses of ingress-nginx's IngressClasses). The other seed 000/001 examples exercise class
+# flags that contradict these (other controllers, another default class); `switchyard compile
+# examples/<dir> $(cat ARGS)` shows them. The documented examples each carry the same IngressClass
+# `nginx`, so switchyard watch warns that the copies after the first are not used.
+EXAMPLES=(examples/001-ingress-nginx-* examples/002-* examples/003-* examples/004-*)
 
 mkdir -p "$RUN/lds"
 rm -f "$RUN/switchyard-filter.json" "$LDS_FILE"
@@ -71,6 +71,9 @@ cat <<TXT
 
 Envoy listens on http://127.0.0.1:10000 (admin: http://127.0.0.1:9901, metrics: /stats?filter=wasmcustom).
 Try:  curl -H 'Host: example.net' http://127.0.0.1:10000/bar/foo
+ingress-nginx's documented examples (examples/001-ingress-nginx-*), as ingress-nginx served them:
+      curl -s -H 'Host: rewrite.bar.com' http://127.0.0.1:10000/something/new?x=1 | head -1   # path /new?x=1
+      curl -si -H 'Host: approot.bar.com' http://127.0.0.1:10000/ | grep -i location          # /app1
 ingress-nginx's canaries (examples/001-ingress-nginx-canary): by header, by cookie, 20 % by weight:
       curl -s -H 'Host: shop.example.com' -H 'X-Canary: always' http://127.0.0.1:10000/ | head -1   # backend: default/shop-canary
       curl -s -H 'Host: shop.example.com' -b 'canary=always' http://127.0.0.1:10000/cart | head -1  # backend: default/cart-canary

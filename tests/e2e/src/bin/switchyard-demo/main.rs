@@ -189,7 +189,13 @@ fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), 
         get("secure.example.com", "/"),
         get("example.net", "/nothing-here"),
         get("example.net", "/bar").header("x-route-cluster", "default/s1:80"),
-        // ingress-nginx's canaries (examples/001-ingress-nginx-canary, --ingress-nginx-class nginx).
+        // ingress-nginx's documented examples (examples/001-ingress-nginx-*, --ingress-nginx-class nginx).
+        get("rewrite.bar.com", "/something/new?x=1"),
+        get("approot.bar.com", "/"),
+        get("test.com", "/foo/bar/1"),
+        get("foo.bar.com", "/a/"),
+        get("bar", "/app-b"),
+        // ingress-nginx's canaries (examples/001-ingress-nginx-canary).
         get("shop.example.com", "/").header("X-Canary", "always"),
         get("shop.example.com", "/").header("X-Canary", "never"),
         get("shop.example.com", "/cart").header("Cookie", "canary=always"),
@@ -317,10 +323,21 @@ mod tests {
             folders.iter().any(|f| f.ends_with("003-transport-server")),
             "{folders:?}"
         );
-        assert!(
-            folders.iter().any(|f| f.ends_with("001-ingress-nginx-canary")),
-            "{folders:?}"
-        );
+        // ingress-nginx's documented examples and the canaries, every one.
+        for example in [
+            "app-root",
+            "canary",
+            "rewrite",
+            "server-alias",
+            "ssl-redirect",
+            "use-regex",
+        ] {
+            let folder = format!("001-ingress-nginx-{example}");
+            assert!(
+                folders.iter().any(|f| f.ends_with(&folder)),
+                "{folder} not in {folders:?}"
+            );
+        }
         let loaded = switchyard_compiler::load::read_paths(&folders).unwrap();
         // run.sh's class flags: --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx.
         let mut options = switchyard_compiler::Options {
