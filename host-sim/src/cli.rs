@@ -140,6 +140,9 @@ pub struct BenchReport {
     pub action: String,
     pub forwarded: bool,
     pub local_status: Option<u32>,
+    /// The module's linear memory after configuring and the timed requests, in bytes (wasm memory
+    /// never shrinks, so this is its peak: what each of a proxy's VMs holds for this table).
+    pub memory_bytes: usize,
 }
 
 /// The CPU time this thread has run, in nanoseconds (Linux's /proc/thread-self/schedstat).
@@ -221,6 +224,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 action: last.action.to_string(),
                 forwarded: last.forwarded,
                 local_status: last.local_status(),
+                memory_bytes: sim.memory_bytes(),
             };
             println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
         }

@@ -248,6 +248,13 @@ impl Sim {
         accepted
     }
 
+    /// The size of the module's linear memory in bytes (it never shrinks: the peak so far, as the
+    /// resident memory a proxy's VM keeps for it).
+    pub fn memory_bytes(&self) -> usize {
+        let host = self.store.data();
+        host.memory.map_or(0, |memory| memory.data_size(&self.store))
+    }
+
     /// Whether the last configuration was accepted.
     pub fn configured(&self) -> bool {
         self.configured
