@@ -162,8 +162,8 @@ impl PathIndex {
             PathPattern::Exact(path) => (PathKind::Exact, path),
             PathPattern::SegmentPrefix(prefix) => (PathKind::Segment, prefix),
             PathPattern::Prefix(prefix) => (PathKind::Prefix, prefix),
-            PathPattern::Regex(_, start, _) => {
-                self.insert_regex(id, start);
+            PathPattern::Regex(regex) => {
+                self.insert_regex(id, regex.start());
                 return;
             }
         };

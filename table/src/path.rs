@@ -18,10 +18,21 @@ pub enum PathPattern {
     SegmentPrefix(String),
     /// A plain string prefix.
     Prefix(String),
-    /// An anchored regex over the whole path, what every match starts with (a cheap first test),
-    /// and for the regex-mode form `(?i)(?:BODY).*` the regex `^(?i)(?:BODY)`, which answers the
-    /// same for a path without line feed and stops at the end of BODY's match, not of the path.
-    Regex(Regex, Start, Option<Regex>),
+    /// A regex over the whole path; boxed, as few rules have one (a rule's size is paid by every
+    /// rule of a table, in every VM).
+    Regex(Box<RegexPath>),
+}
+
+/// A regex path, compiled.
+#[derive(Debug, Clone)]
+pub struct RegexPath {
+    /// The regex, anchored over the whole path.
+    whole: Regex,
+    /// What every match starts with (a cheap first test).
+    start: Start,
+    /// For the regex-mode form `(?i)(?:BODY).*`, the regex `^(?i)(?:BODY)`, which answers the same
+    /// for a path without line feed and stops at the end of BODY's match, not of the path.
+    early: Option<Regex>,
 }
 
 /// What every path a regex matches starts with: tested before the regex, and for ingress-nginx's
@@ -36,6 +47,13 @@ pub enum Start {
     /// rewrite groups (`/something(/|$)(.*)`): matched, and its groups found, without the regex
     /// ([`SimpleBody`]).
     Simple(SimpleBody),
+}
+
+impl RegexPath {
+    /// What every match starts with.
+    pub(crate) fn start(&self) -> &Start {
+        &self.start
+    }
 }
 
 impl PathPattern {
@@ -70,7 +88,7 @@ impl PathPattern {
                     (Start::TextNoCase(_), Some(body)) => Regex::new(&format!("^(?i)(?:{body})")).ok(),
                     _ => None,
                 };
-                PathPattern::Regex(whole, start, early)
+                PathPattern::Regex(Box::new(RegexPath { whole, start, early }))
             }
         })
     }
@@ -82,13 +100,13 @@ impl PathPattern {
             PathPattern::SegmentPrefix(prefix) => segment_prefix_matches(prefix, path),
             PathPattern::Prefix(prefix) => path.starts_with(prefix.as_str()),
             // The literal start is a cheap first test; most paths fail it.
-            PathPattern::Regex(regex, start, early) => match start {
-                Start::Text(text) => path.starts_with(text.as_str()) && regex.is_match(path),
+            PathPattern::Regex(regex) => match &regex.start {
+                Start::Text(text) => path.starts_with(text.as_str()) && regex.whole.is_match(path),
                 Start::TextNoCase(text) => {
                     starts_with_no_case(path, text)
-                        && match early {
+                        && match &regex.early {
                             Some(early) if !path.contains('\n') => early.is_match(path),
-                            _ => regex.is_match(path),
+                            _ => regex.whole.is_match(path),
                         }
                 }
                 Start::Simple(simple) => simple.matches_whole(path),
@@ -99,10 +117,10 @@ impl PathPattern {
     /// The groups `${0}`…`${9}` of a regex path's match of `path` (an unmatched group is empty);
     /// nothing for another kind or when the regex does not match.
     pub fn groups<'p>(&self, path: &'p str) -> Vec<&'p str> {
-        let PathPattern::Regex(regex, start, _) = self else {
+        let PathPattern::Regex(regex) = self else {
             return Vec::new();
         };
-        if let Start::Simple(simple) = start {
+        if let Start::Simple(simple) = &regex.start {
             // The whole path is the regex's match (`${0}`); `P`'s groups are its search's.
             return match simple.matches_whole(path).then(|| simple.captures(path)).flatten() {
                 Some(mut groups) => {
@@ -112,7 +130,7 @@ impl PathPattern {
                 None => Vec::new(),
             };
         }
-        let Some(found) = regex.captures(path) else {
+        let Some(found) = regex.whole.captures(path) else {
             return Vec::new();
         };
         (0..10).map(|n| found.get(n).map_or("", |m| m.as_str())).collect()
@@ -374,10 +392,18 @@ mod tests {
         ] {
             let spec = PathSpec::Regex(format!("(?i)(?:{body}).*"));
             let simple = pattern(spec.clone());
-            let PathPattern::Regex(whole, Start::Simple(_), None) = &simple else {
-                panic!("{body:?} is simple: {simple:?}");
+            let PathPattern::Regex(found) = &simple else {
+                panic!("{body:?} is a regex: {simple:?}");
             };
-            let regex = PathPattern::Regex(whole.clone(), Start::Text(String::new()), None);
+            assert!(
+                matches!(found.start, Start::Simple(_)) && found.early.is_none(),
+                "{body:?} is simple"
+            );
+            let regex = PathPattern::Regex(Box::new(RegexPath {
+                whole: found.whole.clone(),
+                start: Start::Text(String::new()),
+                early: None,
+            }));
             for path in paths {
                 assert_eq!(simple.matches(path), regex.matches(path), "{body:?} matching {path:?}");
                 assert_eq!(simple.groups(path), regex.groups(path), "{body:?} groups of {path:?}");

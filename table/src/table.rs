@@ -28,7 +28,8 @@ pub struct RouteTable {
     index: HostIndex,
 }
 
-/// One validated rule.
+/// One validated rule. What few rules have (a redirect, a regex rewrite, a canary) is boxed: a
+/// rule's size is paid by every rule of a table, in every VM of the proxy.
 #[derive(Debug)]
 pub struct Rule {
     spec: RuleSpec,
@@ -37,11 +38,11 @@ pub struct Rule {
     conditions: Vec<Condition>,
     total_weight: u64,
     /// The parsed location template of a redirect action.
-    redirect: Option<RedirectTemplate>,
+    redirect: Option<Box<RedirectTemplate>>,
     /// The compiled `rewrite_regex` of a route action.
-    regex_rewrite: Option<RegexRewriter>,
+    regex_rewrite: Option<Box<RegexRewriter>>,
     /// The validated `canary` of a route action.
-    canary: Option<CanaryPolicy>,
+    canary: Option<Box<CanaryPolicy>>,
 }
 
 /// The outcome of matching one request: the winning rule and, for a route, the chosen backend.
@@ -393,13 +394,13 @@ impl Rule {
                 regex_rewrite = route
                     .rewrite_regex
                     .as_ref()
-                    .map(RegexRewriter::compile)
+                    .map(|rewrite| RegexRewriter::compile(rewrite).map(Box::new))
                     .transpose()
                     .map_err(|(field, p)| fail(format!("action.route.rewrite_regex.{field}"), p))?;
                 canary = route
                     .canary
                     .as_ref()
-                    .map(|canary| CanaryPolicy::compile(canary))
+                    .map(|canary| CanaryPolicy::compile(canary).map(Box::new))
                     .transpose()
                     .map_err(|(field, p)| fail(format!("action.route.canary.{field}"), p))?;
                 sum
@@ -411,7 +412,7 @@ impl Rule {
             ActionSpec::Redirect(spec) => {
                 let template = RedirectTemplate::compile(spec)
                     .map_err(|(field, p)| fail(format!("action.redirect.{field}"), p))?;
-                redirect = Some(template);
+                redirect = Some(Box::new(template));
                 0
             }
         };
