@@ -180,7 +180,13 @@ pub fn resolve(
         claims.entry(host).or_default().insert(key, (age, false));
     }
     let mut hostless: BTreeSet<&ResourceKey> = BTreeSet::new();
+    // Claimants of an ingress-nginx server: their processor decides whether they lost everything,
+    // as only it knows the other servers they have locations in.
+    let mut settled_by_processor: BTreeSet<&ResourceKey> = BTreeSet::new();
     for draft in &drafts {
+        if draft.claiming == Claiming::ContendsAlone {
+            settled_by_processor.insert(&draft.claimant);
+        }
         let Some(host) = draft.rule.host.as_deref() else {
             hostless.insert(&draft.claimant);
             continue;
@@ -212,7 +218,7 @@ pub fn resolve(
         }
     }
     for (key, won) in &hosts_won {
-        if loses_everything(*won, hostless.contains(key)) {
+        if !settled_by_processor.contains(key) && loses_everything(*won, hostless.contains(key)) {
             record_all_hosts_taken(book, key);
         }
     }

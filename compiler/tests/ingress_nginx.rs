@@ -139,6 +139,36 @@ fn server_younger_than_another_resource_loses_the_host_on_every_ingress() {
     );
 }
 
+/// An Ingress that is the first of one server (which loses its host) and a later member of another
+/// (which wins) keeps its locations in the winner: it is `Accepted` with `HostTaken` for the lost
+/// host, not `Rejected` as if it had lost everything.
+#[test]
+fn ingress_first_in_a_losing_server_keeps_its_locations_in_a_winning_one() {
+    let ours = switchyards_own(0, "/");
+    let two_hosts = ingress("both", "b", 2, "{}", "shared.example", &["/lost"]).replace(
+        "  rules:\n",
+        "  rules:\n  - host: kept.example\n    http:\n      paths:\n      - path: /kept\n        pathType: Prefix\n        \
+         backend: {service: {name: both, port: {number: 80}}}\n",
+    );
+    let yaml = format!(
+        "{CLASS}{}{two_hosts}{ours}",
+        ingress("older", "a", 1, "{}", "kept.example", &["/a"]),
+    );
+    let compiled = compile_yaml(&yaml, &options());
+    let both = status_of(&compiled, "b", "both");
+    assert_eq!(both.status, Status::Accepted, "{both:?}");
+    assert!(reasons(&compiled, "b", "both").contains(&Reason::HostTaken));
+    assert!(!reasons(&compiled, "b", "both").contains(&Reason::Rejected));
+    assert_eq!(
+        rule_for(&compiled, &get("http://kept.example/kept")).as_deref(),
+        Some("Ingress/b/both#0")
+    );
+    assert_eq!(
+        rule_for(&compiled, &get("http://shared.example/lost")).as_deref(),
+        Some("Ingress/team/mine#0")
+    );
+}
+
 #[test]
 fn same_path_and_type_on_a_server_is_path_taken_by_the_first_in_ingress_nginx_order() {
     // Equal timestamps: namespace/name descending, so b/x comes before a/x.

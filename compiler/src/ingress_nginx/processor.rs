@@ -358,8 +358,9 @@ impl SettledServer {
 
 impl Settle for ServersSettle {
     fn settle(self: Box<Self>, winners: &HostWinners, _options: &Options, book: &mut StatusBook, _l4: &mut L4Routes) {
-        // Ingress → (hosts won, has a server without a host), for every Ingress but a contender
-        // (whose outcome the contest itself recorded).
+        // Ingress → (hosts won, has a server without a host), for every member of every server: a
+        // contender's `HostTaken` the contest recorded, but whether it lost everything depends on
+        // the other servers it is a member of too (`collisions::resolve` leaves that to here).
         let mut outcome: std::collections::BTreeMap<&ResourceKey, (usize, bool)> = Default::default();
         for server in &self.servers {
             let Some(contender) = server.members.first() else {
@@ -372,11 +373,11 @@ impl Settle for ServersSettle {
                 continue;
             };
             let won = winners.get(host).is_some_and(|w| w.contains(contender));
-            for member in server.members.iter().skip(1) {
+            for (i, member) in server.members.iter().enumerate() {
                 let entry = outcome.entry(member).or_default();
                 if won {
                     entry.0 += 1;
-                } else {
+                } else if i > 0 {
                     record_host_taken(book, member, host, &owner_of(winners, host));
                 }
             }
@@ -400,10 +401,8 @@ impl Settle for ServersSettle {
                 }
             }
         }
-        let contenders: std::collections::BTreeSet<&ResourceKey> =
-            self.servers.iter().filter_map(|s| s.members.first()).collect();
         for (member, (won, hostless)) in outcome {
-            if !contenders.contains(member) && loses_everything(won, hostless) {
+            if loses_everything(won, hostless) {
                 record_all_hosts_taken(book, member);
             }
         }
