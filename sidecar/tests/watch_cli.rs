@@ -464,3 +464,57 @@ fn a_watched_folder_deleted_and_created_again_is_read_at_the_next_rescan() {
         std::fs::read_to_string(&table).ok().filter(|t| t.contains("b.example"))
     });
 }
+
+/// Between rescans (an hour apart here) the watch reads only the paths its file events name: an
+/// edit, a delete, a rename, and a file in a new subfolder each reach the table.
+#[test]
+fn edits_deletes_renames_and_new_subfolders_reach_the_table_between_rescans() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("m");
+    std::fs::create_dir(&manifests).unwrap();
+    let ingress = |name: &str, host: &str| {
+        INGRESS
+            .replace("name: web,", &format!("name: {name},"))
+            .replace("HOST", host)
+    };
+    std::fs::write(manifests.join("a.yaml"), ingress("a", "a.example")).unwrap();
+    std::fs::write(manifests.join("b.yaml"), ingress("b", "b.example")).unwrap();
+    let table = dir.path().join("table.json");
+    let log = dir.path().join("log");
+    let _child = spawn(
+        &[
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "-o",
+            table.to_str().unwrap(),
+            "--debounce-ms",
+            "20",
+            "--rescan-secs",
+            "3600",
+        ],
+        &log,
+    );
+    let hosts = |wanted: &[&str], unwanted: &[&str]| {
+        let what = format!("a table with {wanted:?} and without {unwanted:?}");
+        wait_for(&what, &log, || {
+            let text = std::fs::read_to_string(&table).ok()?;
+            let right = wanted.iter().all(|h| text.contains(h)) && !unwanted.iter().any(|h| text.contains(h));
+            right.then_some(())
+        });
+    };
+    hosts(&["a.example", "b.example"], &[]);
+    std::fs::write(manifests.join("a.yaml"), ingress("a", "a2.example")).unwrap();
+    hosts(&["a2.example", "b.example"], &["\"a.example"]);
+    std::fs::remove_file(manifests.join("b.yaml")).unwrap();
+    hosts(&["a2.example"], &["b.example"]);
+    std::fs::rename(manifests.join("a.yaml"), manifests.join("c.yaml")).unwrap();
+    std::fs::write(manifests.join("c.yaml"), ingress("c", "c.example")).unwrap();
+    hosts(&["c.example"], &["a2.example"]);
+    let sub = manifests.join("new").join("deeper");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("d.yaml"), ingress("d", "d.example")).unwrap();
+    hosts(&["c.example", "d.example"], &[]);
+    // Then a file in that subfolder, now watched, by its own event.
+    std::fs::write(sub.join("e.yaml"), ingress("e", "e.example")).unwrap();
+    hosts(&["c.example", "d.example", "e.example"], &[]);
+}

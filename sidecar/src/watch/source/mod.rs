@@ -9,11 +9,13 @@
 //! - [`kubernetes`]: kube-rs watchers, one per kind (and namespace), each feeding a [`store`] that
 //!   decodes object by object; the status of each compilation is written back by
 //!   [`crate::watch::status`].
+//! - [`changes`]: which paths the folder's watcher named since the folder was last read.
 //! - [`debounce`]: how long the rebuild loop lets a burst of changes settle before it reads the
 //!   source.
 //!
 //! What cannot be read is a [`crate::watch::state::SourceError`] (shown in `/status`).
 
+pub mod changes;
 pub mod debounce;
 pub mod folder;
 pub mod kubernetes;
