@@ -1,0 +1,43 @@
+//! Switchyard's router as a native Envoy dynamic module: `libswitchyard_module.so`, loaded by
+//! Envoy's `envoy.extensions.filters.http.dynamic_modules` HTTP filter, with the same table, rules,
+//! actions, local replies, client-header hiding and metrics names as the proxy-wasm filter.
+//!
+//! The request logic is the wasm filter's own: its host-independent files (`filter/src/`) are
+//! compiled into this crate as they are (as `fuzz/` does with the configuration reader), so one
+//! source serves both forms and the `.wasm` is built exactly as before:
+//! - [`config`] (with [`protobuf`]): the filter configuration, in any form the wasm filter accepts,
+//!   decoded into a validated, indexed [`switchyard_table::RouteTable`];
+//! - [`headers`], [`host`], [`request`]: one request's trip over the [`host::Host`] trait;
+//! - [`random`]: SplitMix64 for weighted backends (one generator per worker thread here).
+//!
+//! The module's own files:
+//! - [`abi`]: the hand-written bindings to Envoy 1.40's ABI (`abi/abi.h`) that Switchyard needs;
+//! - [`envoy_host`]: [`host::Host`] over Envoy's callbacks;
+//! - [`state`]: the table per filter configuration (an `Arc`, decoded once on the main thread,
+//!   shared by every worker), the metrics, a stream's state;
+//! - [`exports`]: the event hooks Envoy calls, each catching any unwind.
+//!
+//! Build: `make build-module` (`target/module/libswitchyard_module.so`); use: `module/README.md`.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+#[path = "../../filter/src/config.rs"]
+pub mod config;
+#[path = "../../filter/src/headers.rs"]
+pub mod headers;
+#[path = "../../filter/src/host.rs"]
+pub mod host;
+#[path = "../../filter/src/protobuf.rs"]
+pub mod protobuf;
+#[path = "../../filter/src/random.rs"]
+pub mod random;
+#[path = "../../filter/src/request.rs"]
+pub mod request;
+// The configuration reader's tests use the wasm filter's inflater (the module inflates with miniz).
+#[cfg(test)]
+#[path = "../../filter/src/uncompress.rs"]
+mod uncompress;
+
+pub mod abi;
+pub mod envoy_host;
+pub mod exports;
+pub mod state;

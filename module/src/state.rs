@@ -1,0 +1,244 @@
+//! What the module keeps: one [`ModuleConfig`] per Envoy filter configuration (the decoded, indexed
+//! table behind an `Arc`, shared by every worker thread; its metrics), and one small [`Stream`]
+//! per HTTP stream (only the winning rule, for the debug response header).
+//!
+//! The table is decoded and indexed once, on Envoy's main thread, when Envoy creates the filter
+//! configuration (an ECDS push creates a new one; the old one serves until Envoy swaps them and
+//! destroys it). Workers only read it: nothing per request or per worker copies it.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use switchyard_table::compact::Miniz;
+use switchyard_table::RouteTable;
+
+use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, METRICS_SUCCESS};
+use crate::config::load_table;
+use crate::random::Random;
+
+/// The metrics, named as the wasm filter's (Envoy prefixes them with the filter's metrics
+/// namespace, `dynamicmodulescustom` by default, where the wasm filter's get `wasmcustom`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Metrics {
+    routed: Option<usize>,
+    route_failed: Option<usize>,
+    not_routed: Option<usize>,
+    direct: Option<usize>,
+    accepted: Option<usize>,
+    refused: Option<usize>,
+    rules: Option<usize>,
+}
+
+/// Which counter a request counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// `switchyard_requests_routed`.
+    Routed,
+    /// `switchyard_requests_route_failed`.
+    RouteFailed,
+    /// `switchyard_requests_not_routed`.
+    NotRouted,
+    /// `switchyard_requests_direct_response`.
+    Direct,
+}
+
+impl Metrics {
+    /// Defines the metrics in `config`'s stats scope (only possible while Envoy creates it); a
+    /// metric Envoy refuses is left out, never an error.
+    ///
+    /// # Safety
+    /// `config` is the configuration Envoy is creating (the running `config_new` hook's).
+    pub unsafe fn define(config: ConfigEnvoyPtr) -> Metrics {
+        let define = |name: &str, gauge: bool| {
+            let mut id = 0usize;
+            // SAFETY: `config` is the configuration Envoy is creating; the name is lent for the call.
+            let result = unsafe {
+                if gauge {
+                    abi::envoy_dynamic_module_callback_http_filter_config_define_gauge(
+                        config,
+                        ModuleBuffer::of(name),
+                        std::ptr::null_mut(),
+                        0,
+                        &mut id,
+                    )
+                } else {
+                    abi::envoy_dynamic_module_callback_http_filter_config_define_counter(
+                        config,
+                        ModuleBuffer::of(name),
+                        std::ptr::null_mut(),
+                        0,
+                        &mut id,
+                    )
+                }
+            };
+            (result == METRICS_SUCCESS).then_some(id)
+        };
+        Metrics {
+            routed: define("switchyard_requests_routed", false),
+            route_failed: define("switchyard_requests_route_failed", false),
+            not_routed: define("switchyard_requests_not_routed", false),
+            direct: define("switchyard_requests_direct_response", false),
+            accepted: define("switchyard_tables_accepted", false),
+            refused: define("switchyard_tables_refused", false),
+            rules: define("switchyard_rules", true),
+        }
+    }
+
+    /// Counts one request on the stream whose Envoy-side filter is `filter`.
+    ///
+    /// # Safety
+    /// `filter` is the running hook's stream, created from the configuration that defined these metrics.
+    pub unsafe fn count(&self, filter: FilterEnvoyPtr, counted: Counted) {
+        let id = match counted {
+            Counted::Routed => self.routed,
+            Counted::RouteFailed => self.route_failed,
+            Counted::NotRouted => self.not_routed,
+            Counted::Direct => self.direct,
+        };
+        if let Some(id) = id {
+            // SAFETY: `filter` is the running hook's stream, created from the configuration that
+            // defined `id`.
+            unsafe {
+                abi::envoy_dynamic_module_callback_http_filter_increment_counter(
+                    filter,
+                    id,
+                    std::ptr::null_mut(),
+                    0,
+                    1,
+                );
+            }
+        }
+    }
+
+    /// # Safety
+    /// `config` is the configuration that defined `id`, during its `config_new` hook.
+    unsafe fn config_count(config: ConfigEnvoyPtr, id: Option<usize>) {
+        if let Some(id) = id {
+            // SAFETY: `config` is the configuration that defined `id`, still being created.
+            unsafe {
+                abi::envoy_dynamic_module_callback_http_filter_config_increment_counter(
+                    config,
+                    id,
+                    std::ptr::null_mut(),
+                    0,
+                    1,
+                );
+            }
+        }
+    }
+}
+
+/// One filter configuration's state: the table every worker reads.
+pub struct ModuleConfig {
+    /// The decoded, validated, indexed table.
+    pub table: Arc<RouteTable>,
+    /// The configuration's metrics.
+    pub metrics: Metrics,
+    /// Whether a refused cluster header was logged (once per configuration, not per request).
+    pub route_failure_logged: AtomicBool,
+}
+
+// Workers share one `ModuleConfig` through a raw pointer Envoy hands them; this is what makes that
+// sound.
+const _: () = {
+    const fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<ModuleConfig>();
+};
+
+impl ModuleConfig {
+    /// Decodes `config` (the table, in any form the wasm filter accepts) for the configuration
+    /// Envoy is creating; logs one line either way, as the wasm filter does. `None` refuses it.
+    ///
+    /// # Safety
+    /// `config_envoy` is the configuration Envoy is creating (the running `config_new` hook's).
+    pub unsafe fn load(config_envoy: ConfigEnvoyPtr, config: &[u8]) -> Option<ModuleConfig> {
+        // SAFETY: the caller's contract.
+        let metrics = unsafe { Metrics::define(config_envoy) };
+        let started = Instant::now();
+        match load_table(config, &Miniz) {
+            Ok(table) => {
+                abi::log(
+                    LOG_INFO,
+                    &format!(
+                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us",
+                        table.generation(),
+                        table.rules().len(),
+                        table.host_count(),
+                        started.elapsed().as_micros()
+                    ),
+                );
+                // SAFETY: the caller's contract.
+                unsafe { Metrics::config_count(config_envoy, metrics.accepted) };
+                if let Some(id) = metrics.rules {
+                    // SAFETY: as `config_count`.
+                    unsafe {
+                        abi::envoy_dynamic_module_callback_http_filter_config_set_gauge(
+                            config_envoy,
+                            id,
+                            std::ptr::null_mut(),
+                            0,
+                            table.rules().len() as u64,
+                        );
+                    }
+                }
+                Some(ModuleConfig {
+                    table: Arc::new(table),
+                    metrics,
+                    route_failure_logged: AtomicBool::new(false),
+                })
+            }
+            Err(error) => {
+                // Envoy refuses the configuration: at start-up it does not start, after an ECDS push
+                // the filter configuration serving before keeps serving.
+                abi::log(
+                    LOG_ERROR,
+                    &format!("table refused (the table serving before, if any, keeps serving): {error}"),
+                );
+                // SAFETY: the caller's contract.
+                unsafe { Metrics::config_count(config_envoy, metrics.refused) };
+                None
+            }
+        }
+    }
+
+    /// Logs a refused cluster header, the first time only.
+    pub fn log_route_failure(&self, position: usize) {
+        if self.route_failure_logged.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let rule = self.table.rules().get(position).map_or("?", |r| r.name());
+        abi::log(
+            LOG_ERROR,
+            &format!(
+                "setting {} failed (Envoy refused the header) for rule {rule:?}: the request goes on without a \
+                 cluster; counted in switchyard_requests_route_failed, logged once",
+                self.table.cluster_header()
+            ),
+        );
+    }
+}
+
+/// One HTTP stream's state.
+pub struct Stream {
+    /// The configuration that created the stream; Envoy keeps it alive while the stream lives.
+    pub config: *const ModuleConfig,
+    /// The winning rule, kept only when the table asks for the debug response header.
+    pub rule: Cell<Option<usize>>,
+}
+
+thread_local! {
+    /// Each worker's generator for weighted backends, seeded once per thread.
+    static RANDOM: Cell<Random> = Cell::new(Random::from_entropy());
+}
+
+/// The next random draw of this thread.
+pub fn next_random() -> u64 {
+    RANDOM.with(|cell| {
+        let mut random = cell.get();
+        let value = random.next_u64();
+        cell.set(random);
+        value
+    })
+}
