@@ -30,7 +30,7 @@ LDS_FILE=$RUN/lds/listeners.json
 # only the Ingresses of ingress-nginx's IngressClasses). The other seed 000/001 examples exercise class
 # flags that contradict these (other controllers, another default class); `switchyard compile
 # examples/<dir> $(cat ARGS)` shows them. The documented examples each carry the same IngressClass
-# `nginx`, so switchyard watch warns that the copies after the first are not used.
+# `nginx` (identical copies, so that each folder compiles alone).
 EXAMPLES=(examples/001-ingress-nginx-* examples/002-* examples/003-* examples/004-*)
 
 mkdir -p "$RUN/lds"

@@ -218,7 +218,10 @@ fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), 
                         response.status,
                         response.upstream_path().unwrap_or("?")
                     ),
-                    None => format!("{} local reply: {}", response.status, response.body.trim_end()),
+                    None => match response.header("location") {
+                        Some(location) => format!("{} redirect to {location}", response.status),
+                        None => format!("{} local reply: {}", response.status, response.body.trim_end()),
+                    },
                 };
                 println!("  {shown:<84} -> {answer}{rule}");
             }
