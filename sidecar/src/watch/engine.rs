@@ -155,8 +155,9 @@ impl Engine {
     }
 
     /// Compiles `input`, records the status, and pushes the output to the sinks that do not hold it.
-    /// Returns the statuses (the compiler's and the source's), for status write-back.
-    pub async fn rebuild(&mut self, input: &Snapshot) -> Vec<ResourceStatus> {
+    /// Returns the statuses (the compiler's and the source's, shared with the state), for status
+    /// write-back.
+    pub async fn rebuild(&mut self, input: &Snapshot) -> Arc<[ResourceStatus]> {
         if let Some(config) = &input.ingress_nginx_config {
             self.configure_ingress_nginx(config);
         }
@@ -193,8 +194,8 @@ impl Engine {
                 why.as_str()
             ),
         }
-        let mut statuses = compiled.statuses.clone();
-        statuses.extend(input.statuses.iter().cloned());
+        // One copy of the 10,000 statuses, shared by the state and the caller.
+        let statuses: Arc<[ResourceStatus]> = compiled.statuses.iter().chain(&input.statuses).cloned().collect();
         let class_warning = all_ignored_by_class(&statuses, self.compiler.options());
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();

@@ -247,7 +247,7 @@ pub struct State {
     /// Distinct hosts of the table last pushed.
     pub hosts: usize,
     /// The status report of the last compilation.
-    pub statuses: Vec<ResourceStatus>,
+    pub statuses: Arc<[ResourceStatus]>,
     /// Input that could not be read (manifests that do not parse, objects the API refused to list).
     pub errors: Vec<SourceError>,
     /// Loader warnings of the last compilation.
@@ -383,7 +383,7 @@ impl State {
             "sinks_refused": self.refused,
             "sinks_failing": self.sinks_failing,
             "leader": self.leadership,
-            "resources": self.statuses,
+            "resources": &*self.statuses,
             "sinks": self.pushes,
             "push_log": self.push_log.iter().rev().collect::<Vec<_>>(),
             "l4": {

@@ -95,7 +95,7 @@ pub fn render(state: &State) -> String {
         &one(state.hosts.to_string()),
     );
     let mut by_status: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for s in &state.statuses {
+    for s in state.statuses.iter() {
         *by_status.entry((s.kind.as_str(), s.status.as_str())).or_default() += 1;
     }
     let resources: Vec<(String, String)> = by_status
@@ -188,7 +188,8 @@ mod tests {
             status("x", Status::Accepted),
             status("y", Status::Accepted),
             status("z", Status::Rejected),
-        ];
+        ]
+        .into();
         let text = render(&state);
         for line in [
             "switchyard_pushes_total{sink=\"ecds-file\"} 2",
