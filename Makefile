@@ -101,6 +101,14 @@ $(WASM): $(WASM_RAW) filter/exports.json
 build-native:
 	cargo build --release
 
+# The native Envoy dynamic module (module/, issue 29): cargo's profile `module` (release's settings, but a
+# panic unwinds, so every entry point can catch it instead of aborting Envoy), at $(MODULE).
+MODULE := target/module/libswitchyard_module.so
+.PHONY: build-module test-module
+build: build-module
+build-module:
+	cargo build --profile module -p switchyard-module
+
 # ---- test ------------------------------------------------------------------------------------
 # Clippy on every crate and target, warnings as errors: what each crate root denies (unwrap, expect and
 # panic in the filter, ...) holds only when something runs it; and rustfmt's layout (rustfmt.toml).
@@ -178,6 +186,15 @@ test-envoy: build-wasm envoy
 	cargo build -p switchyard --bin switchyard
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
 	  cargo test -p switchyard-e2e
+
+# The dynamic module in the same real Envoy: test-envoy runs its suites (tests/e2e/tests/module*.rs) with
+# the others; test-module runs them alone (its unit tests first).
+test-envoy: build-module
+test-envoy: export SWITCHYARD_MODULE := $(abspath $(MODULE))
+test-module: build-module envoy
+	cargo test -p switchyard-module
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_MODULE=$(abspath $(MODULE)) \
+	  cargo test -p switchyard-e2e --test module --test module_corpus
 
 # ---- run -------------------------------------------------------------------------------------
 # Envoy (envoy.yaml) with the filter and the examples' table, local backends, sample requests; Ctrl-C stops all.

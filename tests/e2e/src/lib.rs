@@ -1,5 +1,7 @@
 //! End-to-end harness: a real Envoy (from `ENVOY_BIN`) loading the real filter (`SWITCHYARD_WASM`)
-//! through ECDS, local backends that answer with their own name, and a tiny HTTP/1.1 client.
+//! through ECDS, local backends that answer with their own name, and a tiny HTTP/1.1 client. The
+//! same harness runs the native dynamic module (`SWITCHYARD_MODULE`, [`FilterForm::Module`]) in the
+//! wasm filter's place.
 //!
 //! Everything listens on 127.0.0.1 ports the OS picks (Envoy's listener and admin on port 0, read
 //! back from the admin API), so tests run in parallel. Envoy is killed when its [`Envoy`] drops.
@@ -324,10 +326,10 @@ pub enum ConfigForm {
     Struct,
 }
 
-/// The `envoy.extensions.filters.http.wasm.v3.Wasm` config that loads `wasm` under V8 with `table`
-/// as its plugin configuration.
-pub fn wasm_filter_config(wasm: &Path, table: &str, form: ConfigForm) -> serde_json::Value {
-    let configuration = match form {
+/// `table` as the `google.protobuf.Any` Envoy hands to the filter (the wasm filter's plugin
+/// configuration, the dynamic module's filter configuration).
+fn configuration_any(table: &str, form: ConfigForm) -> serde_json::Value {
+    match form {
         ConfigForm::StringValue => serde_json::json!({
             "@type": "type.googleapis.com/google.protobuf.StringValue",
             "value": table,
@@ -336,7 +338,92 @@ pub fn wasm_filter_config(wasm: &Path, table: &str, form: ConfigForm) -> serde_j
             let value: serde_json::Value = serde_json::from_str(table).unwrap_or(serde_json::Value::Null);
             serde_json::json!({ "@type": "type.googleapis.com/google.protobuf.Struct", "value": value })
         }
-    };
+    }
+}
+
+/// Which form of Switchyard's filter an [`Envoy`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterForm {
+    /// The proxy-wasm filter under V8 (`SWITCHYARD_WASM`).
+    Wasm,
+    /// The native dynamic module (`SWITCHYARD_MODULE`, a `lib<name>.so`), found by Envoy through
+    /// `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`.
+    Module,
+}
+
+impl FilterForm {
+    /// The environment variable naming the filter's file.
+    pub fn variable(self) -> &'static str {
+        match self {
+            FilterForm::Wasm => "SWITCHYARD_WASM",
+            FilterForm::Module => "SWITCHYARD_MODULE",
+        }
+    }
+
+    /// The prefix Envoy puts before the filter's metrics: `wasmcustom` for a Wasm filter's, the
+    /// dynamic-module filter's default metrics namespace for the module's.
+    pub fn metrics_prefix(self) -> &'static str {
+        match self {
+            FilterForm::Wasm => "wasmcustom",
+            FilterForm::Module => "dynamicmodulescustom",
+        }
+    }
+
+    /// The type URL of the filter's configuration (what the listener's ECDS subscription accepts).
+    pub fn type_url(self) -> &'static str {
+        match self {
+            FilterForm::Wasm => "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+            FilterForm::Module => {
+                "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"
+            }
+        }
+    }
+
+    /// The filter's configuration loading `file` (the `.wasm`, or the module's `.so`) with `table`.
+    pub fn filter_config(self, file: &Path, table: &str, form: ConfigForm) -> serde_json::Value {
+        match self {
+            FilterForm::Wasm => wasm_filter_config(file, table, form),
+            FilterForm::Module => module_filter_config(file, table, form),
+        }
+    }
+}
+
+/// The `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter` config that loads the
+/// module `module` (`lib<name>.so`, by its name: Envoy looks for it in
+/// `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`) with `table` as its filter configuration.
+pub fn module_filter_config(module: &Path, table: &str, form: ConfigForm) -> serde_json::Value {
+    serde_json::json!({
+        "@type": FilterForm::Module.type_url(),
+        "dynamic_module_config": { "name": module_name(module) },
+        "filter_name": FILTER_NAME,
+        "filter_config": configuration_any(table, form)
+    })
+}
+
+/// The name Envoy loads `module` by: its file name without `lib` and `.so`.
+pub fn module_name(module: &Path) -> String {
+    let file = module
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = file.strip_prefix("lib").unwrap_or(&file);
+    name.strip_suffix(".so").unwrap_or(name).to_owned()
+}
+
+/// Points Envoy's dynamic-module search path (`ENVOY_DYNAMIC_MODULES_SEARCH_PATH`, read by every
+/// Envoy this process starts) at `module`'s folder; every test of a run uses the same module.
+fn set_module_search_path(module: &Path) {
+    static SET: std::sync::Once = std::sync::Once::new();
+    if let Some(folder) = module.parent() {
+        let folder = folder.to_path_buf();
+        SET.call_once(|| std::env::set_var("ENVOY_DYNAMIC_MODULES_SEARCH_PATH", folder));
+    }
+}
+
+/// The `envoy.extensions.filters.http.wasm.v3.Wasm` config that loads `wasm` under V8 with `table`
+/// as its plugin configuration.
+pub fn wasm_filter_config(wasm: &Path, table: &str, form: ConfigForm) -> serde_json::Value {
+    let configuration = configuration_any(table, form);
     serde_json::json!({
         "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
         "config": {
@@ -354,11 +441,16 @@ pub fn wasm_filter_config(wasm: &Path, table: &str, form: ConfigForm) -> serde_j
 
 /// The ECDS file content (a `DiscoveryResponse`) that loads `wasm` with `table` as its configuration.
 pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
+    ecds_document_for(FilterForm::Wasm, wasm, table, form)
+}
+
+/// The ECDS file content that loads the filter of form `filter` from `file` with `table`.
+pub fn ecds_document_for(filter: FilterForm, file: &Path, table: &str, form: ConfigForm) -> String {
     let document = serde_json::json!({
         "resources": [{
             "@type": "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
             "name": FILTER_NAME,
-            "typed_config": wasm_filter_config(wasm, table, form)
+            "typed_config": filter.filter_config(file, table, form)
         }]
     });
     document.to_string()
@@ -367,7 +459,9 @@ pub fn ecds_document(wasm: &Path, table: &str, form: ConfigForm) -> String {
 /// A running Envoy with the switchyard filter loaded from an ECDS file, and its backends.
 pub struct Envoy {
     process: EnvoyProcess,
+    /// The filter's file: the `.wasm`, or the module's `.so` ([`Envoy::filter`]).
     wasm: PathBuf,
+    filter: FilterForm,
     /// Envoy's HTTP listener.
     pub addr: SocketAddr,
     /// Envoy's admin API.
@@ -437,8 +531,17 @@ impl Envoy {
 
     /// As [`Envoy::start`], choosing the configuration form and the worker count.
     pub fn start_with(table: &str, clusters: &[&str], form: ConfigForm, workers: usize) -> Envoy {
+        Envoy::start_filter(table, clusters, form, workers, FilterForm::Wasm)
+    }
+
+    /// As [`Envoy::start_with`], choosing the filter's form too: the dynamic module
+    /// (`SWITCHYARD_MODULE`) in the wasm filter's place, with the same listener, routes and ECDS file.
+    pub fn start_filter(table: &str, clusters: &[&str], form: ConfigForm, workers: usize, filter: FilterForm) -> Envoy {
         let envoy_bin = required_path("ENVOY_BIN");
-        let wasm = required_path("SWITCHYARD_WASM");
+        let wasm = required_path(filter.variable());
+        if filter == FilterForm::Module {
+            set_module_search_path(&wasm);
+        }
         let dir = fresh_dir("e2e");
         std::fs::create_dir_all(dir.join("ecds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         let mut backends = BTreeMap::new();
@@ -447,10 +550,14 @@ impl Envoy {
             backends.insert((*cluster).to_owned(), backend);
         }
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
-        write_file(&dir.join("envoy.yaml"), &envoy_config(&dir, &ports, 0, 0));
+        write_file(&dir.join("envoy.yaml"), &envoy_config_for(&dir, &ports, 0, 0, filter));
         let (table, probe) = with_probe(table);
-        write_file(&dir.join("ecds/filter.json"), &ecds_document(&wasm, &table, form));
+        write_file(
+            &dir.join("ecds/filter.json"),
+            &ecds_document_for(filter, &wasm, &table, form),
+        );
         let mut envoy = Envoy::spawn(&envoy_bin, dir, wasm, workers);
+        envoy.filter = filter;
         envoy.backends = backends;
         if let Some(label) = probe {
             // Several connections, so that every worker is seen serving the table.
@@ -467,6 +574,7 @@ impl Envoy {
         Envoy {
             process,
             wasm,
+            filter: FilterForm::Wasm,
             addr: addr.unwrap_or(admin),
             admin,
             backends: BTreeMap::new(),
@@ -499,7 +607,7 @@ impl Envoy {
         let (success, rejected) = (counter("update_success"), counter("update_rejected"));
         let (table, probe) = with_probe(table);
         let tmp = self.process.dir.join("ecds/filter.json.tmp");
-        write_file(&tmp, &ecds_document(&self.wasm, &table, form));
+        write_file(&tmp, &ecds_document_for(self.filter, &self.wasm, &table, form));
         std::fs::rename(&tmp, self.process.dir.join("ecds/filter.json")).unwrap_or_else(|e| panic!("rename: {e}"));
         let deadline = Instant::now() + PATIENCE;
         loop {
@@ -539,6 +647,17 @@ impl Envoy {
                 thread::sleep(Duration::from_millis(20));
             }
         }
+    }
+
+    /// The form of the filter this Envoy runs.
+    pub fn filter(&self) -> FilterForm {
+        self.filter
+    }
+
+    /// One of the filter's own metrics (`switchyard_requests_routed`, ...) under the prefix Envoy
+    /// gives it in this filter form.
+    pub fn filter_stat(&self, name: &str) -> Option<u64> {
+        self.stat(&format!("{}.{name}", self.filter.metrics_prefix()))
     }
 
     /// Envoy's process id.
@@ -600,6 +719,17 @@ pub fn write_file(path: &Path, text: &str) {
 /// header survives), so any request that reaches a backend proves Envoy re-picked the route after the
 /// filter set the header: the ABI 0.2.1 route cache clearing that `cluster_header` routing needs.
 pub fn envoy_config(dir: &Path, clusters: &[(&str, u16)], listen_port: u16, admin_port: u16) -> String {
+    envoy_config_for(dir, clusters, listen_port, admin_port, FilterForm::Wasm)
+}
+
+/// [`envoy_config`] whose ECDS subscription takes the configuration of the filter form `filter`.
+pub fn envoy_config_for(
+    dir: &Path,
+    clusters: &[(&str, u16)],
+    listen_port: u16,
+    admin_port: u16,
+    filter: FilterForm,
+) -> String {
     let ecds = dir.join("ecds");
     let mut yaml = format!(
         r#"node: {{id: switchyard, cluster: switchyard}}
@@ -636,13 +766,14 @@ static_resources:
                 path_config_source:
                   path: {ecds_file}
                   watched_directory: {{path: {ecds_dir}}}
-              type_urls: [type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm]
+              type_urls: [{type_url}]
           - name: envoy.filters.http.router
             typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
   clusters:
 "#,
         ecds_file = ecds.join("filter.json").display(),
         ecds_dir = ecds.display(),
+        type_url = filter.type_url(),
     );
     for (name, port) in clusters {
         yaml.push_str(&static_cluster(name, SocketAddr::from(([127, 0, 0, 1], *port))));

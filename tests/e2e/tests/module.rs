@@ -1,0 +1,258 @@
+//! The native dynamic module (`libswitchyard_module.so`, issue 29) in a real Envoy, with real
+//! backends, through the same harness, listener, routes and ECDS file as the wasm filter's tests
+//! (tests/envoy.rs): the same table and the same answers. Needs `ENVOY_BIN` and `SWITCHYARD_MODULE`
+//! (`make test-envoy` and `make test-module` set them); fails without them.
+
+use serde_json::json;
+use switchyard_cases::rule;
+use switchyard_e2e::table::table;
+use switchyard_e2e::{get, ConfigForm, Envoy, FilterForm};
+
+const SERVICE1: &str = "production/service1:80";
+const SERVICE2: &str = "production/service2:80";
+
+fn start(table: &str, clusters: &[&str], workers: usize) -> Envoy {
+    Envoy::start_filter(table, clusters, ConfigForm::StringValue, workers, FilterForm::Module)
+}
+
+/// Envoy loads the module and finds the ABI version it expects (no mismatch warning), and the
+/// table is accepted with the wasm filter's log line.
+#[test]
+fn the_module_loads_with_envoys_abi_version_and_accepts_the_table() {
+    let rules = vec![rule("Ingress/production/one#0")
+        .host("example.net")
+        .segment_prefix("/bar")
+        .to(SERVICE1)];
+    let envoy = start(&table("load", rules), &[SERVICE1], 1);
+    let log = envoy.log();
+    assert!(log.contains("Dynamic module ABI version v0.2.0 matched."), "{log}");
+    assert!(
+        log.contains("table accepted: generation \"load\", 2 rules, 2 hosts"),
+        "{log}"
+    );
+    assert_eq!(
+        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+        Some("service1")
+    );
+}
+
+/// As the wasm filter's `actions_local_replies_and_metrics`: 404 naming only host and path; a
+/// client's cluster header never picks the backend; rewrites and header actions reach the backend;
+/// direct responses keep their status; the debug header names the rule; the metrics count it all
+/// under the wasm filter's names.
+#[test]
+fn actions_local_replies_and_metrics_as_the_wasm_filter() {
+    let mut app = rule("HTTPProxy/default/shop#0")
+        .host("shop.example.org")
+        .prefix("/app")
+        .to(SERVICE2);
+    app["action"]["route"]["rewrite_prefix"] = json!("/");
+    app["action"]["route"]["set_headers"] = json!([{ "name": "x-team", "value": "shop" }]);
+    app["action"]["route"]["remove_headers"] = json!(["x-debug"]);
+    let broken = json!({
+        "name": "HTTPProxy/default/root#1",
+        "host": "shop.example.org",
+        "path": { "type": "prefix", "value": "/missing" },
+        "action": { "direct_response": { "status": 502 } }
+    });
+    let rules = vec![
+        rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1),
+        app,
+        broken,
+    ];
+    let envoy = start(&table("actions", rules), &[SERVICE1, SERVICE2], 2);
+    let counter = |name: &str| envoy.filter_stat(&format!("switchyard_{name}")).unwrap_or(0);
+    let before: Vec<u64> = ["requests_routed", "requests_not_routed", "requests_direct_response"]
+        .iter()
+        .map(|n| counter(n))
+        .collect();
+
+    let routed = envoy.send(&get("example.net", "/bar"));
+    assert_eq!(routed.backend(), Some("service1"));
+    assert_eq!(routed.header("x-switchyard-rule"), Some("Ingress/production/one#0"));
+
+    // The client's cluster header is replaced on a routed request...
+    let sneaky = envoy.send(&get("example.net", "/bar").header("x-route-cluster", SERVICE2));
+    assert_eq!(sneaky.backend(), Some("service1"));
+    assert_eq!(sneaky.upstream_header("x-route-cluster"), [SERVICE1]);
+    // ...and routes nothing that no rule matches.
+    let not_found = envoy.send(&get("example.net", "/nothing?token=secret").header("x-route-cluster", SERVICE2));
+    assert_eq!(not_found.status, 404);
+    assert_eq!(
+        not_found.body,
+        "404 no route for host \"example.net\" path \"/nothing\"\n"
+    );
+
+    let rewritten = envoy.send(&get("shop.example.org", "/app/cart?id=7").header("x-debug", "1"));
+    assert_eq!(rewritten.backend(), Some("service2"));
+    assert_eq!(rewritten.upstream_path(), Some("/cart?id=7"));
+    assert_eq!(rewritten.upstream_header("x-team"), ["shop"]);
+    assert!(rewritten.upstream_header("x-debug").is_empty());
+    assert_eq!(envoy.send(&get("shop.example.org", "/app")).upstream_path(), Some("/"));
+
+    let direct = envoy.send(&get("shop.example.org", "/missing/page"));
+    assert_eq!(direct.status, 502);
+    assert_eq!(
+        direct.body,
+        "502 bad gateway for host \"shop.example.org\" path \"/missing/page\"\n"
+    );
+    assert_eq!(direct.header("x-switchyard-rule"), Some("HTTPProxy/default/root#1"));
+
+    assert_eq!(counter("requests_routed") - before[0], 4);
+    assert_eq!(counter("requests_not_routed") - before[1], 1);
+    assert_eq!(counter("requests_direct_response") - before[2], 1);
+    assert_eq!(counter("rules"), 4, "3 rules and the harness's probe");
+    // One table, decoded once for every worker (the wasm filter counts one per worker and one on
+    // the main thread).
+    assert_eq!(counter("tables_accepted"), 1);
+}
+
+/// Envoy picks the route before the filter runs (the harness's 418 route when no cluster header
+/// is present); the module clears the route cache once it changed a request header, so the request
+/// reaches the `cluster_header` route, and a client-sent header that picked that route is removed.
+#[test]
+fn route_cache_is_cleared_after_the_module_sets_or_removes_the_cluster_header() {
+    let mut doc: serde_json::Value = serde_json::from_str(&table(
+        "cache",
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1)],
+    ))
+    .unwrap();
+    doc["no_route"] = json!("pass");
+    let envoy = start(&doc.to_string(), &[SERVICE1], 1);
+    let passed = envoy.send(&get("example.net", "/other"));
+    assert_eq!(
+        (passed.status, passed.body.as_str()),
+        (418, "route picked without a cluster header\n")
+    );
+    let routed = envoy.send(&get("example.net", "/bar"));
+    assert_eq!((routed.status, routed.backend()), (200, Some("service1")));
+    let sneaky = envoy.send(&get("example.net", "/other").header("x-route-cluster", SERVICE1));
+    assert_eq!(sneaky.status, 418);
+}
+
+/// A bad table pushed through ECDS is refused by Envoy (the module answers no configuration, and
+/// logs one line naming rule and field, as the wasm filter does); the previous table keeps routing.
+/// A good one after it is taken in every form: Istio's `Struct`, the compact form, a wrapper.
+#[test]
+fn bad_table_is_refused_by_envoy_and_the_previous_one_keeps_serving() {
+    let good = table(
+        "good-1",
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1)],
+    );
+    let envoy = start(&good, &[SERVICE1, SERVICE2], 2);
+    assert_eq!(
+        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+        Some("service1")
+    );
+
+    let bad = table(
+        "bad",
+        vec![
+            rule("Ingress/production/one#0")
+                .host("example.net")
+                .segment_prefix("/bar")
+                .to(SERVICE2),
+            rule("Ingress/production/broken#0")
+                .host("example.net")
+                .segment_prefix("baz")
+                .to(SERVICE2),
+        ],
+    );
+    assert!(
+        !envoy.update_table(&bad, ConfigForm::StringValue),
+        "Envoy accepted a bad table"
+    );
+    let log = envoy.log();
+    assert!(
+        log.lines().any(|l| l.contains(
+            "table refused (the table serving before, if any, keeps serving): \
+             rule \"Ingress/production/broken#0\": field `path.value`"
+        )),
+        "{log}"
+    );
+    assert!(
+        !envoy.update_table("not a table", ConfigForm::StringValue),
+        "Envoy accepted text that is no table"
+    );
+    for _ in 0..5 {
+        assert_eq!(
+            envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+            Some("service1")
+        );
+    }
+
+    let to = |generation: &str, cluster: &str| {
+        table(
+            generation,
+            vec![rule("Ingress/production/one#0")
+                .host("example.net")
+                .segment_prefix("/bar")
+                .to(cluster)],
+        )
+    };
+    assert!(envoy.update_table(&to("good-2", SERVICE2), ConfigForm::Struct));
+    assert_eq!(
+        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+        Some("service2")
+    );
+
+    let doc: serde_json::Value = serde_json::from_str(&to("good-3", SERVICE1)).unwrap();
+    let compact = switchyard_table::compact::to_text(&doc).unwrap();
+    assert!(
+        envoy.update_table(&compact, ConfigForm::StringValue),
+        "the compact form was refused"
+    );
+    assert_eq!(
+        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+        Some("service1")
+    );
+
+    let wrapped = json!({ "value": to("good-4", SERVICE2) }).to_string();
+    assert!(
+        envoy.update_table(&wrapped, ConfigForm::StringValue),
+        "a wrapped table was refused"
+    );
+    let mut routed = false;
+    for _ in 0..100 {
+        if envoy.backend_for(&get("example.net", "/bar")).as_deref() == Some("service2") {
+            routed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(routed, "the wrapped table never served");
+}
+
+/// Weighted backends split in proportion (1:3) over 400 requests through two workers, each drawing
+/// from its own generator.
+#[test]
+fn weighted_backends_split_as_weighted() {
+    let mut rule = rule("HTTPProxy/default/canary#0")
+        .host("example.net")
+        .prefix("/")
+        .to(SERVICE1);
+    rule["action"]["route"]["backends"] =
+        json!([{ "cluster": SERVICE1, "weight": 1 }, { "cluster": SERVICE2, "weight": 3 }]);
+    let envoy = start(&table("weighted", vec![rule]), &[SERVICE1, SERVICE2], 2);
+    let mut first = 0;
+    for i in 0..400 {
+        match envoy.backend_for(&get("example.net", &format!("/{i}"))).as_deref() {
+            Some("service1") => first += 1,
+            Some("service2") => {}
+            other => panic!("request {i} reached {other:?}"),
+        }
+    }
+    assert!(
+        (65..=135).contains(&first),
+        "service1 (weight 1 of 4) took {first} of 400"
+    );
+}
