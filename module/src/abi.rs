@@ -135,6 +135,43 @@ pub type ConfigEnvoyPtr = *mut c_void;
 /// `envoy_dynamic_module_type_http_filter_envoy_ptr`.
 pub type FilterEnvoyPtr = *mut c_void;
 
+/// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
+/// callback an Envoy of another version lacks would only fail at its first call, and take the
+/// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
+pub const CALLBACKS: [&std::ffi::CStr; 11] = [
+    c"envoy_dynamic_module_callback_log",
+    c"envoy_dynamic_module_callback_http_filter_config_define_counter",
+    c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
+    c"envoy_dynamic_module_callback_http_filter_config_increment_counter",
+    c"envoy_dynamic_module_callback_http_filter_config_set_gauge",
+    c"envoy_dynamic_module_callback_http_filter_increment_counter",
+    c"envoy_dynamic_module_callback_http_get_headers_size",
+    c"envoy_dynamic_module_callback_http_get_headers",
+    c"envoy_dynamic_module_callback_http_set_header",
+    c"envoy_dynamic_module_callback_http_send_response",
+    c"envoy_dynamic_module_callback_http_clear_route_cache",
+];
+
+/// The first of [`CALLBACKS`] the process does not export (`None`: Envoy has them all).
+#[cfg(not(test))]
+pub fn missing_callback() -> Option<&'static std::ffi::CStr> {
+    extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const std::ffi::c_char) -> *mut c_void;
+    }
+    // glibc's RTLD_DEFAULT: the global scope, where the Envoy binary's exported symbols are.
+    let default_scope = std::ptr::null_mut();
+    // SAFETY: `dlsym` only reads the NUL-terminated name.
+    CALLBACKS
+        .into_iter()
+        .find(|name| unsafe { dlsym(default_scope, name.as_ptr()) }.is_null())
+}
+
+/// No Envoy in native tests: nothing is missing.
+#[cfg(test)]
+pub fn missing_callback() -> Option<&'static std::ffi::CStr> {
+    None
+}
+
 #[cfg(not(test))]
 extern "C" {
     /// Logs `message` under Envoy's `dynamic_modules` logger.

@@ -13,7 +13,7 @@ use switchyard_table::format::RULE_NAME_HEADER;
 
 use crate::abi::{
     self, ConfigEnvoyPtr, EnvoyBuffer, FilterEnvoyPtr, FilterStatus, HttpHeader, ModuleBuffer, ABI_VERSION, CONTINUE,
-    LOG_CRITICAL, RESPONSE_HEADER, STOP_ITERATION,
+    RESPONSE_HEADER, STOP_ITERATION,
 };
 use crate::envoy_host::EnvoyHost;
 use crate::request::{handle_request, Outcome};
@@ -24,14 +24,27 @@ fn guarded<T>(default: T, hook: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(hook)).unwrap_or(default)
 }
 
-/// Called once when Envoy loads the module: installs the panic hook (a panic is logged through
-/// Envoy at critical level; the hook that panicked answers its safe default) and answers the ABI
-/// version.
+/// Called once when Envoy loads the module: refuses an Envoy that lacks a callback the module
+/// calls (null: Envoy refuses the module, rather than fail at that callback's first call), installs
+/// the panic hook (a panic is logged through Envoy at critical level; the hook that panicked answers
+/// its safe default) and answers the ABI version.
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const c_char {
     guarded(std::ptr::null(), || {
+        if let Some(missing) = abi::missing_callback() {
+            // Envoy's log may be among what is missing: stderr, where Envoy logs by default.
+            eprintln!(
+                "switchyard: this Envoy has no {}: libswitchyard_module.so is built for Envoy 1.40's dynamic-module \
+                 ABI ({}) and loads in Envoy 1.40 and 1.41",
+                missing.to_string_lossy(),
+                ABI_VERSION.to_string_lossy()
+            );
+            return std::ptr::null();
+        }
+        // Not in native tests, whose panics must reach the test harness's output.
+        #[cfg(not(test))]
         std::panic::set_hook(Box::new(|info| {
-            abi::log(LOG_CRITICAL, &format!("switchyard: panic: {info}"))
+            abi::log(abi::LOG_CRITICAL, &format!("switchyard: panic: {info}"))
         }));
         ABI_VERSION.as_ptr()
     })
@@ -337,4 +350,54 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_below_write_buf
     _filter_envoy: FilterEnvoyPtr,
     _stream: *const c_void,
 ) {
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer(bytes: &[u8]) -> EnvoyBuffer {
+        EnvoyBuffer {
+            ptr: bytes.as_ptr(),
+            length: bytes.len(),
+        }
+    }
+
+    #[test]
+    fn a_panicking_hook_answers_its_default_instead_of_unwinding_into_envoy() {
+        assert_eq!(guarded(CONTINUE, || panic!("boom")), CONTINUE);
+        assert_eq!(guarded(STOP_ITERATION, || CONTINUE), CONTINUE);
+    }
+
+    #[test]
+    fn program_init_answers_the_abi_version() {
+        let version = envoy_dynamic_module_on_program_init();
+        // SAFETY: a pointer to the static, NUL-terminated ABI version.
+        assert_eq!(unsafe { std::ffi::CStr::from_ptr(version) }, ABI_VERSION);
+    }
+
+    #[test]
+    fn a_good_table_gives_a_configuration_and_a_bad_one_none() {
+        let good = br#"{"version":1,"rules":[{"name":"a#0","path":{"type":"prefix","value":"/"},
+            "action":{"route":{"backends":[{"cluster":"p/a:80"}]}}}]}"#;
+        let name = buffer(b"switchyard");
+        // SAFETY: the buffers are live for the calls; the configuration is destroyed once.
+        unsafe {
+            let config = envoy_dynamic_module_on_http_filter_config_new(std::ptr::null_mut(), name, buffer(good));
+            assert!(!config.is_null());
+            let stream = envoy_dynamic_module_on_http_filter_new(config, std::ptr::null_mut());
+            assert!(!stream.is_null());
+            envoy_dynamic_module_on_http_filter_destroy(stream);
+            envoy_dynamic_module_on_http_filter_config_destroy(config);
+            for bad in [
+                &b""[..],
+                b"{}",
+                b"not json",
+                br#"{"version":1,"rules":[{"name":"a#0"}]}"#,
+            ] {
+                let config = envoy_dynamic_module_on_http_filter_config_new(std::ptr::null_mut(), name, buffer(bad));
+                assert!(config.is_null(), "{}", String::from_utf8_lossy(bad));
+            }
+        }
+    }
 }
