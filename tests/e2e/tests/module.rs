@@ -256,3 +256,58 @@ fn weighted_backends_split_as_weighted() {
         "service1 (weight 1 of 4) took {first} of 400"
     );
 }
+
+/// A bad table in Envoy's bootstrap (the filter configured statically, not through ECDS): Envoy
+/// refuses the configuration and does not start, after the module's one refusal line.
+#[test]
+fn a_bad_table_in_the_bootstrap_stops_envoy_from_starting() {
+    let envoy_bin = switchyard_e2e::required_path("ENVOY_BIN");
+    let module = switchyard_e2e::required_path("SWITCHYARD_MODULE");
+    let dir = switchyard_e2e::fresh_dir("module-bad");
+    let bad = table(
+        "bad",
+        vec![rule("Ingress/p/a#0")
+            .host("example.net")
+            .segment_prefix("a")
+            .to(SERVICE1)],
+    );
+    let filter = switchyard_e2e::module_filter_config(&module, &bad, ConfigForm::StringValue);
+    let bootstrap = json!({
+        "admin": { "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } } },
+        "static_resources": { "listeners": [{
+            "name": "ingress",
+            "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } },
+            "filter_chains": [{ "filters": [{
+                "name": "envoy.filters.network.http_connection_manager",
+                "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                    "stat_prefix": "ingress",
+                    "route_config": { "virtual_hosts": [{ "name": "all", "domains": ["*"], "routes": [
+                        { "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }
+                    ] }] },
+                    "http_filters": [
+                        { "name": "switchyard", "typed_config": filter },
+                        { "name": "envoy.filters.http.router", "typed_config": {
+                            "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" } }
+                    ]
+                }
+            }] }]
+        }] }
+    });
+    let config = dir.join("envoy.json");
+    switchyard_e2e::write_file(&config, &bootstrap.to_string());
+    let output = std::process::Command::new(&envoy_bin)
+        .arg("-c")
+        .arg(&config)
+        .args(["--concurrency", "1", "--disable-hot-restart", "--log-level", "info"])
+        .env("ENVOY_DYNAMIC_MODULES_SEARCH_PATH", module.parent().unwrap())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "Envoy started with a bad table:\n{log}");
+    assert!(
+        log.contains("table refused (the table serving before, if any, keeps serving): rule \"Ingress/p/a#0\": field `path.value`"),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
