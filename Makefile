@@ -187,14 +187,23 @@ test-envoy: build-wasm envoy
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
 	  cargo test -p switchyard-e2e
 
-# The dynamic module in the same real Envoy: test-envoy runs its suites (tests/e2e/tests/module*.rs) with
-# the others; test-module runs them alone (its unit tests first).
+# The dynamic module (issue 29) in the same real Envoy. test-envoy runs its own suite (tests/e2e/tests/module.rs)
+# with the others. test-module runs the module's unit tests, that suite, then the wasm filter's suites again
+# with the module in the filter's place (SWITCHYARD_FILTER_FORM=module: the same runners, listener, routes and
+# ECDS file), less the two tests of envoy.rs that read the wasm filter's own metric names (module.rs has them
+# under the module's).
+MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy \
+  -- --skip actions_local_replies_and_metrics --skip bad_table_is_refused_and_the_previous_one_keeps_serving
+test: test-module
 test-envoy: build-module
 test-envoy: export SWITCHYARD_MODULE := $(abspath $(MODULE))
 test-module: build-module envoy
 	cargo test -p switchyard-module
-	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_MODULE=$(abspath $(MODULE)) \
-	  cargo test -p switchyard-e2e --test module --test module_corpus
+	cargo build -p switchyard --bin switchyard
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_MODULE=$(abspath $(MODULE)) SWITCHYARD_BIN=$(abspath target/debug/switchyard) \
+	  cargo test -p switchyard-e2e --test module
+	SWITCHYARD_FILTER_FORM=module ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_MODULE=$(abspath $(MODULE)) \
+	  SWITCHYARD_BIN=$(abspath target/debug/switchyard) cargo test -p switchyard-e2e $(MODULE_SUITES)
 
 # ---- run -------------------------------------------------------------------------------------
 # Envoy (envoy.yaml) with the filter and the examples' table, local backends, sample requests; Ctrl-C stops all.

@@ -352,6 +352,16 @@ pub enum FilterForm {
 }
 
 impl FilterForm {
+    /// The form `SWITCHYARD_FILTER_FORM` names (`wasm`, the default, or `module`): `make test-module`
+    /// runs the wasm filter's suites again through the module with `module`.
+    pub fn from_env() -> FilterForm {
+        match std::env::var("SWITCHYARD_FILTER_FORM").as_deref() {
+            Ok("module") => FilterForm::Module,
+            Ok("wasm") | Err(_) => FilterForm::Wasm,
+            Ok(other) => panic!("SWITCHYARD_FILTER_FORM={other}: `wasm` or `module`"),
+        }
+    }
+
     /// The environment variable naming the filter's file.
     pub fn variable(self) -> &'static str {
         match self {
@@ -529,9 +539,10 @@ impl Envoy {
         Envoy::start_with(table, clusters, ConfigForm::StringValue, 1)
     }
 
-    /// As [`Envoy::start`], choosing the configuration form and the worker count.
+    /// As [`Envoy::start`], choosing the configuration form and the worker count. The filter is the
+    /// wasm filter, or the form `SWITCHYARD_FILTER_FORM` names ([`FilterForm::from_env`]).
     pub fn start_with(table: &str, clusters: &[&str], form: ConfigForm, workers: usize) -> Envoy {
-        Envoy::start_filter(table, clusters, form, workers, FilterForm::Wasm)
+        Envoy::start_filter(table, clusters, form, workers, FilterForm::from_env())
     }
 
     /// As [`Envoy::start_with`], choosing the filter's form too: the dynamic module

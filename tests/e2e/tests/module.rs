@@ -1,7 +1,9 @@
 //! The native dynamic module (`libswitchyard_module.so`, issue 29) in a real Envoy, with real
 //! backends, through the same harness, listener, routes and ECDS file as the wasm filter's tests
-//! (tests/envoy.rs): the same table and the same answers. Needs `ENVOY_BIN` and `SWITCHYARD_MODULE`
-//! (`make test-envoy` and `make test-module` set them); fails without them.
+//! (tests/envoy.rs): the same table and the same answers. What is the module's own is here: its
+//! load, its metric names, its refusals, the route cache it clears itself; `make test-module` also
+//! runs the wasm filter's suites through it (`SWITCHYARD_FILTER_FORM=module`). Needs `ENVOY_BIN` and
+//! `SWITCHYARD_MODULE` (`make test-envoy` and `make test-module` set them); fails without them.
 
 use serde_json::json;
 use switchyard_cases::rule;
