@@ -56,14 +56,27 @@ impl Host for EnvoyHost {
         };
         // Names and values are Envoy's until the hook returns or a header changes; the block copies
         // them first. Bytes that are not UTF-8 are read lossily, as the wasm filter reads them.
-        let text = |ptr: *const u8, length: usize| -> Cow<'_, str> {
+        let bytes = |ptr: *const u8, length: usize| -> &[u8] {
             // SAFETY: Envoy filled `ptr`/`length` with a live name or value of the map.
-            let bytes = unsafe { abi::EnvoyBuffer { ptr, length }.bytes() };
-            String::from_utf8_lossy(bytes)
+            unsafe { abi::EnvoyBuffer { ptr, length }.bytes() }
         };
+        let text = |ptr, length| std::str::from_utf8(bytes(ptr, length));
+        let all_utf8 = raw
+            .iter()
+            .all(|h| text(h.key_ptr, h.key_length).is_ok() && text(h.value_ptr, h.value_length).is_ok());
+        if all_utf8 {
+            // The usual case: Envoy's bytes are copied into the block as they are, nothing in between.
+            return HeaderBlock::from_pairs(raw.iter().map(|h| {
+                (
+                    text(h.key_ptr, h.key_length).unwrap_or_default(),
+                    text(h.value_ptr, h.value_length).unwrap_or_default(),
+                )
+            }));
+        }
+        let lossy = |ptr, length| String::from_utf8_lossy(bytes(ptr, length));
         let pairs: Vec<(Cow<'_, str>, Cow<'_, str>)> = raw
             .iter()
-            .map(|h| (text(h.key_ptr, h.key_length), text(h.value_ptr, h.value_length)))
+            .map(|h| (lossy(h.key_ptr, h.key_length), lossy(h.value_ptr, h.value_length)))
             .collect();
         HeaderBlock::from_pairs(pairs.iter().map(|(name, value)| (name.as_ref(), value.as_ref())))
     }
