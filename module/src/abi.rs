@@ -13,7 +13,7 @@
 use std::ffi::c_void;
 
 /// The ABI version this module was built against: `ENVOY_DYNAMIC_MODULES_ABI_VERSION` of Envoy 1.40's
-/// `abi/abi.h`. Envoy compares it with its own and logs `Dynamic module ABI version … matched.` (a
+/// `abi/abi.h` (the string the 1.40 binary holds and logs as matched). Envoy compares it with its own and logs `Dynamic module ABI version … matched.` (a
 /// mismatch is logged as a warning; a module whose hooks or callbacks Envoy lacks is refused at load).
 pub const ABI_VERSION: &std::ffi::CStr = c"v0.2.0";
 
