@@ -262,27 +262,27 @@ bench-ingress-nginx:
 
 # host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules, a regex-mode
 # host and a canary (tables from host-sim/bench/table.py), beside the floor every module pays in
-# host-sim (the do-nothing module's header-map mode). Figures in BENCHMARKS.md.
+# host-sim (the do-nothing module: a VM entry per callback). Figures in BENCHMARKS.md.
 bench-host-sim: build-wasm
 	cargo build --release -p switchyard-host-sim
 	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
 	$(call SHRINK,$(NOOP_RAW),$(NOOP_WASM))
 	mkdir -p target/host-sim-bench
-	printf header-map > target/host-sim-bench/noop-header-map
+	printf nothing > target/host-sim-bench/noop-nothing
 	python3 host-sim/bench/table.py 10 > /dev/null 2> target/host-sim-bench/url-noop
-	echo "floor: a do-nothing module that reads the header map and sets the cluster header: $$(target/release/host-sim \
-	  --wasm $(NOOP_WASM) --config target/host-sim-bench/noop-header-map bench --requests 300000 $$(cat target/host-sim-bench/url-noop))"
+	echo "floor: a module that does nothing (a VM entry per callback, no host call): $$(target/release/host-sim \
+	  --wasm $(NOOP_WASM) --config target/host-sim-bench/noop-nothing bench --requests 2000000 $$(cat target/host-sim-bench/url-noop))"
 	for n in 10 10000; do \
 	  python3 host-sim/bench/table.py $$n > target/host-sim-bench/table-$$n.json 2> target/host-sim-bench/url-$$n; \
 	  echo "$$n rules: $$(target/release/host-sim --wasm $(WASM) --config target/host-sim-bench/table-$$n.json \
-	    bench --requests 300000 $$(cat target/host-sim-bench/url-$$n))"; \
+	    bench --requests 2000000 $$(cat target/host-sim-bench/url-$$n))"; \
 	done
 	python3 host-sim/bench/table.py --regex-mode 100 > target/host-sim-bench/table-regex-mode.json 2> target/host-sim-bench/url-regex-mode
 	echo "regex-mode host (ingress-nginx), 100 paths: $$(target/release/host-sim --wasm $(WASM) \
-	  --config target/host-sim-bench/table-regex-mode.json bench --requests 300000 $$(cat target/host-sim-bench/url-regex-mode))"
+	  --config target/host-sim-bench/table-regex-mode.json bench --requests 2000000 $$(cat target/host-sim-bench/url-regex-mode))"
 	python3 host-sim/bench/table.py --canary 10 > target/host-sim-bench/table-canary.json 2> target/host-sim-bench/url-canary
 	echo "canary location (ingress-nginx: header, cookie, weight 10/100), 10 rules: $$(target/release/host-sim --wasm $(WASM) \
-	  --config target/host-sim-bench/table-canary.json bench --requests 300000 $$(cat target/host-sim-bench/url-canary))"
+	  --config target/host-sim-bench/table-canary.json bench --requests 2000000 $$(cat target/host-sim-bench/url-canary))"
 
 # wrk against Envoy (one worker): Envoy's own routes vs the switchyard filter vs a do-nothing wasm
 # filter, 10 and 10k rules, 3 rounds; figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.

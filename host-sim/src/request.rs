@@ -119,8 +119,17 @@ impl Request {
         ];
         headers.extend(self.headers.iter().cloned());
         if !self.cookies.is_empty() {
-            let joined: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            headers.push(("cookie".to_string(), joined.join("; ")));
+            // Built by hand: `format!` and `join` per request were a few percent of `bench`'s time.
+            let mut joined = String::new();
+            for (i, (name, value)) in self.cookies.iter().enumerate() {
+                if i > 0 {
+                    joined.push_str("; ");
+                }
+                joined.push_str(name);
+                joined.push('=');
+                joined.push_str(value);
+            }
+            headers.push(("cookie".to_string(), joined));
         }
         headers
     }
