@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::flags::TableArgs;
 use crate::watch::lead::lease::{default_identity, Election};
 use crate::watch::serve::dashboard::access::Access;
+use crate::watch::sink::ecds::{EcdsFilter, FilterForm, DEFAULT_MODULE_NAME, DEFAULT_WASM, DEFAULT_WASM_RUNTIME};
 
 /// `switchyard watch --help`'s examples.
 pub const WATCH_HELP: &str = "\
@@ -137,18 +138,36 @@ pub struct WatchArgs {
     /// it, tables written faster than Envoy applies them pile up in its wasm VMs' memory.
     #[arg(long, value_name = "ADDR:PORT", requires = "ecds_file")]
     pub envoy_admin: Option<SocketAddr>,
-    /// The filter's .wasm as Envoy loads it (ECDS file).
+    /// Which filter the ECDS file configures. wasm: the proxy-wasm filter (--wasm), for any Envoy
+    /// version and any proxy-wasm host (Istio's WasmPlugin and EnvoyFilter sinks are always wasm).
+    /// module: the native dynamic module (libswitchyard_module.so, `make build-module`) for a plain
+    /// Envoy pinned at 1.40 or 1.41: one table for all workers, the largest tables, the lowest
+    /// latency; Envoy loads lib<--module-name>.so from ENVOY_DYNAMIC_MODULES_SEARCH_PATH, and its
+    /// listener's config_discovery.type_urls must name
+    /// type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+    /// (envoy-module.yaml, docs/deploy-envoy.md).
     #[arg(
         long,
-        value_name = "PATH",
-        default_value = "target/wasm32-wasip1/release/switchyard_filter.wasm"
+        value_enum,
+        default_value = "wasm",
+        value_name = "FORM",
+        requires = "ecds_file"
     )]
-    pub wasm: PathBuf,
+    pub filter_form: FilterForm,
+    /// ECDS file, wasm form: the filter's .wasm as Envoy loads it [default:
+    /// target/wasm32-wasip1/release/switchyard_filter.wasm]. Refused with --filter-form module.
+    #[arg(long, value_name = "PATH")]
+    pub wasm: Option<PathBuf>,
+    /// ECDS file, module form: the name Envoy loads the module by (lib<NAME>.so in
+    /// ENVOY_DYNAMIC_MODULES_SEARCH_PATH) [default: switchyard_module]. Refused with the wasm form.
+    #[arg(long, value_name = "NAME")]
+    pub module_name: Option<String>,
     /// The HTTP filter's name in Envoy's listener (the TypedExtensionConfig's name) and root id.
     #[arg(long, value_name = "NAME", default_value = "switchyard")]
     pub filter_name: String,
-    /// The wasm runtime Envoy runs the filter in.
-    #[arg(long, value_name = "NAME", default_value = "envoy.wasm.runtime.v8")]
+    /// The wasm runtime Envoy runs the filter in (the wasm form and the Istio sinks; refused with
+    /// --filter-form module).
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_WASM_RUNTIME)]
     pub wasm_runtime: String,
     /// Write Envoy's L4 listeners here (an LDS DiscoveryResponse, replaced atomically): the
     /// TransportServers that won, as TLS passthrough by SNI and TCP/UDP proxies. Every replica writes it.
@@ -301,6 +320,41 @@ impl WatchArgs {
         Ok(Some((addr, access)))
     }
 
+    /// The filter the ECDS file configures (`--filter-form` and the flags of that form); an error
+    /// naming a flag of the other form.
+    pub fn ecds_filter(&self) -> Result<EcdsFilter, String> {
+        match self.filter_form {
+            FilterForm::Wasm => match &self.module_name {
+                Some(name) => Err(format!(
+                    "--module-name {name}: only for --filter-form module (the ECDS file configures the wasm filter)"
+                )),
+                None => {
+                    let wasm = self.wasm.clone().unwrap_or_else(|| DEFAULT_WASM.into());
+                    Ok(EcdsFilter::local_wasm(&wasm, &self.wasm_runtime))
+                }
+            },
+            FilterForm::Module => {
+                self.refuse_wasm_flags()?;
+                let name = self.module_name.as_deref().unwrap_or(DEFAULT_MODULE_NAME);
+                Ok(EcdsFilter::Module { name: name.to_owned() })
+            }
+        }
+    }
+
+    /// With `--filter-form module`: an error naming `--wasm` or `--wasm-runtime` when given, which
+    /// only the wasm filter reads.
+    fn refuse_wasm_flags(&self) -> Result<(), String> {
+        let why = "means nothing with --filter-form module: Envoy loads the module by --module-name from \
+                   ENVOY_DYNAMIC_MODULES_SEARCH_PATH, with no wasm VM";
+        if let Some(wasm) = &self.wasm {
+            return Err(format!("--wasm {}: {why}", wasm.display()));
+        }
+        if self.wasm_runtime != DEFAULT_WASM_RUNTIME {
+            return Err(format!("--wasm-runtime {}: {why}", self.wasm_runtime));
+        }
+        Ok(())
+    }
+
     /// Whether any sink needs a Kubernetes client.
     pub fn needs_client(&self) -> bool {
         self.kubernetes || self.envoyfilter.is_some() || self.wasmplugin.is_some() || self.istio_gateway.is_some()
@@ -370,5 +424,40 @@ mod tests {
         assert!(error(&["--leader-elect-retry-period", "10s"])
             .contains("must be shorter than --leader-elect-renew-deadline"));
         assert!(error(&["--leader-elect-lease-duration", "1500ms"]).contains("whole seconds"));
+    }
+
+    #[test]
+    fn the_ecds_file_configures_the_wasm_filter_unless_the_module_is_asked_for() {
+        let ecds = ["--ecds-file", "f.json"];
+        let wasm = parse(&ecds).ecds_filter().unwrap();
+        assert_eq!(wasm.form(), FilterForm::Wasm);
+        let EcdsFilter::Wasm { wasm, runtime } = wasm else {
+            panic!("the wasm form")
+        };
+        assert!(wasm.ends_with(DEFAULT_WASM) && wasm.is_absolute(), "{}", wasm.display());
+        assert_eq!(runtime, DEFAULT_WASM_RUNTIME);
+        let module = parse(&[&ecds[..], &["--filter-form", "module"]].concat());
+        assert_eq!(
+            module.ecds_filter(),
+            Ok(EcdsFilter::Module {
+                name: "switchyard_module".into()
+            })
+        );
+        let named = parse(&[&ecds[..], &["--filter-form", "module", "--module-name", "m"]].concat());
+        assert_eq!(named.ecds_filter(), Ok(EcdsFilter::Module { name: "m".into() }));
+    }
+
+    #[test]
+    fn the_flags_of_one_form_are_refused_with_the_other() {
+        let module = ["--ecds-file", "f.json", "--filter-form", "module"];
+        let error = |flags: &[&str]| parse(flags).ecds_filter().unwrap_err();
+        assert!(error(&[&module[..], &["--wasm", "f.wasm"]].concat()).starts_with("--wasm f.wasm: means nothing"));
+        assert!(
+            error(&[&module[..], &["--wasm-runtime", "envoy.wasm.runtime.wamr"]].concat())
+                .starts_with("--wasm-runtime envoy.wasm.runtime.wamr: means nothing")
+        );
+        assert!(error(&["--ecds-file", "f.json", "--module-name", "m"]).contains("only for --filter-form module"));
+        let without_ecds = Cli::try_parse_from(["switchyard", "--kubernetes", "--filter-form", "module"]);
+        assert!(without_ecds.unwrap_err().to_string().contains("--ecds-file"));
     }
 }

@@ -529,8 +529,10 @@ mod tests {
         let ecds = crate::watch::sink::ecds::EcdsFile {
             path: dir.path().join("ecds.json"),
             filter_name: "switchyard".into(),
-            wasm: "/w/f.wasm".into(),
-            runtime: "envoy.wasm.runtime.v8".into(),
+            filter: crate::watch::sink::ecds::EcdsFilter::Wasm {
+                wasm: "/w/f.wasm".into(),
+                runtime: "envoy.wasm.runtime.v8".into(),
+            },
             admin: None,
         };
         let state = Shared::default();

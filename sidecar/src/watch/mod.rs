@@ -235,19 +235,10 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
 fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, String> {
     let mut sinks = Vec::new();
     if let Some(path) = &args.ecds_file {
-        // Envoy resolves a relative filename against its own working directory: make it absolute.
-        let wasm = std::path::absolute(&args.wasm).unwrap_or_else(|_| args.wasm.clone());
-        if !wasm.is_file() {
-            tracing::warn!(
-                "--wasm {}: no such file yet; Envoy will reject the filter until it exists",
-                wasm.display()
-            );
-        }
         sinks.push(Sink::Ecds(EcdsFile {
             path: path.clone(),
             filter_name: args.filter_name.clone(),
-            wasm,
-            runtime: args.wasm_runtime.clone(),
+            filter: args.ecds_filter()?,
             admin: args.envoy_admin.map(|addr| EnvoyAdmin {
                 addr,
                 filter_name: args.filter_name.clone(),

@@ -2,14 +2,108 @@
 //!
 //! Envoy's listener names the filter with `config_discovery` and a `path_config_source`; the file
 //! holds a `DiscoveryResponse` whose one resource is a `TypedExtensionConfig` named after the filter,
-//! carrying an `envoy.extensions.filters.http.wasm.v3.Wasm` that loads the `.wasm` with the table as
-//! its plugin configuration (a `google.protobuf.StringValue` holding the table's JSON). Envoy reloads
-//! when the file is moved into place, so [`write_atomically`] writes beside it and renames.
+//! carrying the filter in one of two forms ([`FilterForm`], `--filter-form`), each with the table as
+//! a `google.protobuf.StringValue`:
+//! - **wasm**: an `envoy.extensions.filters.http.wasm.v3.Wasm` that loads the `.wasm`, the table as
+//!   its plugin configuration;
+//! - **module**: an `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter` that
+//!   loads the native module (`libswitchyard_module.so`, by name, from
+//!   `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`), the table as its filter configuration.
+//!
+//! The listener's `config_discovery.type_urls` must name the form's type URL
+//! ([`FilterForm::type_url`]). Envoy reloads when the file is moved into place, so
+//! [`write_atomically`] writes beside it and renames.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::watch::sink::envoy_admin::EnvoyAdmin;
+
+/// The wasm runtime Envoy runs the filter in unless `--wasm-runtime` says otherwise.
+pub const DEFAULT_WASM_RUNTIME: &str = "envoy.wasm.runtime.v8";
+/// The `.wasm` `--wasm` names by default (`make build`'s).
+pub const DEFAULT_WASM: &str = "target/wasm32-wasip1/release/switchyard_filter.wasm";
+/// The dynamic module's name by default: Envoy loads `libswitchyard_module.so`.
+pub const DEFAULT_MODULE_NAME: &str = "switchyard_module";
+
+/// `--filter-form`: which of Switchyard's two filters the ECDS file configures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FilterForm {
+    /// The proxy-wasm filter (`--wasm`, under `--wasm-runtime`): any Envoy version, Istio, any
+    /// proxy-wasm host.
+    #[default]
+    Wasm,
+    /// The native dynamic module (`libswitchyard_module.so`, `--module-name`): Envoy 1.40 or 1.41
+    /// only; one table for all workers, the largest tables, the lowest latency.
+    Module,
+}
+
+impl FilterForm {
+    /// The type URL of the filter's configuration: what the listener's `config_discovery.type_urls`
+    /// must name.
+    pub fn type_url(self) -> &'static str {
+        match self {
+            FilterForm::Wasm => "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+            FilterForm::Module => {
+                "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"
+            }
+        }
+    }
+}
+
+/// The filter the ECDS file configures, with what loading it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EcdsFilter {
+    /// The proxy-wasm filter.
+    Wasm {
+        /// The `.wasm` as Envoy should load it (`code.local.filename`).
+        wasm: PathBuf,
+        /// The wasm runtime, e.g. `envoy.wasm.runtime.v8`.
+        runtime: String,
+    },
+    /// The dynamic module.
+    Module {
+        /// The name Envoy loads it by (`lib<name>.so` in `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`).
+        name: String,
+    },
+}
+
+impl EcdsFilter {
+    /// The wasm filter from the `.wasm` at `wasm`, made absolute (Envoy would resolve a relative
+    /// path against its own working directory); warns when there is no such file yet.
+    pub fn local_wasm(wasm: &Path, runtime: &str) -> EcdsFilter {
+        let wasm = std::path::absolute(wasm).unwrap_or_else(|_| wasm.to_path_buf());
+        if !wasm.is_file() {
+            tracing::warn!(
+                "--wasm {}: no such file yet; Envoy will reject the filter until it exists",
+                wasm.display()
+            );
+        }
+        EcdsFilter::Wasm {
+            wasm,
+            runtime: runtime.to_owned(),
+        }
+    }
+
+    /// Its form.
+    pub fn form(&self) -> FilterForm {
+        match self {
+            EcdsFilter::Wasm { .. } => FilterForm::Wasm,
+            EcdsFilter::Module { .. } => FilterForm::Module,
+        }
+    }
+
+    /// The `typed_config` of the filter named `filter_name`, with `table` as its configuration.
+    pub fn typed_config(&self, filter_name: &str, table: &str) -> serde_json::Value {
+        match self {
+            EcdsFilter::Wasm { wasm, runtime } => {
+                let code = serde_json::json!({ "local": { "filename": wasm.display().to_string() } });
+                wasm_filter_config(filter_name, runtime, code, table)
+            }
+            EcdsFilter::Module { name } => module_filter_config(name, filter_name, table),
+        }
+    }
+}
 
 /// Where and how to write the ECDS file.
 #[derive(Debug, Clone)]
@@ -18,10 +112,8 @@ pub struct EcdsFile {
     pub path: PathBuf,
     /// The `TypedExtensionConfig` name: the HTTP filter's `name` in Envoy's listener.
     pub filter_name: String,
-    /// The filter's `.wasm` as Envoy should load it (`code.local.filename`).
-    pub wasm: PathBuf,
-    /// The wasm runtime, e.g. `envoy.wasm.runtime.v8`.
-    pub runtime: String,
+    /// The filter it configures.
+    pub filter: EcdsFilter,
     /// `--envoy-admin`: wait for Envoy to settle each write before the next.
     pub admin: Option<EnvoyAdmin>,
 }
@@ -30,12 +122,11 @@ impl EcdsFile {
     /// The file's content for `table` (the table's JSON); `Err` (never expected) rather than an
     /// empty document when it does not serialize.
     pub fn document(&self, table: &str) -> Result<String, String> {
-        let code = serde_json::json!({ "local": { "filename": self.wasm.display().to_string() } });
         let document = serde_json::json!({
             "resources": [{
                 "@type": "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
                 "name": self.filter_name,
-                "typed_config": wasm_filter_config(&self.filter_name, &self.runtime, code, table)
+                "typed_config": self.filter.typed_config(&self.filter_name, table)
             }]
         });
         let text = serde_json::to_string_pretty(&document).map_err(|e| {
@@ -74,13 +165,25 @@ impl EcdsFile {
 /// the same object.
 pub fn wasm_filter_config(name: &str, runtime: &str, code: serde_json::Value, table: &str) -> serde_json::Value {
     serde_json::json!({
-        "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+        "@type": FilterForm::Wasm.type_url(),
         "config": {
             "name": name,
             "root_id": name,
             "vm_config": { "vm_id": name, "runtime": runtime, "code": code },
             "configuration": { "@type": "type.googleapis.com/google.protobuf.StringValue", "value": table }
         }
+    })
+}
+
+/// The `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter` configuration: the
+/// module Envoy loads by `module` (`lib<module>.so`), its filter `filter_name`, with `table` (JSON
+/// or compact text) as the filter configuration.
+pub fn module_filter_config(module: &str, filter_name: &str, table: &str) -> serde_json::Value {
+    serde_json::json!({
+        "@type": FilterForm::Module.type_url(),
+        "dynamic_module_config": { "name": module },
+        "filter_name": filter_name,
+        "filter_config": { "@type": "type.googleapis.com/google.protobuf.StringValue", "value": table }
     })
 }
 
@@ -125,20 +228,34 @@ mod tests {
     use super::*;
 
     fn ecds(path: PathBuf) -> EcdsFile {
+        with_filter(
+            path,
+            EcdsFilter::Wasm {
+                wasm: "/w/f.wasm".into(),
+                runtime: DEFAULT_WASM_RUNTIME.into(),
+            },
+        )
+    }
+
+    fn with_filter(path: PathBuf, filter: EcdsFilter) -> EcdsFile {
         EcdsFile {
             path,
             filter_name: "switchyard".into(),
-            wasm: "/w/f.wasm".into(),
-            runtime: "envoy.wasm.runtime.v8".into(),
+            filter,
             admin: None,
         }
     }
 
+    /// The one resource of the document written for `table`.
+    fn resource(file: &EcdsFile, table: &str) -> serde_json::Value {
+        let doc: serde_json::Value = serde_json::from_str(&file.document(table).unwrap()).unwrap();
+        assert_eq!(doc["resources"].as_array().map(Vec::len), Some(1), "{doc:#}");
+        doc["resources"][0].clone()
+    }
+
     #[test]
     fn the_document_is_a_discovery_response_with_the_table_as_a_string_value() {
-        let doc: serde_json::Value =
-            serde_json::from_str(&ecds("x".into()).document("{\"version\":1}").unwrap()).unwrap();
-        let resource = &doc["resources"][0];
+        let resource = &resource(&ecds("x".into()), "{\"version\":1}");
         assert_eq!(
             resource["@type"],
             "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
@@ -151,6 +268,48 @@ mod tests {
         );
         assert_eq!(config["vm_config"]["code"]["local"]["filename"], "/w/f.wasm");
         assert_eq!(config["configuration"]["value"], "{\"version\":1}");
+        assert_eq!(config["vm_config"]["runtime"], DEFAULT_WASM_RUNTIME);
+    }
+
+    #[test]
+    fn the_module_form_is_a_dynamic_module_filter_with_the_table_as_its_filter_config() {
+        let module = EcdsFilter::Module {
+            name: DEFAULT_MODULE_NAME.into(),
+        };
+        let file = with_filter("x".into(), module);
+        assert_eq!(file.filter.form(), FilterForm::Module);
+        let resource = resource(&file, "{\"version\":1}");
+        assert_eq!(
+            resource["@type"],
+            "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+        );
+        assert_eq!(resource["name"], "switchyard");
+        let config = &resource["typed_config"];
+        assert_eq!(
+            config["@type"],
+            "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"
+        );
+        assert_eq!(config["@type"], FilterForm::Module.type_url());
+        assert_eq!(config["dynamic_module_config"]["name"], "switchyard_module");
+        assert_eq!(config["filter_name"], "switchyard");
+        assert_eq!(
+            config["filter_config"]["@type"],
+            "type.googleapis.com/google.protobuf.StringValue"
+        );
+        assert_eq!(config["filter_config"]["value"], "{\"version\":1}");
+        assert!(
+            config.get("config").is_none(),
+            "no wasm VM in the module form: {config:#}"
+        );
+    }
+
+    #[test]
+    fn a_relative_wasm_is_made_absolute() {
+        let EcdsFilter::Wasm { wasm, runtime } = EcdsFilter::local_wasm(Path::new("f.wasm"), "r") else {
+            panic!("the wasm form");
+        };
+        assert!(wasm.is_absolute() && wasm.ends_with("f.wasm"), "{}", wasm.display());
+        assert_eq!(runtime, "r");
     }
 
     #[test]
