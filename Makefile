@@ -286,14 +286,14 @@ bench-host-sim: build-wasm
 
 # wrk against Envoy (one worker): Envoy's own routes vs the switchyard filter vs a do-nothing wasm
 # filter, 10 and 10k rules, 3 rounds; figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.
-bench-envoy: build-wasm envoy
+bench-envoy: build-wasm build-module envoy
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
 	$(call SHRINK,$(NOOP_RAW),$(NOOP_WASM))
 	cargo build --release -p switchyard-e2e --bin switchyard-bench-envoy
 	ls -l $(WASM)
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) NOOP_WASM=$(abspath $(NOOP_WASM)) \
-	  target/release/switchyard-bench-envoy
+	  SWITCHYARD_MODULE=$(abspath target/module/libswitchyard_module.so) target/release/switchyard-bench-envoy
 
 # How long the filter takes to load a 10,000-rule table in Envoy (V8), as JSON and in the compact form
 # (`switchyard convert`), from its `loaded in` log line; 5 rounds. Figures in BENCHMARKS.md ("Compact table").
@@ -312,12 +312,12 @@ bench-load: build-wasm envoy
 # workers, PUSH_COUNT pushes of one changed rule each (default 5). Figures in BENCHMARKS.md ("Table pushes").
 PUSH_DIR := target/bench-push
 PUSH_SIZES := 10 10000 100000
-bench-push: build-wasm envoy
+bench-push: build-wasm build-module envoy
 	cargo build --release -p switchyard-e2e --bin switchyard-bench-push
 	mkdir -p $(PUSH_DIR)
 	for n in $(PUSH_SIZES); do python3 host-sim/bench/table.py $$n > $(PUSH_DIR)/table-$$n.json 2>/dev/null; done
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) \
-	  target/release/switchyard-bench-push $(foreach n,$(PUSH_SIZES),$(PUSH_DIR)/table-$(n).json)
+	  SWITCHYARD_MODULE=$(abspath target/module/libswitchyard_module.so) target/release/switchyard-bench-push $(foreach n,$(PUSH_SIZES),$(PUSH_DIR)/table-$(n).json)
 
 # Where the `.wasm`'s bytes go: the filter built with its function names (its own target dir, the
 # filter profile unstripped, then wasm-metadce and wasm-opt as build-wasm runs them but keeping the names), then section

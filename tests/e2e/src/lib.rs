@@ -422,7 +422,7 @@ pub fn module_name(module: &Path) -> String {
 
 /// Points Envoy's dynamic-module search path (`ENVOY_DYNAMIC_MODULES_SEARCH_PATH`, read by every
 /// Envoy this process starts) at `module`'s folder; every test of a run uses the same module.
-fn set_module_search_path(module: &Path) {
+pub fn set_module_search_path(module: &Path) {
     static SET: std::sync::Once = std::sync::Once::new();
     if let Some(folder) = module.parent() {
         let folder = folder.to_path_buf();

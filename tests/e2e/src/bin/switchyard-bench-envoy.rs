@@ -1,4 +1,4 @@
-//! `make bench-envoy`: wrk against Envoy with one worker, in three variants that route the same rules:
+//! `make bench-envoy`: wrk against Envoy with one worker, in six variants that route the same rules:
 //!
 //! - (a) `envoy`: Envoy's own route table (one route per rule, `path_separated_prefix`, in table order);
 //! - (b) `switchyard`: the switchyard filter with the table, Envoy routing on `cluster_header`;
@@ -9,25 +9,33 @@
 //!   and of Envoy re-picking the route, which any filter that routes by `cluster_header` pays;
 //! - (e) `map-wasm`: as (d), but reading the header map in one `get_header_map_pairs` call, as the
 //!   switchyard filter does since issue 13: (b) less (e) is then the cost of matching, and (e)
-//!   against (d) compares the two ways of reading the headers.
+//!   against (d) compares the two ways of reading the headers;
+//! - (f) `module`: the native dynamic module (`libswitchyard_module.so`, issue 29) in (b)'s place, with
+//!   the same table and route: (f) against (a) is the goal of ≥ 0.95 at 10 rules and ≥ 3.5 at 10,000
+//!   (last rule), (f) against (b) what the wasm VM costs.
 //!
 //! Tables of 10 and 10,000 rules (segment prefixes `/p0` .. `/p{N-1}` on host `bench.example`, all to
 //! one backend). Two requests: `first` matches the first rule (Envoy's best case) and `last` the last
 //! one (Envoy's worst case: it tries every route in order; the filter's index does not). Each
 //! measurement is repeated for 3 rounds, alternating the variants, and the median is reported.
 //!
-//! Environment: ENVOY_BIN, SWITCHYARD_WASM, NOOP_WASM (set by the Makefile); BENCH_SECONDS (per run,
-//! default 5), BENCH_CONNECTIONS (default 16), BENCH_ROUNDS (default 3). Writes build/bench-envoy.md.
+//! Environment: ENVOY_BIN, SWITCHYARD_WASM, NOOP_WASM, SWITCHYARD_MODULE (set by the Makefile);
+//! BENCH_SECONDS (per run, default 5), BENCH_CONNECTIONS (default 16), BENCH_ROUNDS (default 3),
+//! BENCH_SIZES (one size only), BENCH_VARIANTS (a comma-separated subset of the variants; the ratios
+//! of variants left out are left out). Writes build/bench-envoy.md.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use switchyard_e2e::{fresh_dir, get, required_path, send, wasm_filter_config, write_file, Backend, ConfigForm, Envoy};
+use switchyard_e2e::{
+    fresh_dir, get, required_path, send, set_module_search_path, wasm_filter_config, write_file, Backend, ConfigForm,
+    Envoy, FilterForm,
+};
 
 const HOST: &str = "bench.example";
 const ALL_SIZES: [usize; 2] = [10, 10_000];
-const VARIANTS: [&str; 5] = ["envoy", "switchyard", "noop-wasm", "headers-wasm", "map-wasm"];
+const VARIANTS: [&str; 6] = ["envoy", "switchyard", "module", "noop-wasm", "headers-wasm", "map-wasm"];
 const REQUESTS: [&str; 2] = ["first", "last"];
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -91,7 +99,31 @@ fn bootstrap(virtual_hosts: Value, mut filters: Vec<Value>, backend_port: u16) -
     })
 }
 
-fn config(variant: &str, size: usize, backend_port: u16, switchyard: &Path, noop: &Path) -> Value {
+/// The filters' files: the switchyard wasm filter, the do-nothing wasm module, the native module.
+struct Files {
+    switchyard: PathBuf,
+    noop: PathBuf,
+    module: Option<PathBuf>,
+}
+
+/// The route every filter variant ends in: Envoy routes on the cluster header the filter sets.
+fn cluster_header_hosts() -> Value {
+    json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }])
+}
+
+/// The switchyard filter of form `form` with the table of `size` rules, in the cluster-header bootstrap.
+fn switchyard_config(form: FilterForm, file: &Path, size: usize, backend_port: u16) -> Value {
+    bootstrap(
+        cluster_header_hosts(),
+        vec![
+            json!({ "name": "switchyard", "typed_config": form.filter_config(file, &table(size), ConfigForm::StringValue) }),
+        ],
+        backend_port,
+    )
+}
+
+fn config(variant: &str, size: usize, backend_port: u16, files: &Files) -> Value {
+    let noop = &files.noop;
     match variant {
         "envoy" => {
             let routes: Vec<Value> = (0..size)
@@ -103,15 +135,16 @@ fn config(variant: &str, size: usize, backend_port: u16, switchyard: &Path, noop
                 backend_port,
             )
         }
-        "switchyard" => bootstrap(
-            json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
-            vec![
-                json!({ "name": "switchyard", "typed_config": wasm_filter_config(switchyard, &table(size), ConfigForm::StringValue) }),
-            ],
-            backend_port,
-        ),
+        "switchyard" => switchyard_config(FilterForm::Wasm, &files.switchyard, size, backend_port),
+        "module" => {
+            let module = files
+                .module
+                .as_deref()
+                .unwrap_or_else(|| panic!("the module variant needs SWITCHYARD_MODULE"));
+            switchyard_config(FilterForm::Module, module, size, backend_port)
+        }
         "headers-wasm" | "map-wasm" => bootstrap(
-            json!([{ "name": "all", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }] }]),
+            cluster_header_hosts(),
             vec![json!({ "name": "noop", "typed_config": wasm_filter_config(
                 noop,
                 if variant == "map-wasm" { "header-map" } else { "headers" },
@@ -216,10 +249,211 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// A ratio row of the report: (numerator, denominator, label, goal). Of req/s in [`RPS_RATIOS`], of
+/// Envoy's CPU per request in [`CPU_RATIOS`] (there the numerator is the cheaper variant, so that
+/// both read "≥ goal").
+type Ratio = (&'static str, &'static str, &'static str, &'static str);
+
+const RPS_RATIOS: [Ratio; 8] = [
+    ("switchyard", "noop-wasm", "switchyard / noop-wasm (b/c)", "≥ 0.95"),
+    ("switchyard", "envoy", "switchyard / envoy (b/a)", "≥ 1.0 at 10k, last"),
+    (
+        "module",
+        "envoy",
+        "module / envoy (f/a)",
+        "≥ 0.95 at 10; ≥ 3.5 at 10k, last",
+    ),
+    ("module", "switchyard", "module / switchyard (f/b: the wasm VM)", ""),
+    (
+        "switchyard",
+        "headers-wasm",
+        "switchyard / headers-wasm (b/d: matching)",
+        "",
+    ),
+    (
+        "headers-wasm",
+        "noop-wasm",
+        "headers-wasm / noop-wasm (d/c: host calls, route re-pick)",
+        "",
+    ),
+    ("switchyard", "map-wasm", "switchyard / map-wasm (b/e: matching)", ""),
+    (
+        "map-wasm",
+        "noop-wasm",
+        "map-wasm / noop-wasm (e/c: host calls, route re-pick)",
+        "",
+    ),
+];
+
+const CPU_RATIOS: [Ratio; 8] = [
+    (
+        "noop-wasm",
+        "switchyard",
+        "noop-wasm / switchyard (c/b: the b/c goal in CPU)",
+        "≥ 0.95",
+    ),
+    (
+        "headers-wasm",
+        "switchyard",
+        "headers-wasm / switchyard (d/b: matching)",
+        "",
+    ),
+    ("map-wasm", "switchyard", "map-wasm / switchyard (e/b: matching)", ""),
+    (
+        "headers-wasm",
+        "map-wasm",
+        "headers-wasm / map-wasm (d/e: two get_header vs one get_header_map_pairs)",
+        "",
+    ),
+    ("noop-wasm", "map-wasm", "noop-wasm / map-wasm (c/e: the ABI floor)", ""),
+    ("envoy", "switchyard", "envoy / switchyard (a/b)", ""),
+    (
+        "envoy",
+        "module",
+        "envoy / module (a/f: the f/a goal in CPU)",
+        "≥ 0.95 at 10; ≥ 3.5 at 10k, last",
+    ),
+    ("switchyard", "module", "switchyard / module (b/f: the wasm VM)", ""),
+];
+
+/// The variants `BENCH_VARIANTS` names (comma-separated), all by default, in [`VARIANTS`]' order.
+fn chosen_variants() -> Vec<&'static str> {
+    let chosen = std::env::var("BENCH_VARIANTS").ok();
+    let chosen: Option<Vec<&str>> = chosen.as_deref().map(|v| v.split(',').map(str::trim).collect());
+    VARIANTS
+        .into_iter()
+        .filter(|v| chosen.as_ref().is_none_or(|c| c.contains(v)))
+        .collect()
+}
+
+/// The filters' files from the environment; the module only when a variant needs it (its folder
+/// becomes Envoy's dynamic-module search path).
+fn files(variants: &[&str]) -> Files {
+    let module = variants.contains(&"module").then(|| required_path("SWITCHYARD_MODULE"));
+    if let Some(module) = &module {
+        set_module_search_path(module);
+    }
+    Files {
+        switchyard: required_path("SWITCHYARD_WASM"),
+        noop: required_path("NOOP_WASM"),
+        module,
+    }
+}
+
+/// The per-variant medians of every measure.
+struct Results {
+    runs: Vec<(Key, Vec<Measure>)>,
+}
+
+impl Results {
+    fn push(&mut self, key: Key, measure: Measure) {
+        match self.runs.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(measure),
+            None => self.runs.push((key, vec![measure])),
+        }
+    }
+
+    fn median(&self, variant: &str, size: usize, request: &str) -> Measure {
+        let list = self
+            .runs
+            .iter()
+            .find(|(key, _)| *key == (variant, size, request))
+            .map(|(_, l)| l.as_slice())
+            .unwrap_or_default();
+        let of = |f: fn(&Measure) -> f64| median(list.iter().map(f).collect());
+        Measure {
+            rps: of(|m| m.rps),
+            p50_ms: of(|m| m.p50_ms),
+            p99_ms: of(|m| m.p99_ms),
+            cpu_us: of(|m| m.cpu_us),
+        }
+    }
+}
+
+/// A markdown table of `ratios` (those whose variants were both measured), one column per size and
+/// request, of the measure `metric` picks.
+fn ratio_table(
+    title: &str,
+    ratios: &[Ratio],
+    metric: fn(&Measure) -> f64,
+    results: &Results,
+    sizes: &[usize],
+    variants: &[&str],
+) -> String {
+    let cells: Vec<(usize, &str)> = sizes.iter().flat_map(|&s| REQUESTS.map(|r| (s, r))).collect();
+    let columns: Vec<String> = cells.iter().map(|(s, r)| format!("{s} {r}")).collect();
+    let mut text = format!(
+        "\n| {title} | goal | {} |\n| --- | --- |{}\n",
+        columns.join(" | "),
+        " ---: |".repeat(columns.len())
+    );
+    for (over, under, label, goal) in ratios {
+        if !(variants.contains(over) && variants.contains(under)) {
+            continue;
+        }
+        let values: Vec<String> = cells
+            .iter()
+            .map(|&(s, r)| {
+                let value = metric(&results.median(over, s, r)) / metric(&results.median(under, s, r));
+                format!("{value:.3}")
+            })
+            .collect();
+        text.push_str(&format!("| {label} | {goal} | {} |\n", values.join(" | ")));
+    }
+    text
+}
+
+/// The report: every median, the ratio tables, and each filter's 10k / 10 scale.
+fn report(results: &Results, sizes: &[usize], variants: &[&str], header: String) -> String {
+    let mut report = format!(
+        "{header}\n\n| rules | request | variant | req/s | p50 ms | p99 ms | Envoy CPU µs/request |\n| ---: | --- | --- | ---: | ---: | ---: | ---: |\n"
+    );
+    for &size in sizes {
+        for request in REQUESTS {
+            for &variant in variants {
+                let m = results.median(variant, size, request);
+                report.push_str(&format!(
+                    "| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} | {:.1} |\n",
+                    m.rps, m.p50_ms, m.p99_ms, m.cpu_us
+                ));
+            }
+        }
+    }
+    report.push_str(&ratio_table(
+        "ratio (req/s)",
+        &RPS_RATIOS,
+        |m| m.rps,
+        results,
+        sizes,
+        variants,
+    ));
+    report.push_str(&ratio_table(
+        "Envoy CPU per request, ratio",
+        &CPU_RATIOS,
+        |m| m.cpu_us,
+        results,
+        sizes,
+        variants,
+    ));
+    if sizes.len() == ALL_SIZES.len() {
+        report.push('\n');
+        for filter in ["switchyard", "module"].into_iter().filter(|f| variants.contains(f)) {
+            let scale =
+                |request: &str| results.median(filter, 10_000, request).rps / results.median(filter, 10, request).rps;
+            report.push_str(&format!(
+                "{filter} at 10k rules / at 10 rules (goal ≥ 0.95): first {:.3}, last {:.3}\n",
+                scale("first"),
+                scale("last")
+            ));
+        }
+    }
+    report
+}
+
 fn main() {
     let envoy_bin = required_path("ENVOY_BIN");
-    let switchyard = required_path("SWITCHYARD_WASM");
-    let noop = required_path("NOOP_WASM");
+    let variants = chosen_variants();
+    let files = files(&variants);
     let seconds = env_number("BENCH_SECONDS", 5);
     let connections = env_number("BENCH_CONNECTIONS", 16);
     let rounds = env_number("BENCH_ROUNDS", 3) as usize;
@@ -232,13 +466,13 @@ fn main() {
     // One Envoy per (variant, size), all started up front, each with one worker.
     let mut envoys = Vec::new();
     for &size in sizes {
-        for variant in VARIANTS {
+        for &variant in &variants {
             let dir = fresh_dir("bench");
             write_file(
                 &dir.join("envoy.yaml"),
-                &config(variant, size, backend.addr.port(), &switchyard, &noop).to_string(),
+                &config(variant, size, backend.addr.port(), &files).to_string(),
             );
-            let envoy = Envoy::spawn(&envoy_bin, dir, PathBuf::from(&switchyard), 1);
+            let envoy = Envoy::spawn(&envoy_bin, dir, files.switchyard.clone(), 1);
             for request in REQUESTS {
                 let response = envoy.send(&get(HOST, &path(request, size)));
                 assert_eq!(
@@ -263,14 +497,11 @@ fn main() {
         }
     }
 
-    let mut results: Vec<(Key, Vec<Measure>)> = Vec::new();
+    let mut results = Results { runs: Vec::new() };
     for round in 0..rounds {
         for &size in sizes {
             for request in REQUESTS {
-                for variant in VARIANTS {
-                    let Some((_, envoy)) = envoys.iter().find(|((v, s), _)| *v == variant && *s == size) else {
-                        continue;
-                    };
+                for ((variant, _), envoy) in envoys.iter().filter(|((_, s), _)| *s == size) {
                     let url = format!("http://{}{}", envoy.addr, path(request, size));
                     let measure = wrk(&url, seconds, connections, envoy.pid())
                         .unwrap_or_else(|e| panic!("{variant} {size} {request}: {e}"));
@@ -282,10 +513,7 @@ fn main() {
                         measure.p99_ms,
                         measure.cpu_us
                     );
-                    match results.iter_mut().find(|(key, _)| *key == (variant, size, request)) {
-                        Some((_, list)) => list.push(measure),
-                        None => results.push(((variant, size, request), vec![measure])),
-                    }
+                    results.push((*variant, size, request), measure);
                 }
             }
         }
@@ -294,112 +522,10 @@ fn main() {
         let _ = send(envoy.admin, &get("admin", "/healthcheck/fail"));
     }
 
-    let med = |variant: &str, size: usize, request: &str| -> Measure {
-        let list = results
-            .iter()
-            .find(|(key, _)| *key == (variant, size, request))
-            .map(|(_, l)| l.clone())
-            .unwrap_or_default();
-        Measure {
-            rps: median(list.iter().map(|m| m.rps).collect()),
-            p50_ms: median(list.iter().map(|m| m.p50_ms).collect()),
-            p99_ms: median(list.iter().map(|m| m.p99_ms).collect()),
-            cpu_us: median(list.iter().map(|m| m.cpu_us).collect()),
-        }
-    };
-    let mut report = format!(
-        "wrk -t1 -c{connections} -d{seconds}s, Envoy --concurrency 1, {rounds} rounds alternating the variants; medians.\n\n\
-         | rules | request | variant | req/s | p50 ms | p99 ms | Envoy CPU µs/request |\n| ---: | --- | --- | ---: | ---: | ---: | ---: |\n"
+    let header = format!(
+        "wrk -t1 -c{connections} -d{seconds}s, Envoy --concurrency 1, {rounds} rounds alternating the variants; medians."
     );
-    for &size in sizes {
-        for request in REQUESTS {
-            for variant in VARIANTS {
-                let m = med(variant, size, request);
-                report.push_str(&format!(
-                    "| {size} | {request} | {variant} | {:.0} | {:.3} | {:.3} | {:.1} |\n",
-                    m.rps, m.p50_ms, m.p99_ms, m.cpu_us
-                ));
-            }
-        }
-    }
-    let columns: Vec<String> = sizes
-        .iter()
-        .flat_map(|s| REQUESTS.iter().map(move |r| format!("{s} {r}")))
-        .collect();
-    report.push_str(&format!(
-        "\n| ratio (req/s) | goal | {} |\n| --- | --- |{}\n",
-        columns.join(" | "),
-        " ---: |".repeat(columns.len())
-    ));
-    let ratio = |f: &dyn Fn(usize, &str) -> f64| -> String {
-        sizes
-            .iter()
-            .flat_map(|&s| REQUESTS.iter().map(move |&r| (s, r)))
-            .map(|(s, r)| format!("{:.3}", f(s, r)))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    };
-    report.push_str(&format!(
-        "| switchyard / noop-wasm (b/c) | ≥ 0.95 | {} |\n",
-        ratio(&|s, r| med("switchyard", s, r).rps / med("noop-wasm", s, r).rps)
-    ));
-    report.push_str(&format!(
-        "| switchyard / envoy (b/a) | ≥ 1.0 at 10k, last | {} |\n",
-        ratio(&|s, r| med("switchyard", s, r).rps / med("envoy", s, r).rps)
-    ));
-    report.push_str(&format!(
-        "| switchyard / headers-wasm (b/d: matching) | | {} |\n",
-        ratio(&|s, r| med("switchyard", s, r).rps / med("headers-wasm", s, r).rps)
-    ));
-    report.push_str(&format!(
-        "| headers-wasm / noop-wasm (d/c: host calls, route re-pick) | | {} |\n",
-        ratio(&|s, r| med("headers-wasm", s, r).rps / med("noop-wasm", s, r).rps)
-    ));
-    report.push_str(&format!(
-        "| switchyard / map-wasm (b/e: matching) | | {} |\n",
-        ratio(&|s, r| med("switchyard", s, r).rps / med("map-wasm", s, r).rps)
-    ));
-    report.push_str(&format!(
-        "| map-wasm / noop-wasm (e/c: host calls, route re-pick) | | {} |\n",
-        ratio(&|s, r| med("map-wasm", s, r).rps / med("noop-wasm", s, r).rps)
-    ));
-    report.push_str(&format!(
-        "\n| Envoy CPU per request, ratio | | {} |\n| --- | --- |{}\n",
-        columns.join(" | "),
-        " ---: |".repeat(columns.len())
-    ));
-    report.push_str(&format!(
-        "| noop-wasm / switchyard (c/b: the b/c goal in CPU) | ≥ 0.95 | {} |\n",
-        ratio(&|s, r| med("noop-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
-    ));
-    report.push_str(&format!(
-        "| headers-wasm / switchyard (d/b: matching) | | {} |\n",
-        ratio(&|s, r| med("headers-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
-    ));
-    report.push_str(&format!(
-        "| map-wasm / switchyard (e/b: matching) | | {} |\n",
-        ratio(&|s, r| med("map-wasm", s, r).cpu_us / med("switchyard", s, r).cpu_us)
-    ));
-    report.push_str(&format!(
-        "| headers-wasm / map-wasm (d/e: two get_header vs one get_header_map_pairs) | | {} |\n",
-        ratio(&|s, r| med("headers-wasm", s, r).cpu_us / med("map-wasm", s, r).cpu_us)
-    ));
-    report.push_str(&format!(
-        "| noop-wasm / map-wasm (c/e: the ABI floor) | | {} |\n",
-        ratio(&|s, r| med("noop-wasm", s, r).cpu_us / med("map-wasm", s, r).cpu_us)
-    ));
-    report.push_str(&format!(
-        "| envoy / switchyard (a/b) | | {} |\n",
-        ratio(&|s, r| med("envoy", s, r).cpu_us / med("switchyard", s, r).cpu_us)
-    ));
-    if sizes.len() == ALL_SIZES.len() {
-        let scale = |request: &str| med("switchyard", 10_000, request).rps / med("switchyard", 10, request).rps;
-        report.push_str(&format!(
-            "\nswitchyard at 10k rules / at 10 rules (goal ≥ 0.95): first {:.3}, last {:.3}\n",
-            scale("first"),
-            scale("last")
-        ));
-    }
+    let report = report(&results, sizes, &variants, header);
     println!("{report}");
     let out = Path::new("build/bench-envoy.md");
     if std::fs::create_dir_all("build").is_ok() && std::fs::write(out, &report).is_ok() {

@@ -14,7 +14,11 @@
 //!   threads that logged it: the main thread's and each worker's;
 //! - `envoy`: Envoy's own routes for the same table (`switchyard_e2e::bench::native_virtual_hosts`: one
 //!   virtual host per host, one route per rule, all to the one backend), read from an RDS file; a push
-//!   is a new RDS file renamed into place, applied when `rds.….update_success` counts it.
+//!   is a new RDS file renamed into place, applied when `rds.….update_success` counts it;
+//! - `module`: as `switchyard`, with the native dynamic module (`SWITCHYARD_MODULE`, issue 29) in the
+//!   wasm filter's place: the same ECDS file and bootstrap (`envoy_config_for`); it loads each table
+//!   once, on Envoy's main thread, for all workers (the "VMs" column counts the threads that logged
+//!   `table accepted`: 1), so its RSS over the small table is given in total, as Envoy's routes'.
 //!
 //! A request loop on one keep-alive connection (one request every `PUSH_EVERY_MS`, default 2 ms, or
 //! at once after a slower one) asks for a rule in the middle of the table all along. After a second
@@ -25,9 +29,12 @@
 //! rename to the push applied (median, max), the filter's `loaded in` over every VM and push
 //! (median, max), Envoy's RSS (`VmRSS`, sampled every 20 ms) once the first table is loaded, after the
 //! steady window, and its peak from the first push on; and the RSS over the same variant and worker count with the first (small)
-//! table, per VM for the filter, once for Envoy's routes. Written to build/bench-push.md as well.
+//! table, per VM for the filter, once for Envoy's routes and the module. Last, a table of RSS ratios:
+//! the module against Envoy's routes (issue 29's goal: below them) and against the wasm filter, for
+//! each table and worker count. Written to build/bench-push.md as well.
 //!
-//! Environment: ENVOY_BIN, SWITCHYARD_WASM (set by the Makefile); PUSH_WORKERS, PUSH_VARIANTS,
+//! Environment: ENVOY_BIN, SWITCHYARD_WASM, SWITCHYARD_MODULE (set by the Makefile; the module only
+//! when a variant needs it); PUSH_WORKERS, PUSH_VARIANTS (default `switchyard,envoy,module`),
 //! PUSH_COUNT, PUSH_GAP_MS, PUSH_EVERY_MS.
 
 use std::path::{Path, PathBuf};
@@ -37,7 +44,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use switchyard_e2e::bench::{accepted_lines, native_virtual_hosts, quantile, RequestLoop, RssSampler, Sample};
 use switchyard_e2e::{
-    ecds_document, envoy_config, fresh_dir, get, required_path, send, write_file, Backend, ConfigForm, Envoy,
+    ecds_document_for, envoy_config_for, fresh_dir, get, required_path, send, set_module_search_path, write_file,
+    Backend, ConfigForm, Envoy, FilterForm,
 };
 use switchyard_table::compact::Encoder;
 
@@ -208,11 +216,56 @@ struct Run {
     rss_peak_kib: u64,
 }
 
-fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envoy_bin: &Path, wasm: &Path) -> Run {
+/// The filters' files: the wasm filter's, and the module's when a variant needs it.
+struct Files {
+    wasm: PathBuf,
+    module: Option<PathBuf>,
+}
+
+impl Files {
+    /// From the environment; the module's folder becomes Envoy's dynamic-module search path.
+    fn from_env(variants: &[String]) -> Files {
+        let module = variants
+            .iter()
+            .any(|v| v == "module")
+            .then(|| required_path("SWITCHYARD_MODULE"));
+        if let Some(module) = &module {
+            set_module_search_path(module);
+        }
+        Files {
+            wasm: required_path("SWITCHYARD_WASM"),
+            module,
+        }
+    }
+
+    /// The filter form a variant runs and its file; `None` for Envoy's own routes.
+    fn filter(&self, variant: &str) -> Option<(FilterForm, &Path)> {
+        match variant {
+            "switchyard" => Some((FilterForm::Wasm, self.wasm.as_path())),
+            "module" => Some((
+                FilterForm::Module,
+                self.module
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("the module variant needs SWITCHYARD_MODULE")),
+            )),
+            "envoy" => None,
+            other => panic!("PUSH_VARIANTS: unknown variant {other}"),
+        }
+    }
+}
+
+/// Whether the variant's table memory is one per VM (the wasm filter's) rather than one for all
+/// workers (Envoy's routes, the module's).
+fn per_vm(variant: &str) -> bool {
+    variant == "switchyard"
+}
+
+fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envoy_bin: &Path, files: &Files) -> Run {
     let pushes = env_number("PUSH_COUNT", 5) as usize;
     let gap = Duration::from_millis(env_number("PUSH_GAP_MS", 100));
     let every = Duration::from_millis(env_number("PUSH_EVERY_MS", 2));
-    let filter = variant == "switchyard";
+    let form = files.filter(variant);
+    let filter = form.is_some();
     let begun = Instant::now();
     eprintln!(
         "{variant}, {} rules, {workers} workers: preparing {pushes} pushes",
@@ -220,22 +273,24 @@ fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envo
     );
     let mut encoder = Encoder::new();
     let documents: Vec<String> = (0..=pushes)
-        .map(|k| match filter {
-            true => ecds_document(wasm, &compact(&mut encoder, table, k), ConfigForm::StringValue),
-            false => rds_document(table, k),
+        .map(|k| match form {
+            Some((form, file)) => {
+                ecds_document_for(form, file, &compact(&mut encoder, table, k), ConfigForm::StringValue)
+            }
+            None => rds_document(table, k),
         })
         .collect();
     let dir = fresh_dir("bench-push");
-    let file = match filter {
-        true => {
+    let file = match form {
+        Some((form, _)) => {
             std::fs::create_dir_all(dir.join("ecds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             write_file(
                 &dir.join("envoy.yaml"),
-                &envoy_config(&dir, &[(table.cluster.as_str(), backend.addr.port())], 0, 0),
+                &envoy_config_for(&dir, &[(table.cluster.as_str(), backend.addr.port())], 0, 0, form),
             );
             dir.join("ecds/filter.json")
         }
-        false => {
+        None => {
             std::fs::create_dir_all(dir.join("rds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             write_file(&dir.join("envoy.yaml"), &native_bootstrap(&dir, backend));
             dir.join("rds/routes.json")
@@ -244,7 +299,7 @@ fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envo
     write_file(&file, &documents[0]);
     let started = Instant::now();
     eprintln!("  prepared in {:.1} s", begun.elapsed().as_secs_f64());
-    let envoy = Envoy::spawn(envoy_bin, dir, wasm.to_path_buf(), workers);
+    let envoy = Envoy::spawn(envoy_bin, dir, files.wasm.clone(), workers);
     let request = get(&table.host, &table.path);
     let deadline = Instant::now() + PUSH_PATIENCE;
     while send(envoy.addr, &request).map_or(true, |r| r.backend() != Some("backend")) {
@@ -414,12 +469,12 @@ fn main() {
         "usage: switchyard-bench-push SMALL_TABLE.json TABLE.json... (host-sim/bench/table.py N)"
     );
     let envoy_bin = required_path("ENVOY_BIN");
-    let wasm: PathBuf = required_path("SWITCHYARD_WASM");
     let workers: Vec<usize> = env_list("PUSH_WORKERS", "1,4")
         .iter()
         .filter_map(|w| w.parse().ok())
         .collect();
-    let variants = env_list("PUSH_VARIANTS", "switchyard,envoy");
+    let variants = env_list("PUSH_VARIANTS", "switchyard,envoy,module");
+    let filters = Files::from_env(&variants);
     let tables: Vec<Table> = files.iter().map(|f| Table::read(f)).collect();
     let backend = Backend::start("backend").unwrap_or_else(|e| panic!("backend: {e}"));
     let begun = Instant::now();
@@ -427,7 +482,7 @@ fn main() {
     for table in &tables {
         for &w in &workers {
             for variant in &variants {
-                runs.push(measure(variant, table, w, &backend, &envoy_bin, &wasm));
+                runs.push(measure(variant, table, w, &backend, &envoy_bin, &filters));
             }
         }
     }
@@ -438,8 +493,8 @@ fn main() {
          steady: the same length of traffic after the pushes. Latency p50 / p99 / max in ms; \
          apply: rename of the file to the push applied (every load's `table accepted`: the main thread's two and each worker's, or RDS update_success), median / max; \
          RSS (VmRSS): at start (the first table loaded, before the pushes), after the steady window, peak from the first push on; \
-         over the same Envoy with the {}-rule table, per VM for the filter (VMs: main thread + workers), \
-         for Envoy's routes once for all workers.\n\n\
+         over the same Envoy with the {}-rule table, per VM for the wasm filter (VMs: main thread + workers), \
+         for Envoy's routes and the module once for all workers (the module's VMs: the threads that loaded the table).\n\n\
          | variant | rules | workers | VMs | steady | during pushes | non-200 | apply ms | `loaded in` ms | first load ms | RSS MiB start / after / peak | over the small table, MiB start / after / peak |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         env_number("PUSH_EVERY_MS", 2),
@@ -452,7 +507,7 @@ fn main() {
             .find(|b| b.variant == run.variant && b.workers == run.workers && b.rules == small);
         let over = match base {
             Some(base) if run.rules != small => {
-                let per = if run.variant == "switchyard" {
+                let per = if per_vm(&run.variant) {
                     run.vms.max(1) as f64
                 } else {
                     1.0
@@ -463,11 +518,7 @@ fn main() {
                     mib(run.rss_start_kib, base.rss_start_kib),
                     mib(run.rss_after_kib, base.rss_after_kib),
                     mib(run.rss_peak_kib, base.rss_peak_kib),
-                    if run.variant == "switchyard" {
-                        " per VM"
-                    } else {
-                        " total"
-                    }
+                    if per_vm(&run.variant) { " per VM" } else { " total" }
                 )
             }
             _ => "—".to_owned(),
@@ -477,7 +528,7 @@ fn main() {
             run.variant,
             run.rules,
             run.workers,
-            if run.variant == "switchyard" {
+            if run.variant != "envoy" {
                 run.vms.to_string()
             } else {
                 "—".to_owned()
@@ -493,10 +544,56 @@ fn main() {
             run.rss_peak_kib as f64 / 1024.0,
         ));
     }
+    report.push_str(&rss_ratios(&runs));
     report.push_str(&format!("\nwhole run: {:.0} s\n", begun.elapsed().as_secs_f64()));
     println!("{report}");
     let out = Path::new("build/bench-push.md");
     if std::fs::create_dir_all("build").is_ok() && std::fs::write(out, &report).is_ok() {
         eprintln!("written to {}", out.display());
     }
+}
+
+/// The module's RSS against Envoy's routes' and the wasm filter's, for each table and worker count
+/// the three ran at: the ratios of RSS at start / after the steady window / peak (below 1: the module
+/// takes less).
+fn rss_ratios(runs: &[Run]) -> String {
+    let mut text = String::from(
+        "\n| rules | workers | module RSS MiB start / after / peak | module / envoy | module / switchyard |\n\
+         | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    let find = |variant: &str, rules: usize, workers: usize| {
+        runs.iter()
+            .find(|r| r.variant == variant && r.rules == rules && r.workers == workers)
+    };
+    let mut rows = 0;
+    for module in runs.iter().filter(|r| r.variant == "module") {
+        let against = |variant: &str| match find(variant, module.rules, module.workers) {
+            Some(other) => {
+                let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
+                format!(
+                    "{:.2} / {:.2} / {:.2}",
+                    ratio(module.rss_start_kib, other.rss_start_kib),
+                    ratio(module.rss_after_kib, other.rss_after_kib),
+                    ratio(module.rss_peak_kib, other.rss_peak_kib)
+                )
+            }
+            None => "—".to_owned(),
+        };
+        let mib = |kib: u64| kib as f64 / 1024.0;
+        text.push_str(&format!(
+            "| {} | {} | {:.0} / {:.0} / {:.0} | {} | {} |\n",
+            module.rules,
+            module.workers,
+            mib(module.rss_start_kib),
+            mib(module.rss_after_kib),
+            mib(module.rss_peak_kib),
+            against("envoy"),
+            against("switchyard")
+        ));
+        rows += 1;
+    }
+    if rows == 0 {
+        return String::new();
+    }
+    text
 }
