@@ -8,6 +8,10 @@
 # Expects `make build` to have run (the filter .wasm, target/release/switchyard) and
 # target/release/switchyard-demo (the Makefile builds it). ENVOY_BIN defaults to build/venv/bin/envoy;
 # SWITCHYARD_BIN and SWITCHYARD_DEMO_BIN replace the two release binaries (a debug build, say).
+# SWITCHYARD_FORM picks the filter: `wasm` (the default: the proxy-wasm filter, envoy.yaml) or
+# `module` (the native dynamic module, target/module/libswitchyard_module.so from `make
+# build-module`, for Envoy 1.40/1.41): the watch writes the ECDS file with --filter-form module and
+# Envoy runs build/run/envoy-module.yaml, envoy.yaml whose ECDS subscription takes the module's type.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +24,10 @@ RUN=build/run
 # names the TCP listener's, 15353); envoy.yaml reads the LDS file.
 TLS_PASSTHROUGH_PORT=10443
 LDS_FILE=$RUN/lds/listeners.json
+FORM=${SWITCHYARD_FORM:-wasm}
+WASM_TYPE=type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
+MODULE_TYPE=type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+MODULE=target/module/libswitchyard_module.so
 
 # The examples are seed scenarios; these share one Envoy without clashing: seed 002's BFE Ingresses
 # (class annotation "bfe"), seed 003's host collisions (both creation orders) and NGINX's
@@ -37,6 +45,30 @@ mkdir -p "$RUN/lds"
 rm -f "$RUN/switchyard-filter.json" "$LDS_FILE"
 rm -rf "$RUN/tls"
 
+# The filter form: the watch's flags for the ECDS file, Envoy's bootstrap and the filter's metrics.
+case "$FORM" in
+  wasm)
+    FILTER_FLAGS=(--wasm "$WASM")
+    ENVOY_CONFIG=envoy.yaml
+    METRICS=wasmcustom
+    ;;
+  module)
+    [ -f "$MODULE" ] || { echo "$MODULE: not built (make build-module)" >&2; exit 1; }
+    FILTER_FLAGS=(--filter-form module)
+    # envoy.yaml with the module's type URL in the listener's ECDS subscription, nothing else changed.
+    ENVOY_CONFIG=$RUN/envoy-module.yaml
+    sed "s|type_urls: \[$WASM_TYPE\]|type_urls: [$MODULE_TYPE]|" envoy.yaml >"$ENVOY_CONFIG"
+    grep -q "type_urls: \[$MODULE_TYPE\]" "$ENVOY_CONFIG" || { echo "envoy.yaml: no type_urls: [$WASM_TYPE] to replace" >&2; exit 1; }
+    # Envoy loads `switchyard_module` as libswitchyard_module.so from this folder.
+    export ENVOY_DYNAMIC_MODULES_SEARCH_PATH=$PWD/$(dirname "$MODULE")
+    METRICS=dynamicmodulescustom
+    ;;
+  *)
+    echo "SWITCHYARD_FORM=$FORM: wasm or module" >&2
+    exit 2
+    ;;
+esac
+
 pids=()
 cleanup() {
   trap - EXIT INT TERM
@@ -50,9 +82,9 @@ trap 'exit 130' INT TERM
 # switchyard watch follows the example folders: it writes the ECDS file and the LDS file Envoy reads
 # (before Envoy starts: Envoy needs both) and rewrites them on every change; its log stays on this
 # terminal.
-echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --ecds-file $RUN/switchyard-filter.json --lds-file $LDS_FILE"
+echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --ecds-file $RUN/switchyard-filter.json ${FILTER_FLAGS[*]} --lds-file $LDS_FILE"
 "$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --debug-rule-header \
-  --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 --wasm "$WASM" -o build/table.json \
+  --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 "${FILTER_FLAGS[@]}" -o build/table.json \
   --lds-file "$LDS_FILE" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
   --listen 127.0.0.1:9102 --dashboard-listen 127.0.0.1:9103 &
 pids+=($!)
@@ -61,15 +93,15 @@ for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && [ -s "$LDS_FILE"
 echo "== backends"
 "$DEMO" backends envoy.yaml "$RUN/tls" &
 pids+=($!)
-"$ENVOY_BIN" -c envoy.yaml --concurrency 2 --disable-hot-restart --log-level info --log-path "$RUN/envoy.log" &
+"$ENVOY_BIN" -c "$ENVOY_CONFIG" --concurrency 2 --disable-hot-restart --log-level info --log-path "$RUN/envoy.log" &
 pids+=($!)
 
-echo "== Envoy $("$ENVOY_BIN" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1) with the filter (log: $RUN/envoy.log)"
+echo "== Envoy $("$ENVOY_BIN" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1) with the $FORM filter, $ENVOY_CONFIG (log: $RUN/envoy.log)"
 "$DEMO" samples 127.0.0.1:10000 127.0.0.1:9901 "$LDS_FILE" "$RUN/tls"
 
 cat <<TXT
 
-Envoy listens on http://127.0.0.1:10000 (admin: http://127.0.0.1:9901, metrics: /stats?filter=wasmcustom).
+Envoy listens on http://127.0.0.1:10000 (admin: http://127.0.0.1:9901, metrics: /stats?filter=$METRICS).
 Try:  curl -H 'Host: example.net' http://127.0.0.1:10000/bar/foo
 ingress-nginx's documented examples (examples/001-ingress-nginx-*), as ingress-nginx served them:
       curl -s -H 'Host: rewrite.bar.com' http://127.0.0.1:10000/something/new?x=1 | head -1   # path /new?x=1
