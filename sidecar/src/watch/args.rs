@@ -145,7 +145,8 @@ pub struct WatchArgs {
     /// latency; Envoy loads lib<--module-name>.so from ENVOY_DYNAMIC_MODULES_SEARCH_PATH, and its
     /// listener's config_discovery.type_urls must name
     /// type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
-    /// (envoy-module.yaml, docs/deploy-envoy.md).
+    /// (`make run SWITCHYARD_FORM=module` writes such a bootstrap, build/run/envoy-module.yaml;
+    /// docs/deploy-envoy.md).
     #[arg(
         long,
         value_enum,
