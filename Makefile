@@ -284,8 +284,9 @@ bench-host-sim: build-wasm
 	echo "canary location (ingress-nginx: header, cookie, weight 10/100), 10 rules: $$(target/release/host-sim --wasm $(WASM) \
 	  --config target/host-sim-bench/table-canary.json bench --requests 2000000 $$(cat target/host-sim-bench/url-canary))"
 
-# wrk against Envoy (one worker): Envoy's own routes vs the switchyard filter vs a do-nothing wasm
-# filter, 10 and 10k rules, 3 rounds; figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.
+# wrk against Envoy (one worker): Envoy's own routes vs the switchyard wasm filter vs the native module
+# (issue 29) vs a do-nothing wasm filter and its header variants, 10 and 10k rules, 3 rounds
+# (BENCH_VARIANTS picks a subset); figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.
 bench-envoy: build-wasm build-module envoy
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
@@ -308,8 +309,9 @@ bench-load: build-wasm envoy
 	  target/release/switchyard-bench-load $(LOAD_DIR)/table-10000.json $(LOAD_DIR)/table-10000.compact.json
 
 # What a table push costs the requests Envoy serves, and a table's memory per VM, beside Envoy's own
-# routes for the same table (issue 28): 10 (the memory baseline), 10,000 and 100,000 rules, 1 and 4
-# workers, PUSH_COUNT pushes of one changed rule each (default 5). Figures in BENCHMARKS.md ("Table pushes").
+# routes and the native module (one table for all workers, issue 29) for the same table (issue 28): 10
+# (the memory baseline), 10,000 and 100,000 rules, 1 and 4 workers (PUSH_WORKERS), PUSH_COUNT pushes of
+# one changed rule each (default 5). Figures in BENCHMARKS.md ("Table pushes").
 PUSH_DIR := target/bench-push
 PUSH_SIZES := 10 10000 100000
 bench-push: build-wasm build-module envoy

@@ -231,8 +231,9 @@ fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), 
     if let Some((lds, cert_dir)) = l4 {
         l4::samples(Path::new(lds), Path::new(cert_dir), admin)?;
     }
-    if let Ok(stats) = send(admin, &get("admin", "/stats?filter=wasmcustom")) {
-        println!("The filter's metrics (Envoy admin /stats?filter=wasmcustom; counted on every worker):");
+    // The wasm filter's metrics are `wasmcustom.*`, the native module's `dynamicmodulescustom.*`.
+    if let Ok(stats) = send(admin, &get("admin", "/stats?filter=wasmcustom|dynamicmodulescustom")) {
+        println!("The filter's metrics (Envoy admin /stats?filter=wasmcustom|dynamicmodulescustom):");
         for line in stats.body.lines() {
             println!("  {line}");
         }
