@@ -190,10 +190,10 @@ test-envoy: build-wasm envoy
 # The dynamic module (issue 29) in the same real Envoy. test-envoy runs its own suite (tests/e2e/tests/module.rs)
 # with the others. test-module runs the module's unit tests, that suite, then the wasm filter's suites again
 # with the module in the filter's place (SWITCHYARD_FILTER_FORM=module: the same runners, listener, routes and
-# ECDS file), less the two tests of envoy.rs that read the wasm filter's own metric names (module.rs has them
-# under the module's).
+# ECDS file), less the test of envoy.rs that reads the wasm filter's own refusal metrics (module.rs has it
+# under the module's names).
 MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy \
-  -- --skip actions_local_replies_and_metrics --skip bad_table_is_refused_and_the_previous_one_keeps_serving
+  -- --skip bad_table_is_refused_and_the_previous_one_keeps_serving
 test: test-module
 test-envoy: build-module
 test-envoy: export SWITCHYARD_MODULE := $(abspath $(MODULE))
