@@ -48,6 +48,16 @@ impl HeaderBlock {
         block
     }
 
+    /// The block holding `pairs` of names and values as bytes, in order; one that is not UTF-8 is
+    /// read lossily (each is checked once, and copied into the block once).
+    pub fn from_byte_pairs<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> HeaderBlock {
+        let mut block = HeaderBlock::default();
+        for (name, value) in pairs {
+            block.push(&String::from_utf8_lossy(name), &String::from_utf8_lossy(value));
+        }
+        block
+    }
+
     /// Decodes the ABI's serialised map; `None` when the bytes are not one (a host fault: the
     /// request is then matched as if it had no headers).
     pub fn decode(mut bytes: Vec<u8>) -> Option<HeaderBlock> {
@@ -73,12 +83,10 @@ impl HeaderBlock {
             Ok(text) => Some(HeaderBlock { text, pairs }),
             Err(error) => {
                 let bytes = error.into_bytes();
-                let lossy = |s: Span| String::from_utf8_lossy(bytes.get(s.range()).unwrap_or_default()).into_owned();
-                let mut block = HeaderBlock::default();
-                for (name, value) in pairs {
-                    block.push(&lossy(name), &lossy(value));
-                }
-                Some(block)
+                let at = |s: Span| bytes.get(s.range()).unwrap_or_default();
+                Some(HeaderBlock::from_byte_pairs(
+                    pairs.into_iter().map(|(n, v)| (at(n), at(v))),
+                ))
             }
         }
     }

@@ -6,8 +6,6 @@
 //! then (Envoy picks its route before the filter runs, and `cluster_header` routing needs it picked
 //! again once the cluster header is set; the wasm filter gets the same from Envoy's Wasm host).
 
-use std::borrow::Cow;
-
 use crate::abi::{self, FilterEnvoyPtr, HttpHeader, ModuleBuffer, REQUEST_HEADER};
 use crate::headers::HeaderBlock;
 use crate::host::{Host, HostCallFailed};
@@ -60,25 +58,10 @@ impl Host for EnvoyHost {
             // SAFETY: Envoy filled `ptr`/`length` with a live name or value of the map.
             unsafe { abi::EnvoyBuffer { ptr, length }.bytes() }
         };
-        let text = |ptr, length| std::str::from_utf8(bytes(ptr, length));
-        let all_utf8 = raw
-            .iter()
-            .all(|h| text(h.key_ptr, h.key_length).is_ok() && text(h.value_ptr, h.value_length).is_ok());
-        if all_utf8 {
-            // The usual case: Envoy's bytes are copied into the block as they are, nothing in between.
-            return HeaderBlock::from_pairs(raw.iter().map(|h| {
-                (
-                    text(h.key_ptr, h.key_length).unwrap_or_default(),
-                    text(h.value_ptr, h.value_length).unwrap_or_default(),
-                )
-            }));
-        }
-        let lossy = |ptr, length| String::from_utf8_lossy(bytes(ptr, length));
-        let pairs: Vec<(Cow<'_, str>, Cow<'_, str>)> = raw
-            .iter()
-            .map(|h| (lossy(h.key_ptr, h.key_length), lossy(h.value_ptr, h.value_length)))
-            .collect();
-        HeaderBlock::from_pairs(pairs.iter().map(|(name, value)| (name.as_ref(), value.as_ref())))
+        HeaderBlock::from_byte_pairs(
+            raw.iter()
+                .map(|h| (bytes(h.key_ptr, h.key_length), bytes(h.value_ptr, h.value_length))),
+        )
     }
 
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {

@@ -78,10 +78,8 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
 #[no_mangle]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: *const c_void) {
     guarded((), || {
-        if !config.is_null() {
-            // SAFETY: the pointer came from `Box::into_raw` in `config_new` and is destroyed once.
-            drop(unsafe { Box::from_raw(config as *mut ModuleConfig) });
-        }
+        // SAFETY: the pointer came from `Box::into_raw` in `config_new` and is destroyed once.
+        unsafe { drop_boxed::<ModuleConfig>(config) }
     })
 }
 
@@ -113,10 +111,8 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
 #[no_mangle]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_destroy(stream: *const c_void) {
     guarded((), || {
-        if !stream.is_null() {
-            // SAFETY: the pointer came from `Box::into_raw` in `filter_new` and is destroyed once.
-            drop(unsafe { Box::from_raw(stream as *mut Stream) });
-        }
+        // SAFETY: the pointer came from `Box::into_raw` in `filter_new` and is destroyed once.
+        unsafe { drop_boxed::<Stream>(stream) }
     })
 }
 
@@ -350,6 +346,17 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_below_write_buf
     _filter_envoy: FilterEnvoyPtr,
     _stream: *const c_void,
 ) {
+}
+
+/// Drops the `T` a hook handed Envoy as `Box::into_raw` (nothing for null).
+///
+/// # Safety
+/// `pointer` is null or came from `Box::into_raw` of a `Box<T>`, and is dropped once.
+unsafe fn drop_boxed<T>(pointer: *const c_void) {
+    if !pointer.is_null() {
+        // SAFETY: the caller's contract.
+        drop(unsafe { Box::from_raw(pointer as *mut T) });
+    }
 }
 
 #[cfg(test)]
