@@ -2,7 +2,9 @@
 //!
 //! The ABI is the C header `source/extensions/dynamic_modules/abi/abi.h` of the Envoy repository
 //! (Envoy 1.40: event hooks `envoy_dynamic_module_on_*` that the module exports, callbacks
-//! `envoy_dynamic_module_callback_*` that Envoy's binary exports and the module calls). Only the
+//! `envoy_dynamic_module_callback_*` that Envoy's binary exports and the module calls). Two of its
+//! extensions are used: the HTTP filter (`http_filter_*`, `http_*`) and the cluster specifier
+//! (`cluster_specifier_*`, Envoy's `envoy.router.cluster_specifier_plugin.dynamic_modules`). Only the
 //! types and callbacks below are declared; their layouts follow the header: a buffer is a pointer
 //! and a length passed by value, a header is two such pairs, C enums are `int`s.
 //!
@@ -135,10 +137,17 @@ pub type ConfigEnvoyPtr = *mut c_void;
 /// `envoy_dynamic_module_type_http_filter_envoy_ptr`.
 pub type FilterEnvoyPtr = *mut c_void;
 
+/// `envoy_dynamic_module_type_cluster_specifier_config_envoy_ptr`: the cluster specifier's
+/// configuration on Envoy's side (the module defines no metrics with it).
+pub type ClusterSpecifierConfigEnvoyPtr = *mut c_void;
+/// `envoy_dynamic_module_type_cluster_specifier_context_envoy_ptr`: one selection (one request's
+/// route match), valid during `on_cluster_specifier_select` only.
+pub type SelectionEnvoyPtr = *mut c_void;
+
 /// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
 /// callback an Envoy of another version lacks would only fail at its first call, and take the
 /// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
-pub const CALLBACKS: [&std::ffi::CStr; 11] = [
+pub const CALLBACKS: [&std::ffi::CStr; 15] = [
     c"envoy_dynamic_module_callback_log",
     c"envoy_dynamic_module_callback_http_filter_config_define_counter",
     c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
@@ -150,6 +159,10 @@ pub const CALLBACKS: [&std::ffi::CStr; 11] = [
     c"envoy_dynamic_module_callback_http_set_header",
     c"envoy_dynamic_module_callback_http_send_response",
     c"envoy_dynamic_module_callback_http_clear_route_cache",
+    c"envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size",
+    c"envoy_dynamic_module_callback_cluster_specifier_get_request_headers",
+    c"envoy_dynamic_module_callback_cluster_specifier_get_random_value",
+    c"envoy_dynamic_module_callback_cluster_specifier_set_cluster_name",
 ];
 
 /// The first of [`CALLBACKS`] the process does not export (`None`: Envoy has them all).
@@ -255,6 +268,26 @@ extern "C" {
 
     /// Makes Envoy pick the route again (after the cluster header or the path changed).
     pub fn envoy_dynamic_module_callback_http_clear_route_cache(filter: FilterEnvoyPtr);
+
+    /// The number of request headers a cluster selection sees.
+    pub fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size(
+        selection: SelectionEnvoyPtr,
+    ) -> usize;
+
+    /// Fills `result` (sized by `get_request_headers_size`) with every request header, in order.
+    pub fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers(
+        selection: SelectionEnvoyPtr,
+        result: *mut HttpHeader,
+    ) -> bool;
+
+    /// The random value Envoy drew for this request (the same on every selection of the request).
+    pub fn envoy_dynamic_module_callback_cluster_specifier_get_random_value(selection: SelectionEnvoyPtr) -> u64;
+
+    /// The cluster the request goes to (Envoy copies the name).
+    pub fn envoy_dynamic_module_callback_cluster_specifier_set_cluster_name(
+        selection: SelectionEnvoyPtr,
+        cluster: ModuleBuffer,
+    );
 }
 
 /// Logs one line through Envoy (nowhere to report a failure to log).
@@ -346,4 +379,23 @@ mod stand_ins {
     ) {
     }
     pub unsafe fn envoy_dynamic_module_callback_http_clear_route_cache(_: FilterEnvoyPtr) {}
+    pub unsafe fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size(
+        _: SelectionEnvoyPtr,
+    ) -> usize {
+        0
+    }
+    pub unsafe fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers(
+        _: SelectionEnvoyPtr,
+        _: *mut HttpHeader,
+    ) -> bool {
+        false
+    }
+    pub unsafe fn envoy_dynamic_module_callback_cluster_specifier_get_random_value(_: SelectionEnvoyPtr) -> u64 {
+        0
+    }
+    pub unsafe fn envoy_dynamic_module_callback_cluster_specifier_set_cluster_name(
+        _: SelectionEnvoyPtr,
+        _: ModuleBuffer,
+    ) {
+    }
 }

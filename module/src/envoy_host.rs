@@ -5,6 +5,12 @@
 //! request header changes; [`EnvoyHost`] records whether one did, and the hook clears the cache
 //! then (Envoy picks its route before the filter runs, and `cluster_header` routing needs it picked
 //! again once the cluster header is set; the wasm filter gets the same from Envoy's Wasm host).
+//!
+//! Beside the cluster specifier ([`crate::cluster_specifier`]) the filter runs through
+//! [`ActionsHost`]: Envoy's route match already picked the cluster, so the cluster header is not
+//! written and the route is not picked again.
+
+use std::cell::Cell;
 
 use crate::abi::{self, FilterEnvoyPtr, HttpHeader, ModuleBuffer, REQUEST_HEADER};
 use crate::headers::HeaderBlock;
@@ -12,7 +18,7 @@ use crate::host::{Host, HostCallFailed};
 
 /// What a refused header change is reported as: proxy-wasm's `InternalFailure`, the status the
 /// wasm filter's logs and tests use for a host that refused a call.
-const REFUSED: HostCallFailed = HostCallFailed(10);
+pub(crate) const REFUSED: HostCallFailed = HostCallFailed(10);
 
 /// One stream's request, seen through Envoy's callbacks during a hook.
 pub struct EnvoyHost {
@@ -40,28 +46,13 @@ impl EnvoyHost {
 
 impl Host for EnvoyHost {
     fn request_headers(&self) -> HeaderBlock {
-        // SAFETY: `filter` is the running hook's; the array has the length Envoy reported, and Envoy
-        // writes at most that many headers into it.
-        let raw = unsafe {
-            let count = abi::envoy_dynamic_module_callback_http_get_headers_size(self.filter, REQUEST_HEADER);
-            let mut raw = vec![HttpHeader::EMPTY; count];
-            if count > 0
-                && !abi::envoy_dynamic_module_callback_http_get_headers(self.filter, REQUEST_HEADER, raw.as_mut_ptr())
-            {
-                raw.clear();
-            }
-            raw
-        };
-        // Names and values are Envoy's until the hook returns or a header changes; the block copies
-        // them first. Bytes that are not UTF-8 are read lossily, as the wasm filter reads them.
-        let bytes = |ptr: *const u8, length: usize| -> &[u8] {
-            // SAFETY: Envoy filled `ptr`/`length` with a live name or value of the map.
-            unsafe { abi::EnvoyBuffer { ptr, length }.bytes() }
-        };
-        HeaderBlock::from_byte_pairs(
-            raw.iter()
-                .map(|h| (bytes(h.key_ptr, h.key_length), bytes(h.value_ptr, h.value_length))),
-        )
+        // SAFETY: `filter` is the running hook's; `fill` gets an array of the length Envoy reported.
+        unsafe {
+            read_headers(
+                abi::envoy_dynamic_module_callback_http_get_headers_size(self.filter, REQUEST_HEADER),
+                |array| abi::envoy_dynamic_module_callback_http_get_headers(self.filter, REQUEST_HEADER, array),
+            )
+        }
     }
 
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {
@@ -111,5 +102,86 @@ impl Host for EnvoyHost {
                 ModuleBuffer::NULL,
             );
         }
+    }
+}
+
+/// A header map read through a pair of Envoy's callbacks: `count` headers, which `fill` writes into
+/// an array of that length (`false`: Envoy failed, read as no headers). The block copies names and
+/// values (Envoy's until the hook returns or a header changes); bytes that are not UTF-8 are read
+/// lossily, as the wasm filter reads them.
+///
+/// # Safety
+/// `fill` must write at most `count` live headers of Envoy's map into the array it is given.
+pub unsafe fn read_headers(count: usize, fill: impl FnOnce(*mut HttpHeader) -> bool) -> HeaderBlock {
+    let mut raw = vec![HttpHeader::EMPTY; count];
+    if count > 0 && !fill(raw.as_mut_ptr()) {
+        raw.clear();
+    }
+    let bytes = |ptr: *const u8, length: usize| -> &[u8] {
+        // SAFETY: Envoy filled `ptr`/`length` with a live name or value of the map (the caller's
+        // contract).
+        unsafe { abi::EnvoyBuffer { ptr, length }.bytes() }
+    };
+    HeaderBlock::from_byte_pairs(
+        raw.iter()
+            .map(|h| (bytes(h.key_ptr, h.key_length), bytes(h.value_ptr, h.value_length))),
+    )
+}
+
+/// [`Host`] for the filter beside the cluster specifier, which answers only what a route match
+/// cannot: local replies (direct responses, redirects, the 404), rewrites and header actions, and
+/// the debug response header. The cluster header is never written: the specifier set the cluster
+/// during Envoy's route match, so writing it (and picking the route again) would only cost. A value
+/// the client sent is removed, so that no backend sees a forged one.
+pub struct ActionsHost<'t> {
+    /// The stream's host.
+    pub envoy: EnvoyHost,
+    cluster_header: &'t str,
+    client_sent: Cell<bool>,
+}
+
+impl<'t> ActionsHost<'t> {
+    /// The host of `envoy`'s request, for a table whose cluster header is `cluster_header`.
+    pub fn new(envoy: EnvoyHost, cluster_header: &'t str) -> ActionsHost<'t> {
+        ActionsHost {
+            envoy,
+            cluster_header,
+            client_sent: Cell::new(false),
+        }
+    }
+
+    /// The cluster header's write: a removal of the client's value when there is one.
+    fn drop_client_value(&mut self) {
+        if self.client_sent.replace(false) {
+            self.envoy.remove_request_header(self.cluster_header);
+        }
+    }
+}
+
+impl Host for ActionsHost<'_> {
+    fn request_headers(&self) -> HeaderBlock {
+        let headers = self.envoy.request_headers();
+        self.client_sent.set(headers.first(self.cluster_header).is_some());
+        headers
+    }
+
+    fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostCallFailed> {
+        if name == self.cluster_header {
+            self.drop_client_value();
+            return Ok(());
+        }
+        self.envoy.set_request_header(name, value)
+    }
+
+    fn remove_request_header(&mut self, name: &str) {
+        if name == self.cluster_header {
+            self.drop_client_value();
+        } else {
+            self.envoy.remove_request_header(name);
+        }
+    }
+
+    fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
+        self.envoy.send_response(status, headers, body);
     }
 }

@@ -2,6 +2,10 @@
 //! (a panic never crosses into Envoy: the hook answers a safe default instead), turn pointers into
 //! the module's state, call the shared request logic.
 //!
+//! The HTTP filter's hooks (`on_http_filter_*`) and the cluster specifier's
+//! (`on_cluster_specifier_*`, [`crate::cluster_specifier`]) are both here: one `.so` serves either
+//! extension, or both together.
+//!
 //! Envoy 1.40 refuses a module that lacks any of the HTTP filter's required hooks, so the ones
 //! Switchyard has no use for (bodies, trailers, callouts, scheduling, watermarks) are exported too,
 //! answering "continue" or doing nothing.
@@ -12,10 +16,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use switchyard_table::format::RULE_NAME_HEADER;
 
 use crate::abi::{
-    self, ConfigEnvoyPtr, EnvoyBuffer, FilterEnvoyPtr, FilterStatus, HttpHeader, ModuleBuffer, ABI_VERSION, CONTINUE,
-    RESPONSE_HEADER, STOP_ITERATION,
+    self, ClusterSpecifierConfigEnvoyPtr, ConfigEnvoyPtr, EnvoyBuffer, FilterEnvoyPtr, FilterStatus, HttpHeader,
+    ModuleBuffer, SelectionEnvoyPtr, ABI_VERSION, CONTINUE, RESPONSE_HEADER, STOP_ITERATION,
 };
-use crate::envoy_host::EnvoyHost;
+use crate::cluster_specifier::ClusterSpecifier;
+use crate::envoy_host::{ActionsHost, EnvoyHost};
 use crate::request::{handle_request, Outcome};
 use crate::state::{next_random, Counted, ModuleConfig, Stream};
 
@@ -57,14 +62,15 @@ pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const c_char {
 #[no_mangle]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
     config_envoy: ConfigEnvoyPtr,
-    _name: EnvoyBuffer,
+    name: EnvoyBuffer,
     config: EnvoyBuffer,
 ) -> *const c_void {
     guarded(std::ptr::null(), || {
-        // SAFETY: Envoy's buffer, valid during this call, which is all `load` needs it for.
-        let bytes = unsafe { config.bytes() };
+        // SAFETY: Envoy's buffers, valid during this call, which is all `load` needs them for.
+        let (name, bytes) = unsafe { (name.bytes(), config.bytes()) };
+        let name = String::from_utf8_lossy(name);
         // SAFETY: `config_envoy` is the configuration Envoy is creating in this very call.
-        match unsafe { ModuleConfig::load(config_envoy, bytes) } {
+        match unsafe { ModuleConfig::load(config_envoy, &name, bytes) } {
             Some(state) => Box::into_raw(Box::new(state)) as *const c_void,
             None => std::ptr::null(),
         }
@@ -136,9 +142,18 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
             return CONTINUE;
         };
         // SAFETY: `filter_envoy` is this hook's; the host lives only during the hook.
-        let mut host = unsafe { EnvoyHost::new(filter_envoy) };
+        let envoy = unsafe { EnvoyHost::new(filter_envoy) };
         let table = &config.table;
-        let outcome = handle_request(&mut host, table, next_random());
+        // Beside the cluster specifier the route match picked the cluster: no cluster header, and
+        // the route is not picked again (that would match the rewritten request).
+        let (outcome, repick) = if config.published.is_some() {
+            let mut host = ActionsHost::new(envoy, table.cluster_header());
+            (handle_request(&mut host, table, next_random()), None)
+        } else {
+            let mut host = envoy;
+            let outcome = handle_request(&mut host, table, next_random());
+            (outcome, host.changed.then_some(host))
+        };
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
         let status = match outcome {
@@ -167,7 +182,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
                 STOP_ITERATION
             }
         };
-        if status == CONTINUE && host.changed {
+        if let (CONTINUE, Some(host)) = (status, repick) {
             host.clear_route_cache();
         }
         status
@@ -204,6 +219,71 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
             }
         }
         CONTINUE
+    })
+}
+
+// ---- the cluster specifier (crate::cluster_specifier) ----------------------------------------
+
+/// A route's cluster specifier configuration: it follows the table of the filter its
+/// `specifier_name` names (`name`); its `specifier_config` must be empty (the table is the filter's).
+/// Null refuses it.
+///
+/// # Safety
+/// Envoy's contract: the buffers are valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn envoy_dynamic_module_on_cluster_specifier_config_new(
+    _config_envoy: ClusterSpecifierConfigEnvoyPtr,
+    name: EnvoyBuffer,
+    config: EnvoyBuffer,
+) -> *const c_void {
+    guarded(std::ptr::null(), || {
+        // SAFETY: Envoy's buffers, valid during this call.
+        let (name, config) = unsafe { (name.bytes(), config.bytes()) };
+        let name = String::from_utf8_lossy(name);
+        if !config.is_empty() {
+            abi::log(
+                abi::LOG_ERROR,
+                &format!(
+                    "cluster specifier {name:?} refused: it takes no specifier_config; it routes by the table of the \
+                     module's filter whose filter_name is its specifier_name"
+                ),
+            );
+            return std::ptr::null();
+        }
+        Box::into_raw(Box::new(ClusterSpecifier::new(&name))) as *const c_void
+    })
+}
+
+/// The specifier's configuration is gone.
+///
+/// # Safety
+/// `config` is a pointer `on_cluster_specifier_config_new` returned, destroyed once.
+#[no_mangle]
+pub unsafe extern "C" fn envoy_dynamic_module_on_cluster_specifier_config_destroy(config: *const c_void) {
+    guarded((), || {
+        // SAFETY: the pointer came from `Box::into_raw` in `cluster_specifier_config_new`.
+        unsafe { drop_boxed::<ClusterSpecifier>(config) }
+    })
+}
+
+/// One request's route match reached a route of this specifier: pick its cluster. `false` leaves
+/// the route without a decision (the filter beside answers the request, or Envoy finds no cluster).
+///
+/// # Safety
+/// `config` is a live pointer `on_cluster_specifier_config_new` returned; `selection` is Envoy's
+/// for this call.
+#[no_mangle]
+pub unsafe extern "C" fn envoy_dynamic_module_on_cluster_specifier_select(
+    config: *const c_void,
+    selection: SelectionEnvoyPtr,
+) -> bool {
+    guarded(false, || {
+        // SAFETY: Envoy keeps the configuration alive while its routes are in use.
+        let Some(specifier) = (unsafe { (config as *const ClusterSpecifier).as_ref() }) else {
+            return false;
+        };
+        // SAFETY: this hook's selection.
+        unsafe { specifier.select(selection) }
     })
 }
 

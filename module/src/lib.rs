@@ -15,6 +15,8 @@
 //! - [`envoy_host`]: [`host::Host`] over Envoy's callbacks;
 //! - [`state`]: the table per filter configuration (an `Arc`, decoded once on the main thread,
 //!   shared by every worker), the metrics, a stream's state;
+//! - [`cluster_specifier`]: the module as Envoy's cluster specifier, picking the cluster during the
+//!   route match by the table of the filter beside it;
 //! - [`exports`]: the event hooks Envoy calls, each catching any unwind.
 //!
 //! Build: `make build-module` (`target/module/libswitchyard_module.so`); use: `module/README.md`.
@@ -38,6 +40,7 @@ pub mod request;
 mod uncompress;
 
 pub mod abi;
+pub mod cluster_specifier;
 pub mod envoy_host;
 pub mod exports;
 pub mod state;

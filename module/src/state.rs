@@ -15,6 +15,7 @@ use switchyard_table::compact::Miniz;
 use switchyard_table::RouteTable;
 
 use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, METRICS_SUCCESS};
+use crate::cluster_specifier::{is_actions_filter, TableSlot};
 use crate::config::load_table;
 use crate::random::Random;
 
@@ -138,6 +139,18 @@ pub struct ModuleConfig {
     pub metrics: Metrics,
     /// Whether a refused cluster header was logged (once per configuration, not per request).
     pub route_failure_logged: AtomicBool,
+    /// Beside the cluster specifier (the filter's name says so: [`is_actions_filter`]): the slot the
+    /// table is published in; the filter then answers actions only. `None`: the filter routes by
+    /// the cluster header.
+    pub published: Option<Arc<TableSlot>>,
+}
+
+impl Drop for ModuleConfig {
+    fn drop(&mut self) {
+        if let Some(slot) = &self.published {
+            slot.retract(&self.table);
+        }
+    }
 }
 
 // Workers share one `ModuleConfig` through a raw pointer Envoy hands them; this is what makes that
@@ -149,11 +162,12 @@ const _: () = {
 
 impl ModuleConfig {
     /// Decodes `config` (the table, in any form the wasm filter accepts) for the configuration
-    /// Envoy is creating; logs one line either way, as the wasm filter does. `None` refuses it.
+    /// Envoy is creating for the filter named `name`; logs one line either way, as the wasm filter
+    /// does. `None` refuses it. A filter beside the cluster specifier publishes the table for it.
     ///
     /// # Safety
     /// `config_envoy` is the configuration Envoy is creating (the running `config_new` hook's).
-    pub unsafe fn load(config_envoy: ConfigEnvoyPtr, config: &[u8]) -> Option<ModuleConfig> {
+    pub unsafe fn load(config_envoy: ConfigEnvoyPtr, name: &str, config: &[u8]) -> Option<ModuleConfig> {
         // SAFETY: the caller's contract.
         let metrics = unsafe { Metrics::define(config_envoy) };
         let started = Instant::now();
@@ -183,10 +197,17 @@ impl ModuleConfig {
                         );
                     }
                 }
+                let table = Arc::new(table);
+                let published = is_actions_filter(name).then(|| {
+                    let slot = TableSlot::named(name);
+                    slot.publish(&table);
+                    slot
+                });
                 Some(ModuleConfig {
-                    table: Arc::new(table),
+                    table,
                     metrics,
                     route_failure_logged: AtomicBool::new(false),
+                    published,
                 })
             }
             Err(error) => {

@@ -349,7 +349,15 @@ pub enum FilterForm {
     /// The native dynamic module (`SWITCHYARD_MODULE`, a `lib<name>.so`), found by Envoy through
     /// `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`.
     Module,
+    /// The same module as Envoy's cluster specifier: the route's `cluster_specifier_plugin` picks
+    /// the cluster during the route match, by the table of the module's filter beside it (named
+    /// [`ACTIONS_FILTER_NAME`], through the same ECDS file), which answers only the actions.
+    ModuleClusterSpecifier,
 }
+
+/// The `filter_name` of the module's filter beside its cluster specifier (the module's
+/// `cluster_specifier::ACTIONS_FILTER_NAME`); the specifier's `specifier_name` names it.
+pub const ACTIONS_FILTER_NAME: &str = "switchyard-actions";
 
 impl FilterForm {
     /// The form `SWITCHYARD_FILTER_FORM` names (`wasm`, the default, or `module`): `make test-module`
@@ -357,8 +365,9 @@ impl FilterForm {
     pub fn from_env() -> FilterForm {
         match std::env::var("SWITCHYARD_FILTER_FORM").as_deref() {
             Ok("module") => FilterForm::Module,
+            Ok("module-cs") => FilterForm::ModuleClusterSpecifier,
             Ok("wasm") | Err(_) => FilterForm::Wasm,
-            Ok(other) => panic!("SWITCHYARD_FILTER_FORM={other}: `wasm` or `module`"),
+            Ok(other) => panic!("SWITCHYARD_FILTER_FORM={other}: `wasm`, `module` or `module-cs`"),
         }
     }
 
@@ -366,7 +375,7 @@ impl FilterForm {
     pub fn variable(self) -> &'static str {
         match self {
             FilterForm::Wasm => "SWITCHYARD_WASM",
-            FilterForm::Module => "SWITCHYARD_MODULE",
+            FilterForm::Module | FilterForm::ModuleClusterSpecifier => "SWITCHYARD_MODULE",
         }
     }
 
@@ -375,7 +384,7 @@ impl FilterForm {
     pub fn metrics_prefix(self) -> &'static str {
         match self {
             FilterForm::Wasm => "wasmcustom",
-            FilterForm::Module => "dynamicmodulescustom",
+            FilterForm::Module | FilterForm::ModuleClusterSpecifier => "dynamicmodulescustom",
         }
     }
 
@@ -383,7 +392,7 @@ impl FilterForm {
     pub fn type_url(self) -> &'static str {
         match self {
             FilterForm::Wasm => "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
-            FilterForm::Module => {
+            FilterForm::Module | FilterForm::ModuleClusterSpecifier => {
                 "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"
             }
         }
@@ -394,8 +403,49 @@ impl FilterForm {
         match self {
             FilterForm::Wasm => wasm_filter_config(file, table, form),
             FilterForm::Module => module_filter_config(file, table, form),
+            FilterForm::ModuleClusterSpecifier => {
+                let mut config = module_filter_config(file, table, form);
+                config["filter_name"] = ACTIONS_FILTER_NAME.into();
+                config
+            }
         }
     }
+
+    /// Whether the form is the native module's (either of its two).
+    pub fn is_module(self) -> bool {
+        self != FilterForm::Wasm
+    }
+
+    /// The bootstrap's route to the backends (YAML, indented to sit in a virtual host's `routes`):
+    /// by the cluster header, or by the module's cluster specifier.
+    pub fn route_yaml(self) -> String {
+        match self {
+            FilterForm::Wasm | FilterForm::Module => {
+                "              - match: {prefix: \"/\", headers: [{name: x-route-cluster, present_match: true}]}\n                route: {cluster_header: x-route-cluster}\n".to_owned()
+            }
+            FilterForm::ModuleClusterSpecifier => cluster_specifier_route_yaml(
+                &module_name(&required_path(self.variable())),
+                "              ",
+            ),
+        }
+    }
+}
+
+/// A route (YAML, each line indented by `indent`) to the cluster the module `module`'s cluster
+/// specifier picks for every request, by the table of the filter named [`ACTIONS_FILTER_NAME`].
+pub fn cluster_specifier_route_yaml(module: &str, indent: &str) -> String {
+    format!(
+        r#"{indent}- match: {{prefix: "/"}}
+{indent}  route:
+{indent}    inline_cluster_specifier_plugin:
+{indent}      extension:
+{indent}        name: switchyard
+{indent}        typed_config:
+{indent}          "@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.dynamic_modules.v3.DynamicModuleClusterSpecifier
+{indent}          dynamic_module_config: {{name: {module}}}
+{indent}          specifier_name: {ACTIONS_FILTER_NAME}
+"#
+    )
 }
 
 /// The `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter` config that loads the
@@ -550,7 +600,7 @@ impl Envoy {
     pub fn start_filter(table: &str, clusters: &[&str], form: ConfigForm, workers: usize, filter: FilterForm) -> Envoy {
         let envoy_bin = required_path("ENVOY_BIN");
         let wasm = required_path(filter.variable());
-        if filter == FilterForm::Module {
+        if filter.is_module() {
             set_module_search_path(&wasm);
         }
         let dir = fresh_dir("e2e");
@@ -766,9 +816,7 @@ static_resources:
             - name: all
               domains: ["*"]
               routes:
-              - match: {{prefix: "/", headers: [{{name: x-route-cluster, present_match: true}}]}}
-                route: {{cluster_header: x-route-cluster}}
-              - match: {{prefix: "/"}}
+{route}              - match: {{prefix: "/"}}
                 direct_response: {{status: 418, body: {{inline_string: "route picked without a cluster header\n"}}}}
           http_filters:
           - name: {FILTER_NAME}
@@ -785,6 +833,7 @@ static_resources:
         ecds_file = ecds.join("filter.json").display(),
         ecds_dir = ecds.display(),
         type_url = filter.type_url(),
+        route = filter.route_yaml(),
     );
     for (name, port) in clusters {
         yaml.push_str(&static_cluster(name, SocketAddr::from(([127, 0, 0, 1], *port))));
