@@ -423,29 +423,30 @@ impl FilterForm {
             FilterForm::Wasm | FilterForm::Module => {
                 "              - match: {prefix: \"/\", headers: [{name: x-route-cluster, present_match: true}]}\n                route: {cluster_header: x-route-cluster}\n".to_owned()
             }
-            FilterForm::ModuleClusterSpecifier => cluster_specifier_route_yaml(
-                &module_name(&required_path(self.variable())),
-                "              ",
+            // JSON is YAML (flow style): one line in the routes' list.
+            FilterForm::ModuleClusterSpecifier => format!(
+                "              - {}\n",
+                cluster_specifier_route(&module_name(&required_path(self.variable())))
             ),
         }
     }
 }
 
-/// A route (YAML, each line indented by `indent`) to the cluster the module `module`'s cluster
-/// specifier picks for every request, by the table of the filter named [`ACTIONS_FILTER_NAME`].
-pub fn cluster_specifier_route_yaml(module: &str, indent: &str) -> String {
-    format!(
-        r#"{indent}- match: {{prefix: "/"}}
-{indent}  route:
-{indent}    inline_cluster_specifier_plugin:
-{indent}      extension:
-{indent}        name: switchyard
-{indent}        typed_config:
-{indent}          "@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.dynamic_modules.v3.DynamicModuleClusterSpecifier
-{indent}          dynamic_module_config: {{name: {module}}}
-{indent}          specifier_name: {ACTIONS_FILTER_NAME}
-"#
-    )
+/// A route to the cluster the module `module`'s cluster specifier picks for every request, by the
+/// table of the module's filter named [`ACTIONS_FILTER_NAME`] (Envoy's
+/// `envoy.router.cluster_specifier_plugin.dynamic_modules`, inline in the route).
+pub fn cluster_specifier_route(module: &str) -> serde_json::Value {
+    serde_json::json!({
+        "match": { "prefix": "/" },
+        "route": { "inline_cluster_specifier_plugin": { "extension": {
+            "name": "switchyard",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.router.cluster_specifiers.dynamic_modules.v3.DynamicModuleClusterSpecifier",
+                "dynamic_module_config": { "name": module },
+                "specifier_name": ACTIONS_FILTER_NAME
+            }
+        } } }
+    })
 }
 
 /// The `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter` config that loads the

@@ -12,7 +12,14 @@
 //!   against (d) compares the two ways of reading the headers;
 //! - (f) `module`: the native dynamic module (`libswitchyard_module.so`, issue 29) in (b)'s place, with
 //!   the same table and route: (f) against (a) is the goal of ≥ 0.95 at 10 rules and ≥ 3.5 at 10,000
-//!   (last rule), (f) against (b) what the wasm VM costs.
+//!   (last rule), (f) against (b) what the wasm VM costs;
+//! - (g) `module-cs`: the same module as Envoy's cluster specifier (the route's
+//!   `inline_cluster_specifier_plugin` picks the cluster during the route match), its filter
+//!   (`switchyard-actions`, holding the table) in the chain but `disabled`: no HTTP filter runs, as
+//!   for a table whose winners are plain routes (docs/deploy-envoy.md, "The cluster specifier");
+//! - (h) `module-cs-filter`: (g) with that filter running on every request (a table with actions
+//!   needs it): (h) against (f) is what the cluster specifier saves a filter that routes by
+//!   `cluster_header` (the header write and the second route match).
 //!
 //! Tables of 10 and 10,000 rules (segment prefixes `/p0` .. `/p{N-1}` on host `bench.example`, all to
 //! one backend). Two requests: `first` matches the first rule (Envoy's best case) and `last` the last
@@ -29,13 +36,22 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use switchyard_e2e::{
-    fresh_dir, get, required_path, send, set_module_search_path, wasm_filter_config, write_file, Backend, ConfigForm,
-    Envoy, FilterForm,
+    cluster_specifier_route, fresh_dir, get, module_name, required_path, send, set_module_search_path,
+    wasm_filter_config, write_file, Backend, ConfigForm, Envoy, FilterForm,
 };
 
 const HOST: &str = "bench.example";
 const ALL_SIZES: [usize; 2] = [10, 10_000];
-const VARIANTS: [&str; 6] = ["envoy", "switchyard", "module", "noop-wasm", "headers-wasm", "map-wasm"];
+const VARIANTS: [&str; 8] = [
+    "envoy",
+    "switchyard",
+    "module",
+    "module-cs",
+    "module-cs-filter",
+    "noop-wasm",
+    "headers-wasm",
+    "map-wasm",
+];
 const REQUESTS: [&str; 2] = ["first", "last"];
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -122,8 +138,29 @@ fn switchyard_config(form: FilterForm, file: &Path, size: usize, backend_port: u
     )
 }
 
+/// The module as the route's cluster specifier, with its filter (holding the table) running on every
+/// request (`filter_runs`) or in the chain but disabled.
+fn cluster_specifier_config(module: &Path, size: usize, filter_runs: bool, backend_port: u16) -> Value {
+    let form = FilterForm::ModuleClusterSpecifier;
+    let mut filter = json!({ "name": "switchyard", "typed_config": form.filter_config(module, &table(size), ConfigForm::StringValue) });
+    if !filter_runs {
+        filter["disabled"] = true.into();
+    }
+    bootstrap(
+        json!([{ "name": "all", "domains": ["*"], "routes": [cluster_specifier_route(&module_name(module))] }]),
+        vec![filter],
+        backend_port,
+    )
+}
+
 fn config(variant: &str, size: usize, backend_port: u16, files: &Files) -> Value {
     let noop = &files.noop;
+    let module = || {
+        files
+            .module
+            .as_deref()
+            .unwrap_or_else(|| panic!("the {variant} variant needs SWITCHYARD_MODULE"))
+    };
     match variant {
         "envoy" => {
             let routes: Vec<Value> = (0..size)
@@ -136,12 +173,9 @@ fn config(variant: &str, size: usize, backend_port: u16, files: &Files) -> Value
             )
         }
         "switchyard" => switchyard_config(FilterForm::Wasm, &files.switchyard, size, backend_port),
-        "module" => {
-            let module = files
-                .module
-                .as_deref()
-                .unwrap_or_else(|| panic!("the module variant needs SWITCHYARD_MODULE"));
-            switchyard_config(FilterForm::Module, module, size, backend_port)
+        "module" => switchyard_config(FilterForm::Module, module(), size, backend_port),
+        "module-cs" | "module-cs-filter" => {
+            cluster_specifier_config(module(), size, variant == "module-cs-filter", backend_port)
         }
         "headers-wasm" | "map-wasm" => bootstrap(
             cluster_header_hosts(),
@@ -254,7 +288,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// both read "≥ goal").
 type Ratio = (&'static str, &'static str, &'static str, &'static str);
 
-const RPS_RATIOS: [Ratio; 8] = [
+const RPS_RATIOS: [Ratio; 12] = [
     ("switchyard", "noop-wasm", "switchyard / noop-wasm (b/c)", "≥ 0.95"),
     ("switchyard", "envoy", "switchyard / envoy (b/a)", "≥ 1.0 at 10k, last"),
     (
@@ -264,6 +298,20 @@ const RPS_RATIOS: [Ratio; 8] = [
         "≥ 0.95 at 10; ≥ 3.5 at 10k, last",
     ),
     ("module", "switchyard", "module / switchyard (f/b: the wasm VM)", ""),
+    (
+        "module-cs",
+        "envoy",
+        "module-cs / envoy (g/a)",
+        "≥ 0.95 at 10; ≥ 3.5 at 10k, last",
+    ),
+    ("module-cs-filter", "envoy", "module-cs-filter / envoy (h/a)", ""),
+    ("module-cs", "module", "module-cs / module (g/f)", ""),
+    (
+        "module-cs-filter",
+        "module",
+        "module-cs-filter / module (h/f: no header write, no second match)",
+        "",
+    ),
     (
         "switchyard",
         "headers-wasm",
@@ -285,7 +333,7 @@ const RPS_RATIOS: [Ratio; 8] = [
     ),
 ];
 
-const CPU_RATIOS: [Ratio; 8] = [
+const CPU_RATIOS: [Ratio; 12] = [
     (
         "noop-wasm",
         "switchyard",
@@ -314,6 +362,20 @@ const CPU_RATIOS: [Ratio; 8] = [
         "≥ 0.95 at 10; ≥ 3.5 at 10k, last",
     ),
     ("switchyard", "module", "switchyard / module (b/f: the wasm VM)", ""),
+    (
+        "envoy",
+        "module-cs",
+        "envoy / module-cs (a/g: the g/a goal in CPU)",
+        "≥ 0.95 at 10; ≥ 3.5 at 10k, last",
+    ),
+    ("envoy", "module-cs-filter", "envoy / module-cs-filter (a/h)", ""),
+    ("module", "module-cs", "module / module-cs (f/g)", ""),
+    (
+        "module",
+        "module-cs-filter",
+        "module / module-cs-filter (f/h: no header write, no second match)",
+        "",
+    ),
 ];
 
 /// The variants `BENCH_VARIANTS` names (comma-separated), all by default, in [`VARIANTS`]' order.
@@ -329,7 +391,10 @@ fn chosen_variants() -> Vec<&'static str> {
 /// The filters' files from the environment; the module only when a variant needs it (its folder
 /// becomes Envoy's dynamic-module search path).
 fn files(variants: &[&str]) -> Files {
-    let module = variants.contains(&"module").then(|| required_path("SWITCHYARD_MODULE"));
+    let module = variants
+        .iter()
+        .any(|v| v.starts_with("module"))
+        .then(|| required_path("SWITCHYARD_MODULE"));
     if let Some(module) = &module {
         set_module_search_path(module);
     }
@@ -437,7 +502,10 @@ fn report(results: &Results, sizes: &[usize], variants: &[&str], header: String)
     ));
     if sizes.len() == ALL_SIZES.len() {
         report.push('\n');
-        for filter in ["switchyard", "module"].into_iter().filter(|f| variants.contains(f)) {
+        for filter in ["switchyard", "module", "module-cs", "module-cs-filter"]
+            .into_iter()
+            .filter(|f| variants.contains(f))
+        {
             let scale =
                 |request: &str| results.median(filter, 10_000, request).rps / results.median(filter, 10, request).rps;
             report.push_str(&format!(
