@@ -3,13 +3,19 @@
 //! (tests/envoy.rs): the same table and the same answers. What is the module's own is here: its
 //! load, one table for every worker, its refusals under its metric names; the actions, local replies,
 //! route cache and weights are the wasm filter's suites, which `make test-module` runs through it
-//! (`SWITCHYARD_FILTER_FORM=module`). Needs `ENVOY_BIN` and
+//! (`SWITCHYARD_FILTER_FORM=module`, and again with `module-cs`: the module as the route's cluster
+//! specifier). The cluster specifier's own behaviour is here too: the routing corpus answered as by
+//! the filter form, side by side; no cluster header and no second match; pushes; the specifier alone
+//! with its filter disabled. Needs `ENVOY_BIN` and
 //! `SWITCHYARD_MODULE` (`make test-envoy` and `make test-module` set them); fails without them.
 
 use serde_json::json;
-use switchyard_cases::rule;
+use switchyard_cases::{routing_cases, rule, Case};
 use switchyard_e2e::table::table;
-use switchyard_e2e::{get, ConfigForm, Envoy, FilterForm};
+use switchyard_e2e::{
+    backend_name, cluster_specifier_route, fresh_dir, get, module_name, required_path, set_module_search_path,
+    write_file, Backend, ConfigForm, Envoy, FilterForm, Request, Response,
+};
 
 const SERVICE1: &str = "production/service1:80";
 const SERVICE2: &str = "production/service2:80";
@@ -214,4 +220,192 @@ fn a_bad_table_in_the_bootstrap_stops_envoy_from_starting() {
         "{log}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- the cluster specifier ----------------------------------------------------------------------
+
+/// What a client can tell of an answer: status, backend, the rule named in the debug header, a
+/// redirect's location, the path the backend received, a local reply's body.
+fn answer(response: &Response) -> String {
+    format!(
+        "{} backend {:?} rule {:?} location {:?} path {:?} body {:?}",
+        response.status,
+        response.backend(),
+        response.header("x-switchyard-rule"),
+        response.header("location"),
+        response.upstream_path(),
+        response.backend().is_none().then_some(&response.body),
+    )
+}
+
+/// The routing corpus's request of one probe.
+fn corpus_request(probe: &switchyard_cases::Probe) -> Request {
+    let request = get(probe.authority(), probe.path()).method(&probe.method);
+    probe
+        .headers
+        .iter()
+        .fold(request, |request, (name, value)| request.header(name, value))
+}
+
+/// The routing corpus (tests/cases/routing.json) answered through the module as the route's cluster
+/// specifier (its filter beside it for the local replies and the debug header) exactly as through
+/// its filter form, side by side: two Envoys, each case's table pushed to both, every request sent
+/// to both.
+#[test]
+fn the_cluster_specifier_answers_the_routing_corpus_as_the_filter_form_does() {
+    let cases = routing_cases();
+    let mut clusters: Vec<&str> = cases.iter().flat_map(Case::clusters).collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    let first = cases[0].table().to_string();
+    let forms = [FilterForm::Module, FilterForm::ModuleClusterSpecifier];
+    let envoys = forms.map(|form| Envoy::start_filter(&first, &clusters, ConfigForm::StringValue, 1, form));
+    let mut differences = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let table = case.table().to_string();
+        if i > 0 {
+            for envoy in &envoys {
+                assert!(envoy.update_table(&table, ConfigForm::StringValue), "{}", case.name);
+            }
+        }
+        for probe in &case.probes {
+            let request = corpus_request(probe);
+            let [filter, specifier] = [0, 1].map(|i| answer(&envoys[i].send(&request)));
+            if filter != specifier {
+                differences.push(format!(
+                    "{}: {probe}:\n  filter:    {filter}\n  specifier: {specifier}",
+                    case.name
+                ));
+            }
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+fn start_specifier(table: &str, clusters: &[&str]) -> Envoy {
+    Envoy::start_filter(
+        table,
+        clusters,
+        ConfigForm::StringValue,
+        1,
+        FilterForm::ModuleClusterSpecifier,
+    )
+}
+
+/// The cluster specifier picks the cluster during Envoy's route match: no cluster header is set (a
+/// client's is removed, and routes nothing), and a rewritten path is not matched again (the
+/// rewrite's target, a rule of its own here, does not take the request).
+#[test]
+fn the_cluster_specifier_routes_without_a_cluster_header_and_matches_once() {
+    let rules = vec![
+        rule("Ingress/production/old#0")
+            .host("example.net")
+            .segment_prefix("/old")
+            .action(json!({ "route": { "backends": [{ "cluster": SERVICE1 }], "rewrite_prefix": "/new" } })),
+        rule("Ingress/production/new#0")
+            .host("example.net")
+            .segment_prefix("/new")
+            .to(SERVICE2),
+    ];
+    let envoy = start_specifier(&table("specifier", rules), &[SERVICE1, SERVICE2]);
+    let sneaky = envoy.send(&get("example.net", "/new/page").header("x-route-cluster", SERVICE1));
+    assert_eq!(sneaky.backend(), Some("service2"), "{sneaky:?}");
+    assert_eq!(sneaky.upstream_header("x-route-cluster"), Vec::<&str>::new());
+    let rewritten = envoy.send(&get("example.net", "/old/page"));
+    assert_eq!(rewritten.backend(), Some("service1"), "{rewritten:?}");
+    assert_eq!(rewritten.upstream_path(), Some("/new/page"));
+    assert_eq!(rewritten.header("x-switchyard-rule"), Some("Ingress/production/old#0"));
+    assert_eq!(rewritten.upstream_header("x-route-cluster"), Vec::<&str>::new());
+}
+
+/// A table pushed through the filter's ECDS file moves the specifier's routes (the new table is
+/// published before the old configuration goes); a refused one leaves the previous table serving.
+#[test]
+fn a_push_moves_the_cluster_specifiers_routes_and_a_refused_table_does_not() {
+    let to = |generation: &str, cluster: &str| {
+        table(
+            generation,
+            vec![rule("Ingress/production/one#0")
+                .host("example.net")
+                .segment_prefix("/bar")
+                .to(cluster)],
+        )
+    };
+    let envoy = start_specifier(&to("one", SERVICE1), &[SERVICE1, SERVICE2]);
+    assert_eq!(
+        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+        Some("service1")
+    );
+    assert!(envoy.update_table(&to("two", SERVICE2), ConfigForm::StringValue));
+    assert_eq!(
+        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+        Some("service2")
+    );
+    assert!(!envoy.update_table("not a table", ConfigForm::StringValue));
+    for _ in 0..5 {
+        assert_eq!(
+            envoy.backend_for(&get("example.net", "/bar")).as_deref(),
+            Some("service2")
+        );
+    }
+}
+
+/// For a table whose winners are plain routes, the specifier routes alone: its filter (holding the
+/// table) is in the chain but `disabled`, so no HTTP filter runs; a request no rule matches finds no
+/// cluster, answered with the route's `cluster_not_found_response_code`.
+#[test]
+fn with_its_filter_disabled_the_cluster_specifier_routes_alone() {
+    let module = required_path("SWITCHYARD_MODULE");
+    set_module_search_path(&module);
+    let rules = vec![rule("Ingress/production/one#0")
+        .host("example.net")
+        .segment_prefix("/bar")
+        .to(SERVICE1)];
+    let form = FilterForm::ModuleClusterSpecifier;
+    let filter = json!({ "name": "switchyard", "disabled": true,
+        "typed_config": form.filter_config(&module, &table("alone", rules), ConfigForm::StringValue) });
+    let mut route = cluster_specifier_route(&module_name(&module));
+    route["route"]["cluster_not_found_response_code"] = "NOT_FOUND".into();
+    let backend = Backend::start(&backend_name(SERVICE1)).unwrap();
+    let socket = |port: u16| json!({ "socket_address": { "address": "127.0.0.1", "port_value": port } });
+    let bootstrap = json!({
+        "admin": { "address": socket(0) },
+        "static_resources": {
+            "listeners": [{
+                "name": "ingress",
+                "address": socket(0),
+                "filter_chains": [{ "filters": [{
+                    "name": "envoy.filters.network.http_connection_manager",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                        "stat_prefix": "ingress",
+                        "route_config": { "virtual_hosts": [{ "name": "all", "domains": ["*"], "routes": [route] }] },
+                        "http_filters": [
+                            filter,
+                            { "name": "envoy.filters.http.router", "typed_config": {
+                                "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" } }
+                        ]
+                    }
+                }] }]
+            }],
+            "clusters": [{
+                "name": SERVICE1,
+                "type": "STATIC",
+                "connect_timeout": "1s",
+                "load_assignment": {
+                    "cluster_name": SERVICE1,
+                    "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": socket(backend.addr.port()) } }] }]
+                }
+            }]
+        }
+    });
+    let dir = fresh_dir("module-cs-alone");
+    // JSON is YAML.
+    write_file(&dir.join("envoy.yaml"), &bootstrap.to_string());
+    let envoy = Envoy::spawn(&required_path("ENVOY_BIN"), dir, module, 1);
+    let routed = envoy.send(&get("example.net", "/bar/x"));
+    assert_eq!(routed.backend(), Some("service1"), "{routed:?}");
+    assert_eq!(routed.header("x-switchyard-rule"), None, "no filter ran");
+    let unmatched = envoy.send(&get("example.net", "/nothing"));
+    assert_eq!((unmatched.status, unmatched.backend()), (404, None), "{unmatched:?}");
 }
