@@ -191,9 +191,11 @@ test-envoy: build-wasm envoy
 # with the others. test-module runs the module's unit tests, that suite, then the wasm filter's suites again
 # with the module in the filter's place (SWITCHYARD_FILTER_FORM=module: the same runners, listener, routes and
 # ECDS file), less the test of envoy.rs that reads the wasm filter's own refusal metrics (module.rs has it
-# under the module's names).
+# under the module's names); then the routing suites once more with the module as the route's cluster
+# specifier (SWITCHYARD_FILTER_FORM=module-cs; not envoy.rs, whose tests pin the cluster_header route).
 MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy \
   -- --skip bad_table_is_refused_and_the_previous_one_keeps_serving
+MODULE_CS_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver
 test: test-module
 test-envoy: build-module
 test-envoy: export SWITCHYARD_MODULE := $(abspath $(MODULE))
@@ -204,6 +206,8 @@ test-module: build-module envoy
 	  cargo test -p switchyard-e2e --test module
 	SWITCHYARD_FILTER_FORM=module ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_MODULE=$(abspath $(MODULE)) \
 	  SWITCHYARD_BIN=$(abspath target/debug/switchyard) cargo test -p switchyard-e2e $(MODULE_SUITES)
+	SWITCHYARD_FILTER_FORM=module-cs ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_MODULE=$(abspath $(MODULE)) \
+	  SWITCHYARD_BIN=$(abspath target/debug/switchyard) cargo test -p switchyard-e2e $(MODULE_CS_SUITES)
 
 # ---- run -------------------------------------------------------------------------------------
 # Envoy (envoy.yaml) with the filter and the examples' table, local backends, sample requests; Ctrl-C stops all.
