@@ -35,6 +35,9 @@
 mod encoder;
 mod write;
 
+pub(crate) use encoder::piece_hash;
+pub(crate) use write::{push_varint, write as write_binary, Mark};
+
 pub use encoder::{EncodeStats, Encoder, CHUNK_PIECES, MAX_CHUNK_BYTES, ZLIB_LEVEL};
 
 use base64::Engine as _;
@@ -55,7 +58,7 @@ pub const MAX_DEPTH: usize = crate::doc::MAX_DEPTH;
 /// The largest binary document the decoder inflates (a 100,000-rule table is about 11 MiB).
 pub const MAX_INFLATED: usize = 256 << 20;
 
-const MAGIC: &[u8; 3] = b"SYT";
+pub(crate) const MAGIC: &[u8; 3] = b"SYT";
 
 /// Version 2's key dictionary: key `n` (from 1) is `KEYS[n - 1]`; any other key is written inline
 /// (`0`, length, bytes). The table format's field names, the most frequent first; frozen for
@@ -95,7 +98,7 @@ pub const KEYS: [&str; 31] = [
 ];
 
 /// Value tags.
-mod tag {
+pub(crate) mod tag {
     pub const NULL: u8 = 0;
     pub const FALSE: u8 = 1;
     pub const TRUE: u8 = 2;

@@ -21,6 +21,14 @@ pub enum TableError {
     /// The compact form could not be decoded.
     #[error("the compact table does not decode: {0}")]
     Compact(#[from] crate::compact::CompactError),
+    /// One shard of the sharded compact form (`crate::shards`) is refused: the whole table is.
+    #[error("shard {index} of `{key}`: {error}", key = crate::shards::WRAPPER_KEY)]
+    Shard {
+        /// The shard's position in the list of shards.
+        index: usize,
+        /// Why it is refused.
+        error: Box<TableError>,
+    },
     /// The document says it is another version of the format.
     #[error("field `version`: unsupported table version {found}; this build reads version {VERSION}")]
     UnsupportedVersion {

@@ -4,6 +4,8 @@
 //! - [`format`]: the table document's types, documented in `table/README.md`; written with serde,
 //!   read by hand (`read`, [`TableSpec::from_value`]) so the filter links no serde derive.
 //! - [`compact`]: the compact form of the document every sink of the sidecar carries.
+//! - [`shards`]: the sharded compact form, which a proxy loads a shard at a time and keeps from one
+//!   table to the next ([`shards::ShardStore`], [`shards::ShardedTable`]).
 //! - [`doc`]: the document as a flat tree borrowing its strings, which the reader walks.
 //! - [`json`]: JSON text read straight into that tree (`serde_json`'s parser, no `Value`).
 //! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
@@ -39,6 +41,7 @@ mod read;
 pub mod redirect;
 mod request;
 pub mod rewrite;
+pub mod shards;
 mod simple;
 pub mod synthetic;
 mod table;

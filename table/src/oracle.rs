@@ -99,7 +99,8 @@ fn pick<'v>(choose: &mut impl FnMut(usize) -> usize, from: &[&'v str]) -> &'v st
     from.get(choose(from.len())).copied().unwrap_or_default()
 }
 
-fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
+/// A rule named `r{i}` drawn with `choose` from the vocabularies (always valid).
+pub fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
     let host = pick(choose, RULE_HOSTS);
     let (kind, value) = pick(choose, RULE_PATHS).split_once(':').unwrap_or(("prefix", "/"));
     let path = match kind {

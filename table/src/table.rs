@@ -86,7 +86,8 @@ impl RouteTable {
     }
 
     /// Validates the table document that is `node` of `doc`: the table object, or the compact form's
-    /// one-key object, which is decoded first (inflated by [`compact::Miniz`]).
+    /// or the sharded form's one-key object, which is decoded first (inflated by [`compact::Miniz`];
+    /// every shard of the sharded form, into one table).
     pub fn from_tree<'d>(doc: &Doc<'d>, node: Node<'d>) -> Result<RouteTable, TableError> {
         RouteTable::from_tree_with(doc, node, &compact::Miniz)
     }
@@ -103,6 +104,9 @@ impl RouteTable {
         node: Node<'d>,
         inflater: &dyn compact::Inflater,
     ) -> Result<RouteTable, TableError> {
+        if let Some(parts) = crate::shards::read(doc, node) {
+            return RouteTable::try_from(crate::shards::assemble(parts?, inflater)?);
+        }
         let spec = match doc.only_field(node, compact::WRAPPER_KEY) {
             Some(Node::Str(text)) => TableSpec::from_tree(&compact::from_binary(&compact::inflate_with(
                 doc.text(text),

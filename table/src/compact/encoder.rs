@@ -254,7 +254,7 @@ fn chunks(binary: &[u8], marks: &[write::Mark], chunk_pieces: u64) -> Vec<Span> 
 const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A piece's content hash, mixed so that its low bits choose chunk ends well.
-fn piece_hash(bytes: &[u8]) -> u64 {
+pub(crate) fn piece_hash(bytes: &[u8]) -> u64 {
     let mut hasher = rustc_hash::FxHasher::default();
     std::hash::Hasher::write(&mut hasher, bytes);
     mix(std::hash::Hasher::finish(&hasher))

@@ -18,7 +18,7 @@ use super::{tag, EncodeError, BINARY_VERSION, KEYS, MAGIC};
 
 /// Where a piece of the binary document starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Mark {
+pub(crate) struct Mark {
     /// The offset in the binary document.
     pub at: usize,
     /// Whether the piece is an element of a root-level list (else what follows that list).
@@ -27,7 +27,7 @@ pub(super) struct Mark {
 
 /// Writes `document` as a binary document into `out` (cleared first), and into `marks` (cleared
 /// first) where each element of a root-level list starts and where each such list ends.
-pub(super) fn write<T: Serialize + ?Sized>(
+pub(crate) fn write<T: Serialize + ?Sized>(
     document: &T,
     out: &mut Vec<u8>,
     marks: &mut Vec<Mark>,
@@ -197,7 +197,7 @@ fn varint_at(out: &[u8], mut at: usize) -> (u64, usize) {
     (n, at)
 }
 
-fn push_varint(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn push_varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;

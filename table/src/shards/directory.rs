@@ -1,0 +1,77 @@
+//! A sharded table's directory: every shard's host hashes, each with the shard's index, in one
+//! ascending list (a request's shards are a binary search away).
+//!
+//! Built from the directory of the table before when it can be: a push of one changed shard keeps
+//! the others in the same order, so their entries keep their order once renumbered, and only the
+//! new shards' entries are sorted and merged in (no sort of every host per push; BENCHMARKS.md,
+//! "Table pushes"). Shards that moved relative to one another, or a table holding one shard twice,
+//! take the plain way: every entry, sorted.
+
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+
+use super::store::Shard;
+
+/// One entry: a host hash and the index of a shard holding it.
+pub(crate) type Entry = (u64, u32);
+
+/// The directory of `shards`, from `previous` (the shards of the table before and its directory)
+/// when that table's shards that stay keep their order.
+pub(crate) fn build(shards: &[Rc<Shard>], previous: Option<(&[Rc<Shard>], &[Entry])>) -> Rc<[Entry]> {
+    previous
+        .and_then(|(old_shards, old)| renumbered(shards, old_shards, old))
+        .unwrap_or_else(|| sorted(shards, |_| true))
+        .into()
+}
+
+/// Every entry of the shards `keep` picks, sorted.
+fn sorted(shards: &[Rc<Shard>], keep: impl Fn(&Shard) -> bool) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = shards
+        .iter()
+        .enumerate()
+        .filter(|(_, shard)| keep(shard))
+        .flat_map(|(i, shard)| shard.hosts.iter().map(move |&hash| (hash, i as u32)))
+        .collect();
+    entries.sort_unstable();
+    entries
+}
+
+/// The old entries renumbered and the new shards' merged in, or `None` when the shards that stay
+/// changed their order (or a shard is there twice).
+fn renumbered(shards: &[Rc<Shard>], old_shards: &[Rc<Shard>], old: &[Entry]) -> Option<Vec<Entry>> {
+    let mut index: FxHashMap<u64, u32> = FxHashMap::default();
+    index.reserve(shards.len());
+    for (i, shard) in shards.iter().enumerate() {
+        if index.insert(shard.id, i as u32).is_some() {
+            return None;
+        }
+    }
+    let mut renumber = Vec::with_capacity(old_shards.len());
+    let mut last = None;
+    for shard in old_shards {
+        let new = index.remove(&shard.id);
+        if new.is_some() {
+            if new <= last {
+                return None;
+            }
+            last = new;
+        }
+        renumber.push(new);
+    }
+    // What is left in `index` are the new shards.
+    let fresh = sorted(shards, |shard| index.contains_key(&shard.id));
+    let kept = old
+        .iter()
+        .filter_map(|&(hash, i)| Some((hash, renumber.get(i as usize).copied().flatten()?)));
+    let mut merged = Vec::with_capacity(old.len() + fresh.len());
+    let mut fresh = fresh.into_iter().peekable();
+    for entry in kept {
+        while let Some(next) = fresh.next_if(|next| *next < entry) {
+            merged.push(next);
+        }
+        merged.push(entry);
+    }
+    merged.extend(fresh);
+    Some(merged)
+}

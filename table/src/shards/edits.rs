@@ -1,0 +1,128 @@
+//! The sharded form's oracle over random pushes: a table edited at random (rules added, changed,
+//! removed, runs of rules moved), each version encoded by one [`ShardEncoder`] kept from push to
+//! push and loaded into one [`ShardStore`] kept likewise, must route every request exactly as the
+//! same version built whole from scratch ([`RouteTable::try_from`]) routes it; the table of the
+//! push before must still route as its own version did; and the encoder's text must be a fresh
+//! encoder's. Used by the unit tests and by `fuzz/fuzz_targets/shard_pushes.rs`.
+
+use super::{read, ShardEncoder, ShardStore, ShardedTable};
+use crate::compact::Miniz;
+use crate::format::{RuleSpec, TableSpec};
+use crate::{oracle, RouteTable};
+
+/// Runs `pushes` random pushes drawn with `choose(n)` (a number below `n`); the first difference
+/// from the oracle is the error.
+pub fn check_pushes(choose: &mut impl FnMut(usize) -> usize, pushes: usize) -> Result<(), String> {
+    let mut named = 0;
+    let mut rules: Vec<RuleSpec> = Vec::new();
+    for _ in 0..choose(40) {
+        rules.push(new_rule(choose, &mut named));
+    }
+    let params = (1 + choose(8) as u64, 1usize << (6 + choose(10)));
+    let mut encoder = ShardEncoder::with_params(params.0, params.1);
+    let mut store = ShardStore::with_decoded_rules(choose(64));
+    let mut previous: Option<(ShardedTable, RouteTable)> = None;
+    for push in 0..pushes {
+        for _ in 0..usize::from(push > 0) * (1 + choose(3)) {
+            edit(choose, &mut rules, &mut named);
+        }
+        let spec = TableSpec {
+            generation: format!("g{push}"),
+            rules: rules.clone(),
+            ..TableSpec::default()
+        };
+        let text = encoder.encode(&spec).map_err(|e| e.to_string())?;
+        let fresh = ShardEncoder::with_params(params.0, params.1)
+            .encode(&spec)
+            .map_err(|e| e.to_string())?;
+        if text != fresh {
+            return Err(format!(
+                "push {push}: the kept encoder's text differs from a fresh encoder's"
+            ));
+        }
+        let whole = RouteTable::try_from(spec).map_err(|e| format!("push {push}: the whole table: {e}"))?;
+        let doc = crate::json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
+        let parts = read(&doc, doc.root())
+            .ok_or("not the sharded form")?
+            .map_err(|e| e.to_string())?;
+        let (sharded, _) = store.load(parts, &Miniz).map_err(|e| format!("push {push}: {e}"))?;
+        if sharded.rule_count() != whole.rules().len() {
+            return Err(format!(
+                "push {push}: {} rules, not {}",
+                sharded.rule_count(),
+                whole.rules().len()
+            ));
+        }
+        agree(&sharded, &whole, choose).map_err(|e| format!("push {push}: {e}"))?;
+        if let Some((old, old_whole)) = &previous {
+            agree(old, old_whole, choose).map_err(|e| format!("push {push}, the table before: {e}"))?;
+        }
+        previous = Some((sharded, whole));
+    }
+    Ok(())
+}
+
+/// Whether `sharded` routes random requests as `whole` does: the same position, rule and backend.
+pub fn agree(
+    sharded: &ShardedTable,
+    whole: &RouteTable,
+    choose: &mut impl FnMut(usize) -> usize,
+) -> Result<(), String> {
+    for _ in 0..24 {
+        let request = oracle::request(choose);
+        let random = choose(1 << 16) as u64;
+        let expected = whole.route(&request, random).map(|d| {
+            let cluster = d.backend.map(|b| b.cluster.clone());
+            (d.position, d.rule.name().to_owned(), cluster)
+        });
+        let got = sharded
+            .route(&request, random, &Miniz, |winner| {
+                winner.map(|w| {
+                    let cluster = w.decision.backend.map(|b| b.cluster.clone());
+                    (w.position, w.decision.rule.name().to_owned(), cluster)
+                })
+            })
+            .map_err(|e| format!("{request:?}: {e}"))?;
+        if got != expected {
+            return Err(format!("{request:?}: sharded {got:?}, whole {expected:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn new_rule(choose: &mut impl FnMut(usize) -> usize, named: &mut usize) -> RuleSpec {
+    *named += 1;
+    oracle::rule(choose, *named)
+}
+
+/// One random edit of `rules`.
+fn edit(choose: &mut impl FnMut(usize) -> usize, rules: &mut Vec<RuleSpec>, named: &mut usize) {
+    let len = rules.len();
+    match choose(5) {
+        0 | 1 => {
+            let rule = new_rule(choose, named);
+            rules.insert(choose(len + 1), rule);
+        }
+        2 if len > 0 => {
+            rules.remove(choose(len));
+        }
+        3 if len > 0 => {
+            // Changed in place: the same name, another host, path, conditions.
+            let at = choose(len);
+            let name = rules[at].name.clone();
+            rules[at] = RuleSpec {
+                name,
+                ..new_rule(choose, named)
+            };
+        }
+        _ if len > 1 => {
+            // A run of rules moved elsewhere.
+            let start = choose(len);
+            let end = start + 1 + choose(len - start);
+            let run: Vec<RuleSpec> = rules.drain(start..end).collect();
+            let to = choose(rules.len() + 1);
+            rules.splice(to..to, run);
+        }
+        _ => {}
+    }
+}

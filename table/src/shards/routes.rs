@@ -1,0 +1,200 @@
+//! [`ShardedTable`]: a table made of stored shards. It keeps no rule decoded of its own: a directory
+//! from host (by hash: one sorted list of host hash and shard) to the shards holding rules of that
+//! host, and each shard's first position. A request's
+//! candidate shards are those of its exact host, of its wildcard suffix and of the catch-all; the
+//! shards are runs of rules in table order, so the first of them (in table order) whose own table
+//! routes the request holds the winner, at the shard's first position plus its position there.
+//! Each shard's own [`RouteTable::route`] does the matching, unchanged.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::decoded::Decoded;
+use super::directory;
+use super::store::{host_hash, Shard};
+use crate::compact::Inflater;
+use crate::error::TableError;
+use crate::format::NoRoute;
+use crate::host::{normalize_authority, wildcard_suffix};
+use crate::request::RequestView;
+use crate::table::{Decision, RouteTable};
+
+/// A validated table held as shards, decoded per shard on demand.
+#[derive(Debug)]
+pub struct ShardedTable {
+    /// The table's settings, as a table of no rules.
+    head: RouteTable,
+    shards: Vec<Rc<Shard>>,
+    /// Each shard's first position in the table.
+    bases: Vec<usize>,
+    /// Every shard's host hashes, each with the shard's index, ascending ([`directory`]).
+    hosts: Rc<[directory::Entry]>,
+    /// How many distinct host hashes `hosts` holds.
+    host_count: usize,
+    /// The shards holding rules without a host, ascending.
+    any: Vec<u32>,
+    rules: usize,
+    decoded: Rc<RefCell<Decoded>>,
+}
+
+/// The winner of a request in a [`ShardedTable`].
+#[derive(Debug, Clone, Copy)]
+pub struct Winner<'t> {
+    /// The rule's position in the whole table.
+    pub position: usize,
+    /// The decision of the shard's own table (its `position` is the rule's there).
+    pub decision: Decision<'t>,
+    /// The shard's own table, which the caller may keep (the rule's name, for a response header).
+    pub shard: &'t Rc<RouteTable>,
+}
+
+impl ShardedTable {
+    pub(crate) fn new(
+        head: RouteTable,
+        shards: Vec<Rc<Shard>>,
+        previous: Option<(&[Rc<Shard>], &[directory::Entry])>,
+        decoded: Rc<RefCell<Decoded>>,
+    ) -> ShardedTable {
+        let hosts = directory::build(&shards, previous);
+        let host_count = hosts.len() - hosts.windows(2).filter(|w| w[0].0 == w[1].0).count();
+        let mut table = ShardedTable {
+            head,
+            bases: Vec::with_capacity(shards.len()),
+            hosts,
+            host_count,
+            any: Vec::new(),
+            rules: 0,
+            shards,
+            decoded,
+        };
+        for (i, shard) in table.shards.iter().enumerate() {
+            table.bases.push(table.rules);
+            table.rules += shard.rules;
+            if shard.any_host {
+                table.any.push(i as u32);
+            }
+        }
+        table
+    }
+
+    /// The directory, which the store keeps to build the next table's from.
+    pub(crate) fn directory(&self) -> Rc<[directory::Entry]> {
+        Rc::clone(&self.hosts)
+    }
+
+    /// The shards, in table order.
+    pub(crate) fn shards(&self) -> &[Rc<Shard>] {
+        &self.shards
+    }
+
+    /// The shards filed under host hash `hash`, ascending.
+    fn shards_of(&self, hash: u64) -> &[(u64, u32)] {
+        let start = self.hosts.partition_point(|&(h, _)| h < hash);
+        let end = start
+            + self
+                .hosts
+                .get(start..)
+                .unwrap_or_default()
+                .partition_point(|&(h, _)| h == hash);
+        self.hosts.get(start..end).unwrap_or_default()
+    }
+
+    /// The table's generation label.
+    pub fn generation(&self) -> &str {
+        self.head.generation()
+    }
+
+    /// The request header that carries the cluster name (lowercase).
+    pub fn cluster_header(&self) -> &str {
+        self.head.cluster_header()
+    }
+
+    /// What to do when no rule matches.
+    pub fn no_route(&self) -> NoRoute {
+        self.head.no_route()
+    }
+
+    /// Whether responses should name the winning rule.
+    pub fn debug_rule_header(&self) -> bool {
+        self.head.debug_rule_header()
+    }
+
+    /// The table's settings, as a table of no rules (what a request needs of the table besides its
+    /// winner).
+    pub fn head(&self) -> &RouteTable {
+        &self.head
+    }
+
+    /// The number of rules.
+    pub fn rule_count(&self) -> usize {
+        self.rules
+    }
+
+    /// The number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The number of distinct hosts (exact and wildcard) the rules name.
+    pub fn host_count(&self) -> usize {
+        self.host_count
+    }
+
+    /// Routes `request` as [`RouteTable::route`] routes it in the whole table, and hands the winner
+    /// (if any) to `found`. A shard not decoded yet is decoded (inflated by `inflater`) and kept
+    /// among the decoded shards; one that no longer decodes (a host's `uncompress` failing) is an
+    /// error, not a miss: a later rule must not win in its place.
+    pub fn route<R>(
+        &self,
+        request: &impl RequestView,
+        random: u64,
+        inflater: &dyn Inflater,
+        found: impl FnOnce(Option<Winner<'_>>) -> R,
+    ) -> Result<R, TableError> {
+        let host = normalize_authority(request.authority());
+        let exact = self.shards_of(host_hash(b'=', &host));
+        let wildcard = wildcard_suffix(&host).map_or(&[][..], |suffix| self.shards_of(host_hash(b'*', suffix)));
+        let (mut next_exact, mut next_wildcard, mut next_any) = (0, 0, 0);
+        loop {
+            // The smallest shard index of the three ascending lists not yet tried.
+            let candidates = [
+                exact.get(next_exact).map(|e| e.1),
+                wildcard.get(next_wildcard).map(|e| e.1),
+                self.any.get(next_any).copied(),
+            ];
+            let Some(index) = candidates.into_iter().flatten().min() else {
+                return Ok(found(None));
+            };
+            next_exact += usize::from(candidates[0] == Some(index));
+            next_wildcard += usize::from(candidates[1] == Some(index));
+            next_any += usize::from(candidates[2] == Some(index));
+            let i = index as usize;
+            let (Some(shard), Some(&base)) = (self.shards.get(i), self.bases.get(i)) else {
+                continue;
+            };
+            let table = self.decoded_shard(i, shard, inflater)?;
+            if let Some(decision) = table.route(request, random) {
+                return Ok(found(Some(Winner {
+                    position: base + decision.position,
+                    decision,
+                    shard: &table,
+                })));
+            }
+        }
+    }
+
+    /// Shard `i`'s own table, decoded now if it is not among the decoded shards.
+    fn decoded_shard(
+        &self,
+        i: usize,
+        shard: &Rc<Shard>,
+        inflater: &dyn Inflater,
+    ) -> Result<Rc<RouteTable>, TableError> {
+        if let Some(table) = self.decoded.borrow_mut().get(shard.id) {
+            return Ok(table);
+        }
+        let table = Rc::new(super::decode_shard(i, &shard.text, inflater)?);
+        self.decoded.borrow_mut().insert(shard, Rc::clone(&table), true);
+        Ok(table)
+    }
+}

@@ -1,0 +1,243 @@
+//! [`ShardStore`]: a proxy's shards by content, kept from one table to the next, so a new table
+//! decodes and validates only the shards the proxy has not seen.
+//!
+//! A shard is looked up by the hash of its text, and taken only when the text is equal. A new one
+//! is decoded and validated as a table of its own rules ([`super::decode_shard`]); what the store
+//! keeps of it is its text (compressed), its number of rules, its hosts and the hashes of its
+//! rules' names (so that a name used in two shards is still refused). The store holds the shards of
+//! the last table it loaded, and others weakly: a shard lives while a table holds it, and goes with
+//! the last one (so whether a proxy drops its old table before or after it loads the new one, the
+//! new one finds the old one's shards).
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use rustc_hash::FxHashMap;
+
+use super::decoded::Decoded;
+use super::routes::ShardedTable;
+use super::{assemble, decode_shard, Parts};
+use crate::compact::{self, Inflater};
+use crate::error::TableError;
+use crate::host::HostPattern;
+use crate::RouteTable;
+
+/// One shard as a proxy keeps it.
+#[derive(Debug)]
+pub(crate) struct Shard {
+    /// Unique in its store.
+    pub id: u64,
+    /// The shard's text (base64 of zlib), decoded again when a request needs its rules.
+    pub text: Box<str>,
+    /// How many rules it holds.
+    pub rules: usize,
+    /// The [`host_hash`] of each host pattern its rules name, each once.
+    pub hosts: Box<[u64]>,
+    /// Whether a rule of it has no host (so it is a candidate for every request).
+    pub any_host: bool,
+    /// The hash of each rule's name.
+    names: Box<[u64]>,
+}
+
+/// What a host pattern is filed under in a [`ShardedTable`]'s directory: a hash of its kind (`=`
+/// exact, `*` wildcard, by its suffix) and its name. Two patterns of one hash only make a shard a
+/// candidate for a request it has no rule for, whose own table then matches nothing there.
+pub(crate) fn host_hash(kind: u8, name: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    std::hash::Hasher::write_u8(&mut hasher, kind);
+    std::hash::Hasher::write(&mut hasher, name.as_bytes());
+    std::hash::Hasher::finish(&hasher)
+}
+
+/// The key a shard's text is looked up by: its length and its last bytes, which hold the Adler-32
+/// of its document (the text is compared whole on a hit).
+fn text_key(text: &str) -> u64 {
+    let tail = text.len().saturating_sub(48);
+    compact::piece_hash(text.as_bytes().get(tail..).unwrap_or_default()) ^ text.len() as u64
+}
+
+/// A proxy's shards, and the shards it keeps decoded for requests.
+#[derive(Debug, Default)]
+pub struct ShardStore {
+    by_text: FxHashMap<u64, Vec<Weak<Shard>>>,
+    /// The shards of the last table loaded, and its directory.
+    last: Vec<Rc<Shard>>,
+    last_directory: Option<Rc<[super::directory::Entry]>>,
+    /// How many rules of `last` have a name of each hash.
+    names: FxHashMap<u64, u32>,
+    next_id: u64,
+    decoded: Rc<RefCell<Decoded>>,
+}
+
+/// What one [`ShardStore::load`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// The table's shards.
+    pub shards: usize,
+    /// How many of them were new, and so decoded and validated.
+    pub decoded: usize,
+}
+
+impl ShardStore {
+    /// An empty store.
+    pub fn new() -> ShardStore {
+        ShardStore::default()
+    }
+
+    /// An empty store keeping at most `rules` rules decoded (instead of [`super::DECODED_RULES`]).
+    pub fn with_decoded_rules(rules: usize) -> ShardStore {
+        ShardStore {
+            decoded: Rc::new(RefCell::new(Decoded::with_bound(rules))),
+            ..ShardStore::default()
+        }
+    }
+
+    /// The table of the sharded form `parts`: its shards found in the store or, when new, decoded
+    /// (inflated by `inflater`) and validated. A bad shard refuses the whole table (the error names
+    /// the shard, the rule and the field); the store then holds nothing more than before.
+    pub fn load(&mut self, parts: Parts<'_>, inflater: &dyn Inflater) -> Result<(ShardedTable, LoadStats), TableError> {
+        let head = RouteTable::try_from(crate::format::TableSpec {
+            rules: Vec::new(),
+            ..parts.head.clone()
+        })?;
+        let mut stats = LoadStats {
+            shards: parts.shards.len(),
+            decoded: 0,
+        };
+        let mut shards: Vec<Rc<Shard>> = Vec::with_capacity(parts.shards.len());
+        // Shards decoded by this load, kept strongly until the table holds them.
+        for (index, text) in parts.shards.iter().enumerate() {
+            let key = text_key(text);
+            if let Some(shard) = self.find(key, text) {
+                shards.push(shard);
+                continue;
+            }
+            let table = Rc::new(decode_shard(index, text, inflater)?);
+            let shard = Rc::new(self.shard(text, &table));
+            stats.decoded += 1;
+            self.by_text.entry(key).or_default().push(Rc::downgrade(&shard));
+            self.decoded.borrow_mut().insert(&shard, table, false);
+            shards.push(shard);
+        }
+        // Names are counted by hash over the last table; only the shards that came and went are
+        // counted again. A hash twice is a name twice, or (about never) two names of one hash: the
+        // whole table then says which, exactly as a table in one piece would.
+        let (added, removed) = difference(&shards, &self.last);
+        if self.count_names(&added, &removed) {
+            if let Err(error) = assemble(parts, inflater).and_then(RouteTable::try_from) {
+                self.count_names(&removed, &added);
+                return Err(error);
+            }
+        }
+        self.by_text.retain(|_, list| {
+            list.retain(|shard| shard.strong_count() > 0);
+            !list.is_empty()
+        });
+        let previous = self.last_directory.as_deref().map(|entries| (&self.last[..], entries));
+        let table = ShardedTable::new(head, shards, previous, Rc::clone(&self.decoded));
+        self.last = table.shards().to_vec();
+        self.last_directory = Some(table.directory());
+        Ok((table, stats))
+    }
+
+    /// How many shards the store holds (those some table still holds).
+    pub fn len(&self) -> usize {
+        self.by_text.values().flatten().filter(|s| s.strong_count() > 0).count()
+    }
+
+    /// Whether the store holds no shard.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many shards are decoded, and how many rules they hold together.
+    pub fn decoded(&self) -> (usize, usize) {
+        self.decoded.borrow().held()
+    }
+
+    /// How many shards requests had to decode, since the store was made.
+    pub fn decoded_on_demand(&self) -> u64 {
+        self.decoded.borrow().decoded_on_demand()
+    }
+
+    /// The stored shard of this text, when there is one.
+    fn find(&self, key: u64, text: &str) -> Option<Rc<Shard>> {
+        self.by_text
+            .get(&key)?
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|shard| *shard.text == *text)
+    }
+
+    /// What the store keeps of the shard `text`, whose rules are `table`'s.
+    fn shard(&mut self, text: &str, table: &RouteTable) -> Shard {
+        let (mut hosts, mut any_host) = (Vec::new(), false);
+        for rule in table.rules() {
+            let hash = match rule.host() {
+                HostPattern::Exact(name) => host_hash(b'=', name),
+                HostPattern::Wildcard(suffix) => host_hash(b'*', suffix),
+                HostPattern::Any => {
+                    any_host = true;
+                    continue;
+                }
+            };
+            hosts.push(hash);
+        }
+        hosts.sort_unstable();
+        hosts.dedup();
+        self.next_id += 1;
+        Shard {
+            id: self.next_id,
+            text: text.into(),
+            rules: table.rules().len(),
+            hosts: hosts.into(),
+            any_host,
+            names: table
+                .rules()
+                .iter()
+                .map(|r| compact::piece_hash(r.name().as_bytes()))
+                .collect(),
+        }
+    }
+
+    /// Counts the names of the shards `added` in and those of `removed` out; whether a name hash is
+    /// then counted more than once.
+    fn count_names(&mut self, added: &[Rc<Shard>], removed: &[Rc<Shard>]) -> bool {
+        for hash in removed.iter().flat_map(|s| s.names.iter()) {
+            if let Some(count) = self.names.get_mut(hash) {
+                *count -= 1;
+                if *count == 0 {
+                    self.names.remove(hash);
+                }
+            }
+        }
+        let mut twice = false;
+        for &hash in added.iter().flat_map(|s| s.names.iter()) {
+            let count = self.names.entry(hash).or_insert(0);
+            *count += 1;
+            twice |= *count > 1;
+        }
+        twice
+    }
+}
+
+/// The shards `new` holds more often than `old` (each as often as the difference), and those it
+/// holds less often.
+fn difference(new: &[Rc<Shard>], old: &[Rc<Shard>]) -> (Vec<Rc<Shard>>, Vec<Rc<Shard>>) {
+    let mut counts: FxHashMap<u64, (isize, &Rc<Shard>)> = FxHashMap::default();
+    for shard in new {
+        counts.entry(shard.id).or_insert((0, shard)).0 += 1;
+    }
+    for shard in old {
+        counts.entry(shard.id).or_insert((0, shard)).0 -= 1;
+    }
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    // In id order, so that the counting is the same from run to run.
+    let mut changed: Vec<_> = counts.into_iter().filter(|(_, (n, _))| *n != 0).collect();
+    changed.sort_unstable_by_key(|(id, _)| *id);
+    for (_, (n, shard)) in changed {
+        let list = if n > 0 { &mut added } else { &mut removed };
+        list.extend(std::iter::repeat_n(Rc::clone(shard), n.unsigned_abs()));
+    }
+    (added, removed)
+}

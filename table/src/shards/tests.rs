@@ -1,0 +1,227 @@
+use super::*;
+use crate::compact::Miniz;
+use crate::format::RuleSpec;
+use crate::{synthetic, SimpleRequest};
+
+fn split_mix(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed;
+    move |n| {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n.max(1) as u64) as usize
+    }
+}
+
+fn load(store: &mut ShardStore, text: &str) -> Result<(ShardedTable, LoadStats), TableError> {
+    let doc = crate::json::parse(text.as_bytes()).unwrap();
+    store.load(read(&doc, doc.root()).unwrap()?, &Miniz)
+}
+
+fn shard_texts(text: &str) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    value[WRAPPER_KEY]["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn with_shards(text: &str, shards: &[String]) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(text).unwrap();
+    value[WRAPPER_KEY]["shards"] = serde_json::json!(shards);
+    value.to_string()
+}
+
+fn changed_path(table: &TableSpec, at: usize) -> TableSpec {
+    let mut table = table.clone();
+    table.rules[at].path = crate::PathSpec::Prefix("/changed-by-a-push".into());
+    table.generation.push_str("-next");
+    table
+}
+
+#[test]
+fn the_same_table_is_encoded_byte_for_byte_alike_whatever_was_encoded_before() {
+    let table = synthetic::table(3_000);
+    let fresh = ShardEncoder::new().encode(&table).unwrap();
+    let mut kept = ShardEncoder::new();
+    kept.encode(&synthetic::table(500)).unwrap();
+    kept.encode(&changed_path(&table, 10)).unwrap();
+    assert_eq!(kept.encode(&table).unwrap(), fresh);
+    assert!(
+        fresh.starts_with(r#"{"table_shards":{"form":1,"head":{"version":1,"#),
+        "{}",
+        &fresh[..80]
+    );
+}
+
+#[test]
+fn the_sharded_form_decodes_whole_to_the_table_it_was_made_of() {
+    let table = synthetic::table(3_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    assert!(shard_texts(&text).len() > 10, "{} shards", shard_texts(&text).len());
+    let whole = RouteTable::from_json(text.as_bytes()).unwrap();
+    let expected = RouteTable::try_from(table.clone()).unwrap();
+    assert_eq!(whole.rules().len(), expected.rules().len());
+    assert_eq!(whole.generation(), "synthetic-3000");
+    for (a, b) in whole.rules().iter().zip(expected.rules()) {
+        assert_eq!(a.spec(), b.spec());
+    }
+}
+
+#[test]
+fn a_push_of_one_changed_rule_decodes_one_shard() {
+    let table = synthetic::table(10_000);
+    let mut encoder = ShardEncoder::new();
+    let mut store = ShardStore::new();
+    let first = encoder.encode(&table).unwrap();
+    let shards = encoder.stats().shards;
+    let (first_table, stats) = load(&mut store, &first).unwrap();
+    assert_eq!(stats.decoded, shards);
+    drop(first_table);
+    let next = changed_path(&table, 5_000);
+    let second = encoder.encode(&next).unwrap();
+    assert_eq!(encoder.stats().deflated, 1, "{:?}", encoder.stats());
+    let (sharded, stats) = load(&mut store, &second).unwrap();
+    assert_eq!(stats, LoadStats { shards, decoded: 1 });
+    let name = &next.rules[5_000].name;
+    let host = next.rules[5_000].host.clone().unwrap_or_default().replace('*', "x");
+    let request = SimpleRequest::get(&host, "/changed-by-a-push/x");
+    let whole = RouteTable::try_from(next.clone()).unwrap();
+    let expected = whole.route(&request, 0).map(|d| d.rule.name().to_owned());
+    let got = sharded
+        .route(&request, 0, &Miniz, |w| w.map(|w| w.decision.rule.name().to_owned()))
+        .unwrap();
+    assert_eq!(got, expected);
+    assert!(expected.as_deref() == Some(name.as_str()) || expected.is_some());
+    assert_eq!(
+        store.len(),
+        shards,
+        "the replaced shard is dropped once no table holds it"
+    );
+}
+
+#[test]
+fn random_pushes_route_as_the_final_table_loaded_from_scratch() {
+    for seed in 0..300 {
+        let mut choose = split_mix(seed);
+        if let Err(e) = edits::check_pushes(&mut choose, 12) {
+            panic!("seed {seed}: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_shard_is_refused_and_the_table_before_keeps_serving_whole() {
+    let table = synthetic::table(2_000);
+    let mut store = ShardStore::new();
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let (serving, _) = load(&mut store, &text).unwrap();
+    let held = store.len();
+    let whole = RouteTable::try_from(table.clone()).unwrap();
+
+    let mut bad_rule = table.clone();
+    bad_rule.rules[700].path = crate::PathSpec::Prefix("no-slash".into());
+    let bad = ShardEncoder::new().encode(&bad_rule).unwrap();
+    let error = load(&mut store, &bad).unwrap_err().to_string();
+    assert!(
+        error.starts_with("shard ") && error.contains(&table.rules[700].name) && error.contains("path.value"),
+        "{error}"
+    );
+    let mut shards = shard_texts(&text);
+    shards[3] = "not base64!".into();
+    let error = load(&mut store, &with_shards(&text, &shards)).unwrap_err().to_string();
+    assert!(error.starts_with("shard 3 of `table_shards`"), "{error}");
+    shards[3] = crate::compact::to_text(&serde_json::json!({"version": 1, "rules": [{"name": 1}]})).unwrap();
+    assert!(load(&mut store, &with_shards(&text, &shards)).is_err());
+
+    assert_eq!(store.len(), held, "nothing of the refused tables is kept");
+    let mut choose = split_mix(7);
+    edits::agree(&serving, &whole, &mut choose).unwrap();
+    let request = synthetic::typical_request(2_000);
+    let expected = whole.route(&request, 3).map(|d| d.position);
+    assert_eq!(
+        serving.route(&request, 3, &Miniz, |w| w.map(|w| w.position)).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn a_name_in_two_shards_is_refused_as_in_a_whole_table() {
+    let mut table = synthetic::table(2_000);
+    table.rules[1_900].name = table.rules[10].name.clone();
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let error = load(&mut ShardStore::new(), &text).unwrap_err().to_string();
+    let whole = RouteTable::try_from(table).unwrap_err().to_string();
+    assert_eq!(error, whole);
+    assert!(error.contains("used by an earlier rule"), "{error}");
+}
+
+#[test]
+fn the_head_and_the_wrapper_are_validated() {
+    let text = ShardEncoder::new().encode(&synthetic::table(20)).unwrap();
+    let cases = [
+        (text.replace(r#""form":1"#, r#""form":2"#), "unsupported form"),
+        (text.replace(r#""version":1"#, r#""version":7"#), "unsupported table version"),
+        (text.replace(r#""form":1,"#, r#""form":1,"form":1,"#), "written twice"),
+        (text.replace(r#""head":{"#, r#""extra":0,"head":{"#), "table_shards.extra"),
+        (
+            text.replace(
+                r#""rules":[]"#,
+                r#""rules":[{"name":"x","path":{"type":"prefix","value":"/"},"action":{"direct_response":{"status":200}}}]"#,
+            ),
+            "the head holds no rules",
+        ),
+        (
+            text.replace(r#""cluster_header":"x-route-cluster""#, r#""cluster_header":"bad header""#),
+            "cluster_header",
+        ),
+    ];
+    for (bad, expected) in cases {
+        let error = load(&mut ShardStore::new(), &bad).unwrap_err().to_string();
+        assert!(error.contains(expected), "{expected}: {error}");
+        let whole = RouteTable::from_json(bad.as_bytes()).unwrap_err().to_string();
+        assert!(whole.contains(expected), "{expected}: {whole}");
+    }
+}
+
+#[test]
+fn decoded_shards_stay_within_their_bound() {
+    let table = synthetic::table(5_000);
+    let mut store = ShardStore::with_decoded_rules(300);
+    let (sharded, _) = load(&mut store, &ShardEncoder::new().encode(&table).unwrap()).unwrap();
+    let whole = RouteTable::try_from(table).unwrap();
+    let mut choose = split_mix(1);
+    for i in (0..5_000).step_by(37) {
+        let rule: &RuleSpec = whole.rules()[i].spec();
+        let host = rule
+            .host
+            .clone()
+            .unwrap_or_else(|| "any.example".into())
+            .replace('*', "w");
+        let request = SimpleRequest::get(&host, "/a/b/c");
+        let expected = whole.route(&request, 1).map(|d| d.position);
+        assert_eq!(
+            sharded.route(&request, 1, &Miniz, |w| w.map(|w| w.position)).unwrap(),
+            expected
+        );
+        let (_, rules) = store.decoded();
+        let largest = 400;
+        assert!(rules <= 300 + largest, "{rules} rules decoded");
+    }
+    edits::agree(&sharded, &whole, &mut choose).unwrap();
+    assert!(store.decoded_on_demand() > 0);
+}
+
+#[test]
+fn an_empty_table_has_no_shard_and_routes_nothing() {
+    let table = TableSpec::default();
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let (sharded, stats) = load(&mut ShardStore::new(), &text).unwrap();
+    assert_eq!(stats.shards, 0);
+    let request = SimpleRequest::get("a", "/");
+    assert!(sharded.route(&request, 0, &Miniz, |w| w.is_none()).unwrap());
+    assert_eq!(RouteTable::from_json(text.as_bytes()).unwrap().rules().len(), 0);
+}
