@@ -190,11 +190,9 @@ test-envoy: build-wasm envoy
 # The dynamic module (issue 29) in the same real Envoy. test-envoy runs its own suite (tests/e2e/tests/module.rs)
 # with the others. test-module runs the module's unit tests, that suite, then the wasm filter's suites again
 # with the module in the filter's place (SWITCHYARD_FILTER_FORM=module: the same runners, listener, routes and
-# ECDS file), less the test of envoy.rs that reads the wasm filter's own refusal metrics (module.rs has it
-# under the module's names); then the routing suites once more with the module as the route's cluster
-# specifier (SWITCHYARD_FILTER_FORM=module-cs; not envoy.rs, whose tests pin the cluster_header route).
-MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy \
-  -- --skip bad_table_is_refused_and_the_previous_one_keeps_serving
+# ECDS file); then the routing suites once more with the module as the route's cluster specifier
+# (SWITCHYARD_FILTER_FORM=module-cs; not envoy.rs, whose tests pin the cluster_header route).
+MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy
 MODULE_CS_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver
 test: test-module
 test-envoy: build-module

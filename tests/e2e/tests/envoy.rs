@@ -176,8 +176,10 @@ fn route_cache_is_cleared_after_the_filter_sets_the_cluster_header() {
     assert_eq!(sneaky.status, 418);
 }
 
-/// A bad table arriving through ECDS is refused (one log line naming rule and field) and the
-/// previous table keeps routing; a good one after it is taken, also as Istio's Struct form.
+/// A bad table arriving through ECDS is refused (one log line naming rule and field, the same from
+/// the wasm filter and the module) and the previous table keeps routing; text that is no table is
+/// refused too; a good one after them is taken in every form: Istio's Struct, the compact form, a
+/// wrapper.
 #[test]
 fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     let good = table(
@@ -238,7 +240,13 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
             && l.contains("CR (0x0d)")),
         "{log}"
     );
-    assert!(envoy.stat("wasmcustom.switchyard_tables_refused").unwrap_or(0) >= 1);
+    assert!(
+        !envoy.update_table("not a table", ConfigForm::StringValue),
+        "Envoy accepted text that is no table"
+    );
+    // Under the filter's own metrics prefix: `wasmcustom.` for the wasm filter, the dynamic-module
+    // namespace for the module (SWITCHYARD_FILTER_FORM=module).
+    assert!(envoy.filter_stat("switchyard_tables_refused").unwrap_or(0) >= 1);
     for _ in 0..5 {
         expect(&envoy, get("example.net", "/bar"), Some("service1"));
     }
@@ -256,13 +264,29 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     );
     expect(&envoy, get("example.net", "/bar"), Some("service2"));
 
+    // The compact form, as `switchyard watch` writes it.
+    let compact_table = table(
+        "good-compact",
+        vec![rule("Ingress/production/one#0")
+            .host("example.net")
+            .segment_prefix("/bar")
+            .to(SERVICE1)],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&compact_table).unwrap();
+    let compact = switchyard_table::compact::to_text(&doc).unwrap();
+    assert!(
+        envoy.update_table(&compact, ConfigForm::StringValue),
+        "Envoy refused the compact form"
+    );
+    expect(&envoy, get("example.net", "/bar"), Some("service1"));
+
     // Wrapped as users of Istio write it: the table as a JSON string inside `{"value": ...}`.
     let good3 = table(
         "good-3",
         vec![rule("Ingress/production/one#0")
             .host("example.net")
             .segment_prefix("/bar")
-            .to(SERVICE1)],
+            .to(SERVICE2)],
     );
     let wrapped = json!({ "value": good3 }).to_string();
     assert!(
@@ -272,7 +296,7 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
     // `update_table` adds no probe inside a wrapper: wait for the route to move instead.
     let mut routed = false;
     for _ in 0..100 {
-        if envoy.send(&get("example.net", "/bar")).backend() == Some("service1") {
+        if envoy.send(&get("example.net", "/bar")).backend() == Some("service2") {
             routed = true;
             break;
         }

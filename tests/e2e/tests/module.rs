@@ -1,8 +1,8 @@
 //! The native dynamic module (`libswitchyard_module.so`, issue 29) in a real Envoy, with real
 //! backends, through the same harness, listener, routes and ECDS file as the wasm filter's tests
 //! (tests/envoy.rs): the same table and the same answers. What is the module's own is here: its
-//! load, one table for every worker, its refusals under its metric names; the actions, local replies,
-//! route cache and weights are the wasm filter's suites, which `make test-module` runs through it
+//! load, one table for every worker, a bad table in the bootstrap; the actions, local replies,
+//! refusals, route cache and weights are the wasm filter's suites, which `make test-module` runs through it
 //! (`SWITCHYARD_FILTER_FORM=module`, and again with `module-cs`: the module as the route's cluster
 //! specifier). The cluster specifier's own behaviour is here too: the routing corpus answered as by
 //! the filter form, side by side; no cluster header and no second match; pushes; the specifier alone
@@ -69,102 +69,6 @@ fn one_table_is_decoded_for_every_worker() {
         "2 rules and the harness's probe"
     );
     assert_eq!(envoy.filter_stat("switchyard_tables_accepted"), Some(1));
-}
-
-/// A bad table pushed through ECDS is refused by Envoy (the module answers no configuration, and
-/// logs one line naming rule and field, as the wasm filter does); the previous table keeps routing.
-/// A good one after it is taken in every form: Istio's `Struct`, the compact form, a wrapper.
-#[test]
-fn bad_table_is_refused_by_envoy_and_the_previous_one_keeps_serving() {
-    let good = table(
-        "good-1",
-        vec![rule("Ingress/production/one#0")
-            .host("example.net")
-            .segment_prefix("/bar")
-            .to(SERVICE1)],
-    );
-    let envoy = start(&good, &[SERVICE1, SERVICE2], 2);
-    assert_eq!(
-        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
-        Some("service1")
-    );
-
-    let bad = table(
-        "bad",
-        vec![
-            rule("Ingress/production/one#0")
-                .host("example.net")
-                .segment_prefix("/bar")
-                .to(SERVICE2),
-            rule("Ingress/production/broken#0")
-                .host("example.net")
-                .segment_prefix("baz")
-                .to(SERVICE2),
-        ],
-    );
-    assert!(
-        !envoy.update_table(&bad, ConfigForm::StringValue),
-        "Envoy accepted a bad table"
-    );
-    let log = envoy.log();
-    assert!(
-        log.lines().any(|l| l.contains(
-            "table refused (the table serving before, if any, keeps serving): \
-             rule \"Ingress/production/broken#0\": field `path.value`"
-        )),
-        "{log}"
-    );
-    assert!(
-        !envoy.update_table("not a table", ConfigForm::StringValue),
-        "Envoy accepted text that is no table"
-    );
-    for _ in 0..5 {
-        assert_eq!(
-            envoy.backend_for(&get("example.net", "/bar")).as_deref(),
-            Some("service1")
-        );
-    }
-
-    let to = |generation: &str, cluster: &str| {
-        table(
-            generation,
-            vec![rule("Ingress/production/one#0")
-                .host("example.net")
-                .segment_prefix("/bar")
-                .to(cluster)],
-        )
-    };
-    assert!(envoy.update_table(&to("good-2", SERVICE2), ConfigForm::Struct));
-    assert_eq!(
-        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
-        Some("service2")
-    );
-
-    let doc: serde_json::Value = serde_json::from_str(&to("good-3", SERVICE1)).unwrap();
-    let compact = switchyard_table::compact::to_text(&doc).unwrap();
-    assert!(
-        envoy.update_table(&compact, ConfigForm::StringValue),
-        "the compact form was refused"
-    );
-    assert_eq!(
-        envoy.backend_for(&get("example.net", "/bar")).as_deref(),
-        Some("service1")
-    );
-
-    let wrapped = json!({ "value": to("good-4", SERVICE2) }).to_string();
-    assert!(
-        envoy.update_table(&wrapped, ConfigForm::StringValue),
-        "a wrapped table was refused"
-    );
-    let mut routed = false;
-    for _ in 0..100 {
-        if envoy.backend_for(&get("example.net", "/bar")).as_deref() == Some("service2") {
-            routed = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(routed, "the wrapped table never served");
 }
 
 /// A bad table in Envoy's bootstrap (the filter configured statically, not through ECDS): Envoy
