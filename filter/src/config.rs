@@ -9,9 +9,10 @@
 //! 2. a JSON string whose contents are any of these forms (a table stored as a string value);
 //! 3. an object with exactly one key, `value`, `table` or `config`, whose value is any of these forms
 //!    (the wrappers Istio users and `StringValue`-in-`Struct` conversions produce);
-//! 4. the compact form, `{"table_z": "…"}` (`switchyard_table::compact`), which is what the sidecar
-//!    writes to every sink; its zlib stream is inflated by the [`Inflater`] the caller gives (in
-//!    Envoy, the host's `uncompress`: [`crate::uncompress`]).
+//! 4. the compact form, `{"table_z": "…"}` (`switchyard_table::compact`), or the sharded form,
+//!    `{"table_shards": …}` (`switchyard_table::shards`, what the sidecar writes to every sink);
+//!    their zlib streams are inflated by the [`Inflater`] the caller gives (in Envoy, the host's
+//!    `uncompress`: [`crate::uncompress`]).
 //!
 //! Wrappers nest at most [`MAX_WRAPPING`] deep. Anything else is read as a table, so the error names
 //! what the table lacks (for example ``field `version`: missing``).
@@ -77,25 +78,37 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Decodes the plugin configuration bytes into a validated, indexed table; the compact form's zlib
-/// stream is inflated by `inflater` (in Envoy, [`crate::uncompress::HostUncompress`]).
+/// stream is inflated by `inflater` (in Envoy, [`crate::uncompress::HostUncompress`]). The sharded
+/// form is decoded whole (the filter keeps it in shards instead: `crate::loaded`).
 pub fn load_table(config: &[u8], inflater: &dyn Inflater) -> Result<RouteTable, ConfigError> {
+    read_config(config, &mut |doc, node| {
+        RouteTable::from_tree_with(doc, node, inflater).map_err(ConfigError::Table)
+    })
+}
+
+/// What a table's reader is handed: the parsed configuration and its node past the wrappers.
+pub type TableReader<'r, R> = dyn for<'d> FnMut(&Doc<'d>, Node<'d>) -> Result<R, ConfigError> + 'r;
+
+/// Parses the plugin configuration bytes (JSON text, a `Struct` in protobuf bytes), unwraps the
+/// wrappers, and hands the table's node to `table` (see [`load_table`]).
+pub fn read_config<R>(config: &[u8], table: &mut TableReader<'_, R>) -> Result<R, ConfigError> {
     if config.iter().all(u8::is_ascii_whitespace) {
         return Err(ConfigError::Empty);
     }
     let utf8 = std::str::from_utf8(config);
     let json_text = utf8.ok().filter(|t| t.trim_start().starts_with(['{', '"']));
     if let Some(text) = json_text {
-        let result = load_text(text, 0, inflater);
+        let result = load_text(text, 0, table);
         // A serialized Struct starts with byte 0x0a, a newline: only if the text fails is it retried so.
         if result.is_err() && config.first() == Some(&b'\n') {
             if let Some(doc) = struct_to_doc(config) {
-                return load_node(&doc, doc.root(), 0, inflater);
+                return load_node(&doc, doc.root(), 0, table);
             }
         }
         return result;
     }
     match (struct_to_doc(config), utf8) {
-        (Some(doc), _) => load_node(&doc, doc.root(), 0, inflater),
+        (Some(doc), _) => load_node(&doc, doc.root(), 0, table),
         (None, Ok(_)) => Err(ConfigError::Unreadable),
         (None, Err(e)) => Err(ConfigError::NotUtf8 {
             byte: config.get(e.valid_up_to()).copied().unwrap_or(0),
@@ -106,12 +119,12 @@ pub fn load_table(config: &[u8], inflater: &dyn Inflater) -> Result<RouteTable, 
 
 /// JSON text: parsed, then read as [`load_node`] does. Text that is not JSON is a wrapper error
 /// when it looks like a JSON string (a wrapper), else the table's.
-fn load_text(text: &str, depth: usize, inflater: &dyn Inflater) -> Result<RouteTable, ConfigError> {
+fn load_text<R>(text: &str, depth: usize, table: &mut TableReader<'_, R>) -> Result<R, ConfigError> {
     if text.trim_start().is_empty() {
         return Err(ConfigError::Empty);
     }
     match switchyard_table::json::parse(text.as_bytes()) {
-        Ok(doc) => load_node(&doc, doc.root(), depth, inflater),
+        Ok(doc) => load_node(&doc, doc.root(), depth, table),
         Err(e) if text.trim_start().starts_with('"') => Err(ConfigError::Wrapper(e)),
         Err(e) => Err(ConfigError::Table(TableError::Json(e))),
     }
@@ -119,21 +132,21 @@ fn load_text(text: &str, depth: usize, inflater: &dyn Inflater) -> Result<RouteT
 
 /// A parsed configuration (`node` of `doc`): wrappers are unwrapped, then the table (or its compact
 /// form) is read.
-fn load_node<'d>(
+fn load_node<'d, R>(
     doc: &Doc<'d>,
     node: Node<'d>,
     depth: usize,
-    inflater: &dyn Inflater,
-) -> Result<RouteTable, ConfigError> {
+    table: &mut TableReader<'_, R>,
+) -> Result<R, ConfigError> {
     if depth < MAX_WRAPPING {
         if let Node::Str(inner) = node {
-            return load_text(doc.text(inner), depth + 1, inflater);
+            return load_text(doc.text(inner), depth + 1, table);
         }
         if let Some(inner) = WRAPPER_KEYS.iter().find_map(|key| doc.only_field(node, key)) {
-            return load_node(doc, inner, depth + 1, inflater);
+            return load_node(doc, inner, depth + 1, table);
         }
     }
-    RouteTable::from_tree_with(doc, node, inflater).map_err(ConfigError::Table)
+    table(doc, node)
 }
 
 #[cfg(test)]

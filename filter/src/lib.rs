@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the plugin configuration (a `StringValue` or Istio's `Struct` JSON, wrappers
 //!   included, or a `Struct` in protobuf bytes) decoded into a validated, indexed [`switchyard_table::RouteTable`].
+//! - [`loaded`]: the table a root serves, whole or in shards kept by the VM from push to push.
 //! - [`headers`]: the request's header map, read in one host call into one buffer.
 //! - [`request`]: one request's trip (strip the client's cluster header, match, set the cluster
 //!   header and the rule's actions, or answer locally), written against the [`host::Host`] trait so
@@ -16,6 +17,7 @@
 pub mod config;
 pub mod headers;
 pub mod host;
+pub mod loaded;
 pub mod protobuf;
 pub mod random;
 pub mod request;

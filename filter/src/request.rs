@@ -3,8 +3,14 @@
 
 use std::borrow::Cow;
 
+use std::rc::Rc;
 use switchyard_table::format::RULE_NAME_HEADER;
-use switchyard_table::{normalize_authority, request_path, ActionSpec, NoRoute, RequestView, RouteTable};
+
+use switchyard_table::compact::Inflater;
+use switchyard_table::shards::ShardedTable;
+use switchyard_table::{
+    normalize_authority, request_path, ActionSpec, Decision, NoRoute, RequestView, RouteTable, TableError,
+};
 
 use crate::headers::{HeaderBlock, Span};
 use crate::host::{Host, HostCallFailed};
@@ -37,6 +43,18 @@ pub enum Outcome {
     NotFound,
     /// No rule matched and the table says to let the request through untouched.
     Passed,
+}
+
+impl Outcome {
+    /// The winning rule's position, when a rule won.
+    pub fn position(&self) -> Option<usize> {
+        match *self {
+            Outcome::Routed { position }
+            | Outcome::Direct { position, .. }
+            | Outcome::ClusterNotSet { position, .. } => Some(position),
+            Outcome::NotFound | Outcome::Passed => None,
+        }
+    }
 }
 
 /// The request as the matcher sees it: the whole header map is read in one host call
@@ -113,30 +131,88 @@ impl HostRequest<'_> {
 /// call on every routed request.
 pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> Outcome {
     let request = HostRequest::new(&*host, table.cluster_header());
-    let Some(decision) = table.route(&request, random) else {
+    let decision = table.route(&request, random);
+    answer(host, table, &request, decision.map(|d| (d.position, d)))
+}
+
+/// What [`handle_sharded`] did.
+pub struct ShardedOutcome {
+    /// What the filter did with the request.
+    pub outcome: Outcome,
+    /// The winning rule's shard and its position there (for the response's debug header).
+    pub rule: Option<(Rc<RouteTable>, usize)>,
+    /// A shard that had to be decoded for the request and could not be (the host's `uncompress`
+    /// failed): the request was answered 503, [`Outcome::Direct`] at position `usize::MAX`.
+    pub error: Option<TableError>,
+}
+
+/// [`handle_request`] with a table held in shards, decoded as requests need them (inflated by
+/// `inflater`): the same decisions as the whole table's.
+pub fn handle_sharded(
+    host: &mut impl Host,
+    table: &ShardedTable,
+    random: u64,
+    inflater: &dyn Inflater,
+) -> ShardedOutcome {
+    let request = HostRequest::new(&*host, table.cluster_header());
+    let mut rule = None;
+    let routed = table.route(&request, random, inflater, |winner| {
+        rule = winner.map(|w| (Rc::clone(w.shard), w.decision.position));
+        answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)))
+    });
+    match routed {
+        Ok(outcome) => ShardedOutcome {
+            outcome,
+            rule,
+            error: None,
+        },
+        Err(error) => {
+            host.remove_request_header(table.cluster_header());
+            host.send_response(
+                503,
+                &[("content-type", "text/plain")],
+                "503 a shard of the route table could not be decoded\n",
+            );
+            ShardedOutcome {
+                outcome: Outcome::Direct {
+                    position: usize::MAX,
+                    status: 503,
+                },
+                rule: None,
+                error: Some(error),
+            }
+        }
+    }
+}
+
+/// Acts on the decision for `request` (its winner's position in the table and the decision), with
+/// `table`'s settings (cluster header, no-route policy, debug header).
+fn answer(
+    host: &mut impl Host,
+    table: &RouteTable,
+    request: &HostRequest<'_>,
+    decision: Option<(usize, Decision<'_>)>,
+) -> Outcome {
+    let Some((position, decision)) = decision else {
         return match table.no_route() {
             NoRoute::Pass => {
-                drop(request);
                 host.remove_request_header(table.cluster_header());
                 Outcome::Passed
             }
             _ => {
-                let body = short_body(404, &request);
-                drop(request);
+                let body = short_body(404, request);
                 host.send_response(404, &[("content-type", "text/plain")], &body);
                 Outcome::NotFound
             }
         };
     };
     let rule = decision.rule;
-    let position = decision.position;
     match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
                 .body
                 .clone()
-                .unwrap_or_else(|| short_body(direct.status, &request));
-            drop(request);
+                .unwrap_or_else(|| short_body(direct.status, request));
             let content_type = direct.content_type.as_deref().unwrap_or("text/plain");
             let mut headers = vec![("content-type", content_type)];
             headers.extend(direct.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())));
@@ -151,13 +227,11 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
         }
         ActionSpec::Redirect(_) => {
             // Every variable comes from the header map already read (`:scheme` included).
-            let Some((status, location)) = rule.redirect_for(&request) else {
+            let Some((status, location)) = rule.redirect_for(request) else {
                 // Unreachable for a validated table (every redirect rule has its template).
-                drop(request);
                 host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
                 return Outcome::Direct { position, status: 500 };
             };
-            drop(request);
             let mut headers = vec![("location", location.as_str())];
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
@@ -175,7 +249,6 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
                 },
                 None => (rule.upstream_path(request.path()), Vec::new()),
             };
-            drop(request);
             for name in &route.remove_headers {
                 host.remove_request_header(name);
             }
@@ -223,7 +296,7 @@ fn short_body(status: u16, request: &impl RequestView) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::cell::Cell;
 
     use super::*;
@@ -233,8 +306,8 @@ mod tests {
 
     /// A host holding one request; counts header-map fetches to prove laziness. `refuse` names a
     /// header whose setting the host refuses (as Envoy answers a host call with a failed status).
-    #[derive(Default)]
-    struct FakeHost {
+    #[derive(Debug, Default)]
+    pub(crate) struct FakeHost {
         headers: Vec<(String, String)>,
         map_fetches: Cell<usize>,
         response: Option<Reply>,
@@ -242,7 +315,7 @@ mod tests {
     }
 
     impl FakeHost {
-        fn new(authority: &str, path: &str, extra: &[(&str, &str)]) -> Self {
+        pub(crate) fn new(authority: &str, path: &str, extra: &[(&str, &str)]) -> Self {
             let mut headers = vec![
                 (":authority".to_owned(), authority.to_owned()),
                 (":path".to_owned(), path.to_owned()),

@@ -11,26 +11,33 @@
 //! `src/context.cc` checks it first: `onRequestBody` returns `FilterDataStatus::Continue`, `onDone`
 //! `true`, `onStart` `true`, `onLog` and `onDelete` nothing). Only the allocator is required.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
+use switchyard_table::shards::ShardStore;
 use switchyard_table::RouteTable;
 
-use crate::config::load_table;
 use crate::headers::HeaderBlock;
 use crate::host::{Host, HostCallFailed};
+use crate::loaded::{load, Loaded};
 use crate::random::Random;
-use crate::request::{handle_request, Outcome};
+use crate::request::{handle_request, handle_sharded, Outcome};
 use crate::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
     std::panic::set_hook(Box::new(|info| log(LogLevel::Critical, &format!("switchyard: panic: {info}"))));
     proxy_wasm::set_root_context(|_| Box::new(Root::new()));
 }}
+
+thread_local! {
+    /// The VM's shards, kept across every root context's tables: Envoy configures each ECDS update
+    /// in a new root context of the same VM, so a push decodes only the shards this VM lacks.
+    static SHARDS: RefCell<ShardStore> = RefCell::new(ShardStore::new());
+}
 
 fn log(level: LogLevel, message: &str) {
     // Nowhere to report a failing log call; the message is lost, the request is not.
@@ -85,7 +92,7 @@ impl Shared {
 }
 
 struct Root {
-    table: Option<Rc<RouteTable>>,
+    table: Option<Rc<Loaded>>,
     shared: Rc<Shared>,
 }
 
@@ -111,23 +118,32 @@ impl RootContext for Root {
         let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
             .ok()
             .flatten();
-        match load_table(config.as_deref().unwrap_or_default(), &HostUncompress(host_uncompress)) {
-            Ok(table) => {
+        let config = config.as_deref().unwrap_or_default();
+        let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
+            Ok(mut store) => load(config, &HostUncompress(host_uncompress), &mut store),
+            // Never: nothing else borrows the store while a root configures.
+            Err(_) => Err(crate::config::ConfigError::Unreadable),
+        });
+        match loaded {
+            Ok((table, stats)) => {
                 // Whole microseconds: float formatting would add ~15 KB to the module.
                 let micros = started
                     .and_then(|t| hostcalls::get_current_time().ok()?.duration_since(t).ok())
                     .map_or(0, |d| d.as_micros());
+                let shards = stats.map_or(String::new(), |s| {
+                    format!(" ({} shards, {} new decoded)", s.shards, s.decoded)
+                });
                 log(
                     LogLevel::Info,
                     &format!(
-                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us",
+                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us{shards}",
                         table.generation(),
-                        table.rules().len(),
+                        table.rule_count(),
                         table.host_count(),
                         micros
                     ),
                 );
-                let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rules().len() as u64);
+                let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rule_count() as u64);
                 Metrics::increment(self.shared.metrics.accepted);
                 self.table = Some(Rc::new(table));
                 true
@@ -160,10 +176,10 @@ impl RootContext for Root {
 }
 
 struct Http {
-    table: Option<Rc<RouteTable>>,
+    table: Option<Rc<Loaded>>,
     shared: Rc<Shared>,
     /// The winning rule, kept only when the table asks for the debug response header.
-    rule: Option<usize>,
+    rule: Option<RuleRef>,
 }
 
 impl Context for Http {}
@@ -172,24 +188,46 @@ impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         let metrics = &self.shared.metrics;
         let mut host = ProxyHost;
-        let Some(table) = self.table.as_deref() else {
+        let Some(loaded) = self.table.as_deref() else {
             host.remove_request_header(DEFAULT_CLUSTER_HEADER);
             host.send_response(503, &[("content-type", "text/plain")], "503 no route table loaded\n");
             Metrics::increment(metrics.not_routed);
             return Action::Pause;
         };
-        match handle_request(&mut host, table, self.shared.next_random()) {
-            Outcome::Routed { position } => {
+        let table = loaded.head();
+        let (outcome, winner) = match loaded {
+            Loaded::Whole(whole) => {
+                let outcome = handle_request(&mut host, whole, self.shared.next_random());
+                (outcome, outcome.position().map(RuleRef::Whole))
+            }
+            Loaded::Sharded(sharded) => {
+                let done = handle_sharded(
+                    &mut host,
+                    sharded,
+                    self.shared.next_random(),
+                    &HostUncompress(host_uncompress),
+                );
+                if let Some(error) = done.error {
+                    log(LogLevel::Error, &format!("a request could not be routed: {error}"));
+                }
+                (
+                    done.outcome,
+                    done.rule.map(|(shard, local)| RuleRef::Shard(shard, local)),
+                )
+            }
+        };
+        match outcome {
+            Outcome::Routed { .. } => {
                 Metrics::increment(metrics.routed);
                 if table.debug_rule_header() {
-                    self.rule = Some(position);
+                    self.rule = winner;
                 }
                 Action::Continue
             }
-            Outcome::ClusterNotSet { position, error } => {
+            Outcome::ClusterNotSet { error, .. } => {
                 Metrics::increment(metrics.route_failed);
                 if !self.shared.route_failure_logged.replace(true) {
-                    let rule = table.rules().get(position).map_or("?", |r| r.name());
+                    let rule = winner.as_ref().and_then(|w| w.name(loaded)).unwrap_or("?");
                     log(
                         LogLevel::Error,
                         &format!(
@@ -218,12 +256,29 @@ impl HttpContext for Http {
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
-        if let (Some(position), Some(table)) = (self.rule, self.table.as_deref()) {
-            if let Some(rule) = table.rules().get(position) {
-                let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, RULE_NAME_HEADER, Some(rule.name()));
+        if let (Some(rule), Some(table)) = (&self.rule, self.table.as_deref()) {
+            if let Some(name) = rule.name(table) {
+                let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, RULE_NAME_HEADER, Some(name));
             }
         }
         Action::Continue
+    }
+}
+
+/// Where the winning rule is: its position in a whole table, or its shard and position there.
+enum RuleRef {
+    Whole(usize),
+    Shard(Rc<RouteTable>, usize),
+}
+
+impl RuleRef {
+    fn name<'t>(&'t self, loaded: &'t Loaded) -> Option<&'t str> {
+        let (table, position) = match (self, loaded) {
+            (RuleRef::Whole(position), Loaded::Whole(table)) => (table, *position),
+            (RuleRef::Shard(shard, position), _) => (&**shard, *position),
+            (RuleRef::Whole(_), Loaded::Sharded(_)) => return None,
+        };
+        table.rules().get(position).map(|r| r.name())
     }
 }
 

@@ -1,0 +1,160 @@
+//! The table a root context serves: whole ([`RouteTable`], from JSON or the `table_z` compact form)
+//! or in shards ([`ShardedTable`], from the sharded form `table_shards`), loaded through the VM's
+//! [`ShardStore`] so that a push decodes only the shards the VM has not seen.
+//!
+//! Envoy keeps a plugin's VM across ECDS updates of its configuration (the same code and VM
+//! configuration) and configures a new root context in it, so a store kept by the VM (`wasm.rs`'s
+//! thread local) outlives every table; a new VM starts with an empty store and decodes every shard.
+
+use switchyard_table::compact::Inflater;
+use switchyard_table::shards::{self, LoadStats, ShardStore, ShardedTable};
+use switchyard_table::RouteTable;
+
+use crate::config::{read_config, ConfigError};
+
+/// A table ready to serve.
+pub enum Loaded {
+    /// Decoded whole.
+    Whole(RouteTable),
+    /// Held in shards.
+    Sharded(ShardedTable),
+}
+
+impl Loaded {
+    /// The table's generation label.
+    pub fn generation(&self) -> &str {
+        match self {
+            Loaded::Whole(table) => table.generation(),
+            Loaded::Sharded(table) => table.generation(),
+        }
+    }
+
+    /// The number of rules.
+    pub fn rule_count(&self) -> usize {
+        match self {
+            Loaded::Whole(table) => table.rules().len(),
+            Loaded::Sharded(table) => table.rule_count(),
+        }
+    }
+
+    /// The number of distinct hosts.
+    pub fn host_count(&self) -> usize {
+        match self {
+            Loaded::Whole(table) => table.host_count(),
+            Loaded::Sharded(table) => table.host_count(),
+        }
+    }
+
+    /// The table's settings (cluster header, no-route policy, debug header); for a whole table, the
+    /// table itself.
+    pub fn head(&self) -> &RouteTable {
+        match self {
+            Loaded::Whole(table) => table,
+            Loaded::Sharded(table) => table.head(),
+        }
+    }
+}
+
+/// Decodes the plugin configuration: the sharded form through `store` (the shards it lacks are
+/// decoded and validated; the others are its own), any other form whole. `LoadStats` says what the
+/// sharded form cost.
+pub fn load(
+    config: &[u8],
+    inflater: &dyn Inflater,
+    store: &mut ShardStore,
+) -> Result<(Loaded, Option<LoadStats>), ConfigError> {
+    read_config(config, &mut |doc, node| match shards::read(doc, node) {
+        Some(parts) => {
+            let parts = parts.map_err(ConfigError::Table)?;
+            let (table, stats) = store.load(parts, inflater).map_err(ConfigError::Table)?;
+            Ok((Loaded::Sharded(table), Some(stats)))
+        }
+        None => RouteTable::from_tree_with(doc, node, inflater)
+            .map(|table| (Loaded::Whole(table), None))
+            .map_err(ConfigError::Table),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostCallFailed;
+    use crate::request::{handle_request, handle_sharded, Outcome};
+    use crate::uncompress::HostUncompress;
+    use switchyard_table::compact::Miniz;
+    use switchyard_table::shards::ShardEncoder;
+    use switchyard_table::synthetic;
+
+    fn host_inflater() -> HostUncompress<impl Fn(&[u8]) -> Result<Vec<u8>, HostCallFailed>> {
+        HostUncompress(|deflated: &[u8]| Miniz.inflate_zlib(deflated, usize::MAX).map_err(|_| HostCallFailed(3)))
+    }
+
+    #[test]
+    fn a_wrapped_sharded_table_loads_in_shards_and_a_json_one_whole() {
+        let table = synthetic::table(1_000);
+        let text = ShardEncoder::new().encode(&table).unwrap();
+        let wrapped = format!(r#"{{"value": {}}}"#, serde_json::to_string(&text).unwrap());
+        let mut store = ShardStore::new();
+        let (loaded, stats) = load(wrapped.as_bytes(), &host_inflater(), &mut store).unwrap();
+        assert!(matches!(loaded, Loaded::Sharded(_)));
+        assert_eq!(loaded.rule_count(), 1_000);
+        assert_eq!(stats.map(|s| s.decoded), stats.map(|s| s.shards));
+        let json = serde_json::to_string(&table).unwrap();
+        let (loaded, stats) = load(json.as_bytes(), &host_inflater(), &mut store).unwrap();
+        assert!(matches!(loaded, Loaded::Whole(_)) && stats.is_none());
+    }
+
+    #[test]
+    fn the_filter_answers_as_the_whole_table_does() {
+        use crate::request::tests::FakeHost;
+        let table = synthetic::table(2_000);
+        let text = ShardEncoder::new().encode(&table).unwrap();
+        let (Loaded::Sharded(sharded), _) = load(text.as_bytes(), &host_inflater(), &mut ShardStore::new()).unwrap()
+        else {
+            panic!("not sharded")
+        };
+        let whole = RouteTable::try_from(table.clone()).unwrap();
+        for (i, rule) in table.rules.iter().enumerate().step_by(13) {
+            let authority = rule
+                .host
+                .clone()
+                .unwrap_or_else(|| "other.example".into())
+                .replace('*', "w");
+            let path = format!("/{i}/a");
+            let mut a = FakeHost::new(&authority, &path, &[("x-route-cluster", "client")]);
+            let mut b = FakeHost::new(&authority, &path, &[("x-route-cluster", "client")]);
+            let expected = handle_request(&mut a, &whole, i as u64);
+            let got = handle_sharded(&mut b, &sharded, i as u64, &host_inflater());
+            assert_eq!(got.outcome, expected, "{authority}{path}");
+            assert!(got.error.is_none());
+            assert_eq!(format!("{:?}", b), format!("{:?}", a), "{authority}{path}");
+            if let Outcome::Routed { position } = expected {
+                let (shard, local) = got.rule.unwrap();
+                assert_eq!(shard.rules()[local].name(), whole.rules()[position].name());
+            }
+        }
+    }
+
+    #[test]
+    fn a_shard_that_no_longer_inflates_answers_503_not_a_later_rule() {
+        use crate::request::tests::FakeHost;
+        let table = synthetic::table(1_000);
+        let text = ShardEncoder::new().encode(&table).unwrap();
+        let mut store = ShardStore::with_decoded_rules(0);
+        let (Loaded::Sharded(sharded), _) = load(text.as_bytes(), &host_inflater(), &mut store).unwrap() else {
+            panic!("not sharded")
+        };
+        let failing = HostUncompress(|_: &[u8]| Err(HostCallFailed(3)));
+        let request = synthetic::typical_request(1_000);
+        let mut host = FakeHost::new(&request.authority, &request.path, &[]);
+        let got = handle_sharded(&mut host, &sharded, 0, &failing);
+        assert_eq!(
+            got.outcome,
+            Outcome::Direct {
+                position: usize::MAX,
+                status: 503
+            }
+        );
+        assert!(got.error.is_some());
+    }
+}
