@@ -219,7 +219,7 @@ fn bench(c: &mut Criterion) {
             let want = compile(objects, &options).expect("compiles");
             let got = incremental.compiled().expect("compiled");
             assert!(
-                got.table == want.table,
+                **got.table == want.table,
                 "{name}: the table differs from the full compile's"
             );
             assert!(

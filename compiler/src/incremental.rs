@@ -40,16 +40,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::RuleSpec;
+use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::class::Classes;
 use crate::collisions::{self, Claim, Contest, PathTaken};
 use crate::ingress::IngressProcessor;
 use crate::ingress_nginx::processor::IngressNginxServers;
+use crate::insert::insert_at;
+use crate::l4::L4Routes;
 use crate::model::{normalize_host, Claiming, CompileError, Draft, HostOrder, Options};
 use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
-use crate::order::{self, SortKey};
-use crate::pipeline::{self, Compiled};
+use crate::order::{self, Ages, SortKey};
+use crate::pipeline;
 use crate::processor::{admit, ingress_nginx_split, Ignored, Inputs, Processor};
 use crate::services::ServicePorts;
 use crate::status::{key_order, report_order, Entry, ResourceStatus, StatusBook};
@@ -134,9 +136,25 @@ pub struct Incremental {
     state: Option<State>,
 }
 
+/// The last result of an [`Incremental`]: what [`pipeline::compile`] gives for the same objects,
+/// its table shared ([`pipeline::Compiled`]'s fields, borrowed).
+#[derive(Debug, Clone, Copy)]
+pub struct Latest<'a> {
+    /// The table, in priority order, with its generation hash. Shared with whoever keeps it (the
+    /// sidecar pushes this `Arc`): the next update that changes it works on a copy only while
+    /// someone else still holds this one.
+    pub table: &'a Arc<TableSpec>,
+    /// What the TransportServers route at L4.
+    pub l4: &'a L4Routes,
+    /// The status report.
+    pub statuses: &'a [ResourceStatus],
+}
+
 /// What the last compilation made, kept for the next.
 struct State {
-    compiled: Compiled,
+    table: Arc<TableSpec>,
+    l4: L4Routes,
+    statuses: Vec<ResourceStatus>,
     /// Every object but the Ingresses, as the cache stage left them (sorted, deduplicated).
     others: Objects,
     classes: Classes,
@@ -149,9 +167,6 @@ struct State {
     slots: Vec<Slot>,
     /// A number for each group, so that a slot says its group without a string.
     group_ids: BTreeMap<Group, usize>,
-    /// The vectors of the table before the last splice, emptied: the next splice writes into
-    /// them (no fresh memory for 100,000 rules at every change).
-    spare: (Vec<RuleSpec>, Vec<Slot>),
     /// [`order::header_hash`] of the table.
     header: u64,
     /// ingress-nginx's Ingresses and servers (empty while §7 is off).
@@ -252,11 +267,12 @@ fn is_ingress_nginx(classes: &Classes, ingress: &Ingress) -> bool {
     classes.ingress_nginx(&ingress.metadata, class_name).is_some()
 }
 
-/// What the Ingress processor made of one Ingress.
+/// What the Ingress processor made of one Ingress. Not its drafts: those are a second copy of
+/// its rules (most of them in the table already), about 1 KB each; a group decided again takes
+/// them from the processor again, for the Ingresses with rules there ([`State::drafts_of`]).
 struct Memo {
     /// The Ingress as given: the same `Arc` as the caller's, no copy.
     object: Arc<Ingress>,
-    drafts: Vec<Draft>,
     /// The hosts its rules without paths claim.
     claims: Vec<Claim>,
     /// Its status as the processor left it (before host ownership).
@@ -266,18 +282,25 @@ struct Memo {
 }
 
 impl Memo {
-    fn new(object: Arc<Ingress>, drafts: Vec<Draft>, claims: Vec<Claim>, entry: Option<Entry>) -> Memo {
+    fn new<'d>(
+        object: Arc<Ingress>,
+        drafts: impl IntoIterator<Item = &'d Draft>,
+        claims: Vec<Claim>,
+        entry: Option<Entry>,
+    ) -> Memo {
         let hosts = claims.iter().map(|c| Some(c.host.clone()));
-        let groups = drafts.iter().map(|d| d.rule.host.clone()).chain(hosts).collect();
+        let groups = drafts.into_iter().map(|d| d.rule.host.clone()).chain(hosts).collect();
         Memo {
             object,
-            drafts,
             claims,
             entry,
             groups,
         }
     }
 }
+
+/// The drafts of the Ingresses with rules in the groups decided again, by Ingress.
+type Drafts = BTreeMap<ResourceKey, Vec<Draft>>;
 
 /// One host's outcome.
 #[derive(Debug, Default)]
@@ -311,6 +334,8 @@ enum Plan {
     Apply {
         /// The new memo of each changed Ingress; `None` for a deleted one.
         memos: BTreeMap<ResourceKey, Option<Memo>>,
+        /// The drafts of the changed Ingresses.
+        drafts: Drafts,
         affected: BTreeSet<Group>,
     },
     ApplyNginx(NginxPlan),
@@ -343,8 +368,12 @@ impl Incremental {
     }
 
     /// The last result (`None` before the first successful update).
-    pub fn compiled(&self) -> Option<&Compiled> {
-        self.state.as_ref().map(|s| &s.compiled)
+    pub fn compiled(&self) -> Option<Latest<'_>> {
+        self.state.as_ref().map(|s| Latest {
+            table: &s.table,
+            l4: &s.l4,
+            statuses: &s.statuses,
+        })
     }
 
     /// The content hash of each rule of the last result's table, in table order
@@ -375,8 +404,12 @@ impl Incremental {
                         })
                     }
                     Plan::Full(why) => why,
-                    Plan::Apply { memos, affected } => {
-                        let update = state.apply(memos, affected, &self.options);
+                    Plan::Apply {
+                        memos,
+                        drafts,
+                        affected,
+                    } => {
+                        let update = state.apply(memos, drafts, affected, &self.options);
                         if update.is_err() {
                             self.state = None;
                         }
@@ -440,7 +473,7 @@ impl State {
         let classes = Classes::new(&cached.ingress_classes, options, &mut book);
         let services = ServicePorts::new(&cached.services);
         let processed = pipeline::process(&cached, &classes, &services, options, book);
-        let mut drafts: BTreeMap<ResourceKey, Vec<Draft>> = BTreeMap::new();
+        let mut drafts: BTreeMap<ResourceKey, Vec<&Draft>> = BTreeMap::new();
         let mut foreign: BTreeSet<Group> = BTreeSet::new();
         let mut nginx = NginxState::default();
         for draft in &processed.drafts {
@@ -450,7 +483,7 @@ impl State {
                     nginx.if_unclaimed.insert(draft.rule.host.clone());
                 }
             } else if draft.claimant.kind == Kind::Ingress {
-                drafts.entry(draft.owner.clone()).or_default().push(draft.clone());
+                drafts.entry(draft.owner.clone()).or_default().push(draft);
             } else {
                 foreign.insert(draft.rule.host.clone());
             }
@@ -479,6 +512,7 @@ impl State {
             let memo = Memo::new(object, drafts, claims, entry);
             ingresses.insert(key, memo);
         }
+        drop(drafts);
         let settled = processed.settle(options);
         let mut groups: BTreeMap<Group, GroupState> = BTreeMap::new();
         for (key, memo) in &ingresses {
@@ -508,14 +542,13 @@ impl State {
         }
         let kept = resolution.kept;
         let placement = order::placement(&kept);
-        let keys: Vec<SortKey> = placement.general.iter().map(|&i| SortKey::of(&kept[i])).collect();
+        let mut ages = Ages::default();
+        let keys: Vec<SortKey> = placement.general.iter().map(|&i| ages.key(&kept[i])).collect();
         let mut kept: Vec<Option<Draft>> = kept.into_iter().map(Some).collect();
-        let rules: Vec<RuleSpec> = placement
-            .placed
-            .iter()
-            .filter_map(|&i| kept[i].take())
-            .map(|d| d.rule)
-            .collect();
+        // Its length known up front: collecting through `filter_map` would grow it step by step,
+        // to a third more than it holds.
+        let mut rules: Vec<RuleSpec> = Vec::with_capacity(placement.placed.len());
+        rules.extend(placement.placed.iter().filter_map(|&i| kept[i].take()).map(|d| d.rule));
         let mut slots = Vec::with_capacity(rules.len());
         let mut group_ids = BTreeMap::new();
         for (key, rule) in keys.into_iter().zip(&rules) {
@@ -530,11 +563,9 @@ impl State {
         table.generation = order::generation_of(header, slots.iter().map(|s| s.hash));
         table.rules = rules;
         Ok(State {
-            compiled: Compiled {
-                table,
-                l4: settled.l4,
-                statuses: settled.statuses,
-            },
+            table: Arc::new(table),
+            l4: settled.l4,
+            statuses: settled.statuses,
             others: cached,
             classes,
             services,
@@ -543,7 +574,6 @@ impl State {
             foreign,
             slots,
             group_ids,
-            spare: (Vec::new(), Vec::new()),
             header,
             nginx,
         })
@@ -640,10 +670,16 @@ impl State {
 
     /// [`State::plan`] for a change of Switchyard's Ingresses only.
     fn plan_ours(&self, changed: &BTreeMap<&ResourceKey, Option<&Arc<Ingress>>>, options: &Options) -> Plan {
-        let memos: BTreeMap<ResourceKey, Option<Memo>> = changed
-            .iter()
-            .map(|(&key, now)| (key.clone(), now.map(|object| self.process(key, object, options))))
-            .collect();
+        let mut drafts = Drafts::new();
+        let mut memos: BTreeMap<ResourceKey, Option<Memo>> = BTreeMap::new();
+        for (&key, now) in changed {
+            let memo = now.map(|object| {
+                let (memo, its) = self.process(key, object, options);
+                drafts.insert(key.clone(), its);
+                memo
+            });
+            memos.insert(key.clone(), memo);
+        }
         let mut affected = BTreeSet::new();
         for (key, memo) in &memos {
             let before = self.ingresses.get(key).map(|m| &m.groups);
@@ -665,7 +701,11 @@ impl State {
         if affected.iter().any(shared) {
             return Plan::Full(Why::SharedHost);
         }
-        Plan::Apply { memos, affected }
+        Plan::Apply {
+            memos,
+            drafts,
+            affected,
+        }
     }
 
     /// [`State::plan`] for a change of ingress-nginx's Ingresses only: the servers it touches,
@@ -821,6 +861,7 @@ impl State {
         }
         let mut fresh = Vec::new();
         let mut path_taken = BTreeMap::new();
+        let mut ages = Ages::default();
         for (host, drafts) in by_host {
             if drafts.iter().any(|d| d.claimant != drafts[0].claimant) {
                 return None;
@@ -831,7 +872,7 @@ impl State {
                 .into_iter()
                 .zip(dropped)
                 .filter(|(_, dropped)| !dropped)
-                .map(|(d, _)| (SortKey::of(&d), d))
+                .map(|(d, _)| (ages.key(&d), d))
                 .collect();
             // As [`order::placement`] places a host with its own order: the host's places in the
             // general order, filled in the server's order.
@@ -844,8 +885,9 @@ impl State {
         Some((fresh, path_taken, book))
     }
 
-    /// One Ingress through the pipeline's class check and the Ingress processor, alone.
-    fn process(&self, key: &ResourceKey, object: &Arc<Ingress>, options: &Options) -> Memo {
+    /// One Ingress through the pipeline's class check and the Ingress processor, alone: its memo
+    /// and its drafts.
+    fn process(&self, key: &ResourceKey, object: &Arc<Ingress>, options: &Options) -> (Memo, Vec<Draft>) {
         let mut book = StatusBook::default();
         let mut ignored = Ignored::new();
         let ours = admit(std::slice::from_ref(object), &self.classes, &mut book, &mut ignored);
@@ -858,7 +900,26 @@ impl State {
             ingress_nginx: &[],
         })
         .run(&ours);
-        Memo::new(object.clone(), processed.drafts, processed.claims, book.take(key))
+        let memo = Memo::new(object.clone(), &processed.drafts, processed.claims, book.take(key));
+        (memo, processed.drafts)
+    }
+
+    /// `drafts` completed with the drafts of every other Ingress with rules in `groups`, from the
+    /// processor again (the classes, Services and options are those it ran with before: any change
+    /// of them compiles everything).
+    fn drafts_of(&self, groups: &BTreeSet<Group>, mut drafts: Drafts, options: &Options) -> Drafts {
+        let mut claimants = BTreeSet::new();
+        self.claimants_of(groups, &mut claimants);
+        for key in claimants {
+            if drafts.contains_key(&key) {
+                continue;
+            }
+            if let Some(memo) = self.ingresses.get(&key) {
+                let (_, its) = self.process(&key, &memo.object, options);
+                drafts.insert(key, its);
+            }
+        }
+        drafts
     }
 
     /// Applies the new memos: the affected hosts decided again, their rules spliced into the
@@ -866,6 +927,7 @@ impl State {
     fn apply(
         &mut self,
         memos: BTreeMap<ResourceKey, Option<Memo>>,
+        drafts: Drafts,
         affected: BTreeSet<Group>,
         options: &Options,
     ) -> Result<Update, CompileError> {
@@ -892,9 +954,11 @@ impl State {
             }
         }
         self.claimants_of(&affected, &mut touched);
+        let drafts = self.drafts_of(&affected, drafts, options);
         let mut fresh = Vec::new();
+        let mut ages = Ages::default();
         for group in &affected {
-            fresh.extend(self.decide(group, options));
+            fresh.extend(self.decide(group, &drafts, &mut ages, options));
         }
         self.splice(&affected, fresh)?;
         for key in &touched {
@@ -957,9 +1021,16 @@ impl State {
         }
     }
 
-    /// Decides one group again from its Ingresses' drafts: its contest and its `PathTaken`; returns
-    /// the rules that stay, with their keys.
-    fn decide(&mut self, group: &Group, options: &Options) -> Vec<(SortKey, RuleSpec)> {
+    /// Decides one group again from its Ingresses' drafts (`drafts` holds those of every Ingress
+    /// with rules there): its contest and its `PathTaken`; returns the rules that stay, with their
+    /// keys (their ages shared through `ages`).
+    fn decide(
+        &mut self,
+        group: &Group,
+        drafts: &Drafts,
+        ages: &mut Ages,
+        options: &Options,
+    ) -> Vec<(SortKey, RuleSpec)> {
         let Some(state) = self.groups.get_mut(group) else {
             return Vec::new();
         };
@@ -973,9 +1044,10 @@ impl State {
             .iter()
             .filter_map(|key| self.ingresses.get(key))
             .collect();
-        let drafts: Vec<&Draft> = memos
-            .iter()
-            .flat_map(|memo| memo.drafts.iter().filter(|d| d.rule.host == *group))
+        let drafts: Vec<&Draft> = (state.claimants.iter())
+            .filter(|key| self.ingresses.contains_key(*key))
+            .filter_map(|key| drafts.get(key))
+            .flat_map(|its| its.iter().filter(|d| d.rule.host == *group))
             .collect();
         state.contest = match group {
             None => None,
@@ -1001,50 +1073,40 @@ impl State {
         kept.into_iter()
             .zip(dropped)
             .filter(|(_, dropped)| !dropped)
-            .map(|(d, _)| (SortKey::of(d), d.rule.clone()))
+            .map(|(d, _)| (ages.key(d), d.rule.clone()))
             .collect()
     }
 
     /// Takes the rules of the `affected` groups out of the table and merges `fresh` in, in the
-    /// general order; hashes the new rules and the table again.
+    /// general order; hashes the new rules and the table again. In place: the table's rules and
+    /// their slots are never copied ([`insert_at`]).
     fn splice(&mut self, affected: &BTreeSet<Group>, mut fresh: Vec<(SortKey, RuleSpec)>) -> Result<(), CompileError> {
         fresh.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut incoming = Vec::with_capacity(fresh.len());
+        let (mut slots, mut rules) = (Vec::with_capacity(fresh.len()), Vec::with_capacity(fresh.len()));
         for (key, rule) in fresh {
             let hash = order::rule_hash(&rule)?;
             let group = group_id(&mut self.group_ids, &rule.host);
-            incoming.push((Slot { key, hash, group }, rule));
+            slots.push(Slot { key, hash, group });
+            rules.push(rule);
         }
         let mut gone = vec![false; self.group_ids.len()];
         for group in affected.iter().filter_map(|g| self.group_ids.get(g)) {
             gone[*group] = true;
         }
-        let (mut rules, mut slots) = std::mem::take(&mut self.spare);
-        let mut incoming = incoming.into_iter().peekable();
-        let old_rules = &mut self.compiled.table.rules;
-        rules.reserve(old_rules.len() + incoming.len());
-        slots.reserve(old_rules.len() + incoming.len());
-        for (rule, slot) in old_rules.drain(..).zip(self.slots.drain(..)) {
-            if gone[slot.group] {
-                continue;
-            }
-            while let Some((new_slot, new_rule)) = incoming.next_if(|(new, _)| new.key < slot.key) {
-                slots.push(new_slot);
-                rules.push(new_rule);
-            }
-            slots.push(slot);
-            rules.push(rule);
-        }
-        for (new_slot, new_rule) in incoming {
-            slots.push(new_slot);
-            rules.push(new_rule);
-        }
-        let emptied = (
-            std::mem::replace(old_rules, rules),
-            std::mem::replace(&mut self.slots, slots),
-        );
-        self.spare = emptied;
-        self.compiled.table.generation = order::generation_of(self.header, self.slots.iter().map(|s| s.hash));
+        // A copy only while the last table is still held elsewhere (the sidecar's pushed table).
+        let table = &mut Arc::make_mut(&mut self.table).rules;
+        let mut kept = self.slots.iter().map(|slot| !gone[slot.group]);
+        table.retain(|_| kept.next().unwrap_or(true));
+        self.slots.retain(|slot| !gone[slot.group]);
+        // A new rule goes after every kept rule whose key is not greater (the slots are in the
+        // general order).
+        let at: Vec<usize> = (slots.iter())
+            .map(|new| self.slots.partition_point(|slot| slot.key <= new.key))
+            .collect();
+        insert_at(table, rules, &at);
+        insert_at(&mut self.slots, slots, &at);
+        Arc::make_mut(&mut self.table).generation =
+            order::generation_of(self.header, self.slots.iter().map(|s| s.hash));
         Ok(())
     }
 
@@ -1054,7 +1116,7 @@ impl State {
             Some(memo) => self.status_of(key, memo),
             None => (self.nginx.ingresses.get(key)).and_then(|memo| self.nginx.status_of(key, memo)),
         };
-        let statuses = &mut self.compiled.statuses;
+        let statuses = &mut self.statuses;
         match (
             statuses.binary_search_by(|s| report_order(s).cmp(&key_order(key))),
             status,

@@ -32,7 +32,8 @@
 //!   passthrough by SNI, TCP and UDP proxies) and [`l4_istio`] (an Istio Gateway and
 //!   VirtualService).
 //! - [`incremental`]: the same result as [`pipeline::compile`] after a change of a few Ingresses,
-//!   compiling only the hosts they touch (the sidecar's `watch` keeps one).
+//!   compiling only the hosts they touch (the sidecar's `watch` keeps one); it splices its table in
+//!   place (`insert`).
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -44,6 +45,7 @@ pub mod httpproxy;
 pub mod incremental;
 pub mod ingress;
 pub mod ingress_nginx;
+mod insert;
 pub mod l4;
 pub mod l4_istio;
 pub mod lds;

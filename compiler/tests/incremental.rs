@@ -30,12 +30,12 @@ fn check(incremental: &mut Incremental, objects: &Objects, expected: Option<&str
     let got = incremental.compiled().unwrap();
     let want = compile(objects, incremental.options()).unwrap();
     assert_eq!(
-        serde_json::to_string_pretty(&got.table).unwrap(),
+        serde_json::to_string_pretty(&**got.table).unwrap(),
         serde_json::to_string_pretty(&want.table).unwrap(),
         "{what}: table"
     );
     assert_eq!(got.statuses, want.statuses, "{what}: statuses");
-    assert_eq!(got.l4, want.l4, "{what}: l4");
+    assert_eq!(*got.l4, want.l4, "{what}: l4");
     update.path
 }
 

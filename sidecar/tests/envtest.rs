@@ -21,6 +21,10 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 /// `--leader-elect` replicas: election, failover, writes only from the leader.
 mod replicas;
+/// A process's memory, for the benchmarks.
+mod resident;
+
+use resident::Resident;
 
 /// The binary under test: `SWITCHYARD_BIN` (the benchmarks use the release build), else this build's.
 fn bin() -> std::path::PathBuf {
@@ -1448,13 +1452,32 @@ async fn bench_10k_ingresses_and_1k_httpproxy_trees() {
 /// Issue 13's cluster in Kubernetes mode: 1,000 Ingresses of 100 paths each over 300 hosts (100,000
 /// rules), `--ecds-file` in the compact form, no table file; then `app500` changed 5 times (its
 /// first backend). Prints, per change, the sidecar's CPU (from the watch event to idle again) and
-/// the time from the apply to the new table in `/status`.
+/// the time from the apply to the new table in `/status`; and its memory once synced and after the
+/// changes (what deploy/README.md sizes the Deployment by).
 #[tokio::test]
 #[ignore = "benchmark: make bench-kubernetes"]
 async fn bench_one_changed_ingress_among_1000_of_100_paths() {
     let env = Envtest::start().await.unwrap();
+    one_changed_ingress_among(&env, 1_000).await;
+}
+
+/// The same cluster at 1,000 and 10,000 rules (10 and 100 Ingresses of 100 paths), one API server:
+/// the sidecar's memory at smaller tables, for deploy/README.md.
+#[tokio::test]
+#[ignore = "benchmark: make bench-kubernetes"]
+async fn bench_memory_at_1000_and_10000_rules() {
+    let env = Envtest::start().await.unwrap();
+    for ingresses in [10, 100] {
+        one_changed_ingress_among(&env, ingresses).await;
+    }
+}
+
+/// `ingresses` Ingresses of 100 paths over at most 300 hosts, watched; the one in the middle
+/// changed 5 times (see [`bench_one_changed_ingress_among_1000_of_100_paths`]).
+async fn one_changed_ingress_among(env: &Envtest, ingresses: usize) {
     let admin = env.admin().await;
     let ns = env.namespace("incremental").await;
+    let rules = ingresses * 100;
     let app = |i: usize, backend: &str| {
         ingress_of_prefixed_paths(
             &ns,
@@ -1466,7 +1489,7 @@ async fn bench_one_changed_ingress_among_1000_of_100_paths() {
         .replacen("name: s0,", &format!("name: {backend},"), 1)
     };
     let started = std::time::Instant::now();
-    let created = admin_create_all(&admin, (0..1_000).map(|i| app(i, "s0"))).await;
+    let created = admin_create_all(&admin, (0..ingresses).map(|i| app(i, "s0"))).await;
     println!("created {created} Ingresses in {:?}", started.elapsed());
     let dir = tempfile::tempdir().unwrap();
     let ecds = dir.path().join("ecds.json").display().to_string();
@@ -1486,13 +1509,15 @@ async fn bench_one_changed_ingress_among_1000_of_100_paths() {
             }
         }
     };
-    println!("synced: CPU so far {:?}", idle_cpu(&sy).await);
+    println!("{rules} rules synced: CPU so far {:?}", idle_cpu(&sy).await);
+    println!("{rules} rules synced: {}", Resident::of(sy.pid()).unwrap());
     let table_hash = |sy: &Watch| sy.status()["table"].as_str().unwrap_or_default().to_owned();
+    let changed = ingresses / 2;
     let mut cpu = Vec::new();
     for round in 0..5 {
         let (before, cpu_before) = (table_hash(&sy), idle_cpu(&sy).await);
         let applied = std::time::Instant::now();
-        admin_apply(&admin, &app(500, &format!("moved{round}"))).await;
+        admin_apply(&admin, &app(changed, &format!("moved{round}"))).await;
         while table_hash(&sy) == before {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -1505,9 +1530,10 @@ async fn bench_one_changed_ingress_among_1000_of_100_paths() {
     }
     cpu.sort();
     println!(
-        "one changed Ingress among 1,000 of 100 paths: median sidecar CPU {:?}",
+        "one changed Ingress among {ingresses} of 100 paths ({rules} rules): median sidecar CPU {:?}",
         cpu[cpu.len() / 2]
     );
+    println!("{rules} rules after 5 changes: {}", Resident::of(sy.pid()).unwrap());
     let log = sy.log();
     assert_eq!(log.matches("path=\"incremental\"").count(), 5, "{log}");
     sy.stop().unwrap();

@@ -1,0 +1,136 @@
+//! Where the incremental compiler's memory goes at 100,000 rules (issue 13's cluster: 1,000
+//! Ingresses of 100 paths over 300 hosts), counted by a global allocator that tracks the bytes
+//! live and the peak: what it keeps between changes, and that a change of one Ingress splices the
+//! table in place, with no second copy of it at any moment (what lets `switchyard watch` fit the
+//! shipped Deployment's 256 Mi at that size; deploy/README.md). Run with `--nocapture` for the
+//! figures.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
+
+use k8s_openapi::api::networking::v1::Ingress;
+use serde_json::json;
+use switchyard_compiler::incremental::{Incremental, Path};
+use switchyard_compiler::{Objects, Options};
+
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed) + layout.size() as isize;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let delta = new_size as isize - layout.size() as isize;
+        let live = LIVE.fetch_add(delta, Ordering::Relaxed) + delta;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+fn reset_peak() -> isize {
+    let live = live();
+    PEAK.store(live, Ordering::Relaxed);
+    live
+}
+
+fn mib(bytes: isize) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+fn ingress(i: usize, version: usize) -> Ingress {
+    let resource_version = format!("{}", i * 10 + version);
+    let paths: Vec<_> = (0..100)
+        .map(|p| {
+            let service = if p == 0 {
+                format!("s{p}-v{version}")
+            } else {
+                format!("s{p}")
+            };
+            json!({"path": format!("/app{i}/p{p}"), "pathType": "Prefix",
+                   "backend": {"service": {"name": service, "port": {"number": 80}}}})
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": format!("app{i}"), "namespace": "bench", "resourceVersion": resource_version,
+                     "creationTimestamp": format!("2024-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60)},
+        "spec": {"rules": [{"host": format!("h{}.example", i % 300), "http": {"paths": paths}}]}
+    }))
+    .expect("a valid Ingress")
+}
+
+#[test]
+fn one_changed_ingress_among_100000_rules_is_compiled_without_a_copy_of_the_table() {
+    let start = live();
+    let base = Objects {
+        ingresses: (0..1_000).map(|i| Arc::new(ingress(i, 0))).collect(),
+        ..Objects::default()
+    };
+    let objects = live() - start;
+    let mut changed = base.clone();
+    changed.ingresses[500] = Arc::new(ingress(500, 1));
+    let before = reset_peak();
+    let mut incremental = Incremental::new(Options::default());
+    incremental.update(&base).unwrap();
+    let after_full = live();
+    let peak_full = PEAK.load(Ordering::Relaxed);
+    let before_table = live();
+    let table = (**incremental.compiled().unwrap().table).clone();
+    let table_bytes = live() - before_table;
+    drop(table);
+    let statuses = incremental.compiled().unwrap().statuses.to_vec();
+    let status_bytes = live() - before_table;
+    drop(statuses);
+    let hashes = incremental.rule_hashes();
+    drop(hashes);
+    reset_peak();
+    let update = incremental.update(&changed).unwrap();
+    assert_eq!(update.path, Path::Incremental);
+    let after_incremental = live();
+    let peak_incremental = PEAK.load(Ordering::Relaxed);
+    eprintln!("objects (1,000 Ingresses of 100 paths): {:.1} MiB", mib(objects));
+    eprintln!(
+        "incremental compiler after the first update: {:.1} MiB (peak during it {:.1} MiB over what was live before)",
+        mib(after_full - before),
+        mib(peak_full - before)
+    );
+    eprintln!(
+        "  a copy of its table: {:.1} MiB; of its statuses {:.1} MiB",
+        mib(table_bytes),
+        mib(status_bytes)
+    );
+    eprintln!(
+        "after one incremental update: {:.1} MiB (peak during it {:.1} MiB over what was live before)",
+        mib(after_incremental - before),
+        mib(peak_incremental - after_full)
+    );
+    assert!(
+        peak_incremental - after_full < table_bytes / 8,
+        "an update of one Ingress peaked {:.1} MiB over what was live, against a table of {:.1} MiB: a copy of it",
+        mib(peak_incremental - after_full),
+        mib(table_bytes)
+    );
+    assert!(
+        after_incremental - before < table_bytes * 2,
+        "the compiler keeps {:.1} MiB for a table of {:.1} MiB",
+        mib(after_incremental - before),
+        mib(table_bytes)
+    );
+}
