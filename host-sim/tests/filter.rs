@@ -267,7 +267,8 @@ fn a_refused_table_keeps_the_previous_one() {
     assert_eq!(cluster(&get(&mut sim, "http://x/")), Some("a/new:80"));
 }
 
-/// The README's example table works as documented, wrapped as Istio and StringValue hand it over too.
+/// The README's example table works as documented, in each of its forms (JSON, compact, sharded),
+/// wrapped as Istio and StringValue hand it over too.
 #[test]
 fn the_readme_table_in_its_wrappers() {
     let readme = include_str!("../../table/README.md");
@@ -278,6 +279,11 @@ fn the_readme_table_in_its_wrappers() {
     let compact: serde_json::Value =
         serde_json::from_str(&switchyard_table::compact::to_text(&example).unwrap()).unwrap();
     assert!(compact.get("table_z").is_some());
+    // And the sharded form, `switchyard watch`'s default.
+    let spec = switchyard_table::TableSpec::from_value(example.clone()).unwrap();
+    let sharded: serde_json::Value =
+        serde_json::from_str(&switchyard_table::shards::ShardEncoder::new().encode(&spec).unwrap()).unwrap();
+    assert!(sharded.get("table_shards").is_some());
     for config in [
         example.clone(),
         json!({ "value": example.to_string() }),
@@ -285,6 +291,9 @@ fn the_readme_table_in_its_wrappers() {
         compact.clone(),
         json!({ "value": compact.to_string() }),
         json!(compact.to_string()),
+        sharded.clone(),
+        json!({ "value": sharded.to_string() }),
+        json!(sharded.to_string()),
     ] {
         let mut sim = filter(config);
         let shop = sim.request(Request::get("http://a.example.net/api/list?v=12"));

@@ -26,7 +26,7 @@ Examples:
   switchyard explain --table table.json http://example.net/bar/foo -H 'Key: value'
   switchyard explain --table table.json --json http://example.net/bar --cookie 'cookie-key=value'
   switchyard watch --manifests examples/ --ecds-file build/run/switchyard-filter.json --listen 127.0.0.1:9102
-  switchyard convert table.json --encoding compact > table.compact.json
+  switchyard convert table.json --encoding sharded > table.sharded.json
 
 The routing rules are docs/routing.md, sections 1 to 4; the table format is table/README.md.";
 
@@ -84,8 +84,8 @@ enum Command {
     /// Show which rule of a table wins a request, and why the other candidates lost.
     #[command(after_help = EXPLAIN_HELP)]
     Explain(ExplainArgs),
-    /// Rewrite a table (JSON or compact form) in the other form: `--encoding json` decodes the
-    /// compact table of an ECDS file or Istio object for people; `compact` makes one.
+    /// Rewrite a table (JSON, compact or sharded form) in another form: `--encoding json` decodes
+    /// the table of an ECDS file or Istio object for people; `sharded` and `compact` make one.
     Convert(ConvertArgs),
     /// Follow a folder of manifests or a cluster; push the table to Envoy (ECDS file) or Istio on every change.
     #[command(after_help = crate::watch::args::WATCH_HELP)]
@@ -103,8 +103,9 @@ struct CompileArgs {
     /// Write the status report (JSON) here.
     #[arg(long, value_name = "FILE")]
     status: Option<PathBuf>,
-    /// json: the table as people and `switchyard explain` read it (indented); compact: as
-    /// `switchyard watch` writes it into the ECDS file and Istio objects, `{"table_z": "<base64>"}`.
+    /// json: the table as people and `switchyard explain` read it (indented); sharded: as
+    /// `switchyard watch` writes it into the ECDS file and Istio objects, `{"table_shards": …}`;
+    /// compact: the one-stream compact form, `{"table_z": "<base64>"}`.
     #[arg(long, value_enum, default_value = "json", value_name = "ENCODING")]
     encoding: TableEncoding,
     /// Write Envoy's L4 listeners (an LDS DiscoveryResponse: TLS passthrough by SNI, TCP and UDP
@@ -119,7 +120,8 @@ struct CompileArgs {
 
 #[derive(Debug, clap::Args)]
 struct ConvertArgs {
-    /// The table: its JSON, or the compact form `{"table_z": "…"}`; `-` reads stdin.
+    /// The table: its JSON, the compact form `{"table_z": "…"}` or the sharded form
+    /// `{"table_shards": …}`; `-` reads stdin.
     #[arg(value_name = "FILE")]
     table: PathBuf,
     /// The form to write.
@@ -331,9 +333,7 @@ fn run_convert(args: &ConvertArgs) -> Result<(), String> {
     } else {
         std::fs::read(&args.table).map_err(|e| format!("{name}: cannot read: {e}"))?
     };
-    let document = serde_json::from_slice(&bytes).map_err(|e| format!("{name}: not JSON: {e}"))?;
-    let document = switchyard_table::compact::unwrap(document).map_err(|e| format!("{name}: {e}"))?;
-    let table = switchyard_table::TableSpec::from_value(document).map_err(|e| format!("{name}: {e}"))?;
+    let table = crate::flags::read_table(&bytes, &name.to_string())?;
     write_out(None, &args.encoding.file_text(&table)?)
 }
 

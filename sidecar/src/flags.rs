@@ -34,11 +34,18 @@ pub enum NoRouteArg {
 }
 
 /// `--encoding` (compile) and `--table-encoding` (watch): how the table is written as the filter's
-/// plugin configuration. The filter reads both; `table/README.md` describes them.
+/// plugin configuration. The filter reads every one; `table/README.md` describes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum TableEncoding {
-    /// `{"table_z": "<base64>"}`: the document in binary, zlib-compressed; about 35 times smaller
-    /// than the JSON and faster for the filter to load. What `watch` writes to every sink but `-o`.
+    /// `{"table_shards": …}`: the rules in shards, each the binary document zlib-compressed on its
+    /// own, so that a filter that holds the table before decodes only the shards that changed (and
+    /// keeps the others compressed until a request needs them). What `watch` writes to every sink
+    /// but `-o` (`--table-encoding`'s default).
+    Sharded,
+    /// `{"table_z": "<base64>"}`: the document in binary, zlib-compressed in one stream; about 35
+    /// times smaller than the JSON, a little smaller than `sharded`, and decoded whole at each push.
+    /// The type's default (sinks made without an encoding, as tests make them), not the command
+    /// line's.
     #[default]
     Compact,
     /// The table's JSON, for people, `switchyard explain` and `jq`.
@@ -57,14 +64,16 @@ impl TableEncoding {
         TableEncoder {
             encoding: self,
             compact: None,
+            sharded: None,
         }
     }
 
-    /// `table` as a file for people: indented JSON, or the compact form; ends with a newline.
+    /// `table` as a file for people: indented JSON, or the compact or sharded form; ends with a
+    /// newline.
     pub fn file_text(self, table: &TableSpec) -> Result<String, String> {
         let text = match self {
             TableEncoding::Json => serde_json::to_string_pretty(table).map_err(|e| e.to_string())?,
-            TableEncoding::Compact => self.plugin_config(table)?,
+            TableEncoding::Compact | TableEncoding::Sharded => self.plugin_config(table)?,
         };
         Ok(text + "\n")
     }
@@ -72,13 +81,16 @@ impl TableEncoding {
 
 /// Writes the plugin configuration of one table after another (`switchyard watch` keeps one for
 /// its sinks): in the compact form, the chunks of rules that did not change since the last table
-/// are not compressed again ([`switchyard_table::compact::Encoder`]), and the text is the same as
+/// are not compressed again ([`switchyard_table::compact::Encoder`]); in the sharded form, the
+/// shards ([`switchyard_table::shards::ShardEncoder`]); either way the text is the same as
 /// [`TableEncoding::plugin_config`]'s. The JSON is written whole each time (BENCHMARKS.md,
 /// "Compact table", says what each costs on 100,000 rules).
 pub struct TableEncoder {
     encoding: TableEncoding,
     /// Made at the first compact table.
     compact: Option<switchyard_table::compact::Encoder>,
+    /// Made at the first sharded table.
+    sharded: Option<switchyard_table::shards::ShardEncoder>,
 }
 
 impl TableEncoder {
@@ -96,8 +108,27 @@ impl TableEncoder {
                 .get_or_insert_with(switchyard_table::compact::Encoder::new)
                 .encode(table)
                 .map_err(|e| e.to_string()),
+            TableEncoding::Sharded => self
+                .sharded
+                .get_or_insert_with(switchyard_table::shards::ShardEncoder::new)
+                .encode(table)
+                .map_err(|e| e.to_string()),
         }
     }
+}
+
+/// A table document in any form the filter reads (its JSON, the compact form, the sharded form),
+/// as a [`TableSpec`]; `name` names the source in errors.
+pub fn read_table(bytes: &[u8], name: &str) -> Result<TableSpec, String> {
+    let doc = switchyard_table::json::parse(bytes).map_err(|e| format!("{name}: not JSON: {e}"))?;
+    if let Some(parts) = switchyard_table::shards::read(&doc, doc.root()) {
+        let parts = parts.map_err(|e| format!("{name}: {e}"))?;
+        return switchyard_table::shards::assemble(parts, &switchyard_table::compact::Miniz)
+            .map_err(|e| format!("{name}: {e}"));
+    }
+    let document = serde_json::from_slice(bytes).map_err(|e| format!("{name}: not JSON: {e}"))?;
+    let document = switchyard_table::compact::unwrap(document).map_err(|e| format!("{name}: {e}"))?;
+    switchyard_table::TableSpec::from_value(document).map_err(|e| format!("{name}: {e}"))
 }
 
 /// The compiler's options, shared by `compile` and `watch`.

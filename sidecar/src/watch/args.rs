@@ -184,10 +184,11 @@ pub struct WatchArgs {
     /// --table-encoding says), replaced atomically.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// How the ECDS file, the WasmPlugin and the EnvoyFilter carry the table: compact (base64 of the
-    /// zlib'd binary document, ~35x smaller than the JSON, faster for the filter to load; a
-    /// 100,000-rule table fits a Kubernetes object) or json (readable in the object).
-    #[arg(long, value_enum, default_value = "compact", value_name = "ENCODING")]
+    /// How the ECDS file, the WasmPlugin and the EnvoyFilter carry the table: sharded (the binary
+    /// document in shards zlib'd one by one: a filter decodes only the shards a push changed),
+    /// compact (the binary document zlib'd in one stream, ~35x smaller than the JSON) or json
+    /// (readable in the object). A 100,000-rule table fits a Kubernetes object either compressed way.
+    #[arg(long, value_enum, default_value = "sharded", value_name = "ENCODING")]
     pub table_encoding: crate::flags::TableEncoding,
     /// Keep this Istio EnvoyFilter up to date (server-side apply).
     #[arg(long, value_name = "NAMESPACE/NAME")]

@@ -10,27 +10,48 @@ use crate::compact::Miniz;
 use crate::format::{RuleSpec, TableSpec};
 use crate::{oracle, RouteTable};
 
+/// A table edited at random from push to push (rules added, changed, removed, runs of rules
+/// moved): the versions the oracle checks, here and through the real filter in host-sim.
+pub struct Pushes {
+    rules: Vec<RuleSpec>,
+    named: usize,
+    push: usize,
+}
+
+impl Pushes {
+    /// A first table of up to 40 random rules.
+    pub fn new(choose: &mut impl FnMut(usize) -> usize) -> Pushes {
+        let mut named = 0;
+        let rules = (0..choose(40)).map(|_| new_rule(choose, &mut named)).collect();
+        Pushes { rules, named, push: 0 }
+    }
+
+    /// The next version: the first table as it is, then each with one to three random edits;
+    /// generation `g<push>`.
+    pub fn next_table(&mut self, choose: &mut impl FnMut(usize) -> usize) -> TableSpec {
+        for _ in 0..usize::from(self.push > 0) * (1 + choose(3)) {
+            edit(choose, &mut self.rules, &mut self.named);
+        }
+        let spec = TableSpec {
+            generation: format!("g{}", self.push),
+            rules: self.rules.clone(),
+            ..TableSpec::default()
+        };
+        self.push += 1;
+        spec
+    }
+}
+
 /// Runs `pushes` random pushes drawn with `choose(n)` (a number below `n`); the first difference
 /// from the oracle is the error.
 pub fn check_pushes(choose: &mut impl FnMut(usize) -> usize, pushes: usize) -> Result<(), String> {
-    let mut named = 0;
-    let mut rules: Vec<RuleSpec> = Vec::new();
-    for _ in 0..choose(40) {
-        rules.push(new_rule(choose, &mut named));
-    }
+    let mut versions = Pushes::new(choose);
     let params = (1 + choose(8) as u64, 1usize << (6 + choose(10)));
     let mut encoder = ShardEncoder::with_params(params.0, params.1);
     let mut store = ShardStore::with_decoded_rules(choose(64));
     let mut previous: Option<(ShardedTable, RouteTable)> = None;
     for push in 0..pushes {
-        for _ in 0..usize::from(push > 0) * (1 + choose(3)) {
-            edit(choose, &mut rules, &mut named);
-        }
-        let spec = TableSpec {
-            generation: format!("g{push}"),
-            rules: rules.clone(),
-            ..TableSpec::default()
-        };
+        let spec = versions.next_table(choose);
         let text = encoder.encode(&spec).map_err(|e| e.to_string())?;
         let fresh = ShardEncoder::with_params(params.0, params.1)
             .encode(&spec)

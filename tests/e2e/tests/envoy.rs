@@ -313,9 +313,10 @@ fn bad_table_is_refused_and_the_previous_one_keeps_serving() {
 
 /// Seed 002 end to end: each example's manifests (examples/002-*) compiled by `switchyard compile`
 /// (`SWITCHYARD_BIN`) with the flags in its ARGS file, loaded through ECDS, and the request of the
-/// seed's document answered by the backend it names. The tables alternate between the JSON and the
-/// compact form (`--encoding compact`), in a `StringValue` (the ECDS file, the EnvoyFilter) and in
-/// a `Struct` (a WasmPlugin's `pluginConfig`): the filter in Envoy loads both forms either way.
+/// seed's document answered by the backend it names. The tables go through the JSON, the compact
+/// form (`--encoding compact`) and the sharded form (`--encoding sharded`, what `switchyard watch`
+/// writes), in a `StringValue` (the ECDS file, the EnvoyFilter) and in a `Struct` (a WasmPlugin's
+/// `pluginConfig`): the filter in Envoy loads every form either way.
 #[test]
 fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
@@ -326,6 +327,7 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
         args.extend(["--encoding", encoding]);
         let table = switchyard_e2e::switchyard_compile(&[&dir], &args);
         assert_eq!(table.contains("\"table_z\""), encoding == "compact", "{table}");
+        assert_eq!(table.contains("\"table_shards\""), encoding == "sharded", "{table}");
         table
     };
     let compile = |example: &str| compile_as(example, "json");
@@ -341,7 +343,7 @@ fn seed_002_manifests_compiled_by_switchyard_route_as_documented() {
         Some("service1"),
     );
 
-    assert!(envoy.update_table(&compile_as("002-cond-priority", "compact"), ConfigForm::Struct));
+    assert!(envoy.update_table(&compile_as("002-cond-priority", "sharded"), ConfigForm::Struct));
     // curl "http://example.net/bar/foo" -H "Key: value": cond_priority1 (service1).
     expect(
         &envoy,

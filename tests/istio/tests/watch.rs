@@ -14,7 +14,7 @@
 //! - the sink object deleted is applied again by drift repair, and routing comes back.
 //!
 //! And 100,000 rules through the WasmPlugin: 10,000 Ingresses of 10 paths in the API server, then the
-//! watch (compact form) started; timed from its start to the first requests routed by that table.
+//! watch (sharded form, its default) started; timed from its start to the first requests routed by that table.
 //!
 //! Needs what `make test-istio` sets (`KUBEBUILDER_ASSETS`, `PILOT_DISCOVERY`, `ISTIO_CRDS`,
 //! `ENVOY_BIN`, `SWITCHYARD_WASM`, `SWITCHYARD_BIN`).
@@ -592,7 +592,7 @@ fn gvk_kind(object: &DynamicObject) -> &str {
 
 /// A 100,000-rule table through the real watch: 10,000 Ingresses of 10 paths each (over 1,000
 /// hosts) created in the API server, then `switchyard watch --kubernetes --wasmplugin ...
-/// --table-encoding compact` started: it compiles them and applies the WasmPlugin (the compact form;
+/// ` started: it compiles them and applies the WasmPlugin (the sharded form, the default;
 /// the JSON would be some 18 MB, past etcd's limit), istiod turns it into the gateway's ECDS
 /// extension, and the filter in Envoy routes by it. Timed from the watch's start (the objects in
 /// place) to its `/readyz`, and to the first requests routed by rules of that table.
@@ -607,9 +607,7 @@ async fn a_100k_rule_table_reaches_the_gateway_through_the_wasmplugin() {
 
     let started = Instant::now();
     // A debug build compiles and encodes 100,000 rules in some seconds; on 2 busy cores, more.
-    scene
-        .start_watch(&["--table-encoding", "compact"], false, Duration::from_secs(240))
-        .await;
+    scene.start_watch(&[], false, Duration::from_secs(240)).await;
     let ready = started.elapsed();
     // Rules of the first, a middle and the last Ingress, and one of the scene's own.
     let rule = |i: usize, j: usize| get(&format!("h{}.example.com", i % HOSTS), &format!("/app{i}/p{j}/x"));
@@ -628,8 +626,8 @@ async fn a_100k_rule_table_reaches_the_gateway_through_the_wasmplugin() {
     let plugin = scene.sink_object().await.expect("the WasmPlugin");
     let config = &plugin.data["spec"]["pluginConfig"];
     assert!(
-        config.as_object().is_some_and(|c| c.contains_key("table_z")),
-        "not the compact form: {}",
+        config.as_object().is_some_and(|c| c.contains_key("table_shards")),
+        "not the sharded form: {}",
         &config.to_string()[..config.to_string().len().min(200)]
     );
     let bytes = serde_json::to_vec(&plugin).unwrap().len();
@@ -652,7 +650,7 @@ async fn a_100k_rule_table_reaches_the_gateway_through_the_wasmplugin() {
     }
     assert!(!log.contains("Forbidden") && !log.contains("refused"), "{log}");
     // Over the WasmPlugin of deploy/istio/ (its pluginConfig an empty JSON table: another field
-    // manager's keys), the watch writes `table_z` and removes those keys in one request
+    // manager's keys), the watch writes `table_shards` and removes those keys in one request
     // (sidecar/src/watch/sink/istio.rs): istiod never sees the two side by side, so the filter
     // never refuses an update on the way.
     assert!(log.contains("removed pluginConfig keys"), "{log}");

@@ -3,15 +3,18 @@
 //!
 //! For each table given on the command line (`host-sim/bench/table.py N` documents; the first should
 //! be a small one, 10 rules, the baseline of the memory figures), each worker count of `PUSH_WORKERS`
-//! (default `1,4`) and each variant of `PUSH_VARIANTS` (default `switchyard,envoy`), one Envoy
+//! (default `1,4`) and each variant of `PUSH_VARIANTS` (default `switchyard,envoy,module`), one Envoy
 //! (`--concurrency W`) at a time:
 //!
 //! - `switchyard`: the filter (`SWITCHYARD_WASM`) configured through the ECDS file with the table in
-//!   the compact form (the encoder `switchyard convert --encoding compact` uses), Envoy routing on
+//!   the sharded form (the encoder `switchyard watch` writes with: a VM decodes only the shards a push
+//!   changed, and the others when a request needs them), Envoy routing on
 //!   `cluster_header`; a push writes a new ECDS file beside and renames it into place, as `switchyard
 //!   watch` does; it is applied when Envoy logged `table accepted` for its generation as many times as
 //!   for the first table (the main thread loads each table twice, each worker once); the VMs are the
 //!   threads that logged it: the main thread's and each worker's;
+//! - `switchyard-compact`: the same with the table in the one-stream compact form (`table_z`), which
+//!   every VM decodes whole at every push: the form before issue 28, for comparison;
 //! - `envoy`: Envoy's own routes for the same table (`switchyard_e2e::bench::native_virtual_hosts`: one
 //!   virtual host per host, one route per rule, all to the one backend), read from an RDS file; a push
 //!   is a new RDS file renamed into place, applied when `rds.….update_success` counts it;
@@ -35,7 +38,8 @@
 //!
 //! Environment: ENVOY_BIN, SWITCHYARD_WASM, SWITCHYARD_MODULE (set by the Makefile; the module only
 //! when a variant needs it); PUSH_WORKERS, PUSH_VARIANTS (default `switchyard,envoy,module`),
-//! PUSH_COUNT, PUSH_GAP_MS, PUSH_EVERY_MS.
+//! PUSH_COUNT, PUSH_GAP_MS, PUSH_EVERY_MS; PUSH_EDIT (`one`, the default: one changed rule per push;
+//! `all`: every rule).
 
 use std::path::{Path, PathBuf};
 use std::thread::sleep;
@@ -48,6 +52,7 @@ use switchyard_e2e::{
     Backend, ConfigForm, Envoy, FilterForm,
 };
 use switchyard_table::compact::Encoder;
+use switchyard_table::shards::ShardEncoder;
 
 /// How long a push may take before the run fails.
 const PUSH_PATIENCE: Duration = Duration::from_secs(180);
@@ -63,6 +68,11 @@ fn env_list(name: &str, default: &str) -> Vec<String> {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// `PUSH_EDIT=all`: each push changes every rule (default: one).
+fn every_rule_changes() -> bool {
+    std::env::var("PUSH_EDIT").is_ok_and(|v| v == "all")
 }
 
 /// A table and the request the loop sends.
@@ -100,11 +110,18 @@ impl Table {
     }
 
     /// The document of push `k` (0: the first table): generation `push-k`, and for k > 0 one rule
-    /// of the first quarter (never the one requested) with its path changed.
+    /// of the first quarter (never the one requested) with its path changed; with `PUSH_EDIT=all`,
+    /// every rule renamed instead (`<name>~k`: routes the same, but no shard of the table before is
+    /// one of the new table's).
     fn version(&self, k: usize) -> Value {
         let mut doc = self.doc.clone();
         doc["generation"] = json!(format!("push-{k}"));
-        if k > 0 {
+        if k > 0 && every_rule_changes() {
+            for rule in doc["rules"].as_array_mut().into_iter().flatten() {
+                let name = format!("{}~{k}", rule["name"].as_str().unwrap_or_default());
+                rule["name"] = json!(name);
+            }
+        } else if k > 0 {
             let index = (k * 97) % (self.rules / 4).max(1);
             if let Some(path) = doc["rules"][index].get_mut("path") {
                 path["value"] = json!(format!("/changed{k}"));
@@ -114,11 +131,32 @@ impl Table {
     }
 }
 
-/// The filter's configuration for push `k`: the table in the compact form, from one encoder kept
-/// from push to push (as `switchyard watch` keeps one: the same text as a fresh encoder's).
-fn compact(encoder: &mut Encoder, table: &Table, k: usize) -> String {
-    let spec = switchyard_table::TableSpec::from_value(table.version(k)).unwrap_or_else(|e| panic!("table: {e}"));
-    encoder.encode(&spec).unwrap_or_else(|e| panic!("compact: {e}"))
+/// The encoder of a variant's plugin configurations, kept from push to push (as `switchyard watch`
+/// keeps one: the same text as a fresh encoder's).
+enum TableEncoder {
+    /// `switchyard`: the sharded form.
+    Sharded(ShardEncoder),
+    /// `switchyard-compact`: the one-stream compact form.
+    Compact(Encoder),
+}
+
+impl TableEncoder {
+    fn for_variant(variant: &str) -> TableEncoder {
+        match variant {
+            "switchyard-compact" => TableEncoder::Compact(Encoder::new()),
+            _ => TableEncoder::Sharded(ShardEncoder::new()),
+        }
+    }
+
+    /// The filter's configuration for push `k`.
+    fn encode(&mut self, table: &Table, k: usize) -> String {
+        let spec = switchyard_table::TableSpec::from_value(table.version(k)).unwrap_or_else(|e| panic!("table: {e}"));
+        let text = match self {
+            TableEncoder::Sharded(encoder) => encoder.encode(&spec),
+            TableEncoder::Compact(encoder) => encoder.encode(&spec),
+        };
+        text.unwrap_or_else(|e| panic!("encoding: {e}"))
+    }
 }
 
 /// The RDS file for push `k`: Envoy's own routes for the table.
@@ -241,7 +279,7 @@ impl Files {
     /// The filter form a variant runs and its file; `None` for Envoy's own routes.
     fn filter(&self, variant: &str) -> Option<(FilterForm, &Path)> {
         match variant {
-            "switchyard" => Some((FilterForm::Wasm, self.wasm.as_path())),
+            "switchyard" | "switchyard-compact" => Some((FilterForm::Wasm, self.wasm.as_path())),
             "module" => Some((
                 FilterForm::Module,
                 self.module
@@ -257,7 +295,7 @@ impl Files {
 /// Whether the variant's table memory is one per VM (the wasm filter's) rather than one for all
 /// workers (Envoy's routes, the module's).
 fn per_vm(variant: &str) -> bool {
-    variant == "switchyard"
+    variant.starts_with("switchyard")
 }
 
 fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envoy_bin: &Path, files: &Files) -> Run {
@@ -271,12 +309,10 @@ fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envo
         "{variant}, {} rules, {workers} workers: preparing {pushes} pushes",
         table.rules
     );
-    let mut encoder = Encoder::new();
+    let mut encoder = TableEncoder::for_variant(variant);
     let documents: Vec<String> = (0..=pushes)
         .map(|k| match form {
-            Some((form, file)) => {
-                ecds_document_for(form, file, &compact(&mut encoder, table, k), ConfigForm::StringValue)
-            }
+            Some((form, file)) => ecds_document_for(form, file, &encoder.encode(table, k), ConfigForm::StringValue),
             None => rds_document(table, k),
         })
         .collect();
@@ -489,7 +525,7 @@ fn main() {
 
     let pushes = runs.first().map_or(0, |r| r.pushes);
     let mut report = format!(
-        "Envoy 1.40 (V8), one request every {} ms on one keep-alive connection; {pushes} pushes of one changed rule each; \
+        "Envoy 1.40 (V8), one request every {} ms on one keep-alive connection; {pushes} pushes of {} each; \
          steady: the same length of traffic after the pushes. Latency p50 / p99 / max in ms; \
          apply: rename of the file to the push applied (every load's `table accepted`: the main thread's two and each worker's, or RDS update_success), median / max; \
          RSS (VmRSS): at start (the first table loaded, before the pushes), after the steady window, peak from the first push on; \
@@ -498,6 +534,7 @@ fn main() {
          | variant | rules | workers | VMs | steady | during pushes | non-200 | apply ms | `loaded in` ms | first load ms | RSS MiB start / after / peak | over the small table, MiB start / after / peak |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         env_number("PUSH_EVERY_MS", 2),
+        if every_rule_changes() { "every rule changed" } else { "one changed rule" },
         tables.first().map_or(0, |t| t.rules),
     );
     let small = tables.first().map_or(0, |t| t.rules);

@@ -1,0 +1,184 @@
+//! The sharded table form (`{"table_shards": …}`, what `switchyard watch` writes) through the real
+//! filter in host-sim: a VM that is pushed table after table, each built by one encoder kept from
+//! push to push as the sidecar keeps one, routes every request as a VM that loaded the same table
+//! whole from its JSON (the oracle), while decoding only the shards it had not seen; a bad shard is
+//! refused and the table before keeps serving whole.
+
+mod common;
+
+use serde_json::json;
+use switchyard_cases::rule;
+use switchyard_host_sim::{Outcome, Request, Sim};
+use switchyard_table::shards::edits::Pushes;
+use switchyard_table::shards::ShardEncoder;
+use switchyard_table::TableSpec;
+
+fn sim() -> Sim {
+    Sim::load(common::filter_wasm()).expect("the filter loads")
+}
+
+/// What a request came to: the cluster chosen, the rule named by the debug header, a local reply.
+fn decision(outcome: &Outcome) -> (Option<String>, Option<String>, Option<u32>) {
+    assert!(outcome.error.is_none(), "the filter failed: {:?}", outcome.error);
+    (
+        outcome.request_header("x-route-cluster").map(str::to_owned),
+        outcome.response_header("x-switchyard-rule").map(str::to_owned),
+        outcome.local_response.as_ref().map(|r| r.status),
+    )
+}
+
+/// The filter's log line that accepted the last table: `(shards, new decoded)`.
+fn shards_logged(sim: &mut Sim) -> (usize, usize) {
+    let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
+    let line = logs
+        .iter()
+        .rev()
+        .find(|l| l.contains("table accepted"))
+        .unwrap_or_else(|| panic!("no table accepted: {logs:?}"));
+    let (_, tail) = line
+        .rsplit_once(" (")
+        .unwrap_or_else(|| panic!("no shard counts: {line}"));
+    let numbers: Vec<usize> = tail
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+/// A small generator (xorshift) with a fixed seed per run.
+fn chooser(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed | 1;
+    move |bound| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound.max(1) as u64) as usize
+    }
+}
+
+/// The random edit sequences of the table crate's oracle (`shards::edits`: rules added, changed,
+/// removed, runs moved), each version pushed to one VM in the sharded form and loaded whole from
+/// its JSON by another: both answer every request alike, at every push.
+#[test]
+fn a_table_pushed_shard_by_shard_routes_as_the_same_table_loaded_whole() {
+    let mut routed = 0;
+    for seed in 1..=20u64 {
+        let mut choose = chooser(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut versions = Pushes::new(&mut choose);
+        // Small shards, so that an edit leaves most of them as they were.
+        let mut encoder = ShardEncoder::with_params(2, 256);
+        let (mut sharded, mut whole) = (sim(), sim());
+        for push in 0..12 {
+            let spec = TableSpec {
+                debug_rule_header: true,
+                ..versions.next_table(&mut choose)
+            };
+            let text = encoder.encode(&spec).unwrap();
+            assert!(
+                whole.configure(serde_json::to_string(&spec).unwrap()),
+                "seed {seed} push {push}: JSON"
+            );
+            assert!(
+                sharded.configure(text),
+                "seed {seed} push {push}: {:?}",
+                sharded.take_logs()
+            );
+            for _ in 0..24 {
+                let request = switchyard_table::oracle::request(&mut choose);
+                let mut sent = Request::new(
+                    &request.method,
+                    &format!("http://{}{}", request.authority, request.path),
+                );
+                for (name, value) in &request.headers {
+                    sent = sent.header(name, value);
+                }
+                let got = decision(&sharded.request_ref(&sent));
+                assert_eq!(
+                    got,
+                    decision(&whole.request_ref(&sent)),
+                    "seed {seed} push {push}: {request:?}"
+                );
+                routed += usize::from(got.0.is_some());
+            }
+        }
+    }
+    assert!(
+        routed > 1_000,
+        "only {routed} requests routed: the oracle compared little"
+    );
+}
+
+/// Many shards of one rule each: a push that changes one rule decodes one shard, not the table.
+#[test]
+fn a_push_of_one_changed_rule_decodes_one_shard() {
+    let rules = |backend: &str| {
+        let mut rules: Vec<_> = (0..40)
+            .map(|i| {
+                rule(&format!("Ingress/a/web{i}#0"))
+                    .host(&format!("h{i}.example"))
+                    .to("a/web:80")
+            })
+            .collect();
+        rules[17] = rule("Ingress/a/web17#0").host("h17.example").to(backend);
+        json!({ "version": 1, "generation": backend, "rules": rules })
+    };
+    let table = |doc: serde_json::Value| TableSpec::from_value(doc).unwrap();
+    let mut encoder = ShardEncoder::with_params(1, 64);
+    let mut vm = sim();
+    assert!(vm.configure(encoder.encode(&table(rules("a/v1:80"))).unwrap()));
+    let (shards, decoded) = shards_logged(&mut vm);
+    assert!(shards >= 20, "{shards} shards");
+    assert_eq!(decoded, shards, "a new VM decodes every shard");
+    assert!(vm.configure(encoder.encode(&table(rules("a/v2:80"))).unwrap()));
+    assert_eq!(shards_logged(&mut vm), (shards, 1));
+    let outcome = vm.request(Request::get("http://h17.example/"));
+    assert_eq!(outcome.request_header("x-route-cluster"), Some("a/v2:80"));
+    let outcome = vm.request(Request::get("http://h3.example/"));
+    assert_eq!(outcome.request_header("x-route-cluster"), Some("a/web:80"));
+}
+
+/// A table with one shard that does not decode (not base64, not zlib, not a table) is refused whole,
+/// with a log naming the shard; the table before serves on, every rule of it.
+#[test]
+fn a_bad_shard_is_refused_and_the_previous_table_keeps_serving_whole() {
+    let doc = |backend: &str| {
+        let rules: Vec<_> = (0..12)
+            .map(|i| {
+                rule(&format!("Ingress/a/web{i}#0"))
+                    .host(&format!("h{i}.example"))
+                    .to(backend)
+            })
+            .collect();
+        TableSpec::from_value(json!({ "version": 1, "generation": backend, "rules": rules })).unwrap()
+    };
+    let mut encoder = ShardEncoder::with_params(1, 64);
+    let mut vm = sim();
+    assert!(vm.configure(encoder.encode(&doc("a/v1:80")).unwrap()));
+    let next: serde_json::Value = serde_json::from_str(&encoder.encode(&doc("a/v2:80")).unwrap()).unwrap();
+    let not_a_table = {
+        use base64::Engine as _;
+        let z = miniz_oxide::deflate::compress_to_vec_zlib(b"\xff\xfe not a binary document", 6);
+        base64::engine::general_purpose::STANDARD.encode(z)
+    };
+    for bad in ["not base64!".to_owned(), "eJzLSM3JyQcABiwCFQ==".to_owned(), not_a_table] {
+        let mut broken = next.clone();
+        broken["table_shards"]["shards"][5] = json!(bad);
+        assert!(!vm.configure(broken.to_string()), "{bad}");
+        let logs: Vec<String> = vm.take_logs().iter().map(ToString::to_string).collect();
+        assert!(
+            logs.iter().any(|l| l.contains("table refused") && l.contains("shard")),
+            "{bad}: {logs:?}"
+        );
+        for i in 0..12 {
+            let outcome = vm.request(Request::get(&format!("http://h{i}.example/")));
+            assert_eq!(
+                outcome.request_header("x-route-cluster"),
+                Some("a/v1:80"),
+                "{bad}: h{i}"
+            );
+        }
+    }
+    assert!(vm.configure(next.to_string()), "the good table after the bad ones");
+    let outcome = vm.request(Request::get("http://h5.example/"));
+    assert_eq!(outcome.request_header("x-route-cluster"), Some("a/v2:80"));
+}
