@@ -411,6 +411,16 @@ impl FilterForm {
         }
     }
 
+    /// The filter's name in the listener and its ECDS resource's ([`FILTER_NAME`]; beside the
+    /// cluster specifier [`ACTIONS_FILTER_NAME`], also the module's `filter_name`, as
+    /// `switchyard watch --filter-name` writes both).
+    pub fn ecds_name(self) -> &'static str {
+        match self {
+            FilterForm::ModuleClusterSpecifier => ACTIONS_FILTER_NAME,
+            FilterForm::Wasm | FilterForm::Module => FILTER_NAME,
+        }
+    }
+
     /// Whether the form is the native module's (either of its two).
     pub fn is_module(self) -> bool {
         self != FilterForm::Wasm
@@ -510,7 +520,7 @@ pub fn ecds_document_for(filter: FilterForm, file: &Path, table: &str, form: Con
     let document = serde_json::json!({
         "resources": [{
             "@type": "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
-            "name": FILTER_NAME,
+            "name": filter.ecds_name(),
             "typed_config": filter.filter_config(file, table, form)
         }]
     });
@@ -663,7 +673,8 @@ impl Envoy {
     /// serving when this returns: a probe rule added to it answers (see [`with_probe`]).
     pub fn update_table(&self, table: &str, form: ConfigForm) -> bool {
         let counter = |what: &str| {
-            self.stat(&format!("extension_config_discovery.http_filter.{FILTER_NAME}.{what}"))
+            let name = self.filter.ecds_name();
+            self.stat(&format!("extension_config_discovery.http_filter.{name}.{what}"))
                 .unwrap_or(0)
         };
         let (success, rejected) = (counter("update_success"), counter("update_rejected"));
@@ -820,7 +831,7 @@ static_resources:
 {route}              - match: {{prefix: "/"}}
                 direct_response: {{status: 418, body: {{inline_string: "route picked without a cluster header\n"}}}}
           http_filters:
-          - name: {FILTER_NAME}
+          - name: {ecds_name}
             config_discovery:
               config_source:
                 path_config_source:
@@ -835,6 +846,7 @@ static_resources:
         ecds_dir = ecds.display(),
         type_url = filter.type_url(),
         route = filter.route_yaml(),
+        ecds_name = filter.ecds_name(),
     );
     for (name, port) in clusters {
         yaml.push_str(&static_cluster(name, SocketAddr::from(([127, 0, 0, 1], *port))));

@@ -4,218 +4,17 @@
 //! Needs `ENVOY_BIN`, `SWITCHYARD_WASM` and `SWITCHYARD_BIN` (`make test-envoy` sets them); fails
 //! without them.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+mod watch_setup;
+
+use std::io::BufReader;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use switchyard_e2e::{backend_name, envoy_config, fresh_dir, required_path, Backend, Envoy};
-use switchyard_watch_process::{Address, WatchProcess};
-
-const BLUE: &str = "shop/blue:80";
-const GREEN: &str = "shop/green:80";
-
-/// The bound the issue sets: routing follows a manifest change within one second.
-const FOLLOW_WITHIN: Duration = Duration::from_secs(1);
-
-/// A running `switchyard watch` on `<dir>/manifests`, writing `<dir>/ecds/filter.json`.
-struct Watch(WatchProcess);
-
-impl Watch {
-    /// Starts `switchyard watch` on `<dir>/manifests` with these more arguments.
-    fn start_with(dir: &Path, extra: &[String]) -> Watch {
-        let bin = required_path("SWITCHYARD_BIN");
-        let wasm = required_path("SWITCHYARD_WASM");
-        let (manifests, ecds) = (dir.join("manifests"), dir.join("ecds/filter.json"));
-        let mut args = vec![
-            "--manifests",
-            manifests.to_str().unwrap(),
-            "--ecds-file",
-            ecds.to_str().unwrap(),
-            "--wasm",
-            wasm.to_str().unwrap(),
-            "--debug-rule-header",
-        ];
-        args.extend(Address::both_on_free_ports());
-        args.extend(extra.iter().map(String::as_str));
-        let mut process = WatchProcess::spawn(bin, &args, &dir.join("watch.log"));
-        let within = Duration::from_secs(30);
-        process.wait_until("the addresses and the ECDS file", within, |watch| {
-            watch.address(Address::Operations).is_some()
-                && watch.address(Address::Dashboard).is_some()
-                && ecds.is_file()
-        });
-        Watch(process)
-    }
-
-    fn log(&self) -> String {
-        self.0.log()
-    }
-
-    /// GET `path` on the address that serves it: probes and metrics on `--listen`, the rest on
-    /// `--dashboard-listen`.
-    fn get(&self, path: &str) -> (u16, String) {
-        let answer = self
-            .0
-            .get(path)
-            .unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
-        (answer.code, answer.body)
-    }
-
-    fn status(&self) -> serde_json::Value {
-        serde_json::from_str(&self.get("/status").1).unwrap()
-    }
-
-    /// Waits until `/status` satisfies `check`.
-    fn wait_status(&self, what: &str, check: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let status = self.status();
-            if check(&status) {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "/status never showed {what}: {status:#}\n{}",
-                self.log()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// Envoy reading the watch's ECDS file, with one backend per cluster, and the watch itself.
-struct Setup {
-    dir: PathBuf,
-    // Field order: Envoy stops before the watch.
-    envoy: Envoy,
-    watch: Watch,
-}
-
-impl Setup {
-    fn start() -> Setup {
-        Setup::start_with(false)
-    }
-
-    /// With `paced`, Envoy's admin listens on a port chosen here and the watch gets `--envoy-admin`.
-    fn start_with(paced: bool) -> Setup {
-        let envoy_bin = required_path("ENVOY_BIN");
-        let wasm = required_path("SWITCHYARD_WASM");
-        let dir = fresh_dir("watch");
-        std::fs::create_dir_all(dir.join("manifests")).unwrap();
-        std::fs::create_dir_all(dir.join("ecds")).unwrap();
-        let backends: Vec<(String, Backend)> = [BLUE, GREEN]
-            .iter()
-            .map(|c| ((*c).to_owned(), Backend::start(&backend_name(c)).unwrap()))
-            .collect();
-        let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
-        let admin_port = if paced {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        } else {
-            0
-        };
-        std::fs::write(dir.join("envoy.yaml"), envoy_config(&dir, &ports, 0, admin_port)).unwrap();
-        // The watch writes the ECDS file before Envoy starts: Envoy's listener waits for it.
-        let extra = if paced {
-            vec!["--envoy-admin".to_owned(), format!("127.0.0.1:{admin_port}")]
-        } else {
-            Vec::new()
-        };
-        let watch = Watch::start_with(&dir, &extra);
-        let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), wasm, 1);
-        envoy.backends = backends.into_iter().collect();
-        Setup { dir, envoy, watch }
-    }
-
-    fn manifest(&self, file: &str) -> PathBuf {
-        self.dir.join("manifests").join(file)
-    }
-
-    /// The backend that answers `host` now (`None`: a local reply).
-    fn backend(&self, host: &str) -> Option<String> {
-        ask(self.envoy.addr, host)
-            .unwrap_or_else(|e| panic!("GET {host}: {e}\n{}", self.envoy.log()))
-            .1
-    }
-
-    /// Writes (or, with `None`, deletes) a manifest and returns how long it took until `host` is
-    /// answered by `expected`; fails past [`FOLLOW_WITHIN`].
-    fn change(&self, file: &str, text: Option<&str>, host: &str, expected: Option<&str>) -> Duration {
-        let started = Instant::now();
-        match text {
-            Some(text) => std::fs::write(self.manifest(file), text).unwrap(),
-            None => std::fs::remove_file(self.manifest(file)).unwrap(),
-        }
-        loop {
-            if self.backend(host).as_deref() == expected {
-                return started.elapsed();
-            }
-            let waited = started.elapsed();
-            assert!(
-                waited < FOLLOW_WITHIN,
-                "{host} still not answered by {expected:?} {waited:?} after changing {file}\nwatch:\n{}",
-                self.watch.log()
-            );
-            thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-/// Sends `GET /` for `host` on a new connection and reads exactly one response (by its
-/// `content-length`): (status, backend). Not the harness's `send`, which reads to EOF: after a local
-/// reply Envoy holds the connection open for its `delayed_close_timeout` (1 s), which would swamp the
-/// latency measured.
-fn ask(addr: SocketAddr, host: &str) -> std::io::Result<(u16, Option<String>)> {
-    let stream = TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    ask_on(&mut BufReader::new(stream), host)
-}
-
-/// Sends `GET /` for `host` on an open (keep-alive) connection and reads one response.
-fn ask_on(connection: &mut BufReader<TcpStream>, host: &str) -> std::io::Result<(u16, Option<String>)> {
-    connection
-        .get_mut()
-        .write_all(format!("GET / HTTP/1.1\r\nhost: {host}\r\n\r\n").as_bytes())?;
-    let mut line = String::new();
-    connection.read_line(&mut line)?;
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
-    let mut length = 0;
-    loop {
-        line.clear();
-        connection.read_line(&mut line)?;
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.trim().eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    connection.read_exact(&mut body)?;
-    let backend = String::from_utf8_lossy(&body)
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("backend: "))
-        .map(str::to_owned);
-    Ok((status, backend))
-}
-
-/// An Ingress routing `host` to the service `service` (port 80) in namespace `shop`.
-fn ingress(name: &str, host: &str, service: &str) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  rules:\n  - host: {host}\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: {service}, port: {{number: 80}}}}}}}}\n"
-    )
-}
+use switchyard_e2e::FilterForm;
+use watch_setup::{ask, ask_on, ingress, Setup, Watch, FOLLOW_WITHIN};
 
 fn report(what: &str, latencies: &[Duration]) {
     let max = latencies.iter().max().copied().unwrap_or_default();
@@ -228,7 +27,7 @@ fn report(what: &str, latencies: &[Duration]) {
 
 #[test]
 fn routing_follows_added_changed_and_deleted_manifests_within_a_second() {
-    let setup = Setup::start();
+    let setup = Setup::start(FilterForm::Wasm);
     assert_eq!(setup.backend("a.example"), None, "an empty folder routes nothing");
     let (code, body) = setup.watch.get("/readyz");
     assert_eq!(code, 200, "ready after the first push: {body}");
@@ -297,7 +96,7 @@ fn routing_follows_added_changed_and_deleted_manifests_within_a_second() {
 
 #[test]
 fn no_request_fails_while_twenty_changes_are_pushed() {
-    let setup = Setup::start();
+    let setup = Setup::start(FilterForm::Wasm);
     setup.change(
         "a.yaml",
         Some(&ingress("a", "a.example", "blue")),
@@ -393,7 +192,7 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
 
 #[test]
 fn an_invalid_manifest_leaves_routing_as_it_was_and_appears_in_status() {
-    let setup = Setup::start();
+    let setup = Setup::start(FilterForm::Wasm);
     setup.change(
         "a.yaml",
         Some(&ingress("a", "a.example", "blue")),
@@ -458,7 +257,7 @@ fn an_invalid_manifest_leaves_routing_as_it_was_and_appears_in_status() {
 /// counts the push (it waits for Envoy; without `--envoy-admin` it would count it at once).
 #[test]
 fn paced_pushes_wait_for_envoy_to_apply_them_and_lose_no_edit() {
-    let setup = Setup::start_with(true);
+    let setup = Setup::start_with(true, FilterForm::Wasm);
     let pushes = |watch: &Watch| -> u64 {
         let (_, metrics) = watch.get("/metrics");
         metrics
@@ -467,17 +266,7 @@ fn paced_pushes_wait_for_envoy_to_apply_them_and_lose_no_edit() {
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum()
     };
-    let settled = || {
-        ["update_success", "update_rejected"]
-            .iter()
-            .map(|what| {
-                setup
-                    .envoy
-                    .stat(&format!("extension_config_discovery.http_filter.switchyard.{what}"))
-                    .unwrap_or(0)
-            })
-            .sum::<u64>()
-    };
+    let settled = || setup.ecds_stat("update_success") + setup.ecds_stat("update_rejected");
     for i in 0..40 {
         let service = if i % 2 == 0 { "blue" } else { "green" };
         let extra = ingress(&format!("extra{i}"), &format!("e{i}.example"), "blue");
@@ -508,7 +297,7 @@ fn paced_pushes_wait_for_envoy_to_apply_them_and_lose_no_edit() {
     std::fs::create_dir_all(other.join("manifests")).unwrap();
     std::fs::copy(setup.manifest("shop.yaml"), other.join("manifests/shop.yaml")).unwrap();
     let admin = format!("127.0.0.1:{}", setup.envoy.admin.port());
-    let waiting = Watch::start_with(&other, &["--envoy-admin".to_owned(), admin]);
+    let waiting = Watch::start_with(&other, setup.form, &["--envoy-admin".to_owned(), admin]);
     thread::sleep(Duration::from_secs(2));
     assert!(other.join("ecds/filter.json").is_file());
     assert_eq!(pushes(&waiting), 0, "{}", waiting.log());
