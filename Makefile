@@ -262,11 +262,11 @@ bench-ingress-nginx:
 	cargo build --release -p switchyard --bin switchyard
 	python3 sidecar/benches/watch_ingress_nginx.py target/release/switchyard $${BENCH_ROUNDS:-3}
 
-# host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules, a regex-mode
+# host-sim bench: the filter's whole request lifecycle in host-sim, with 10 and 10k rules (10k also in the sharded form), a regex-mode
 # host and a canary (tables from host-sim/bench/table.py), beside the floor every module pays in
 # host-sim (the do-nothing module: a VM entry per callback). Figures in BENCHMARKS.md.
 bench-host-sim: build-wasm
-	cargo build --release -p switchyard-host-sim
+	cargo build --release -p switchyard-host-sim -p switchyard --bin host-sim --bin switchyard
 	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter
 	$(call SHRINK,$(NOOP_RAW),$(NOOP_WASM))
 	mkdir -p target/host-sim-bench
@@ -279,6 +279,11 @@ bench-host-sim: build-wasm
 	  echo "$$n rules: $$(target/release/host-sim --wasm $(WASM) --config target/host-sim-bench/table-$$n.json \
 	    bench --requests 2000000 $$(cat target/host-sim-bench/url-$$n))"; \
 	done
+	target/release/switchyard convert target/host-sim-bench/table-10000.json --encoding sharded \
+	  > target/host-sim-bench/table-10000.sharded.json
+	echo "10000 rules, sharded form (what switchyard watch writes; the request's shard decoded once): \
+	  $$(target/release/host-sim --wasm $(WASM) --config target/host-sim-bench/table-10000.sharded.json \
+	    bench --requests 2000000 $$(cat target/host-sim-bench/url-10000))"
 	python3 host-sim/bench/table.py --regex-mode 100 > target/host-sim-bench/table-regex-mode.json 2> target/host-sim-bench/url-regex-mode
 	echo "regex-mode host (ingress-nginx), 100 paths: $$(target/release/host-sim --wasm $(WASM) \
 	  --config target/host-sim-bench/table-regex-mode.json bench --requests 2000000 $$(cat target/host-sim-bench/url-regex-mode))"

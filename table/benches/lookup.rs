@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
-use switchyard_table::{synthetic, RouteTable, SimpleRequest};
+use switchyard_table::compact::Miniz;
+use switchyard_table::shards::{self, ShardEncoder, ShardStore, ShardedTable};
+use switchyard_table::{json, synthetic, PathSpec, RouteTable, SimpleRequest};
 
 const SIZES: [usize; 4] = [10, 1_000, 10_000, 100_000];
 const INDEX_SIZES: [usize; 2] = [10_000, 100_000];
@@ -21,6 +23,8 @@ const HOSTILE: [(&str, &str); 4] = [
 ];
 const HOSTILE_BYTES: usize = 60_000;
 const HOSTILE_RULES: usize = 10_000;
+/// The sharded form's table size.
+const SHARDED_RULES: usize = 100_000;
 /// Locations of the ingress-nginx host in regex mode (`host-sim/bench/table.py --regex-mode N`).
 const REGEX_MODE_PATHS: usize = 100;
 
@@ -137,9 +141,65 @@ fn main() {
         });
     }
     index.finish();
+    sharded(&mut c);
     c.final_summary();
 
     report(&out);
+}
+
+/// `text` (the sharded form) loaded into `store`.
+fn load(store: &mut ShardStore, text: &str) -> ShardedTable {
+    let doc = json::parse(text.as_bytes()).expect("JSON");
+    let parts = shards::read(&doc, doc.root())
+        .expect("the sharded form")
+        .expect("well formed");
+    store.load(parts, &Miniz).expect("a valid table").0
+}
+
+/// The `shards` group: see the module's doc.
+fn sharded(c: &mut Criterion) {
+    let spec = synthetic::table(SHARDED_RULES);
+    let mut encoder = ShardEncoder::new();
+    let text = encoder.encode(&spec).expect("encodes");
+    let mut changed = spec.clone();
+    changed.rules[SHARDED_RULES / 2].path = PathSpec::Prefix("/changed".into());
+    let changed_text = encoder.encode(&changed).expect("encodes");
+    let whole = RouteTable::try_from(spec).expect("synthetic tables are valid");
+    let request = synthetic::typical_request(SHARDED_RULES);
+    let mut group = c.benchmark_group("shards");
+    group.bench_function("route_whole", |b| {
+        b.iter(|| whole.route(black_box(&request), 7).map(|d| d.position))
+    });
+    let mut store = ShardStore::new();
+    let table = load(&mut store, &text);
+    group.bench_function("route_hot", |b| {
+        b.iter(|| table.route(black_box(&request), 7, &Miniz, |w| w.map(|w| w.position)))
+    });
+    // A store keeping one rule decoded: every request to another shard's host decodes its shard.
+    let mut cold_store = ShardStore::with_decoded_rules(1);
+    let cold = load(&mut cold_store, &text);
+    let hosts = SHARDED_RULES / 10;
+    let requests: Vec<SimpleRequest> = (0..64)
+        .map(|i| SimpleRequest::get(&format!("h{}.example.net", i * 7919 % hosts), "/api/v1/items"))
+        .collect();
+    let mut next = 0;
+    group.bench_function("route_cold_host", |b| {
+        b.iter(|| {
+            next = (next + 1) % requests.len();
+            cold.route(black_box(&requests[next]), 7, &Miniz, |w| w.map(|w| w.position))
+        })
+    });
+    // `table` holds every shard but the changed one, which each load decodes (and drops with
+    // the table it made).
+    group.sample_size(20);
+    group.bench_function("load_one_changed_rule", |b| {
+        b.iter(|| load(&mut store, black_box(&changed_text)).rule_count())
+    });
+    group.sample_size(10);
+    group.bench_function("load_whole", |b| {
+        b.iter(|| RouteTable::from_json(black_box(changed_text.as_bytes())).map(|t| t.rules().len()))
+    });
+    group.finish();
 }
 
 /// Prints this run's means side by side, read back from criterion's estimates.
@@ -189,4 +249,20 @@ fn report(out: &Path) {
             println!("parse + validate + index {size} rules: {:.1} ms{goal}", ns / 1e6);
         }
     }
+    let shard = |id: &str| mean(&format!("shards/{id}")).unwrap_or(f64::NAN);
+    let whole = shard("route_whole");
+    println!(
+        "sharded form, {SHARDED_RULES} rules, ns per request: whole table {whole:.1}; sharded, shard decoded {:.1} \
+         (ratio {:.2}); the first request of a host whose shard is not decoded {:.0} ({:.0}x)",
+        shard("route_hot"),
+        shard("route_hot") / whole,
+        shard("route_cold_host"),
+        shard("route_cold_host") / whole
+    );
+    println!(
+        "sharded form, {SHARDED_RULES} rules: a push of one changed rule loaded in {:.2} ms; the same table decoded whole {:.0} ms ({:.0}x)",
+        shard("load_one_changed_rule") / 1e6,
+        shard("load_whole") / 1e6,
+        shard("load_whole") / shard("load_one_changed_rule")
+    );
 }

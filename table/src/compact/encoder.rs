@@ -253,11 +253,24 @@ fn chunks(binary: &[u8], marks: &[write::Mark], chunk_pieces: u64) -> Vec<Span> 
 
 const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// A piece's content hash, mixed so that its low bits choose chunk ends well.
+/// A piece's content hash, mixed so that its low bits choose chunk ends well: 64 bits on every
+/// target. (Not `rustc_hash::FxHasher`, whose state is a `usize`: on wasm32 its 32 bits made the
+/// names of a 100,000-rule table collide in the filter's shard store, BENCHMARKS.md "Table pushes",
+/// and would make the encoder cut elsewhere there than natively.)
 pub(crate) fn piece_hash(bytes: &[u8]) -> u64 {
-    let mut hasher = rustc_hash::FxHasher::default();
-    std::hash::Hasher::write(&mut hasher, bytes);
-    mix(std::hash::Hasher::finish(&hasher))
+    // Each word through the whole finaliser: a multiply alone carries a difference only upwards,
+    // and names that differ in a word's last bytes then collided.
+    let step = |hash: u64, word: [u8; 8]| mix(hash ^ u64::from_le_bytes(word));
+    let mut hash = SEED ^ bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        hash = step(hash, word);
+    }
+    let (rest, mut word) = (words.remainder(), [0; 8]);
+    word[..rest.len()].copy_from_slice(rest);
+    step(hash, word)
 }
 
 /// SplitMix64's finaliser.
@@ -311,6 +324,34 @@ fn adler32_combine(a: u32, b: u32, b_len: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    /// The same value natively and on wasm32 (`make test-wasm32` runs this under Node): the
+    /// filter's shard store and the sidecar's encoders hash alike.
+    #[test]
+    fn piece_hash_is_the_same_64_bits_on_every_target() {
+        assert_eq!(piece_hash(b""), 16_294_208_416_658_607_535);
+        assert_eq!(piece_hash(b"Ingress/default/web#0"), 18_276_133_010_905_729_864);
+    }
+
+    /// The names of 400,000 rules hash apart (a 32-bit hash would collide about 19 times; a
+    /// multiply-and-rotate step per word collided on names that differ in their last bytes).
+    #[test]
+    fn piece_hashes_of_400000_names_do_not_collide() {
+        let mut hashes: Vec<u64> = (0..200_000)
+            .flat_map(|i| {
+                [
+                    format!("Ingress/bench/r{i}#0"),
+                    format!("Ingress/ns{}/svc{i}#{}", i % 97, i % 7),
+                ]
+            })
+            .map(|name| piece_hash(name.as_bytes()))
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        assert_eq!(hashes.len(), 400_000);
+    }
 
     #[test]
     fn adler32_combine_is_the_adler32_of_the_concatenation() {

@@ -43,10 +43,7 @@ pub(crate) struct Shard {
 /// exact, `*` wildcard, by its suffix) and its name. Two patterns of one hash only make a shard a
 /// candidate for a request it has no rule for, whose own table then matches nothing there.
 pub(crate) fn host_hash(kind: u8, name: &str) -> u64 {
-    let mut hasher = rustc_hash::FxHasher::default();
-    std::hash::Hasher::write_u8(&mut hasher, kind);
-    std::hash::Hasher::write(&mut hasher, name.as_bytes());
-    std::hash::Hasher::finish(&hasher)
+    compact::piece_hash(name.as_bytes()) ^ u64::from(kind).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// The key a shard's text is looked up by: its length and its last bytes, which hold the Adler-32

@@ -368,6 +368,11 @@ fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envo
             }
         }
     }
+    assert!(
+        !filter || loads > 0,
+        "{variant}: routing, but no `table accepted` line read from the log:\n{}",
+        tail(&envoy)
+    );
     eprintln!(
         "  started in {:.1} s{}",
         started.elapsed().as_secs_f64(),
@@ -425,17 +430,15 @@ fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envo
     let (during, steady) = (window(push_start, push_end), window(steady_start, steady_end));
     let accepted = accepted_lines(&envoy.log());
     if filter {
+        // Each load as `thread: ms`, in the log's order.
         let threads = |generation: &str| -> Vec<String> {
-            let mut t: Vec<String> = accepted
-                .iter()
+            (accepted.iter())
                 .filter(|a| a.generation == generation)
-                .map(|a| a.thread.clone())
-                .collect();
-            t.sort();
-            t
+                .map(|a| format!("{}: {:.1} ms", a.thread, a.micros as f64 / 1000.0))
+                .collect()
         };
         eprintln!(
-            "  threads that loaded: first table {:?}, last push {:?}",
+            "  loads (thread: loaded in): first table {:?}, last push {:?}",
             threads("push-0"),
             threads(&format!("push-{pushes}"))
         );
