@@ -1,9 +1,8 @@
 //! Where the incremental compiler's memory goes at 100,000 rules (issue 13's cluster: 1,000
 //! Ingresses of 100 paths over 300 hosts), counted by a global allocator that tracks the bytes
 //! live and the peak: what it keeps between changes, and that a change of one Ingress splices the
-//! table in place, with no second copy of it at any moment (what lets `switchyard watch` fit the
-//! shipped Deployment's 256 Mi at that size; deploy/README.md). Run with `--nocapture` for the
-//! figures.
+//! table in place, with no second copy of it at any moment (deploy/README.md sizes the sidecar
+//! by what it holds). Run with `--nocapture` for the figures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
