@@ -8,10 +8,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
-use k8s_openapi::api::networking::v1::Ingress;
-use serde_json::json;
 use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::{Objects, Options};
+
+mod issue13;
+use issue13::ingress;
 
 struct Counting;
 
@@ -51,28 +52,6 @@ fn reset_peak() -> isize {
 
 fn mib(bytes: isize) -> f64 {
     bytes as f64 / (1 << 20) as f64
-}
-
-fn ingress(i: usize, version: usize) -> Ingress {
-    let resource_version = format!("{}", i * 10 + version);
-    let paths: Vec<_> = (0..100)
-        .map(|p| {
-            let service = if p == 0 {
-                format!("s{p}-v{version}")
-            } else {
-                format!("s{p}")
-            };
-            json!({"path": format!("/app{i}/p{p}"), "pathType": "Prefix",
-                   "backend": {"service": {"name": service, "port": {"number": 80}}}})
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": format!("app{i}"), "namespace": "bench", "resourceVersion": resource_version,
-                     "creationTimestamp": format!("2024-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60)},
-        "spec": {"rules": [{"host": format!("h{}.example", i % 300), "http": {"paths": paths}}]}
-    }))
-    .expect("a valid Ingress")
 }
 
 #[test]
