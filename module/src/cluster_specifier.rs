@@ -14,13 +14,14 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use switchyard_table::{ActionSpec, RouteTable};
+use switchyard_table::ActionSpec;
 
 use crate::abi::{self, SelectionEnvoyPtr};
 use crate::envoy_host::read_headers;
 use crate::headers::HeaderBlock;
 use crate::host::{Host, HostCallFailed};
 use crate::request::HostRequest;
+use crate::shared_table::SharedTable;
 
 /// The `filter_name` of the module's HTTP filter beside the cluster specifier (a name that starts
 /// with it selects that role: [`is_actions_filter`]), and the `specifier_name` a specifier follows
@@ -36,7 +37,7 @@ pub fn is_actions_filter(name: &str) -> bool {
 /// The table a filter configuration publishes under its name, for the specifiers that follow it.
 #[derive(Default)]
 pub struct TableSlot {
-    table: RwLock<Option<Arc<RouteTable>>>,
+    table: RwLock<Option<SharedTable>>,
 }
 
 /// Every slot by name (a few at most: one per actions filter name in Envoy's configuration).
@@ -55,13 +56,13 @@ impl TableSlot {
     }
 
     /// Serves `table` from now on (a new filter configuration: a push, or Envoy's start).
-    pub fn publish(&self, table: &Arc<RouteTable>) {
+    pub fn publish(&self, table: &SharedTable) {
         *self.table.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(table));
     }
 
     /// Withdraws `table` if it is still the one served (its configuration is destroyed; after a push
     /// the newer table was published before, and stays).
-    pub fn retract(&self, table: &Arc<RouteTable>) {
+    pub fn retract(&self, table: &SharedTable) {
         let mut current = self.table.write().unwrap_or_else(PoisonError::into_inner);
         if current.as_ref().is_some_and(|t| Arc::ptr_eq(t, table)) {
             *current = None;
@@ -69,7 +70,7 @@ impl TableSlot {
     }
 
     /// The table served now.
-    pub fn current(&self) -> Option<Arc<RouteTable>> {
+    pub fn current(&self) -> Option<SharedTable> {
         self.table.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
@@ -155,13 +156,13 @@ impl Host for SelectionHeaders {
 mod tests {
     use super::*;
 
-    fn table() -> Arc<RouteTable> {
+    fn table() -> SharedTable {
         let text = br#"{"version":1,"rules":[{"name":"a#0","path":{"type":"prefix","value":"/"},
             "action":{"route":{"backends":[{"cluster":"p/a:80"}]}}}]}"#;
         let Ok(table) = crate::config::load_table(text, &switchyard_table::compact::Miniz) else {
             panic!("the test table is valid");
         };
-        Arc::new(table)
+        crate::shared_table::Table::shared(table)
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! - [`envoy_host`]: [`host::Host`] over Envoy's callbacks;
 //! - [`state`]: the table per filter configuration (an `Arc`, decoded once on the main thread,
 //!   shared by every worker), the metrics, a stream's state;
+//! - [`shared_table`]: that `Arc`'s table, freed off the request path when it is large;
 //! - [`cluster_specifier`]: the module as Envoy's cluster specifier, picking the cluster during the
 //!   route match by the table of the filter beside it;
 //! - [`exports`]: the event hooks Envoy calls, each catching any unwind.
@@ -43,4 +44,5 @@ pub mod abi;
 pub mod cluster_specifier;
 pub mod envoy_host;
 pub mod exports;
+pub mod shared_table;
 pub mod state;

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use switchyard_table::compact::Miniz;
-use switchyard_table::RouteTable;
 
 use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, METRICS_SUCCESS};
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
 use crate::config::load_table;
 use crate::random::Random;
+use crate::shared_table::{SharedTable, Table};
 
 /// The metrics, named as the wasm filter's (Envoy prefixes them with the filter's metrics
 /// namespace, `dynamicmodulescustom` by default, where the wasm filter's get `wasmcustom`).
@@ -134,7 +134,7 @@ impl Metrics {
 /// One filter configuration's state: the table every worker reads.
 pub struct ModuleConfig {
     /// The decoded, validated, indexed table.
-    pub table: Arc<RouteTable>,
+    pub table: SharedTable,
     /// The configuration's metrics.
     pub metrics: Metrics,
     /// Whether a refused cluster header was logged (once per configuration, not per request).
@@ -197,7 +197,7 @@ impl ModuleConfig {
                         );
                     }
                 }
-                let table = Arc::new(table);
+                let table = Table::shared(table);
                 let published = is_actions_filter(name).then(|| {
                     let slot = TableSlot::named(name);
                     slot.publish(&table);

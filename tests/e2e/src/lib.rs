@@ -452,7 +452,7 @@ pub fn cluster_specifier_route(module: &str) -> serde_json::Value {
             "name": "switchyard",
             "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.router.cluster_specifiers.dynamic_modules.v3.DynamicModuleClusterSpecifier",
-                "dynamic_module_config": { "name": module },
+                "dynamic_module_config": { "name": module, "do_not_close": true },
                 "specifier_name": ACTIONS_FILTER_NAME
             }
         } } }
@@ -465,7 +465,7 @@ pub fn cluster_specifier_route(module: &str) -> serde_json::Value {
 pub fn module_filter_config(module: &Path, table: &str, form: ConfigForm) -> serde_json::Value {
     serde_json::json!({
         "@type": FilterForm::Module.type_url(),
-        "dynamic_module_config": { "name": module_name(module) },
+        "dynamic_module_config": { "name": module_name(module), "do_not_close": true },
         "filter_name": FILTER_NAME,
         "filter_config": configuration_any(table, form)
     })

@@ -181,7 +181,7 @@ pub fn wasm_filter_config(name: &str, runtime: &str, code: serde_json::Value, ta
 pub fn module_filter_config(module: &str, filter_name: &str, table: &str) -> serde_json::Value {
     serde_json::json!({
         "@type": FilterForm::Module.type_url(),
-        "dynamic_module_config": { "name": module },
+        "dynamic_module_config": { "name": module, "do_not_close": true },
         "filter_name": filter_name,
         "filter_config": { "@type": "type.googleapis.com/google.protobuf.StringValue", "value": table }
     })
