@@ -822,7 +822,8 @@ async fn delete_istio_object(client: &Client, kind: &str) {
     admin_delete(client, api_version, kind, "istio-system", "switchyard").await;
 }
 
-/// The table document an Istio object carries, its compact form decoded (`None` when missing).
+/// The table document an Istio object carries, its sharded or compact form decoded (`None` when
+/// missing).
 fn carried_table(kind: &str, object: &Value) -> Option<Value> {
     if object.is_null() {
         return None;
@@ -835,6 +836,12 @@ fn carried_table(kind: &str, object: &Value) -> Option<Value> {
             .as_str()?;
         serde_json::from_str(text).ok()?
     };
+    let text = config.to_string();
+    let doc = switchyard_table::json::parse(text.as_bytes()).ok()?;
+    if let Some(parts) = switchyard_table::shards::read(&doc, doc.root()) {
+        let table = switchyard_table::shards::assemble(parts.ok()?, &switchyard_table::compact::Miniz).ok()?;
+        return serde_json::to_value(table).ok();
+    }
     switchyard_table::compact::unwrap(config).ok()
 }
 
@@ -882,7 +889,7 @@ const BOTH_ISTIO_SINKS: [&str; 8] = [
 #[tokio::test]
 async fn istio_sinks_are_repaired_and_kept_within_the_api_servers_limits() {
     istio_sinks_are_applied_and_restored().await;
-    a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_compact_form().await;
+    a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_sharded_form().await;
     a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_file_gets_it().await;
     a_wasmplugin_etcd_refuses_as_too_large_is_not_retried().await;
 }
@@ -902,9 +909,9 @@ async fn istio_sinks_are_applied_and_restored() {
     let plugin = istio_object(&admin, "WasmPlugin").await;
     assert!(
         plugin["spec"]["pluginConfig"]
-            .get(switchyard_table::compact::WRAPPER_KEY)
+            .get(switchyard_table::shards::WRAPPER_KEY)
             .is_some(),
-        "the compact form by default: {plugin}"
+        "the sharded form by default: {plugin}"
     );
     let carried = carried_table("WasmPlugin", &plugin).unwrap_or_default();
     assert!(carried.to_string().contains("mesh.example"), "{carried}");
@@ -950,9 +957,9 @@ fn ingress_of_paths(namespace: &str, name: &str, host: &str, paths: usize) -> St
 }
 
 /// 1,000 Ingresses of 100 paths each over 300 hosts: a 100,000-rule table (some 36 MB of JSON)
-/// reaches both Istio objects in the compact form (the default `--table-encoding`), each object under
+/// reaches both Istio objects in the sharded form (the default `--table-encoding`), each object under
 /// 1 MiB and accepted by the real API server, and decodes to exactly the table file's rules.
-async fn a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_compact_form() {
+async fn a_100k_rule_table_reaches_the_wasmplugin_and_the_envoyfilter_in_the_sharded_form() {
     let env = Envtest::shared().await;
     let admin = env.admin().await;
     let ns = env.namespace("istio-100k").await;
