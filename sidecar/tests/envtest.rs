@@ -836,13 +836,9 @@ fn carried_table(kind: &str, object: &Value) -> Option<Value> {
             .as_str()?;
         serde_json::from_str(text).ok()?
     };
-    let text = config.to_string();
-    let doc = switchyard_table::json::parse(text.as_bytes()).ok()?;
-    if let Some(parts) = switchyard_table::shards::read(&doc, doc.root()) {
-        let table = switchyard_table::shards::assemble(parts.ok()?, &switchyard_table::compact::Miniz).ok()?;
-        return serde_json::to_value(table).ok();
-    }
-    switchyard_table::compact::unwrap(config).ok()
+    // Any form the filter reads, as `switchyard convert` reads it.
+    let table = switchyard::flags::read_table(config.to_string().as_bytes(), kind).ok()?;
+    serde_json::to_value(table).ok()
 }
 
 /// The table generation an Istio object carries (`None` when missing).
