@@ -18,7 +18,7 @@ use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
-use switchyard_table::shards::ShardStore;
+use switchyard_table::shards::{ShardStore, SharedBytes};
 use switchyard_table::RouteTable;
 
 use crate::headers::HeaderBlock;
@@ -35,8 +35,25 @@ proxy_wasm::main! {{
 
 thread_local! {
     /// The VM's shards, kept across every root context's tables: Envoy configures each ECDS update
-    /// in a new root context of the same VM, so a push decodes only the shards this VM lacks.
-    static SHARDS: RefCell<ShardStore> = RefCell::new(ShardStore::new());
+    /// in a new root context of the same VM, so a push decodes only the shards this VM lacks; and
+    /// those another VM of the process validated, it takes from the shared catalogue.
+    static SHARDS: RefCell<ShardStore> = RefCell::new(ShardStore::sharing(HostSharedData));
+}
+
+/// The host's shared data (one map per VM id, shared by the VMs of every thread): where the
+/// VMs of a plugin publish the shards they validated (`switchyard_table::shards::catalogue`).
+#[derive(Debug)]
+struct HostSharedData;
+
+impl SharedBytes for HostSharedData {
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        hostcalls::get_shared_data(key).ok()?.0
+    }
+
+    fn set(&self, key: &str, value: &[u8]) {
+        // A failed write only leaves the other VMs to decode the shards themselves.
+        let _ = hostcalls::set_shared_data(key, Some(value), None);
+    }
 }
 
 fn log(level: LogLevel, message: &str) {
@@ -131,7 +148,10 @@ impl RootContext for Root {
                     .and_then(|t| hostcalls::get_current_time().ok()?.duration_since(t).ok())
                     .map_or(0, |d| d.as_micros());
                 let shards = stats.map_or(String::new(), |s| {
-                    format!(" ({} shards, {} new decoded)", s.shards, s.decoded)
+                    format!(
+                        " ({} shards, {} new decoded, {} new from the catalogue)",
+                        s.shards, s.decoded, s.from_catalogue
+                    )
                 });
                 log(
                     LogLevel::Info,

@@ -29,6 +29,13 @@ fn decision(outcome: &Outcome) -> (Option<String>, Option<String>, Option<u32>) 
 
 /// The filter's log line that accepted the last table: `(shards, new decoded)`.
 fn shards_logged(sim: &mut Sim) -> (usize, usize) {
+    let (shards, decoded, _) = shard_counts_logged(sim);
+    (shards, decoded)
+}
+
+/// The filter's log line that accepted the last table: `(shards, new decoded, new from the
+/// catalogue)`.
+fn shard_counts_logged(sim: &mut Sim) -> (usize, usize, usize) {
     let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
     let line = logs
         .iter()
@@ -42,7 +49,7 @@ fn shards_logged(sim: &mut Sim) -> (usize, usize) {
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
         .collect();
-    (numbers[0], numbers[1])
+    (numbers[0], numbers[1], numbers[2])
 }
 
 /// A small generator (xorshift) with a fixed seed per run.
@@ -135,6 +142,67 @@ fn a_push_of_one_changed_rule_decodes_one_shard() {
     assert_eq!(outcome.request_header("x-route-cluster"), Some("a/v2:80"));
     let outcome = vm.request(Request::get("http://h3.example/"));
     assert_eq!(outcome.request_header("x-route-cluster"), Some("a/web:80"));
+}
+
+/// Envoy's VMs of one plugin, as proxy-wasm-cpp-host runs them: a worker's VM kept from push to
+/// push, and for each push a canary, a fresh VM of the same module (sharing the worker's shared
+/// data) that checks the configuration before any worker takes it. The canary decodes only the
+/// shards new to the process, and after a push that changes every shard the worker decodes none:
+/// it takes them from the catalogue the canary published, and routes as the table loaded whole.
+#[test]
+fn a_canary_decodes_only_what_is_new_to_the_process_and_the_worker_takes_the_rest_from_it() {
+    let base = switchyard_table::synthetic::table(3_000);
+    let mut encoder = ShardEncoder::new();
+    let mut worker = sim();
+    let mut push = |worker: &mut Sim, table: &TableSpec| {
+        let text = encoder.encode(table).unwrap();
+        let mut canary = worker.sibling().unwrap();
+        assert!(canary.configure(text.clone()), "{:?}", canary.take_logs());
+        let canary = shard_counts_logged(&mut canary);
+        assert!(worker.configure(text), "{:?}", worker.take_logs());
+        (canary, shard_counts_logged(worker))
+    };
+    let ((shards, decoded, _), first) = push(&mut worker, &base);
+    assert_eq!(decoded, shards, "the first canary has nothing to take from");
+    assert_eq!(
+        first,
+        (shards, 0, shards),
+        "a new worker takes every shard from the catalogue"
+    );
+
+    let mut one_changed = base.clone();
+    one_changed.rules[1_234].path = switchyard_table::PathSpec::Prefix("/changed".into());
+    let (canary, worker_counts) = push(&mut worker, &one_changed);
+    assert_eq!(canary, (shards, 1, shards - 1));
+    assert_eq!(
+        worker_counts,
+        (shards, 1, 0),
+        "one new shard: decoded, not read from the catalogue"
+    );
+
+    let mut every_rule = base.clone();
+    for rule in &mut every_rule.rules {
+        rule.name.push_str("~renamed");
+        rule.path = switchyard_table::PathSpec::Prefix("/renamed".into());
+    }
+    let (canary, worker_counts) = push(&mut worker, &every_rule);
+    assert_eq!((canary.1, canary.2), (canary.0, 0));
+    assert_eq!(worker_counts, (canary.0, 0, canary.0));
+    let mut whole = sim();
+    assert!(whole.configure(serde_json::to_string(&every_rule).unwrap()));
+    for (i, rule) in every_rule.rules.iter().enumerate().step_by(97) {
+        let host = rule
+            .host
+            .clone()
+            .unwrap_or_else(|| "any.example".into())
+            .replace('*', "w");
+        let sent = Request::get(&format!("http://{host}/renamed/{i}"));
+        assert_eq!(
+            decision(&worker.request_ref(&sent)),
+            decision(&whole.request_ref(&sent)),
+            "{host}"
+        );
+    }
 }
 
 /// A table with one shard that does not decode (not base64, not zlib, not a table) is refused whole,

@@ -23,6 +23,8 @@
 //!   table's shards, so a table changed in one rule deflates one shard.
 //! - [`store`]: [`ShardStore`], a proxy's shards by content, kept from table to table: a new table
 //!   decodes and validates only its new shards.
+//! - [`catalogue`]: what the stores of one process share, so that a shard one of them validated
+//!   is not decoded by the others.
 //! - [`routes`]: [`ShardedTable`], a table made of stored shards: host → shards, and routing that
 //!   decodes a shard's rules on the first request that needs them ([`decoded`] bounds how many stay
 //!   decoded).
@@ -32,6 +34,7 @@
 //! [`read`] takes the form apart; [`RouteTable::from_shards`](crate::RouteTable) decodes it whole (the
 //! oracle, and what a reader that keeps one table per process uses).
 
+pub mod catalogue;
 mod decoded;
 mod directory;
 pub mod edits;
@@ -39,6 +42,7 @@ mod encode;
 mod routes;
 mod store;
 
+pub use catalogue::{InMemory, SharedBytes};
 pub use decoded::DECODED_RULES;
 pub use encode::{ShardEncoder, ShardStats, MAX_SHARD_BYTES, SHARD_RULES};
 pub use routes::{ShardedTable, Winner};

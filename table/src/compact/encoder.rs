@@ -258,10 +258,15 @@ const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 /// names of a 100,000-rule table collide in the filter's shard store, BENCHMARKS.md "Table pushes",
 /// and would make the encoder cut elsewhere there than natively.)
 pub(crate) fn piece_hash(bytes: &[u8]) -> u64 {
+    seeded_hash(SEED, bytes)
+}
+
+/// [`piece_hash`] from another seed: a second hash of the same bytes, independent of the first.
+pub(crate) fn seeded_hash(seed: u64, bytes: &[u8]) -> u64 {
     // Each word through the whole finaliser: a multiply alone carries a difference only upwards,
     // and names that differ in a word's last bytes then collided.
     let step = |hash: u64, word: [u8; 8]| mix(hash ^ u64::from_le_bytes(word));
-    let mut hash = SEED ^ bytes.len() as u64;
+    let mut hash = seed ^ bytes.len() as u64;
     let mut words = bytes.chunks_exact(8);
     for chunk in &mut words {
         let mut word = [0; 8];

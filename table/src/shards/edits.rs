@@ -3,9 +3,11 @@
 //! push and loaded into one [`ShardStore`] kept likewise, must route every request exactly as the
 //! same version built whole from scratch ([`RouteTable::try_from`]) routes it; the table of the
 //! push before must still route as its own version did; and the encoder's text must be a fresh
-//! encoder's. Used by the unit tests and by `fuzz/fuzz_targets/shard_pushes.rs`.
+//! encoder's. As in Envoy, each version is first loaded by a *canary*, a store of its own, and
+//! both stores share a [`catalogue`](super::catalogue): the canary's table must route alike too,
+//! whichever of its shards it took from the catalogue. Used by the unit tests and by `fuzz/fuzz_targets/shard_pushes.rs`.
 
-use super::{read, ShardEncoder, ShardStore, ShardedTable};
+use super::{read, InMemory, ShardEncoder, ShardStore, ShardedTable};
 use crate::compact::Miniz;
 use crate::format::{RuleSpec, TableSpec};
 use crate::{oracle, RouteTable};
@@ -48,7 +50,11 @@ pub fn check_pushes(choose: &mut impl FnMut(usize) -> usize, pushes: usize) -> R
     let mut versions = Pushes::new(choose);
     let params = (1 + choose(8) as u64, 1usize << (6 + choose(10)));
     let mut encoder = ShardEncoder::with_params(params.0, params.1);
+    let shared = InMemory::default();
     let mut store = ShardStore::with_decoded_rules(choose(64));
+    if choose(4) > 0 {
+        store = ShardStore::sharing(shared.clone());
+    }
     let mut previous: Option<(ShardedTable, RouteTable)> = None;
     for push in 0..pushes {
         let spec = versions.next_table(choose);
@@ -66,6 +72,16 @@ pub fn check_pushes(choose: &mut impl FnMut(usize) -> usize, pushes: usize) -> R
         let parts = read(&doc, doc.root())
             .ok_or("not the sharded form")?
             .map_err(|e| e.to_string())?;
+        let canary = ShardStore::sharing(shared.clone())
+            .load(
+                read(&doc, doc.root())
+                    .ok_or("not the sharded form")?
+                    .map_err(|e| e.to_string())?,
+                &Miniz,
+            )
+            .map_err(|e| format!("push {push}, the canary: {e}"))?
+            .0;
+        agree(&canary, &whole, choose).map_err(|e| format!("push {push}, the canary: {e}"))?;
         let (sharded, _) = store.load(parts, &Miniz).map_err(|e| format!("push {push}: {e}"))?;
         if sharded.rule_count() != whole.rules().len() {
             return Err(format!(

@@ -8,12 +8,17 @@
 //! the last table it loaded, and others weakly: a shard lives while a table holds it, and goes with
 //! the last one (so whether a proxy drops its old table before or after it loads the new one, the
 //! new one finds the old one's shards).
+//!
+//! A store made [`ShardStore::sharing`] a process's shared bytes takes the shards another store
+//! validated from the [`catalogue`](super::catalogue) when it lacks many, and publishes the table's
+//! records when it validated shards itself.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use rustc_hash::FxHashMap;
 
+use super::catalogue::{self, Fingerprint, Record, Records, SharedBytes};
 use super::decoded::Decoded;
 use super::routes::ShardedTable;
 use super::{assemble, decode_shard, Parts};
@@ -27,6 +32,8 @@ use crate::RouteTable;
 pub(crate) struct Shard {
     /// Unique in its store.
     pub id: u64,
+    /// Its text's fingerprint, what the catalogue files it under.
+    pub fingerprint: Fingerprint,
     /// The shard's text (base64 of zlib), decoded again when a request needs its rules.
     pub text: Box<str>,
     /// How many rules it holds.
@@ -36,7 +43,7 @@ pub(crate) struct Shard {
     /// Whether a rule of it has no host (so it is a candidate for every request).
     pub any_host: bool,
     /// The hash of each rule's name.
-    names: Box<[u64]>,
+    pub names: Box<[u64]>,
 }
 
 /// What a host pattern is filed under in a [`ShardedTable`]'s directory: a hash of its kind (`=`
@@ -64,6 +71,8 @@ pub struct ShardStore {
     names: FxHashMap<u64, u32>,
     next_id: u64,
     decoded: Rc<RefCell<Decoded>>,
+    /// Where the catalogue is shared, if it is.
+    shared: Option<Box<dyn SharedBytes>>,
 }
 
 /// What one [`ShardStore::load`] did.
@@ -73,6 +82,8 @@ pub struct LoadStats {
     pub shards: usize,
     /// How many of them were new, and so decoded and validated.
     pub decoded: usize,
+    /// How many were new and taken from the catalogue, validated by another store.
+    pub from_catalogue: usize,
 }
 
 impl ShardStore {
@@ -89,6 +100,14 @@ impl ShardStore {
         }
     }
 
+    /// An empty store that shares its shards' records through `shared` (the catalogue).
+    pub fn sharing(shared: impl SharedBytes + 'static) -> ShardStore {
+        ShardStore {
+            shared: Some(Box::new(shared)),
+            ..ShardStore::default()
+        }
+    }
+
     /// The table of the sharded form `parts`: its shards found in the store or, when new, decoded
     /// (inflated by `inflater`) and validated. A bad shard refuses the whole table (the error names
     /// the shard, the rule and the field); the store then holds nothing more than before.
@@ -99,21 +118,44 @@ impl ShardStore {
         })?;
         let mut stats = LoadStats {
             shards: parts.shards.len(),
-            decoded: 0,
+            ..LoadStats::default()
+        };
+        let found: Vec<Option<Rc<Shard>>> = parts
+            .shards
+            .iter()
+            .map(|text| self.find(text_key(text), text))
+            .collect();
+        let lacking = found.iter().filter(|shard| shard.is_none()).count();
+        let records = match &self.shared {
+            Some(shared) if lacking >= catalogue::READ_AFTER => {
+                shared.get(catalogue::RECORDS_KEY).and_then(Records::read)
+            }
+            _ => None,
         };
         let mut shards: Vec<Rc<Shard>> = Vec::with_capacity(parts.shards.len());
-        // Shards decoded by this load, kept strongly until the table holds them.
-        for (index, text) in parts.shards.iter().enumerate() {
+        // Shards new to this load are kept strongly by `shards` until the table holds them.
+        for ((index, text), found) in parts.shards.iter().enumerate().zip(found) {
             let key = text_key(text);
-            if let Some(shard) = self.find(key, text) {
+            // Looked up again: a shard twice in the table is new only the first time.
+            if let Some(shard) = found.or_else(|| self.find(key, text)) {
                 shards.push(shard);
                 continue;
             }
-            let table = Rc::new(decode_shard(index, text, inflater)?);
-            let shard = Rc::new(self.shard(text, &table));
-            stats.decoded += 1;
+            let fingerprint = catalogue::fingerprint(text);
+            let shard = match records.as_ref().and_then(|r| r.get(fingerprint)) {
+                Some(record) => {
+                    stats.from_catalogue += 1;
+                    Rc::new(self.shard_of_record(text, fingerprint, record))
+                }
+                None => {
+                    let table = Rc::new(decode_shard(index, text, inflater)?);
+                    let shard = Rc::new(self.shard(text, fingerprint, &table));
+                    stats.decoded += 1;
+                    self.decoded.borrow_mut().insert(&shard, table, false);
+                    shard
+                }
+            };
             self.by_text.entry(key).or_default().push(Rc::downgrade(&shard));
-            self.decoded.borrow_mut().insert(&shard, table, false);
             shards.push(shard);
         }
         // Names are counted by hash over the last table; only the shards that came and went are
@@ -134,6 +176,9 @@ impl ShardStore {
         let table = ShardedTable::new(head, shards, previous, Rc::clone(&self.decoded));
         self.last = table.shards().to_vec();
         self.last_directory = Some(table.directory());
+        if let Some(shared) = self.shared.as_deref().filter(|_| stats.decoded > 0) {
+            catalogue::publish(shared, &self.last);
+        }
         Ok((table, stats))
     }
 
@@ -167,7 +212,7 @@ impl ShardStore {
     }
 
     /// What the store keeps of the shard `text`, whose rules are `table`'s.
-    fn shard(&mut self, text: &str, table: &RouteTable) -> Shard {
+    fn shard(&mut self, text: &str, fingerprint: Fingerprint, table: &RouteTable) -> Shard {
         let (mut hosts, mut any_host) = (Vec::new(), false);
         for rule in table.rules() {
             let hash = match rule.host() {
@@ -182,18 +227,34 @@ impl ShardStore {
         }
         hosts.sort_unstable();
         hosts.dedup();
+        let names = table
+            .rules()
+            .iter()
+            .map(|r| compact::piece_hash(r.name().as_bytes()))
+            .collect();
+        self.shard_of_record(
+            text,
+            fingerprint,
+            Record {
+                rules: table.rules().len(),
+                any_host,
+                hosts: hosts.into(),
+                names,
+            },
+        )
+    }
+
+    /// What the store keeps of the shard `text`, from what is known of its rules.
+    fn shard_of_record(&mut self, text: &str, fingerprint: Fingerprint, record: Record) -> Shard {
         self.next_id += 1;
         Shard {
             id: self.next_id,
+            fingerprint,
             text: text.into(),
-            rules: table.rules().len(),
-            hosts: hosts.into(),
-            any_host,
-            names: table
-                .rules()
-                .iter()
-                .map(|r| compact::piece_hash(r.name().as_bytes()))
-                .collect(),
+            rules: record.rules,
+            hosts: record.hosts,
+            any_host: record.any_host,
+            names: record.names,
         }
     }
 

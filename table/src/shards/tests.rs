@@ -85,7 +85,14 @@ fn a_push_of_one_changed_rule_decodes_one_shard() {
     let second = encoder.encode(&next).unwrap();
     assert_eq!(encoder.stats().deflated, 1, "{:?}", encoder.stats());
     let (sharded, stats) = load(&mut store, &second).unwrap();
-    assert_eq!(stats, LoadStats { shards, decoded: 1 });
+    assert_eq!(
+        stats,
+        LoadStats {
+            shards,
+            decoded: 1,
+            from_catalogue: 0
+        }
+    );
     let name = &next.rules[5_000].name;
     let host = next.rules[5_000].host.clone().unwrap_or_default().replace('*', "x");
     let request = SimpleRequest::get(&host, "/changed-by-a-push/x");
@@ -224,4 +231,105 @@ fn an_empty_table_has_no_shard_and_routes_nothing() {
     let request = SimpleRequest::get("a", "/");
     assert!(sharded.route(&request, 0, &Miniz, |w| w.is_none()).unwrap());
     assert_eq!(RouteTable::from_json(text.as_bytes()).unwrap().rules().len(), 0);
+}
+
+/// Stores of one process, as Envoy's VMs of one plugin: a worker's and a canary made for each push.
+fn sharing(shared: &InMemory) -> ShardStore {
+    ShardStore::sharing(shared.clone())
+}
+
+#[test]
+fn a_store_takes_the_shards_another_store_of_the_process_validated_from_the_catalogue() {
+    let table = synthetic::table(10_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let shared = InMemory::default();
+    let (_, first) = load(&mut sharing(&shared), &text).unwrap();
+    assert_eq!(first.decoded, first.shards);
+    let mut worker = sharing(&shared);
+    let (sharded, stats) = load(&mut worker, &text).unwrap();
+    assert_eq!((stats.decoded, stats.from_catalogue), (0, stats.shards));
+    assert_eq!(
+        worker.decoded(),
+        (0, 0),
+        "a shard from the catalogue is decoded on demand"
+    );
+    let whole = RouteTable::try_from(table).unwrap();
+    edits::agree(&sharded, &whole, &mut split_mix(3)).unwrap();
+    assert!(worker.decoded_on_demand() > 0);
+}
+
+#[test]
+fn a_canary_decodes_only_the_shards_new_to_the_process() {
+    let table = synthetic::table(10_000);
+    let mut encoder = ShardEncoder::new();
+    let shared = InMemory::default();
+    let mut worker = sharing(&shared);
+    let _serving = load(&mut worker, &encoder.encode(&table).unwrap()).unwrap();
+    let next = encoder.encode(&changed_path(&table, 5_000)).unwrap();
+    let (_, canary) = load(&mut sharing(&shared), &next).unwrap();
+    assert_eq!((canary.decoded, canary.from_catalogue), (1, canary.shards - 1));
+    // The worker lacks one shard, too few to copy the records: it decodes it.
+    let (_, stats) = load(&mut worker, &next).unwrap();
+    assert_eq!((stats.decoded, stats.from_catalogue), (1, 0));
+}
+
+#[test]
+fn after_a_push_that_changes_every_shard_a_worker_decodes_none() {
+    let shared = InMemory::default();
+    let mut worker = sharing(&shared);
+    let _serving = load(
+        &mut worker,
+        &ShardEncoder::new().encode(&synthetic::table(3_000)).unwrap(),
+    )
+    .unwrap();
+    let mut other = synthetic::table(3_000);
+    for rule in &mut other.rules {
+        rule.name.push_str("-renamed");
+    }
+    let text = ShardEncoder::new().encode(&other).unwrap();
+    let (_, canary) = load(&mut sharing(&shared), &text).unwrap();
+    assert_eq!(canary.decoded, canary.shards);
+    let (sharded, stats) = load(&mut worker, &text).unwrap();
+    assert_eq!((stats.decoded, stats.from_catalogue), (0, stats.shards));
+    edits::agree(&sharded, &RouteTable::try_from(other).unwrap(), &mut split_mix(5)).unwrap();
+}
+
+#[test]
+fn a_catalogue_that_does_not_read_is_ignored() {
+    let table = synthetic::table(3_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let shared = InMemory::default();
+    let (_, first) = load(&mut sharing(&shared), &text).unwrap();
+    let records = shared.get(catalogue::RECORDS_KEY).unwrap();
+    let whole = RouteTable::try_from(table).unwrap();
+    let damaged = [
+        b"not a catalogue".to_vec(),
+        records[..records.len() / 2].to_vec(),
+        [&b"SYSC\x09\0\0\0"[..], &records[8..]].concat(),
+    ];
+    for bytes in damaged {
+        shared.set(catalogue::RECORDS_KEY, &bytes);
+        let (sharded, stats) = load(&mut sharing(&shared), &text).unwrap();
+        // What the damaged records still say (the first half's index) may be taken; what they
+        // no longer say is decoded, and the table routes whole either way.
+        assert_eq!(stats.decoded + stats.from_catalogue, first.shards);
+        assert!(stats.decoded > 0);
+        edits::agree(&sharded, &whole, &mut split_mix(9)).unwrap();
+    }
+}
+
+#[test]
+fn a_refused_table_publishes_nothing() {
+    let table = synthetic::table(2_000);
+    let shared = InMemory::default();
+    let good = ShardEncoder::new().encode(&table).unwrap();
+    let _ = load(&mut sharing(&shared), &good).unwrap();
+    let published = (shared.get(catalogue::TABLE_KEY), shared.get(catalogue::RECORDS_KEY));
+    let mut bad = table.clone();
+    bad.rules[1_500].name = bad.rules[3].name.clone();
+    assert!(load(&mut sharing(&shared), &ShardEncoder::new().encode(&bad).unwrap()).is_err());
+    assert_eq!(
+        (shared.get(catalogue::TABLE_KEY), shared.get(catalogue::RECORDS_KEY)),
+        published
+    );
 }

@@ -1,0 +1,215 @@
+//! The catalogue: what the proxies of one process know of the shards one of them validated, so
+//! that the others take those shards without decoding them.
+//!
+//! Envoy runs a plugin in one wasm VM per worker thread, and first checks each new configuration in
+//! a *canary*: a VM cloned for it on the main thread, with nothing kept from before, dropped once
+//! the configuration is accepted (proxy-wasm-cpp-host, `WasmHandleBase::canary`). Alone, the
+//! canary would decode every shard of every push, and each worker every shard of a push that
+//! changes many. The VMs of one VM id share proxy-wasm's *shared data* (kept while one of them
+//! lives); through it a VM that validated shards publishes what a store keeps of each of the
+//! table's shards (its rules' count, the hashes of its hosts and of its rules' names) under the
+//! shard's [`Fingerprint`]. A store missing at least [`READ_AFTER`] shards reads the catalogue
+//! and takes the shards it holds as they are; such a shard is decoded on the first request for one
+//! of its hosts. A shard the catalogue lacks is decoded and validated as before.
+//!
+//! Two keys ([`RECORDS_KEY`], [`TABLE_KEY`]; the crate's version is in both, so a build never reads
+//! another build's records): the records of the last table published, and that table's
+//! fingerprint, small, so that a VM can tell whether its table is the one published without copying
+//! the records. One table's records at a time: the shared data stays the size of one table's
+//! records (about 16 bytes a rule) however many pushes come.
+//!
+//! The records, little-endian: `SYSC`, the layout's version (u32, [`LAYOUT`]), the number of
+//! records (u32); then per record, by fingerprint ascending, the fingerprint (two u64) and the
+//! record's offset in what follows (u32); then each record: its rules (u32), whether a rule has no
+//! host (u8), its number of host hashes (u32), the host hashes (u64 each) and one name hash (u64)
+//! per rule. A catalogue that does not read so is ignored, as if there were none.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::rc::Rc;
+
+use super::store::Shard;
+use crate::compact;
+
+/// Where the proxies of one process share bytes by key: proxy-wasm's shared data in the filter.
+pub trait SharedBytes: fmt::Debug {
+    /// The bytes last set under `key`, if any.
+    fn get(&self, key: &str) -> Option<Vec<u8>>;
+    /// Sets `value` under `key`. A failure only leaves another proxy to decode what it lacks.
+    fn set(&self, key: &str, value: &[u8]);
+}
+
+/// Bytes shared by the stores of one thread (tests, and hosts that run several stores in one).
+#[derive(Debug, Default, Clone)]
+pub struct InMemory(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
+
+impl SharedBytes for InMemory {
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.0.borrow().get(key).cloned()
+    }
+
+    fn set(&self, key: &str, value: &[u8]) {
+        self.0.borrow_mut().insert(key.to_owned(), value.to_owned());
+    }
+}
+
+/// The key of the last published table's records.
+pub const RECORDS_KEY: &str = concat!("switchyard.shards.", env!("CARGO_PKG_VERSION"), ".records");
+/// The key of the last published table's fingerprint.
+pub const TABLE_KEY: &str = concat!("switchyard.shards.", env!("CARGO_PKG_VERSION"), ".table");
+/// The records' layout version.
+pub const LAYOUT: u32 = 1;
+/// How many shards a store must lack before it reads the catalogue: fewer decode faster than the
+/// records of a large table copy (one shard of 128 rules decodes in about 0.2 ms in a VM).
+pub const READ_AFTER: usize = 4;
+
+const MAGIC: &[u8; 4] = b"SYSC";
+const HEADER: usize = 12;
+const INDEX_ENTRY: usize = 20;
+
+/// A shard's text's identity: two independent 64-bit hashes of it.
+pub type Fingerprint = [u64; 2];
+
+/// The fingerprint of a shard's text.
+pub fn fingerprint(text: &str) -> Fingerprint {
+    fingerprint_bytes(text.as_bytes())
+}
+
+/// What the catalogue says of one shard.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub rules: usize,
+    pub any_host: bool,
+    pub hosts: Box<[u64]>,
+    pub names: Box<[u64]>,
+}
+
+/// The fingerprint of a table made of `shards`, as [`TABLE_KEY`] holds it.
+pub(crate) fn table_fingerprint(shards: &[Rc<Shard>]) -> [u8; 16] {
+    let mut words = Vec::with_capacity(shards.len() * 16);
+    for shard in shards {
+        words.extend(shard.fingerprint[0].to_le_bytes());
+        words.extend(shard.fingerprint[1].to_le_bytes());
+    }
+    let [a, b] = fingerprint_bytes(&words);
+    let mut out = [0; 16];
+    out[..8].copy_from_slice(&a.to_le_bytes());
+    out[8..].copy_from_slice(&b.to_le_bytes());
+    out
+}
+
+fn fingerprint_bytes(bytes: &[u8]) -> Fingerprint {
+    [
+        compact::piece_hash(bytes),
+        compact::seeded_hash(0x6a09_e667_f3bc_c909, bytes),
+    ]
+}
+
+/// Publishes the records of `shards` (a table's, validated) unless the table published is theirs.
+pub(crate) fn publish(shared: &dyn SharedBytes, shards: &[Rc<Shard>]) {
+    let table = table_fingerprint(shards);
+    if shared.get(TABLE_KEY).as_deref() == Some(&table[..]) {
+        return;
+    }
+    shared.set(RECORDS_KEY, &encode(shards));
+    shared.set(TABLE_KEY, &table);
+}
+
+/// The records of `shards`, each once.
+pub(crate) fn encode(shards: &[Rc<Shard>]) -> Vec<u8> {
+    let mut sorted: Vec<&Rc<Shard>> = shards.iter().collect();
+    sorted.sort_unstable_by_key(|s| s.fingerprint);
+    sorted.dedup_by_key(|s| s.fingerprint);
+    let mut index = Vec::with_capacity(sorted.len() * INDEX_ENTRY);
+    let mut records = Vec::new();
+    for shard in &sorted {
+        index.extend(shard.fingerprint[0].to_le_bytes());
+        index.extend(shard.fingerprint[1].to_le_bytes());
+        index.extend((records.len() as u32).to_le_bytes());
+        records.extend((shard.rules as u32).to_le_bytes());
+        records.push(u8::from(shard.any_host));
+        records.extend((shard.hosts.len() as u32).to_le_bytes());
+        for hash in shard.hosts.iter().chain(shard.names.iter()) {
+            records.extend(hash.to_le_bytes());
+        }
+    }
+    let mut out = Vec::with_capacity(HEADER + index.len() + records.len());
+    out.extend(MAGIC);
+    out.extend(LAYOUT.to_le_bytes());
+    out.extend((sorted.len() as u32).to_le_bytes());
+    out.extend(index);
+    out.extend(records);
+    out
+}
+
+/// Published records, read in place.
+#[derive(Debug)]
+pub(crate) struct Records {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl Records {
+    /// The records in `bytes`, or `None` when they are not of this layout.
+    pub fn read(bytes: Vec<u8>) -> Option<Records> {
+        if bytes.get(..4)? != MAGIC || u32_at(&bytes, 4)? != LAYOUT {
+            return None;
+        }
+        let count = u32_at(&bytes, 8)? as usize;
+        bytes.get(HEADER..HEADER.checked_add(count.checked_mul(INDEX_ENTRY)?)?)?;
+        Some(Records { bytes, count })
+    }
+
+    /// The record of the shard of fingerprint `wanted`, if there is one (and it reads whole).
+    pub fn get(&self, wanted: Fingerprint) -> Option<Record> {
+        let entry = |i: usize| -> Option<(Fingerprint, usize)> {
+            let at = HEADER + i * INDEX_ENTRY;
+            Some((
+                [u64_at(&self.bytes, at)?, u64_at(&self.bytes, at + 8)?],
+                u32_at(&self.bytes, at + 16)? as usize,
+            ))
+        };
+        let (mut low, mut high) = (0, self.count);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let (found, offset) = entry(middle)?;
+            match found.cmp(&wanted) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return self.record(HEADER + self.count * INDEX_ENTRY + offset),
+            }
+        }
+        None
+    }
+
+    fn record(&self, at: usize) -> Option<Record> {
+        let rules = u32_at(&self.bytes, at)? as usize;
+        let any_host = *self.bytes.get(at + 4)? != 0;
+        let hosts = u32_at(&self.bytes, at + 5)? as usize;
+        let hashes = |from: usize, count: usize| -> Option<Box<[u64]>> {
+            let bytes = self.bytes.get(from..from.checked_add(count.checked_mul(8)?)?)?;
+            Some(
+                bytes
+                    .chunks_exact(8)
+                    .filter_map(|w| Some(u64::from_le_bytes(w.try_into().ok()?)))
+                    .collect(),
+            )
+        };
+        let start = at + 9;
+        Some(Record {
+            rules,
+            any_host,
+            hosts: hashes(start, hosts)?,
+            names: hashes(start.checked_add(hosts.checked_mul(8)?)?, rules)?,
+        })
+    }
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
