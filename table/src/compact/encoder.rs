@@ -258,24 +258,31 @@ const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 /// names of a 100,000-rule table collide in the filter's shard store, BENCHMARKS.md "Table pushes",
 /// and would make the encoder cut elsewhere there than natively.)
 pub(crate) fn piece_hash(bytes: &[u8]) -> u64 {
-    seeded_hash(SEED, bytes)
+    let [hash] = seeded_hashes([SEED], bytes);
+    hash
 }
 
-/// [`piece_hash`] from another seed: a second hash of the same bytes, independent of the first.
-pub(crate) fn seeded_hash(seed: u64, bytes: &[u8]) -> u64 {
+/// [`piece_hash`] from each of `seeds`, in one pass over `bytes`: independent hashes of the same
+/// bytes (the lanes' finalisers interleave, so two cost little more than one).
+pub(crate) fn seeded_hashes<const N: usize>(seeds: [u64; N], bytes: &[u8]) -> [u64; N] {
     // Each word through the whole finaliser: a multiply alone carries a difference only upwards,
     // and names that differ in a word's last bytes then collided.
-    let step = |hash: u64, word: [u8; 8]| mix(hash ^ u64::from_le_bytes(word));
-    let mut hash = seed ^ bytes.len() as u64;
+    let mut hashes = seeds.map(|seed| seed ^ bytes.len() as u64);
+    let mut step = |word: u64| {
+        for hash in &mut hashes {
+            *hash = mix(*hash ^ word);
+        }
+    };
     let mut words = bytes.chunks_exact(8);
     for chunk in &mut words {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
-        hash = step(hash, word);
+        step(u64::from_le_bytes(word));
     }
     let (rest, mut word) = (words.remainder(), [0; 8]);
     word[..rest.len()].copy_from_slice(rest);
-    step(hash, word)
+    step(u64::from_le_bytes(word));
+    hashes
 }
 
 /// SplitMix64's finaliser.

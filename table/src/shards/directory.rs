@@ -27,14 +27,45 @@ pub(crate) fn build(shards: &[Rc<Shard>], previous: Option<(&[Rc<Shard>], &[Entr
 
 /// Every entry of the shards `keep` picks, sorted.
 fn sorted(shards: &[Rc<Shard>], keep: impl Fn(&Shard) -> bool) -> Vec<Entry> {
-    let mut entries: Vec<Entry> = shards
+    let entries: Vec<Entry> = shards
         .iter()
         .enumerate()
         .filter(|(_, shard)| keep(shard))
         .flat_map(|(i, shard)| shard.hosts.iter().map(move |&hash| (hash, i as u32)))
         .collect();
-    entries.sort_unstable();
-    entries
+    bucket_sort(entries)
+}
+
+/// `entries` in ascending order. Host hashes are uniform, so one counting pass files each entry
+/// by its hash's top bits into a bucket of a few (about four entries a bucket), and each bucket is
+/// then sorted alone: linear in the entries, where a comparison sort of the 80,000 entries of a
+/// 100,000-rule table took half of a load from the catalogue.
+fn bucket_sort(entries: Vec<Entry>) -> Vec<Entry> {
+    let bits = (usize::BITS - (entries.len() / 4).leading_zeros()).clamp(1, 24);
+    let bucket = |entry: &Entry| (entry.0 >> (64 - bits)) as usize;
+    let mut ends = vec![0usize; 1 << bits];
+    for entry in &entries {
+        ends[bucket(entry)] += 1;
+    }
+    let mut next = Vec::with_capacity(ends.len());
+    let mut total = 0;
+    for count in &mut ends {
+        next.push(total);
+        total += *count;
+        *count = total;
+    }
+    let mut out = vec![(0, 0); entries.len()];
+    for entry in entries {
+        let slot = &mut next[bucket(&entry)];
+        out[*slot] = entry;
+        *slot += 1;
+    }
+    let mut start = 0;
+    for &end in &ends {
+        out[start..end].sort_unstable();
+        start = end;
+    }
+    out
 }
 
 /// The old entries renumbered and the new shards' merged in, or `None` when the shards that stay
@@ -74,4 +105,27 @@ fn renumbered(shards: &[Rc<Shard>], old_shards: &[Rc<Shard>], old: &[Entry]) -> 
     }
     merged.extend(fresh);
     Some(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_sort_sorts_as_a_comparison_sort_does() {
+        let mut state = 7u64;
+        for len in [0, 1, 2, 5, 100, 4_097, 80_000] {
+            let entries: Vec<Entry> = (0..len)
+                .map(|i| {
+                    state = crate::compact::piece_hash(&state.to_le_bytes());
+                    // Some hashes twice, and some small ones (the top bits all zero).
+                    let hash = if i % 7 == 0 { state >> 40 } else { state };
+                    (if i % 5 == 0 { 42 } else { hash }, (i % 13) as u32)
+                })
+                .collect();
+            let mut expected = entries.clone();
+            expected.sort_unstable();
+            assert_eq!(bucket_sort(entries), expected, "{len} entries");
+        }
+    }
 }

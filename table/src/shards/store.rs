@@ -67,8 +67,9 @@ pub struct ShardStore {
     /// The shards of the last table loaded, and its directory.
     last: Vec<Rc<Shard>>,
     last_directory: Option<Rc<[super::directory::Entry]>>,
-    /// How many rules of `last` have a name of each hash.
-    names: FxHashMap<u64, u32>,
+    /// How many rules of `last` have a name of each hash; `None` when the store did not count them
+    /// (the last table was published as validated whole: the next count starts afresh).
+    names: Option<FxHashMap<u64, u32>>,
     next_id: u64,
     decoded: Rc<RefCell<Decoded>>,
     /// Where the catalogue is shared, if it is.
@@ -158,13 +159,21 @@ impl ShardStore {
             self.by_text.entry(key).or_default().push(Rc::downgrade(&shard));
             shards.push(shard);
         }
-        // Names are counted by hash over the last table; only the shards that came and went are
-        // counted again. A hash twice is a name twice, or (about never) two names of one hash: the
-        // whole table then says which, exactly as a table in one piece would.
-        let (added, removed) = difference(&shards, &self.last);
-        if self.count_names(&added, &removed) {
+        // A table the catalogue says was validated whole (its names included) by a store of the
+        // process needs no count of its names: in Envoy, every table the workers load, since the
+        // canary loaded it first.
+        let fingerprint = catalogue::table_fingerprint(&shards);
+        let published = self
+            .shared
+            .as_deref()
+            .is_some_and(|shared| catalogue::is_published(shared, &fingerprint));
+        if published {
+            self.names = None;
+        } else if self.count_names(&shards) {
+            // A hash twice is a name twice, or (about never) two names of one hash: the whole table
+            // then says which, exactly as a table in one piece would.
             if let Err(error) = assemble(parts, inflater).and_then(RouteTable::try_from) {
-                self.count_names(&removed, &added);
+                self.names = None;
                 return Err(error);
             }
         }
@@ -176,8 +185,8 @@ impl ShardStore {
         let table = ShardedTable::new(head, shards, previous, Rc::clone(&self.decoded));
         self.last = table.shards().to_vec();
         self.last_directory = Some(table.directory());
-        if let Some(shared) = self.shared.as_deref().filter(|_| stats.decoded > 0) {
-            catalogue::publish(shared, &self.last);
+        if let Some(shared) = self.shared.as_deref().filter(|_| !published) {
+            catalogue::publish(shared, &self.last, &fingerprint);
         }
         Ok((table, stats))
     }
@@ -258,23 +267,32 @@ impl ShardStore {
         }
     }
 
-    /// Counts the names of the shards `added` in and those of `removed` out; whether a name hash is
-    /// then counted more than once.
-    fn count_names(&mut self, added: &[Rc<Shard>], removed: &[Rc<Shard>]) -> bool {
+    /// Counts the names of `shards`' rules by hash: over the last table's count, only the shards
+    /// that came and went (or all of them when there is no count); whether a name hash is then
+    /// counted more than once.
+    fn count_names(&mut self, shards: &[Rc<Shard>]) -> bool {
+        let (added, removed, mut names) = match self.names.take() {
+            Some(names) => {
+                let (added, removed) = difference(shards, &self.last);
+                (added, removed, names)
+            }
+            None => (shards.to_vec(), Vec::new(), FxHashMap::default()),
+        };
         for hash in removed.iter().flat_map(|s| s.names.iter()) {
-            if let Some(count) = self.names.get_mut(hash) {
+            if let Some(count) = names.get_mut(hash) {
                 *count -= 1;
                 if *count == 0 {
-                    self.names.remove(hash);
+                    names.remove(hash);
                 }
             }
         }
         let mut twice = false;
         for &hash in added.iter().flat_map(|s| s.names.iter()) {
-            let count = self.names.entry(hash).or_insert(0);
+            let count = names.entry(hash).or_insert(0);
             *count += 1;
             twice |= *count > 1;
         }
+        self.names = Some(names);
         twice
     }
 }

@@ -333,3 +333,22 @@ fn a_refused_table_publishes_nothing() {
         published
     );
 }
+
+#[test]
+fn a_store_that_took_a_published_table_unchecked_still_refuses_a_name_in_two_shards_after() {
+    let table = synthetic::table(2_000);
+    let shared = InMemory::default();
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let _ = load(&mut sharing(&shared), &text).unwrap();
+    let mut worker = sharing(&shared);
+    let _serving = load(&mut worker, &text).unwrap();
+    // No canary before this one: the worker counts every name itself.
+    let mut bad = table.clone();
+    bad.rules[1_900].name = bad.rules[10].name.clone();
+    let error = load(&mut worker, &ShardEncoder::new().encode(&bad).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("used by an earlier rule"), "{error}");
+    let (sharded, _) = load(&mut worker, &ShardEncoder::new().encode(&table).unwrap()).unwrap();
+    edits::agree(&sharded, &RouteTable::try_from(table).unwrap(), &mut split_mix(11)).unwrap();
+}
