@@ -119,30 +119,33 @@ pub(crate) fn publish(shared: &dyn SharedBytes, shards: &[Rc<Shard>], table: &[u
     shared.set(TABLE_KEY, table);
 }
 
-/// The records of `shards`, each once.
+/// The records of `shards`, each once, written into one buffer of their exact size (at 100,000
+/// rules 1.6 MB, in a VM whose memory never shrinks).
 pub(crate) fn encode(shards: &[Rc<Shard>]) -> Vec<u8> {
     let mut sorted: Vec<&Rc<Shard>> = shards.iter().collect();
     sorted.sort_unstable_by_key(|s| s.fingerprint);
     sorted.dedup_by_key(|s| s.fingerprint);
-    let mut index = Vec::with_capacity(sorted.len() * INDEX_ENTRY);
-    let mut records = Vec::new();
-    for shard in &sorted {
-        index.extend(shard.fingerprint[0].to_le_bytes());
-        index.extend(shard.fingerprint[1].to_le_bytes());
-        index.extend((records.len() as u32).to_le_bytes());
-        records.extend((shard.rules as u32).to_le_bytes());
-        records.push(u8::from(shard.any_host));
-        records.extend((shard.hosts.len() as u32).to_le_bytes());
-        for hash in shard.hosts.iter().chain(shard.names.iter()) {
-            records.extend(hash.to_le_bytes());
-        }
-    }
-    let mut out = Vec::with_capacity(HEADER + index.len() + records.len());
+    let record_bytes = |shard: &Shard| 9 + 8 * (shard.hosts.len() + shard.names.len());
+    let records_at = HEADER + sorted.len() * INDEX_ENTRY;
+    let mut out = Vec::with_capacity(records_at + sorted.iter().map(|s| record_bytes(s)).sum::<usize>());
     out.extend(MAGIC);
     out.extend(LAYOUT.to_le_bytes());
     out.extend((sorted.len() as u32).to_le_bytes());
-    out.extend(index);
-    out.extend(records);
+    let mut offset = 0;
+    for shard in &sorted {
+        out.extend(shard.fingerprint[0].to_le_bytes());
+        out.extend(shard.fingerprint[1].to_le_bytes());
+        out.extend((offset as u32).to_le_bytes());
+        offset += record_bytes(shard);
+    }
+    for shard in &sorted {
+        out.extend((shard.rules as u32).to_le_bytes());
+        out.push(u8::from(shard.any_host));
+        out.extend((shard.hosts.len() as u32).to_le_bytes());
+        for hash in shard.hosts.iter().chain(shard.names.iter()) {
+            out.extend(hash.to_le_bytes());
+        }
+    }
     out
 }
 

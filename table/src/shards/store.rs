@@ -276,7 +276,15 @@ impl ShardStore {
                 let (added, removed) = difference(shards, &self.last);
                 (added, removed, names)
             }
-            None => (shards.to_vec(), Vec::new(), FxHashMap::default()),
+            None => {
+                // Sized once: growing by doubling would hold the old map and the new at once.
+                let rules = shards.iter().map(|s| s.names.len()).sum();
+                (
+                    shards.to_vec(),
+                    Vec::new(),
+                    FxHashMap::with_capacity_and_hasher(rules, Default::default()),
+                )
+            }
         };
         for hash in removed.iter().flat_map(|s| s.names.iter()) {
             if let Some(count) = names.get_mut(hash) {
