@@ -459,6 +459,74 @@ pub fn cluster_specifier_route(module: &str) -> serde_json::Value {
     })
 }
 
+/// A static bootstrap (JSON, which is YAML): admin and one listener on free ports of 127.0.0.1, the
+/// listener's routes `virtual_hosts` and its HTTP filters `filters` then the router (path
+/// normalisation on, as in envoy.yaml: what a production listener pays), and one static cluster per
+/// `(name, port)` on 127.0.0.1.
+pub fn static_bootstrap(
+    virtual_hosts: serde_json::Value,
+    filters: Vec<serde_json::Value>,
+    clusters: &[(&str, u16)],
+) -> serde_json::Value {
+    let routes = serde_json::json!({ "route_config": { "name": "ingress", "virtual_hosts": virtual_hosts } });
+    static_bootstrap_routed(routes, filters, clusters)
+}
+
+/// [`static_bootstrap`] with the listener's routes given as the connection manager's fields that
+/// say where they come from (`route_config`, or `rds`).
+pub fn static_bootstrap_routed(
+    routes: serde_json::Value,
+    mut filters: Vec<serde_json::Value>,
+    clusters: &[(&str, u16)],
+) -> serde_json::Value {
+    use serde_json::json;
+    let socket = |port: u16| json!({ "socket_address": { "address": "127.0.0.1", "port_value": port } });
+    filters.push(json!({
+        "name": "envoy.filters.http.router",
+        "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" }
+    }));
+    let mut manager = json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "ingress",
+        "normalize_path": true,
+        "merge_slashes": true,
+        "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",
+        "http_filters": filters
+    });
+    if let (Some(manager), Some(routes)) = (manager.as_object_mut(), routes.as_object()) {
+        manager.extend(routes.clone());
+    }
+    let clusters: Vec<serde_json::Value> = clusters
+        .iter()
+        .map(|(name, port)| {
+            json!({
+                "name": name,
+                "type": "STATIC",
+                "connect_timeout": "1s",
+                "load_assignment": {
+                    "cluster_name": name,
+                    "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": socket(*port) } }] }]
+                }
+            })
+        })
+        .collect();
+    json!({
+        "node": { "id": "switchyard-test", "cluster": "switchyard-test" },
+        "admin": { "address": socket(0) },
+        "static_resources": {
+            "listeners": [{
+                "name": "ingress",
+                "address": socket(0),
+                "filter_chains": [{ "filters": [{
+                    "name": "envoy.filters.network.http_connection_manager",
+                    "typed_config": manager
+                }]}]
+            }],
+            "clusters": clusters
+        }
+    })
+}
+
 /// The `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter` config that loads the
 /// module `module` (`lib<name>.so`, by its name: Envoy looks for it in
 /// `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`) with `table` as its filter configuration.

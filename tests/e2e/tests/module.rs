@@ -86,28 +86,13 @@ fn a_bad_table_in_the_bootstrap_stops_envoy_from_starting() {
             .to(SERVICE1)],
     );
     let filter = switchyard_e2e::module_filter_config(&module, &bad, ConfigForm::StringValue);
-    let bootstrap = json!({
-        "admin": { "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } } },
-        "static_resources": { "listeners": [{
-            "name": "ingress",
-            "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } },
-            "filter_chains": [{ "filters": [{
-                "name": "envoy.filters.network.http_connection_manager",
-                "typed_config": {
-                    "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                    "stat_prefix": "ingress",
-                    "route_config": { "virtual_hosts": [{ "name": "all", "domains": ["*"], "routes": [
-                        { "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }
-                    ] }] },
-                    "http_filters": [
-                        { "name": "switchyard", "typed_config": filter },
-                        { "name": "envoy.filters.http.router", "typed_config": {
-                            "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" } }
-                    ]
-                }
-            }] }]
-        }] }
-    });
+    let bootstrap = switchyard_e2e::static_bootstrap(
+        json!([{ "name": "all", "domains": ["*"], "routes": [
+            { "match": { "prefix": "/" }, "route": { "cluster_header": "x-route-cluster" } }
+        ] }]),
+        vec![json!({ "name": "switchyard", "typed_config": filter })],
+        &[],
+    );
     let config = dir.join("envoy.json");
     switchyard_e2e::write_file(&config, &bootstrap.to_string());
     let output = std::process::Command::new(&envoy_bin)
@@ -271,38 +256,11 @@ fn with_its_filter_disabled_the_cluster_specifier_routes_alone() {
     let mut route = cluster_specifier_route(&module_name(&module));
     route["route"]["cluster_not_found_response_code"] = "NOT_FOUND".into();
     let backend = Backend::start(&backend_name(SERVICE1)).unwrap();
-    let socket = |port: u16| json!({ "socket_address": { "address": "127.0.0.1", "port_value": port } });
-    let bootstrap = json!({
-        "admin": { "address": socket(0) },
-        "static_resources": {
-            "listeners": [{
-                "name": "ingress",
-                "address": socket(0),
-                "filter_chains": [{ "filters": [{
-                    "name": "envoy.filters.network.http_connection_manager",
-                    "typed_config": {
-                        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                        "stat_prefix": "ingress",
-                        "route_config": { "virtual_hosts": [{ "name": "all", "domains": ["*"], "routes": [route] }] },
-                        "http_filters": [
-                            filter,
-                            { "name": "envoy.filters.http.router", "typed_config": {
-                                "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" } }
-                        ]
-                    }
-                }] }]
-            }],
-            "clusters": [{
-                "name": SERVICE1,
-                "type": "STATIC",
-                "connect_timeout": "1s",
-                "load_assignment": {
-                    "cluster_name": SERVICE1,
-                    "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": socket(backend.addr.port()) } }] }]
-                }
-            }]
-        }
-    });
+    let bootstrap = switchyard_e2e::static_bootstrap(
+        json!([{ "name": "all", "domains": ["*"], "routes": [route] }]),
+        vec![filter],
+        &[(SERVICE1, backend.addr.port())],
+    );
     let dir = fresh_dir("module-cs-alone");
     // JSON is YAML.
     write_file(&dir.join("envoy.yaml"), &bootstrap.to_string());

@@ -72,47 +72,8 @@ fn table(size: usize) -> String {
     json!({ "version": 1, "generation": format!("bench-{size}"), "rules": rules }).to_string()
 }
 
-fn socket(port: u16) -> Value {
-    json!({ "socket_address": { "address": "127.0.0.1", "port_value": port } })
-}
-
-fn bootstrap(virtual_hosts: Value, mut filters: Vec<Value>, backend_port: u16) -> Value {
-    filters.push(json!({
-        "name": "envoy.filters.http.router",
-        "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" }
-    }));
-    json!({
-        "node": { "id": "bench", "cluster": "bench" },
-        "admin": { "address": socket(0) },
-        "static_resources": {
-            "listeners": [{
-                "name": "ingress",
-                "address": socket(0),
-                "filter_chains": [{ "filters": [{
-                    "name": "envoy.filters.network.http_connection_manager",
-                    "typed_config": {
-                        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                        "stat_prefix": "bench",
-                        // As envoy.yaml: what a production listener pays for path normalisation.
-                        "normalize_path": true,
-                        "merge_slashes": true,
-                        "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",
-                        "route_config": { "name": "bench", "virtual_hosts": virtual_hosts },
-                        "http_filters": filters
-                    }
-                }]}]
-            }],
-            "clusters": [{
-                "name": "backend",
-                "type": "STATIC",
-                "connect_timeout": "1s",
-                "load_assignment": {
-                    "cluster_name": "backend",
-                    "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": socket(backend_port) } }] }]
-                }
-            }]
-        }
-    })
+fn bootstrap(virtual_hosts: Value, filters: Vec<Value>, backend_port: u16) -> Value {
+    switchyard_e2e::static_bootstrap(virtual_hosts, filters, &[("backend", backend_port)])
 }
 
 /// The filters' files: the switchyard wasm filter, the do-nothing wasm module, the native module.

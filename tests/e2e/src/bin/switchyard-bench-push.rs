@@ -172,53 +172,17 @@ fn rds_document(table: &Table, k: usize) -> String {
 /// The bootstrap of the `envoy` variant: as `envoy_config`'s listener, with routes from `<dir>/rds`.
 fn native_bootstrap(dir: &Path, backend: &Backend) -> String {
     let rds = dir.join("rds");
-    json!({
-        "node": { "id": "bench", "cluster": "bench" },
-        "admin": { "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } } },
-        "static_resources": {
-            "listeners": [{
-                "name": "ingress",
-                "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } },
-                "filter_chains": [{ "filters": [{
-                    "name": "envoy.filters.network.http_connection_manager",
-                    "typed_config": {
-                        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                        "stat_prefix": "ingress",
-                        "normalize_path": true,
-                        "merge_slashes": true,
-                        "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",
-                        "rds": {
-                            "route_config_name": "bench",
-                            "config_source": {
-                                "resource_api_version": "V3",
-                                "path_config_source": {
-                                    "path": rds.join("routes.json").display().to_string(),
-                                    "watched_directory": { "path": rds.display().to_string() }
-                                }
-                            }
-                        },
-                        "http_filters": [{
-                            "name": "envoy.filters.http.router",
-                            "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" }
-                        }]
-                    }
-                }]}]
-            }],
-            "clusters": [serde_json::from_str::<Value>(&cluster_json(backend)).unwrap_or_default()]
+    let routes = json!({ "rds": {
+        "route_config_name": "bench",
+        "config_source": {
+            "resource_api_version": "V3",
+            "path_config_source": {
+                "path": rds.join("routes.json").display().to_string(),
+                "watched_directory": { "path": rds.display().to_string() }
+            }
         }
-    })
-    .to_string()
-}
-
-fn cluster_json(backend: &Backend) -> String {
-    json!({
-        "name": "backend",
-        "type": "STATIC",
-        "connect_timeout": "1s",
-        "load_assignment": { "cluster_name": "backend", "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address":
-            { "socket_address": { "address": "127.0.0.1", "port_value": backend.addr.port() } } } }] }] }
-    })
-    .to_string()
+    } });
+    switchyard_e2e::static_bootstrap_routed(routes, vec![], &[("backend", backend.addr.port())]).to_string()
 }
 
 /// Writes `text` to `file` through a file beside it renamed into place.
