@@ -16,6 +16,8 @@
 //! - [`state`]: the table per filter configuration (an `Arc`, decoded once on the main thread,
 //!   shared by every worker), the metrics, a stream's state;
 //! - [`shared_table`]: that `Arc`'s table, freed off the request path when it is large;
+//! - [`background`]: the module's own threads, at a lower priority than Envoy's, which decode a
+//!   large pushed table and free an old one;
 //! - [`cluster_specifier`]: the module as Envoy's cluster specifier, picking the cluster during the
 //!   route match by the table of the filter beside it;
 //! - [`exports`]: the event hooks Envoy calls, each catching any unwind.
@@ -41,6 +43,7 @@ pub mod request;
 mod uncompress;
 
 pub mod abi;
+pub mod background;
 pub mod cluster_specifier;
 pub mod envoy_host;
 pub mod exports;

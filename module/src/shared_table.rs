@@ -6,7 +6,8 @@
 //! clone while it routes. Freeing 100,000 rules (some 250 MB in many small allocations) took tens of
 //! milliseconds, during which that worker served nothing: the slowest request during pushes of
 //! 100,000-rule tables waited 40 – 51 ms against a steady 1 – 5 ms (BENCHMARKS.md, "Native module").
-//! So a large table is freed by a short-lived thread of its own; a small one where it is dropped.
+//! So a large table is freed by a short-lived thread of its own, at a lower priority than Envoy's
+//! ([`crate::background`]); a small one where it is dropped.
 //!
 //! The thread runs the module's code after the configuration is gone: the module must stay loaded,
 //! which Envoy does while another configuration uses it (a push loads the new one first) and always
@@ -52,9 +53,7 @@ impl Drop for Table {
             return;
         }
         // When the thread cannot be made, the closure, and the table with it, is dropped here.
-        let _ = std::thread::Builder::new()
-            .name("switchyard-free".to_owned())
-            .spawn(move || drop(table));
+        crate::background::detach("switchyard-free", move || drop(table));
     }
 }
 

@@ -160,6 +160,11 @@ const _: () = {
     shared_across_threads::<ModuleConfig>();
 };
 
+/// Configurations of at least this many bytes are decoded on a thread of the module's, at a lower
+/// priority than Envoy's ([`crate::background`]); smaller ones (a 10,000-rule compact table is
+/// about 80 KB, decoded in some 20 ms) on Envoy's main thread, which calls the hook.
+pub const DECODED_OFF_THREAD_FROM: usize = 256 * 1024;
+
 impl ModuleConfig {
     /// Decodes `config` (the table, in any form the wasm filter accepts) for the configuration
     /// Envoy is creating for the filter named `name`; logs one line either way, as the wasm filter
@@ -171,7 +176,15 @@ impl ModuleConfig {
         // SAFETY: the caller's contract.
         let metrics = unsafe { Metrics::define(config_envoy) };
         let started = Instant::now();
-        match load_table(config, &Miniz) {
+        let decode = || load_table(config, &Miniz);
+        let decoded = if config.len() >= DECODED_OFF_THREAD_FROM {
+            // Inline when no thread could be made (or the decode panicked: it panics again here,
+            // and the hook's guard refuses the configuration).
+            crate::background::run("switchyard-load", decode).unwrap_or_else(decode)
+        } else {
+            decode()
+        };
+        match decoded {
             Ok(table) => {
                 abi::log(
                     LOG_INFO,
