@@ -159,6 +159,8 @@ impl ShardStore {
             self.by_text.entry(key).or_default().push(Rc::downgrade(&shard));
             shards.push(shard);
         }
+        // Gone before the directory is built: the two are a load's largest transients.
+        drop(records);
         // A table the catalogue says was validated whole (its names included) by a store of the
         // process needs no count of its names: in Envoy, every table the workers load, since the
         // canary loaded it first.
