@@ -63,7 +63,7 @@ struct Forest<'p, 'i> {
 #[derive(Debug, Clone)]
 struct Context {
     root: ResourceKey,
-    root_age: Age,
+    root_age: Arc<Age>,
     host: String,
     /// The concatenated include prefixes, `""` at the root.
     prefix: String,
@@ -166,7 +166,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         }
         Some(Context {
             root: key.clone(),
-            root_age: Age::of(Kind::HTTPProxy, &proxy.metadata),
+            root_age: Arc::new(Age::of(Kind::HTTPProxy, &proxy.metadata)),
             host: fqdn,
             prefix: String::new(),
             blocks: Vec::new(),
@@ -191,7 +191,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         }
         self.visits += 1;
         self.reached.insert(key.clone());
-        let age = Age::of(Kind::HTTPProxy, &proxy.metadata);
+        let age = Arc::new(Age::of(Kind::HTTPProxy, &proxy.metadata));
         for (ri, route) in proxy.spec.routes.iter().enumerate() {
             self.compute_route(key, &age, ri, route, context);
         }
@@ -206,7 +206,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         &mut self,
         forest: &Forest<'_, '_>,
         key: &ResourceKey,
-        age: &Age,
+        age: &Arc<Age>,
         ii: usize,
         include: &Include,
         context: &Context,
@@ -256,7 +256,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     }
 
     /// One route: its path and conditions under the context, its backends, the rule drafted.
-    fn compute_route(&mut self, key: &ResourceKey, age: &Age, ri: usize, route: &ProxyRoute, context: &Context) {
+    fn compute_route(&mut self, key: &ResourceKey, age: &Arc<Age>, ri: usize, route: &ProxyRoute, context: &Context) {
         let at = format!("spec.routes[{ri}]");
         // Every written route takes a position, refused or not, so names do not shift when one is fixed.
         let n = self.next_position(key);
@@ -409,7 +409,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     }
 
     /// Pushes a route's rule if the filter would accept it; otherwise the route is refused here.
-    fn push_valid(&mut self, key: &ResourceKey, age: &Age, n: usize, rule: RuleSpec, context: &Context, at: &str) {
+    fn push_valid(&mut self, key: &ResourceKey, age: &Arc<Age>, n: usize, rule: RuleSpec, context: &Context, at: &str) {
         if let Err(why) = validate_rule(&rule) {
             self.invalid(key, Reason::RouteNotValid, format!("{at}: {why}; the route is skipped"));
             return;
@@ -418,7 +418,7 @@ impl<'a> HTTPProxyProcessor<'a> {
     }
 
     /// The 502 rule for a broken include: the include's accumulated conditions, answered locally.
-    fn bad_gateway(&mut self, key: &ResourceKey, age: &Age, context: &Context) {
+    fn bad_gateway(&mut self, key: &ResourceKey, age: &Arc<Age>, context: &Context) {
         // The include's blocks were checked before it was followed; should that ever change, no 502
         // is better than a 502 that ignores some of its conditions.
         let Ok(conditions) = table_conditions(&context.blocks) else {
@@ -440,7 +440,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         }
     }
 
-    fn push(&mut self, key: &ResourceKey, age: &Age, position: usize, rule: RuleSpec, context: &Context) {
+    fn push(&mut self, key: &ResourceKey, age: &Arc<Age>, position: usize, rule: RuleSpec, context: &Context) {
         self.drafts.push(Draft {
             owner: key.clone(),
             age: age.clone(),

@@ -5,6 +5,7 @@
 //! types, each `*_processor.go` uses them, `builder.go` runs them).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use switchyard_table::{ActionSpec, ConditionSpec, DirectResponse, NoRoute, PathSpec, Rule, RuleSpec};
 
@@ -95,14 +96,15 @@ impl Options {
 pub struct Draft {
     /// The resource the rule is named after (an Ingress, or the HTTPProxy that wrote the route).
     pub owner: ResourceKey,
-    /// The owner's age (§4 key 5 and §2's `PathTaken`).
-    pub age: Age,
+    /// The owner's age (§4 key 5 and §2's `PathTaken`), shared by its drafts: an age is some
+    /// hundred bytes and three allocations, and a full compile holds every draft at once.
+    pub age: Arc<Age>,
     /// The rule's position within its owner (the `n` of its name).
     pub position: usize,
     /// The resource that claims the rule's host: the Ingress itself, or the HTTPProxy tree's root.
     pub claimant: ResourceKey,
-    /// The claimant's age.
-    pub claimant_age: Age,
+    /// The claimant's age, shared likewise.
+    pub claimant_age: Arc<Age>,
     /// The rule, named.
     pub rule: RuleSpec,
     /// How the rules of its host are ordered among themselves ([`crate::order`]).
@@ -138,8 +140,9 @@ pub enum HostOrder {
     /// §4's keys 1 to 5 alone (Ingress, HTTPProxy).
     General,
     /// NGINX's location order (§6), by this rule's rank ([`NginxRank`]), which replaces keys 2 to
-    /// 5 among the rules of its host (VirtualServer, VirtualServerRoute).
-    Nginx(NginxRank),
+    /// 5 among the rules of its host (VirtualServer, VirtualServerRoute). Boxed: every draft holds
+    /// a `HostOrder`, and a rank is four times the size of the other variants.
+    Nginx(Box<NginxRank>),
     /// ingress-nginx's order within one server (ROUTING.md §7.3, §7.4, §7.7): the rule's place
     /// among the server's rules, as [`crate::ingress_nginx::server`] lays them out.
     IngressNginx(usize),

@@ -41,9 +41,8 @@ impl Ages {
         let age = match self.0.get(&draft.age) {
             Some(age) => age.clone(),
             None => {
-                let age = Arc::new(draft.age.clone());
-                self.0.insert(age.clone());
-                age
+                self.0.insert(draft.age.clone());
+                draft.age.clone()
             }
         };
         SortKey {

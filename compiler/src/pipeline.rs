@@ -145,6 +145,8 @@ pub(crate) fn process(
             // The first processor's drafts are taken as they are, not copied.
             processed.drafts = output.drafts;
         } else {
+            // Exactly: doubling room for a few more drafts would add up to as many again.
+            processed.drafts.reserve_exact(output.drafts.len());
             processed.drafts.extend(output.drafts);
         }
         processed.claims.extend(output.claims);

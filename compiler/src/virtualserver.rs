@@ -99,7 +99,7 @@ pub struct VirtualServerProcessor<'a> {
 /// A VirtualServer being computed: everything its rules share, and what it has made so far.
 struct Server {
     key: ResourceKey,
-    age: Age,
+    age: Arc<Age>,
     host: String,
     /// The position of the next route in NGINX's regex order: the VirtualServer's routes in order, a
     /// VirtualServerRoute's subroutes in place of the route that references it.
@@ -159,7 +159,7 @@ impl<'a> VirtualServerProcessor<'a> {
     /// first fault of validation.
     fn compute_virtual_server(&mut self, vs: &VirtualServer, routes: &BTreeMap<ResourceKey, &VirtualServerRoute>) {
         let key = key_of(Kind::VirtualServer, &vs.metadata);
-        let age = Age::of(Kind::VirtualServer, &vs.metadata);
+        let age = Arc::new(Age::of(Kind::VirtualServer, &vs.metadata));
         let host = normalize_host(&vs.spec.host);
         let checked = if host.is_empty() {
             Err("spec.host is empty: a VirtualServer needs a host".to_owned())
@@ -296,7 +296,7 @@ impl<'a> VirtualServerProcessor<'a> {
                 key.namespace, key.name, server.host
             ));
         }
-        let age = Age::of(Kind::VirtualServerRoute, &vsr.metadata);
+        let age = Arc::new(Age::of(Kind::VirtualServerRoute, &vsr.metadata));
         let scope = Scope::new(
             key,
             &age,
@@ -567,7 +567,7 @@ impl Server {
         Ok(())
     }
 
-    fn push(&mut self, owner: &ResourceKey, age: &Age, rule: RuleSpec, rank: NginxRank) {
+    fn push(&mut self, owner: &ResourceKey, age: &Arc<Age>, rule: RuleSpec, rank: NginxRank) {
         let counter = self.counters.entry(owner.clone()).or_default();
         let position = *counter;
         *counter += 1;
@@ -578,7 +578,7 @@ impl Server {
             claimant: self.key.clone(),
             claimant_age: self.age.clone(),
             rule,
-            order: HostOrder::Nginx(rank),
+            order: HostOrder::Nginx(Box::new(rank)),
             claiming: Claiming::Contends,
         });
     }

@@ -44,11 +44,11 @@ fn draft(rule: RuleSpec, created: Option<i64>, uid: &str, namespace: &str, name:
         namespace: namespace.into(),
         name: name.into(),
     };
-    let age = Age {
+    let age = std::sync::Arc::new(Age {
         created: created.map(|s| (s, 0)),
         uid: uid.into(),
         key: key.clone(),
-    };
+    });
     Draft {
         owner: key.clone(),
         age: age.clone(),

@@ -122,7 +122,7 @@ fn members<'o>(
         let annotations =
             IngressNginxAnnotations::parse(ingress.metadata.annotations.as_ref().unwrap_or(&empty), prefix);
         let member = Member {
-            age: Age::of(Kind::Ingress, &ingress.metadata),
+            age: Arc::new(Age::of(Kind::Ingress, &ingress.metadata)),
             key,
             ingress,
             annotations,
@@ -230,7 +230,7 @@ fn draft(
     rank: usize,
     members: &[Member<'_>],
     canaries: &Canaries<'_, '_>,
-    contender: &(ResourceKey, Age),
+    contender: &(ResourceKey, Arc<Age>),
     claiming: Claiming,
     inputs: &mut Inputs<'_>,
     validator: &mut RuleValidator,

@@ -6,6 +6,7 @@
 //! [`super::layout`]'s.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
@@ -20,8 +21,8 @@ use crate::status::{ConditionKind, Reason, Status, StatusBook};
 pub struct Member<'o> {
     /// Its identity.
     pub key: ResourceKey,
-    /// Its age (§2's contest, for the server it comes first in).
-    pub age: Age,
+    /// Its age (§2's contest, for the server it comes first in), shared by its drafts.
+    pub age: Arc<Age>,
     /// The Ingress.
     pub ingress: &'o Ingress,
     /// Its annotations (§7.5, §7.7).

@@ -4,6 +4,7 @@
 //! fails validation is [`Fault::Invalid`], what Switchyard cannot express [`Fault::Refused`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use switchyard_table::{
     ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, Redirect, RegexRewrite, RouteAction,
@@ -47,7 +48,7 @@ pub(super) struct Planned {
 /// VirtualServerRoutes): its upstreams, its namespace, and the warnings it collects.
 pub(super) struct Scope<'s> {
     pub(super) key: ResourceKey,
-    pub(super) age: Age,
+    pub(super) age: Arc<Age>,
     upstreams: BTreeMap<&'s str, &'s Upstream>,
     services: &'s ServicePorts,
     options: &'s Options,
@@ -58,7 +59,7 @@ impl<'s> Scope<'s> {
     /// A resource's scope: its upstreams checked (names unique and given, a service and a port each).
     pub(super) fn new(
         key: &ResourceKey,
-        age: &Age,
+        age: &Arc<Age>,
         upstreams: &'s [Upstream],
         services: &'s ServicePorts,
         options: &'s Options,
