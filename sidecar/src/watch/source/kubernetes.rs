@@ -77,6 +77,13 @@ pub struct Settings {
 /// The longest reason kept from a watcher error (an error may carry a whole response body).
 const REASON_MAX: usize = 200;
 
+/// Objects per page of a store's list (kube's default is 500). A page is held whole as JSON
+/// values (every field, `managedFields` included) until its objects are decoded, which for
+/// Ingresses of 100 paths is about 250 KiB each: 500 of them took 125 MiB at once, more than the
+/// whole compiled state of 100,000 rules (deploy/README.md, "Sizing"). A smaller page costs one
+/// more request per 100 objects.
+const LIST_PAGE: u32 = 100;
+
 /// One watched store: a kind in one namespace (or all).
 struct Store<K> {
     held: Arc<Mutex<Held<K>>>,
@@ -198,7 +205,7 @@ struct SourceTask<K> {
 
 impl<K: DeserializeOwned> SourceTask<K> {
     async fn run(self) {
-        let stream = outliving(self.api.clone(), watcher::Config::default());
+        let stream = outliving(self.api.clone(), watcher::Config::default().page_size(LIST_PAGE));
         let mut stream = std::pin::pin!(stream);
         while let Some(next) = stream.next().await {
             match next {
