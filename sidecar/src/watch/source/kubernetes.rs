@@ -80,8 +80,9 @@ const REASON_MAX: usize = 200;
 /// Objects per page of a store's list (kube's default is 500). A page is held whole as JSON
 /// values (every field, `managedFields` included) until its objects are decoded, which for
 /// Ingresses of 100 paths is about 250 KiB each: 500 of them took 125 MiB at once, more than the
-/// whole compiled state of 100,000 rules (deploy/README.md, "Sizing"). A smaller page costs one
-/// more request per 100 objects.
+/// whole compiled state of 100,000 rules (deploy/README.md, "Sizing"). Smaller pages cost more
+/// requests (the initial sync of 13,000 objects took no measurably longer: BENCHMARKS.md,
+/// "`switchyard watch --kubernetes`: memory").
 const LIST_PAGE: u32 = 100;
 
 /// One watched store: a kind in one namespace (or all).
