@@ -12,8 +12,8 @@
 //! and takes the shards it holds as they are; such a shard is decoded on the first request for one
 //! of its hosts. A shard the catalogue lacks is decoded and validated as before.
 //!
-//! Two keys ([`RECORDS_KEY`], [`TABLE_KEY`]; the crate's version is in both, so a build never reads
-//! another build's records): the records of the last table published, and that table's
+//! Two keys ([`RECORDS_KEY`], [`TABLE_KEY`]; the crate's version is in both, so a filter of another
+//! release, loaded beside this one under the same VM id, never reads these records): the records of the last table published, and that table's
 //! fingerprint (of its shards' fingerprints in order). The first store to load a table publishes
 //! both once it validated the table whole; a store that then loads the table published (in Envoy,
 //! every worker, after the canary) needs no count of the names of its rules across shards, which
@@ -62,7 +62,8 @@ impl SharedBytes for InMemory {
 pub const RECORDS_KEY: &str = concat!("switchyard.shards.", env!("CARGO_PKG_VERSION"), ".records");
 /// The key of the last published table's fingerprint.
 pub const TABLE_KEY: &str = concat!("switchyard.shards.", env!("CARGO_PKG_VERSION"), ".table");
-/// The records' layout version.
+/// The records' layout version: raised whenever what a record says changes (or what validating a
+/// shard checks, which a record vouches for), since two builds of one release may share the keys.
 pub const LAYOUT: u32 = 1;
 /// How many shards a store must lack before it reads the catalogue: fewer decode faster than the
 /// records of a large table copy (one shard of 128 rules decodes in about 0.2 ms in a VM).
