@@ -13,8 +13,9 @@
 //! of its hosts. A shard the catalogue lacks is decoded and validated as before.
 //!
 //! Two keys ([`RECORDS_KEY`], [`TABLE_KEY`]; the crate's version is in both, so a filter of another
-//! release, loaded beside this one under the same VM id, never reads these records): the records of the last table published, and that table's
-//! fingerprint (of its shards' fingerprints in order). The first store to load a table publishes
+//! release, loaded beside this one under the same VM id, never reads these records): the records
+//! of the last table published, and that table's fingerprint (of its shards' fingerprints in
+//! order). The first store to load a table publishes
 //! both once it validated the table whole; a store that then loads the table published (in Envoy,
 //! every worker, after the canary) needs no count of the names of its rules across shards, which
 //! at 100,000 rules is most of a load's time and a map of some megabytes per VM. The table key is
