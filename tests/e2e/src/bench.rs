@@ -159,6 +159,38 @@ pub struct Accepted {
     pub generation: String,
     /// The filter's own measure of the load, in microseconds.
     pub micros: u64,
+    /// For the sharded form: the table's shards, how many this VM decoded, and how many it took
+    /// from the catalogue.
+    pub shards: Option<ShardCounts>,
+}
+
+/// What one load of the sharded form did with its shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardCounts {
+    /// The table's shards.
+    pub shards: usize,
+    /// New to the VM, decoded and validated by it.
+    pub decoded: usize,
+    /// New to the VM, taken from the catalogue.
+    pub from_catalogue: usize,
+}
+
+/// ` (S shards, D new decoded, C new from the catalogue)` at the end of a `table accepted` line.
+fn shard_counts(rest: &str) -> Option<ShardCounts> {
+    let numbers: Vec<usize> = rest
+        .rsplit_once(" (")?
+        .1
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    match numbers[..] {
+        [shards, decoded, from_catalogue] => Some(ShardCounts {
+            shards,
+            decoded,
+            from_catalogue,
+        }),
+        _ => None,
+    }
 }
 
 /// Every `table accepted` line of `log`, in order.
@@ -182,6 +214,7 @@ pub fn accepted_lines(log: &str) -> Vec<Accepted> {
                 thread,
                 generation,
                 micros,
+                shards: shard_counts(rest),
             })
         })
         .collect()
@@ -285,5 +318,11 @@ mod tests {
             .map(|a| (a.thread.as_str(), a.generation.as_str(), a.micros))
             .collect();
         assert_eq!(read, [("12", "push-0", 250), ("13", "push-1", 1830)]);
+        let shards = super::ShardCounts {
+            shards: 781,
+            decoded: 1,
+            from_catalogue: 0,
+        };
+        assert_eq!((lines[0].shards, lines[1].shards), (None, Some(shards)));
     }
 }

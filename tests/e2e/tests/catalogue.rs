@@ -3,26 +3,19 @@
 //! (table/README.md, "The catalogue"): what each VM's `table accepted` line says it decoded and
 //! took. The wasm filter only: the native module decodes a table once for every worker.
 
+use switchyard_e2e::bench::accepted_lines;
 use switchyard_e2e::{ConfigForm, Envoy};
 
 /// Each VM's `table accepted` line for `generation`: `(shards, new decoded, new from the
 /// catalogue)`, once `lines` VMs logged it.
 fn shard_loads(envoy: &Envoy, generation: &str, lines: usize) -> Vec<(usize, usize, usize)> {
-    let needle = format!("table accepted: generation \"{generation}\"");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let loads: Vec<(usize, usize, usize)> = envoy
-            .log()
-            .lines()
-            .filter(|line| line.contains(&needle))
-            .filter_map(|line| {
-                let counts = line.rsplit_once(" (")?.1;
-                let numbers: Vec<usize> = counts
-                    .split(|c: char| !c.is_ascii_digit())
-                    .filter_map(|n| n.parse().ok())
-                    .collect();
-                Some((*numbers.first()?, *numbers.get(1)?, *numbers.get(2)?))
-            })
+        let loads: Vec<(usize, usize, usize)> = accepted_lines(&envoy.log())
+            .into_iter()
+            .filter(|a| a.generation == generation)
+            .filter_map(|a| a.shards)
+            .map(|c| (c.shards, c.decoded, c.from_catalogue))
             .collect();
         if loads.len() >= lines {
             return loads;
