@@ -5,7 +5,8 @@
 //! push before must still route as its own version did; and the encoder's text must be a fresh
 //! encoder's. As in Envoy, each version is first loaded by a *canary*, a store of its own, and
 //! both stores share a [`catalogue`](super::catalogue): the canary's table must route alike too,
-//! whichever of its shards it took from the catalogue. Used by the unit tests and by `fuzz/fuzz_targets/shard_pushes.rs`.
+//! whichever of its shards it took from the catalogue. Now and then a version with one name given
+//! to two rules comes between two pushes, and both stores must refuse it. Used by the unit tests and by `fuzz/fuzz_targets/shard_pushes.rs`.
 
 use super::{read, InMemory, ShardEncoder, ShardStore, ShardedTable};
 use crate::compact::Miniz;
@@ -67,6 +68,10 @@ pub fn check_pushes(choose: &mut impl FnMut(usize) -> usize, pushes: usize) -> R
                 "push {push}: the kept encoder's text differs from a fresh encoder's"
             ));
         }
+        if spec.rules.len() > 1 && choose(3) == 0 {
+            check_a_name_twice_is_refused(&spec, &mut encoder, &shared, &mut store, choose)
+                .map_err(|e| format!("push {push}, a name twice: {e}"))?;
+        }
         let whole = RouteTable::try_from(spec).map_err(|e| format!("push {push}: the whole table: {e}"))?;
         let doc = crate::json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
         let parts = read(&doc, doc.root())
@@ -123,6 +128,38 @@ pub fn agree(
         if got != expected {
             return Err(format!("{request:?}: sharded {got:?}, whole {expected:?}"));
         }
+    }
+    Ok(())
+}
+
+/// `spec` with one rule's name given to another rule, pushed between two good versions: refused
+/// by the whole table, a canary (which took what it could from the catalogue) and the store alike.
+fn check_a_name_twice_is_refused(
+    spec: &TableSpec,
+    encoder: &mut ShardEncoder,
+    shared: &InMemory,
+    store: &mut ShardStore,
+    choose: &mut impl FnMut(usize) -> usize,
+) -> Result<(), String> {
+    let mut bad = spec.clone();
+    let (from, to) = (choose(bad.rules.len()), choose(bad.rules.len() - 1));
+    let to = if to >= from { to + 1 } else { to };
+    bad.rules[to].name = bad.rules[from].name.clone();
+    if RouteTable::try_from(bad.clone()).is_ok() {
+        return Err("the whole table accepts it".into());
+    }
+    let text = encoder.encode(&bad).map_err(|e| e.to_string())?;
+    let doc = crate::json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
+    let parts = || {
+        read(&doc, doc.root())
+            .ok_or("not the sharded form")?
+            .map_err(|e| e.to_string())
+    };
+    if ShardStore::sharing(shared.clone()).load(parts()?, &Miniz).is_ok() {
+        return Err("a canary accepts it".into());
+    }
+    if store.load(parts()?, &Miniz).is_ok() {
+        return Err("the store accepts it".into());
     }
     Ok(())
 }

@@ -16,7 +16,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::catalogue::{self, Fingerprint, Record, Records, SharedBytes};
 use super::decoded::Decoded;
@@ -134,16 +134,21 @@ impl ShardStore {
             _ => None,
         };
         let mut shards: Vec<Rc<Shard>> = Vec::with_capacity(parts.shards.len());
+        // Which of `shards` were taken from the records, each once: their names are distinct.
+        let mut vouched = Vec::with_capacity(parts.shards.len());
         // Shards new to this load are kept strongly by `shards` until the table holds them.
         for ((index, text), found) in parts.shards.iter().enumerate().zip(found) {
             let key = text_key(text);
             // Looked up again: a shard twice in the table is new only the first time.
             if let Some(shard) = found.or_else(|| self.find(key, text)) {
                 shards.push(shard);
+                vouched.push(false);
                 continue;
             }
             let fingerprint = catalogue::fingerprint(text);
-            let shard = match records.as_ref().and_then(|r| r.get(fingerprint)) {
+            let record = records.as_ref().and_then(|r| r.get(fingerprint));
+            vouched.push(record.is_some());
+            let shard = match record {
                 Some(record) => {
                     stats.from_catalogue += 1;
                     Rc::new(self.shard_of_record(text, fingerprint, record))
@@ -171,7 +176,7 @@ impl ShardStore {
             .is_some_and(|shared| catalogue::is_published(shared, &fingerprint));
         if published {
             self.names = None;
-        } else if self.count_names(&shards) {
+        } else if self.names_repeat(&shards, &vouched) {
             // A hash twice is a name twice, or (about never) two names of one hash: the whole table
             // then says which, exactly as a table in one piece would.
             if let Err(error) = assemble(parts, inflater).and_then(RouteTable::try_from) {
@@ -267,6 +272,32 @@ impl ShardStore {
             any_host: record.any_host,
             names: record.names,
         }
+    }
+
+    /// Whether a name hash is used twice in `shards`, of which those `vouched` were taken from the
+    /// catalogue's records. Those records are of one table validated whole, so the vouched shards'
+    /// names are distinct: a store that kept no count (in Envoy, the canary: a fresh VM that takes
+    /// all but the new shards from the records) counts only the others' names and looks the vouched
+    /// names up among them, instead of counting every name of the table. The store is then left
+    /// without a count, as after a published table.
+    fn names_repeat(&mut self, shards: &[Rc<Shard>], vouched: &[bool]) -> bool {
+        if self.names.is_some() || !vouched.contains(&true) {
+            return self.count_names(shards);
+        }
+        let of = |wanted: bool| {
+            shards
+                .iter()
+                .zip(vouched)
+                .filter(move |(_, &v)| v == wanted)
+                .flat_map(|(shard, _)| shard.names.iter().copied())
+        };
+        let mut others = FxHashSet::with_capacity_and_hasher(of(false).count(), Default::default());
+        for hash in of(false) {
+            if !others.insert(hash) {
+                return true;
+            }
+        }
+        !others.is_empty() && of(true).any(|hash| others.contains(&hash))
     }
 
     /// Counts the names of `shards`' rules by hash: over the last table's count, only the shards

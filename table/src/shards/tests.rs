@@ -352,3 +352,35 @@ fn a_store_that_took_a_published_table_unchecked_still_refuses_a_name_in_two_sha
     let (sharded, _) = load(&mut worker, &ShardEncoder::new().encode(&table).unwrap()).unwrap();
     edits::agree(&sharded, &RouteTable::try_from(table).unwrap(), &mut split_mix(11)).unwrap();
 }
+
+/// A canary after a published table, with `edit` applied to it: its load's result and stats.
+fn canary_after(table: &TableSpec, edit: impl FnOnce(&mut TableSpec)) -> Result<(ShardedTable, LoadStats), TableError> {
+    let shared = InMemory::default();
+    let mut encoder = ShardEncoder::new();
+    let _ = load(&mut sharing(&shared), &encoder.encode(table).unwrap()).unwrap();
+    let mut next = table.clone();
+    edit(&mut next);
+    load(&mut sharing(&shared), &encoder.encode(&next).unwrap())
+}
+
+#[test]
+fn a_canary_refuses_a_new_rule_named_as_a_rule_of_a_shard_it_took_from_the_catalogue() {
+    let table = synthetic::table(3_000);
+    let error = canary_after(&table, |t| t.rules[2_500].name = t.rules[40].name.clone())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("used by an earlier rule"), "{error}");
+}
+
+#[test]
+fn a_canary_accepts_a_name_that_moved_out_of_a_shard_the_table_no_longer_holds() {
+    let table = synthetic::table(3_000);
+    let moved = table.rules[40].name.clone();
+    let (sharded, stats) = canary_after(&table, |t| {
+        t.rules[40].name.push_str("-renamed");
+        t.rules[2_500].name = moved.clone();
+    })
+    .unwrap();
+    assert_eq!((stats.decoded, stats.from_catalogue), (2, stats.shards - 2));
+    assert_eq!(sharded.rule_count(), 3_000);
+}
