@@ -13,12 +13,18 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::doc::{Builder, Doc, Node, Text, MAX_DEPTH};
 
+/// The most items [`parse`] reserves before it has read any.
+const PRESIZED_ITEMS: usize = 1 << 12;
+
 /// Parses JSON text (UTF-8 bytes) into a tree borrowing its strings. Never inlined, for the reason
 /// [`crate::RouteTable::from_tree`] gives.
 #[inline(never)]
 pub fn parse(text: &[u8]) -> Result<Doc<'_>, serde_json::Error> {
-    // A table's JSON has about one value per 12 bytes.
-    let mut builder = Builder::with_capacity(text.len() / 12);
+    // A table's JSON has about one value per 12 bytes; a wrapper of long strings (the sharded form:
+    // a megabyte of base64 in some 800 values) far fewer, so past `PRESIZED_ITEMS` the list grows
+    // as it fills rather than being reserved from the text's length (4 MB of items at 100,000 rules
+    // of the sharded form, in a VM whose memory never shrinks).
+    let mut builder = Builder::with_capacity((text.len() / 12).min(PRESIZED_ITEMS));
     let mut parser = serde_json::Deserializer::from_slice(text);
     let root = Value {
         builder: &mut builder,
