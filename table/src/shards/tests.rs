@@ -384,3 +384,19 @@ fn a_canary_accepts_a_name_that_moved_out_of_a_shard_the_table_no_longer_holds()
     assert_eq!((stats.decoded, stats.from_catalogue), (2, stats.shards - 2));
     assert_eq!(sharded.rule_count(), 3_000);
 }
+
+#[test]
+fn shard_texts_are_the_same_only_when_every_byte_is() {
+    let text: String = (0..203).map(|i| char::from(b'A' + (i % 26) as u8)).collect();
+    assert!(store::same_text(&text, &text.clone()));
+    for at in [0, 7, 8, 100, 199, 202] {
+        let mut other = text.clone().into_bytes();
+        other[at] = b'+';
+        assert!(
+            !store::same_text(&text, std::str::from_utf8(&other).unwrap()),
+            "byte {at}"
+        );
+    }
+    assert!(!store::same_text(&text, &text[..202]));
+    assert!(store::same_text("", ""));
+}
