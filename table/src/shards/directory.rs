@@ -5,8 +5,9 @@
 //! the others in the same order, so their entries keep their order once renumbered, and only the
 //! new shards' entries are sorted and merged in (no sort of every host per push; BENCHMARKS.md,
 //! "Table pushes"). When the shards that stay also keep their indices (shards replaced one for
-//! one), nothing is renumbered: the old entries are copied in runs around the edits. Shards that moved relative to one another, or a table holding one shard twice,
-//! take the plain way: every entry, sorted.
+//! one), nothing is renumbered: the old entries are copied in runs around the edits. Shards that
+//! moved relative to one another, or a table holding one shard twice, take the plain way: every
+//! entry, sorted.
 
 use std::rc::Rc;
 

@@ -6,7 +6,8 @@
 //! encoder's. As in Envoy, each version is first loaded by a *canary*, a store of its own, and
 //! both stores share a [`catalogue`](super::catalogue): the canary's table must route alike too,
 //! whichever of its shards it took from the catalogue. Now and then a version with one name given
-//! to two rules comes between two pushes, and both stores must refuse it. Used by the unit tests and by `fuzz/fuzz_targets/shard_pushes.rs`.
+//! to two rules comes between two pushes, and both stores must refuse it. Used by the unit tests
+//! and by `fuzz/fuzz_targets/shard_pushes.rs`.
 
 use super::{read, InMemory, ShardEncoder, ShardStore, ShardedTable};
 use crate::compact::Miniz;
