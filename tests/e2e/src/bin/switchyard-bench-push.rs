@@ -36,10 +36,15 @@
 //! the module against Envoy's routes (issue 29's goal: below them) and against the wasm filter, for
 //! each table and worker count. Written to build/bench-push.md as well.
 //!
+//! With `PUSH_ROUNDS=R` (default 1) the whole series runs R times, each round through every table,
+//! worker count and variant in turn, and a last table gives, for each, the slowest request during
+//! the pushes over the steady window's slowest in every round and their median: the maximum of one
+//! window against the maximum of another is the figure a busy machine moves most.
+//!
 //! Environment: ENVOY_BIN, SWITCHYARD_WASM, SWITCHYARD_MODULE (set by the Makefile; the module only
 //! when a variant needs it); PUSH_WORKERS, PUSH_VARIANTS (default `switchyard,envoy,module`),
-//! PUSH_COUNT, PUSH_GAP_MS, PUSH_EVERY_MS; PUSH_EDIT (`one`, the default: one changed rule per push;
-//! `all`: every rule).
+//! PUSH_COUNT, PUSH_GAP_MS, PUSH_EVERY_MS, PUSH_ROUNDS; PUSH_EDIT (`one`, the default: one changed
+//! rule per push; `all`: every rule).
 
 use std::path::{Path, PathBuf};
 use std::thread::sleep;
@@ -200,6 +205,8 @@ fn tail(envoy: &Envoy) -> String {
 
 /// One run's figures.
 struct Run {
+    /// Which round of `PUSH_ROUNDS`, from 0.
+    round: usize,
     variant: String,
     rules: usize,
     workers: usize,
@@ -262,7 +269,15 @@ fn per_vm(variant: &str) -> bool {
     variant.starts_with("switchyard")
 }
 
-fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envoy_bin: &Path, files: &Files) -> Run {
+fn measure(
+    round: usize,
+    variant: &str,
+    table: &Table,
+    workers: usize,
+    backend: &Backend,
+    envoy_bin: &Path,
+    files: &Files,
+) -> Run {
     let pushes = env_number("PUSH_COUNT", 5) as usize;
     let gap = Duration::from_millis(env_number("PUSH_GAP_MS", 100));
     let every = Duration::from_millis(env_number("PUSH_EVERY_MS", 2));
@@ -413,6 +428,7 @@ fn measure(variant: &str, table: &Table, workers: usize, backend: &Backend, envo
         .map(|a| a.micros as f64 / 1000.0)
         .collect();
     let run = Run {
+        round,
         variant: variant.to_owned(),
         rules: table.rules,
         workers,
@@ -482,10 +498,12 @@ fn main() {
     let backend = Backend::start("backend").unwrap_or_else(|e| panic!("backend: {e}"));
     let begun = Instant::now();
     let mut runs = Vec::new();
-    for table in &tables {
-        for &w in &workers {
-            for variant in &variants {
-                runs.push(measure(variant, table, w, &backend, &envoy_bin, &filters));
+    for round in 0..env_number("PUSH_ROUNDS", 1).max(1) as usize {
+        for table in &tables {
+            for &w in &workers {
+                for variant in &variants {
+                    runs.push(measure(round, variant, table, w, &backend, &envoy_bin, &filters));
+                }
             }
         }
     }
@@ -508,7 +526,7 @@ fn main() {
     for run in &runs {
         let base = runs
             .iter()
-            .find(|b| b.variant == run.variant && b.workers == run.workers && b.rules == small);
+            .find(|b| b.round == run.round && b.variant == run.variant && b.workers == run.workers && b.rules == small);
         let over = match base {
             Some(base) if run.rules != small => {
                 let per = if per_vm(&run.variant) {
@@ -549,6 +567,7 @@ fn main() {
         ));
     }
     report.push_str(&rss_ratios(&runs));
+    report.push_str(&over_steady(&runs));
     report.push_str(&format!("\nwhole run: {:.0} s\n", begun.elapsed().as_secs_f64()));
     println!("{report}");
     let out = Path::new("build/bench-push.md");
@@ -565,13 +584,13 @@ fn rss_ratios(runs: &[Run]) -> String {
         "\n| rules | workers | module RSS MiB start / after / peak | module / envoy | module / switchyard |\n\
          | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    let find = |variant: &str, rules: usize, workers: usize| {
+    let find = |variant: &str, round: usize, rules: usize, workers: usize| {
         runs.iter()
-            .find(|r| r.variant == variant && r.rules == rules && r.workers == workers)
+            .find(|r| r.round == round && r.variant == variant && r.rules == rules && r.workers == workers)
     };
     let mut rows = 0;
     for module in runs.iter().filter(|r| r.variant == "module") {
-        let against = |variant: &str| match find(variant, module.rules, module.workers) {
+        let against = |variant: &str| match find(variant, module.round, module.rules, module.workers) {
             Some(other) => {
                 let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
                 format!(
@@ -598,6 +617,41 @@ fn rss_ratios(runs: &[Run]) -> String {
     }
     if rows == 0 {
         return String::new();
+    }
+    text
+}
+
+/// With more than one round: for each variant, table and worker count, the slowest request during
+/// the pushes less the steady window's slowest, in each round, and the median of those.
+fn over_steady(runs: &[Run]) -> String {
+    if runs.iter().all(|r| r.round == 0) {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\n| variant | rules | workers | slowest during pushes over the steady slowest, ms, each round | median |\n\
+         | --- | ---: | ---: | --- | ---: |\n",
+    );
+    for first in runs.iter().filter(|r| r.round == 0) {
+        let mut excess: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.variant == first.variant && r.rules == first.rules && r.workers == first.workers)
+            .map(|r| quantile(&r.during, 1.0) - quantile(&r.steady, 1.0))
+            .collect();
+        let each: Vec<String> = excess.iter().map(|e| format!("{e:+.1}")).collect();
+        excess.sort_by(f64::total_cmp);
+        let middle = excess.len() / 2;
+        let median = if excess.len() % 2 == 0 {
+            (excess[middle - 1] + excess[middle]) / 2.0
+        } else {
+            excess[middle]
+        };
+        text.push_str(&format!(
+            "| {} | {} | {} | {} | {median:+.1} |\n",
+            first.variant,
+            first.rules,
+            first.workers,
+            each.join(", ")
+        ));
     }
     text
 }
