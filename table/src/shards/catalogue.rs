@@ -15,13 +15,14 @@
 //! Two keys ([`RECORDS_KEY`], [`TABLE_KEY`]; the crate's version is in both, so a filter of another
 //! release, loaded beside this one under the same VM id, never reads these records): the records
 //! of the last table published, and that table's fingerprint (of its shards' fingerprints in
-//! order). The first store to load a table publishes
-//! both once it validated the table whole; a store that then loads the table published (in Envoy,
-//! every worker, after the canary) needs no count of the names of its rules across shards, which
-//! at 100,000 rules is most of a load's time and a map of some megabytes per VM. The table key is
-//! small, so a store reads it at every load without copying the records. One table's records at a
-//! time: the shared data stays the size of one table's records (about 16 bytes a rule) however
-//! many pushes come.
+//! order). The first store to load a table publishes both once it validated the table whole; a
+//! store that then loads the table published (in Envoy, every worker, after the canary) needs no
+//! count of the names of its rules across shards, which at 100,000 rules is most of a load's time
+//! and a map of some megabytes per VM; and the shards a store takes from the records have distinct
+//! names, so a store without a count (the canary) counts only its other shards' names. The table
+//! key is small, so a store reads it at every load without copying the records. One table's
+//! records at a time: the shared data stays the size of one table's records (about 16 bytes a
+//! rule) however many pushes come.
 //!
 //! The records, little-endian: `SYSC`, the layout's version (u32, [`LAYOUT`]), the number of
 //! records (u32); then per record, by fingerprint ascending, the fingerprint (two u64) and the

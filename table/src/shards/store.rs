@@ -134,12 +134,16 @@ impl ShardStore {
             shards: parts.shards.len(),
             ..LoadStats::default()
         };
-        let found: Vec<Option<Rc<Shard>>> = parts
+        // Each shard's key, and the stored shard of its text when there is one.
+        let found: Vec<(u64, Option<Rc<Shard>>)> = parts
             .shards
             .iter()
-            .map(|text| self.find(text_key(text), text))
+            .map(|text| {
+                let key = text_key(text);
+                (key, self.find(key, text))
+            })
             .collect();
-        let lacking = found.iter().filter(|shard| shard.is_none()).count();
+        let lacking = found.iter().filter(|(_, shard)| shard.is_none()).count();
         let records = match &self.shared {
             Some(shared) if lacking >= catalogue::READ_AFTER => {
                 shared.get(catalogue::RECORDS_KEY).and_then(Records::read)
@@ -150,8 +154,7 @@ impl ShardStore {
         // Which of `shards` were taken from the records, each once: their names are distinct.
         let mut vouched = Vec::with_capacity(parts.shards.len());
         // Shards new to this load are kept strongly by `shards` until the table holds them.
-        for ((index, text), found) in parts.shards.iter().enumerate().zip(found) {
-            let key = text_key(text);
+        for ((index, text), (key, found)) in parts.shards.iter().enumerate().zip(found) {
             // Looked up again: a shard twice in the table is new only the first time.
             if let Some(shard) = found.or_else(|| self.find(key, text)) {
                 shards.push(shard);

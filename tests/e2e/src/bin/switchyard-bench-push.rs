@@ -622,7 +622,8 @@ fn rss_ratios(runs: &[Run]) -> String {
 }
 
 /// With more than one round: for each variant, table and worker count, the slowest request during
-/// the pushes less the steady window's slowest, in each round, and the median of those.
+/// the pushes less the steady window's slowest, in each round, and the median of those (of an even
+/// number of rounds, the lower of the two middle ones).
 fn over_steady(runs: &[Run]) -> String {
     if runs.iter().all(|r| r.round == 0) {
         return String::new();
@@ -632,25 +633,19 @@ fn over_steady(runs: &[Run]) -> String {
          | --- | ---: | ---: | --- | ---: |\n",
     );
     for first in runs.iter().filter(|r| r.round == 0) {
-        let mut excess: Vec<f64> = runs
+        let excess: Vec<f64> = runs
             .iter()
             .filter(|r| r.variant == first.variant && r.rules == first.rules && r.workers == first.workers)
             .map(|r| quantile(&r.during, 1.0) - quantile(&r.steady, 1.0))
             .collect();
         let each: Vec<String> = excess.iter().map(|e| format!("{e:+.1}")).collect();
-        excess.sort_by(f64::total_cmp);
-        let middle = excess.len() / 2;
-        let median = if excess.len() % 2 == 0 {
-            (excess[middle - 1] + excess[middle]) / 2.0
-        } else {
-            excess[middle]
-        };
         text.push_str(&format!(
-            "| {} | {} | {} | {} | {median:+.1} |\n",
+            "| {} | {} | {} | {} | {:+.1} |\n",
             first.variant,
             first.rules,
             first.workers,
-            each.join(", ")
+            each.join(", "),
+            quantile(&excess, 0.5)
         ));
     }
     text
