@@ -319,7 +319,8 @@ bench-load: build-wasm envoy
 # routes and the native module (one table for all workers, issue 29) for the same table (issue 28): 10
 # (the memory baseline), 10,000 and 100,000 rules, 1 and 4 workers (PUSH_WORKERS), PUSH_COUNT pushes of
 # one changed rule each (default 5); PUSH_ROUNDS=R runs the series R times and ends with each case's
-# slowest request during pushes over the steady slowest, per round and their median. Figures in
+# slowest request during pushes over the steady slowest, per round and their median; PUSH_ECDS=pb
+# writes the filters' ECDS file in binary protobuf (filter.pb) instead of JSON. Figures in
 # BENCHMARKS.md ("Table pushes").
 PUSH_DIR := target/bench-push
 PUSH_SIZES := 10 10000 100000

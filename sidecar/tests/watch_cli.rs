@@ -244,6 +244,23 @@ fn a_dashboard_beyond_loopback_without_a_token_is_refused() {
     assert!(stderr.contains("--dashboard-token-file"), "{stderr}");
 }
 
+/// An `--ecds-file` Envoy would read as protobuf text (`.pb_text`), which the watch does not write,
+/// is refused at start (exit 1), before anything is written, naming the names it can write.
+#[test]
+fn an_ecds_file_named_for_protobuf_text_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ecds = dir.path().join("filter.pb_text");
+    let output = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["watch", "--manifests", dir.path().to_str().unwrap(), "--ecds-file"])
+        .arg(&ecds)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("filter.pb_text") && stderr.contains(".pb (binary protobuf"), "{stderr}");
+    assert!(!ecds.exists());
+}
+
 #[test]
 fn the_table_file_follows_the_folder_and_the_status_endpoint_answers() {
     let dir = tempfile::tempdir().unwrap();

@@ -550,7 +550,7 @@ mod tests {
                 // The engine compiles incrementally; a full compile is the oracle.
                 let compiled = switchyard_compiler::compile(&snapshot.objects, &Options::default()).unwrap();
                 let fresh = TableEncoding::Compact.plugin_config(&compiled.table).unwrap();
-                let written = std::fs::read_to_string(&ecds.path).unwrap();
+                let written = std::fs::read(&ecds.path).unwrap();
                 assert!(
                     written == ecds.document(&fresh).unwrap(),
                     "table {i}: not a fresh encoding's text"

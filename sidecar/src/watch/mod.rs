@@ -50,7 +50,7 @@ use crate::watch::args::WatchArgs;
 use crate::watch::engine::Engine;
 use crate::watch::lead::leader::Leader;
 use crate::watch::lead::lease::Elector;
-use crate::watch::sink::ecds::EcdsFile;
+use crate::watch::sink::ecds::{EcdsEncoding, EcdsFile};
 use crate::watch::sink::envoy_admin::EnvoyAdmin;
 use crate::watch::sink::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
 use crate::watch::sink::l4::{IstioGateway, LdsFile};
@@ -235,6 +235,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
 fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, String> {
     let mut sinks = Vec::new();
     if let Some(path) = &args.ecds_file {
+        EcdsEncoding::of(path)?;
         sinks.push(Sink::Ecds(EcdsFile {
             path: path.clone(),
             filter_name: args.filter_name.clone(),

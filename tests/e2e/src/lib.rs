@@ -595,6 +595,48 @@ pub fn ecds_document_for(filter: FilterForm, file: &Path, table: &str, form: Con
     document.to_string()
 }
 
+/// The binary ECDS file content (what `switchyard watch` writes to a `.pb` file: [`EcdsFile::Binary`])
+/// that loads the filter of form `filter` from `file` with `table` as a `StringValue`: what
+/// [`ecds_document_for`] writes in JSON.
+pub fn ecds_binary_for(filter: FilterForm, file: &Path, table: &str) -> Vec<u8> {
+    let (module, filename) = (module_name(file), file.display().to_string());
+    let typed = match filter {
+        FilterForm::Wasm => switchyard_xds::Filter::Wasm {
+            name: FILTER_NAME,
+            runtime: "envoy.wasm.runtime.v8",
+            filename: &filename,
+        },
+        FilterForm::Module => switchyard_xds::Filter::Module {
+            module: &module,
+            filter_name: FILTER_NAME,
+        },
+        FilterForm::ModuleClusterSpecifier => switchyard_xds::Filter::Module {
+            module: &module,
+            filter_name: ACTIONS_FILTER_NAME,
+        },
+    };
+    switchyard_xds::ecds_response(filter.ecds_name(), typed, table)
+}
+
+/// The ECDS file Envoy's listener reads, in `<dir>/ecds/`: Envoy parses it by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EcdsFile {
+    /// `filter.json`: JSON.
+    Json,
+    /// `filter.pb`: binary protobuf.
+    Binary,
+}
+
+impl EcdsFile {
+    /// The file's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EcdsFile::Json => "filter.json",
+            EcdsFile::Binary => "filter.pb",
+        }
+    }
+}
+
 /// A running Envoy with the switchyard filter loaded from an ECDS file, and its backends.
 pub struct Envoy {
     process: EnvoyProcess,
@@ -871,6 +913,18 @@ pub fn envoy_config_for(
     admin_port: u16,
     filter: FilterForm,
 ) -> String {
+    envoy_config_reading(dir, clusters, listen_port, admin_port, filter, EcdsFile::Json)
+}
+
+/// [`envoy_config_for`] whose ECDS subscription reads `<dir>/ecds/` + `file`'s name.
+pub fn envoy_config_reading(
+    dir: &Path,
+    clusters: &[(&str, u16)],
+    listen_port: u16,
+    admin_port: u16,
+    filter: FilterForm,
+    file: EcdsFile,
+) -> String {
     let ecds = dir.join("ecds");
     let mut yaml = format!(
         r#"node: {{id: switchyard, cluster: switchyard}}
@@ -910,7 +964,7 @@ static_resources:
             typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
   clusters:
 "#,
-        ecds_file = ecds.join("filter.json").display(),
+        ecds_file = ecds.join(file.name()).display(),
         ecds_dir = ecds.display(),
         type_url = filter.type_url(),
         route = filter.route_yaml(),

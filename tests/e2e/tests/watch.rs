@@ -94,6 +94,36 @@ fn routing_follows_added_changed_and_deleted_manifests_within_a_second() {
     );
 }
 
+/// `--ecds-file filter.pb`: the watch writes the `DiscoveryResponse` in binary protobuf, Envoy
+/// reads the file so by its name, and routing follows manifest changes as with the JSON file.
+#[test]
+fn a_pb_ecds_file_is_written_in_binary_and_envoy_routes_by_it() {
+    let setup = Setup::start_binary(FilterForm::Wasm);
+    let written = std::fs::read(setup.ecds_file()).unwrap();
+    assert!(
+        serde_json::from_slice::<serde_json::Value>(&written).is_err(),
+        "{} is binary, not JSON",
+        setup.ecds_file().display()
+    );
+    setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "blue")),
+        "a.example",
+        Some("blue"),
+    );
+    setup.change(
+        "a.yaml",
+        Some(&ingress("a", "a.example", "green")),
+        "a.example",
+        Some("green"),
+    );
+    assert!(
+        setup.ecds_stat("update_success") >= 3,
+        "the empty table, then the two changes"
+    );
+    assert_eq!(setup.ecds_stat("update_rejected"), 0, "{}", setup.envoy.log());
+}
+
 #[test]
 fn no_request_fails_while_twenty_changes_are_pushed() {
     let setup = Setup::start(FilterForm::Wasm);
@@ -297,7 +327,7 @@ fn paced_pushes_wait_for_envoy_to_apply_them_and_lose_no_edit() {
     std::fs::create_dir_all(other.join("manifests")).unwrap();
     std::fs::copy(setup.manifest("shop.yaml"), other.join("manifests/shop.yaml")).unwrap();
     let admin = format!("127.0.0.1:{}", setup.envoy.admin.port());
-    let waiting = Watch::start_with(&other, setup.form, &["--envoy-admin".to_owned(), admin]);
+    let waiting = Watch::start_with(&other, setup.form, setup.ecds, &["--envoy-admin".to_owned(), admin]);
     thread::sleep(Duration::from_secs(2));
     assert!(other.join("ecds/filter.json").is_file());
     assert_eq!(pushes(&waiting), 0, "{}", waiting.log());

@@ -11,26 +11,31 @@ mod watch_setup;
 
 use std::time::Duration;
 
-use switchyard_e2e::{module_name, required_path, FilterForm};
+use switchyard_e2e::{module_name, required_path, EcdsFile, FilterForm};
 use watch_setup::{ingress, Setup};
 
 /// How long a manifest change may take to reach routing (the wasm filter's bound is 1 s; a debug
 /// sidecar beside a busy build gets some slack).
 const FOLLOW_WITHIN: Duration = Duration::from_secs(5);
 
-/// The watch writes the module's ECDS file for `form`, Envoy takes it, and routing follows a
-/// manifest change.
-fn routing_follows_the_watch(form: FilterForm) {
-    let setup = Setup::start(form);
-    let written: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(setup.ecds_file()).unwrap()).unwrap();
-    let resource = &written["resources"][0];
-    let typed_config = &resource["typed_config"];
-    assert_eq!(typed_config["@type"], form.type_url(), "{written:#}");
-    let module = required_path(form.variable());
-    assert_eq!(typed_config["dynamic_module_config"]["name"], module_name(&module));
-    assert_eq!(resource["name"], form.ecds_name(), "{written:#}");
-    assert_eq!(typed_config["filter_name"], form.ecds_name(), "{written:#}");
+/// The watch writes the module's ECDS file for `form` (JSON or binary, `file`), Envoy takes it, and
+/// routing follows a manifest change.
+fn routing_follows_the_watch(form: FilterForm, file: EcdsFile) {
+    let setup = match file {
+        EcdsFile::Json => Setup::start(form),
+        EcdsFile::Binary => Setup::start_binary(form),
+    };
+    if file == EcdsFile::Json {
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(setup.ecds_file()).unwrap()).unwrap();
+        let resource = &written["resources"][0];
+        let typed_config = &resource["typed_config"];
+        assert_eq!(typed_config["@type"], form.type_url(), "{written:#}");
+        let module = required_path(form.variable());
+        assert_eq!(typed_config["dynamic_module_config"]["name"], module_name(&module));
+        assert_eq!(resource["name"], form.ecds_name(), "{written:#}");
+        assert_eq!(typed_config["filter_name"], form.ecds_name(), "{written:#}");
+    }
 
     let blue = ingress("a", "a.example", "blue");
     setup.change_within("a.yaml", Some(&blue), "a.example", Some("blue"), FOLLOW_WITHIN);
@@ -54,10 +59,16 @@ fn routing_follows_the_watch(form: FilterForm) {
 
 #[test]
 fn the_watch_writes_the_modules_ecds_file_and_routing_follows_a_manifest_change() {
-    routing_follows_the_watch(FilterForm::Module);
+    routing_follows_the_watch(FilterForm::Module, EcdsFile::Json);
 }
 
 #[test]
 fn beside_the_cluster_specifier_routing_follows_the_watch_through_the_actions_filter() {
-    routing_follows_the_watch(FilterForm::ModuleClusterSpecifier);
+    routing_follows_the_watch(FilterForm::ModuleClusterSpecifier, EcdsFile::Json);
+}
+
+/// `--ecds-file filter.pb`: the module's `DynamicModuleFilter` in binary protobuf, read by Envoy.
+#[test]
+fn a_pb_ecds_file_configures_the_module_as_the_json_one_does() {
+    routing_follows_the_watch(FilterForm::Module, EcdsFile::Binary);
 }

@@ -44,7 +44,7 @@ impl LdsFile {
 
     /// Writes the listeners of `routes`.
     pub fn write(&self, routes: &L4Routes) -> Result<(), String> {
-        write_atomically(&self.path, &lds::document(routes, &self.options))
+        write_atomically(&self.path, lds::document(routes, &self.options).as_bytes())
     }
 }
 

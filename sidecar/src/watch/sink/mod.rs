@@ -145,7 +145,7 @@ impl Sink {
     pub async fn push(&self, output: &Encoded<'_>) -> Result<(), PushError> {
         match self {
             Sink::Ecds(ecds) => Ok(ecds.write(output.config).await?),
-            Sink::TableFile(path) => Ok(write_atomically(path, output.pretty)?),
+            Sink::TableFile(path) => Ok(write_atomically(path, output.pretty.as_bytes())?),
             Sink::Istio(istio) => istio.apply(output.config).await,
             Sink::Lds(lds) => Ok(lds.write(&output.output.l4)?),
             Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4).await?),

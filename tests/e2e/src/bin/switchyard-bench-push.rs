@@ -41,10 +41,13 @@
 //! the pushes over the steady window's slowest in every round and their median: the maximum of one
 //! window against the maximum of another is the figure a busy machine moves most.
 //!
+//! With `PUSH_ECDS=pb` the filters' ECDS file is `filter.pb`, the same `DiscoveryResponse` in binary
+//! protobuf (`switchyard watch --ecds-file …/filter.pb` writes it so), instead of `filter.json`.
+//!
 //! Environment: ENVOY_BIN, SWITCHYARD_WASM, SWITCHYARD_MODULE (set by the Makefile; the module only
 //! when a variant needs it); PUSH_WORKERS, PUSH_VARIANTS (default `switchyard,envoy,module`),
 //! PUSH_COUNT, PUSH_GAP_MS, PUSH_EVERY_MS, PUSH_ROUNDS; PUSH_EDIT (`one`, the default: one changed
-//! rule per push; `all`: every rule).
+//! rule per push; `all`: every rule); PUSH_ECDS (`json`, the default, or `pb`).
 
 use std::path::{Path, PathBuf};
 use std::thread::sleep;
@@ -53,8 +56,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use switchyard_e2e::bench::{accepted_lines, native_virtual_hosts, quantile, RequestLoop, RssSampler, Sample};
 use switchyard_e2e::{
-    ecds_document_for, envoy_config_for, fresh_dir, get, required_path, send, set_module_search_path, write_file,
-    Backend, ConfigForm, Envoy, FilterForm,
+    ecds_binary_for, ecds_document_for, envoy_config_reading, fresh_dir, get, required_path, send,
+    set_module_search_path, write_file, Backend, ConfigForm, EcdsFile, Envoy, FilterForm,
 };
 use switchyard_table::compact::Encoder;
 use switchyard_table::shards::ShardEncoder;
@@ -76,6 +79,15 @@ fn env_list(name: &str, default: &str) -> Vec<String> {
 }
 
 /// `PUSH_EDIT=all`: each push changes every rule (default: one).
+/// The ECDS file `PUSH_ECDS` names: `json` (the default) or `pb`.
+fn ecds_file() -> EcdsFile {
+    match std::env::var("PUSH_ECDS").as_deref() {
+        Ok("pb") => EcdsFile::Binary,
+        Ok("json") | Err(_) => EcdsFile::Json,
+        Ok(other) => panic!("PUSH_ECDS={other}: `json` or `pb`"),
+    }
+}
+
 fn every_rule_changes() -> bool {
     std::env::var("PUSH_EDIT").is_ok_and(|v| v == "all")
 }
@@ -190,10 +202,10 @@ fn native_bootstrap(dir: &Path, backend: &Backend) -> String {
     switchyard_e2e::static_bootstrap_routed(routes, vec![], &[("backend", backend.addr.port())]).to_string()
 }
 
-/// Writes `text` to `file` through a file beside it renamed into place.
-fn replace(file: &Path, text: &str) {
+/// Writes `bytes` to `file` through a file beside it renamed into place.
+fn replace(file: &Path, bytes: &[u8]) {
     let tmp = file.with_extension("tmp");
-    write_file(&tmp, text);
+    std::fs::write(&tmp, bytes).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
     std::fs::rename(&tmp, file).unwrap_or_else(|e| panic!("rename to {}: {e}", file.display()));
 }
 
@@ -289,10 +301,14 @@ fn measure(
         table.rules
     );
     let mut encoder = TableEncoder::for_variant(variant);
-    let documents: Vec<String> = (0..=pushes)
+    let ecds = ecds_file();
+    let documents: Vec<Vec<u8>> = (0..=pushes)
         .map(|k| match form {
-            Some((form, file)) => ecds_document_for(form, file, &encoder.encode(table, k), ConfigForm::StringValue),
-            None => rds_document(table, k),
+            Some((form, file)) if ecds == EcdsFile::Binary => ecds_binary_for(form, file, &encoder.encode(table, k)),
+            Some((form, file)) => {
+                ecds_document_for(form, file, &encoder.encode(table, k), ConfigForm::StringValue).into_bytes()
+            }
+            None => rds_document(table, k).into_bytes(),
         })
         .collect();
     let dir = fresh_dir("bench-push");
@@ -301,9 +317,9 @@ fn measure(
             std::fs::create_dir_all(dir.join("ecds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             write_file(
                 &dir.join("envoy.yaml"),
-                &envoy_config_for(&dir, &[(table.cluster.as_str(), backend.addr.port())], 0, 0, form),
+                &envoy_config_reading(&dir, &[(table.cluster.as_str(), backend.addr.port())], 0, 0, form, ecds),
             );
-            dir.join("ecds/filter.json")
+            dir.join("ecds").join(ecds.name())
         }
         None => {
             std::fs::create_dir_all(dir.join("rds")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -311,7 +327,7 @@ fn measure(
             dir.join("rds/routes.json")
         }
     };
-    write_file(&file, &documents[0]);
+    replace(&file, &documents[0]);
     let started = Instant::now();
     eprintln!("  prepared in {:.1} s", begun.elapsed().as_secs_f64());
     let envoy = Envoy::spawn(envoy_bin, dir, files.wasm.clone(), workers);
@@ -510,8 +526,8 @@ fn main() {
 
     let pushes = runs.first().map_or(0, |r| r.pushes);
     let mut report = format!(
-        "Envoy 1.40 (V8), one request every {} ms on one keep-alive connection; {pushes} pushes of {} each; \
-         steady: the same length of traffic after the pushes. Latency p50 / p99 / max in ms; \
+        "Envoy 1.40 (V8), one request every {} ms on one keep-alive connection; {pushes} pushes of {} each, \
+         the filters' ECDS file {}; steady: the same length of traffic after the pushes. Latency p50 / p99 / max in ms; \
          apply: rename of the file to the push applied (every load's `table accepted`: the main thread's two and each worker's, or RDS update_success), median / max; \
          RSS (VmRSS): at start (the first table loaded, before the pushes), after the steady window, peak from the first push on; \
          over the same Envoy with the {}-rule table, per VM for the wasm filter (VMs: main thread + workers), \
@@ -520,6 +536,7 @@ fn main() {
          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         env_number("PUSH_EVERY_MS", 2),
         if every_rule_changes() { "every rule changed" } else { "one changed rule" },
+        ecds_file().name(),
         tables.first().map_or(0, |t| t.rules),
     );
     let small = tables.first().map_or(0, |t| t.rules);

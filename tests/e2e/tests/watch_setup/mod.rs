@@ -12,8 +12,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use switchyard_e2e::{
-    backend_name, envoy_config_for, fresh_dir, module_name, required_path, set_module_search_path, Backend, Envoy,
-    FilterForm,
+    backend_name, envoy_config_reading, fresh_dir, module_name, required_path, set_module_search_path, Backend,
+    EcdsFile, Envoy, FilterForm,
 };
 use switchyard_watch_process::{Address, WatchProcess};
 
@@ -23,7 +23,7 @@ pub const GREEN: &str = "shop/green:80";
 /// The bound the issue sets: routing follows a manifest change within one second.
 pub const FOLLOW_WITHIN: Duration = Duration::from_secs(1);
 
-/// A running `switchyard watch` on `<dir>/manifests`, writing `<dir>/ecds/filter.json`.
+/// A running `switchyard watch` on `<dir>/manifests`, writing the ECDS file in `<dir>/ecds/`.
 pub struct Watch(pub WatchProcess);
 
 /// The watch's flags for the ECDS file of the filter form `form`: the `.wasm`; the module's name
@@ -49,11 +49,11 @@ pub fn form_flags(form: FilterForm) -> Vec<String> {
 }
 
 impl Watch {
-    /// Starts `switchyard watch` on `<dir>/manifests` for the filter form `form`, with these more
-    /// arguments.
-    pub fn start_with(dir: &Path, form: FilterForm, extra: &[String]) -> Watch {
+    /// Starts `switchyard watch` on `<dir>/manifests` for the filter form `form`, writing the ECDS
+    /// file `file`, with these more arguments.
+    pub fn start_with(dir: &Path, form: FilterForm, file: EcdsFile, extra: &[String]) -> Watch {
         let bin = required_path("SWITCHYARD_BIN");
-        let (manifests, ecds) = (dir.join("manifests"), dir.join("ecds/filter.json"));
+        let (manifests, ecds) = (dir.join("manifests"), dir.join("ecds").join(file.name()));
         let flags = form_flags(form);
         let mut args = vec![
             "--manifests",
@@ -116,6 +116,8 @@ pub struct Setup {
     pub dir: PathBuf,
     /// The filter's form.
     pub form: FilterForm,
+    /// The ECDS file the watch writes and Envoy reads.
+    pub ecds: EcdsFile,
     // Field order: Envoy stops before the watch.
     pub envoy: Envoy,
     pub watch: Watch,
@@ -127,8 +129,17 @@ impl Setup {
         Setup::start_with(false, form)
     }
 
+    /// The watch writing the ECDS file in binary protobuf (`filter.pb`), and Envoy reading it.
+    pub fn start_binary(form: FilterForm) -> Setup {
+        Setup::launch(false, form, EcdsFile::Binary)
+    }
+
     /// With `paced`, Envoy's admin listens on a port chosen here and the watch gets `--envoy-admin`.
     pub fn start_with(paced: bool, form: FilterForm) -> Setup {
+        Setup::launch(paced, form, EcdsFile::Json)
+    }
+
+    fn launch(paced: bool, form: FilterForm, ecds: EcdsFile) -> Setup {
         let envoy_bin = required_path("ENVOY_BIN");
         let file = required_path(form.variable());
         if form.is_module() {
@@ -150,7 +161,7 @@ impl Setup {
         };
         std::fs::write(
             dir.join("envoy.yaml"),
-            envoy_config_for(&dir, &ports, 0, admin_port, form),
+            envoy_config_reading(&dir, &ports, 0, admin_port, form, ecds),
         )
         .unwrap();
         // The watch writes the ECDS file before Envoy starts: Envoy's listener waits for it.
@@ -159,12 +170,13 @@ impl Setup {
         } else {
             Vec::new()
         };
-        let watch = Watch::start_with(&dir, form, &extra);
+        let watch = Watch::start_with(&dir, form, ecds, &extra);
         let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), file, 1);
         envoy.backends = backends.into_iter().collect();
         Setup {
             dir,
             form,
+            ecds,
             envoy,
             watch,
         }
@@ -172,7 +184,7 @@ impl Setup {
 
     /// The ECDS file the watch writes.
     pub fn ecds_file(&self) -> PathBuf {
-        self.dir.join("ecds/filter.json")
+        self.dir.join("ecds").join(self.ecds.name())
     }
 
     /// One of Envoy's counters of the filter's ECDS updates (`update_success`, `update_rejected`).
