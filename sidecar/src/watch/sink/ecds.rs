@@ -15,8 +15,8 @@
 //! [`write_atomically`] writes beside it and renames.
 //!
 //! Envoy reads the file by its name ([`EcdsEncoding`]): a `.pb` file is written in binary protobuf
-//! (`switchyard_xds`), which Envoy's main thread parses several times faster than the JSON written
-//! under any other name (at 100,000 rules, about 6 ms a push against 44: BENCHMARKS.md, "Table
+//! (`switchyard_xds`), which costs Envoy's main thread several times less than the JSON written
+//! under any other name (at 100,000 rules, 6 – 8 ms a push against 45 – 55: BENCHMARKS.md, "Table
 //! pushes: the ECDS file in binary").
 
 use std::io::Write;
