@@ -257,7 +257,10 @@ fn an_ecds_file_named_for_protobuf_text_is_refused() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("filter.pb_text") && stderr.contains(".pb (binary protobuf"), "{stderr}");
+    assert!(
+        stderr.contains("filter.pb_text") && stderr.contains(".pb (binary protobuf"),
+        "{stderr}"
+    );
     assert!(!ecds.exists());
 }
 
