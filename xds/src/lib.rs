@@ -4,9 +4,8 @@
 //! anything else as JSON. A table of 100,000 rules makes the file a megabyte, and at every push
 //! Envoy's main thread spent about 45 – 55 ms of its own code on the JSON form, against 6 – 8 ms
 //! for the same `DiscoveryResponse` in binary (BENCHMARKS.md, "Table pushes: the ECDS file in
-//! binary"). The
-//! sidecar writes this form when `--ecds-file` names a `.pb` file; the JSON form stays its default,
-//! a file a person can read.
+//! binary"). The sidecar writes this form when `--ecds-file` names a `.pb` file; the JSON form
+//! stays its default, a file a person can read.
 //!
 //! [`ecds_response`] builds the document: one `TypedExtensionConfig` resource carrying the filter
 //! ([`Filter`]: the wasm filter or the dynamic module) with the table as a
