@@ -58,8 +58,8 @@ impl FilterForm {
 /// `MessageUtil::loadFromFile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EcdsEncoding {
-    /// Any name but the two below: JSON (which Envoy also reads from a `.yaml` file, JSON being
-    /// YAML), a file a person can read.
+    /// Any name but `.pb` (and `.pb_text`, refused): JSON, which Envoy also reads from a `.yaml`
+    /// file (JSON being YAML); a file a person can read.
     Json,
     /// `.pb`: binary protobuf, the fastest for Envoy to parse.
     Protobuf,
@@ -125,7 +125,7 @@ impl EcdsFilter {
 
     /// The binary ECDS document of the filter named `filter_name`, with `table` as its
     /// configuration: what [`EcdsFile::document`] writes in JSON, field for field.
-    pub fn binary_document(&self, filter_name: &str, table: &str) -> Vec<u8> {
+    fn binary_document(&self, filter_name: &str, table: &str) -> Vec<u8> {
         let filename;
         let filter = match self {
             EcdsFilter::Wasm { wasm, runtime } => {
