@@ -7,7 +7,7 @@
 //! thread local) outlives every table; a new VM starts with an empty store and decodes every shard.
 
 use switchyard_table::compact::Inflater;
-use switchyard_table::shards::{self, LoadStats, ShardStore, ShardedTable};
+use switchyard_table::shards::{self, LoadStats, Parts, ShardStore, ShardedTable, Source};
 use switchyard_table::RouteTable;
 
 use crate::config::{read_config, ConfigError};
@@ -56,23 +56,35 @@ impl Loaded {
 }
 
 /// Decodes the plugin configuration: the sharded form through `store` (the shards it lacks are
-/// decoded and validated; the others are its own), any other form whole. `LoadStats` says what the
-/// sharded form cost.
+/// read, decoded and validated; the others are its own), any other form whole. The sharded form
+/// as its encoder writes it is read by ranges, the rest of the configuration left unread
+/// ([`shards::read_ranged`]); anything else is read whole first. `LoadStats` says what the sharded
+/// form cost.
 pub fn load(
-    config: &[u8],
+    config: &dyn Source,
     inflater: &dyn Inflater,
     store: &mut ShardStore,
 ) -> Result<(Loaded, Option<LoadStats>), ConfigError> {
-    read_config(config, &mut |doc, node| match shards::read(doc, node) {
-        Some(parts) => {
-            let parts = parts.map_err(ConfigError::Table)?;
-            let (table, stats) = store.load(parts, inflater).map_err(ConfigError::Table)?;
-            Ok((Loaded::Sharded(table), Some(stats)))
-        }
+    if let Some(parts) = shards::read_ranged(config) {
+        return load_sharded(parts, inflater, store);
+    }
+    // A host that hands over nothing has given no configuration.
+    let whole = config.read(0..config.size()).unwrap_or_default();
+    read_config(&whole, &mut |doc, node| match shards::read(doc, node) {
+        Some(parts) => load_sharded(parts.map_err(ConfigError::Table)?, inflater, store),
         None => RouteTable::from_tree_with(doc, node, inflater)
             .map(|table| (Loaded::Whole(table), None))
             .map_err(ConfigError::Table),
     })
+}
+
+fn load_sharded(
+    parts: Parts<'_>,
+    inflater: &dyn Inflater,
+    store: &mut ShardStore,
+) -> Result<(Loaded, Option<LoadStats>), ConfigError> {
+    let (table, stats) = store.load(parts, inflater).map_err(ConfigError::Table)?;
+    Ok((Loaded::Sharded(table), Some(stats)))
 }
 
 #[cfg(test)]
@@ -95,12 +107,12 @@ mod tests {
         let text = ShardEncoder::new().encode(&table).unwrap();
         let wrapped = format!(r#"{{"value": {}}}"#, serde_json::to_string(&text).unwrap());
         let mut store = ShardStore::new();
-        let (loaded, stats) = load(wrapped.as_bytes(), &host_inflater(), &mut store).unwrap();
+        let (loaded, stats) = load(&wrapped.as_bytes(), &host_inflater(), &mut store).unwrap();
         assert!(matches!(loaded, Loaded::Sharded(_)));
         assert_eq!(loaded.rule_count(), 1_000);
         assert_eq!(stats.map(|s| s.decoded), stats.map(|s| s.shards));
         let json = serde_json::to_string(&table).unwrap();
-        let (loaded, stats) = load(json.as_bytes(), &host_inflater(), &mut store).unwrap();
+        let (loaded, stats) = load(&json.as_bytes(), &host_inflater(), &mut store).unwrap();
         assert!(matches!(loaded, Loaded::Whole(_)) && stats.is_none());
     }
 
@@ -109,7 +121,7 @@ mod tests {
         use crate::request::tests::FakeHost;
         let table = synthetic::table(2_000);
         let text = ShardEncoder::new().encode(&table).unwrap();
-        let (Loaded::Sharded(sharded), _) = load(text.as_bytes(), &host_inflater(), &mut ShardStore::new()).unwrap()
+        let (Loaded::Sharded(sharded), _) = load(&text.as_bytes(), &host_inflater(), &mut ShardStore::new()).unwrap()
         else {
             panic!("not sharded")
         };
@@ -141,7 +153,7 @@ mod tests {
         let table = synthetic::table(1_000);
         let text = ShardEncoder::new().encode(&table).unwrap();
         let mut store = ShardStore::with_decoded_rules(0);
-        let (Loaded::Sharded(sharded), _) = load(text.as_bytes(), &host_inflater(), &mut store).unwrap() else {
+        let (Loaded::Sharded(sharded), _) = load(&text.as_bytes(), &host_inflater(), &mut store).unwrap() else {
             panic!("not sharded")
         };
         let failing = HostUncompress(|_: &[u8]| Err(HostCallFailed(3)));

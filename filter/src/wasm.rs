@@ -11,14 +11,16 @@
 //! `src/context.cc` checks it first: `onRequestBody` returns `FilterDataStatus::Continue`, `onDone`
 //! `true`, `onStart` `true`, `onLog` and `onDelete` nothing). Only the allocator is required.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
+use std::ops::Range;
 use std::rc::Rc;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
-use switchyard_table::shards::{ShardStore, SharedBytes};
+use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 use switchyard_table::RouteTable;
 
 use crate::headers::HeaderBlock;
@@ -53,6 +55,30 @@ impl SharedBytes for HostSharedData {
     fn set(&self, key: &str, value: &[u8]) {
         // A failed write only leaves the other VMs to decode the shards themselves.
         let _ = hostcalls::set_shared_data(key, Some(value), None);
+    }
+}
+
+/// The plugin configuration, which the host copies into the VM range by range: a push in the
+/// sharded form's layout costs a VM the front and the texts of the shards it lacks, not the whole
+/// configuration (`switchyard_table::shards::read_ranged`).
+struct PluginConfiguration {
+    size: usize,
+}
+
+impl Source for PluginConfiguration {
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn read(&self, range: Range<usize>) -> Option<Cow<'_, [u8]>> {
+        if range.is_empty() {
+            return Some(Cow::Borrowed(&[]));
+        }
+        let wanted = range.len();
+        let bytes = hostcalls::get_buffer(BufferType::PluginConfiguration, range.start, wanted)
+            .ok()
+            .flatten()?;
+        (bytes.len() == wanted).then_some(Cow::Owned(bytes))
     }
 }
 
@@ -130,14 +156,13 @@ impl Root {
 impl Context for Root {}
 
 impl RootContext for Root {
-    fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
+    fn on_configure(&mut self, plugin_configuration_size: usize) -> bool {
         let started = hostcalls::get_current_time().ok();
-        let config = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
-            .ok()
-            .flatten();
-        let config = config.as_deref().unwrap_or_default();
+        let config = PluginConfiguration {
+            size: plugin_configuration_size,
+        };
         let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
-            Ok(mut store) => load(config, &HostUncompress(host_uncompress), &mut store),
+            Ok(mut store) => load(&config, &HostUncompress(host_uncompress), &mut store),
             // Never: nothing else borrows the store while a root configures.
             Err(_) => Err(crate::config::ConfigError::Unreadable),
         });

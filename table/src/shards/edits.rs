@@ -5,11 +5,12 @@
 //! push before must still route as its own version did; and the encoder's text must be a fresh
 //! encoder's. As in Envoy, each version is first loaded by a *canary*, a store of its own, and
 //! both stores share a [`catalogue`](super::catalogue): the canary's table must route alike too,
-//! whichever of its shards it took from the catalogue. Now and then a version with one name given
+//! whichever of its shards it took from the catalogue. The store reads each version by ranges, as
+//! the filter does (only the texts of the shards it lacks); the canary by ranges or whole. Now and then a version with one name given
 //! to two rules comes between two pushes, and both stores must refuse it. Used by the unit tests
 //! and by `fuzz/fuzz_targets/shard_pushes.rs`.
 
-use super::{read, InMemory, ShardEncoder, ShardStore, ShardedTable};
+use super::{read, read_ranged, InMemory, ShardEncoder, ShardStore, ShardedTable};
 use crate::compact::Miniz;
 use crate::format::{RuleSpec, TableSpec};
 use crate::{oracle, RouteTable};
@@ -75,16 +76,17 @@ pub fn check_pushes(choose: &mut impl FnMut(usize) -> usize, pushes: usize) -> R
         }
         let whole = RouteTable::try_from(spec).map_err(|e| format!("push {push}: the whole table: {e}"))?;
         let doc = crate::json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
-        let parts = read(&doc, doc.root())
-            .ok_or("not the sharded form")?
-            .map_err(|e| e.to_string())?;
+        let bytes = text.as_bytes();
+        // The store reads by ranges, as the filter does; the canary either way.
+        let parts = read_ranged(&bytes).ok_or("the encoder's text is not read by ranges")?;
+        let canary_parts = match choose(2) {
+            0 => read_ranged(&bytes).ok_or("the encoder's text is not read by ranges")?,
+            _ => read(&doc, doc.root())
+                .ok_or("not the sharded form")?
+                .map_err(|e| e.to_string())?,
+        };
         let canary = ShardStore::sharing(shared.clone())
-            .load(
-                read(&doc, doc.root())
-                    .ok_or("not the sharded form")?
-                    .map_err(|e| e.to_string())?,
-                &Miniz,
-            )
+            .load(canary_parts, &Miniz)
             .map_err(|e| format!("push {push}, the canary: {e}"))?
             .0;
         agree(&canary, &whole, choose).map_err(|e| format!("push {push}, the canary: {e}"))?;
@@ -150,12 +152,8 @@ fn check_a_name_twice_is_refused(
         return Err("the whole table accepts it".into());
     }
     let text = encoder.encode(&bad).map_err(|e| e.to_string())?;
-    let doc = crate::json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
-    let parts = || {
-        read(&doc, doc.root())
-            .ok_or("not the sharded form")?
-            .map_err(|e| e.to_string())
-    };
+    let bytes = text.as_bytes();
+    let parts = || read_ranged(&bytes).ok_or("the encoder's text is not read by ranges");
     if ShardStore::sharing(shared.clone()).load(parts()?, &Miniz).is_ok() {
         return Err("a canary accepts it".into());
     }

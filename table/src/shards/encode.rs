@@ -12,10 +12,13 @@
 //! document, and reuses one only when its bytes are equal (compared, so a collision cannot pick a
 //! wrong shard).
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
 
-use super::{FORM, WRAPPER_KEY};
+use super::catalogue::{self, Fingerprint};
+use super::layout;
 use crate::compact::{self, tag, EncodeError, BINARY_VERSION, KEYS, MAGIC, ZLIB_LEVEL};
 use crate::format::{TableSpec, VERSION};
 
@@ -52,10 +55,11 @@ pub struct ShardStats {
     pub binary_bytes: usize,
 }
 
-/// One shard of the last table: its binary document and its text.
+/// One shard of the last table: its binary document, its text and its text's fingerprint.
 struct Cached {
     binary: Box<[u8]>,
-    text: Box<str>,
+    text: Arc<str>,
+    fingerprint: Fingerprint,
     /// Whether the table being encoded uses it (the others are dropped at its end).
     used: bool,
 }
@@ -104,7 +108,8 @@ impl ShardEncoder {
             rules: Vec::new(),
         };
         let head = serde_json::to_string(&head).map_err(|e| EncodeError(e.to_string()))?;
-        let mut text = format!("{{\"{WRAPPER_KEY}\":{{\"form\":{FORM},\"head\":{head},\"shards\":[");
+        // Each shard's fingerprint and text, in table order.
+        let mut shards = Vec::new();
         self.body.clear();
         let (mut count, mut wants_cut) = (0usize, false);
         for (i, rule) in table.rules.iter().enumerate() {
@@ -115,19 +120,20 @@ impl ShardEncoder {
             count += 1;
             let host_changes = table.rules.get(i + 1).is_none_or(|next| next.host != rule.host);
             if (wants_cut && host_changes) || self.body.len() >= self.max_bytes || i + 1 == table.rules.len() {
-                self.push_shard(count, &mut text)?;
+                shards.push(self.push_shard(count)?);
                 self.body.clear();
                 (count, wants_cut) = (0, false);
             }
         }
-        text.push_str("]}}");
+        let listed: Vec<_> = shards.iter().map(|(fingerprint, text)| (*fingerprint, &**text)).collect();
+        let text = layout::write(&head, &listed);
         self.cache.retain(|_, shard| std::mem::take(&mut shard.used));
         Ok(text)
     }
 
-    /// Appends the shard of the `count` rules in `self.body` to `text` (after a comma when it is not
-    /// the first), deflating it unless the cache has it.
-    fn push_shard(&mut self, count: usize, text: &mut String) -> Result<(), EncodeError> {
+    /// The fingerprint and text of the shard of the `count` rules in `self.body`, deflated unless
+    /// the cache has it.
+    fn push_shard(&mut self, count: usize) -> Result<(Fingerprint, Arc<str>), EncodeError> {
         let binary = shard_binary(count, &self.body);
         let key = compact::piece_hash(&binary);
         self.stats.shards += 1;
@@ -138,8 +144,10 @@ impl ShardEncoder {
             None => {
                 self.stats.deflated += 1;
                 let deflated = miniz_oxide::deflate::compress_to_vec_zlib(&binary, ZLIB_LEVEL);
+                let text = base64::engine::general_purpose::STANDARD.encode(deflated);
                 let shard = Cached {
-                    text: base64::engine::general_purpose::STANDARD.encode(deflated).into(),
+                    fingerprint: catalogue::fingerprint(&text),
+                    text: text.into(),
                     binary: binary.into(),
                     used: false,
                 };
@@ -151,14 +159,7 @@ impl ShardEncoder {
             }
         };
         shard.used = true;
-        if !text.ends_with('[') {
-            text.push(',');
-        }
-        // A base64 string needs no JSON escaping.
-        text.push('"');
-        text.push_str(&shard.text);
-        text.push('"');
-        Ok(())
+        Ok((shard.fingerprint, Arc::clone(&shard.text)))
     }
 }
 

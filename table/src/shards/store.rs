@@ -1,7 +1,12 @@
 //! [`ShardStore`]: a proxy's shards by content, kept from one table to the next, so a new table
-//! decodes and validates only the shards the proxy has not seen.
+//! reads, decodes and validates only the shards the proxy has not seen.
 //!
-//! A shard is looked up by the hash of its text, and taken only when the text is equal. A new one
+//! A shard is known by its text's [`Fingerprint`], 128 bits of two independent hashes: the one the
+//! form-2 index gives (form 1's are computed from the texts). The store takes a shard it holds by
+//! its fingerprint alone, without reading its text again: that is what lets a VM read only the new
+//! shards of a configuration. The text of a shard it lacks is read and must have the fingerprint the
+//! index gives, so a VM that reads every text (in Envoy, the canary, a fresh VM that checks each
+//! configuration before any worker takes it) refuses a document whose index lies. A new one
 //! is decoded and validated as a table of its own rules ([`super::decode_shard`]); what the store
 //! keeps of it is its text (compressed), its number of rules, its hosts and the hashes of its
 //! rules' names (so that a name used in two shards is still refused). The store holds the shards of
@@ -53,30 +58,11 @@ pub(crate) fn host_hash(kind: u8, name: &str) -> u64 {
     compact::piece_hash(name.as_bytes()) ^ u64::from(kind).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-/// The key a shard's text is looked up by: its length and its last bytes, which hold the Adler-32
-/// of its document (the text is compared whole on a hit).
-fn text_key(text: &str) -> u64 {
-    let tail = text.len().saturating_sub(48);
-    compact::piece_hash(text.as_bytes().get(tail..).unwrap_or_default()) ^ text.len() as u64
-}
-
-/// Whether `a` and `b` are the same text, compared eight bytes at a time: a load compares each of
-/// its shards with the stored one of its key (a megabyte at 100,000 rules), and in wasm32 `memcmp`
-/// is a loop over single bytes.
-pub(super) fn same_text(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let word = |w: &[u8]| u64::from_ne_bytes(w.try_into().unwrap_or_default());
-    a_words.remainder() == b_words.remainder() && a_words.zip(b_words).all(|(x, y)| word(x) == word(y))
-}
-
 /// A proxy's shards, and the shards it keeps decoded for requests.
 #[derive(Debug, Default)]
 pub struct ShardStore {
-    by_text: FxHashMap<u64, Vec<Weak<Shard>>>,
+    /// Every shard a table holds, by its text's fingerprint.
+    by_fingerprint: FxHashMap<Fingerprint, Weak<Shard>>,
     /// The shards of the last table loaded, and its directory.
     last: Vec<Rc<Shard>>,
     last_directory: Option<Rc<[super::directory::Entry]>>,
@@ -131,53 +117,60 @@ impl ShardStore {
             ..parts.head.clone()
         })?;
         let mut stats = LoadStats {
-            shards: parts.shards.len(),
+            shards: parts.fingerprints.len(),
             ..LoadStats::default()
         };
-        // Each shard's key, and the stored shard of its text when there is one.
-        let found: Vec<(u64, Option<Rc<Shard>>)> = parts
-            .shards
+        let lacking = parts
+            .fingerprints
             .iter()
-            .map(|text| {
-                let key = text_key(text);
-                (key, self.find(key, text))
-            })
-            .collect();
-        let lacking = found.iter().filter(|(_, shard)| shard.is_none()).count();
+            .filter(|fingerprint| self.find(fingerprint).is_none())
+            .count();
         let records = match &self.shared {
             Some(shared) if lacking >= catalogue::READ_AFTER => {
                 shared.get(catalogue::RECORDS_KEY).and_then(Records::read)
             }
             _ => None,
         };
-        let mut shards: Vec<Rc<Shard>> = Vec::with_capacity(parts.shards.len());
+        let mut shards: Vec<Rc<Shard>> = Vec::with_capacity(parts.fingerprints.len());
         // Which of `shards` were taken from the records, each once: their names are distinct.
-        let mut vouched = Vec::with_capacity(parts.shards.len());
+        let mut vouched = Vec::with_capacity(parts.fingerprints.len());
         // Shards new to this load are kept strongly by `shards` until the table holds them.
-        for ((index, text), (key, found)) in parts.shards.iter().enumerate().zip(found) {
-            // Looked up again: a shard twice in the table is new only the first time.
-            if let Some(shard) = found.or_else(|| self.find(key, text)) {
+        for (index, &fingerprint) in parts.fingerprints.iter().enumerate() {
+            // A shard twice in the table is new only the first time.
+            if let Some(shard) = self.find(&fingerprint) {
                 shards.push(shard);
                 vouched.push(false);
                 continue;
             }
-            let fingerprint = catalogue::fingerprint(text);
+            let text = parts.texts.get(index).map_err(|error| TableError::Shard {
+                index,
+                error: Box::new(error),
+            })?;
+            if catalogue::fingerprint(&text) != fingerprint {
+                return Err(TableError::Shard {
+                    index,
+                    error: Box::new(TableError::Shape {
+                        at: format!("{}.index[{index}]", super::WRAPPER_KEY),
+                        problem: "the fingerprint is not the shard text's".into(),
+                    }),
+                });
+            }
             let record = records.as_ref().and_then(|r| r.get(fingerprint));
             vouched.push(record.is_some());
             let shard = match record {
                 Some(record) => {
                     stats.from_catalogue += 1;
-                    Rc::new(self.shard_of_record(text, fingerprint, record))
+                    Rc::new(self.shard_of_record(&text, fingerprint, record))
                 }
                 None => {
-                    let table = Rc::new(decode_shard(index, text, inflater)?);
-                    let shard = Rc::new(self.shard(text, fingerprint, &table));
+                    let table = Rc::new(decode_shard(index, &text, inflater)?);
+                    let shard = Rc::new(self.shard(&text, fingerprint, &table));
                     stats.decoded += 1;
                     self.decoded.borrow_mut().insert(&shard, table, false);
                     shard
                 }
             };
-            self.by_text.entry(key).or_default().push(Rc::downgrade(&shard));
+            self.by_fingerprint.insert(fingerprint, Rc::downgrade(&shard));
             shards.push(shard);
         }
         // Gone before the directory is built: the two are a load's largest transients.
@@ -200,10 +193,7 @@ impl ShardStore {
                 return Err(error);
             }
         }
-        self.by_text.retain(|_, list| {
-            list.retain(|shard| shard.strong_count() > 0);
-            !list.is_empty()
-        });
+        self.by_fingerprint.retain(|_, shard| shard.strong_count() > 0);
         let previous = self.last_directory.as_deref().map(|entries| (&self.last[..], entries));
         let table = ShardedTable::new(head, shards, previous, Rc::clone(&self.decoded));
         self.last = table.shards().to_vec();
@@ -216,7 +206,7 @@ impl ShardStore {
 
     /// How many shards the store holds (those some table still holds).
     pub fn len(&self) -> usize {
-        self.by_text.values().flatten().filter(|s| s.strong_count() > 0).count()
+        self.by_fingerprint.values().filter(|s| s.strong_count() > 0).count()
     }
 
     /// Whether the store holds no shard.
@@ -234,13 +224,9 @@ impl ShardStore {
         self.decoded.borrow().decoded_on_demand()
     }
 
-    /// The stored shard of this text, when there is one.
-    fn find(&self, key: u64, text: &str) -> Option<Rc<Shard>> {
-        self.by_text
-            .get(&key)?
-            .iter()
-            .filter_map(Weak::upgrade)
-            .find(|shard| same_text(&shard.text, text))
+    /// The stored shard of this fingerprint, when there is one.
+    fn find(&self, fingerprint: &Fingerprint) -> Option<Rc<Shard>> {
+        self.by_fingerprint.get(fingerprint)?.upgrade()
     }
 
     /// What the store keeps of the shard `text`, whose rules are `table`'s.

@@ -1,4 +1,5 @@
 use super::*;
+use std::borrow::Cow;
 use crate::compact::Miniz;
 use crate::format::RuleSpec;
 use crate::{synthetic, SimpleRequest};
@@ -14,7 +15,16 @@ fn split_mix(seed: u64) -> impl FnMut(usize) -> usize {
     }
 }
 
+/// Loads `text` as the filter does: by ranges when it is the writer's exact bytes, else whole.
 fn load(store: &mut ShardStore, text: &str) -> Result<(ShardedTable, LoadStats), TableError> {
+    match read_ranged(&text.as_bytes()) {
+        Some(parts) => store.load(parts, &Miniz),
+        None => load_whole(store, text),
+    }
+}
+
+/// Loads `text` parsed whole, as JSON.
+fn load_whole(store: &mut ShardStore, text: &str) -> Result<(ShardedTable, LoadStats), TableError> {
     let doc = crate::json::parse(text.as_bytes()).unwrap();
     store.load(read(&doc, doc.root()).unwrap()?, &Miniz)
 }
@@ -29,10 +39,12 @@ fn shard_texts(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `text` with other shards, written as the encoder writes (the index says what they are).
 fn with_shards(text: &str, shards: &[String]) -> String {
-    let mut value: serde_json::Value = serde_json::from_str(text).unwrap();
-    value[WRAPPER_KEY]["shards"] = serde_json::json!(shards);
-    value.to_string()
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    let head = value[WRAPPER_KEY]["head"].to_string();
+    let listed: Vec<_> = shards.iter().map(|s| (catalogue::fingerprint(s), s.as_str())).collect();
+    layout::write(&head, &listed)
 }
 
 fn changed_path(table: &TableSpec, at: usize) -> TableSpec {
@@ -51,7 +63,7 @@ fn the_same_table_is_encoded_byte_for_byte_alike_whatever_was_encoded_before() {
     kept.encode(&changed_path(&table, 10)).unwrap();
     assert_eq!(kept.encode(&table).unwrap(), fresh);
     assert!(
-        fresh.starts_with(r#"{"table_shards":{"form":1,"head":{"version":1,"#),
+        fresh.starts_with(r#"{"table_shards":{"form":2,"front":"0000"#),
         "{}",
         &fresh[..80]
     );
@@ -170,9 +182,15 @@ fn a_name_in_two_shards_is_refused_as_in_a_whole_table() {
 fn the_head_and_the_wrapper_are_validated() {
     let text = ShardEncoder::new().encode(&synthetic::table(20)).unwrap();
     let cases = [
-        (text.replace(r#""form":1"#, r#""form":2"#), "unsupported form"),
+        (text.replace(r#""form":2"#, r#""form":3"#), "unsupported form"),
         (text.replace(r#""version":1"#, r#""version":7"#), "unsupported table version"),
-        (text.replace(r#""form":1,"#, r#""form":1,"form":1,"#), "written twice"),
+        (text.replace(r#""form":2,"#, r#""form":2,"form":2,"#), "written twice"),
+        (
+            text.replacen(r#""index":["#, r#""index":[["00000000000000000000000000000000",1],"#, 1),
+            "entries for",
+        ),
+        (text.replacen(r#""index":[[""#, r#""index":[["g"#, 1), "index[0]"),
+        (front_as_a_number(&text), "front"),
         (text.replace(r#""head":{"#, r#""extra":0,"head":{"#), "table_shards.extra"),
         (
             text.replace(
@@ -192,6 +210,14 @@ fn the_head_and_the_wrapper_are_validated() {
         let whole = RouteTable::from_json(bad.as_bytes()).unwrap_err().to_string();
         assert!(whole.contains(expected), "{expected}: {whole}");
     }
+}
+
+/// `text` with `front` written as a number.
+fn front_as_a_number(text: &str) -> String {
+    let at = text.find(r#""front":""#).unwrap() + r#""front":"#.len();
+    let mut bad = text.to_owned();
+    bad.replace_range(at..at + 12, "7");
+    bad
 }
 
 #[test]
@@ -385,18 +411,170 @@ fn a_canary_accepts_a_name_that_moved_out_of_a_shard_the_table_no_longer_holds()
     assert_eq!(sharded.rule_count(), 3_000);
 }
 
-#[test]
-fn shard_texts_are_the_same_only_when_every_byte_is() {
-    let text: String = (0..203).map(|i| char::from(b'A' + (i % 26) as u8)).collect();
-    assert!(store::same_text(&text, &text.clone()));
-    for at in [0, 7, 8, 100, 199, 202] {
-        let mut other = text.clone().into_bytes();
-        other[at] = b'+';
-        assert!(
-            !store::same_text(&text, std::str::from_utf8(&other).unwrap()),
-            "byte {at}"
-        );
+/// A [`Source`] that counts the bytes read from it.
+struct Counted<'t> {
+    text: &'t [u8],
+    read: std::cell::Cell<usize>,
+}
+
+impl Source for Counted<'_> {
+    fn size(&self) -> usize {
+        self.text.len()
     }
-    assert!(!store::same_text(&text, &text[..202]));
-    assert!(store::same_text("", ""));
+
+    fn read(&self, range: std::ops::Range<usize>) -> Option<Cow<'_, [u8]>> {
+        let bytes = self.text.get(range)?;
+        self.read.set(self.read.get() + bytes.len());
+        Some(Cow::Borrowed(bytes))
+    }
+}
+
+#[test]
+fn a_store_reads_only_the_front_and_the_texts_of_the_shards_it_lacks() {
+    let table = synthetic::table(5_000);
+    let mut encoder = ShardEncoder::new();
+    let first = encoder.encode(&table).unwrap();
+    let second = encoder.encode(&changed_path(&table, 2_500)).unwrap();
+    let mut store = ShardStore::new();
+    let fresh = Counted {
+        text: first.as_bytes(),
+        read: Default::default(),
+    };
+    let (_, stats) = store.load(read_ranged(&fresh).unwrap(), &Miniz).unwrap();
+    assert_eq!(stats.decoded, stats.shards);
+    let front = first.find(",\"shards\":[").unwrap();
+    assert!(fresh.read.get() >= first.len() - front, "a fresh store reads every text");
+
+    let next = Counted {
+        text: second.as_bytes(),
+        read: Default::default(),
+    };
+    let (sharded, stats) = store.load(read_ranged(&next).unwrap(), &Miniz).unwrap();
+    assert_eq!(stats.decoded, 1);
+    let front = second.find(",\"shards\":[").unwrap();
+    let longest = shard_texts(&second).iter().map(String::len).max().unwrap();
+    assert!(
+        next.read.get() <= front + 64 + longest,
+        "{} bytes read of {} (front {front}, longest text {longest})",
+        next.read.get(),
+        second.len()
+    );
+    let whole = RouteTable::try_from(changed_path(&table, 2_500)).unwrap();
+    edits::agree(&sharded, &whole, &mut split_mix(3)).unwrap();
+}
+
+#[test]
+fn a_document_read_by_ranges_and_read_whole_gives_the_same_parts() {
+    let text = ShardEncoder::new().encode(&synthetic::table(3_000)).unwrap();
+    let doc = crate::json::parse(text.as_bytes()).unwrap();
+    let whole = read(&doc, doc.root()).unwrap().unwrap();
+    let bytes = text.as_bytes();
+    let ranged = read_ranged(&bytes).unwrap();
+    assert_eq!(ranged.head, whole.head);
+    assert_eq!(ranged.fingerprints, whole.fingerprints);
+    assert!(whole.fingerprints.len() > 10);
+    for i in 0..whole.texts.len() {
+        assert_eq!(ranged.texts.get(i).unwrap(), whole.texts.get(i).unwrap());
+        assert_eq!(catalogue::fingerprint(&whole.texts.get(i).unwrap()), whole.fingerprints[i]);
+    }
+    let empty = TableSpec {
+        rules: Vec::new(),
+        ..synthetic::table(1)
+    };
+    let empty = ShardEncoder::new().encode(&empty).unwrap();
+    let bytes = empty.as_bytes();
+    let parts = read_ranged(&bytes).unwrap();
+    assert!(parts.fingerprints.is_empty() && parts.texts.is_empty());
+}
+
+#[test]
+fn a_document_not_in_the_writers_exact_bytes_is_read_whole_and_routes_alike() {
+    let table = synthetic::table(2_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    let longer = format!("{text} ");
+    let shorter = text.replacen("\"]}}", "]}}", 1);
+    for other in [&pretty, &longer, &shorter] {
+        assert!(read_ranged(&other.as_bytes()).is_none(), "{}", &other[..80]);
+    }
+    let whole = RouteTable::try_from(table).unwrap();
+    for other in [&pretty, &longer] {
+        let (sharded, _) = load(&mut ShardStore::new(), other).unwrap();
+        edits::agree(&sharded, &whole, &mut split_mix(5)).unwrap();
+    }
+}
+
+#[test]
+fn a_text_not_where_the_index_places_it_is_refused() {
+    let text = ShardEncoder::new().encode(&synthetic::table(2_000)).unwrap();
+    // The first text's closing quote and the comma after it, swapped: the size still agrees.
+    let first = text.find(",\"shards\":[\"").unwrap() + 12;
+    let close = first + text[first..].find('"').unwrap();
+    let mut bad = text.clone();
+    bad.replace_range(close..close + 2, ",\"");
+    let error = load(&mut ShardStore::new(), &bad).unwrap_err().to_string();
+    assert!(error.contains("shard 0") && error.contains("not where"), "{error}");
+}
+
+#[test]
+fn a_shard_whose_text_is_not_its_indexed_fingerprint_is_refused_by_a_store_that_lacks_it() {
+    let table = synthetic::table(2_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let shards = shard_texts(&text);
+    // The index of shard 4 names shard 5's fingerprint (same length: the layout still agrees).
+    let (four, five) = (catalogue::fingerprint(&shards[4]), catalogue::fingerprint(&shards[5]));
+    let hex = |[a, b]: Fingerprint| format!("{a:016x}{b:016x}");
+    let lying = text.replacen(&hex(four), &hex(five), 1);
+    assert_ne!(lying, text);
+    let mut store = ShardStore::new();
+    let error = load(&mut store, &lying).unwrap_err().to_string();
+    assert!(error.contains("index[4]") && error.contains("fingerprint"), "{error}");
+    assert!(store.is_empty(), "nothing of a refused table is kept");
+    let error = load_whole(&mut ShardStore::new(), &lying).unwrap_err().to_string();
+    assert!(error.contains("index[4]"), "{error}");
+}
+
+#[test]
+fn a_store_takes_a_shard_it_holds_by_the_indexed_fingerprint_without_reading_its_text() {
+    let table = synthetic::table(2_000);
+    let mut encoder = ShardEncoder::new();
+    let text = encoder.encode(&table).unwrap();
+    let mut store = ShardStore::new();
+    let _serving = load(&mut store, &text).unwrap();
+    // Shard 2's text garbled in place: a store holding shard 2 never reads it.
+    let mut shards = shard_texts(&text);
+    let garbled: String = shards[2].chars().rev().collect();
+    let at = text.find(&shards[2]).unwrap();
+    let mut unread = text.clone();
+    unread.replace_range(at..at + garbled.len(), &garbled);
+    let (_, stats) = load(&mut store, &unread).unwrap();
+    assert_eq!(stats.decoded, 0);
+    // A store that lacks it reads it, and refuses it.
+    assert!(load(&mut ShardStore::new(), &unread).is_err());
+    shards[2] = garbled;
+    assert!(load(&mut ShardStore::new(), &with_shards(&text, &shards)).is_err());
+}
+
+#[test]
+fn form_1_documents_are_still_read() {
+    let table = synthetic::table(2_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let form_1 = serde_json::json!({WRAPPER_KEY: {
+        "form": 1,
+        "head": value[WRAPPER_KEY]["head"],
+        "shards": value[WRAPPER_KEY]["shards"],
+    }})
+    .to_string();
+    let mut store = ShardStore::new();
+    let (sharded, stats) = load(&mut store, &form_1).unwrap();
+    assert_eq!(stats.decoded, stats.shards);
+    edits::agree(&sharded, &RouteTable::try_from(table.clone()).unwrap(), &mut split_mix(9)).unwrap();
+    // The same shards, known by the same fingerprints, in either form.
+    let (_, stats) = load(&mut store, &text).unwrap();
+    assert_eq!(stats.decoded, 0);
+    let with_index = form_1.replacen("\"form\":1", "\"form\":1,\"index\":[]", 1);
+    let error = load(&mut ShardStore::new(), &with_index).unwrap_err().to_string();
+    assert!(error.contains("not a field of form 1"), "{error}");
 }
