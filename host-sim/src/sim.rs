@@ -232,6 +232,7 @@ impl Sim {
             return false;
         }
         self.store.data_mut().plugin_config = bytes.into();
+        self.store.data_mut().plugin_config_read = 0;
         let root = self.root_id;
         let size = self.store.data().plugin_config.len() as i32;
         let accepted = match self.call(
@@ -253,6 +254,12 @@ impl Sim {
     pub fn memory_bytes(&self) -> usize {
         let host = self.store.data();
         host.memory.map_or(0, |memory| memory.data_size(&self.store))
+    }
+
+    /// How many bytes of the last plugin configuration the module read (`proxy_get_buffer_bytes`,
+    /// summed over its reads): a module may read its configuration by ranges.
+    pub fn plugin_config_read(&self) -> usize {
+        self.store.data().plugin_config_read
     }
 
     /// Whether the last configuration was accepted.

@@ -154,6 +154,8 @@ pub(crate) struct Host {
     pub args: Vec<String>,
     pub vm_config: Vec<u8>,
     pub plugin_config: Vec<u8>,
+    /// How many bytes of `plugin_config` the module was handed since it was set.
+    pub plugin_config_read: usize,
     pub properties: HashMap<String, Vec<u8>>,
     pub stream: Option<Stream>,
     pub callout: Option<Callout>,
@@ -198,6 +200,7 @@ impl Host {
             args: vec!["host-sim".to_string()],
             vm_config: Vec::new(),
             plugin_config: Vec::new(),
+            plugin_config_read: 0,
             properties: HashMap::new(),
             stream: None,
             callout: None,

@@ -144,6 +144,41 @@ fn a_push_of_one_changed_rule_decodes_one_shard() {
     assert_eq!(outcome.request_header("x-route-cluster"), Some("a/web:80"));
 }
 
+/// The filter reads its configuration by ranges (`proxy_get_buffer_bytes` with a start and a
+/// length): a VM holding the table before reads the new one's front (head and index) and the text
+/// of the one shard it lacks, not the megabyte around them; a new VM reads every text; the same
+/// table in a wrapper (not the encoder's exact bytes) is read whole, and routes alike.
+#[test]
+fn a_push_reads_only_the_front_and_the_text_of_each_shard_the_vm_lacks() {
+    let table = switchyard_table::synthetic::table(20_000);
+    let mut changed = table.clone();
+    changed.rules[9_000].path = switchyard_table::PathSpec::Prefix("/changed".into());
+    let mut encoder = ShardEncoder::new();
+    let (first, second) = (encoder.encode(&table).unwrap(), encoder.encode(&changed).unwrap());
+    let mut vm = sim();
+    assert!(vm.configure(first.clone()));
+    assert!(vm.plugin_config_read() >= first.len() - first.find(",\"shards\"").unwrap());
+    assert!(vm.configure(second.clone()));
+    assert_eq!(shards_logged(&mut vm).1, 1);
+    let front = second.find(",\"shards\"").unwrap();
+    let read = vm.plugin_config_read();
+    assert!(
+        read < front + 70_000 && read * 5 < second.len(),
+        "read {read} bytes of {} (front {front})",
+        second.len()
+    );
+    let request = switchyard_table::synthetic::typical_request(20_000);
+    let routed = decision(&vm.request(Request::get(&format!("http://{}{}", request.authority, request.path))));
+
+    let wrapped = json!({ "value": second }).to_string();
+    let mut other = sim();
+    assert!(other.configure(wrapped.clone()));
+    assert!(other.plugin_config_read() >= wrapped.len());
+    let again = decision(&other.request(Request::get(&format!("http://{}{}", request.authority, request.path))));
+    assert_eq!(again, routed);
+    assert!(routed.0.is_some() || routed.2.is_some(), "{routed:?}");
+}
+
 /// Envoy's VMs of one plugin, as proxy-wasm-cpp-host runs them: a worker's VM kept from push to
 /// push, and for each push a canary, a fresh VM of the same module (sharing the worker's shared
 /// data) that checks the configuration before any worker takes it. The canary decodes only the

@@ -131,11 +131,9 @@ impl<'s> Texts<'s> {
                     .read(range.start.saturating_sub(1)..range.end + 2)
                     .ok_or_else(|| shape(&at(), "the host did not hand over the shard's bytes"))?;
                 match &bytes[..] {
-                    [b'"', text @ .., b'"', last] if *last == after && range.start > 0 => {
-                        std::str::from_utf8(text)
-                            .map(|text| Cow::Owned(text.to_owned()))
-                            .map_err(|_| shape(&at(), "not text"))
-                    }
+                    [b'"', text @ .., b'"', last] if *last == after && range.start > 0 => std::str::from_utf8(text)
+                        .map(|text| Cow::Owned(text.to_owned()))
+                        .map_err(|_| shape(&at(), "not text")),
                     _ => Err(shape(&at(), "not where `index` and `front` place it")),
                 }
             }
@@ -225,11 +223,7 @@ impl<'d> Fields<'d> {
         if !head.rules.is_empty() {
             return Err(shape("head.rules", "the head holds no rules; they are in `shards`"));
         }
-        Ok(Fields {
-            head,
-            index,
-            shards,
-        })
+        Ok(Fields { head, index, shards })
     }
 }
 
@@ -252,7 +246,11 @@ fn read_index(doc: &Doc<'_>, node: Node<'_>) -> Result<Vec<(Fingerprint, usize)>
             _ => Err(bad()),
         }
     };
-    doc.items(list).iter().enumerate().map(|(i, item)| entry(i, item.node)).collect()
+    doc.items(list)
+        .iter()
+        .enumerate()
+        .map(|(i, item)| entry(i, item.node))
+        .collect()
 }
 
 /// A fingerprint written as 32 lowercase hexadecimal digits, its first word first.

@@ -57,7 +57,11 @@ fn get(c: &mut Caller<'_, Host>, kind: i32, start: i32, max: i32, rp: i32, rl: i
             return Ok(status::BAD_ARGUMENT);
         }
         let end = start.saturating_add(max as u32 as usize).min(buffer.len());
-        buffer[start..end].to_vec()
+        let bytes = buffer[start..end].to_vec();
+        if kind == buffer_type::PLUGIN_CONFIGURATION {
+            c.data_mut().plugin_config_read += bytes.len();
+        }
+        bytes
     };
     give(c, &bytes, rp, rl)
 }

@@ -125,7 +125,10 @@ impl ShardEncoder {
                 (count, wants_cut) = (0, false);
             }
         }
-        let listed: Vec<_> = shards.iter().map(|(fingerprint, text)| (*fingerprint, &**text)).collect();
+        let listed: Vec<_> = shards
+            .iter()
+            .map(|(fingerprint, text)| (*fingerprint, &**text))
+            .collect();
         let text = layout::write(&head, &listed);
         self.cache.retain(|_, shard| std::mem::take(&mut shard.used));
         Ok(text)

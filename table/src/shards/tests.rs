@@ -1,8 +1,8 @@
 use super::*;
-use std::borrow::Cow;
 use crate::compact::Miniz;
 use crate::format::RuleSpec;
 use crate::{synthetic, SimpleRequest};
+use std::borrow::Cow;
 
 fn split_mix(seed: u64) -> impl FnMut(usize) -> usize {
     let mut state = seed;
@@ -443,7 +443,10 @@ fn a_store_reads_only_the_front_and_the_texts_of_the_shards_it_lacks() {
     let (_, stats) = store.load(read_ranged(&fresh).unwrap(), &Miniz).unwrap();
     assert_eq!(stats.decoded, stats.shards);
     let front = first.find(",\"shards\":[").unwrap();
-    assert!(fresh.read.get() >= first.len() - front, "a fresh store reads every text");
+    assert!(
+        fresh.read.get() >= first.len() - front,
+        "a fresh store reads every text"
+    );
 
     let next = Counted {
         text: second.as_bytes(),
@@ -475,7 +478,10 @@ fn a_document_read_by_ranges_and_read_whole_gives_the_same_parts() {
     assert!(whole.fingerprints.len() > 10);
     for i in 0..whole.texts.len() {
         assert_eq!(ranged.texts.get(i).unwrap(), whole.texts.get(i).unwrap());
-        assert_eq!(catalogue::fingerprint(&whole.texts.get(i).unwrap()), whole.fingerprints[i]);
+        assert_eq!(
+            catalogue::fingerprint(&whole.texts.get(i).unwrap()),
+            whole.fingerprints[i]
+        );
     }
     let empty = TableSpec {
         rules: Vec::new(),
@@ -570,7 +576,12 @@ fn form_1_documents_are_still_read() {
     let mut store = ShardStore::new();
     let (sharded, stats) = load(&mut store, &form_1).unwrap();
     assert_eq!(stats.decoded, stats.shards);
-    edits::agree(&sharded, &RouteTable::try_from(table.clone()).unwrap(), &mut split_mix(9)).unwrap();
+    edits::agree(
+        &sharded,
+        &RouteTable::try_from(table.clone()).unwrap(),
+        &mut split_mix(9),
+    )
+    .unwrap();
     // The same shards, known by the same fingerprints, in either form.
     let (_, stats) = load(&mut store, &text).unwrap();
     assert_eq!(stats.decoded, 0);
