@@ -5,12 +5,21 @@
 //! Envoy keeps a plugin's VM across ECDS updates of its configuration (the same code and VM
 //! configuration) and configures a new root context in it, so a store kept by the VM (`wasm.rs`'s
 //! thread local) outlives every table; a new VM starts with an empty store and decodes every shard.
+//! The native module keeps one store for the process, whose shards stay decoded (its tables serve
+//! every worker).
+//!
+//! [`Loaded::handle`] takes one request through either kind, as both the wasm filter and the
+//! native module serve it.
+
+use std::sync::Arc;
 
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::{self, LoadStats, Parts, ShardStore, ShardedTable, Source};
-use switchyard_table::RouteTable;
+use switchyard_table::{Decision, RequestView, RouteTable, TableError};
 
 use crate::config::{read_config, ConfigError};
+use crate::host::Host;
+use crate::request::{handle_request, handle_sharded, Outcome};
 
 /// A table ready to serve.
 pub enum Loaded {
@@ -55,6 +64,78 @@ impl Loaded {
     }
 }
 
+/// Where a request's winning rule is: its position in a whole table, or its shard's own table and
+/// its position there (the rule's name, for the debug response header and the logs).
+pub enum RuleRef {
+    /// In a whole table.
+    Whole(usize),
+    /// In a shard.
+    Shard(Arc<RouteTable>, usize),
+}
+
+impl RuleRef {
+    /// The rule's name, read from `loaded` (the table the request was routed by) or its shard.
+    pub fn name<'t>(&'t self, loaded: &'t Loaded) -> Option<&'t str> {
+        let (table, position) = match (self, loaded) {
+            (RuleRef::Whole(position), Loaded::Whole(table)) => (table, *position),
+            (RuleRef::Shard(shard, position), _) => (&**shard, *position),
+            (RuleRef::Whole(_), Loaded::Sharded(_)) => return None,
+        };
+        table.rules().get(position).map(|r| r.name())
+    }
+}
+
+/// What [`Loaded::handle`] did with one request.
+pub struct Handled {
+    /// What the filter did with the request.
+    pub outcome: Outcome,
+    /// The winning rule, if one won.
+    pub rule: Option<RuleRef>,
+    /// A shard that had to be decoded for the request and could not be: the request was answered
+    /// 503 (see [`handle_sharded`]).
+    pub error: Option<TableError>,
+}
+
+impl Loaded {
+    /// Routes the request `host` holds and acts on it ([`handle_request`] or [`handle_sharded`],
+    /// whose shards `inflater` inflates when a request needs one decoded).
+    pub fn handle(&self, host: &mut impl Host, random: u64, inflater: &dyn Inflater) -> Handled {
+        match self {
+            Loaded::Whole(table) => {
+                let outcome = handle_request(host, table, random);
+                Handled {
+                    outcome,
+                    rule: outcome.position().map(RuleRef::Whole),
+                    error: None,
+                }
+            }
+            Loaded::Sharded(table) => {
+                let done = handle_sharded(host, table, random, inflater);
+                Handled {
+                    outcome: done.outcome,
+                    rule: done.rule.map(|(shard, local)| RuleRef::Shard(shard, local)),
+                    error: done.error,
+                }
+            }
+        }
+    }
+
+    /// The winner of `request` (without acting on it), handed to `found`; an error when a shard it
+    /// needed could not be decoded.
+    pub fn route<R>(
+        &self,
+        request: &impl RequestView,
+        random: u64,
+        inflater: &dyn Inflater,
+        found: impl FnOnce(Option<Decision<'_>>) -> R,
+    ) -> Result<R, TableError> {
+        match self {
+            Loaded::Whole(table) => Ok(found(table.route(request, random))),
+            Loaded::Sharded(table) => table.route(request, random, inflater, |w| found(w.map(|w| w.decision))),
+        }
+    }
+}
+
 /// Decodes the plugin configuration: the sharded form through `store` (the shards it lacks are
 /// read, decoded and validated; the others are its own), any other form whole. The sharded form
 /// as its encoder writes it is read by ranges, the rest of the configuration left unread
@@ -95,7 +176,7 @@ mod tests {
     use crate::uncompress::HostUncompress;
     use switchyard_table::compact::Miniz;
     use switchyard_table::shards::ShardEncoder;
-    use switchyard_table::synthetic;
+    use switchyard_table::{synthetic, TableSpec};
 
     fn host_inflater() -> HostUncompress<impl Fn(&[u8]) -> Result<Vec<u8>, HostCallFailed>> {
         HostUncompress(|deflated: &[u8]| Miniz.inflate_zlib(deflated, usize::MAX).map_err(|_| HostCallFailed(3)))
@@ -119,7 +200,11 @@ mod tests {
     #[test]
     fn the_filter_answers_as_the_whole_table_does() {
         use crate::request::tests::FakeHost;
-        let table = synthetic::table(2_000);
+        // The debug header asked for: the winner's shard is kept for it.
+        let table = TableSpec {
+            debug_rule_header: true,
+            ..synthetic::table(2_000)
+        };
         let text = ShardEncoder::new().encode(&table).unwrap();
         let (Loaded::Sharded(sharded), _) = load(&text.as_bytes(), &host_inflater(), &mut ShardStore::new()).unwrap()
         else {

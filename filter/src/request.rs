@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use std::rc::Rc;
+use std::sync::Arc;
 use switchyard_table::format::RULE_NAME_HEADER;
 
 use switchyard_table::compact::Inflater;
@@ -139,8 +139,10 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
 pub struct ShardedOutcome {
     /// What the filter did with the request.
     pub outcome: Outcome,
-    /// The winning rule's shard and its position there (for the response's debug header).
-    pub rule: Option<(Rc<RouteTable>, usize)>,
+    /// The winning rule's shard and its position there, kept when the table asks for the debug
+    /// response header or the cluster header could not be set (the log names the rule); else
+    /// `None`, so that workers do not count references to one shard on every request.
+    pub rule: Option<(Arc<RouteTable>, usize)>,
     /// A shard that had to be decoded for the request and could not be (the host's `uncompress`
     /// failed): the request was answered 503, [`Outcome::Direct`] at position `usize::MAX`.
     pub error: Option<TableError>,
@@ -157,8 +159,11 @@ pub fn handle_sharded(
     let request = HostRequest::new(&*host, table.cluster_header());
     let mut rule = None;
     let routed = table.route(&request, random, inflater, |winner| {
-        rule = winner.map(|w| (Rc::clone(w.shard), w.decision.position));
-        answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)))
+        let outcome = answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)));
+        if table.debug_rule_header() || matches!(outcome, Outcome::ClusterNotSet { .. }) {
+            rule = winner.map(|w| (Arc::clone(w.shard), w.decision.position));
+        }
+        outcome
     });
     match routed {
         Ok(outcome) => ShardedOutcome {

@@ -21,13 +21,12 @@ use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
-use switchyard_table::RouteTable;
 
 use crate::headers::HeaderBlock;
 use crate::host::{Host, HostCallFailed};
-use crate::loaded::{load, Loaded};
+use crate::loaded::{load, Loaded, RuleRef};
 use crate::random::Random;
-use crate::request::{handle_request, handle_sharded, Outcome};
+use crate::request::Outcome;
 use crate::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
@@ -240,27 +239,11 @@ impl HttpContext for Http {
             return Action::Pause;
         };
         let table = loaded.head();
-        let (outcome, winner) = match loaded {
-            Loaded::Whole(whole) => {
-                let outcome = handle_request(&mut host, whole, self.shared.next_random());
-                (outcome, outcome.position().map(RuleRef::Whole))
-            }
-            Loaded::Sharded(sharded) => {
-                let done = handle_sharded(
-                    &mut host,
-                    sharded,
-                    self.shared.next_random(),
-                    &HostUncompress(host_uncompress),
-                );
-                if let Some(error) = done.error {
-                    log(LogLevel::Error, &format!("a request could not be routed: {error}"));
-                }
-                (
-                    done.outcome,
-                    done.rule.map(|(shard, local)| RuleRef::Shard(shard, local)),
-                )
-            }
-        };
+        let handled = loaded.handle(&mut host, self.shared.next_random(), &HostUncompress(host_uncompress));
+        if let Some(error) = handled.error {
+            log(LogLevel::Error, &format!("a request could not be routed: {error}"));
+        }
+        let (outcome, winner) = (handled.outcome, handled.rule);
         match outcome {
             Outcome::Routed { .. } => {
                 Metrics::increment(metrics.routed);
@@ -307,23 +290,6 @@ impl HttpContext for Http {
             }
         }
         Action::Continue
-    }
-}
-
-/// Where the winning rule is: its position in a whole table, or its shard and position there.
-enum RuleRef {
-    Whole(usize),
-    Shard(Rc<RouteTable>, usize),
-}
-
-impl RuleRef {
-    fn name<'t>(&'t self, loaded: &'t Loaded) -> Option<&'t str> {
-        let (table, position) = match (self, loaded) {
-            (RuleRef::Whole(position), Loaded::Whole(table)) => (table, *position),
-            (RuleRef::Shard(shard, position), _) => (&**shard, *position),
-            (RuleRef::Whole(_), Loaded::Sharded(_)) => return None,
-        };
-        table.rules().get(position).map(|r| r.name())
     }
 }
 

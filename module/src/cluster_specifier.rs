@@ -10,10 +10,11 @@
 //! match cannot (local replies, rewrites, header actions, the debug header: [`crate::envoy_host::ActionsHost`])
 //! and publishes its table in a [`TableSlot`] when Envoy creates its configuration, on the main
 //! thread; the specifier reads the slot on each selection. Both match with the table crate's
-//! `RouteTable::route` on the same request, so there is one routing logic and one decoded table.
+//! routing on the same request, so there is one routing logic and one decoded table.
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use switchyard_table::compact::Miniz;
 use switchyard_table::ActionSpec;
 
 use crate::abi::{self, SelectionEnvoyPtr};
@@ -105,23 +106,28 @@ impl ClusterSpecifier {
             return false;
         };
         let view = SelectionHeaders { selection };
-        let request = HostRequest::new(&view, table.cluster_header());
+        let request = HostRequest::new(&view, table.head().cluster_header());
         // SAFETY: the running hook's selection.
         let random = unsafe { abi::envoy_dynamic_module_callback_cluster_specifier_get_random_value(selection) };
-        let Some(decision) = table.route(&request, random) else {
-            return false;
-        };
-        let (ActionSpec::Route(_), Some(backend)) = (decision.rule.action(), decision.backend) else {
-            return false;
-        };
-        // SAFETY: the running hook's selection; Envoy copies the name during the call.
-        unsafe {
-            abi::envoy_dynamic_module_callback_cluster_specifier_set_cluster_name(
-                selection,
-                abi::ModuleBuffer::of(&backend.cluster),
-            );
-        }
-        true
+        let picked = table.route(&request, random, &Miniz, |decision| {
+            let Some(decision) = decision else {
+                return false;
+            };
+            let (ActionSpec::Route(_), Some(backend)) = (decision.rule.action(), decision.backend) else {
+                return false;
+            };
+            // SAFETY: the running hook's selection; Envoy copies the name during the call.
+            unsafe {
+                abi::envoy_dynamic_module_callback_cluster_specifier_set_cluster_name(
+                    selection,
+                    abi::ModuleBuffer::of(&backend.cluster),
+                );
+            }
+            true
+        });
+        // A shard that does not decode (never: the module keeps every shard decoded) decides nothing;
+        // the filter beside answers the request 503.
+        picked.unwrap_or(false)
     }
 }
 
@@ -162,7 +168,7 @@ mod tests {
         let Ok(table) = crate::config::load_table(text, &switchyard_table::compact::Miniz) else {
             panic!("the test table is valid");
         };
-        crate::shared_table::Table::shared(table)
+        crate::shared_table::Table::shared(crate::loaded::Loaded::Whole(table))
     }
 
     #[test]

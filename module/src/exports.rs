@@ -13,6 +13,7 @@
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use switchyard_table::compact::Miniz;
 use switchyard_table::format::RULE_NAME_HEADER;
 
 use crate::abi::{
@@ -21,7 +22,7 @@ use crate::abi::{
 };
 use crate::cluster_specifier::ClusterSpecifier;
 use crate::envoy_host::{ActionsHost, EnvoyHost};
-use crate::request::{handle_request, Outcome};
+use crate::request::Outcome;
 use crate::state::{next_random, Counted, ModuleConfig, Stream};
 
 /// Runs `hook`, answering `default` if it panics (the panic hook has logged it).
@@ -146,27 +147,31 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
         let table = &config.table;
         // Beside the cluster specifier the route match picked the cluster: no cluster header, and
         // the route is not picked again (that would match the rewritten request).
-        let (outcome, repick) = if config.published.is_some() {
-            let mut host = ActionsHost::new(envoy, table.cluster_header());
-            (handle_request(&mut host, table, next_random()), None)
+        let (handled, repick) = if config.published.is_some() {
+            let mut host = ActionsHost::new(envoy, table.head().cluster_header());
+            (table.handle(&mut host, next_random(), &Miniz), None)
         } else {
             let mut host = envoy;
-            let outcome = handle_request(&mut host, table, next_random());
-            (outcome, host.changed.then_some(host))
+            let handled = table.handle(&mut host, next_random(), &Miniz);
+            (handled, host.changed.then_some(host))
         };
+        if let Some(error) = &handled.error {
+            abi::log(abi::LOG_ERROR, &format!("a request could not be routed: {error}"));
+        }
+        let (outcome, rule) = (handled.outcome, handled.rule);
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
         let status = match outcome {
-            Outcome::Routed { position } => {
+            Outcome::Routed { .. } => {
                 unsafe { metrics.count(filter_envoy, Counted::Routed) };
-                if table.debug_rule_header() {
-                    stream.rule.set(Some(position));
+                if table.head().debug_rule_header() {
+                    stream.rule.set(rule);
                 }
                 CONTINUE
             }
-            Outcome::ClusterNotSet { position, .. } => {
+            Outcome::ClusterNotSet { .. } => {
                 unsafe { metrics.count(filter_envoy, Counted::RouteFailed) };
-                config.log_route_failure(position);
+                config.log_route_failure(rule.as_ref());
                 CONTINUE
             }
             Outcome::Passed => {
@@ -204,17 +209,17 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
         let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
             return CONTINUE;
         };
-        let (Some(position), Some(config)) = (stream.rule.get(), unsafe { stream.config.as_ref() }) else {
+        let (Some(rule), Some(config)) = (stream.rule.take(), unsafe { stream.config.as_ref() }) else {
             return CONTINUE;
         };
-        if let Some(rule) = config.table.rules().get(position) {
+        if let Some(name) = rule.name(&config.table) {
             // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
             unsafe {
                 abi::envoy_dynamic_module_callback_http_set_header(
                     filter_envoy,
                     RESPONSE_HEADER,
                     ModuleBuffer::of(RULE_NAME_HEADER),
-                    ModuleBuffer::of(rule.name()),
+                    ModuleBuffer::of(name),
                 );
             }
         }

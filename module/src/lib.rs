@@ -5,8 +5,9 @@
 //! The request logic is the wasm filter's own: its host-independent files (`filter/src/`) are
 //! compiled into this crate as they are (as `fuzz/` does with the configuration reader), so one
 //! source serves both forms and the `.wasm` is built exactly as before:
-//! - [`config`] (with [`protobuf`]): the filter configuration, in any form the wasm filter accepts,
-//!   decoded into a validated, indexed [`switchyard_table::RouteTable`];
+//! - [`config`] (with [`protobuf`]) and [`loaded`]: the filter configuration, in any form the wasm
+//!   filter accepts, decoded into a validated, indexed table: whole, or in shards
+//!   ([`switchyard_table::shards`]) of which a push decodes only those new to the process;
 //! - [`headers`], [`host`], [`request`]: one request's trip over the [`host::Host`] trait;
 //! - [`random`]: SplitMix64 for weighted backends (one generator per worker thread here).
 //!
@@ -31,6 +32,8 @@ pub mod config;
 pub mod headers;
 #[path = "../../filter/src/host.rs"]
 pub mod host;
+#[path = "../../filter/src/loaded.rs"]
+pub mod loaded;
 #[path = "../../filter/src/protobuf.rs"]
 pub mod protobuf;
 #[path = "../../filter/src/random.rs"]

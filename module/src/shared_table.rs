@@ -18,7 +18,7 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use switchyard_table::RouteTable;
+use crate::loaded::Loaded;
 
 /// Tables of at least this many rules are freed off the thread that drops them (a thread costs
 /// some tens of microseconds; freeing 10,000 rules, a few milliseconds).
@@ -28,19 +28,19 @@ pub const FREED_OFF_THREAD_FROM: usize = 10_000;
 pub type SharedTable = Arc<Table>;
 
 /// A table that frees itself off the dropping thread when it is large.
-pub struct Table(ManuallyDrop<RouteTable>);
+pub struct Table(ManuallyDrop<Loaded>);
 
 impl Table {
     /// `table`, shared.
-    pub fn shared(table: RouteTable) -> SharedTable {
+    pub fn shared(table: Loaded) -> SharedTable {
         Arc::new(Table(ManuallyDrop::new(table)))
     }
 }
 
 impl Deref for Table {
-    type Target = RouteTable;
+    type Target = Loaded;
 
-    fn deref(&self) -> &RouteTable {
+    fn deref(&self) -> &Loaded {
         &self.0
     }
 }
@@ -49,7 +49,7 @@ impl Drop for Table {
     fn drop(&mut self) {
         // SAFETY: taken once, here, and `self.0` is not used again.
         let table = unsafe { ManuallyDrop::take(&mut self.0) };
-        if table.rules().len() < FREED_OFF_THREAD_FROM {
+        if table.rule_count() < FREED_OFF_THREAD_FROM {
             return;
         }
         // When the thread cannot be made, the closure, and the table with it, is dropped here.
@@ -61,14 +61,14 @@ impl Drop for Table {
 mod tests {
     use super::*;
 
-    fn table(rules: usize) -> RouteTable {
-        RouteTable::try_from(switchyard_table::synthetic::table(rules)).unwrap()
+    fn table(rules: usize) -> Loaded {
+        Loaded::Whole(switchyard_table::RouteTable::try_from(switchyard_table::synthetic::table(rules)).unwrap())
     }
 
     #[test]
     fn a_shared_table_reads_as_the_table() {
         let shared = Table::shared(table(10));
-        assert_eq!(shared.rules().len(), 10);
+        assert_eq!(shared.rule_count(), 10);
         assert_eq!(shared.generation(), "synthetic-10");
     }
 

@@ -2,20 +2,23 @@
 //! table behind an `Arc`, shared by every worker thread; its metrics), and one small [`Stream`]
 //! per HTTP stream (only the winning rule, for the debug response header).
 //!
-//! The table is decoded and indexed once, on Envoy's main thread, when Envoy creates the filter
-//! configuration (an ECDS push creates a new one; the old one serves until Envoy swaps them and
-//! destroys it). Workers only read it: nothing per request or per worker copies it.
+//! The table is decoded and indexed once, when Envoy creates the filter configuration (on its main
+//! thread, or for a large one on a thread of the module's while the main thread waits): an ECDS
+//! push creates a new one; the old one serves until Envoy swaps them and destroys it. In the
+//! sharded form only the shards new to the process are decoded (the process's [`ShardStore`]
+//! keeps the others, decoded). Workers only read it: nothing per request or per worker copies it.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Instant;
 
 use switchyard_table::compact::Miniz;
+use switchyard_table::shards::ShardStore;
 
 use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, METRICS_SUCCESS};
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
-use crate::config::load_table;
+use crate::loaded::{load, RuleRef};
 use crate::random::Random;
 use crate::shared_table::{SharedTable, Table};
 
@@ -160,6 +163,12 @@ const _: () = {
     shared_across_threads::<ModuleConfig>();
 };
 
+/// The process's shards, kept from one filter configuration to the next, each decoded once: a push
+/// in the sharded form (what `switchyard watch` writes) decodes and indexes only the shards new to
+/// the process, and the next table shares the others with the one serving (by `Arc`), so a push of
+/// one changed rule neither decodes nor frees the rest of the table.
+static SHARDS: LazyLock<Mutex<ShardStore>> = LazyLock::new(|| Mutex::new(ShardStore::keeping_every_shard_decoded()));
+
 /// Configurations of at least this many bytes are decoded on a thread of the module's, at a lower
 /// priority than Envoy's ([`crate::background`]); smaller ones (a 10,000-rule compact table is
 /// about 80 KB, decoded in some 20 ms) on Envoy's main thread, which calls the hook.
@@ -176,7 +185,10 @@ impl ModuleConfig {
         // SAFETY: the caller's contract.
         let metrics = unsafe { Metrics::define(config_envoy) };
         let started = Instant::now();
-        let decode = || load_table(config, &Miniz);
+        let decode = || {
+            let mut store = SHARDS.lock().unwrap_or_else(PoisonError::into_inner);
+            load(&config, &Miniz, &mut store)
+        };
         let decoded = if config.len() >= DECODED_OFF_THREAD_FROM {
             // Inline when no thread could be made (or the decode panicked: it panics again here,
             // and the hook's guard refuses the configuration).
@@ -185,13 +197,16 @@ impl ModuleConfig {
             decode()
         };
         match decoded {
-            Ok(table) => {
+            Ok((table, stats)) => {
+                let shards = stats.map_or(String::new(), |s| {
+                    format!(" ({} shards, {} new decoded)", s.shards, s.decoded)
+                });
                 abi::log(
                     LOG_INFO,
                     &format!(
-                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us",
+                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us{shards}",
                         table.generation(),
-                        table.rules().len(),
+                        table.rule_count(),
                         table.host_count(),
                         started.elapsed().as_micros()
                     ),
@@ -206,7 +221,7 @@ impl ModuleConfig {
                             id,
                             std::ptr::null_mut(),
                             0,
-                            table.rules().len() as u64,
+                            table.rule_count() as u64,
                         );
                     }
                 }
@@ -238,17 +253,17 @@ impl ModuleConfig {
     }
 
     /// Logs a refused cluster header, the first time only.
-    pub fn log_route_failure(&self, position: usize) {
+    pub fn log_route_failure(&self, rule: Option<&RuleRef>) {
         if self.route_failure_logged.swap(true, Ordering::Relaxed) {
             return;
         }
-        let rule = self.table.rules().get(position).map_or("?", |r| r.name());
+        let rule = rule.and_then(|r| r.name(&self.table)).unwrap_or("?");
         abi::log(
             LOG_ERROR,
             &format!(
                 "setting {} failed (Envoy refused the header) for rule {rule:?}: the request goes on without a \
                  cluster; counted in switchyard_requests_route_failed, logged once",
-                self.table.cluster_header()
+                self.table.head().cluster_header()
             ),
         );
     }
@@ -259,7 +274,7 @@ pub struct Stream {
     /// The configuration that created the stream; Envoy keeps it alive while the stream lives.
     pub config: *const ModuleConfig,
     /// The winning rule, kept only when the table asks for the debug response header.
-    pub rule: Cell<Option<usize>>,
+    pub rule: Cell<Option<RuleRef>>,
 }
 
 thread_local! {

@@ -30,33 +30,34 @@
 //! host (u8), its number of host hashes (u32), the host hashes (u64 each) and one name hash (u64)
 //! per rule. A catalogue that does not read so is ignored, as if there were none.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::store::Shard;
 use crate::compact;
 
 /// Where the proxies of one process share bytes by key: proxy-wasm's shared data in the filter.
-pub trait SharedBytes: fmt::Debug {
+pub trait SharedBytes: fmt::Debug + Send {
     /// The bytes last set under `key`, if any.
     fn get(&self, key: &str) -> Option<Vec<u8>>;
     /// Sets `value` under `key`. A failure only leaves another proxy to decode what it lacks.
     fn set(&self, key: &str, value: &[u8]);
 }
 
-/// Bytes shared by the stores of one thread (tests, and hosts that run several stores in one).
+/// Bytes shared by the stores of one process in its own memory (tests, and hosts that run several
+/// stores in one).
 #[derive(Debug, Default, Clone)]
-pub struct InMemory(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
+pub struct InMemory(Arc<Mutex<BTreeMap<String, Vec<u8>>>>);
 
 impl SharedBytes for InMemory {
     fn get(&self, key: &str) -> Option<Vec<u8>> {
-        self.0.borrow().get(key).cloned()
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
     }
 
     fn set(&self, key: &str, value: &[u8]) {
-        self.0.borrow_mut().insert(key.to_owned(), value.to_owned());
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.insert(key.to_owned(), value.to_owned());
     }
 }
 
@@ -93,7 +94,7 @@ pub(crate) struct Record {
 }
 
 /// The fingerprint of a table made of `shards`, as [`TABLE_KEY`] holds it.
-pub(crate) fn table_fingerprint(shards: &[Rc<Shard>]) -> [u8; 16] {
+pub(crate) fn table_fingerprint(shards: &[Arc<Shard>]) -> [u8; 16] {
     let mut words = Vec::with_capacity(shards.len() * 16);
     for shard in shards {
         words.extend(shard.fingerprint[0].to_le_bytes());
@@ -117,15 +118,15 @@ pub(crate) fn is_published(shared: &dyn SharedBytes, table: &[u8; 16]) -> bool {
 }
 
 /// Publishes the records of `shards`, a table validated whole, of fingerprint `table`.
-pub(crate) fn publish(shared: &dyn SharedBytes, shards: &[Rc<Shard>], table: &[u8; 16]) {
+pub(crate) fn publish(shared: &dyn SharedBytes, shards: &[Arc<Shard>], table: &[u8; 16]) {
     shared.set(RECORDS_KEY, &encode(shards));
     shared.set(TABLE_KEY, table);
 }
 
 /// The records of `shards`, each once, written into one buffer of their exact size (at 100,000
 /// rules 1.6 MB, in a VM whose memory never shrinks).
-pub(crate) fn encode(shards: &[Rc<Shard>]) -> Vec<u8> {
-    let mut sorted: Vec<&Rc<Shard>> = shards.iter().collect();
+pub(crate) fn encode(shards: &[Arc<Shard>]) -> Vec<u8> {
+    let mut sorted: Vec<&Arc<Shard>> = shards.iter().collect();
     sorted.sort_unstable_by_key(|s| s.fingerprint);
     sorted.dedup_by_key(|s| s.fingerprint);
     let record_bytes = |shard: &Shard| 9 + 8 * (shard.hosts.len() + shard.names.len());

@@ -4,7 +4,7 @@
 //! Shared by every table of a proxy made of the same [`super::ShardStore`]: a shard is the same
 //! shard in the old table and the new one, so a push does not throw away what requests decoded.
 
-use std::rc::{Rc, Weak};
+use std::sync::{Arc, Weak};
 
 use super::store::Shard;
 use crate::RouteTable;
@@ -32,7 +32,7 @@ struct Entry {
     id: u64,
     /// Gone once no table holds the shard: the entry is then dropped.
     shard: Weak<Shard>,
-    table: Rc<RouteTable>,
+    table: Arc<RouteTable>,
     last_used: u64,
 }
 
@@ -55,16 +55,16 @@ impl Decoded {
     }
 
     /// The decoded shard `id`, marked as just used.
-    pub fn get(&mut self, id: u64) -> Option<Rc<RouteTable>> {
+    pub fn get(&mut self, id: u64) -> Option<Arc<RouteTable>> {
         self.tick += 1;
         let entry = self.entries.iter_mut().find(|e| e.id == id)?;
         entry.last_used = self.tick;
-        Some(Rc::clone(&entry.table))
+        Some(Arc::clone(&entry.table))
     }
 
     /// Keeps `table`, the decoded `shard`, dropping the shards no table holds any more and then the
     /// least recently used while the bound is passed. `on_demand`: decoded for a request.
-    pub fn insert(&mut self, shard: &Rc<Shard>, table: Rc<RouteTable>, on_demand: bool) {
+    pub fn insert(&mut self, shard: &Arc<Shard>, table: Arc<RouteTable>, on_demand: bool) {
         self.tick += 1;
         self.decoded_on_demand += u64::from(on_demand);
         self.entries.retain(|e| e.shard.strong_count() > 0 && e.id != shard.id);
@@ -78,7 +78,7 @@ impl Decoded {
         }
         self.entries.push(Entry {
             id: shard.id,
-            shard: Rc::downgrade(shard),
+            shard: Arc::downgrade(shard),
             table,
             last_used: self.tick,
         });

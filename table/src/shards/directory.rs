@@ -9,7 +9,7 @@
 //! moved relative to one another, or a table holding one shard twice, take the plain way: every
 //! entry, sorted.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -20,7 +20,7 @@ pub(crate) type Entry = (u64, u32);
 
 /// The directory of `shards`, from `previous` (the shards of the table before and its directory)
 /// when that table's shards that stay keep their order.
-pub(crate) fn build(shards: &[Rc<Shard>], previous: Option<(&[Rc<Shard>], &[Entry])>) -> Rc<[Entry]> {
+pub(crate) fn build(shards: &[Arc<Shard>], previous: Option<(&[Arc<Shard>], &[Entry])>) -> Arc<[Entry]> {
     previous
         .and_then(|(old_shards, old)| renumbered(shards, old_shards, old))
         .unwrap_or_else(|| sorted(shards, |_| true))
@@ -32,7 +32,7 @@ pub(crate) fn build(shards: &[Rc<Shard>], previous: Option<(&[Rc<Shard>], &[Entr
 /// four entries a bucket), the entries are written straight into their buckets, and each bucket is
 /// sorted alone: linear in the entries, where a comparison sort of the 80,000 entries of a
 /// 100,000-rule table took half of a load from the catalogue, and no second list of the entries.
-fn sorted(shards: &[Rc<Shard>], keep: impl Fn(&Shard) -> bool) -> Vec<Entry> {
+fn sorted(shards: &[Arc<Shard>], keep: impl Fn(&Shard) -> bool) -> Vec<Entry> {
     let kept = || {
         shards
             .iter()
@@ -70,7 +70,7 @@ fn sorted(shards: &[Rc<Shard>], keep: impl Fn(&Shard) -> bool) -> Vec<Entry> {
 
 /// The old entries renumbered and the new shards' merged in, or `None` when the shards that stay
 /// changed their order (or a shard is there twice).
-fn renumbered(shards: &[Rc<Shard>], old_shards: &[Rc<Shard>], old: &[Entry]) -> Option<Vec<Entry>> {
+fn renumbered(shards: &[Arc<Shard>], old_shards: &[Arc<Shard>], old: &[Entry]) -> Option<Vec<Entry>> {
     let mut index: FxHashMap<u64, u32> = FxHashMap::default();
     index.reserve(shards.len());
     for (i, shard) in shards.iter().enumerate() {
@@ -118,7 +118,7 @@ fn renumbered(shards: &[Rc<Shard>], old_shards: &[Rc<Shard>], old: &[Entry]) -> 
 /// push of a changed rule): the old entries as they are, but the gone shards' (each found by a
 /// binary search of its hosts), with the new shards' `fresh` entries put in, copied in runs between
 /// those edits rather than entry by entry.
-fn spliced(old_shards: &[Rc<Shard>], old: &[Entry], renumber: &[Option<u32>], fresh: Vec<Entry>) -> Vec<Entry> {
+fn spliced(old_shards: &[Arc<Shard>], old: &[Entry], renumber: &[Option<u32>], fresh: Vec<Entry>) -> Vec<Entry> {
     let mut gone: Vec<usize> = renumber
         .iter()
         .zip(old_shards)
@@ -153,8 +153,8 @@ fn spliced(old_shards: &[Rc<Shard>], old: &[Entry], renumber: &[Option<u32>], fr
 mod tests {
     use super::*;
 
-    fn shard(id: u64, hosts: Vec<u64>) -> Rc<Shard> {
-        Rc::new(Shard {
+    fn shard(id: u64, hosts: Vec<u64>) -> Arc<Shard> {
+        Arc::new(Shard {
             id,
             fingerprint: [id, id],
             text: "".into(),
@@ -162,6 +162,7 @@ mod tests {
             hosts: hosts.into(),
             any_host: false,
             names: Box::new([]),
+            kept: None,
         })
     }
 
@@ -169,7 +170,7 @@ mod tests {
     fn the_bucket_sort_sorts_as_a_comparison_sort_does() {
         let mut state = 7u64;
         for (shards, per_shard) in [(0, 0), (1, 1), (1, 2), (5, 1), (10, 10), (97, 43), (800, 100)] {
-            let shards: Vec<Rc<Shard>> = (0..shards)
+            let shards: Vec<Arc<Shard>> = (0..shards)
                 .map(|s| {
                     let hosts = (0..per_shard)
                         .map(|i| {
@@ -198,7 +199,7 @@ mod tests {
     }
 
     /// A shard of up to 40 random hosts, sorted and each once (as a store keeps them).
-    fn random_shard(state: &mut u64, id: u64) -> Rc<Shard> {
+    fn random_shard(state: &mut u64, id: u64) -> Arc<Shard> {
         let mut hosts: Vec<u64> = (0..*state % 41)
             .map(|_| {
                 *state = crate::compact::piece_hash(&state.to_le_bytes());
@@ -218,7 +219,7 @@ mod tests {
     #[test]
     fn a_directory_built_from_the_one_before_is_the_one_sorted_afresh() {
         let mut state = 11u64;
-        let old: Vec<Rc<Shard>> = (0..300).map(|id| random_shard(&mut state, id)).collect();
+        let old: Vec<Arc<Shard>> = (0..300).map(|id| random_shard(&mut state, id)).collect();
         let before = sorted(&old, |_| true);
         let mut id = 1_000;
         let mut fresh = |state: &mut u64| {
@@ -226,7 +227,7 @@ mod tests {
             random_shard(state, id)
         };
         let same_hosts = shard(999, old[150].hosts.to_vec());
-        let mut cases: Vec<Vec<Rc<Shard>>> = Vec::new();
+        let mut cases: Vec<Vec<Arc<Shard>>> = Vec::new();
         // Replaced in place: one shard, several (the first and the last), one by a shard of the
         // same hosts (its entries equal to the gone one's).
         for at in [vec![150], vec![0, 7, 8, 299]] {

@@ -1,4 +1,5 @@
-//! [`ShardedTable`]: a table made of stored shards. It keeps no rule decoded of its own: a directory
+//! [`ShardedTable`]: a table made of stored shards. It keeps no rule decoded of its own (its shards
+//! may: [`super::ShardStore::keeping_every_shard_decoded`]): a directory
 //! from host (by hash: one sorted list of host hash and shard) to the shards holding rules of that
 //! host, and each shard's first position. A request's
 //! candidate shards are those of its exact host, of its wildcard suffix and of the catch-all; the
@@ -6,8 +7,8 @@
 //! routes the request holds the winner, at the shard's first position plus its position there.
 //! Each shard's own [`RouteTable::route`] does the matching, unchanged.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::decoded::Decoded;
 use super::directory;
@@ -24,17 +25,17 @@ use crate::table::{Decision, RouteTable};
 pub struct ShardedTable {
     /// The table's settings, as a table of no rules.
     head: RouteTable,
-    shards: Vec<Rc<Shard>>,
+    shards: Vec<Arc<Shard>>,
     /// Each shard's first position in the table.
     bases: Vec<usize>,
     /// Every shard's host hashes, each with the shard's index, ascending ([`directory`]).
-    hosts: Rc<[directory::Entry]>,
+    hosts: Arc<[directory::Entry]>,
     /// How many distinct host hashes `hosts` holds.
     host_count: usize,
     /// The shards holding rules without a host, ascending.
     any: Vec<u32>,
     rules: usize,
-    decoded: Rc<RefCell<Decoded>>,
+    decoded: Arc<Mutex<Decoded>>,
 }
 
 /// The winner of a request in a [`ShardedTable`].
@@ -45,15 +46,15 @@ pub struct Winner<'t> {
     /// The decision of the shard's own table (its `position` is the rule's there).
     pub decision: Decision<'t>,
     /// The shard's own table, which the caller may keep (the rule's name, for a response header).
-    pub shard: &'t Rc<RouteTable>,
+    pub shard: &'t Arc<RouteTable>,
 }
 
 impl ShardedTable {
     pub(crate) fn new(
         head: RouteTable,
-        shards: Vec<Rc<Shard>>,
-        previous: Option<(&[Rc<Shard>], &[directory::Entry])>,
-        decoded: Rc<RefCell<Decoded>>,
+        shards: Vec<Arc<Shard>>,
+        previous: Option<(&[Arc<Shard>], &[directory::Entry])>,
+        decoded: Arc<Mutex<Decoded>>,
     ) -> ShardedTable {
         let hosts = directory::build(&shards, previous);
         let host_count = hosts.len() - hosts.windows(2).filter(|w| w[0].0 == w[1].0).count();
@@ -78,12 +79,12 @@ impl ShardedTable {
     }
 
     /// The directory, which the store keeps to build the next table's from.
-    pub(crate) fn directory(&self) -> Rc<[directory::Entry]> {
-        Rc::clone(&self.hosts)
+    pub(crate) fn directory(&self) -> Arc<[directory::Entry]> {
+        Arc::clone(&self.hosts)
     }
 
     /// The shards, in table order.
-    pub(crate) fn shards(&self) -> &[Rc<Shard>] {
+    pub(crate) fn shards(&self) -> &[Arc<Shard>] {
         &self.shards
     }
 
@@ -183,18 +184,23 @@ impl ShardedTable {
         }
     }
 
-    /// Shard `i`'s own table, decoded now if it is not among the decoded shards.
-    fn decoded_shard(
+    /// Shard `i`'s own table: the one it keeps, or the decoded shards', or decoded now (outside the
+    /// lock, which other threads may be waiting for) and put among them.
+    fn decoded_shard<'s>(
         &self,
         i: usize,
-        shard: &Rc<Shard>,
+        shard: &'s Arc<Shard>,
         inflater: &dyn Inflater,
-    ) -> Result<Rc<RouteTable>, TableError> {
-        if let Some(table) = self.decoded.borrow_mut().get(shard.id) {
-            return Ok(table);
+    ) -> Result<Cow<'s, Arc<RouteTable>>, TableError> {
+        if let Some(table) = &shard.kept {
+            return Ok(Cow::Borrowed(table));
         }
-        let table = Rc::new(super::decode_shard(i, &shard.text, inflater)?);
-        self.decoded.borrow_mut().insert(shard, Rc::clone(&table), true);
-        Ok(table)
+        let decoded = || self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(table) = decoded().get(shard.id) {
+            return Ok(Cow::Owned(table));
+        }
+        let table = Arc::new(super::decode_shard(i, &shard.text, inflater)?);
+        decoded().insert(shard, Arc::clone(&table), true);
+        Ok(Cow::Owned(table))
     }
 }

@@ -18,8 +18,7 @@
 //! validated from the [`catalogue`](super::catalogue) when it lacks many, and publishes the table's
 //! records when it validated shards itself.
 
-use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -49,6 +48,10 @@ pub(crate) struct Shard {
     pub any_host: bool,
     /// The hash of each rule's name.
     pub names: Box<[u64]>,
+    /// Its rules decoded, kept with it for as long as it lives, by a store that keeps every shard
+    /// decoded ([`ShardStore::keeping_every_shard_decoded`]); else `None`, and requests find it
+    /// among the decoded shards, or decode it.
+    pub kept: Option<Arc<RouteTable>>,
 }
 
 /// What a host pattern is filed under in a [`ShardedTable`]'s directory: a hash of its kind (`=`
@@ -64,13 +67,15 @@ pub struct ShardStore {
     /// Every shard a table holds, by its text's fingerprint.
     by_fingerprint: FxHashMap<Fingerprint, Weak<Shard>>,
     /// The shards of the last table loaded, and its directory.
-    last: Vec<Rc<Shard>>,
-    last_directory: Option<Rc<[super::directory::Entry]>>,
+    last: Vec<Arc<Shard>>,
+    last_directory: Option<Arc<[super::directory::Entry]>>,
     /// How many rules of `last` have a name of each hash; `None` when the store did not count them
     /// (the last table was published as validated whole: the next count starts afresh).
     names: Option<FxHashMap<u64, u32>>,
     next_id: u64,
-    decoded: Rc<RefCell<Decoded>>,
+    decoded: Arc<Mutex<Decoded>>,
+    /// Whether every shard keeps its rules decoded ([`Shard::kept`]) instead.
+    keep_every_shard: bool,
     /// Where the catalogue is shared, if it is.
     shared: Option<Box<dyn SharedBytes>>,
 }
@@ -95,7 +100,19 @@ impl ShardStore {
     /// An empty store keeping at most `rules` rules decoded (instead of [`super::DECODED_RULES`]).
     pub fn with_decoded_rules(rules: usize) -> ShardStore {
         ShardStore {
-            decoded: Rc::new(RefCell::new(Decoded::with_bound(rules))),
+            decoded: Arc::new(Mutex::new(Decoded::with_bound(rules))),
+            ..ShardStore::default()
+        }
+    }
+
+    /// An empty store whose shards keep their rules decoded for as long as they live, instead of a
+    /// bounded number of them being decoded at a time: for a process that keeps one table for all
+    /// its threads (the native module), where a table's memory is paid once and a request never
+    /// decodes. A push still decodes only the shards the store lacks. Its tables are `Send` and
+    /// `Sync`, and their requests take no lock.
+    pub fn keeping_every_shard_decoded() -> ShardStore {
+        ShardStore {
+            keep_every_shard: true,
             ..ShardStore::default()
         }
     }
@@ -131,7 +148,7 @@ impl ShardStore {
             }
             _ => None,
         };
-        let mut shards: Vec<Rc<Shard>> = Vec::with_capacity(parts.fingerprints.len());
+        let mut shards: Vec<Arc<Shard>> = Vec::with_capacity(parts.fingerprints.len());
         // Which of `shards` were taken from the records, each once: their names are distinct.
         let mut vouched = Vec::with_capacity(parts.fingerprints.len());
         // Shards new to this load are kept strongly by `shards` until the table holds them.
@@ -160,17 +177,23 @@ impl ShardStore {
             let shard = match record {
                 Some(record) => {
                     stats.from_catalogue += 1;
-                    Rc::new(self.shard_of_record(&text, fingerprint, record))
+                    Arc::new(self.shard_of_record(&text, fingerprint, record))
                 }
                 None => {
-                    let table = Rc::new(decode_shard(index, &text, inflater)?);
-                    let shard = Rc::new(self.shard(&text, fingerprint, &table));
+                    let table = Arc::new(decode_shard(index, &text, inflater)?);
+                    let mut shard = self.shard(&text, fingerprint, &table);
                     stats.decoded += 1;
-                    self.decoded.borrow_mut().insert(&shard, table, false);
-                    shard
+                    if self.keep_every_shard {
+                        shard.kept = Some(table);
+                        Arc::new(shard)
+                    } else {
+                        let shard = Arc::new(shard);
+                        self.decoded_shards().insert(&shard, table, false);
+                        shard
+                    }
                 }
             };
-            self.by_fingerprint.insert(fingerprint, Rc::downgrade(&shard));
+            self.by_fingerprint.insert(fingerprint, Arc::downgrade(&shard));
             shards.push(shard);
         }
         // Gone before the directory is built: the two are a load's largest transients.
@@ -195,7 +218,7 @@ impl ShardStore {
         }
         self.by_fingerprint.retain(|_, shard| shard.strong_count() > 0);
         let previous = self.last_directory.as_deref().map(|entries| (&self.last[..], entries));
-        let table = ShardedTable::new(head, shards, previous, Rc::clone(&self.decoded));
+        let table = ShardedTable::new(head, shards, previous, Arc::clone(&self.decoded));
         self.last = table.shards().to_vec();
         self.last_directory = Some(table.directory());
         if let Some(shared) = self.shared.as_deref().filter(|_| !published) {
@@ -216,16 +239,16 @@ impl ShardStore {
 
     /// How many shards are decoded, and how many rules they hold together.
     pub fn decoded(&self) -> (usize, usize) {
-        self.decoded.borrow().held()
+        self.decoded_shards().held()
     }
 
     /// How many shards requests had to decode, since the store was made.
     pub fn decoded_on_demand(&self) -> u64 {
-        self.decoded.borrow().decoded_on_demand()
+        self.decoded_shards().decoded_on_demand()
     }
 
     /// The stored shard of this fingerprint, when there is one.
-    fn find(&self, fingerprint: &Fingerprint) -> Option<Rc<Shard>> {
+    fn find(&self, fingerprint: &Fingerprint) -> Option<Arc<Shard>> {
         self.by_fingerprint.get(fingerprint)?.upgrade()
     }
 
@@ -273,7 +296,12 @@ impl ShardStore {
             hosts: record.hosts,
             any_host: record.any_host,
             names: record.names,
+            kept: None,
         }
+    }
+
+    fn decoded_shards(&self) -> std::sync::MutexGuard<'_, Decoded> {
+        self.decoded.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a name hash is used twice in `shards`, of which those `vouched` were taken from the
@@ -282,7 +310,7 @@ impl ShardStore {
     /// all but the new shards from the records) counts only the others' names and looks the vouched
     /// names up among them, instead of counting every name of the table. The store is then left
     /// without a count, as after a published table.
-    fn names_repeat(&mut self, shards: &[Rc<Shard>], vouched: &[bool]) -> bool {
+    fn names_repeat(&mut self, shards: &[Arc<Shard>], vouched: &[bool]) -> bool {
         if self.names.is_some() || !vouched.contains(&true) {
             return self.count_names(shards);
         }
@@ -305,7 +333,7 @@ impl ShardStore {
     /// Counts the names of `shards`' rules by hash: over the last table's count, only the shards
     /// that came and went (or all of them when there is no count); whether a name hash is then
     /// counted more than once.
-    fn count_names(&mut self, shards: &[Rc<Shard>]) -> bool {
+    fn count_names(&mut self, shards: &[Arc<Shard>]) -> bool {
         let (added, removed, mut names) = match self.names.take() {
             Some(names) => {
                 let (added, removed) = difference(shards, &self.last);
@@ -342,8 +370,8 @@ impl ShardStore {
 
 /// The shards `new` holds more often than `old` (each as often as the difference), and those it
 /// holds less often.
-fn difference(new: &[Rc<Shard>], old: &[Rc<Shard>]) -> (Vec<Rc<Shard>>, Vec<Rc<Shard>>) {
-    let mut counts: FxHashMap<u64, (isize, &Rc<Shard>)> = FxHashMap::default();
+fn difference(new: &[Arc<Shard>], old: &[Arc<Shard>]) -> (Vec<Arc<Shard>>, Vec<Arc<Shard>>) {
+    let mut counts: FxHashMap<u64, (isize, &Arc<Shard>)> = FxHashMap::default();
     for shard in new {
         counts.entry(shard.id).or_insert((0, shard)).0 += 1;
     }
@@ -356,7 +384,7 @@ fn difference(new: &[Rc<Shard>], old: &[Rc<Shard>]) -> (Vec<Rc<Shard>>, Vec<Rc<S
     changed.sort_unstable_by_key(|(id, _)| *id);
     for (_, (n, shard)) in changed {
         let list = if n > 0 { &mut added } else { &mut removed };
-        list.extend(std::iter::repeat_n(Rc::clone(shard), n.unsigned_abs()));
+        list.extend(std::iter::repeat_n(Arc::clone(shard), n.unsigned_abs()));
     }
     (added, removed)
 }

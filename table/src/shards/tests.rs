@@ -589,3 +589,24 @@ fn form_1_documents_are_still_read() {
     let error = load(&mut ShardStore::new(), &with_index).unwrap_err().to_string();
     assert!(error.contains("not a field of form 1"), "{error}");
 }
+
+#[test]
+fn a_store_keeping_every_shard_decoded_decodes_each_new_shard_once_and_routes_alike() {
+    const fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<ShardedTable>();
+    let table = synthetic::table(5_000);
+    let mut encoder = ShardEncoder::new();
+    let mut store = ShardStore::keeping_every_shard_decoded();
+    let (first, stats) = load(&mut store, &encoder.encode(&table).unwrap()).unwrap();
+    assert_eq!(stats.decoded, stats.shards);
+    let next = changed_path(&table, 2_500);
+    let (second, stats) = load(&mut store, &encoder.encode(&next).unwrap()).unwrap();
+    assert_eq!(stats.decoded, 1);
+    let mut choose = split_mix(11);
+    edits::agree(&second, &RouteTable::try_from(next).unwrap(), &mut choose).unwrap();
+    edits::agree(&first, &RouteTable::try_from(table).unwrap(), &mut choose).unwrap();
+    // Every shard keeps its own rules: none is among the bounded decoded shards, and no request
+    // decodes one.
+    assert_eq!(store.decoded(), (0, 0));
+    assert_eq!(store.decoded_on_demand(), 0);
+}
