@@ -189,6 +189,12 @@ fn shard_counts(rest: &str) -> Option<ShardCounts> {
             decoded,
             from_catalogue,
         }),
+        // The native module's line: it has no catalogue.
+        [shards, decoded] => Some(ShardCounts {
+            shards,
+            decoded,
+            from_catalogue: 0,
+        }),
         _ => None,
     }
 }
@@ -199,7 +205,8 @@ pub fn accepted_lines(log: &str) -> Vec<Accepted> {
         .filter_map(|line| {
             let (_, rest) = line.split_once("table accepted: generation ")?;
             let generation = rest.split(',').next()?.trim_matches('"').to_owned();
-            // `… loaded in N us`, then for the sharded form ` (S shards, D new decoded, C new from the catalogue)`.
+            // `… loaded in N us`, then for the sharded form ` (S shards, D new decoded, C new from the
+            // catalogue)` (the native module's: ` (S shards, D new decoded)`).
             let micros = rest
                 .split_once("loaded in ")?
                 .1

@@ -71,6 +71,64 @@ fn one_table_is_decoded_for_every_worker() {
     assert_eq!(envoy.filter_stat("switchyard_tables_accepted"), Some(1));
 }
 
+/// The sharded form (what `switchyard watch` writes) through the module: at start every shard is
+/// decoded once for the process, and a push of one changed rule decodes only the changed shards
+/// (the process's store keeps the others, decoded, and the new table shares them with the one
+/// serving); requests then route as the new table routes.
+#[test]
+fn a_push_in_the_sharded_form_decodes_only_the_shards_new_to_the_process() {
+    use switchyard_e2e::bench::accepted_lines;
+    use switchyard_table::shards::ShardEncoder;
+    use switchyard_table::{PathSpec, RouteTable, SimpleRequest};
+    let mut first = switchyard_table::synthetic::table(3_000);
+    first.generation = "module-shards-1".into();
+    let changed_at = 1_500;
+    let mut second = first.clone();
+    second.generation = "module-shards-2".into();
+    second.rules[changed_at].path = PathSpec::Prefix("/changed".into());
+    // The requests, and the cluster the second table sends each to (Envoy is given those).
+    let host = second.rules[changed_at]
+        .host
+        .clone()
+        .unwrap_or_default()
+        .replace('*', "w");
+    let whole = RouteTable::try_from(second.clone()).unwrap();
+    let expected: Vec<(String, Option<String>)> = ["/changed".to_owned(), format!("/{changed_at}/a")]
+        .into_iter()
+        .map(|path| {
+            let decision = whole.route(&SimpleRequest::get(&host, &path), 0);
+            (path, decision.and_then(|d| d.backend).map(|b| b.cluster.clone()))
+        })
+        .collect();
+    let clusters: Vec<&str> = expected.iter().filter_map(|(_, c)| c.as_deref()).collect();
+    assert!(!clusters.is_empty(), "{expected:?}");
+
+    let mut encoder = ShardEncoder::new();
+    let envoy = start(&encoder.encode(&first).unwrap(), &clusters, 2);
+    let counts = |generation: &str| {
+        let lines: Vec<_> = accepted_lines(&envoy.log())
+            .into_iter()
+            .filter(|a| a.generation == generation)
+            .filter_map(|a| a.shards)
+            .map(|c| (c.shards, c.decoded))
+            .collect();
+        assert_eq!(lines.len(), 1, "one load for every worker: {}", envoy.log());
+        lines[0]
+    };
+    let (shards, decoded) = counts("module-shards-1");
+    assert!(shards > 10 && decoded == shards, "({shards}, {decoded})");
+
+    let text = encoder.encode(&second).unwrap();
+    let changed = encoder.stats().deflated;
+    assert!(envoy.update_table(&text, ConfigForm::StringValue));
+    let (_, decoded) = counts("module-shards-2");
+    assert!((1..=changed).contains(&decoded), "{decoded} decoded, {changed} changed");
+    for (path, cluster) in &expected {
+        let answered = envoy.backend_for(&get(&host, path));
+        assert_eq!(answered, cluster.as_deref().map(backend_name), "{host}{path}");
+    }
+}
+
 /// A bad table in Envoy's bootstrap (the filter configured statically, not through ECDS): Envoy
 /// refuses the configuration and does not start, after the module's one refusal line.
 #[test]
