@@ -1,5 +1,6 @@
 //! The filter's configuration reader on any bytes (JSON text, wrapped tables, protobuf `Struct`
-//! bytes): it never panics. The filter is a `cdylib` only (an `rlib` would cost 36 KB of `.wasm`),
+//! bytes), and the sharded form's reader by ranges with a store loading what it reads: they never
+//! panic. The filter is a `cdylib` only (an `rlib` would cost 36 KB of `.wasm`),
 //! so its two reader modules are compiled here from their sources, as they are in the filter.
 #![no_main]
 
@@ -13,5 +14,10 @@ mod protobuf;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = config::load_table(data, &switchyard_table::compact::Miniz).map(|table| table.rules().len());
+    use switchyard_table::compact::Miniz;
+    use switchyard_table::shards::{read_ranged, ShardStore};
+    let _ = config::load_table(data, &Miniz).map(|table| table.rules().len());
+    if let Some(parts) = read_ranged(&data) {
+        let _ = ShardStore::new().load(parts, &Miniz).map(|(table, _)| table.rule_count());
+    }
 });

@@ -110,7 +110,7 @@ pub fn read_ranged(source: &dyn Source) -> Option<Parts<'_>> {
         let start = at.checked_add(1)?;
         let end = start.checked_add(*length)?;
         ranges.push(start..end);
-        at = end + 2;
+        at = end.checked_add(2)?;
     }
     let end = if index.is_empty() { at + 1 } else { at };
     if end.checked_add(CLOSING.len() - 1)? != size
