@@ -293,7 +293,8 @@ bench-host-sim: build-wasm
 
 # wrk against Envoy (one worker): Envoy's own routes vs the switchyard wasm filter vs the native module
 # (issue 29) vs a do-nothing wasm filter and its header variants, 10 and 10k rules, 3 rounds
-# (BENCH_VARIANTS picks a subset); figures in BENCHMARKS.md ("Filter in Envoy"). Not part of test.
+# (BENCH_VARIANTS picks a subset; BENCH_TABLE=sharded gives the filters the sharded form); figures in
+# BENCHMARKS.md ("Filter in Envoy"). Not part of test.
 bench-envoy: build-wasm build-module envoy
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	cargo build --release --target wasm32-wasip1 -p switchyard-noop-filter

@@ -29,7 +29,9 @@
 //! Environment: ENVOY_BIN, SWITCHYARD_WASM, NOOP_WASM, SWITCHYARD_MODULE (set by the Makefile);
 //! BENCH_SECONDS (per run, default 5), BENCH_CONNECTIONS (default 16), BENCH_ROUNDS (default 3),
 //! BENCH_SIZES (one size only), BENCH_VARIANTS (a comma-separated subset of the variants; the ratios
-//! of variants left out are left out). Writes build/bench-envoy.md.
+//! of variants left out are left out), BENCH_TABLE (`json`, the default, or `sharded`: the form
+//! `switchyard watch` writes, which the filter and the module route through their shards). Writes
+//! build/bench-envoy.md.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,7 +71,13 @@ fn table(size: usize) -> String {
             })
         })
         .collect();
-    json!({ "version": 1, "generation": format!("bench-{size}"), "rules": rules }).to_string()
+    let json = json!({ "version": 1, "generation": format!("bench-{size}"), "rules": rules });
+    if std::env::var("BENCH_TABLE").is_ok_and(|form| form == "sharded") {
+        let spec = switchyard_table::TableSpec::from_value(json).unwrap_or_else(|e| panic!("table: {e}"));
+        let text = switchyard_table::shards::ShardEncoder::new().encode(&spec);
+        return text.unwrap_or_else(|e| panic!("encoding: {e}"));
+    }
+    json.to_string()
 }
 
 fn bootstrap(virtual_hosts: Value, filters: Vec<Value>, backend_port: u16) -> Value {
