@@ -67,7 +67,7 @@ pub const RECORDS_KEY: &str = concat!("switchyard.shards.", env!("CARGO_PKG_VERS
 pub const TABLE_KEY: &str = concat!("switchyard.shards.", env!("CARGO_PKG_VERSION"), ".table");
 /// The records' layout version: raised whenever what a record says changes (or what validating a
 /// shard checks, which a record vouches for), since two builds of one release may share the keys.
-pub const LAYOUT: u32 = 1;
+pub const LAYOUT: u32 = 2;
 /// How many shards a store must lack before it reads the catalogue: fewer decode faster than the
 /// records of a large table copy (one shard of 128 rules decodes in about 0.2 ms in a VM).
 pub const READ_AFTER: usize = 4;

@@ -1,5 +1,6 @@
 //! The shards a proxy keeps decoded (validated, indexed [`RouteTable`]s of their own rules), least
-//! recently used first out, bounded by their rules: [`DECODED_RULES`].
+//! recently used first out, bounded by their rules: [`DECODED_RULES`], or more when one request
+//! may need more (a host of more rules than that: [`Decoded::set_floor`]).
 //!
 //! Shared by every table of a proxy made of the same [`super::ShardStore`]: a shard is the same
 //! shard in the old table and the new one, so a push does not throw away what requests decoded.
@@ -19,6 +20,10 @@ pub const DECODED_RULES: usize = 4096;
 pub(crate) struct Decoded {
     /// The bound on the rules held ([`DECODED_RULES`] unless a test asks for another).
     bound: usize,
+    /// How many rules one request of the table being served may need decoded at once: the bound
+    /// is never below it, or such a request would evict its own shards and decode them all again
+    /// at every request.
+    floor: usize,
     entries: Vec<Entry>,
     rules: usize,
     tick: u64,
@@ -47,6 +52,7 @@ impl Decoded {
     pub fn with_bound(bound: usize) -> Decoded {
         Decoded {
             bound,
+            floor: 0,
             entries: Vec::new(),
             rules: 0,
             tick: 0,
@@ -69,7 +75,7 @@ impl Decoded {
         self.decoded_on_demand += u64::from(on_demand);
         self.entries.retain(|e| e.shard.strong_count() > 0 && e.id != shard.id);
         self.rules = table.rules().len() + self.entries.iter().map(|e| e.table.rules().len()).sum::<usize>();
-        while self.rules > self.bound {
+        while self.rules > self.bound.max(self.floor) {
             let Some(oldest) = (0..self.entries.len()).min_by_key(|&i| self.entries[i].last_used) else {
                 break;
             };
@@ -82,6 +88,12 @@ impl Decoded {
             table,
             last_used: self.tick,
         });
+    }
+
+    /// Keeps at least `rules` rules decoded from now on (the most one request of the table served
+    /// may need: [`super::ShardedTable::widest_request`]).
+    pub fn set_floor(&mut self, rules: usize) {
+        self.floor = rules;
     }
 
     /// How many shards are decoded, and how many rules they hold.

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::decoded::Decoded;
 use super::directory;
-use super::store::{host_hash, Shard};
+use super::store::{host_hash, is_wildcard, Shard};
 use crate::compact::Inflater;
 use crate::error::TableError;
 use crate::format::NoRoute;
@@ -134,6 +134,34 @@ impl ShardedTable {
     /// The number of shards.
     pub fn shard_count(&self) -> usize {
         self.shards.len()
+    }
+
+    /// At most how many rules one request may need decoded: the rules of the shards of its exact
+    /// host, of its wildcard and without a host, all of which a request for that host's last rule
+    /// tries in turn (bounded by the widest exact host's, the widest wildcard's and the hostless
+    /// ones').
+    pub fn widest_request(&self) -> usize {
+        let (mut exact, mut wildcard) = (0, 0);
+        for run in self.hosts.chunk_by(|a, b| a.0 == b.0) {
+            let rules = run
+                .iter()
+                .filter_map(|&(_, shard)| self.shards.get(shard as usize))
+                .map(|shard| shard.rules)
+                .sum();
+            let widest = if is_wildcard(run[0].0) {
+                &mut wildcard
+            } else {
+                &mut exact
+            };
+            *widest = (*widest).max(rules);
+        }
+        let hostless: usize = self
+            .any
+            .iter()
+            .filter_map(|&shard| self.shards.get(shard as usize))
+            .map(|shard| shard.rules)
+            .sum();
+        (exact + wildcard + hostless).min(self.rules)
     }
 
     /// The number of distinct hosts (exact and wildcard) the rules name.

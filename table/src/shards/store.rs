@@ -55,10 +55,17 @@ pub(crate) struct Shard {
 }
 
 /// What a host pattern is filed under in a [`ShardedTable`]'s directory: a hash of its kind (`=`
-/// exact, `*` wildcard, by its suffix) and its name. Two patterns of one hash only make a shard a
-/// candidate for a request it has no rule for, whose own table then matches nothing there.
+/// exact, `*` wildcard, by its suffix) and its name, whose lowest bit says the kind
+/// ([`is_wildcard`]). Two patterns of one hash only make a shard a candidate for a request it has
+/// no rule for, whose own table then matches nothing there.
 pub(crate) fn host_hash(kind: u8, name: &str) -> u64 {
-    compact::piece_hash(name.as_bytes()) ^ u64::from(kind).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    let hash = compact::piece_hash(name.as_bytes()) ^ u64::from(kind).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (hash & !1) | u64::from(kind == b'*')
+}
+
+/// Whether a [`host_hash`] is a wildcard's.
+pub(crate) fn is_wildcard(hash: u64) -> bool {
+    hash & 1 == 1
 }
 
 /// A proxy's shards, and the shards it keeps decoded for requests.
@@ -219,6 +226,7 @@ impl ShardStore {
         self.by_fingerprint.retain(|_, shard| shard.strong_count() > 0);
         let previous = self.last_directory.as_deref().map(|entries| (&self.last[..], entries));
         let table = ShardedTable::new(head, shards, previous, Arc::clone(&self.decoded));
+        self.decoded_shards().set_floor(table.widest_request());
         self.last = table.shards().to_vec();
         self.last_directory = Some(table.directory());
         if let Some(shared) = self.shared.as_deref().filter(|_| !published) {
