@@ -157,11 +157,25 @@ impl Context for Root {}
 impl RootContext for Root {
     fn on_configure(&mut self, plugin_configuration_size: usize) -> bool {
         let started = hostcalls::get_current_time().ok();
-        let config = PluginConfiguration {
+        let ranged = PluginConfiguration {
             size: plugin_configuration_size,
         };
+        // A host that gives no size may still hand the buffer over whole: it is read so.
+        let whole = match plugin_configuration_size {
+            0 => hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let whole = whole.as_slice();
+        let config: &dyn Source = if plugin_configuration_size == 0 {
+            &whole
+        } else {
+            &ranged
+        };
         let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
-            Ok(mut store) => load(&config, &HostUncompress(host_uncompress), &mut store),
+            Ok(mut store) => load(config, &HostUncompress(host_uncompress), &mut store),
             // Never: nothing else borrows the store while a root configures.
             Err(_) => Err(crate::config::ConfigError::Unreadable),
         });

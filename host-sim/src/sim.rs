@@ -227,6 +227,14 @@ impl Sim {
     /// Gives the module a plugin configuration (`proxy_on_configure`), starting the VM first if
     /// needed. Returns whether the module accepted it; a module that traps refuses.
     pub fn configure(&mut self, bytes: impl Into<Vec<u8>>) -> bool {
+        let bytes = bytes.into();
+        let size = bytes.len() as i32;
+        self.configure_saying_size(bytes, size)
+    }
+
+    /// [`Sim::configure`], telling the module the configuration's size is `size` (a host may say 0
+    /// and still hand the buffer over whole).
+    pub fn configure_saying_size(&mut self, bytes: impl Into<Vec<u8>>, size: i32) -> bool {
         if !self.start() {
             self.configured = false;
             return false;
@@ -234,7 +242,6 @@ impl Sim {
         self.store.data_mut().plugin_config = bytes.into();
         self.store.data_mut().plugin_config_read = 0;
         let root = self.root_id;
-        let size = self.store.data().plugin_config.len() as i32;
         let accepted = match self.call(
             "proxy_on_configure",
             root,

@@ -179,6 +179,19 @@ fn a_push_reads_only_the_front_and_the_text_of_each_shard_the_vm_lacks() {
     assert!(routed.0.is_some() || routed.2.is_some(), "{routed:?}");
 }
 
+/// A host that says the configuration's size is 0 but hands the buffer over: the filter reads it
+/// whole, as before it read by ranges.
+#[test]
+fn a_host_that_gives_no_configuration_size_still_has_its_table_read() {
+    let table = switchyard_table::synthetic::table(2_000);
+    let text = ShardEncoder::new().encode(&table).unwrap();
+    let mut vm = sim();
+    assert!(vm.configure_saying_size(text.clone(), 0));
+    let (shards, decoded) = shards_logged(&mut vm);
+    assert!(shards > 1 && decoded == shards, "({shards}, {decoded})");
+    assert!(vm.plugin_config_read() >= text.len());
+}
+
 /// Envoy's VMs of one plugin, as proxy-wasm-cpp-host runs them: a worker's VM kept from push to
 /// push, and for each push a canary, a fresh VM of the same module (sharing the worker's shared
 /// data) that checks the configuration before any worker takes it. The canary decodes only the
