@@ -238,7 +238,7 @@ fn read_index(doc: &Doc<'_>, node: Node<'_>) -> Result<Vec<(Fingerprint, usize)>
         match doc.items(pair) {
             [fingerprint, length] => match (fingerprint.node, length.node) {
                 (Node::Str(text), Node::UInt(length)) => {
-                    let fingerprint = parse_fingerprint(doc.text(text)).ok_or_else(bad)?;
+                    let fingerprint = layout::parse_fingerprint(doc.text(text)).ok_or_else(bad)?;
                     Ok((fingerprint, usize::try_from(length).map_err(|_| bad())?))
                 }
                 _ => Err(bad()),
@@ -251,16 +251,6 @@ fn read_index(doc: &Doc<'_>, node: Node<'_>) -> Result<Vec<(Fingerprint, usize)>
         .enumerate()
         .map(|(i, item)| entry(i, item.node))
         .collect()
-}
-
-/// A fingerprint written as 32 lowercase hexadecimal digits, its first word first.
-fn parse_fingerprint(text: &str) -> Option<Fingerprint> {
-    let digits = text.as_bytes();
-    if digits.len() != 32 || !digits.iter().all(|d| matches!(d, b'0'..=b'9' | b'a'..=b'f')) {
-        return None;
-    }
-    let word = |range: Range<usize>| u64::from_str_radix(text.get(range)?, 16).ok();
-    Some([word(0..16)?, word(16..32)?])
 }
 
 fn read_inner<'s, 'd: 's>(doc: &'s Doc<'d>, node: Node<'d>) -> Result<Parts<'s>, TableError> {

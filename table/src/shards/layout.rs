@@ -54,9 +54,9 @@ fn opening() -> String {
 /// its text's fingerprint and its text), in the layout above.
 pub(crate) fn write(head: &str, shards: &[(Fingerprint, &str)]) -> String {
     let mut index = String::with_capacity(shards.len() * 48);
-    for (i, ([high, low], text)) in shards.iter().enumerate() {
+    for (i, (fingerprint, text)) in shards.iter().enumerate() {
         let comma = if i == 0 { "" } else { "," };
-        let _ = write!(index, "{comma}[\"{high:016x}{low:016x}\",{}]", text.len());
+        let _ = write!(index, "{comma}[\"{}\",{}]", fingerprint_hex(*fingerprint), text.len());
     }
     let opening = opening();
     let after_digits = format!("\",\"head\":{head},\"index\":[{index}]");
@@ -77,6 +77,21 @@ pub(crate) fn write(head: &str, shards: &[(Fingerprint, &str)]) -> String {
     }
     document.push_str(CLOSING);
     document
+}
+
+/// A fingerprint as the index writes it: 32 lowercase hexadecimal digits, its first word first.
+pub(super) fn fingerprint_hex([high, low]: Fingerprint) -> String {
+    format!("{high:016x}{low:016x}")
+}
+
+/// A fingerprint written as [`fingerprint_hex`] writes it.
+pub(super) fn parse_fingerprint(text: &str) -> Option<Fingerprint> {
+    let digits = text.as_bytes();
+    if digits.len() != 32 || !digits.iter().all(|d| matches!(d, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let word = |range: Range<usize>| u64::from_str_radix(text.get(range)?, 16).ok();
+    Some([word(0..16)?, word(16..32)?])
 }
 
 /// The sharded form in `source` taken apart from its front alone, each text left where it is; or

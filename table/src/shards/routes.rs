@@ -32,6 +32,8 @@ pub struct ShardedTable {
     hosts: Arc<[directory::Entry]>,
     /// How many distinct host hashes `hosts` holds.
     host_count: usize,
+    /// At most how many rules one request may need decoded ([`ShardedTable::widest_request`]).
+    widest_request: usize,
     /// The shards holding rules without a host, ascending.
     any: Vec<u32>,
     rules: usize,
@@ -57,12 +59,12 @@ impl ShardedTable {
         decoded: Arc<Mutex<Decoded>>,
     ) -> ShardedTable {
         let hosts = directory::build(&shards, previous);
-        let host_count = hosts.len() - hosts.windows(2).filter(|w| w[0].0 == w[1].0).count();
         let mut table = ShardedTable {
             head,
             bases: Vec::with_capacity(shards.len()),
             hosts,
-            host_count,
+            host_count: 0,
+            widest_request: 0,
             any: Vec::new(),
             rules: 0,
             shards,
@@ -75,7 +77,39 @@ impl ShardedTable {
                 table.any.push(i as u32);
             }
         }
+        table.count_hosts();
         table
+    }
+
+    /// Shard `i`'s number of rules, from the bases (one array, where the shards are pointers).
+    fn rules_of(&self, i: usize) -> usize {
+        let end = self.bases.get(i + 1).copied().unwrap_or(self.rules);
+        end - self.bases.get(i).copied().unwrap_or(end)
+    }
+
+    /// [`ShardedTable::host_count`] and [`ShardedTable::widest_request`], in one pass over the
+    /// directory (at 100,000 rules some 80,000 entries, on every push's load).
+    fn count_hosts(&mut self) {
+        let (mut hosts, mut exact, mut wildcard) = (0, 0, 0);
+        let mut run: Option<(u64, usize)> = None;
+        let mut close = |run: Option<(u64, usize)>| {
+            if let Some((hash, rules)) = run {
+                let widest = if is_wildcard(hash) { &mut wildcard } else { &mut exact };
+                *widest = (*widest).max(rules);
+                hosts += 1;
+            }
+        };
+        for &(hash, shard) in self.hosts.iter() {
+            let rules = self.rules_of(shard as usize);
+            match &mut run {
+                Some((current, sum)) if *current == hash => *sum += rules,
+                _ => close(run.replace((hash, rules))),
+            }
+        }
+        close(run);
+        let hostless: usize = self.any.iter().map(|&shard| self.rules_of(shard as usize)).sum();
+        self.host_count = hosts;
+        self.widest_request = (exact + wildcard + hostless).min(self.rules);
     }
 
     /// The directory, which the store keeps to build the next table's from.
@@ -141,27 +175,7 @@ impl ShardedTable {
     /// tries in turn (bounded by the widest exact host's, the widest wildcard's and the hostless
     /// ones').
     pub fn widest_request(&self) -> usize {
-        let (mut exact, mut wildcard) = (0, 0);
-        for run in self.hosts.chunk_by(|a, b| a.0 == b.0) {
-            let rules = run
-                .iter()
-                .filter_map(|&(_, shard)| self.shards.get(shard as usize))
-                .map(|shard| shard.rules)
-                .sum();
-            let widest = if is_wildcard(run[0].0) {
-                &mut wildcard
-            } else {
-                &mut exact
-            };
-            *widest = (*widest).max(rules);
-        }
-        let hostless: usize = self
-            .any
-            .iter()
-            .filter_map(|&shard| self.shards.get(shard as usize))
-            .map(|shard| shard.rules)
-            .sum();
-        (exact + wildcard + hostless).min(self.rules)
+        self.widest_request
     }
 
     /// The number of distinct hosts (exact and wildcard) the rules name.

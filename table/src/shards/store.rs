@@ -184,11 +184,11 @@ impl ShardStore {
             let shard = match record {
                 Some(record) => {
                     stats.from_catalogue += 1;
-                    Arc::new(self.shard_of_record(&text, fingerprint, record))
+                    Arc::new(self.shard_of_record(text.into(), fingerprint, record))
                 }
                 None => {
                     let table = Arc::new(decode_shard(index, &text, inflater)?);
-                    let mut shard = self.shard(&text, fingerprint, &table);
+                    let mut shard = self.shard(text.into(), fingerprint, &table);
                     stats.decoded += 1;
                     if self.keep_every_shard {
                         shard.kept = Some(table);
@@ -261,7 +261,7 @@ impl ShardStore {
     }
 
     /// What the store keeps of the shard `text`, whose rules are `table`'s.
-    fn shard(&mut self, text: &str, fingerprint: Fingerprint, table: &RouteTable) -> Shard {
+    fn shard(&mut self, text: Box<str>, fingerprint: Fingerprint, table: &RouteTable) -> Shard {
         let (mut hosts, mut any_host) = (Vec::new(), false);
         for rule in table.rules() {
             let hash = match rule.host() {
@@ -293,13 +293,14 @@ impl ShardStore {
         )
     }
 
-    /// What the store keeps of the shard `text`, from what is known of its rules.
-    fn shard_of_record(&mut self, text: &str, fingerprint: Fingerprint, record: Record) -> Shard {
+    /// What the store keeps of the shard `text`, from what is known of its rules. The text is
+    /// moved in: a text read by ranges is the host's copy, not copied again.
+    fn shard_of_record(&mut self, text: Box<str>, fingerprint: Fingerprint, record: Record) -> Shard {
         self.next_id += 1;
         Shard {
             id: self.next_id,
             fingerprint,
-            text: text.into(),
+            text,
             rules: record.rules,
             hosts: record.hosts,
             any_host: record.any_host,

@@ -531,8 +531,7 @@ fn a_shard_whose_text_is_not_its_indexed_fingerprint_is_refused_by_a_store_that_
     let shards = shard_texts(&text);
     // The index of shard 4 names shard 5's fingerprint (same length: the layout still agrees).
     let (four, five) = (catalogue::fingerprint(&shards[4]), catalogue::fingerprint(&shards[5]));
-    let hex = |[a, b]: Fingerprint| format!("{a:016x}{b:016x}");
-    let lying = text.replacen(&hex(four), &hex(five), 1);
+    let lying = text.replacen(&layout::fingerprint_hex(four), &layout::fingerprint_hex(five), 1);
     assert_ne!(lying, text);
     let mut store = ShardStore::new();
     let error = load(&mut store, &lying).unwrap_err().to_string();
