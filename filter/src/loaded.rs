@@ -11,15 +11,13 @@
 //! [`Loaded::handle`] takes one request through either kind, as both the wasm filter and the
 //! native module serve it.
 
-use std::sync::Arc;
-
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::{self, LoadStats, Parts, ShardStore, ShardedTable, Source};
 use switchyard_table::{Decision, RequestView, RouteTable, TableError};
 
 use crate::config::{read_config, ConfigError};
 use crate::host::Host;
-use crate::request::{handle_request, handle_sharded, Outcome};
+use crate::request::{handle_request, handle_sharded, Handled, RuleRef};
 
 /// A table ready to serve.
 pub enum Loaded {
@@ -64,38 +62,6 @@ impl Loaded {
     }
 }
 
-/// Where a request's winning rule is: its position in a whole table, or its shard's own table and
-/// its position there (the rule's name, for the debug response header and the logs).
-pub enum RuleRef {
-    /// In a whole table.
-    Whole(usize),
-    /// In a shard.
-    Shard(Arc<RouteTable>, usize),
-}
-
-impl RuleRef {
-    /// The rule's name, read from `loaded` (the table the request was routed by) or its shard.
-    pub fn name<'t>(&'t self, loaded: &'t Loaded) -> Option<&'t str> {
-        let (table, position) = match (self, loaded) {
-            (RuleRef::Whole(position), Loaded::Whole(table)) => (table, *position),
-            (RuleRef::Shard(shard, position), _) => (&**shard, *position),
-            (RuleRef::Whole(_), Loaded::Sharded(_)) => return None,
-        };
-        table.rules().get(position).map(|r| r.name())
-    }
-}
-
-/// What [`Loaded::handle`] did with one request.
-pub struct Handled {
-    /// What the filter did with the request.
-    pub outcome: Outcome,
-    /// The winning rule, if one won.
-    pub rule: Option<RuleRef>,
-    /// A shard that had to be decoded for the request and could not be: the request was answered
-    /// 503 (see [`handle_sharded`]).
-    pub error: Option<TableError>,
-}
-
 impl Loaded {
     /// Routes the request `host` holds and acts on it ([`handle_request`] or [`handle_sharded`],
     /// whose shards `inflater` inflates when a request needs one decoded).
@@ -109,14 +75,7 @@ impl Loaded {
                     error: None,
                 }
             }
-            Loaded::Sharded(table) => {
-                let done = handle_sharded(host, table, random, inflater);
-                Handled {
-                    outcome: done.outcome,
-                    rule: done.rule.map(|(shard, local)| RuleRef::Shard(shard, local)),
-                    error: done.error,
-                }
-            }
+            Loaded::Sharded(table) => handle_sharded(host, table, random, inflater),
         }
     }
 
@@ -172,7 +131,7 @@ fn load_sharded(
 mod tests {
     use super::*;
     use crate::host::HostCallFailed;
-    use crate::request::{handle_request, handle_sharded, Outcome};
+    use crate::request::{handle_request, handle_sharded, Outcome, RuleRef};
     use crate::uncompress::HostUncompress;
     use switchyard_table::compact::Miniz;
     use switchyard_table::shards::ShardEncoder;
@@ -226,7 +185,9 @@ mod tests {
             assert!(got.error.is_none());
             assert_eq!(format!("{:?}", b), format!("{:?}", a), "{authority}{path}");
             if let Outcome::Routed { position } = expected {
-                let (shard, local) = got.rule.unwrap();
+                let Some(RuleRef::Shard(shard, local)) = got.rule else {
+                    panic!("no shard kept for the debug header")
+                };
                 assert_eq!(shard.rules()[local].name(), whole.rules()[position].name());
             }
         }

@@ -135,14 +135,35 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
     answer(host, table, &request, decision.map(|d| (d.position, d)))
 }
 
-/// What [`handle_sharded`] did.
-pub struct ShardedOutcome {
+/// Where a request's winning rule is: its position in a whole table, or its shard's own table and
+/// its position there (the rule's name, for the debug response header and the logs).
+pub enum RuleRef {
+    /// In a whole table.
+    Whole(usize),
+    /// In a shard.
+    Shard(Arc<RouteTable>, usize),
+}
+
+impl RuleRef {
+    /// The rule's name, read from its shard or from `table`, the table the request was routed by
+    /// (for a sharded table, its head: which holds no rule).
+    pub fn name<'t>(&'t self, table: &'t RouteTable) -> Option<&'t str> {
+        let (table, position) = match self {
+            RuleRef::Whole(position) => (table, *position),
+            RuleRef::Shard(shard, position) => (&**shard, *position),
+        };
+        table.rules().get(position).map(|r| r.name())
+    }
+}
+
+/// What a request came to, with its winner ([`handle_sharded`], `Loaded::handle`).
+pub struct Handled {
     /// What the filter did with the request.
     pub outcome: Outcome,
-    /// The winning rule's shard and its position there, kept when the table asks for the debug
-    /// response header or the cluster header could not be set (the log names the rule); else
-    /// `None`, so that workers do not count references to one shard on every request.
-    pub rule: Option<(Arc<RouteTable>, usize)>,
+    /// The winning rule. From a sharded table, kept only when the table asks for the debug
+    /// response header or the cluster header could not be set (the log names the rule): workers do
+    /// not count references to one shard on every request.
+    pub rule: Option<RuleRef>,
     /// A shard that had to be decoded for the request and could not be (the host's `uncompress`
     /// failed): the request was answered 503, [`Outcome::Direct`] at position `usize::MAX`.
     pub error: Option<TableError>,
@@ -150,23 +171,18 @@ pub struct ShardedOutcome {
 
 /// [`handle_request`] with a table held in shards, decoded as requests need them (inflated by
 /// `inflater`): the same decisions as the whole table's.
-pub fn handle_sharded(
-    host: &mut impl Host,
-    table: &ShardedTable,
-    random: u64,
-    inflater: &dyn Inflater,
-) -> ShardedOutcome {
+pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, inflater: &dyn Inflater) -> Handled {
     let request = HostRequest::new(&*host, table.cluster_header());
     let mut rule = None;
     let routed = table.route(&request, random, inflater, |winner| {
         let outcome = answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)));
         if table.debug_rule_header() || matches!(outcome, Outcome::ClusterNotSet { .. }) {
-            rule = winner.map(|w| (Arc::clone(w.shard), w.decision.position));
+            rule = winner.map(|w| RuleRef::Shard(Arc::clone(w.shard), w.decision.position));
         }
         outcome
     });
     match routed {
-        Ok(outcome) => ShardedOutcome {
+        Ok(outcome) => Handled {
             outcome,
             rule,
             error: None,
@@ -178,7 +194,7 @@ pub fn handle_sharded(
                 &[("content-type", "text/plain")],
                 "503 a shard of the route table could not be decoded\n",
             );
-            ShardedOutcome {
+            Handled {
                 outcome: Outcome::Direct {
                     position: usize::MAX,
                     status: 503,

@@ -24,9 +24,9 @@ use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use crate::headers::HeaderBlock;
 use crate::host::{Host, HostCallFailed};
-use crate::loaded::{load, Loaded, RuleRef};
+use crate::loaded::{load, Loaded};
 use crate::random::Random;
-use crate::request::Outcome;
+use crate::request::{Outcome, RuleRef};
 use crate::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
@@ -269,7 +269,7 @@ impl HttpContext for Http {
             Outcome::ClusterNotSet { error, .. } => {
                 Metrics::increment(metrics.route_failed);
                 if !self.shared.route_failure_logged.replace(true) {
-                    let rule = winner.as_ref().and_then(|w| w.name(loaded)).unwrap_or("?");
+                    let rule = winner.as_ref().and_then(|w| w.name(loaded.head())).unwrap_or("?");
                     log(
                         LogLevel::Error,
                         &format!(
@@ -299,7 +299,7 @@ impl HttpContext for Http {
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         if let (Some(rule), Some(table)) = (&self.rule, self.table.as_deref()) {
-            if let Some(name) = rule.name(table) {
+            if let Some(name) = rule.name(table.head()) {
                 let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, RULE_NAME_HEADER, Some(name));
             }
         }

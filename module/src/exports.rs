@@ -212,7 +212,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
         let (Some(rule), Some(config)) = (stream.rule.take(), unsafe { stream.config.as_ref() }) else {
             return CONTINUE;
         };
-        if let Some(name) = rule.name(&config.table) {
+        if let Some(name) = rule.name(config.table.head()) {
             // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
             unsafe {
                 abi::envoy_dynamic_module_callback_http_set_header(

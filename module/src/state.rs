@@ -18,8 +18,9 @@ use switchyard_table::shards::ShardStore;
 
 use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, METRICS_SUCCESS};
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
-use crate::loaded::{load, RuleRef};
+use crate::loaded::load;
 use crate::random::Random;
+use crate::request::RuleRef;
 use crate::shared_table::{SharedTable, Table};
 
 /// The metrics, named as the wasm filter's (Envoy prefixes them with the filter's metrics
@@ -257,7 +258,7 @@ impl ModuleConfig {
         if self.route_failure_logged.swap(true, Ordering::Relaxed) {
             return;
         }
-        let rule = rule.and_then(|r| r.name(&self.table)).unwrap_or("?");
+        let rule = rule.and_then(|r| r.name(self.table.head())).unwrap_or("?");
         abi::log(
             LOG_ERROR,
             &format!(
