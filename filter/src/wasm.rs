@@ -194,10 +194,9 @@ impl RootContext for Root {
                 log(
                     LogLevel::Info,
                     &format!(
-                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us{shards}",
+                        "table accepted: generation {:?}, {}, loaded in {} us{shards}",
                         table.generation(),
-                        table.rule_count(),
-                        table.host_count(),
+                        table.summary(),
                         micros
                     ),
                 );

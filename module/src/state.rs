@@ -205,10 +205,9 @@ impl ModuleConfig {
                 abi::log(
                     LOG_INFO,
                     &format!(
-                        "table accepted: generation {:?}, {} rules, {} hosts, loaded in {} us{shards}",
+                        "table accepted: generation {:?}, {}, loaded in {} us{shards}",
                         table.generation(),
-                        table.rule_count(),
-                        table.host_count(),
+                        table.summary(),
                         started.elapsed().as_micros()
                     ),
                 );

@@ -32,6 +32,7 @@
 //! - [`encode`]: [`ShardEncoder`], which cuts the rules into shards by content and keeps the last
 //!   table's shards, so a table changed in one rule deflates one shard.
 //! - [`layout`]: the document byte for byte, and the reader by ranges ([`read_ranged`]).
+//! - [`texts`]: where each shard's text is, and reading the texts a store lacks.
 //! - [`store`]: [`ShardStore`], a proxy's shards by fingerprint, kept from table to table: a new
 //!   table decodes and validates only its new shards.
 //! - [`catalogue`]: what the stores of one process share, so that a shard one of them validated
@@ -53,10 +54,7 @@ mod encode;
 mod layout;
 mod routes;
 mod store;
-
-use std::borrow::Cow;
-use std::fmt;
-use std::ops::Range;
+mod texts;
 
 pub use catalogue::{Fingerprint, InMemory, SharedBytes};
 pub use decoded::DECODED_RULES;
@@ -64,6 +62,7 @@ pub use encode::{ShardEncoder, ShardStats, MAX_SHARD_BYTES, SHARD_RULES};
 pub use layout::{read_ranged, Source};
 pub use routes::{ShardedTable, Winner};
 pub use store::{LoadStats, ShardStore};
+pub use texts::Texts;
 
 use crate::compact::{self, Inflater};
 use crate::doc::{Doc, Node};
@@ -90,68 +89,6 @@ pub struct Parts<'s> {
     pub fingerprints: Vec<Fingerprint>,
     /// Where each shard's text is read, when a store lacks the shard.
     pub texts: Texts<'s>,
-}
-
-/// Where the shards' texts are.
-pub enum Texts<'s> {
-    /// In the parsed document, each shard's text in table order.
-    Inline(Vec<&'s str>),
-    /// In `source`, not read yet: each shard's text's byte range, in table order.
-    Ranged {
-        /// The configuration the texts are read from.
-        source: &'s dyn Source,
-        /// Each text's bytes (without its quotes).
-        ranges: Vec<Range<usize>>,
-    },
-}
-
-impl fmt::Debug for Texts<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Texts::Inline(texts) => write!(f, "Inline({} texts)", texts.len()),
-            Texts::Ranged { ranges, .. } => write!(f, "Ranged({} ranges)", ranges.len()),
-        }
-    }
-}
-
-impl<'s> Texts<'s> {
-    /// Shard `index`'s text. A ranged text is read with the bytes around it, which must be its
-    /// quotes and the `,` (or, after the last shard, `]`) that follows: what the writer wrote there.
-    pub fn get(&self, index: usize) -> Result<Cow<'s, str>, TableError> {
-        let at = || format!("shards[{index}]");
-        match self {
-            Texts::Inline(texts) => texts
-                .get(index)
-                .map(|text| Cow::Borrowed(*text))
-                .ok_or_else(|| shape(&at(), "missing")),
-            Texts::Ranged { source, ranges } => {
-                let range = ranges.get(index).ok_or_else(|| shape(&at(), "missing"))?;
-                let after = if index + 1 == ranges.len() { b']' } else { b',' };
-                let bytes = source
-                    .read(range.start.saturating_sub(1)..range.end + 2)
-                    .ok_or_else(|| shape(&at(), "the host did not hand over the shard's bytes"))?;
-                match &bytes[..] {
-                    [b'"', text @ .., b'"', last] if *last == after && range.start > 0 => std::str::from_utf8(text)
-                        .map(|text| Cow::Owned(text.to_owned()))
-                        .map_err(|_| shape(&at(), "not text")),
-                    _ => Err(shape(&at(), "not where `index` and `front` place it")),
-                }
-            }
-        }
-    }
-
-    /// How many texts there are.
-    pub fn len(&self) -> usize {
-        match self {
-            Texts::Inline(texts) => texts.len(),
-            Texts::Ranged { ranges, .. } => ranges.len(),
-        }
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// `node`'s sharded form taken apart, or `None` when `node` is not the sharded form (an object

@@ -8,7 +8,7 @@
 //! Each shard's own [`RouteTable::route`] does the matching, unchanged.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::decoded::Decoded;
 use super::directory;
@@ -25,19 +25,42 @@ use crate::table::{Decision, RouteTable};
 pub struct ShardedTable {
     /// The table's settings, as a table of no rules.
     head: RouteTable,
-    shards: Vec<Arc<Shard>>,
+    shards: Arc<[Arc<Shard>]>,
     /// Each shard's first position in the table.
     bases: Vec<usize>,
-    /// Every shard's host hashes, each with the shard's index, ascending ([`directory`]).
-    hosts: Arc<[directory::Entry]>,
-    /// How many distinct host hashes `hosts` holds.
-    host_count: usize,
-    /// At most how many rules one request may need decoded ([`ShardedTable::widest_request`]).
-    widest_request: usize,
+    /// The host directory, built once: at the table's first request, or when asked
+    /// ([`ShardedTable::index_hosts`]).
+    index: Arc<OnceLock<HostIndex>>,
+    /// What the first build of `index` starts from: the table before (its shards and index).
+    before: Mutex<Option<Before>>,
     /// The shards holding rules without a host, ascending.
     any: Vec<u32>,
     rules: usize,
     decoded: Arc<Mutex<Decoded>>,
+}
+
+/// A table's host directory, and what is counted from it.
+///
+/// A VM that never routes with a table never builds it: in Envoy the canary (a fresh VM that
+/// checks each configuration, then is dropped) skipped a fifth of its load so (BENCHMARKS.md,
+/// "The canary's load"), and a worker's first request after a push builds it from the table
+/// before's, as its load did.
+#[derive(Debug)]
+pub(crate) struct HostIndex {
+    /// Every shard's host hashes, each with the shard's index, ascending ([`directory`]).
+    pub entries: Arc<[directory::Entry]>,
+    /// How many distinct host hashes `entries` holds.
+    hosts: usize,
+    /// At most how many rules one request may need decoded ([`ShardedTable::widest_request`]).
+    widest_request: usize,
+}
+
+/// The table a [`ShardedTable`] was loaded after, which its index is built from when that table's
+/// index was built: a push keeps most shards, whose entries are then renumbered, not sorted again.
+#[derive(Debug)]
+pub(crate) struct Before {
+    pub shards: Arc<[Arc<Shard>]>,
+    pub index: Arc<OnceLock<HostIndex>>,
 }
 
 /// The winner of a request in a [`ShardedTable`].
@@ -55,30 +78,28 @@ impl ShardedTable {
     pub(crate) fn new(
         head: RouteTable,
         shards: Vec<Arc<Shard>>,
-        previous: Option<(&[Arc<Shard>], &[directory::Entry])>,
+        before: Option<Before>,
         decoded: Arc<Mutex<Decoded>>,
     ) -> ShardedTable {
-        let hosts = directory::build(&shards, previous);
-        let mut table = ShardedTable {
-            head,
-            bases: Vec::with_capacity(shards.len()),
-            hosts,
-            host_count: 0,
-            widest_request: 0,
-            any: Vec::new(),
-            rules: 0,
-            shards,
-            decoded,
-        };
-        for (i, shard) in table.shards.iter().enumerate() {
-            table.bases.push(table.rules);
-            table.rules += shard.rules;
+        let mut bases = Vec::with_capacity(shards.len());
+        let (mut rules, mut any) = (0, Vec::new());
+        for (i, shard) in shards.iter().enumerate() {
+            bases.push(rules);
+            rules += shard.rules;
             if shard.any_host {
-                table.any.push(i as u32);
+                any.push(i as u32);
             }
         }
-        table.count_hosts();
-        table
+        ShardedTable {
+            head,
+            shards: shards.into(),
+            bases,
+            index: Arc::default(),
+            before: Mutex::new(before),
+            any,
+            rules,
+            decoded,
+        }
     }
 
     /// Shard `i`'s number of rules, from the bases (one array, where the shards are pointers).
@@ -87,9 +108,38 @@ impl ShardedTable {
         end - self.bases.get(i).copied().unwrap_or(end)
     }
 
-    /// [`ShardedTable::host_count`] and [`ShardedTable::widest_request`], in one pass over the
-    /// directory (at 100,000 rules some 80,000 entries, on every push's load).
-    fn count_hosts(&mut self) {
+    /// The host index, built now if it was not: from the table before's when that one was built,
+    /// else sorted afresh. Raises the decoded shards' floor to the table's widest request.
+    fn index(&self) -> &HostIndex {
+        self.index.get_or_init(|| {
+            let before = self.before.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let before = before
+                .as_ref()
+                .and_then(|before| Some((&before.shards[..], &before.index.get()?.entries[..])));
+            let entries = directory::build(&self.shards, before);
+            let index = self.count_hosts(entries);
+            self.decoded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .set_floor(index.widest_request);
+            index
+        })
+    }
+
+    /// Builds the host index now, if no request did yet: for a process that loads a table off the
+    /// threads that serve it (the native module).
+    pub fn index_hosts(&self) {
+        self.index();
+    }
+
+    /// Whether the host index is built.
+    pub fn hosts_indexed(&self) -> bool {
+        self.index.get().is_some()
+    }
+
+    /// The index of `entries`: [`ShardedTable::host_count`] and [`ShardedTable::widest_request`]
+    /// counted in one pass over them (at 100,000 rules some 80,000 entries).
+    fn count_hosts(&self, entries: Arc<[directory::Entry]>) -> HostIndex {
         let (mut hosts, mut exact, mut wildcard) = (0, 0, 0);
         let mut run: Option<(u64, usize)> = None;
         let mut close = |run: Option<(u64, usize)>| {
@@ -99,7 +149,7 @@ impl ShardedTable {
                 hosts += 1;
             }
         };
-        for &(hash, shard) in self.hosts.iter() {
+        for &(hash, shard) in entries.iter() {
             let rules = self.rules_of(shard as usize);
             match &mut run {
                 Some((current, sum)) if *current == hash => *sum += rules,
@@ -108,30 +158,36 @@ impl ShardedTable {
         }
         close(run);
         let hostless: usize = self.any.iter().map(|&shard| self.rules_of(shard as usize)).sum();
-        self.host_count = hosts;
-        self.widest_request = (exact + wildcard + hostless).min(self.rules);
+        HostIndex {
+            entries,
+            hosts,
+            widest_request: (exact + wildcard + hostless).min(self.rules),
+        }
     }
 
-    /// The directory, which the store keeps to build the next table's from.
-    pub(crate) fn directory(&self) -> Arc<[directory::Entry]> {
-        Arc::clone(&self.hosts)
+    /// What the next table of the store is loaded after.
+    pub(crate) fn as_before(&self) -> Before {
+        Before {
+            shards: Arc::clone(&self.shards),
+            index: Arc::clone(&self.index),
+        }
     }
 
     /// The shards, in table order.
-    pub(crate) fn shards(&self) -> &[Arc<Shard>] {
+    pub(crate) fn shards(&self) -> &Arc<[Arc<Shard>]> {
         &self.shards
     }
 
     /// The shards filed under host hash `hash`, ascending.
     fn shards_of(&self, hash: u64) -> &[(u64, u32)] {
-        let start = self.hosts.partition_point(|&(h, _)| h < hash);
+        let hosts = &self.index().entries;
+        let start = hosts.partition_point(|&(h, _)| h < hash);
         let end = start
-            + self
-                .hosts
+            + hosts
                 .get(start..)
                 .unwrap_or_default()
                 .partition_point(|&(h, _)| h == hash);
-        self.hosts.get(start..end).unwrap_or_default()
+        hosts.get(start..end).unwrap_or_default()
     }
 
     /// The table's generation label.
@@ -173,14 +229,15 @@ impl ShardedTable {
     /// At most how many rules one request may need decoded: the rules of the shards of its exact
     /// host, of its wildcard and without a host, all of which a request for that host's last rule
     /// tries in turn (bounded by the widest exact host's, the widest wildcard's and the hostless
-    /// ones').
+    /// ones'). Builds the host index if no request did yet.
     pub fn widest_request(&self) -> usize {
-        self.widest_request
+        self.index().widest_request
     }
 
-    /// The number of distinct hosts (exact and wildcard) the rules name.
+    /// The number of distinct hosts (exact and wildcard) the rules name. Builds the host index if
+    /// no request did yet.
     pub fn host_count(&self) -> usize {
-        self.host_count
+        self.index().hosts
     }
 
     /// Routes `request` as [`RouteTable::route`] routes it in the whole table, and hands the winner

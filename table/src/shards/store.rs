@@ -24,7 +24,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::catalogue::{self, Fingerprint, Record, Records, SharedBytes};
 use super::decoded::Decoded;
-use super::routes::ShardedTable;
+use super::routes::{Before, ShardedTable};
 use super::{assemble, decode_shard, Parts};
 use crate::compact::{self, Inflater};
 use crate::error::TableError;
@@ -73,9 +73,8 @@ pub(crate) fn is_wildcard(hash: u64) -> bool {
 pub struct ShardStore {
     /// Every shard a table holds, by its text's fingerprint.
     by_fingerprint: FxHashMap<Fingerprint, Weak<Shard>>,
-    /// The shards of the last table loaded, and its directory.
-    last: Vec<Arc<Shard>>,
-    last_directory: Option<Arc<[super::directory::Entry]>>,
+    /// The last table loaded (its shards, and its host index once built).
+    last: Option<Before>,
     /// How many rules of `last` have a name of each hash; `None` when the store did not count them
     /// (the last table was published as validated whole: the next count starts afresh).
     names: Option<FxHashMap<u64, u32>>,
@@ -144,13 +143,12 @@ impl ShardStore {
             shards: parts.fingerprints.len(),
             ..LoadStats::default()
         };
-        let lacking = parts
-            .fingerprints
-            .iter()
-            .filter(|fingerprint| self.find(fingerprint).is_none())
-            .count();
+        let lacking: Vec<usize> = (parts.fingerprints.iter().enumerate())
+            .filter(|(_, fingerprint)| self.find(fingerprint).is_none())
+            .map(|(index, _)| index)
+            .collect();
         let records = match &self.shared {
-            Some(shared) if lacking >= catalogue::READ_AFTER => {
+            Some(shared) if lacking.len() >= catalogue::READ_AFTER => {
                 shared.get(catalogue::RECORDS_KEY).and_then(Records::read)
             }
             _ => None,
@@ -158,6 +156,7 @@ impl ShardStore {
         let mut shards: Vec<Arc<Shard>> = Vec::with_capacity(parts.fingerprints.len());
         // Which of `shards` were taken from the records, each once: their names are distinct.
         let mut vouched = Vec::with_capacity(parts.fingerprints.len());
+        let mut texts = parts.texts.reader(lacking);
         // Shards new to this load are kept strongly by `shards` until the table holds them.
         for (index, &fingerprint) in parts.fingerprints.iter().enumerate() {
             // A shard twice in the table is new only the first time.
@@ -166,7 +165,7 @@ impl ShardStore {
                 vouched.push(false);
                 continue;
             }
-            let text = parts.texts.get(index).map_err(|error| TableError::Shard {
+            let text = texts.take(index).map_err(|error| TableError::Shard {
                 index,
                 error: Box::new(error),
             })?;
@@ -224,14 +223,15 @@ impl ShardStore {
             }
         }
         self.by_fingerprint.retain(|_, shard| shard.strong_count() > 0);
-        let previous = self.last_directory.as_deref().map(|entries| (&self.last[..], entries));
-        let table = ShardedTable::new(head, shards, previous, Arc::clone(&self.decoded));
-        self.decoded_shards().set_floor(table.widest_request());
-        self.last = table.shards().to_vec();
-        self.last_directory = Some(table.directory());
-        if let Some(shared) = self.shared.as_deref().filter(|_| !published) {
-            catalogue::publish(shared, &self.last, &fingerprint);
+        let table = ShardedTable::new(head, shards, self.last.take(), Arc::clone(&self.decoded));
+        if self.keep_every_shard {
+            // Its requests then take no lock, and the load (off the serving threads) builds it.
+            table.index_hosts();
         }
+        if let Some(shared) = self.shared.as_deref().filter(|_| !published) {
+            catalogue::publish(shared, table.shards(), &fingerprint);
+        }
+        self.last = Some(table.as_before());
         Ok((table, stats))
     }
 
@@ -331,12 +331,14 @@ impl ShardStore {
                 .flat_map(|(shard, _)| shard.names.iter().copied())
         };
         let mut others = FxHashSet::with_capacity_and_hasher(of(false).count(), Default::default());
+        let mut seen = NameFilter::default();
         for hash in of(false) {
             if !others.insert(hash) {
                 return true;
             }
+            seen.insert(hash);
         }
-        !others.is_empty() && of(true).any(|hash| others.contains(&hash))
+        !others.is_empty() && of(true).any(|hash| seen.may_hold(hash) && others.contains(&hash))
     }
 
     /// Counts the names of `shards`' rules by hash: over the last table's count, only the shards
@@ -345,7 +347,8 @@ impl ShardStore {
     fn count_names(&mut self, shards: &[Arc<Shard>]) -> bool {
         let (added, removed, mut names) = match self.names.take() {
             Some(names) => {
-                let (added, removed) = difference(shards, &self.last);
+                let last = self.last.as_ref().map_or(&[][..], |last| &last.shards[..]);
+                let (added, removed) = difference(shards, last);
                 (added, removed, names)
             }
             None => {
@@ -396,4 +399,33 @@ fn difference(new: &[Arc<Shard>], old: &[Arc<Shard>]) -> (Vec<Arc<Shard>>, Vec<A
         list.extend(std::iter::repeat_n(Arc::clone(shard), n.unsigned_abs()));
     }
     (added, removed)
+}
+
+/// Which name hashes a set may hold, by one bit of each: most hashes outside the set are told so
+/// by one word, not a hash-table probe (the canary looks 100,000 vouched names up among a few
+/// hundred new ones).
+struct NameFilter([u64; 64]);
+
+impl Default for NameFilter {
+    fn default() -> Self {
+        NameFilter([0; 64])
+    }
+}
+
+impl NameFilter {
+    fn insert(&mut self, hash: u64) {
+        let (word, bit) = NameFilter::place(hash);
+        self.0[word] |= bit;
+    }
+
+    fn may_hold(&self, hash: u64) -> bool {
+        let (word, bit) = NameFilter::place(hash);
+        self.0[word] & bit != 0
+    }
+
+    /// The word and bit of `hash`: its top 12 bits (a name hash is uniform).
+    fn place(hash: u64) -> (usize, u64) {
+        let top = (hash >> 52) as usize;
+        (top >> 6 & 63, 1 << (top & 63))
+    }
 }

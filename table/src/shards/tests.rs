@@ -412,10 +412,21 @@ fn a_canary_accepts_a_name_that_moved_out_of_a_shard_the_table_no_longer_holds()
     assert_eq!(sharded.rule_count(), 3_000);
 }
 
-/// A [`Source`] that counts the bytes read from it.
+/// A [`Source`] that counts the bytes read from it, and the reads.
 struct Counted<'t> {
     text: &'t [u8],
     read: std::cell::Cell<usize>,
+    reads: std::cell::Cell<usize>,
+}
+
+impl<'t> Counted<'t> {
+    fn new(text: &'t str) -> Counted<'t> {
+        Counted {
+            text: text.as_bytes(),
+            read: Default::default(),
+            reads: Default::default(),
+        }
+    }
 }
 
 impl Source for Counted<'_> {
@@ -426,6 +437,7 @@ impl Source for Counted<'_> {
     fn read(&self, range: std::ops::Range<usize>) -> Option<Cow<'_, [u8]>> {
         let bytes = self.text.get(range)?;
         self.read.set(self.read.get() + bytes.len());
+        self.reads.set(self.reads.get() + 1);
         Some(Cow::Borrowed(bytes))
     }
 }
@@ -437,10 +449,7 @@ fn a_store_reads_only_the_front_and_the_texts_of_the_shards_it_lacks() {
     let first = encoder.encode(&table).unwrap();
     let second = encoder.encode(&changed_path(&table, 2_500)).unwrap();
     let mut store = ShardStore::new();
-    let fresh = Counted {
-        text: first.as_bytes(),
-        read: Default::default(),
-    };
+    let fresh = Counted::new(&first);
     let (_, stats) = store.load(read_ranged(&fresh).unwrap(), &Miniz).unwrap();
     assert_eq!(stats.decoded, stats.shards);
     let front = first.find(",\"shards\":[").unwrap();
@@ -449,10 +458,7 @@ fn a_store_reads_only_the_front_and_the_texts_of_the_shards_it_lacks() {
         "a fresh store reads every text"
     );
 
-    let next = Counted {
-        text: second.as_bytes(),
-        read: Default::default(),
-    };
+    let next = Counted::new(&second);
     let (sharded, stats) = store.load(read_ranged(&next).unwrap(), &Miniz).unwrap();
     assert_eq!(stats.decoded, 1);
     let front = second.find(",\"shards\":[").unwrap();
@@ -465,6 +471,55 @@ fn a_store_reads_only_the_front_and_the_texts_of_the_shards_it_lacks() {
     );
     let whole = RouteTable::try_from(changed_path(&table, 2_500)).unwrap();
     edits::agree(&sharded, &whole, &mut split_mix(3)).unwrap();
+}
+
+#[test]
+fn a_store_reads_the_adjacent_texts_it_lacks_in_one_range_each_run() {
+    let text = ShardEncoder::new().encode(&synthetic::table(20_000)).unwrap();
+    let source = Counted::new(&text);
+    let (_, stats) = ShardStore::new().load(read_ranged(&source).unwrap(), &Miniz).unwrap();
+    assert!(stats.shards > 100, "{} shards", stats.shards);
+    let texts = text.len() - text.find(",\"shards\":[").unwrap();
+    // The front takes a few reads; each run of adjacent texts one, up to RUN_BYTES.
+    let longest = shard_texts(&text).iter().map(String::len).max().unwrap() + 3;
+    let most = 8 + texts.div_ceil(texts::RUN_BYTES - longest);
+    assert!(
+        source.reads.get() <= most,
+        "{} reads for {} shards ({texts} bytes of texts; at most {most})",
+        source.reads.get(),
+        stats.shards
+    );
+}
+
+#[test]
+fn a_table_builds_its_host_index_at_its_first_request_not_at_load() {
+    let table = synthetic::table(3_000);
+    let mut encoder = ShardEncoder::new();
+    let mut store = ShardStore::new();
+    let (sharded, _) = load(&mut store, &encoder.encode(&table).unwrap()).unwrap();
+    assert!(
+        !sharded.hosts_indexed(),
+        "a VM that never routes (the canary) never builds it"
+    );
+    let whole = RouteTable::try_from(table.clone()).unwrap();
+    edits::agree(&sharded, &whole, &mut split_mix(5)).unwrap();
+    assert!(sharded.hosts_indexed());
+    assert_eq!(sharded.host_count(), whole.host_count());
+    // The next table's index is built from this one's; the one after from none (its table before
+    // never routed): both route as the tables loaded from scratch.
+    let next = changed_path(&table, 1_500);
+    let (sharded, _) = load(&mut store, &encoder.encode(&next).unwrap()).unwrap();
+    edits::agree(
+        &sharded,
+        &RouteTable::try_from(next.clone()).unwrap(),
+        &mut split_mix(6),
+    )
+    .unwrap();
+    let (unrouted, _) = load(&mut store, &encoder.encode(&changed_path(&next, 100)).unwrap()).unwrap();
+    let last = changed_path(&changed_path(&next, 100), 2_900);
+    let (sharded, _) = load(&mut store, &encoder.encode(&last).unwrap()).unwrap();
+    assert!(!unrouted.hosts_indexed());
+    edits::agree(&sharded, &RouteTable::try_from(last).unwrap(), &mut split_mix(7)).unwrap();
 }
 
 #[test]
@@ -602,6 +657,7 @@ fn a_store_keeping_every_shard_decoded_decodes_each_new_shard_once_and_routes_al
     let next = changed_path(&table, 2_500);
     let (second, stats) = load(&mut store, &encoder.encode(&next).unwrap()).unwrap();
     assert_eq!(stats.decoded, 1);
+    assert!(second.hosts_indexed(), "indexed at load, off the threads that serve it");
     let mut choose = split_mix(11);
     edits::agree(&second, &RouteTable::try_from(next).unwrap(), &mut choose).unwrap();
     edits::agree(&first, &RouteTable::try_from(table).unwrap(), &mut choose).unwrap();

@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn accepted_lines_read_the_whole_and_the_sharded_forms_log() {
         let log = "[2026-11-27 10:00:00.000][12][info][wasm] wasm log switchyard: table accepted: generation \"push-0\", 10 rules, 3 hosts, loaded in 250 us\n\
-                   [2026-11-27 10:00:01.000][13][info][wasm] wasm log switchyard: table accepted: generation \"push-1\", 100000 rules, 10001 hosts, loaded in 1830 us (781 shards, 1 new decoded, 0 new from the catalogue)\n\
+                   [2026-11-27 10:00:01.000][13][info][wasm] wasm log switchyard: table accepted: generation \"push-1\", 100000 rules, loaded in 1830 us (781 shards, 1 new decoded, 0 new from the catalogue)\n\
                    [2026-11-27 10:00:02.000][13][info][wasm] something else\n";
         let lines = accepted_lines(log);
         let read: Vec<(&str, &str, u64)> = lines

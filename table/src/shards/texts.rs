@@ -1,0 +1,167 @@
+//! [`Texts`]: where a sharded document's shard texts are (in a parsed document, or in a
+//! configuration still to be read by ranges), and [`TextReader`], which reads those a store lacks.
+//!
+//! A text read by ranges is checked against the bytes the writer puts around it: its quotes and
+//! the `,` (or, after the last shard, `]`) that follows. The reader takes runs of adjacent texts
+//! the store lacks in one range of at most [`RUN_BYTES`]: a VM that lacks every shard (in Envoy,
+//! the canary) asks the host for its configuration some tens of times, not once per shard (at
+//! 100,000 rules, 780 host calls were a fifth of its load), and a VM that lacks a few reads no
+//! byte of the shards it holds.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::Range;
+
+use super::{shape, Source};
+use crate::error::TableError;
+
+/// At most how many bytes one read of adjacent texts takes (a run of one text may be longer).
+pub const RUN_BYTES: usize = 64 * 1024;
+
+/// Where the shards' texts are.
+pub enum Texts<'s> {
+    /// In the parsed document, each shard's text in table order.
+    Inline(Vec<&'s str>),
+    /// In `source`, not read yet: each shard's text's byte range, in table order.
+    Ranged {
+        /// The configuration the texts are read from.
+        source: &'s dyn Source,
+        /// Each text's bytes (without its quotes).
+        ranges: Vec<Range<usize>>,
+    },
+}
+
+impl fmt::Debug for Texts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Texts::Inline(texts) => write!(f, "Inline({} texts)", texts.len()),
+            Texts::Ranged { ranges, .. } => write!(f, "Ranged({} ranges)", ranges.len()),
+        }
+    }
+}
+
+impl<'s> Texts<'s> {
+    /// Shard `index`'s text.
+    pub fn get(&self, index: usize) -> Result<Cow<'s, str>, TableError> {
+        Ok(self.get_run(index..index + 1)?.pop().unwrap_or_default())
+    }
+
+    /// The texts of the shards `run` (adjacent), a ranged run in one read.
+    fn get_run(&self, run: Range<usize>) -> Result<Vec<Cow<'s, str>>, TableError> {
+        let at = |index: usize| format!("shards[{index}]");
+        match self {
+            Texts::Inline(texts) => texts
+                .get(run.clone())
+                .map(|texts| texts.iter().map(|text| Cow::Borrowed(*text)).collect())
+                .ok_or_else(|| shape(&at(run.start), "missing")),
+            Texts::Ranged { source, ranges } => {
+                let (Some(first), Some(last)) = (ranges.get(run.start), ranges.get(run.end.wrapping_sub(1))) else {
+                    return Err(shape(&at(run.start), "missing"));
+                };
+                let start = first
+                    .start
+                    .checked_sub(1)
+                    .ok_or_else(|| shape(&at(run.start), "not where `index` and `front` place it"))?;
+                let bytes = source
+                    .read(start..last.end.saturating_add(2))
+                    .ok_or_else(|| shape(&at(run.start), "the host did not hand over the shard's bytes"))?;
+                run.map(|index| {
+                    let after = if index + 1 == ranges.len() { b']' } else { b',' };
+                    let around = ranges.get(index).map(|r| r.start - 1 - start..r.end + 2 - start);
+                    match around.and_then(|around| bytes.get(around)) {
+                        Some([b'"', text @ .., b'"', last]) if *last == after => std::str::from_utf8(text)
+                            .map(|text| Cow::Owned(text.to_owned()))
+                            .map_err(|_| shape(&at(index), "not text")),
+                        _ => Err(shape(&at(index), "not where `index` and `front` place it")),
+                    }
+                })
+                .collect()
+            }
+        }
+    }
+
+    /// How many texts there are.
+    pub fn len(&self) -> usize {
+        match self {
+            Texts::Inline(texts) => texts.len(),
+            Texts::Ranged { ranges, .. } => ranges.len(),
+        }
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A reader of the texts of the shards `wanted` (ascending), adjacent ones read together.
+    pub(crate) fn reader(&self, wanted: Vec<usize>) -> TextReader<'_, 's> {
+        TextReader {
+            texts: self,
+            wanted,
+            next: 0,
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// The size of shard `index`'s text, for grouping reads (0 when unknown: inline texts are read).
+    fn size(&self, index: usize) -> usize {
+        match self {
+            Texts::Inline(_) => 0,
+            Texts::Ranged { ranges, .. } => ranges.get(index).map_or(0, |r| r.len() + 3),
+        }
+    }
+}
+
+/// Reads the texts of some shards ([`Texts::reader`]) in table order, each run of adjacent ones
+/// (up to [`RUN_BYTES`]) in one read.
+pub(crate) struct TextReader<'t, 's> {
+    texts: &'t Texts<'s>,
+    /// The shards whose texts are wanted, ascending.
+    wanted: Vec<usize>,
+    /// The first of `wanted` not read yet.
+    next: usize,
+    /// Texts read and not taken yet, by shard.
+    ready: VecDeque<(usize, Cow<'s, str>)>,
+}
+
+impl<'s> TextReader<'_, 's> {
+    /// Shard `index`'s text. Texts read for shards before it and not taken are dropped (a shard
+    /// twice in a table is read once); a shard not among those wanted is read alone.
+    pub fn take(&mut self, index: usize) -> Result<Cow<'s, str>, TableError> {
+        while self.ready.front().is_some_and(|(i, _)| *i < index) {
+            self.ready.pop_front();
+        }
+        if self.ready.is_empty() {
+            self.read_run_from(index)?;
+        }
+        match self.ready.front() {
+            Some((i, _)) if *i == index => Ok(self.ready.pop_front().map(|(_, text)| text).unwrap_or_default()),
+            _ => self.texts.get(index),
+        }
+    }
+
+    /// Reads the run of adjacent wanted shards that starts at `index`, if `index` is wanted.
+    fn read_run_from(&mut self, index: usize) -> Result<(), TableError> {
+        let Some(skip) = self
+            .wanted
+            .get(self.next..)
+            .and_then(|rest| rest.iter().position(|&i| i >= index))
+        else {
+            return Ok(());
+        };
+        self.next += skip;
+        if self.wanted.get(self.next) != Some(&index) {
+            return Ok(());
+        }
+        let (mut end, mut bytes) = (index + 1, self.texts.size(index));
+        while self.wanted.get(self.next + end - index) == Some(&end) && bytes + self.texts.size(end) <= RUN_BYTES {
+            bytes += self.texts.size(end);
+            end += 1;
+        }
+        self.next += end - index;
+        let texts = self.texts.get_run(index..end)?;
+        self.ready.extend((index..end).zip(texts));
+        Ok(())
+    }
+}
