@@ -51,6 +51,7 @@ mod decoded;
 mod directory;
 pub mod edits;
 mod encode;
+mod hashes;
 mod layout;
 mod routes;
 mod store;
@@ -62,7 +63,7 @@ pub use encode::{ShardEncoder, ShardStats, MAX_SHARD_BYTES, SHARD_RULES};
 pub use layout::{read_ranged, Source};
 pub use routes::{ShardedTable, Winner};
 pub use store::{LoadStats, ShardStore};
-pub use texts::Texts;
+pub use texts::{ShardText, Texts};
 
 use crate::compact::{self, Inflater};
 use crate::doc::{Doc, Node};

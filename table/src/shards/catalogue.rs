@@ -34,6 +34,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::hashes::Hashes;
 use super::store::Shard;
 use crate::compact;
 
@@ -89,8 +90,8 @@ pub fn fingerprint(text: &str) -> Fingerprint {
 pub(crate) struct Record {
     pub rules: usize,
     pub any_host: bool,
-    pub hosts: Box<[u64]>,
-    pub names: Box<[u64]>,
+    pub hosts: Hashes,
+    pub names: Hashes,
 }
 
 /// The fingerprint of a table made of `shards`, as [`TABLE_KEY`] holds it.
@@ -146,17 +147,16 @@ pub(crate) fn encode(shards: &[Arc<Shard>]) -> Vec<u8> {
         out.extend((shard.rules as u32).to_le_bytes());
         out.push(u8::from(shard.any_host));
         out.extend((shard.hosts.len() as u32).to_le_bytes());
-        for hash in shard.hosts.iter().chain(shard.names.iter()) {
-            out.extend(hash.to_le_bytes());
-        }
+        out.extend_from_slice(shard.hosts.as_bytes());
+        out.extend_from_slice(shard.names.as_bytes());
     }
     out
 }
 
-/// Published records, read in place.
+/// Published records, read in place. The shards taken from them share their bytes.
 #[derive(Debug)]
 pub(crate) struct Records {
-    bytes: Vec<u8>,
+    bytes: Arc<Vec<u8>>,
     count: usize,
 }
 
@@ -168,7 +168,10 @@ impl Records {
         }
         let count = u32_at(&bytes, 8)? as usize;
         bytes.get(HEADER..HEADER.checked_add(count.checked_mul(INDEX_ENTRY)?)?)?;
-        Some(Records { bytes, count })
+        Some(Records {
+            bytes: Arc::new(bytes),
+            count,
+        })
     }
 
     /// The record of the shard of fingerprint `wanted`, if there is one (and it reads whole).
@@ -197,21 +200,12 @@ impl Records {
         let rules = u32_at(&self.bytes, at)? as usize;
         let any_host = *self.bytes.get(at + 4)? != 0;
         let hosts = u32_at(&self.bytes, at + 5)? as usize;
-        let hashes = |from: usize, count: usize| -> Option<Box<[u64]>> {
-            let bytes = self.bytes.get(from..from.checked_add(count.checked_mul(8)?)?)?;
-            Some(
-                bytes
-                    .chunks_exact(8)
-                    .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
-                    .collect(),
-            )
-        };
         let start = at + 9;
         Some(Record {
             rules,
             any_host,
-            hosts: hashes(start, hosts)?,
-            names: hashes(start.checked_add(hosts.checked_mul(8)?)?, rules)?,
+            hosts: Hashes::shared(&self.bytes, start, hosts)?,
+            names: Hashes::shared(&self.bytes, start.checked_add(hosts.checked_mul(8)?)?, rules)?,
         })
     }
 }

@@ -38,7 +38,7 @@ fn sorted(shards: &[Arc<Shard>], keep: impl Fn(&Shard) -> bool) -> Vec<Entry> {
             .iter()
             .enumerate()
             .filter(|(_, shard)| keep(shard))
-            .flat_map(|(i, shard)| shard.hosts.iter().map(move |&hash| (hash, i as u32)))
+            .flat_map(|(i, shard)| shard.hosts.iter().map(move |hash| (hash, i as u32)))
     };
     let len = kept().count();
     let bits = (usize::BITS - (len / 4).leading_zeros()).clamp(1, 24);
@@ -124,7 +124,7 @@ fn spliced(old_shards: &[Arc<Shard>], old: &[Entry], renumber: &[Option<u32>], f
         .zip(old_shards)
         .enumerate()
         .filter(|(_, (new, _))| new.is_none())
-        .flat_map(|(i, (_, shard))| shard.hosts.iter().map(move |&hash| (hash, i as u32)))
+        .flat_map(|(i, (_, shard))| shard.hosts.iter().map(move |hash| (hash, i as u32)))
         .filter_map(|entry| old.binary_search(&entry).ok())
         .collect();
     gone.sort_unstable();
@@ -157,11 +157,11 @@ mod tests {
         Arc::new(Shard {
             id,
             fingerprint: [id, id],
-            text: "".into(),
+            text: crate::shards::ShardText::Borrowed(""),
             rules: hosts.len(),
             hosts: hosts.into(),
             any_host: false,
-            names: Box::new([]),
+            names: Vec::new().into(),
             kept: None,
         })
     }
@@ -189,7 +189,7 @@ mod tests {
             let mut expected: Vec<Entry> = shards
                 .iter()
                 .enumerate()
-                .flat_map(|(i, s)| s.hosts.iter().map(move |&h| (h, i as u32)))
+                .flat_map(|(i, s)| s.hosts.iter().map(move |h| (h, i as u32)))
                 .collect();
             expected.sort_unstable();
             assert_eq!(sorted(&shards, |_| true), expected, "{} shards", shards.len());
@@ -226,7 +226,7 @@ mod tests {
             id += 1;
             random_shard(state, id)
         };
-        let same_hosts = shard(999, old[150].hosts.to_vec());
+        let same_hosts = shard(999, old[150].hosts.iter().collect());
         let mut cases: Vec<Vec<Arc<Shard>>> = Vec::new();
         // Replaced in place: one shard, several (the first and the last), one by a shard of the
         // same hosts (its entries equal to the gone one's).

@@ -24,8 +24,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::catalogue::{self, Fingerprint, Record, Records, SharedBytes};
 use super::decoded::Decoded;
+use super::hashes::Hashes;
 use super::routes::{Before, ShardedTable};
-use super::{assemble, decode_shard, Parts};
+use super::{assemble, decode_shard, Parts, ShardText};
 use crate::compact::{self, Inflater};
 use crate::error::TableError;
 use crate::host::HostPattern;
@@ -39,15 +40,15 @@ pub(crate) struct Shard {
     /// Its text's fingerprint, what the catalogue files it under.
     pub fingerprint: Fingerprint,
     /// The shard's text (base64 of zlib), decoded again when a request needs its rules.
-    pub text: Box<str>,
+    pub text: ShardText<'static>,
     /// How many rules it holds.
     pub rules: usize,
     /// The [`host_hash`] of each host pattern its rules name, each once.
-    pub hosts: Box<[u64]>,
+    pub hosts: Hashes,
     /// Whether a rule of it has no host (so it is a candidate for every request).
     pub any_host: bool,
     /// The hash of each rule's name.
-    pub names: Box<[u64]>,
+    pub names: Hashes,
     /// Its rules decoded, kept with it for as long as it lives, by a store that keeps every shard
     /// decoded ([`ShardStore::keeping_every_shard_decoded`]); else `None`, and requests find it
     /// among the decoded shards, or decode it.
@@ -183,11 +184,11 @@ impl ShardStore {
             let shard = match record {
                 Some(record) => {
                     stats.from_catalogue += 1;
-                    Arc::new(self.shard_of_record(text.into(), fingerprint, record))
+                    Arc::new(self.shard_of_record(text.into_owned(), fingerprint, record))
                 }
                 None => {
                     let table = Arc::new(decode_shard(index, &text, inflater)?);
-                    let mut shard = self.shard(text.into(), fingerprint, &table);
+                    let mut shard = self.shard(text.into_owned(), fingerprint, &table);
                     stats.decoded += 1;
                     if self.keep_every_shard {
                         shard.kept = Some(table);
@@ -261,7 +262,7 @@ impl ShardStore {
     }
 
     /// What the store keeps of the shard `text`, whose rules are `table`'s.
-    fn shard(&mut self, text: Box<str>, fingerprint: Fingerprint, table: &RouteTable) -> Shard {
+    fn shard(&mut self, text: ShardText<'static>, fingerprint: Fingerprint, table: &RouteTable) -> Shard {
         let (mut hosts, mut any_host) = (Vec::new(), false);
         for rule in table.rules() {
             let hash = match rule.host() {
@@ -276,7 +277,7 @@ impl ShardStore {
         }
         hosts.sort_unstable();
         hosts.dedup();
-        let names = table
+        let names: Vec<u64> = table
             .rules()
             .iter()
             .map(|r| compact::piece_hash(r.name().as_bytes()))
@@ -288,14 +289,14 @@ impl ShardStore {
                 rules: table.rules().len(),
                 any_host,
                 hosts: hosts.into(),
-                names,
+                names: names.into(),
             },
         )
     }
 
     /// What the store keeps of the shard `text`, from what is known of its rules. The text is
     /// moved in: a text read by ranges is the host's copy, not copied again.
-    fn shard_of_record(&mut self, text: Box<str>, fingerprint: Fingerprint, record: Record) -> Shard {
+    fn shard_of_record(&mut self, text: ShardText<'static>, fingerprint: Fingerprint, record: Record) -> Shard {
         self.next_id += 1;
         Shard {
             id: self.next_id,
@@ -328,7 +329,7 @@ impl ShardStore {
                 .iter()
                 .zip(vouched)
                 .filter(move |(_, &v)| v == wanted)
-                .flat_map(|(shard, _)| shard.names.iter().copied())
+                .flat_map(|(shard, _)| shard.names.iter())
         };
         let mut others = FxHashSet::with_capacity_and_hasher(of(false).count(), Default::default());
         let mut seen = NameFilter::default();
@@ -362,15 +363,15 @@ impl ShardStore {
             }
         };
         for hash in removed.iter().flat_map(|s| s.names.iter()) {
-            if let Some(count) = names.get_mut(hash) {
+            if let Some(count) = names.get_mut(&hash) {
                 *count -= 1;
                 if *count == 0 {
-                    names.remove(hash);
+                    names.remove(&hash);
                 }
             }
         }
         let mut twice = false;
-        for &hash in added.iter().flat_map(|s| s.names.iter()) {
+        for hash in added.iter().flat_map(|s| s.names.iter()) {
             let count = names.entry(hash).or_insert(0);
             *count += 1;
             twice |= *count > 1;

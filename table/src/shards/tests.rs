@@ -533,7 +533,7 @@ fn a_document_read_by_ranges_and_read_whole_gives_the_same_parts() {
     assert_eq!(ranged.fingerprints, whole.fingerprints);
     assert!(whole.fingerprints.len() > 10);
     for i in 0..whole.texts.len() {
-        assert_eq!(ranged.texts.get(i).unwrap(), whole.texts.get(i).unwrap());
+        assert_eq!(&*ranged.texts.get(i).unwrap(), &*whole.texts.get(i).unwrap());
         assert_eq!(
             catalogue::fingerprint(&whole.texts.get(i).unwrap()),
             whole.fingerprints[i]

@@ -4,14 +4,16 @@
 //! A text read by ranges is checked against the bytes the writer puts around it: its quotes and
 //! the `,` (or, after the last shard, `]`) that follows. The reader takes runs of adjacent texts
 //! the store lacks in one range of at most [`RUN_BYTES`]: a VM that lacks every shard (in Envoy,
-//! the canary) asks the host for its configuration some tens of times, not once per shard (at
-//! 100,000 rules, 780 host calls were a fifth of its load), and a VM that lacks a few reads no
-//! byte of the shards it holds.
+//! the canary) asks the host for its configuration some tens of times, not once per shard, and a
+//! VM that lacks a few reads no byte of the shards it holds. The texts of a run are not copied out
+//! of it: each is a [`ShardText`], a range of the run's buffer, which the run's shards share. A
+//! fresh VM's every byte is on a page it touches first, about 0.75 ms a megabyte in wasmtime
+//! (BENCHMARKS.md, "The canary's load"), so a copy of every text was an eighth of the canary's load.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
-use std::ops::Range;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
 
 use super::{shape, Source};
 use crate::error::TableError;
@@ -41,19 +43,61 @@ impl fmt::Debug for Texts<'_> {
     }
 }
 
+/// A shard's text: in the parsed document, or a range of the buffer of a run of texts read
+/// together, shared with the run's other shards.
+#[derive(Debug, Clone)]
+pub enum ShardText<'s> {
+    /// In the document.
+    Borrowed(&'s str),
+    /// `range` of a run read by ranges.
+    Run {
+        /// The run's bytes, from the quote before its first text to the `,` or `]` after its last.
+        run: Arc<String>,
+        /// This text's bytes in `run`, between its quotes.
+        range: Range<usize>,
+    },
+}
+
+impl ShardText<'_> {
+    /// The text, owned (a borrowed one copied; a run's shared).
+    pub fn into_owned(self) -> ShardText<'static> {
+        match self {
+            ShardText::Borrowed(text) => ShardText::Run {
+                range: 0..text.len(),
+                run: Arc::new(text.to_owned()),
+            },
+            ShardText::Run { run, range } => ShardText::Run { run, range },
+        }
+    }
+}
+
+impl Deref for ShardText<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            ShardText::Borrowed(text) => text,
+            // A text's bounds are next to quotes, so they are character boundaries.
+            ShardText::Run { run, range } => run.get(range.clone()).unwrap_or_default(),
+        }
+    }
+}
+
 impl<'s> Texts<'s> {
     /// Shard `index`'s text.
-    pub fn get(&self, index: usize) -> Result<Cow<'s, str>, TableError> {
-        Ok(self.get_run(index..index + 1)?.pop().unwrap_or_default())
+    pub fn get(&self, index: usize) -> Result<ShardText<'s>, TableError> {
+        self.get_run(index..index + 1)?
+            .pop()
+            .ok_or_else(|| shape(&format!("shards[{index}]"), "missing"))
     }
 
     /// The texts of the shards `run` (adjacent), a ranged run in one read.
-    fn get_run(&self, run: Range<usize>) -> Result<Vec<Cow<'s, str>>, TableError> {
+    fn get_run(&self, run: Range<usize>) -> Result<Vec<ShardText<'s>>, TableError> {
         let at = |index: usize| format!("shards[{index}]");
         match self {
             Texts::Inline(texts) => texts
                 .get(run.clone())
-                .map(|texts| texts.iter().map(|text| Cow::Borrowed(*text)).collect())
+                .map(|texts| texts.iter().map(|text| ShardText::Borrowed(text)).collect())
                 .ok_or_else(|| shape(&at(run.start), "missing")),
             Texts::Ranged { source, ranges } => {
                 let (Some(first), Some(last)) = (ranges.get(run.start), ranges.get(run.end.wrapping_sub(1))) else {
@@ -66,17 +110,29 @@ impl<'s> Texts<'s> {
                 let bytes = source
                     .read(start..last.end.saturating_add(2))
                     .ok_or_else(|| shape(&at(run.start), "the host did not hand over the shard's bytes"))?;
-                run.map(|index| {
+                let place = |index: usize| ranges.get(index).map(|r| r.start - start..r.end - start);
+                for index in run.clone() {
                     let after = if index + 1 == ranges.len() { b']' } else { b',' };
-                    let around = ranges.get(index).map(|r| r.start - 1 - start..r.end + 2 - start);
-                    match around.and_then(|around| bytes.get(around)) {
-                        Some([b'"', text @ .., b'"', last]) if *last == after => std::str::from_utf8(text)
-                            .map(|text| Cow::Owned(text.to_owned()))
-                            .map_err(|_| shape(&at(index), "not text")),
-                        _ => Err(shape(&at(index), "not where `index` and `front` place it")),
+                    let around = place(index).and_then(|r| bytes.get(r.start - 1..r.end + 2));
+                    if !matches!(around, Some([b'"', .., b'"', last]) if *last == after) {
+                        return Err(shape(&at(index), "not where `index` and `front` place it"));
                     }
-                })
-                .collect()
+                }
+                // Taken as it is when the host handed it over (no copy), checked once.
+                let text = String::from_utf8(bytes.into_owned()).map_err(|error| {
+                    let bad = error.utf8_error().valid_up_to();
+                    let index = run.clone().find(|&i| place(i).is_some_and(|r| bad < r.end));
+                    shape(&at(index.unwrap_or(run.start)), "not text")
+                })?;
+                let text = Arc::new(text);
+                Ok(run
+                    .filter_map(|index| {
+                        Some(ShardText::Run {
+                            run: Arc::clone(&text),
+                            range: place(index)?,
+                        })
+                    })
+                    .collect())
             }
         }
     }
@@ -122,13 +178,13 @@ pub(crate) struct TextReader<'t, 's> {
     /// The first of `wanted` not read yet.
     next: usize,
     /// Texts read and not taken yet, by shard.
-    ready: VecDeque<(usize, Cow<'s, str>)>,
+    ready: VecDeque<(usize, ShardText<'s>)>,
 }
 
 impl<'s> TextReader<'_, 's> {
     /// Shard `index`'s text. Texts read for shards before it and not taken are dropped (a shard
     /// twice in a table is read once); a shard not among those wanted is read alone.
-    pub fn take(&mut self, index: usize) -> Result<Cow<'s, str>, TableError> {
+    pub fn take(&mut self, index: usize) -> Result<ShardText<'s>, TableError> {
         while self.ready.front().is_some_and(|(i, _)| *i < index) {
             self.ready.pop_front();
         }
@@ -136,7 +192,10 @@ impl<'s> TextReader<'_, 's> {
             self.read_run_from(index)?;
         }
         match self.ready.front() {
-            Some((i, _)) if *i == index => Ok(self.ready.pop_front().map(|(_, text)| text).unwrap_or_default()),
+            Some((i, _)) if *i == index => match self.ready.pop_front() {
+                Some((_, text)) => Ok(text),
+                None => self.texts.get(index),
+            },
             _ => self.texts.get(index),
         }
     }
