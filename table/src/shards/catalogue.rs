@@ -94,6 +94,17 @@ pub(crate) struct Record {
     pub names: Hashes,
 }
 
+impl Record {
+    /// The record with hashes of its own ([`Hashes::detached`]).
+    pub fn detached(self) -> Record {
+        Record {
+            hosts: self.hosts.detached(),
+            names: self.names.detached(),
+            ..self
+        }
+    }
+}
+
 /// The fingerprint of a table made of `shards`, as [`TABLE_KEY`] holds it.
 pub(crate) fn table_fingerprint(shards: &[Arc<Shard>]) -> [u8; 16] {
     let mut words = Vec::with_capacity(shards.len() * 16);

@@ -5,6 +5,10 @@
 //! fresh worker) would otherwise copy every record out of the records it copied from the host: at
 //! 100,000 rules 1.6 MB more of a fresh VM's memory, whose every page costs a fault when first
 //! touched (BENCHMARKS.md, "The canary's load"). Publishing copies a shard's hashes as bytes.
+//!
+//! Only a store's first table shares the records so ([`Hashes::detached`] otherwise): all of its
+//! shards come from them, and the buffer goes with the last of them, whereas a later push's few
+//! shards taken from a whole table's records would keep those records alive for their sake.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -37,6 +41,21 @@ impl Hashes {
         self.as_bytes()
             .chunks_exact(8)
             .map(|word| u64::from_le_bytes(word.try_into().unwrap_or_default()))
+    }
+
+    /// The same hashes in a buffer of their own, which keeps no other alive.
+    pub fn detached(&self) -> Hashes {
+        let bytes = self.as_bytes().to_vec();
+        Hashes {
+            range: 0..bytes.len(),
+            bytes: Arc::new(bytes),
+        }
+    }
+
+    /// Whether the buffer holds more than these hashes.
+    #[cfg(test)]
+    pub fn shares_a_buffer(&self) -> bool {
+        self.bytes.len() > self.range.len()
     }
 
     /// The hashes as the records write them.

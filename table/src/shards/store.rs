@@ -158,6 +158,9 @@ impl ShardStore {
         // Which of `shards` were taken from the records, each once: their names are distinct.
         let mut vouched = Vec::with_capacity(parts.fingerprints.len());
         let mut texts = parts.texts.reader(lacking);
+        // A first table keeps its shards' texts and hashes in the buffers they were read in, shared;
+        // a later one copies its few new shards' (`texts.rs`, `hashes.rs`).
+        let first = self.last.is_none();
         // Shards new to this load are kept strongly by `shards` until the table holds them.
         for (index, &fingerprint) in parts.fingerprints.iter().enumerate() {
             // A shard twice in the table is new only the first time.
@@ -184,11 +187,17 @@ impl ShardStore {
             let shard = match record {
                 Some(record) => {
                     stats.from_catalogue += 1;
-                    Arc::new(self.shard_of_record(text.into_owned(), fingerprint, record))
+                    let shard = if first {
+                        self.shard_of_record(text.into_owned(), fingerprint, record)
+                    } else {
+                        self.shard_of_record(text.detached(), fingerprint, record.detached())
+                    };
+                    Arc::new(shard)
                 }
                 None => {
                     let table = Arc::new(decode_shard(index, &text, inflater)?);
-                    let mut shard = self.shard(text.into_owned(), fingerprint, &table);
+                    let text = if first { text.into_owned() } else { text.detached() };
+                    let mut shard = self.shard(text, fingerprint, &table);
                     stats.decoded += 1;
                     if self.keep_every_shard {
                         shard.kept = Some(table);
@@ -203,7 +212,7 @@ impl ShardStore {
             self.by_fingerprint.insert(fingerprint, Arc::downgrade(&shard));
             shards.push(shard);
         }
-        // Gone before the directory is built: the two are a load's largest transients.
+        // The records' bytes live on in the shards taken from them (their hashes); the rest goes.
         drop(records);
         // A table the catalogue says was validated whole (its names included) by a store of the
         // process needs no count of its names: in Envoy, every table the workers load, since the
@@ -295,7 +304,7 @@ impl ShardStore {
     }
 
     /// What the store keeps of the shard `text`, from what is known of its rules. The text is
-    /// moved in: a text read by ranges is the host's copy, not copied again.
+    /// moved in: a text read by ranges is a range of the host's copy of its run, not copied again.
     fn shard_of_record(&mut self, text: ShardText<'static>, fingerprint: Fingerprint, record: Record) -> Shard {
         self.next_id += 1;
         Shard {

@@ -492,6 +492,40 @@ fn a_store_reads_the_adjacent_texts_it_lacks_in_one_range_each_run() {
 }
 
 #[test]
+fn only_a_stores_first_table_keeps_its_shards_in_the_buffers_they_were_read_in() {
+    let table = synthetic::table(10_000);
+    let mut encoder = ShardEncoder::new();
+    let shared = InMemory::default();
+    let mut publisher = sharing(&shared);
+    let mut canary = sharing(&shared);
+    let first = encoder.encode(&table).unwrap();
+    load(&mut publisher, &first).unwrap();
+    let (first, stats) = load(&mut canary, &first).unwrap();
+    assert_eq!(stats.from_catalogue, stats.shards);
+    assert!(first
+        .shards()
+        .iter()
+        .all(|s| s.text.shares_a_buffer() && s.names.shares_a_buffer() && s.hosts.shares_a_buffer()));
+    // Five shards changed: the store lacks enough to copy the records, and takes them from there.
+    let mut next = table.clone();
+    for at in [500, 2_500, 4_500, 6_500, 8_500] {
+        next = changed_path(&next, at);
+    }
+    let next = encoder.encode(&next).unwrap();
+    load(&mut publisher, &next).unwrap();
+    let (second, stats) = load(&mut canary, &next).unwrap();
+    assert_eq!((stats.decoded, stats.from_catalogue), (0, 5));
+    let held: Vec<u64> = first.shards().iter().map(|s| s.id).collect();
+    let new: Vec<_> = second.shards().iter().filter(|s| !held.contains(&s.id)).collect();
+    assert_eq!(new.len(), 5);
+    assert!(
+        new.iter()
+            .all(|s| !s.text.shares_a_buffer() && !s.names.shares_a_buffer()),
+        "a later push's shards keep no whole run or records alive"
+    );
+}
+
+#[test]
 fn a_table_builds_its_host_index_at_its_first_request_not_at_load() {
     let table = synthetic::table(3_000);
     let mut encoder = ShardEncoder::new();

@@ -9,6 +9,8 @@
 //! of it: each is a [`ShardText`], a range of the run's buffer, which the run's shards share. A
 //! fresh VM's every byte is on a page it touches first, about 0.75 ms a megabyte in wasmtime
 //! (BENCHMARKS.md, "The canary's load"), so a copy of every text was an eighth of the canary's load.
+//! Only a store's first table keeps its texts so ([`ShardText::detached`] otherwise), as the
+//! records' hashes (`hashes.rs`).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -59,6 +61,17 @@ pub enum ShardText<'s> {
 }
 
 impl ShardText<'_> {
+    /// Whether the text's buffer holds more than the text.
+    #[cfg(test)]
+    pub fn shares_a_buffer(&self) -> bool {
+        matches!(self, ShardText::Run { run, range } if run.len() > range.len())
+    }
+
+    /// The text in a buffer of its own, which keeps no other text alive.
+    pub fn detached(&self) -> ShardText<'static> {
+        ShardText::Borrowed(self).into_owned()
+    }
+
     /// The text, owned (a borrowed one copied; a run's shared).
     pub fn into_owned(self) -> ShardText<'static> {
         match self {
