@@ -35,7 +35,7 @@
 mod encoder;
 mod write;
 
-pub(crate) use encoder::{piece_hash, seeded_hashes};
+pub(crate) use encoder::{piece_hash, seeded_hashes, seeded_hashes_of_two};
 pub(crate) use write::{push_varint, write as write_binary, Mark};
 
 pub use encoder::{EncodeStats, Encoder, CHUNK_PIECES, MAX_CHUNK_BYTES, ZLIB_LEVEL};

@@ -169,11 +169,11 @@ impl ShardStore {
                 vouched.push(false);
                 continue;
             }
-            let text = texts.take(index).map_err(|error| TableError::Shard {
+            let (text, read) = texts.take(index).map_err(|error| TableError::Shard {
                 index,
                 error: Box::new(error),
             })?;
-            if catalogue::fingerprint(&text) != fingerprint {
+            if read != fingerprint {
                 return Err(TableError::Shard {
                     index,
                     error: Box::new(TableError::Shape {

@@ -17,6 +17,7 @@ use std::fmt;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
+use super::catalogue::{self, Fingerprint};
 use super::{shape, Source};
 use crate::error::TableError;
 
@@ -183,34 +184,42 @@ impl<'s> Texts<'s> {
 }
 
 /// Reads the texts of some shards ([`Texts::reader`]) in table order, each run of adjacent ones
-/// (up to [`RUN_BYTES`]) in one read.
+/// (up to [`RUN_BYTES`]) in one read, and fingerprints them (a run's two at a time:
+/// [`catalogue::fingerprints`]), for the store to check against the index.
 pub(crate) struct TextReader<'t, 's> {
     texts: &'t Texts<'s>,
     /// The shards whose texts are wanted, ascending.
     wanted: Vec<usize>,
     /// The first of `wanted` not read yet.
     next: usize,
-    /// Texts read and not taken yet, by shard.
-    ready: VecDeque<(usize, ShardText<'s>)>,
+    /// Texts read and not taken yet, by shard, with their fingerprints.
+    ready: VecDeque<(usize, ShardText<'s>, Fingerprint)>,
 }
 
 impl<'s> TextReader<'_, 's> {
-    /// Shard `index`'s text. Texts read for shards before it and not taken are dropped (a shard
-    /// twice in a table is read once); a shard not among those wanted is read alone.
-    pub fn take(&mut self, index: usize) -> Result<ShardText<'s>, TableError> {
-        while self.ready.front().is_some_and(|(i, _)| *i < index) {
+    /// Shard `index`'s text and its fingerprint. Texts read for shards before it and not taken
+    /// are dropped (a shard twice in a table is read once); a shard not among those wanted is read
+    /// alone.
+    pub fn take(&mut self, index: usize) -> Result<(ShardText<'s>, Fingerprint), TableError> {
+        while self.ready.front().is_some_and(|(i, ..)| *i < index) {
             self.ready.pop_front();
         }
         if self.ready.is_empty() {
             self.read_run_from(index)?;
         }
         match self.ready.front() {
-            Some((i, _)) if *i == index => match self.ready.pop_front() {
-                Some((_, text)) => Ok(text),
-                None => self.texts.get(index),
+            Some((i, ..)) if *i == index => match self.ready.pop_front() {
+                Some((_, text, fingerprint)) => Ok((text, fingerprint)),
+                None => self.read_alone(index),
             },
-            _ => self.texts.get(index),
+            _ => self.read_alone(index),
         }
+    }
+
+    fn read_alone(&self, index: usize) -> Result<(ShardText<'s>, Fingerprint), TableError> {
+        let text = self.texts.get(index)?;
+        let fingerprint = catalogue::fingerprint(&text);
+        Ok((text, fingerprint))
     }
 
     /// Reads the run of adjacent wanted shards that starts at `index`, if `index` is wanted.
@@ -233,7 +242,10 @@ impl<'s> TextReader<'_, 's> {
         }
         self.next += end - index;
         let texts = self.texts.get_run(index..end)?;
-        self.ready.extend((index..end).zip(texts));
+        let fingerprints = catalogue::fingerprints(texts.iter().map(|text| &**text));
+        for ((index, text), fingerprint) in (index..end).zip(texts).zip(fingerprints) {
+            self.ready.push_back((index, text, fingerprint));
+        }
         Ok(())
     }
 }
