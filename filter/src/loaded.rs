@@ -44,18 +44,15 @@ impl Loaded {
         }
     }
 
-    /// The number of distinct hosts, when known: a sharded table counts them when it builds its
-    /// host index, at its first request (the native module's store builds it at load).
-    pub fn host_count(&self) -> Option<usize> {
-        match self {
+    /// `N rules, H hosts` for the line that logs a table accepted; the hosts only when known (a
+    /// sharded table counts them when it builds its host index, at its first request; the native
+    /// module's store builds it at load).
+    pub fn summary(&self) -> String {
+        let hosts = match self {
             Loaded::Whole(table) => Some(table.host_count()),
             Loaded::Sharded(table) => table.hosts_indexed().then(|| table.host_count()),
-        }
-    }
-
-    /// `N rules, H hosts` (the hosts when known), for the line that logs a table accepted.
-    pub fn summary(&self) -> String {
-        match self.host_count() {
+        };
+        match hosts {
             Some(hosts) => format!("{} rules, {hosts} hosts", self.rule_count()),
             None => format!("{} rules", self.rule_count()),
         }

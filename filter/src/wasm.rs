@@ -59,17 +59,42 @@ impl SharedBytes for HostSharedData {
 
 /// The plugin configuration, which the host copies into the VM range by range: a push in the
 /// sharded form's layout costs a VM the front and the texts of the shards it lacks, not the whole
-/// configuration (`switchyard_table::shards::read_ranged`).
-struct PluginConfiguration {
-    size: usize,
+/// configuration (`switchyard_table::shards::read_ranged`). A host that gives no size may still
+/// hand the buffer over whole: it is then copied whole, once.
+enum PluginConfiguration {
+    /// Read range by range; its size, as the host gave it.
+    Ranged(usize),
+    /// Copied whole.
+    Whole(Vec<u8>),
+}
+
+impl PluginConfiguration {
+    /// The configuration `on_configure` was told is `size` bytes.
+    fn of(size: usize) -> PluginConfiguration {
+        match size {
+            0 => PluginConfiguration::Whole(
+                hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default(),
+            ),
+            size => PluginConfiguration::Ranged(size),
+        }
+    }
 }
 
 impl Source for PluginConfiguration {
     fn size(&self) -> usize {
-        self.size
+        match self {
+            PluginConfiguration::Ranged(size) => *size,
+            PluginConfiguration::Whole(bytes) => bytes.len(),
+        }
     }
 
     fn read(&self, range: Range<usize>) -> Option<Cow<'_, [u8]>> {
+        if let PluginConfiguration::Whole(bytes) = self {
+            return bytes.get(range).map(Cow::Borrowed);
+        }
         if range.is_empty() {
             return Some(Cow::Borrowed(&[]));
         }
@@ -157,25 +182,9 @@ impl Context for Root {}
 impl RootContext for Root {
     fn on_configure(&mut self, plugin_configuration_size: usize) -> bool {
         let started = hostcalls::get_current_time().ok();
-        let ranged = PluginConfiguration {
-            size: plugin_configuration_size,
-        };
-        // A host that gives no size may still hand the buffer over whole: it is read so.
-        let whole = match plugin_configuration_size {
-            0 => hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
-                .ok()
-                .flatten()
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let whole = whole.as_slice();
-        let config: &dyn Source = if plugin_configuration_size == 0 {
-            &whole
-        } else {
-            &ranged
-        };
+        let config = PluginConfiguration::of(plugin_configuration_size);
         let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
-            Ok(mut store) => load(config, &HostUncompress(host_uncompress), &mut store),
+            Ok(mut store) => load(&config, &HostUncompress(host_uncompress), &mut store),
             // Never: nothing else borrows the store while a root configures.
             Err(_) => Err(crate::config::ConfigError::Unreadable),
         });
