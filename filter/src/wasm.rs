@@ -51,9 +51,9 @@ impl SharedBytes for HostSharedData {
         hostcalls::get_shared_data(key).ok()?.0
     }
 
-    fn set(&self, key: &str, value: &[u8]) {
+    fn set(&self, key: &str, value: &[u8]) -> bool {
         // A failed write only leaves the other VMs to decode the shards themselves.
-        let _ = hostcalls::set_shared_data(key, Some(value), None);
+        hostcalls::set_shared_data(key, Some(value), None).is_ok()
     }
 }
 

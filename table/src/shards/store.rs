@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::catalogue::{self, Fingerprint, Record, Records, SharedBytes};
+use super::catalogue::{self, Catalogue, Fingerprint, Published, Record, SharedBytes};
 use super::decoded::Decoded;
 use super::hashes::Hashes;
 use super::routes::{Before, ShardedTable};
@@ -149,9 +149,12 @@ impl ShardStore {
             .map(|(index, _)| index)
             .collect();
         let records = match &self.shared {
-            Some(shared) if lacking.len() >= catalogue::READ_AFTER => {
-                shared.get(catalogue::RECORDS_KEY).and_then(Records::read)
-            }
+            Some(shared) if lacking.len() >= catalogue::READ_AFTER => Some(Catalogue::read(
+                shared.as_ref(),
+                lacking
+                    .iter()
+                    .filter_map(|&index| parts.fingerprints.get(index).copied()),
+            )),
             _ => None,
         };
         let mut shards: Vec<Arc<Shard>> = Vec::with_capacity(parts.fingerprints.len());
@@ -218,10 +221,8 @@ impl ShardStore {
         // process needs no count of its names: in Envoy, every table the workers load, since the
         // canary loaded it first.
         let fingerprint = catalogue::table_fingerprint(&shards);
-        let published = self
-            .shared
-            .as_deref()
-            .is_some_and(|shared| catalogue::is_published(shared, &fingerprint));
+        let before = self.shared.as_deref().and_then(Published::read);
+        let published = before.as_ref().is_some_and(|before| before.is(&fingerprint));
         if published {
             self.names = None;
         } else if self.names_repeat(&shards, &vouched) {
@@ -239,7 +240,7 @@ impl ShardStore {
             table.index_hosts();
         }
         if let Some(shared) = self.shared.as_deref().filter(|_| !published) {
-            catalogue::publish(shared, table.shards(), &fingerprint);
+            catalogue::publish(shared, table.shards(), &fingerprint, before.as_ref());
         }
         self.last = Some(table.as_before());
         Ok((table, stats))

@@ -3,6 +3,7 @@ use crate::compact::Miniz;
 use crate::format::RuleSpec;
 use crate::{synthetic, SimpleRequest};
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 
 fn split_mix(seed: u64) -> impl FnMut(usize) -> usize {
     let mut state = seed;
@@ -327,15 +328,25 @@ fn a_catalogue_that_does_not_read_is_ignored() {
     let text = ShardEncoder::new().encode(&table).unwrap();
     let shared = InMemory::default();
     let (_, first) = load(&mut sharing(&shared), &text).unwrap();
-    let records = shared.get(catalogue::RECORDS_KEY).unwrap();
+    let buckets: Vec<(String, Vec<u8>)> = (0..catalogue::BUCKETS)
+        .map(|bucket| {
+            (
+                catalogue::records_key(bucket),
+                shared.get(&catalogue::records_key(bucket)).unwrap(),
+            )
+        })
+        .collect();
     let whole = RouteTable::try_from(table).unwrap();
-    let damaged = [
-        b"not a catalogue".to_vec(),
-        records[..records.len() / 2].to_vec(),
-        [&b"SYSC\x09\0\0\0"[..], &records[8..]].concat(),
+    type Damage = fn(&[u8]) -> Vec<u8>;
+    let damages: [Damage; 3] = [
+        |_| b"not a catalogue".to_vec(),
+        |records| records[..records.len() / 2].to_vec(),
+        |records| [&b"SYSC\x09\0\0\0"[..], &records[8..]].concat(),
     ];
-    for bytes in damaged {
-        shared.set(catalogue::RECORDS_KEY, &bytes);
+    for damage in damages {
+        for (key, records) in &buckets {
+            shared.set(key, &damage(records));
+        }
         let (sharded, stats) = load(&mut sharing(&shared), &text).unwrap();
         // What the damaged records still say (the first half's index) may be taken; what they
         // no longer say is decoded, and the table routes whole either way.
@@ -351,14 +362,120 @@ fn a_refused_table_publishes_nothing() {
     let shared = InMemory::default();
     let good = ShardEncoder::new().encode(&table).unwrap();
     let _ = load(&mut sharing(&shared), &good).unwrap();
-    let published = (shared.get(catalogue::TABLE_KEY), shared.get(catalogue::RECORDS_KEY));
+    let published = shared.snapshot();
     let mut bad = table.clone();
     bad.rules[1_500].name = bad.rules[3].name.clone();
     assert!(load(&mut sharing(&shared), &ShardEncoder::new().encode(&bad).unwrap()).is_err());
-    assert_eq!(
-        (shared.get(catalogue::TABLE_KEY), shared.get(catalogue::RECORDS_KEY)),
-        published
-    );
+    assert_eq!(shared.snapshot(), published);
+}
+
+/// Shared bytes that log which keys were read and written, and refuse to write those it is told.
+#[derive(Debug, Clone, Default)]
+struct Logged {
+    bytes: InMemory,
+    log: Arc<Mutex<Vec<(char, String)>>>,
+    refused: Arc<Mutex<Vec<String>>>,
+}
+
+impl Logged {
+    /// The record buckets read (`'g'`) or written (`'s'`) since the last call.
+    fn buckets(&self, what: char) -> usize {
+        let mut log = self.log.lock().unwrap();
+        let count = log
+            .iter()
+            .filter(|(w, key)| *w == what && key.contains(".records."))
+            .count();
+        log.retain(|(w, _)| *w != what);
+        count
+    }
+}
+
+impl SharedBytes for Logged {
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.log.lock().unwrap().push(('g', key.to_owned()));
+        self.bytes.get(key)
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> bool {
+        self.log.lock().unwrap().push(('s', key.to_owned()));
+        !self.refused.lock().unwrap().iter().any(|k| k == key) && self.bytes.set(key, value)
+    }
+}
+
+#[test]
+fn a_push_rewrites_only_the_record_buckets_of_the_shards_it_adds_and_removes() {
+    let table = synthetic::table(10_000);
+    let mut encoder = ShardEncoder::new();
+    let shared = Logged::default();
+    let (_, first) = load(
+        &mut ShardStore::sharing(shared.clone()),
+        &encoder.encode(&table).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(shared.buckets('s'), catalogue::BUCKETS);
+    let next = changed_path(&table, 5_000);
+    let (_, canary) = load(
+        &mut ShardStore::sharing(shared.clone()),
+        &encoder.encode(&next).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(canary.decoded, 1);
+    // One shard added, one removed: their buckets, one or two of them.
+    assert!((1..=2).contains(&shared.buckets('s')), "{first:?}");
+    let (sharded, fresh) = load(
+        &mut ShardStore::sharing(shared.clone()),
+        &encoder.encode(&next).unwrap(),
+    )
+    .unwrap();
+    assert_eq!((fresh.decoded, fresh.from_catalogue), (0, fresh.shards));
+    edits::agree(&sharded, &RouteTable::try_from(next).unwrap(), &mut split_mix(13)).unwrap();
+}
+
+#[test]
+fn a_store_reads_only_the_record_buckets_of_the_shards_it_lacks() {
+    let table = synthetic::table(10_000);
+    let mut encoder = ShardEncoder::new();
+    let shared = Logged::default();
+    let mut worker = ShardStore::sharing(shared.clone());
+    let _serving = load(&mut worker, &encoder.encode(&table).unwrap()).unwrap();
+    let mut next = table.clone();
+    for at in [1_000, 3_000, 5_000, 7_000, 9_000] {
+        next = changed_path(&next, at);
+    }
+    let text = encoder.encode(&next).unwrap();
+    let _ = load(&mut ShardStore::sharing(shared.clone()), &text).unwrap();
+    shared.buckets('g');
+    let (_, stats) = load(&mut worker, &text).unwrap();
+    assert_eq!((stats.decoded, stats.from_catalogue), (0, 5));
+    assert!((1..=5).contains(&shared.buckets('g')));
+}
+
+#[test]
+fn a_bucket_the_host_did_not_store_is_written_again_by_the_next_publish() {
+    let table = synthetic::table(3_000);
+    let mut encoder = ShardEncoder::new();
+    let shared = Logged::default();
+    *shared.refused.lock().unwrap() = (0..catalogue::BUCKETS).map(catalogue::records_key).collect();
+    let _ = load(
+        &mut ShardStore::sharing(shared.clone()),
+        &encoder.encode(&table).unwrap(),
+    )
+    .unwrap();
+    shared.refused.lock().unwrap().clear();
+    shared.buckets('s');
+    let next = changed_path(&table, 1_000);
+    let _ = load(
+        &mut ShardStore::sharing(shared.clone()),
+        &encoder.encode(&next).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(shared.buckets('s'), catalogue::BUCKETS);
+    let (_, fresh) = load(
+        &mut ShardStore::sharing(shared.clone()),
+        &encoder.encode(&next).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(fresh.from_catalogue, fresh.shards);
 }
 
 #[test]
