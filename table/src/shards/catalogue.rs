@@ -8,9 +8,11 @@
 //! changes many. The VMs of one VM id share proxy-wasm's *shared data* (kept while one of them
 //! lives); through it a VM that validated shards publishes what a store keeps of each of the
 //! table's shards (its rules' count, the hashes of its hosts and of its rules' names) under the
-//! shard's [`Fingerprint`]. A store missing at least [`READ_AFTER`] shards reads the catalogue
-//! and takes the shards it holds as they are; such a shard is decoded on the first request for one
-//! of its hosts. A shard the catalogue lacks is decoded and validated as before.
+//! shard's [`Fingerprint`]. A store reads the records of the shards it lacks and takes the shards
+//! they describe as they are; such a shard is decoded on the first request for one of its hosts
+//! (in Envoy a worker's load after a push of one changed Ingress then decodes nothing: the request
+//! for that Ingress pays the decode, not every request the worker holds up while it loads). A
+//! shard the catalogue lacks is decoded and validated as before.
 //!
 //! The records of the last table published are spread over [`BUCKETS`] keys by fingerprint
 //! ([`records_key`]), beside the table's key ([`TABLE_KEY`]: the table's fingerprint, of its
@@ -93,9 +95,6 @@ pub const LAYOUT: u32 = 3;
 /// dozen shards' records, about 25 KB.
 pub const BUCKETS: usize = 1 << BUCKET_BITS;
 const BUCKET_BITS: u32 = 6;
-/// How many shards a store must lack before it reads the catalogue: fewer decode faster than the
-/// records of a large table copy (one shard of 128 rules decodes in about 0.2 ms in a VM).
-pub const READ_AFTER: usize = 4;
 
 const MAGIC: &[u8; 4] = b"SYSC";
 const HEADER: usize = 12;

@@ -148,15 +148,12 @@ impl ShardStore {
             .filter(|(_, fingerprint)| self.find(fingerprint).is_none())
             .map(|(index, _)| index)
             .collect();
-        let records = match &self.shared {
-            Some(shared) if lacking.len() >= catalogue::READ_AFTER => Some(Catalogue::read(
-                shared.as_ref(),
-                lacking
-                    .iter()
-                    .filter_map(|&index| parts.fingerprints.get(index).copied()),
-            )),
-            _ => None,
-        };
+        let records = self.shared.as_deref().map(|shared| {
+            let lacking = lacking
+                .iter()
+                .filter_map(|&index| parts.fingerprints.get(index).copied());
+            Catalogue::read(shared, lacking)
+        });
         let mut shards: Vec<Arc<Shard>> = Vec::with_capacity(parts.fingerprints.len());
         // Which of `shards` were taken from the records, each once: their names are distinct.
         let mut vouched = Vec::with_capacity(parts.fingerprints.len());
