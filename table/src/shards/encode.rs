@@ -28,8 +28,12 @@ use crate::format::{TableSpec, VERSION};
 pub const SHARD_RULES: u64 = 128;
 
 /// A shard ends after the rule that takes its binary document past this many bytes, whatever the
-/// hashes and hosts say (one host of thousands of rules would otherwise be one shard).
-pub const MAX_SHARD_BYTES: usize = 64 << 10;
+/// hashes and hosts say (one host of thousands of rules would otherwise be one shard): about twice
+/// an average shard's (128 rules of some 130 bytes), so that no shard costs a VM that decodes it
+/// (the canary, for each shard new to the process; a first request for one of its hosts) much more
+/// than an average one. At 64 KiB, shards of up to 563 rules took the canary's load at 100,000
+/// rules past 5 ms (BENCHMARKS.md, "The canary's load").
+pub const MAX_SHARD_BYTES: usize = 32 << 10;
 
 /// Encodes tables into the sharded form, keeping the deflated shards of the last one.
 pub struct ShardEncoder {
