@@ -54,7 +54,9 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use switchyard_e2e::bench::{accepted_lines, native_virtual_hosts, quantile, RequestLoop, RssSampler, Sample};
+use switchyard_e2e::bench::{
+    accepted_lines, native_virtual_hosts, quantile, Accepted, RequestLoop, RssSampler, Sample,
+};
 use switchyard_e2e::{
     ecds_binary_for, ecds_document_for, envoy_config_reading, fresh_dir, get, required_path, send,
     set_module_search_path, write_file, Backend, ConfigForm, EcdsFile, Envoy, FilterForm,
@@ -437,6 +439,22 @@ fn measure(
             threads("push-0"),
             threads(&format!("push-{pushes}"))
         );
+        // The slowest loads of the pushes, with the shards each decoded: where `loaded in`'s
+        // maximum comes from.
+        let mut slowest: Vec<&Accepted> = accepted.iter().filter(|a| a.generation != "push-0").collect();
+        slowest.sort_by_key(|a| std::cmp::Reverse(a.micros));
+        let slowest: Vec<String> = (slowest.iter().take(3))
+            .map(|a| {
+                let decoded = a.shards.map_or(String::new(), |s| format!(", {} decoded", s.decoded));
+                format!(
+                    "{} {}: {:.1} ms{decoded}",
+                    a.generation,
+                    a.thread,
+                    a.micros as f64 / 1000.0
+                )
+            })
+            .collect();
+        eprintln!("  slowest loads of the pushes: {slowest:?}");
     }
     let loaded_ms: Vec<f64> = accepted
         .iter()
