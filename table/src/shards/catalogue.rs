@@ -20,7 +20,7 @@
 //! crate's version is in every key, so a filter of another release, loaded beside this one under
 //! the same VM id, never reads these records. The first store to load a table publishes it once it
 //! validated the table whole: it rewrites only the buckets whose digest changed (a push that
-//! changes one Ingress rewrites two or three of them, not the whole table's records: the canary
+//! changes one Ingress rewrites one or two of them, not the whole table's records: the canary
 //! writes each byte into a fresh VM's memory, about 0.75 ms a megabyte), then the table's key. A
 //! store reads only the buckets of the shards it lacks. A store that loads the table published
 //! (in Envoy, every worker, after the canary) needs no count of the names of its rules across
@@ -153,12 +153,7 @@ fn bucket_of(fingerprint: &Fingerprint) -> usize {
 
 /// The fingerprint of a table made of `shards`, as [`TABLE_KEY`] holds it.
 pub(crate) fn table_fingerprint(shards: &[Arc<Shard>]) -> [u8; 16] {
-    let mut words = Vec::with_capacity(shards.len() * 16);
-    for shard in shards {
-        words.extend(shard.fingerprint[0].to_le_bytes());
-        words.extend(shard.fingerprint[1].to_le_bytes());
-    }
-    let [a, b] = fingerprint_bytes(&words);
+    let [a, b] = fingerprint_of_shards(&[], shards.iter());
     let mut out = [0; 16];
     out[..8].copy_from_slice(&a.to_le_bytes());
     out[8..].copy_from_slice(&b.to_le_bytes());
@@ -221,13 +216,18 @@ pub(crate) fn publish(shared: &dyn SharedBytes, shards: &[Arc<Shard>], table: &[
 
 /// The digest of a bucket's shards (sorted, each once), of their fingerprints and the layout.
 fn digest(shards: &[&Arc<Shard>]) -> u64 {
-    let mut words = Vec::with_capacity(4 + shards.len() * 16);
-    words.extend(LAYOUT.to_le_bytes());
+    fingerprint_of_shards(&LAYOUT.to_le_bytes(), shards.iter().copied())[0]
+}
+
+/// The fingerprint of `prefix` and then `shards`' fingerprints in order.
+fn fingerprint_of_shards<'s>(prefix: &[u8], shards: impl ExactSizeIterator<Item = &'s Arc<Shard>>) -> Fingerprint {
+    let mut words = Vec::with_capacity(prefix.len() + shards.len() * 16);
+    words.extend_from_slice(prefix);
     for shard in shards {
         words.extend(shard.fingerprint[0].to_le_bytes());
         words.extend(shard.fingerprint[1].to_le_bytes());
     }
-    fingerprint_bytes(&words)[0]
+    fingerprint_bytes(&words)
 }
 
 /// The records of `sorted` (by fingerprint, each once), written into one buffer of their exact

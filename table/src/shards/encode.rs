@@ -4,8 +4,9 @@
 //! for a cut, which is made after the first rule from there on whose next rule names another host
 //! (so a host's run of rules stays in one shard, and a request for it decodes one shard), or after
 //! the rule that takes the shard past [`MAX_SHARD_BYTES`] whatever the hosts. Inserting, removing
-//! or changing a rule so changes its own shard (at most its neighbour too) and leaves the others'
-//! bounds, bytes and text alone.
+//! or changing a rule so changes its own shard (at most its neighbour too; in a run of shards cut
+//! by size, those up to the next cut by content) and leaves the others' bounds, bytes and text
+//! alone.
 //!
 //! The output depends on the table alone: a fresh encoder and one that encoded other tables before
 //! write the same text. The cache holds the last table's shards, by the hash of their binary
