@@ -265,23 +265,8 @@ pub(crate) fn piece_hash(bytes: &[u8]) -> u64 {
 /// [`piece_hash`] from each of `seeds`, in one pass over `bytes`: independent hashes of the same
 /// bytes (the lanes' finalisers interleave, so two cost little more than one).
 pub(crate) fn seeded_hashes<const N: usize>(seeds: [u64; N], bytes: &[u8]) -> [u64; N] {
-    // Each word through the whole finaliser: a multiply alone carries a difference only upwards,
-    // and names that differ in a word's last bytes then collided.
     let mut hashes = seeds.map(|seed| seed ^ bytes.len() as u64);
-    let mut step = |word: u64| {
-        for hash in &mut hashes {
-            *hash = mix(*hash ^ word);
-        }
-    };
-    let mut words = bytes.chunks_exact(8);
-    for chunk in &mut words {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        step(u64::from_le_bytes(word));
-    }
-    let (rest, mut word) = (words.remainder(), [0; 8]);
-    word[..rest.len()].copy_from_slice(rest);
-    step(u64::from_le_bytes(word));
+    hash_words(&mut hashes, bytes);
     hashes
 }
 
@@ -289,30 +274,40 @@ pub(crate) fn seeded_hashes<const N: usize>(seeds: [u64; N], bytes: &[u8]) -> [u
 /// of the other go through their own chains in one step, which a CPU runs at once (a chain is
 /// bound by its multiplies' latency, not by the work), so the two cost little more than one.
 pub(crate) fn seeded_hashes_of_two<const N: usize>(seeds: [u64; N], first: &[u8], second: &[u8]) -> [[u64; N]; 2] {
-    let step = |hashes: &mut [u64; N], word: &[u8]| {
-        let mut padded = [0; 8];
-        padded[..word.len()].copy_from_slice(word);
-        let word = u64::from_le_bytes(padded);
-        for hash in hashes {
-            *hash = mix(*hash ^ word);
-        }
-    };
     let mut hashes = [first, second].map(|text| seeds.map(|seed| seed ^ text.len() as u64));
     let [a, b] = &mut hashes;
     for (first_word, second_word) in first.chunks_exact(8).zip(second.chunks_exact(8)) {
-        step(a, first_word);
-        step(b, second_word);
+        hash_word(a, first_word);
+        hash_word(b, second_word);
     }
-    // Then each alone: the longer one's other whole words, and each one's last (padded, maybe empty).
+    // Then each alone: the longer one's other whole words, and each one's last.
     let both = first.len().min(second.len()) / 8 * 8;
-    for (hashes, text) in [(a, first), (b, second)] {
-        let mut words = text.get(both..).unwrap_or_default().chunks_exact(8);
-        for word in &mut words {
-            step(hashes, word);
-        }
-        step(hashes, words.remainder());
-    }
+    hash_words(a, first.get(both..).unwrap_or_default());
+    hash_words(b, second.get(both..).unwrap_or_default());
     hashes
+}
+
+/// `bytes`' whole words through each of `hashes`' chains, then its last (padded, maybe empty).
+fn hash_words<const N: usize>(hashes: &mut [u64; N], bytes: &[u8]) {
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        hash_word(hashes, word);
+    }
+    hash_word(hashes, words.remainder());
+}
+
+/// One word (8 bytes, or fewer zero-padded) through each of `hashes`' chains: through the whole
+/// finaliser, since a multiply alone carries a difference only upwards, and names that differ in
+/// a word's last bytes then collided.
+fn hash_word<const N: usize>(hashes: &mut [u64; N], word: &[u8]) {
+    let mut padded = [0; 8];
+    if let Some(head) = padded.get_mut(..word.len()) {
+        head.copy_from_slice(word);
+    }
+    let word = u64::from_le_bytes(padded);
+    for hash in hashes {
+        *hash = mix(*hash ^ word);
+    }
 }
 
 /// SplitMix64's finaliser.
