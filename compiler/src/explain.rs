@@ -27,6 +27,10 @@ pub struct Decision {
     /// weight 10/100`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub canary: Option<String>,
+    /// The body of a local reply the table writes (a 403 names the access control this gateway does
+    /// not enforce, ROUTING.md §9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
 }
 
 /// A candidate that lost, and why.
@@ -100,6 +104,7 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 path: full_path,
                 location: None,
                 canary: None,
+                body: None,
             },
             winner_detail: None,
             losers,
@@ -107,8 +112,12 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
     };
     let spec = winner.rule.spec();
     let mut location = None;
+    let mut body = None;
     let (status, cluster, path) = match &spec.action {
-        ActionSpec::DirectResponse(direct) => (direct.status, None, full_path.clone()),
+        ActionSpec::DirectResponse(direct) => {
+            body = direct.body.clone();
+            (direct.status, None, full_path.clone())
+        }
         ActionSpec::Redirect(redirect) => {
             // The filter's own call: every variable filled as it fills them.
             location = winner.rule.redirect_for(request).map(|(_, l)| l);
@@ -174,6 +183,7 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             path,
             location,
             canary: winner.canary.map(|d| canary_step(spec, d, request)),
+            body,
         },
         winner_detail: Some(detail),
         losers,
@@ -256,6 +266,9 @@ pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
                 (None, None) => format!("local reply {}", d.status),
             };
             out.push_str(&format!("winner: {rule} -> {target}\n  ({detail})\n"));
+            if let Some(body) = &d.body {
+                out.push_str(&format!("  reply body: {}\n", body.trim_end()));
+            }
             if let Some(canary) = &d.canary {
                 out.push_str(&format!("  canary decision: {canary}\n"));
             }

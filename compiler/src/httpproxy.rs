@@ -8,6 +8,8 @@
 //! is skipped alone; conditions that contradict each other after merging make the proxy that holds
 //! them un-routable. A service whose port cannot be resolved leaves its route answering 503
 //! ([`crate::services`]). Proxies no valid root reaches are orphaned. Every HTTPProxy gets a status.
+//! A proxy's access controls (ROUTING.md §9, [`access_fields`]) turn the rules they protect into 403s
+//! unless waived: a virtual host's reach every route of its tree, a route's its own proxy's rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,9 +19,10 @@ use switchyard_table::{
     RouteAction, RuleSpec,
 };
 
+use crate::access::{is_set, Field, Guard, Reach};
 use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder};
 use crate::objects::{
-    key_of, Age, HTTPProxy, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch, ResourceKey,
+    key_of, Age, HTTPProxy, HTTPProxySpec, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch, ResourceKey,
 };
 use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
@@ -115,11 +118,19 @@ impl<'a> HTTPProxyProcessor<'a> {
             }
         }
         self.report_unreported(&forest);
+        let mut guard = Guard::default();
+        for (key, proxy) in &forest.eligible {
+            let status = self.inputs.book.get(key).unwrap_or(Status::Valid);
+            guard.judge(key, &proxy.metadata, access_fields(&proxy.spec), self.inputs.book, status);
+        }
         let unroutable = self.unroutable;
-        self.drafts
+        let mut drafts: Vec<Draft> = self
+            .drafts
             .into_iter()
             .filter(|d| !unroutable.contains(&d.owner))
-            .collect()
+            .collect();
+        guard.apply(&mut drafts);
+        drafts
     }
 
     /// The proxies that are ours by key (the pipeline's class check let them in, children
@@ -492,6 +503,44 @@ impl<'a> HTTPProxyProcessor<'a> {
             }
         }
     }
+}
+
+/// ROUTING.md §9: the access-control fields of an HTTPProxy, by the path its manifest writes them
+/// at. The virtual host's (`authorization`, `jwtProviders`, `ipAllowPolicy`, `ipDenyPolicy`,
+/// `tls.clientValidation`) reach every rule of its host, includes' too; a route's (`authPolicy`,
+/// `jwtVerificationPolicy`, `ipAllowPolicy`, `ipDenyPolicy`) reach the rules of the proxy that
+/// holds it.
+pub fn access_fields(spec: &HTTPProxySpec) -> Vec<Field> {
+    let mut fields = Vec::new();
+    if let Some(vhost) = &spec.virtualhost {
+        let client_validation = vhost.tls.as_ref().and_then(|t| t.client_validation.as_ref());
+        let named = [
+            ("authorization", vhost.authorization.as_ref()),
+            ("jwtProviders", vhost.jwt_providers.as_ref()),
+            ("ipAllowPolicy", vhost.ip_allow_policy.as_ref()),
+            ("ipDenyPolicy", vhost.ip_deny_policy.as_ref()),
+            ("tls.clientValidation", client_validation),
+        ];
+        for (name, value) in named {
+            if is_set(value) {
+                fields.push(Field::new(format!("spec.virtualhost.{name}"), Reach::Host));
+            }
+        }
+    }
+    for (i, route) in spec.routes.iter().enumerate() {
+        let named = [
+            ("authPolicy", route.auth_policy.as_ref()),
+            ("jwtVerificationPolicy", route.jwt_verification_policy.as_ref()),
+            ("ipAllowPolicy", route.ip_allow_policy.as_ref()),
+            ("ipDenyPolicy", route.ip_deny_policy.as_ref()),
+        ];
+        for (name, value) in named {
+            if is_set(value) {
+                fields.push(Field::new(format!("spec.routes[{i}].{name}"), Reach::OwnRules));
+            }
+        }
+    }
+    fields
 }
 
 /// The proxy an include names, or why the include is broken (reason, message): the proxy is

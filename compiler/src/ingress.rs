@@ -13,14 +13,17 @@
 //! (`compute_rules`) and the default backend's catch-all, each through
 //! `emit`, which resolves the backend and refuses what the filter would refuse. A rule that names a
 //! host and has no paths (NGINX's mergeable "master" Ingress) is a [`Claim`] on that host: no rule,
-//! but its Ingress is a member of the host's group and its age counts (ROUTING.md §2).
+//! but its Ingress is a member of the host's group and its age counts (ROUTING.md §2). An Ingress
+//! that carries an access control (ROUTING.md §9) keeps its rules, which answer 403 unless waived.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, Backend, ConditionSpec, PathSpec, RouteAction, RuleSpec};
 
+use crate::access::{Field, Guard, Reach, WAIVER};
 use crate::annotations::IngressAnnotations;
+use crate::ingress_nginx::access;
 use crate::collisions::Claim;
 use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder, Options};
 use crate::objects::Objects;
@@ -145,6 +148,7 @@ impl<'a> IngressProcessor<'a> {
                 },
             );
         }
+        self.guard(&owner.key, ingress, before.0);
         if (self.drafts.len(), self.claims.len()) == before {
             self.inputs.book.error(
                 &owner.key,
@@ -154,6 +158,28 @@ impl<'a> IngressProcessor<'a> {
             );
             self.inputs.book.set(&owner.key, Status::Rejected);
         }
+    }
+
+    /// ROUTING.md §9: the access-control annotations an Ingress carries (ingress-nginx's, which a
+    /// migrated Ingress keeps), judged against its waiver; the rules it drafted from `first` on answer
+    /// 403 while one is not waived. Each reaches the Ingress's own rules only: Ingresses that share a
+    /// host are separate resources here.
+    fn guard(&mut self, key: &ResourceKey, ingress: &Ingress, first: usize) {
+        let Some(annotations) = &ingress.metadata.annotations else { return };
+        let prefix = &self.inputs.options.ingress_nginx.annotations_prefix;
+        let fields: Vec<Field> = access::fields(annotations, prefix, &[])
+            .into_iter()
+            .map(|field| Field {
+                reach: Reach::OwnRules,
+                ..field
+            })
+            .collect();
+        if fields.is_empty() && !annotations.contains_key(WAIVER) {
+            return;
+        }
+        let mut guard = Guard::default();
+        guard.judge(key, &ingress.metadata, fields, self.inputs.book, Status::Accepted);
+        guard.apply(&mut self.drafts[first..]);
     }
 
     /// The conditions the router annotations add, or `None` (the Ingress rejected) when one is

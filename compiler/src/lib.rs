@@ -7,6 +7,8 @@
 //! (objects, options) → (table, L4 routes, status), implementing ROUTING.md sections 1 to 4, 6 and
 //! the compiler's part of 5 (backend ports, 502 and 503 rules). Modules, one per job:
 //!
+//! - [`access`]: ROUTING.md §9, access controls: every field that protects something is named by its
+//!   processor, and the rules it protects answer 403 unless its owner waived it.
 //! - [`objects`]: the kinds. [`objects::Kind`] is the one vocabulary of kinds (its apiVersion,
 //!   plural, report rank); [`objects::Objects`] holds one vector per kind, and
 //!   [`objects::Objects::each_kind`] is how code does the same to every kind
@@ -37,6 +39,7 @@
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod access;
 pub mod annotations;
 pub mod class;
 pub mod collisions;

@@ -235,13 +235,39 @@ pub struct HTTPProxySpec {
     pub includes: Vec<Include>,
 }
 
-/// `spec.virtualhost`. TLS settings are accepted and ignored: they do not affect routing.
+/// `spec.virtualhost`: its host, and its access controls (ROUTING.md §9), decoded whatever their
+/// shape so that none is skipped ([`crate::httpproxy::access_fields`]). Other TLS settings do not
+/// affect routing.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualHost {
     /// The fully qualified host name.
     #[serde(default)]
     pub fqdn: String,
+    /// An external authorization server for every route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<serde_json::Value>,
+    /// JWT verification providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt_providers: Option<serde_json::Value>,
+    /// Client addresses allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_allow_policy: Option<serde_json::Value>,
+    /// Client addresses denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_deny_policy: Option<serde_json::Value>,
+    /// TLS: only `clientValidation` is read here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<VirtualHostTls>,
+}
+
+/// `spec.virtualhost.tls`, as far as access control reads it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualHostTls {
+    /// Client certificate validation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_validation: Option<serde_json::Value>,
 }
 
 /// One `includes[]` entry.
@@ -275,6 +301,18 @@ pub struct ProxyRoute {
     /// Request header changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_headers_policy: Option<HeadersPolicy>,
+    /// The route's part of its virtual host's authorization (ROUTING.md §9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_policy: Option<serde_json::Value>,
+    /// JWT verification for this route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt_verification_policy: Option<serde_json::Value>,
+    /// Client addresses allowed on this route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_allow_policy: Option<serde_json::Value>,
+    /// Client addresses denied on this route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_deny_policy: Option<serde_json::Value>,
 }
 
 /// A condition block: at most one of `prefix`, `exact`, `regex`, or a `header`, or a `queryParameter`.

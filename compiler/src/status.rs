@@ -223,6 +223,12 @@ vocabulary! {
         /// §7.9: an ingress-nginx annotation Switchyard does not honour; the Ingress routes as if it
         /// were absent.
         AnnotationNotHonored,
+        /// §9: an access-control field (auth, client certificates, source ranges) this gateway does
+        /// not enforce: the rules it protects answer 403 naming it.
+        AccessControlNotEnforced,
+        /// §9: an access-control field its owner waived with `switchyard.io/serve-without-access-control`:
+        /// served without it.
+        AccessControlWaived,
         /// §7.6: a canary path with no location of the same host, path and pathType.
         CanaryWithoutMain,
         /// §7.6: a location that already has a canary: this one is ignored.

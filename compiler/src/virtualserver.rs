@@ -18,13 +18,15 @@
 //! [`VirtualServerProcessor::run`] computes one VirtualServer at a time (`compute_virtual_server`,
 //! `compute_reference`), each route's rules planned by `scope` (matches, actions, upstreams);
 //! [`settle`] gives VirtualServerRoutes their status once the host contest is decided (orphaned
-//! when no winning VirtualServer uses them).
+//! when no winning VirtualServer uses them). A `policies` reference (ROUTING.md §9, `policy_fields`)
+//! turns the rules it protects into 403s unless waived.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use switchyard_table::{ActionSpec, DirectResponse, HostPattern, PathSpec, RuleSpec};
 
+use crate::access::{is_set, Field, Guard, Reach};
 use crate::collisions::HostWinners;
 use crate::l4::L4Routes;
 use crate::model::Options;
@@ -137,6 +139,18 @@ impl<'a> VirtualServerProcessor<'a> {
         for server in servers {
             self.compute_virtual_server(server, &eligible);
         }
+        let mut guard = Guard::default();
+        for server in servers {
+            let key = key_of(Kind::VirtualServer, &server.metadata);
+            let fields = policy_fields(server.spec.policies.as_ref(), &server.spec.routes, "routes", &key);
+            guard.judge(&key, &server.metadata, fields, self.inputs.book, Status::Valid);
+        }
+        for route in routes {
+            let key = key_of(Kind::VirtualServerRoute, &route.metadata);
+            let fields = policy_fields(None, &route.spec.subroutes, "subroutes", &key);
+            guard.judge(&key, &route.metadata, fields, self.inputs.book, Status::Valid);
+        }
+        guard.apply(&mut self.drafts);
         (self.drafts, self.delegations)
     }
 
@@ -433,6 +447,46 @@ impl<'a> VirtualServerProcessor<'a> {
         }
         self.delegations.servers.insert(key, server.host);
         self.drafts.append(&mut server.drafts);
+    }
+}
+
+/// ROUTING.md §9: every `policies` reference of a VirtualServer (`spec.policies`, reaching every
+/// rule of its host, the VirtualServerRoutes' included) or of its routes (`spec.{routes}[i].policies`,
+/// reaching the rules of the resource that holds the route). Switchyard does not read `Policy`
+/// objects, so it cannot tell an access control (`accessControl`, `basicAuth`, `jwt`, `oidc`,
+/// `ingressMTLS`, `apiKey`, `waf`) from another kind, nor resolve a reference: every reference denies,
+/// as NGINX denies one it cannot resolve.
+fn policy_fields(spec: Option<&serde_json::Value>, routes: &[Route], routes_at: &str, owner: &ResourceKey) -> Vec<Field> {
+    let mut fields = Vec::new();
+    let mut add = |value: Option<&serde_json::Value>, name: String, reach: Reach| {
+        if is_set(value) {
+            let named = policy_names(value, &owner.namespace);
+            fields.push(Field::new(name, reach).saying(format!(
+                "Policy {named}: Switchyard does not read Policy objects, so every reference denies"
+            )));
+        }
+    };
+    add(spec, "spec.policies".to_owned(), Reach::Host);
+    for (i, route) in routes.iter().enumerate() {
+        add(route.policies.as_ref(), format!("spec.{routes_at}[{i}].policies"), Reach::OwnRules);
+    }
+    fields
+}
+
+/// The Policies a `policies` list names, `namespace/name`, comma-separated.
+fn policy_names(value: Option<&serde_json::Value>, default_namespace: &str) -> String {
+    let names: Vec<String> = (value.and_then(serde_json::Value::as_array).into_iter().flatten())
+        .map(|reference| {
+            let name = reference.get("name").and_then(serde_json::Value::as_str).unwrap_or("?");
+            let namespace = (reference.get("namespace").and_then(serde_json::Value::as_str))
+                .filter(|n| !n.is_empty())
+                .unwrap_or(default_namespace);
+            format!("{namespace}/{name}")
+        })
+        .collect();
+    match names.is_empty() {
+        true => "(unreadable reference)".to_owned(),
+        false => names.join(", "),
     }
 }
 

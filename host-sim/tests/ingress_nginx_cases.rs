@@ -1,5 +1,6 @@
-//! The ingress-nginx corpus (`tests/cases/ingress_nginx.json` over `tests/cases/ingress-nginx/`:
-//! ROUTING.md §7, the §7.6 canary included, and ingress-nginx's own e2e expectations) at two layers: natively (the
+//! The corpora of manifests (`tests/cases/ingress_nginx.json` over `tests/cases/ingress-nginx/`:
+//! ROUTING.md §7, the §7.6 canary included, and ingress-nginx's own e2e expectations;
+//! `tests/cases/access_control.json` over `tests/cases/access/`: §9 in every dialect) at two layers: natively (the
 //! compiler, then the table's matcher through `switchyard explain`'s own function) and through the
 //! real filter (`switchyard_filter.wasm`) under host-sim. Each case's manifests are compiled with the
 //! case's `switchyard compile` flags; every request must get the case's decision (rule, cluster,
@@ -12,7 +13,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use switchyard_cases::{ingress_nginx_cases, NginxCase, NginxProbe, Want};
+use switchyard_cases::{ingress_nginx_cases, manifest_cases, NginxCase, NginxProbe, Want};
 use switchyard_compiler::explain::explain;
 use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
 use switchyard_compiler::load::{parse_text, Loaded};
@@ -82,6 +83,8 @@ struct Got {
     /// The canary decision as `switchyard explain` prints it; `None` from the filter, which does not
     /// say (only the native layer is held to a case's `canary`).
     canary: Option<String>,
+    /// A local reply's body.
+    body: Option<String>,
 }
 
 /// How `got` differs from `want`, if it does.
@@ -115,6 +118,11 @@ fn differs(want: &Want, got: &Got) -> Option<String> {
     for name in &want.absent_headers {
         if let Some(value) = got.headers.get(name) {
             wrong.push(format!("header {name}: {value:?} (want it absent)"));
+        }
+    }
+    if let Some(body) = &want.body {
+        if !got.body.as_deref().is_some_and(|b| b.contains(body.as_str())) {
+            wrong.push(format!("body {:?} (want it to contain {body:?})", got.body));
         }
     }
     if let (Some(want), Some(got)) = (&want.canary, &got.canary) {
@@ -161,6 +169,7 @@ fn native(table: &RouteTable, probe: &NginxProbe) -> Got {
         headers,
         // explain says `None` where no canary decided: the case's `canary` is then missed.
         canary: Some(decision.canary.unwrap_or_else(|| "(no canary decision)".to_owned())),
+        body: decision.body,
     }
 }
 
@@ -185,6 +194,7 @@ fn filtered(sim: &mut Sim, probe: &NginxProbe) -> Result<Got, String> {
             path: probe.path().to_owned(),
             headers: BTreeMap::new(),
             canary: None,
+            body: Some(String::from_utf8_lossy(&reply.body).into_owned()),
         });
     }
     let mut headers = BTreeMap::new();
@@ -207,6 +217,7 @@ fn filtered(sim: &mut Sim, probe: &NginxProbe) -> Result<Got, String> {
         path: outcome.request_header(":path").unwrap_or_default().to_owned(),
         headers,
         canary: None,
+        body: None,
     })
 }
 
@@ -274,9 +285,9 @@ fn dump(table: &TableSpec) -> String {
 /// Every case, natively: the compiled table decides every request as the case says, and the
 /// status report carries the case's conditions.
 #[test]
-fn every_ingress_nginx_case_decides_natively() {
+fn every_manifest_case_decides_natively() {
     let mut failures = Vec::new();
-    for case in ingress_nginx_cases() {
+    for case in manifest_cases() {
         let compiled = compiled(&case);
         let table = RouteTable::try_from(compiled.table.clone())
             .unwrap_or_else(|e| panic!("case {}: the compiled table does not load: {e}", case.name));
@@ -302,10 +313,10 @@ fn every_ingress_nginx_case_decides_natively() {
 /// Every case through the real filter: the compiled table configured into it, every request gets
 /// the case's decision.
 #[test]
-fn every_ingress_nginx_case_decides_in_the_filter() {
+fn every_manifest_case_decides_in_the_filter() {
     let mut sim = Sim::load(common::filter_wasm()).expect("the filter loads");
     let mut failures = Vec::new();
-    for case in ingress_nginx_cases() {
+    for case in manifest_cases() {
         let compiled = compiled(&case);
         if !sim.configure(serde_json::to_string(&compiled.table).unwrap()) {
             failures.push(format!(

@@ -1,11 +1,12 @@
 //! ROUTING.md §7.5, §7.7, §7.9: an Ingress's ingress-nginx annotations read once into a typed
 //! value. Each annotation is valid or listed as `AnnotationInvalid` (ignored, as ingress-nginx
 //! ignores a value it refuses); every other annotation with the prefix is listed as
-//! `AnnotationNotHonored`, one per annotation; the canary's (§7.6) are kept raw for
-//! [`super::canary::read`].
+//! `AnnotationNotHonored`, one per annotation, but an access control (§9, [`super::access`]), which
+//! is never merely not honoured; the canary's (§7.6) are kept raw for [`super::canary::read`].
 
 use std::collections::BTreeMap;
 
+use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
 use crate::status::Reason;
 
 /// One annotation reported on its Ingress.
@@ -99,7 +100,7 @@ impl IngressNginxAnnotations {
         for (&name, &value) in &mine {
             if name.starts_with("canary") {
                 out.canary.insert(name.to_owned(), value.to_owned());
-            } else if !READ.contains(&name) {
+            } else if !READ.contains(&name) && !is_access_annotation(name) && name != ENABLE_GLOBAL_AUTH {
                 out.problems.push(Problem {
                     name: name.to_owned(),
                     reason: Reason::AnnotationNotHonored,
@@ -398,7 +399,7 @@ mod tests {
     }
 
     #[test]
-    fn every_other_annotation_with_the_prefix_is_not_honored_one_warning_each() {
+    fn every_other_annotation_with_the_prefix_but_access_controls_is_not_honored_one_warning_each() {
         let a = parse(&[
             ("auth-url", "http://auth"),
             ("limit-rps", "5"),
@@ -408,7 +409,6 @@ mod tests {
         assert_eq!(
             reasons(&a),
             [
-                ("auth-url", Reason::AnnotationNotHonored),
                 ("configuration-snippet", Reason::AnnotationNotHonored),
                 ("limit-rps", Reason::AnnotationNotHonored),
             ]

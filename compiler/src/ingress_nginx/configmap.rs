@@ -1,5 +1,6 @@
 //! ROUTING.md §7.8: the controller's ConfigMap (`--ingress-nginx-configmap NAMESPACE/NAME`): the
-//! routing keys read, every other key listed as not honoured.
+//! routing keys read, the access-control keys of §9 kept (they protect every Ingress of the class),
+//! every other key listed as not honoured.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,9 @@ pub struct ControllerConfig {
     pub preserve_trailing_slash: bool,
     /// `no-tls-redirect-locations` (default `/.well-known/acme-challenge`), split on `,`.
     pub no_tls_redirect_locations: Vec<String>,
+    /// The access-control keys that are set (ROUTING.md §9, [`super::access::CONFIGMAP_KEYS`]), key
+    /// and value, in key order: they protect every Ingress of the class.
+    pub access: Vec<(String, String)>,
     /// Keys that are not routing (or whose value is invalid, then the default stands), in order.
     pub not_honored: Vec<String>,
 }
@@ -28,6 +32,7 @@ impl Default for ControllerConfig {
             http_redirect_code: 308,
             preserve_trailing_slash: false,
             no_tls_redirect_locations: vec!["/.well-known/acme-challenge".to_owned()],
+            access: Vec::new(),
             not_honored: Vec::new(),
         }
     }
@@ -59,6 +64,12 @@ impl ControllerConfig {
                         .collect();
                     true
                 }
+                key if super::access::CONFIGMAP_KEYS.contains(&key) => {
+                if !value.is_empty() {
+                    out.access.push((key.to_owned(), value.to_owned()));
+                }
+                true
+            }
                 _ => false,
             };
             if !ok {
@@ -116,6 +127,13 @@ mod tests {
         assert_eq!(c.http_redirect_code, 301);
         assert_eq!(c.no_tls_redirect_locations, ["/a", "/b"]);
         assert!(c.not_honored.is_empty());
+    }
+
+    #[test]
+    fn access_control_keys_are_kept_not_listed_as_not_honoured() {
+        let c = read(&[("whitelist-source-range", "10.0.0.0/8"), ("block-user-agents", ""), ("gzip-level", "5")]);
+        assert_eq!(c.access, [("whitelist-source-range".to_owned(), "10.0.0.0/8".to_owned())]);
+        assert_eq!(c.not_honored, ["gzip-level"]);
     }
 
     #[test]

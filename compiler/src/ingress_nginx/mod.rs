@@ -3,6 +3,7 @@
 //! - [`flags`]: the `--ingress-nginx-*` flags as the options hold them; [`class`]: §7.1, whether
 //!   an Ingress is ingress-nginx's ([`class::decide_by`], which [`crate::class::Classes`] calls
 //!   before §1 judges anything).
+//! - [`access`]: §9, the access-control annotations and ConfigMap keys, each enforced or denying.
 //! - [`annotations`]: §7.5, §7.7, §7.9, an Ingress's annotations read once into
 //!   [`annotations::IngressNginxAnnotations`], each invalid one (`AnnotationInvalid`) and each one
 //!   not honoured (`AnnotationNotHonored`) listed; [`canary`]: §7.6's settings and the table's
@@ -18,6 +19,7 @@
 //! Their status reasons are [`crate::status::Reason`]'s (`PathTaken`, `RegexMode`, `AliasTaken`,
 //! `PathRegexUnsupported`, `AnnotationInvalid`, `AnnotationNotHonored`, `CanaryWithoutMain`, ...).
 
+pub mod access;
 pub mod annotations;
 pub mod canary;
 pub mod class;

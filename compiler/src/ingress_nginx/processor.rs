@@ -1,7 +1,8 @@
 //! The ingress-nginx processor (ROUTING.md §7): the Ingresses the class stage found to be
 //! ingress-nginx's ([`super::class`]), read in ingress-nginx's order, their annotations reported
 //! (§7.9), gathered into servers ([`super::server`]), each server laid out as rules
-//! ([`super::layout`]) with its backends resolved, and drafted as one contender in §2's host
+//! ([`super::layout`]) with its backends resolved, its access controls judged (§9: a rule they
+//! protect answers 403 unless waived, [`crate::access`]), and drafted as one contender in §2's host
 //! contest ([`crate::model::Claiming::ContendsAlone`]), its rules in the server's own order
 //! ([`crate::model::HostOrder::IngressNginx`]); its `server-alias` and `from-to-www-redirect`
 //! hosts only where nothing else contends ([`crate::model::Claiming::IfUnclaimed`]). Once the
@@ -13,7 +14,9 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::Ingress;
 use switchyard_table::{ActionSpec, Backend, DirectResponse, RouteAction, RuleSpec};
 
+use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations};
+use crate::access::Guard;
 use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
@@ -44,6 +47,7 @@ impl Processor for IngressNginxServers {
 fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
     let prefix = inputs.options.ingress_nginx.annotations_prefix.clone();
     let (members, canaries) = members(ingresses, &prefix, inputs.book);
+    let guard = guard(&members, &prefix, &inputs.options.ingress_nginx_config.access, inputs.book);
     let servers = server::gather(&members, &canaries, inputs.book);
     let settings: Vec<CanarySettings> = canaries
         .iter()
@@ -93,6 +97,7 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
         }
         settle.servers.push(SettledServer::of(server, &members));
     }
+    guard.apply(&mut drafts);
     Output {
         drafts,
         claims: Vec::new(),
@@ -154,6 +159,19 @@ fn members<'o>(
         members.push(member);
     }
     (members, canaries)
+}
+
+/// ROUTING.md §9: each Ingress's access-control annotations, and the ConfigMap's keys `configmap`,
+/// judged against its waiver. A canary's own are not (ingress-nginx applies its main location's).
+fn guard(members: &[Member<'_>], prefix: &str, configmap: &[(String, String)], book: &mut StatusBook) -> Guard {
+    let mut guard = Guard::default();
+    for member in members {
+        let empty = Default::default();
+        let annotations = member.ingress.metadata.annotations.as_ref().unwrap_or(&empty);
+        let fields = access::fields(annotations, prefix, configmap);
+        guard.judge(&member.key, &member.ingress.metadata, fields, book, Status::Accepted);
+    }
+    guard
 }
 
 /// A canary Ingress's settings (§7.6), its problems and every other annotation of it reported: a

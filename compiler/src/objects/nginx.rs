@@ -1,6 +1,7 @@
 //! NGINX Ingress Controller's `k8s.nginx.org/v1` VirtualServer and VirtualServerRoute (ROUTING.md
 //! §6), declared with `kube`'s `CustomResource` derive like HTTPProxy, with only the fields
-//! Switchyard routes on (serde ignores the rest: TLS, policies, snippets, error pages...).
+//! Switchyard routes on, and their `policies` (ROUTING.md §9), decoded whatever their shape so that
+//! none is skipped (serde ignores the rest: TLS, snippets, error pages...).
 
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -30,6 +31,9 @@ pub struct VirtualServerSpec {
     /// Routes, each a path with an action, splits, matches, or a VirtualServerRoute reference.
     #[serde(default)]
     pub routes: Vec<Route>,
+    /// References to `Policy` objects for every route (ROUTING.md §9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies: Option<serde_json::Value>,
 }
 
 /// `VirtualServerRoute.spec`: routes delegated by a VirtualServer, on the same host.
@@ -95,6 +99,9 @@ pub struct Route {
     /// A VirtualServerRoute, `[ns/]name`, instead of an action (VirtualServer routes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// References to `Policy` objects for this route (ROUTING.md §9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies: Option<serde_json::Value>,
 }
 
 /// An action: exactly one of `pass`, `proxy`, `return`, `redirect`.

@@ -1,5 +1,5 @@
 //! `ingress_nginx.json` read into [`NginxCase`]s: ROUTING.md §7 (ingress-nginx's Ingresses) as
-//! data. Each case names a manifest file under `ingress-nginx/`, the `switchyard compile` flags it
+//! data; `access_control.json` (§9, every dialect) in the same form. Each case names a manifest file under `ingress-nginx/`, the `switchyard compile` flags it
 //! is compiled with, the requests with the decision each must get (rule, cluster, status,
 //! `Location`, the path and headers the backend receives, and at a canary's location which step
 //! decided), and the status conditions the compiler must report. The same case runs natively (the compiler, then the table's matcher through
@@ -14,6 +14,10 @@ use crate::corpus::{describe_request, url_parts};
 
 /// The corpus, as written in this crate's `ingress_nginx.json`.
 const CORPUS: &str = include_str!("../ingress_nginx.json");
+
+/// ROUTING.md §9 (access controls, every dialect) in the same form: `access_control.json` over the
+/// manifests of `access/`.
+const ACCESS_CONTROL: &str = include_str!("../access_control.json");
 
 /// One case: manifests, flags, requests and the conditions the status report must carry.
 #[derive(Debug, Clone)]
@@ -67,6 +71,8 @@ pub struct Want {
     pub headers: Vec<(String, String)>,
     /// Request headers the filter must not add (lowercase names).
     pub absent_headers: Vec<String>,
+    /// Text the local reply's body must contain (a 403 of ROUTING.md §9 names its field).
+    pub body: Option<String>,
     /// At a location with a canary (ROUTING.md §7.6): the decision `switchyard explain` prints
     /// (`canary: header X-Canary = always`, `main by weight 0/100`). Checked natively only: the
     /// filter does not say which step decided.
@@ -117,17 +123,33 @@ impl std::fmt::Display for NginxProbe {
 
 /// Every case of `ingress_nginx.json`. Panics on a malformed corpus, naming the case.
 pub fn ingress_nginx_cases() -> Vec<NginxCase> {
-    let corpus: Value = serde_json::from_str(CORPUS).unwrap_or_else(|e| panic!("ingress_nginx.json: {e}"));
+    cases_of(CORPUS)
+}
+
+/// Every case of `access_control.json` (ROUTING.md §9).
+pub fn access_control_cases() -> Vec<NginxCase> {
+    cases_of(ACCESS_CONTROL)
+}
+
+/// Every case of both corpora of manifests: what each layer's runner plays.
+pub fn manifest_cases() -> Vec<NginxCase> {
+    let mut cases = ingress_nginx_cases();
+    cases.extend(access_control_cases());
+    cases
+}
+
+fn cases_of(text: &str) -> Vec<NginxCase> {
+    let corpus: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("manifest corpus: {e}"));
     let cases: Vec<NginxCase> = corpus["cases"]
         .as_array()
-        .expect("ingress_nginx.json: a `cases` list")
+        .expect("manifest corpus: a `cases` list")
         .iter()
         .map(case)
         .collect();
     for (i, case) in cases.iter().enumerate() {
         assert!(
             cases[..i].iter().all(|other| other.name != case.name),
-            "ingress_nginx.json: two cases named {}",
+            "manifest corpus: two cases named {}",
             case.name
         );
     }
@@ -137,7 +159,7 @@ pub fn ingress_nginx_cases() -> Vec<NginxCase> {
 fn text(value: &Value, field: &str, context: &str) -> String {
     value[field]
         .as_str()
-        .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: `{field}` must be a string"))
+        .unwrap_or_else(|| panic!("manifest corpus: {context}: `{field}` must be a string"))
         .to_owned()
 }
 
@@ -146,11 +168,11 @@ fn strings(value: Option<&Value>, context: &str) -> Vec<String> {
         None => Vec::new(),
         Some(list) => list
             .as_array()
-            .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: a list of strings"))
+            .unwrap_or_else(|| panic!("manifest corpus: {context}: a list of strings"))
             .iter()
             .map(|s| {
                 s.as_str()
-                    .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: {s} is not a string"))
+                    .unwrap_or_else(|| panic!("manifest corpus: {context}: {s} is not a string"))
                     .to_owned()
             })
             .collect(),
@@ -162,11 +184,11 @@ fn pairs(value: Option<&Value>, context: &str) -> Vec<(String, String)> {
         None => Vec::new(),
         Some(list) => list
             .as_array()
-            .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: headers are a list"))
+            .unwrap_or_else(|| panic!("manifest corpus: {context}: headers are a list"))
             .iter()
             .map(|pair| match pair.as_array().map(Vec::as_slice) {
                 Some([Value::String(name), Value::String(value)]) => (name.clone(), value.clone()),
-                _ => panic!("ingress_nginx.json: {context}: a header is [name, value]"),
+                _ => panic!("manifest corpus: {context}: a header is [name, value]"),
             })
             .collect(),
     }
@@ -180,7 +202,7 @@ fn case(value: &Value) -> NginxCase {
     };
     let requests = value["requests"]
         .as_array()
-        .unwrap_or_else(|| panic!("ingress_nginx.json: case {name}: a `requests` list"))
+        .unwrap_or_else(|| panic!("manifest corpus: case {name}: a `requests` list"))
         .iter()
         .map(|p| probe(p, &name))
         .collect();
@@ -188,7 +210,7 @@ fn case(value: &Value) -> NginxCase {
         None => Vec::new(),
         Some(list) => list
             .as_array()
-            .unwrap_or_else(|| panic!("ingress_nginx.json: case {name}: `conditions` is a list"))
+            .unwrap_or_else(|| panic!("manifest corpus: case {name}: `conditions` is a list"))
             .iter()
             .map(|c| WantCondition {
                 resource: text(c, "resource", &name),
@@ -212,19 +234,19 @@ fn probe(value: &Value, case: &str) -> NginxProbe {
     let context = format!("case {case}: {url}");
     let want = value
         .get("want")
-        .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: say `want`"));
+        .unwrap_or_else(|| panic!("manifest corpus: {context}: say `want`"));
     let status = match want.get("status") {
         None => 200,
         Some(n) => n
             .as_u64()
             .and_then(|n| u16::try_from(n).ok())
-            .unwrap_or_else(|| panic!("ingress_nginx.json: {context}: `status` is a number")),
+            .unwrap_or_else(|| panic!("manifest corpus: {context}: `status` is a number")),
     };
     let (rule, rule_none) = match want.get("rule") {
         None => (None, false),
         Some(Value::Null) => (None, true),
         Some(Value::String(name)) => (Some(name.clone()), false),
-        Some(other) => panic!("ingress_nginx.json: {context}: `rule` is a name or null, not {other}"),
+        Some(other) => panic!("manifest corpus: {context}: `rule` is a name or null, not {other}"),
     };
     let field = |name: &str| want.get(name).and_then(Value::as_str).map(str::to_owned);
     let want = Want {
@@ -237,18 +259,19 @@ fn probe(value: &Value, case: &str) -> NginxProbe {
         headers: pairs(want.get("headers"), &context),
         absent_headers: strings(want.get("absent_headers"), &context),
         canary: field("canary"),
+        body: field("body"),
     };
     assert!(
         (want.status == 200) == want.cluster.is_some(),
-        "ingress_nginx.json: {context}: a routed request (status 200) names its cluster, and only it"
+        "manifest corpus: {context}: a routed request (status 200) names its cluster, and only it"
     );
     assert!(
         want.canary.is_none() || want.status == 200,
-        "ingress_nginx.json: {context}: a `canary` decision needs a routed request"
+        "manifest corpus: {context}: a `canary` decision needs a routed request"
     );
     assert!(
         want.location.is_none() || (300..400).contains(&want.status),
-        "ingress_nginx.json: {context}: a `location` needs a redirect status"
+        "manifest corpus: {context}: a `location` needs a redirect status"
     );
     NginxProbe {
         method: value.get("method").and_then(Value::as_str).unwrap_or("GET").to_owned(),

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use switchyard_cases::{ingress_nginx_cases, NginxProbe, Want};
+use switchyard_cases::{manifest_cases, NginxProbe, Want};
 use switchyard_e2e::{backend_name, get, switchyard_compile, ConfigForm, Envoy, Request, Response};
 
 /// The example folders of ingress-nginx's documents.
@@ -201,6 +201,11 @@ fn differs(want: &Want, response: &Response) -> Option<String> {
     if response.backend() != backend.as_deref() {
         wrong.push(format!("backend {:?} (want {backend:?})", response.backend()));
     }
+    if let Some(body) = &want.body {
+        if !response.body.contains(body.as_str()) {
+            wrong.push(format!("body {:?} (want it to contain {body:?})", response.body));
+        }
+    }
     if want.location.is_some() && response.header("location") != want.location.as_deref() {
         wrong.push(format!(
             "Location {:?} (want {:?})",
@@ -237,12 +242,12 @@ fn request(probe: &NginxProbe) -> Request {
     )
 }
 
-/// Every case of the ingress-nginx corpus, its plain-http requests through Envoy (Envoy's listener
-/// here is plain HTTP, so `:scheme` is `http`; the `https://` requests run natively and under
-/// host-sim only).
+/// Every case of the corpora of manifests (ingress-nginx's, ROUTING.md §7, and the access
+/// controls', §9), its plain-http requests through Envoy (Envoy's listener here is plain HTTP, so
+/// `:scheme` is `http`; the `https://` requests run natively and under host-sim only).
 #[test]
-fn every_ingress_nginx_case_decides_in_envoy() {
-    let cases = ingress_nginx_cases();
+fn every_manifest_case_decides_in_envoy() {
+    let cases = manifest_cases();
     let tables: Vec<String> = cases
         .iter()
         .map(|case| {

@@ -1,0 +1,211 @@
+//! ROUTING.md §9: access controls are enforced, or nobody gets through. Each processor lists the
+//! access-control fields its resources carry ([`Field`]: ingress-nginx's annotations and ConfigMap
+//! keys, HTTPProxy's `authorization`, `jwtProviders`, IP policies and `clientValidation`, the
+//! VirtualServer kinds' `policies`); [`Guard::judge`] weighs them against the resource's waiver
+//! ([`WAIVER`]) and records `AccessControlNotEnforced` or `AccessControlWaived`; [`Guard::apply`]
+//! then turns every rule a field that is not waived protects into a 403 naming the field. The rules
+//! stay, so the resource keeps its hosts: no other resource inherits them.
+//!
+//! A field reaches either the rules of the resource that carries it ([`Reach::OwnRules`]), or every
+//! rule its processor drafts on that resource's hosts ([`Reach::Host`]: a virtual host's
+//! authorization covers the routes its includes bring in; an ingress-nginx `auth-tls-*` asks for a
+//! client certificate on the whole server).
+//!
+//! Only rules that would reach a backend are turned: a redirect, a 404 or a 503 serves nothing of
+//! the protected application.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use switchyard_table::{ActionSpec, DirectResponse};
+
+use crate::model::Draft;
+use crate::objects::ResourceKey;
+use crate::status::{ConditionKind, Reason, Status, StatusBook};
+
+/// The annotation by which a resource's owner accepts to lose named access-control fields:
+/// `"<field>,<field>"`, each as the status names it (an ingress-nginx annotation may also be named
+/// without its prefix).
+pub const WAIVER: &str = "switchyard.io/serve-without-access-control";
+
+/// One access-control field a resource carries.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Field {
+    /// The field as its manifest writes it: `nginx.ingress.kubernetes.io/auth-url`,
+    /// `spec.virtualhost.authorization`, `spec.routes[0].policies`, `configmap/global-auth-url`.
+    pub name: String,
+    /// Another name the waiver may give it (an annotation without its prefix).
+    pub short: Option<String>,
+    /// Which rules it protects.
+    pub reach: Reach,
+    /// What it asks for, for the status (`Policy default/allow-office`).
+    pub detail: Option<String>,
+}
+
+/// Which rules a field protects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reach {
+    /// The rules of the resource that carries it.
+    OwnRules,
+    /// Every rule its processor drafts on the hosts of that resource's rules (or of the rules it
+    /// claims: an HTTPProxy root's includes).
+    Host,
+}
+
+impl Field {
+    /// A field that reaches `reach`, with nothing more to say.
+    pub fn new(name: impl Into<String>, reach: Reach) -> Field {
+        Field {
+            name: name.into(),
+            short: None,
+            reach,
+            detail: None,
+        }
+    }
+
+    /// The same field, saying what it asks for.
+    pub fn saying(mut self, detail: impl Into<String>) -> Field {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The same field, which the waiver may also name `short`.
+    pub fn or_named(mut self, short: impl Into<String>) -> Field {
+        self.short = Some(short.into());
+        self
+    }
+
+    fn named_by(&self, word: &str) -> bool {
+        self.name == word || self.short.as_deref() == Some(word)
+    }
+
+    fn described(&self) -> String {
+        match &self.detail {
+            Some(detail) => format!("{} ({detail})", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// A value that asks for nothing: absent, null, empty or blank.
+pub fn is_set(value: Option<&serde_json::Value>) -> bool {
+    match value {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::String(s)) => !s.trim().is_empty(),
+        Some(serde_json::Value::Array(items)) => !items.is_empty(),
+        Some(serde_json::Value::Object(map)) => !map.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// The fields a resource carries that are not waived, by resource; what [`Guard::apply`] denies.
+#[derive(Debug, Default)]
+pub struct Guard {
+    denied: BTreeMap<ResourceKey, Vec<Field>>,
+}
+
+impl Guard {
+    /// Weighs the `fields` resource `key` carries against its waiver (read from `meta`), and records
+    /// the outcome on its status: `AccessControlNotEnforced` (an error) for each field not waived,
+    /// `AccessControlWaived` (a warning) for each waived one, and a note for a waiver that names a
+    /// field the resource does not carry. `status` is the resource's status if it has none yet.
+    pub fn judge(
+        &mut self,
+        key: &ResourceKey,
+        meta: &ObjectMeta,
+        fields: Vec<Field>,
+        book: &mut StatusBook,
+        status: Status,
+    ) {
+        let waived = waiver_of(meta);
+        let kind = key.kind;
+        let mut denied = Vec::new();
+        let mut used = vec![false; waived.len()];
+        for field in fields {
+            if let Some(i) = waived.iter().position(|w| field.named_by(w)) {
+                used[i] = true;
+                let message = format!(
+                    "{} is not enforced by this gateway, and {WAIVER} waives it: this {kind} is served WITHOUT it",
+                    field.described()
+                );
+                book.add(key, status, ConditionKind::Warning, Reason::AccessControlWaived, message);
+                continue;
+            }
+            let reach = match field.reach {
+                Reach::OwnRules => format!("the rules of this {kind}"),
+                Reach::Host => format!("the rules of this {kind}'s hosts"),
+            };
+            let message = format!(
+                "{} is not enforced by this gateway: {reach} answer 403 until it is, or until the resource's \
+                 owner names it in the annotation {WAIVER} (ROUTING.md §9)",
+                field.described(),
+            );
+            book.error(key, status, Reason::AccessControlNotEnforced, message);
+            denied.push(field);
+        }
+        for (word, _) in waived.iter().zip(used).filter(|(_, used)| !used) {
+            let message = format!("{WAIVER} names {word:?}, which this {kind} does not carry: it waives nothing");
+            book.add(key, status, ConditionKind::Info, Reason::AccessControlWaived, message);
+        }
+        if !denied.is_empty() {
+            self.denied.entry(key.clone()).or_default().extend(denied);
+        }
+    }
+
+    /// Whether nothing is denied.
+    pub fn is_empty(&self) -> bool {
+        self.denied.is_empty()
+    }
+
+    /// Turns every rule a denied field protects into a 403 naming the fields: the rules of a
+    /// resource with a field of [`Reach::OwnRules`], and every rule on the hosts of a resource
+    /// with one of [`Reach::Host`] (as the rules' owner or their claimant).
+    pub fn apply(&self, drafts: &mut [Draft]) {
+        if self.denied.is_empty() {
+            return;
+        }
+        let mut by_host: BTreeMap<Option<String>, BTreeSet<&Field>> = BTreeMap::new();
+        for draft in drafts.iter() {
+            for key in [&draft.owner, &draft.claimant] {
+                let host_wide = (self.denied.get(key).into_iter().flatten()).filter(|f| f.reach == Reach::Host);
+                for field in host_wide {
+                    by_host.entry(draft.rule.host.clone()).or_default().insert(field);
+                }
+            }
+        }
+        for draft in drafts.iter_mut() {
+            if !matches!(draft.rule.action, ActionSpec::Route(_)) {
+                continue;
+            }
+            let mut fields: BTreeSet<&Field> = by_host.get(&draft.rule.host).cloned().unwrap_or_default();
+            let own = self.denied.get(&draft.owner).into_iter().flatten();
+            fields.extend(own.filter(|f| f.reach == Reach::OwnRules));
+            if !fields.is_empty() {
+                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                draft.rule.action = forbidden(&names);
+            }
+        }
+    }
+}
+
+/// The 403 a rule answers while the access-control `fields` that protect it are not enforced.
+pub fn forbidden(fields: &[&str]) -> ActionSpec {
+    let verb = if fields.len() == 1 { "is" } else { "are" };
+    ActionSpec::DirectResponse(DirectResponse {
+        status: 403,
+        body: Some(format!("{} {verb} not enforced by this gateway\n", fields.join(", "))),
+        ..DirectResponse::default()
+    })
+}
+
+/// The fields the waiver annotation names, trimmed, in order, each once.
+fn waiver_of(meta: &ObjectMeta) -> Vec<String> {
+    let value = meta.annotations.as_ref().and_then(|a| a.get(WAIVER));
+    let mut words: Vec<String> = Vec::new();
+    for word in value.into_iter().flat_map(|v| v.split(',')).map(str::trim) {
+        if !word.is_empty() && !words.iter().any(|w| w == word) {
+            words.push(word.to_owned());
+        }
+    }
+    words
+}
