@@ -17,11 +17,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
 use switchyard_table::{ActionSpec, DirectResponse};
 
 use crate::model::Draft;
 use crate::objects::ResourceKey;
-use crate::status::{ConditionKind, Reason, Status, StatusBook};
+use crate::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
 
 /// The annotation by which a resource's owner accepts to lose named access-control fields:
 /// `"<field>,<field>"`, each as the status names it (an ingress-nginx annotation may also be named
@@ -128,7 +129,11 @@ impl Guard {
                     "{} is not enforced by this gateway, and {WAIVER} waives it: this {kind} is served WITHOUT it",
                     field.described()
                 );
-                book.add(key, status, ConditionKind::Warning, Reason::AccessControlWaived, message);
+                book.add_condition(
+                    key,
+                    status,
+                    condition(ConditionKind::Warning, Reason::AccessControlWaived, &field, message),
+                );
                 continue;
             }
             let reach = match field.reach {
@@ -140,12 +145,19 @@ impl Guard {
                  owner names it in the annotation {WAIVER} (ROUTING.md §9)",
                 field.described(),
             );
-            book.error(key, status, Reason::AccessControlNotEnforced, message);
+            let about = condition(ConditionKind::Error, Reason::AccessControlNotEnforced, &field, message);
+            book.add_condition(key, status, about);
             denied.push(field);
         }
         for (word, _) in waived.iter().zip(used).filter(|(_, used)| !used) {
             let message = format!("{WAIVER} names {word:?}, which this {kind} does not carry: it waives nothing");
-            book.add(key, status, ConditionKind::Info, Reason::AccessControlWaived, message);
+            book.add(
+                key,
+                status,
+                ConditionKind::Warning,
+                Reason::AccessControlWaived,
+                message,
+            );
         }
         if !denied.is_empty() {
             self.denied.entry(key.clone()).or_default().extend(denied);
@@ -196,6 +208,95 @@ pub fn forbidden(fields: &[&str]) -> ActionSpec {
         body: Some(format!("{} {verb} not enforced by this gateway\n", fields.join(", "))),
         ..DirectResponse::default()
     })
+}
+
+/// A condition about `field`.
+fn condition(kind: ConditionKind, reason: Reason, field: &Field, message: String) -> Condition {
+    Condition {
+        kind,
+        reason,
+        message,
+        field: Some(field.name.clone()),
+    }
+}
+
+/// ROUTING.md §9's part of the migration report: the resources whose rules answer 403 (blocking,
+/// listed first), and those served without a field their owner waived, each with its fields, in
+/// the report's order.
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AccessReport {
+    /// The resources whose protected rules answer 403, with the fields not enforced.
+    pub blocked: Vec<AccessEntry>,
+    /// The resources served without fields their owners waived.
+    pub waived: Vec<AccessEntry>,
+}
+
+/// One resource of an [`AccessReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessEntry {
+    /// `Kind namespace/name`.
+    pub resource: String,
+    /// The fields.
+    pub fields: Vec<String>,
+}
+
+impl AccessReport {
+    /// The report of `statuses`.
+    pub fn of(statuses: &[ResourceStatus]) -> AccessReport {
+        let mut report = AccessReport::default();
+        for status in statuses {
+            let fields = |reason: Reason| -> Vec<String> {
+                (status.conditions.iter())
+                    .filter(|c| c.reason == reason)
+                    .filter_map(|c| c.field.clone())
+                    .collect()
+            };
+            let name = match status.namespace.is_empty() {
+                true => format!("{} {}", status.kind, status.name),
+                false => format!("{} {}/{}", status.kind, status.namespace, status.name),
+            };
+            let blocked = fields(Reason::AccessControlNotEnforced);
+            if !blocked.is_empty() {
+                report.blocked.push(AccessEntry {
+                    resource: name.clone(),
+                    fields: blocked,
+                });
+            }
+            let waived = fields(Reason::AccessControlWaived);
+            if !waived.is_empty() {
+                report.waived.push(AccessEntry {
+                    resource: name,
+                    fields: waived,
+                });
+            }
+        }
+        report
+    }
+
+    /// The report as the summary's lines (nothing when no resource carries an access control).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if !self.blocked.is_empty() {
+            out.push_str(&format!(
+                "  BLOCKING: {} resource(s) answer 403: they ask for access controls this gateway does not enforce \
+                 (ROUTING.md §9); enforce them elsewhere and name the fields in {WAIVER} to serve them:\n",
+                self.blocked.len()
+            ));
+            for entry in &self.blocked {
+                out.push_str(&format!("    {}: {}\n", entry.resource, entry.fields.join(", ")));
+            }
+        }
+        if !self.waived.is_empty() {
+            out.push_str(&format!(
+                "  served WITHOUT access controls their owners waived ({}):\n",
+                self.waived.len()
+            ));
+            for entry in &self.waived {
+                out.push_str(&format!("    {}: {}\n", entry.resource, entry.fields.join(", ")));
+            }
+        }
+        out
+    }
 }
 
 /// The fields the waiver annotation names, trimmed, in order, each once.

@@ -22,7 +22,8 @@ use switchyard_table::{
 use crate::access::{is_set, Field, Guard, Reach};
 use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder};
 use crate::objects::{
-    key_of, Age, HTTPProxy, HTTPProxySpec, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch, ResourceKey,
+    key_of, Age, HTTPProxy, HTTPProxySpec, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch,
+    ResourceKey,
 };
 use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
@@ -121,7 +122,13 @@ impl<'a> HTTPProxyProcessor<'a> {
         let mut guard = Guard::default();
         for (key, proxy) in &forest.eligible {
             let status = self.inputs.book.get(key).unwrap_or(Status::Valid);
-            guard.judge(key, &proxy.metadata, access_fields(&proxy.spec), self.inputs.book, status);
+            guard.judge(
+                key,
+                &proxy.metadata,
+                access_fields(&proxy.spec),
+                self.inputs.book,
+                status,
+            );
         }
         let unroutable = self.unroutable;
         let mut drafts: Vec<Draft> = self

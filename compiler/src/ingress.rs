@@ -23,8 +23,8 @@ use switchyard_table::{ActionSpec, Backend, ConditionSpec, PathSpec, RouteAction
 
 use crate::access::{Field, Guard, Reach, WAIVER};
 use crate::annotations::IngressAnnotations;
-use crate::ingress_nginx::access;
 use crate::collisions::Claim;
+use crate::ingress_nginx::access;
 use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder, Options};
 use crate::objects::Objects;
 use crate::objects::{key_of, Age, Kind, ResourceKey};
@@ -165,7 +165,9 @@ impl<'a> IngressProcessor<'a> {
     /// 403 while one is not waived. Each reaches the Ingress's own rules only: Ingresses that share a
     /// host are separate resources here.
     fn guard(&mut self, key: &ResourceKey, ingress: &Ingress, first: usize) {
-        let Some(annotations) = &ingress.metadata.annotations else { return };
+        let Some(annotations) = &ingress.metadata.annotations else {
+            return;
+        };
         let prefix = &self.inputs.options.ingress_nginx.annotations_prefix;
         let fields: Vec<Field> = access::fields(annotations, prefix, &[])
             .into_iter()

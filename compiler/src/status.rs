@@ -394,6 +394,10 @@ pub struct Condition {
     pub reason: Reason,
     /// A sentence for a human.
     pub message: String,
+    /// The manifest field the condition is about, where one is (`nginx.ingress.kubernetes.io/auth-url`,
+    /// `spec.virtualhost.authorization`): what the migration report groups by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
 }
 
 /// The status of one resource.
@@ -462,7 +466,13 @@ impl StatusBook {
             kind,
             reason,
             message: message.into(),
+            field: None,
         };
+        self.add_condition(key, default, condition);
+    }
+
+    /// Adds `condition` (once); the resource gets `default` as its status if it has none yet.
+    pub fn add_condition(&mut self, key: &ResourceKey, default: Status, condition: Condition) {
         let entry = self.entry(key, default);
         if !entry.conditions.contains(&condition) {
             entry.conditions.push(condition);

@@ -456,7 +456,12 @@ impl<'a> VirtualServerProcessor<'a> {
 /// objects, so it cannot tell an access control (`accessControl`, `basicAuth`, `jwt`, `oidc`,
 /// `ingressMTLS`, `apiKey`, `waf`) from another kind, nor resolve a reference: every reference denies,
 /// as NGINX denies one it cannot resolve.
-fn policy_fields(spec: Option<&serde_json::Value>, routes: &[Route], routes_at: &str, owner: &ResourceKey) -> Vec<Field> {
+fn policy_fields(
+    spec: Option<&serde_json::Value>,
+    routes: &[Route],
+    routes_at: &str,
+    owner: &ResourceKey,
+) -> Vec<Field> {
     let mut fields = Vec::new();
     let mut add = |value: Option<&serde_json::Value>, name: String, reach: Reach| {
         if is_set(value) {
@@ -468,7 +473,11 @@ fn policy_fields(spec: Option<&serde_json::Value>, routes: &[Route], routes_at: 
     };
     add(spec, "spec.policies".to_owned(), Reach::Host);
     for (i, route) in routes.iter().enumerate() {
-        add(route.policies.as_ref(), format!("spec.{routes_at}[{i}].policies"), Reach::OwnRules);
+        add(
+            route.policies.as_ref(),
+            format!("spec.{routes_at}[{i}].policies"),
+            Reach::OwnRules,
+        );
     }
     fields
 }

@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use switchyard_table::RouteTable;
 
 use crate::flags::{L4Args, TableArgs, TableEncoding};
+use switchyard_compiler::access::AccessReport;
 use switchyard_compiler::ingress_nginx::annotations::not_honored_annotation;
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
@@ -223,6 +224,7 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         "switchyard compile: read {objects} objects from {} file(s)\n",
         loaded.files
     );
+    out.push_str(&AccessReport::of(&compiled.statuses).render());
     for line in summarize(&compiled.statuses) {
         out.push_str(&format!("  {line}\n"));
     }
@@ -254,8 +256,15 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         .flat_map(|s| {
             s.conditions
                 .iter()
-                // Counted by annotation below, not listed Ingress by Ingress.
-                .filter(|c| c.reason != Reason::AnnotationNotHonored)
+                // Counted by annotation below, not listed Ingress by Ingress; the access controls
+                // are listed first, by resource.
+                .filter(|c| {
+                    !matches!(
+                        c.reason,
+                        Reason::AnnotationNotHonored | Reason::AccessControlNotEnforced
+                    )
+                })
+                .filter(|c| !(c.reason == Reason::AccessControlWaived && c.field.is_some()))
                 .filter(|c| {
                     c.kind == ConditionKind::Error
                         || c.kind == ConditionKind::Warning

@@ -56,8 +56,9 @@ pub fn fields(annotations: &BTreeMap<String, String>, prefix: &str, configmap: &
         if key == "global-auth-url" && !global_auth {
             continue;
         }
-        let field = Field::new(format!("configmap/{key}"), Reach::OwnRules)
-            .saying(format!("ingress-nginx's ConfigMap sets {key}: {value:?} for every Ingress"));
+        let field = Field::new(format!("configmap/{key}"), Reach::OwnRules).saying(format!(
+            "ingress-nginx's ConfigMap sets {key}: {value:?} for every Ingress"
+        ));
         out.push(field);
     }
     out
@@ -70,10 +71,18 @@ mod tests {
     const P: &str = "nginx.ingress.kubernetes.io";
 
     fn names(annotations: &[(&str, &str)], configmap: &[(&str, &str)]) -> Vec<String> {
-        let annotations = annotations.iter().map(|(k, v)| (format!("{P}/{k}"), (*v).to_owned())).collect();
-        let configmap: Vec<(String, String)> =
-            configmap.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        fields(&annotations, P, &configmap).into_iter().map(|f| f.name).collect()
+        let annotations = annotations
+            .iter()
+            .map(|(k, v)| (format!("{P}/{k}"), (*v).to_owned()))
+            .collect();
+        let configmap: Vec<(String, String)> = configmap
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        fields(&annotations, P, &configmap)
+            .into_iter()
+            .map(|f| f.name)
+            .collect()
     }
 
     #[test]

@@ -65,11 +65,11 @@ impl ControllerConfig {
                     true
                 }
                 key if super::access::CONFIGMAP_KEYS.contains(&key) => {
-                if !value.is_empty() {
-                    out.access.push((key.to_owned(), value.to_owned()));
+                    if !value.is_empty() {
+                        out.access.push((key.to_owned(), value.to_owned()));
+                    }
+                    true
                 }
-                true
-            }
                 _ => false,
             };
             if !ok {
@@ -131,8 +131,15 @@ mod tests {
 
     #[test]
     fn access_control_keys_are_kept_not_listed_as_not_honoured() {
-        let c = read(&[("whitelist-source-range", "10.0.0.0/8"), ("block-user-agents", ""), ("gzip-level", "5")]);
-        assert_eq!(c.access, [("whitelist-source-range".to_owned(), "10.0.0.0/8".to_owned())]);
+        let c = read(&[
+            ("whitelist-source-range", "10.0.0.0/8"),
+            ("block-user-agents", ""),
+            ("gzip-level", "5"),
+        ]);
+        assert_eq!(
+            c.access,
+            [("whitelist-source-range".to_owned(), "10.0.0.0/8".to_owned())]
+        );
         assert_eq!(c.not_honored, ["gzip-level"]);
     }
 

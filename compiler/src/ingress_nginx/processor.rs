@@ -16,11 +16,11 @@ use switchyard_table::{ActionSpec, Backend, DirectResponse, RouteAction, RuleSpe
 
 use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations};
-use crate::access::Guard;
 use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
 use super::server::{self, Member, Server};
+use crate::access::Guard;
 use crate::collisions::{loses_everything, record_all_hosts_taken, record_host_taken, HostWinners};
 use crate::ingress::{backend_cluster, NoCluster};
 use crate::l4::L4Routes;
@@ -47,7 +47,12 @@ impl Processor for IngressNginxServers {
 fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
     let prefix = inputs.options.ingress_nginx.annotations_prefix.clone();
     let (members, canaries) = members(ingresses, &prefix, inputs.book);
-    let guard = guard(&members, &prefix, &inputs.options.ingress_nginx_config.access, inputs.book);
+    let guard = guard(
+        &members,
+        &prefix,
+        &inputs.options.ingress_nginx_config.access,
+        inputs.book,
+    );
     let servers = server::gather(&members, &canaries, inputs.book);
     let settings: Vec<CanarySettings> = canaries
         .iter()

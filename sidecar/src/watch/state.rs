@@ -372,6 +372,9 @@ impl State {
         serde_json::json!({
             "ready": readiness.is_ok(),
             "reason": match &readiness { Ok(s) | Err(s) => s },
+            // ROUTING.md §9, first in the migration report: what answers 403, and what is served
+            // without an access control its owner waived.
+            "access": switchyard_compiler::access::AccessReport::of(&self.statuses),
             "not_ready": not_ready,
             "generation": self.tables_pushed,
             "table": self.table_hash,

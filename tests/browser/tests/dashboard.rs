@@ -534,6 +534,50 @@ async fn a_broken_manifest_shows_its_error() {
     browser.close().await;
 }
 
+/// ROUTING.md §9 on the dashboard: an Ingress with an access control this gateway does not enforce
+/// is listed first among the problems, with its field, as /status lists it; once its owner waives
+/// the field it moves to the waived list.
+#[tokio::test(flavor = "current_thread")]
+async fn an_access_control_not_enforced_is_shown_as_blocking_then_as_waived() {
+    let protected = INGRESS.replace("HOST", "admin.example").replace(
+        "metadata: {name: web, namespace: shop}",
+        "metadata:\n  name: web\n  namespace: shop\n  annotations: {nginx.ingress.kubernetes.io/whitelist-source-range: 10.0.0.0/8}",
+    );
+    let watch = Watch::start(&[("web.yaml".into(), protected.clone())], &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let listed = |id: &str| {
+        format!(
+            "const p = document.getElementById('{id}'); \
+             return p !== null && [...p.querySelectorAll('li.access')].map(li => li.textContent);"
+        )
+    };
+    let blocked = browser.until("the blocked list", &listed("access-blocked")).await;
+    let field = "nginx.ingress.kubernetes.io/whitelist-source-range";
+    assert_eq!(blocked, json!([format!("Ingress shop/web: {field}")]));
+    assert_eq!(
+        status(&watch)["access"]["blocked"],
+        json!([{"resource": "Ingress shop/web", "fields": [field]}])
+    );
+    let first = "return document.querySelector('#problems > div').id;";
+    assert_eq!(browser.js(first, vec![]).await, "access-blocked", "listed first");
+
+    let waived = protected.replace(
+        "annotations: {",
+        "annotations: {switchyard.io/serve-without-access-control: whitelist-source-range, ",
+    );
+    watch.write("web.yaml", waived);
+    let shown = browser.until("the waived list", &listed("access-waived")).await;
+    assert_eq!(shown, json!([format!("Ingress shop/web: {field}")]));
+    assert_eq!(
+        browser
+            .js("return document.getElementById('access-blocked');", vec![])
+            .await,
+        Value::Null
+    );
+    browser.close().await;
+}
+
 /// The L4 tables as the page shows them, once there are two: (caption, rows of cell texts).
 const PAGE_L4: &str = "const tables = [...document.querySelectorAll('#l4-routes table')].map(t => \
       [t.caption.textContent, [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent))]); \

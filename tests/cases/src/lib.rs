@@ -21,4 +21,6 @@ mod ingress_nginx;
 
 pub use builder::{rule, RuleBuilder};
 pub use corpus::{routing_cases, Case, Order, Probe};
-pub use ingress_nginx::{access_control_cases, ingress_nginx_cases, manifest_cases, NginxCase, NginxProbe, Want, WantCondition};
+pub use ingress_nginx::{
+    access_control_cases, ingress_nginx_cases, manifest_cases, NginxCase, NginxProbe, Want, WantCondition,
+};

@@ -7,7 +7,8 @@
 //! - Ingress events (events.k8s.io/v1): `Rejected`, `HostTaken`, `PathTaken`, `PathLooksLikeRegex`,
 //!   and on ingress-nginx's Ingresses (ROUTING.md §7) `AnnotationNotHonored`, `AnnotationInvalid`,
 //!   `PathRegexUnsupported`, `AliasTaken`, `AliasWildcardDepth` and the canaries'
-//!   `CanaryWithoutMain`, `CanaryTaken`, `CanaryIsMain` (the migration report, in `kubectl describe
+//!   `CanaryWithoutMain`, `CanaryTaken`, `CanaryIsMain`, and on every Ingress ROUTING.md §9's
+//!   `AccessControlNotEnforced` and `AccessControlWaived` (the migration report, in `kubectl describe
 //!   ingress`), one per distinct message, written by us under a name derived from the Ingress's
 //!   uid, the reason and the note, so a restart finds them (`409 AlreadyExists`) instead of adding
 //!   copies.
@@ -67,6 +68,8 @@ pub fn is_ingress_event(reason: Reason) -> bool {
             | Reason::CanaryWithoutMain
             | Reason::CanaryTaken
             | Reason::CanaryIsMain
+            | Reason::AccessControlNotEnforced
+            | Reason::AccessControlWaived
     )
 }
 
@@ -476,6 +479,7 @@ mod tests {
                     kind: *k,
                     reason: *r,
                     message: (*m).into(),
+                    field: None,
                 })
                 .collect(),
         }

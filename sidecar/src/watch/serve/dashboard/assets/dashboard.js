@@ -81,7 +81,7 @@ function objectTable(caption, rows, firstColumn) {
 // ---- overview --------------------------------------------------------------------------------
 
 // /status fields drawn in their own places; every other field is listed as it comes.
-const DRAWN = new Set(["resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log", "l4"]);
+const DRAWN = new Set(["access", "resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log", "l4"]);
 
 function renderOverview(status) {
   const summary = [
@@ -98,6 +98,19 @@ function renderOverview(status) {
   replace("status-fields", fields.map((k) => [el("dt", {}, k), el("dd", { "data-field": k }, value(status[k]))]));
 
   const problems = [];
+  // ROUTING.md §9 first: the resources whose rules answer 403, then those served without an access
+  // control their owners waived.
+  const access = status.access || { blocked: [], waived: [] };
+  for (const [key, id, caption, cls] of [
+    ["blocked", "access-blocked", "Answering 403: access controls this gateway does not enforce", "problem"],
+    ["waived", "access-waived", "Served without access controls their owners waived", "problem warning"]]) {
+    if ((access[key] || []).length) {
+      problems.push(el("div", { class: cls, id, role: key === "blocked" ? "alert" : null },
+        el("h3", {}, caption),
+        el("ul", {}, access[key].map((a) => el("li", { class: "access" },
+          el("strong", {}, a.resource), ": ", a.fields.map((f, i) => [i ? ", " : "", el("code", {}, f)]))))));
+    }
+  }
   if ((status.errors || []).length) {
     problems.push(el("div", { class: "problem", id: "source-errors", role: "alert" },
       el("h3", {}, "Input that could not be read"),
