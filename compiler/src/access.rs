@@ -310,3 +310,207 @@ fn waiver_of(meta: &ObjectMeta) -> Vec<String> {
     }
     words
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use switchyard_table::{Backend, PathSpec, RouteAction, RuleSpec};
+
+    use super::*;
+    use crate::model::{Claiming, HostOrder};
+    use crate::objects::{Age, Kind};
+
+    fn key(name: &str) -> ResourceKey {
+        ResourceKey {
+            kind: Kind::HTTPProxy,
+            namespace: "default".into(),
+            name: name.into(),
+        }
+    }
+
+    fn meta(waiver: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            annotations: waiver.map(|w| BTreeMap::from([(WAIVER.to_owned(), w.to_owned())])),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn draft(owner: &str, claimant: &str, host: &str, cluster: &str) -> Draft {
+        let age = Arc::new(Age::of(Kind::HTTPProxy, &ObjectMeta::default()));
+        Draft {
+            owner: key(owner),
+            age: age.clone(),
+            position: 0,
+            claimant: key(claimant),
+            claimant_age: age,
+            rule: RuleSpec {
+                name: format!("{owner}#0"),
+                host: Some(host.into()),
+                path: PathSpec::Prefix("/".into()),
+                conditions: Vec::new(),
+                action: ActionSpec::Route(RouteAction {
+                    backends: vec![Backend {
+                        cluster: cluster.into(),
+                        weight: 1,
+                    }],
+                    rewrite_prefix: None,
+                    rewrite_regex: None,
+                    set_headers: Vec::new(),
+                    remove_headers: Vec::new(),
+                    canary: None,
+                }),
+            },
+            order: HostOrder::General,
+            claiming: Claiming::Contends,
+        }
+    }
+
+    fn status_of(drafts: &[Draft]) -> Vec<u16> {
+        drafts
+            .iter()
+            .map(|d| match &d.rule.action {
+                ActionSpec::DirectResponse(r) => r.status,
+                _ => 200,
+            })
+            .collect()
+    }
+
+    fn reasons(book: StatusBook) -> Vec<(Reason, Option<String>)> {
+        let statuses = book.finish();
+        statuses
+            .iter()
+            .flat_map(|s| s.conditions.iter().map(|c| (c.reason, c.field.clone())))
+            .collect()
+    }
+
+    #[test]
+    fn a_field_not_waived_turns_its_resources_routes_into_403s_naming_it() {
+        let (mut guard, mut book) = (Guard::default(), StatusBook::default());
+        let field = Field::new("spec.routes[0].ipAllowPolicy", Reach::OwnRules);
+        guard.judge(&key("a"), &meta(None), vec![field], &mut book, Status::Valid);
+        let mut drafts = vec![draft("a", "a", "a.example", "c1"), draft("b", "b", "b.example", "c2")];
+        guard.apply(&mut drafts);
+        assert_eq!(status_of(&drafts), [403, 200]);
+        let ActionSpec::DirectResponse(reply) = &drafts[0].rule.action else {
+            unreachable!()
+        };
+        assert_eq!(
+            reply.body.as_deref(),
+            Some("spec.routes[0].ipAllowPolicy is not enforced by this gateway\n")
+        );
+        assert_eq!(
+            reasons(book),
+            [(
+                Reason::AccessControlNotEnforced,
+                Some("spec.routes[0].ipAllowPolicy".into())
+            )]
+        );
+    }
+
+    #[test]
+    fn a_host_wide_field_protects_the_rules_it_claims_and_others_on_its_host() {
+        let (mut guard, mut book) = (Guard::default(), StatusBook::default());
+        let field = Field::new("spec.virtualhost.authorization", Reach::Host);
+        guard.judge(&key("root"), &meta(None), vec![field], &mut book, Status::Valid);
+        // A child's rule claimed by the root, and a rule of another resource on another host.
+        let mut drafts = vec![
+            draft("child", "root", "a.example", "c1"),
+            draft("other", "other", "b.example", "c2"),
+        ];
+        guard.apply(&mut drafts);
+        assert_eq!(status_of(&drafts), [403, 200]);
+    }
+
+    #[test]
+    fn the_waiver_serves_exactly_the_fields_it_names() {
+        let (mut guard, mut book) = (Guard::default(), StatusBook::default());
+        let fields = vec![
+            Field::new("nginx.ingress.kubernetes.io/auth-url", Reach::OwnRules).or_named("auth-url"),
+            Field::new("nginx.ingress.kubernetes.io/satisfy", Reach::OwnRules).or_named("satisfy"),
+        ];
+        guard.judge(
+            &key("a"),
+            &meta(Some(" auth-url ,typo")),
+            fields,
+            &mut book,
+            Status::Valid,
+        );
+        let mut drafts = vec![draft("a", "a", "a.example", "c1")];
+        guard.apply(&mut drafts);
+        let ActionSpec::DirectResponse(reply) = &drafts[0].rule.action else {
+            unreachable!()
+        };
+        assert_eq!(
+            reply.body.as_deref(),
+            Some("nginx.ingress.kubernetes.io/satisfy is not enforced by this gateway\n")
+        );
+        let mut got = reasons(book);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                (
+                    Reason::AccessControlNotEnforced,
+                    Some("nginx.ingress.kubernetes.io/satisfy".into())
+                ),
+                (Reason::AccessControlWaived, None),
+                (
+                    Reason::AccessControlWaived,
+                    Some("nginx.ingress.kubernetes.io/auth-url".into())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_field_waived_serves_the_resource() {
+        let (mut guard, mut book) = (Guard::default(), StatusBook::default());
+        let field = Field::new("spec.policies", Reach::Host);
+        guard.judge(
+            &key("a"),
+            &meta(Some("spec.policies")),
+            vec![field],
+            &mut book,
+            Status::Valid,
+        );
+        assert!(guard.is_empty());
+        let mut drafts = vec![draft("a", "a", "a.example", "c1")];
+        guard.apply(&mut drafts);
+        assert_eq!(status_of(&drafts), [200]);
+    }
+
+    #[test]
+    fn a_local_reply_is_left_as_it_is() {
+        let (mut guard, mut book) = (Guard::default(), StatusBook::default());
+        guard.judge(
+            &key("a"),
+            &meta(None),
+            vec![Field::new("f", Reach::OwnRules)],
+            &mut book,
+            Status::Valid,
+        );
+        let mut drafts = vec![draft("a", "a", "a.example", "c1")];
+        drafts[0].rule.action = crate::services::service_unavailable();
+        guard.apply(&mut drafts);
+        assert_eq!(status_of(&drafts), [503]);
+    }
+
+    #[test]
+    fn only_a_value_that_asks_for_something_is_set() {
+        use serde_json::json;
+        for unset in [
+            None,
+            Some(json!(null)),
+            Some(json!("  ")),
+            Some(json!([])),
+            Some(json!({})),
+        ] {
+            assert!(!is_set(unset.as_ref()), "{unset:?}");
+        }
+        for set in [json!(false), json!([{"cidr": "10.0.0.0/8"}]), json!({"disabled": true})] {
+            assert!(is_set(Some(&set)), "{set}");
+        }
+    }
+}
