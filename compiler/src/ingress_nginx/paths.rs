@@ -42,13 +42,19 @@ pub struct IngressAge<'a> {
     pub name: &'a str,
 }
 
-/// §7.2: oldest first; on equal timestamps `namespace/name` **descending** (ingress-nginx's own
-/// order). An Ingress without a timestamp counts as the oldest (as Go's zero time).
+/// §7.2: oldest first; on equal timestamps the one string `namespace/name` **descending**
+/// (ingress-nginx's `sortIngressSlice` compares `fmt.Sprintf("%v/%v", Namespace, Name)`, so `team/api`
+/// sorts above `team-b/api`: `/` is 0x2f, `-` 0x2d). An Ingress without a timestamp counts as the
+/// oldest (as Go's zero time).
 pub fn ingress_order(a: &IngressAge<'_>, b: &IngressAge<'_>) -> Ordering {
     let stamp = |x: &IngressAge<'_>| x.created.unwrap_or((i64::MIN, 0));
-    stamp(a)
-        .cmp(&stamp(b))
-        .then_with(|| (b.namespace, b.name).cmp(&(a.namespace, a.name)))
+    stamp(a).cmp(&stamp(b)).then_with(|| joined(b).cmp(joined(a)))
+}
+
+/// The bytes of `namespace/name`, without building the string.
+fn joined<'a>(age: &IngressAge<'a>) -> impl Iterator<Item = u8> + 'a {
+    let (namespace, name) = (age.namespace.bytes(), age.name.bytes());
+    namespace.chain(std::iter::once(b'/')).chain(name)
 }
 
 /// §7.4: the order locations are tried in regex mode: longest path string first, equal lengths in
@@ -126,6 +132,19 @@ mod tests {
         list.sort_by(ingress_order);
         let names: Vec<_> = list.iter().map(|a| format!("{}/{}", a.namespace, a.name)).collect();
         assert_eq!(names, ["b/a", "a/b", "a/a", "a/x"]);
+    }
+
+    #[test]
+    fn equal_timestamps_compare_namespace_slash_name_as_one_string() {
+        let age = |ns: &'static str| IngressAge {
+            created: Some((1, 0)),
+            namespace: ns,
+            name: "api",
+        };
+        // As a pair, `team` < `team-b`; as strings, `team/api` > `team-b/api` (`/` 0x2f, `-` 0x2d).
+        let mut list = [age("team-b"), age("team")];
+        list.sort_by(ingress_order);
+        assert_eq!(list.map(|a| a.namespace), ["team", "team-b"]);
     }
 
     #[test]

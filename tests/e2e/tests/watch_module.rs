@@ -14,9 +14,9 @@ use std::time::Duration;
 use switchyard_e2e::{module_name, required_path, EcdsFile, FilterForm};
 use watch_setup::{ingress, Setup};
 
-/// How long a manifest change may take to reach routing (the wasm filter's bound is 1 s; a debug
-/// sidecar beside a busy build gets some slack).
-const FOLLOW_WITHIN: Duration = Duration::from_secs(5);
+/// How long a test waits for a manifest change to reach routing (a bound a busy machine does not
+/// reach by accident; the latency is a benchmark's figure).
+const FOLLOW_WITHIN: Duration = Duration::from_secs(30);
 
 /// The watch writes the module's ECDS file for `form` (JSON or binary, `file`), Envoy takes it, and
 /// routing follows a manifest change.

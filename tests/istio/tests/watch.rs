@@ -478,7 +478,8 @@ async fn the_watch_routes_through_istiod(sink: Sink) {
         p50.as_millis(),
         max.as_millis()
     );
-    assert!(max < Duration::from_secs(10), "{kind}: {samples:?}");
+    // Every change routed (the loop above waited at most PATIENCE each); the latency is the figure above.
+    assert!(max < PATIENCE, "{kind}: {samples:?}");
 
     // The sink object deleted: applied again, routing back.
     let started = Instant::now();
