@@ -27,6 +27,9 @@ pub struct Loaded {
     /// The `data` of every `v1` ConfigMap, by namespace and name: ingress-nginx's ConfigMap
     /// (ROUTING.md §7.8) is one of them. Counted in `skipped` too (no kind of the compiler's).
     pub config_maps: BTreeMap<(String, String), BTreeMap<String, String>>,
+    /// The documents and objects [`read_paths`] could not read, each with its file, object and
+    /// field: the rest was read around them.
+    pub errors: Vec<LoadError>,
     /// Where each object was defined, to report duplicates.
     seen: BTreeMap<(String, String, String), String>,
 }
@@ -80,6 +83,9 @@ pub enum LoadError {
 }
 
 /// Reads files and directories (recursively: `*.yaml`, `*.yml`, `*.json`), in sorted path order.
+/// A path that cannot be read, or holds no manifest, is an error; a document or an object that does
+/// not parse or decode is not: it is listed in [`Loaded::errors`] and the rest is read (a migration
+/// dry run over a whole repository wants every problem at once).
 pub fn read_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     let mut files = Vec::new();
     for path in paths {
@@ -100,7 +106,9 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
             path: name.clone(),
             message: e.to_string(),
         })?;
-        parse_text(&text, &name, &mut loaded)?;
+        let mut errors = Vec::new();
+        read_text(&text, &name, &mut loaded, &mut errors);
+        loaded.errors.extend(errors);
         loaded.files += 1;
     }
     Ok(loaded)
@@ -141,23 +149,36 @@ fn is_manifest(path: &Path) -> bool {
     matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
 }
 
-/// Parses one file's text (YAML, possibly several documents, or JSON) into `loaded`.
+/// Parses one file's text (YAML, possibly several documents, or JSON) into `loaded`; the first
+/// document or object that does not parse or decode is the error (the others are read all the same).
 pub fn parse_text(text: &str, file: &str, loaded: &mut Loaded) -> Result<(), LoadError> {
+    let mut errors = Vec::new();
+    read_text(text, file, loaded, &mut errors);
+    errors.into_iter().next().map_or(Ok(()), Err)
+}
+
+/// Parses one file's text into `loaded`, each document or object that does not parse or decode
+/// into `errors`, and the rest read around it.
+fn read_text(text: &str, file: &str, loaded: &mut Loaded, errors: &mut Vec<LoadError>) {
     if file.ends_with(".json") {
-        let value: Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
-            file: file.to_owned(),
-            line: e.line(),
-            column: e.column(),
-            message: format!("JSON error: {e}"),
-            hint: String::new(),
-        })?;
-        return add_value(value, file, 1, loaded);
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => add_value(value, file, 1, loaded, errors),
+            Err(e) => errors.push(LoadError::Syntax {
+                file: file.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message: format!("JSON error: {e}"),
+                hint: String::new(),
+            }),
+        }
+        return;
     }
     for (start, document) in split_documents(text) {
-        let value: Value = serde_yaml::from_str(&document).map_err(|e| yaml_error(&e, file, start, &document))?;
-        add_value(value, file, start, loaded)?;
+        match serde_yaml::from_str::<Value>(&document) {
+            Ok(value) => add_value(value, file, start, loaded, errors),
+            Err(e) => errors.push(yaml_error(&e, file, start, &document)),
+        }
     }
-    Ok(())
 }
 
 /// Splits YAML text at `---` lines; returns (1-based line of the document's first line, text).
@@ -250,7 +271,32 @@ fn quote_star(line: &str) -> String {
     }
 }
 
-fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Result<(), LoadError> {
+/// Adds one document (or each item of a `List`) to `loaded`; what does not decode goes to `errors`.
+fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded, errors: &mut Vec<LoadError>) {
+    let is_list = |object: &Map<String, Value>| {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        kind == "List" || kind.ends_with("List") && object.get("items").is_some_and(Value::is_array)
+    };
+    match value {
+        Value::Object(mut object) if is_list(&object) => {
+            let items = match object.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            };
+            for item in items {
+                add_value(item, file, line, loaded, errors);
+            }
+        }
+        value => {
+            if let Err(error) = add_object(value, file, line, loaded) {
+                errors.push(error);
+            }
+        }
+    }
+}
+
+/// Adds one object to `loaded`.
+fn add_object(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Result<(), LoadError> {
     let Value::Object(mut object) = value else {
         if value.is_null() {
             return Ok(());
@@ -297,16 +343,6 @@ fn add_value(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Resu
         field: field.to_owned(),
         message,
     };
-    if kind == "List" || kind.ends_with("List") && object.get("items").is_some_and(Value::is_array) {
-        let items = match object.remove("items") {
-            Some(Value::Array(items)) => items,
-            _ => Vec::new(),
-        };
-        for item in items {
-            add_value(item, file, line, loaded)?;
-        }
-        return Ok(());
-    }
     let known = Kind::named(&kind)
         .filter(|k| k.api_version() == api_version || k.older_api_versions().contains(&api_version.as_str()));
     let Some(known) = known else {

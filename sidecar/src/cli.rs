@@ -214,7 +214,13 @@ fn run_compile(args: &CompileArgs) -> Result<(), String> {
         write_out(Some(path), &document)?;
     }
     eprint!("{}", summary(&loaded, &compiled));
-    Ok(())
+    match loaded.errors.len() {
+        0 => Ok(()),
+        n => Err(format!(
+            "{n} document(s) or object(s) could not be read (listed above as \"not read\"); the table holds \
+             everything else"
+        )),
+    }
 }
 
 /// The human summary printed on stderr.
@@ -224,6 +230,15 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         "switchyard compile: read {objects} objects from {} file(s)\n",
         loaded.files
     );
+    if !loaded.errors.is_empty() {
+        out.push_str(&format!(
+            "  not read ({}): each is left out, everything else is compiled:\n",
+            loaded.errors.len()
+        ));
+        for error in &loaded.errors {
+            out.push_str(&format!("    - {error}\n"));
+        }
+    }
     out.push_str(&AccessReport::of(&compiled.statuses).render());
     for line in summarize(&compiled.statuses) {
         out.push_str(&format!("  {line}\n"));

@@ -104,10 +104,64 @@ fn compile_fails_on_a_yaml_error_naming_the_file_and_line() {
     .unwrap();
     let out = switchyard(&["compile", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table["rules"], serde_json::json!([]), "nothing else to compile");
     let error = text(&out.stderr);
     assert!(error.contains(&format!("{}:7:", file.display())), "{error}");
     assert!(error.contains("host: \"*.net\""), "{error}");
+}
+
+/// Issue 43: a migration dry run over a folder wants every problem at once: each object that does
+/// not decode is reported (file, object, field), the rest is compiled and summarised, and the exit
+/// code says something was left out.
+#[test]
+fn compile_reports_every_object_it_cannot_decode_and_compiles_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let ingress = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: shop{extra}}}\n\
+             spec:\n  rules:\n  - host: {name}.example\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, \
+             backend: {{service: {{name: {name}, port: {{number: 80}}}}}}}}\n"
+        )
+    };
+    std::fs::write(dir.path().join("a.yaml"), ingress("good-a", "")).unwrap();
+    // An annotation written as a YAML integer, then a good object in the same file.
+    let bad_annotation = ingress("bad-annotation", ", annotations: {example.com/replicas: 3}");
+    let two = format!("{bad_annotation}---\n{}", ingress("good-b", ""));
+    std::fs::write(dir.path().join("b.yaml"), two).unwrap();
+    // A `kind: List` (kubectl get -o yaml) whose second item has a TLS host written as a map.
+    let list = "apiVersion: v1\nkind: List\nitems:\n\
+        - {apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: good-c, namespace: shop}, spec: {defaultBackend: {service: {name: c, port: {number: 80}}}}}\n\
+        - {apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: bad-tls, namespace: shop}, spec: {tls: [{hosts: [{name: x.example}]}]}}\n";
+    std::fs::write(dir.path().join("c.yaml"), list).unwrap();
+    let out = switchyard(&["compile", dir.path().to_str().unwrap()]);
+    let error = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{error}");
+    for wanted in [
+        "b.yaml:1: Ingress shop/bad-annotation: field `metadata.annotations.example.com/replicas`",
+        "c.yaml:1: Ingress shop/bad-tls: field `spec.tls[0].hosts[0]`",
+        "not read (2)",
+        "2 document(s) or object(s) could not be read",
+        "Ingress: 3 accepted",
+    ] {
+        assert!(error.contains(wanted), "{wanted:?} in:\n{error}");
+    }
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut names: Vec<&str> = table["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "Ingress/shop/good-a#0",
+            "Ingress/shop/good-b#0",
+            "Ingress/shop/good-c#0"
+        ]
+    );
 }
 
 #[test]
