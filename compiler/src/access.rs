@@ -22,7 +22,7 @@ use switchyard_table::{ActionSpec, DirectResponse};
 
 use crate::model::Draft;
 use crate::objects::ResourceKey;
-use crate::status::{Condition, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
+use crate::status::{About, ConditionKind, Reason, ResourceStatus, Status, StatusBook};
 
 /// The annotation by which a resource's owner accepts to lose named access-control fields:
 /// `"<field>,<field>"`, each as the status names it (an ingress-nginx annotation may also be named
@@ -129,10 +129,13 @@ impl Guard {
                     "{} is not enforced by this gateway, and {WAIVER} waives it: this {kind} is served WITHOUT it",
                     field.described()
                 );
-                book.add_condition(
+                let about = About::Field(field.name.clone());
+                book.add_about(
                     key,
                     status,
-                    condition(ConditionKind::Warning, Reason::AccessControlWaived, &field, message),
+                    (ConditionKind::Warning, Reason::AccessControlWaived),
+                    about,
+                    message,
                 );
                 continue;
             }
@@ -145,8 +148,14 @@ impl Guard {
                  owner names it in the annotation {WAIVER} (ROUTING.md §9)",
                 field.described(),
             );
-            let about = condition(ConditionKind::Error, Reason::AccessControlNotEnforced, &field, message);
-            book.add_condition(key, status, about);
+            let about = About::Field(field.name.clone());
+            book.add_about(
+                key,
+                status,
+                (ConditionKind::Error, Reason::AccessControlNotEnforced),
+                about,
+                message,
+            );
             denied.push(field);
         }
         for (word, _) in waived.iter().zip(used).filter(|(_, used)| !used) {
@@ -210,16 +219,6 @@ pub fn forbidden(fields: &[&str]) -> ActionSpec {
     })
 }
 
-/// A condition about `field`.
-fn condition(kind: ConditionKind, reason: Reason, field: &Field, message: String) -> Condition {
-    Condition {
-        kind,
-        reason,
-        message,
-        field: Some(field.name.clone()),
-    }
-}
-
 /// ROUTING.md §9's part of the migration report: the resources whose rules answer 403 (blocking,
 /// listed first), and those served without a field their owner waived, each with its fields, in
 /// the report's order.
@@ -248,7 +247,10 @@ impl AccessReport {
             let fields = |reason: Reason| -> Vec<String> {
                 (status.conditions.iter())
                     .filter(|c| c.reason == reason)
-                    .filter_map(|c| c.field.clone())
+                    .filter_map(|c| match &c.about {
+                        Some(About::Field(field)) => Some(field.clone()),
+                        _ => None,
+                    })
                     .collect()
             };
             let name = match status.namespace.is_empty() {
@@ -367,6 +369,10 @@ mod tests {
         }
     }
 
+    fn field(name: &str) -> About {
+        About::Field(name.to_owned())
+    }
+
     fn status_of(drafts: &[Draft]) -> Vec<u16> {
         drafts
             .iter()
@@ -377,11 +383,11 @@ mod tests {
             .collect()
     }
 
-    fn reasons(book: StatusBook) -> Vec<(Reason, Option<String>)> {
+    fn reasons(book: StatusBook) -> Vec<(Reason, Option<About>)> {
         let statuses = book.finish();
         statuses
             .iter()
-            .flat_map(|s| s.conditions.iter().map(|c| (c.reason, c.field.clone())))
+            .flat_map(|s| s.conditions.iter().map(|c| (c.reason, c.about.clone())))
             .collect()
     }
 
@@ -404,7 +410,7 @@ mod tests {
             reasons(book),
             [(
                 Reason::AccessControlNotEnforced,
-                Some("spec.routes[0].ipAllowPolicy".into())
+                Some(About::Field("spec.routes[0].ipAllowPolicy".into()))
             )]
         );
     }
@@ -453,12 +459,12 @@ mod tests {
             [
                 (
                     Reason::AccessControlNotEnforced,
-                    Some("nginx.ingress.kubernetes.io/satisfy".into())
+                    Some(field("nginx.ingress.kubernetes.io/satisfy"))
                 ),
                 (Reason::AccessControlWaived, None),
                 (
                     Reason::AccessControlWaived,
-                    Some("nginx.ingress.kubernetes.io/auth-url".into())
+                    Some(field("nginx.ingress.kubernetes.io/auth-url"))
                 ),
             ]
         );

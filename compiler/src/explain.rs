@@ -128,7 +128,8 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             winner.backend.map(|b| b.cluster.clone()),
             winner
                 .rule
-                .upstream_path(&full_path)
+                .rewrite(&full_path)
+                .map(|rewritten| rewritten.path)
                 .unwrap_or_else(|| full_path.clone()),
         ),
     };

@@ -21,7 +21,7 @@ use crate::l4::L4Routes;
 use crate::model::{Draft, Options};
 use crate::objects::{key_of, Kind, Object, Objects, ResourceKey};
 use crate::services::ServicePorts;
-use crate::status::{ConditionKind, Reason, Status, StatusBook};
+use crate::status::{About, ConditionKind, Reason, Status, StatusBook};
 
 /// The inputs a processor reads and the status book it writes.
 pub struct Inputs<'a> {
@@ -121,13 +121,9 @@ pub fn ingress_nginx_split(
         match classes.ingress_nginx(&ingress.metadata, class_name) {
             Some(why) => {
                 let key = key_of(Kind::Ingress, &ingress.metadata);
-                book.add(
-                    &key,
-                    Status::Accepted,
-                    ConditionKind::Info,
-                    Reason::ClassMatches,
-                    format!("ours, served as ingress-nginx served it (ROUTING.md §7): {why}"),
-                );
+                let message = format!("ours, served as ingress-nginx served it (ROUTING.md §7): {why}");
+                let reason = (ConditionKind::Info, Reason::ClassMatches);
+                book.add_about(&key, Status::Accepted, reason, About::IngressNginx, message);
                 ingress_nginx.push(ingress.clone());
             }
             None => others.push(ingress.clone()),

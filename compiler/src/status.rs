@@ -394,10 +394,27 @@ pub struct Condition {
     pub reason: Reason,
     /// A sentence for a human.
     pub message: String,
-    /// The manifest field the condition is about, where one is (`nginx.ingress.kubernetes.io/auth-url`,
-    /// `spec.virtualhost.authorization`): what the migration report groups by.
+    /// What the condition is about, for the readers that group or draw it (the migration report,
+    /// the dashboard), so that none reads a message back.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
+    pub about: Option<About>,
+}
+
+/// What a condition is about, beside its words.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum About {
+    /// A manifest field: `nginx.ingress.kubernetes.io/auth-url`, `spec.virtualhost.authorization`.
+    Field(String),
+    /// ROUTING.md §7.4: a host's ingress-nginx server is in regex mode.
+    RegexMode {
+        /// The host (`None`: the catch-all server).
+        host: Option<String>,
+        /// What turned it on: `use-regex on Ingress shop/web`.
+        turned_on_by: String,
+    },
+    /// ROUTING.md §7.1: the Ingress is served as ingress-nginx served it.
+    IngressNginx,
 }
 
 /// The status of one resource.
@@ -466,7 +483,25 @@ impl StatusBook {
             kind,
             reason,
             message: message.into(),
-            field: None,
+            about: None,
+        };
+        self.add_condition(key, default, condition);
+    }
+
+    /// [`StatusBook::add`] of a condition about `about`.
+    pub fn add_about(
+        &mut self,
+        key: &ResourceKey,
+        default: Status,
+        (kind, reason): (ConditionKind, Reason),
+        about: About,
+        message: impl Into<String>,
+    ) {
+        let condition = Condition {
+            kind,
+            reason,
+            message: message.into(),
+            about: Some(about),
         };
         self.add_condition(key, default, condition);
     }

@@ -549,7 +549,10 @@ fn replace_prefix_and_request_headers_policy_reach_the_table() {
     assert_eq!(action.remove_headers, ["x-debug"]);
     let t = table(&c);
     let decision = t.route(&get("http://root.example.com/api/users"), 0).unwrap();
-    assert_eq!(decision.rule.upstream_path("/api/users").as_deref(), Some("/users"));
+    assert_eq!(
+        decision.rule.rewrite("/api/users").map(|r| r.path).as_deref(),
+        Some("/users")
+    );
 }
 
 #[test]
@@ -674,7 +677,8 @@ fn replace_prefix_entry_is_chosen_by_the_matched_prefix() {
         t.route(&get(&format!("http://root.example.com{path}")), 0)
             .unwrap()
             .rule
-            .upstream_path(path)
+            .rewrite(path)
+            .map(|r| r.path)
     };
     assert_eq!(upstream("/v1/app/x").as_deref(), Some("/app/v1/x"));
     assert_eq!(upstream("/v2/app/x").as_deref(), Some("/app/x"));

@@ -7,7 +7,7 @@ use common::{cluster_for, compile_default, compile_yaml, direct_status, get, has
 use switchyard_compiler::explain::explain;
 use switchyard_compiler::status::{NginxReason, NginxState, Reason, Status};
 use switchyard_compiler::Options;
-use switchyard_table::{ActionSpec, RequestParts, SimpleRequest};
+use switchyard_table::{ActionSpec, SimpleRequest};
 
 /// A VirtualServer in `default` with `created` as its creationTimestamp and `uid`; `spec` is the
 /// YAML under `spec:` (indented by two spaces).
@@ -670,7 +670,7 @@ fn proxy_rewrites_the_path_prefix_and_sets_request_headers() {
     let decision = table.route(&get("http://cafe.example.com/tea/green?x=1"), 0).unwrap();
     assert_eq!(decision.backend.unwrap().cluster, "default/tea-svc:80");
     assert_eq!(
-        decision.rule.upstream_path("/tea/green?x=1").as_deref(),
+        decision.rule.rewrite("/tea/green?x=1").map(|r| r.path).as_deref(),
         Some("/menu/green?x=1")
     );
     let ActionSpec::Route(route) = decision.rule.action() else {
@@ -717,15 +717,10 @@ fn redirect_defaults_to_301_and_substitutes_variables_per_request() {
 ",
     ));
     let table = common::table(&c);
-    let decision = table.route(&get("http://cafe.example.com/old/x?y=1"), 0).unwrap();
-    let parts = RequestParts {
-        scheme: "https",
-        forwarded_proto: "",
-        host: "cafe.example.com",
-        request_uri: "/old/x?y=1",
-    };
+    let request = get("https://cafe.example.com/old/x?y=1");
+    let decision = table.route(&request, 0).unwrap();
     assert_eq!(
-        decision.rule.redirect(parts),
+        decision.rule.redirect_for(&request),
         Some((301, "https://cafe.example.com/new/old/x?y=1".into()))
     );
 }
@@ -1283,7 +1278,7 @@ fn rewrite_path_on_a_regex_location_substitutes_the_regex_groups() {
     let upstream = |request: SimpleRequest| {
         let decision = table.route(&request, 0).unwrap();
         assert_eq!(decision.backend.unwrap().cluster, "default/hello-svc:80");
-        decision.rule.upstream_path(&request.path)
+        decision.rule.rewrite(&request.path).map(|r| r.path)
     };
     // NGINX Ingress Controller's tests/suite/test_rewrites.py expectations.
     for (path, want) in [

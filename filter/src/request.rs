@@ -263,13 +263,7 @@ fn answer(
         ActionSpec::Route(route) => {
             // A regex rewrite may set headers with the path's groups (ingress-nginx's
             // `x-forwarded-prefix`); a prefix rewrite sets the path alone.
-            let (new_path, rewrite_headers) = match &route.rewrite_regex {
-                Some(_) => match rule.regex_rewrite(request.path()) {
-                    Some(done) => (Some(done.path), done.headers),
-                    None => (None, Vec::new()),
-                },
-                None => (rule.upstream_path(request.path()), Vec::new()),
-            };
+            let rewritten = rule.rewrite(request.path());
             for name in &route.remove_headers {
                 host.remove_request_header(name);
             }
@@ -278,11 +272,11 @@ fn answer(
             for header in &route.set_headers {
                 let _ = host.set_request_header(&header.name, &header.value);
             }
-            for (name, value) in &rewrite_headers {
-                let _ = host.set_request_header(name, value);
-            }
-            if let Some(path) = new_path {
-                let _ = host.set_request_header(":path", &path);
+            if let Some(rewritten) = &rewritten {
+                for (name, value) in &rewritten.headers {
+                    let _ = host.set_request_header(name, value);
+                }
+                let _ = host.set_request_header(":path", &rewritten.path);
             }
             match decision.backend {
                 // Last, so no header action can overwrite it; it replaces any value the client sent.

@@ -153,7 +153,7 @@ fn native(table: &RouteTable, probe: &NginxProbe) -> Got {
             for header in &route.set_headers {
                 headers.insert(header.name.to_ascii_lowercase(), header.value.clone());
             }
-            if let Some(done) = winner.rule.regex_rewrite(probe.path()) {
+            if let Some(done) = winner.rule.rewrite(probe.path()) {
                 for (name, value) in done.headers {
                     headers.insert(name.to_owned(), value);
                 }

@@ -15,10 +15,9 @@ use switchyard_table::RouteTable;
 
 use crate::flags::{L4Args, TableArgs, TableEncoding};
 use switchyard_compiler::access::AccessReport;
-use switchyard_compiler::ingress_nginx::annotations::not_honored_annotation;
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
-use switchyard_compiler::status::{summarize, ConditionKind, Reason, ResourceStatus, Status};
+use switchyard_compiler::status::{summarize, About, ConditionKind, Reason, ResourceStatus, Status};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -279,7 +278,7 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
                         Reason::AnnotationNotHonored | Reason::AccessControlNotEnforced
                     )
                 })
-                .filter(|c| !(c.reason == Reason::AccessControlWaived && c.field.is_some()))
+                .filter(|c| !(c.reason == Reason::AccessControlWaived && c.about.is_some()))
                 .filter(|c| {
                     c.kind == ConditionKind::Error
                         || c.kind == ConditionKind::Warning
@@ -326,9 +325,10 @@ fn not_honored_report(statuses: &[ResourceStatus]) -> String {
             .iter()
             .filter(|c| c.reason == Reason::AnnotationNotHonored)
         {
-            *by_annotation
-                .entry(not_honored_annotation(&condition.message))
-                .or_default() += 1;
+            let Some(About::Field(annotation)) = &condition.about else {
+                continue;
+            };
+            *by_annotation.entry(annotation).or_default() += 1;
             any = true;
         }
         ingresses += usize::from(any);

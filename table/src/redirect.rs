@@ -157,11 +157,6 @@ impl RedirectTemplate {
         (self.pieces.iter()).any(|piece| matches!(piece, Piece::Var(Variable::Group(_), _)))
     }
 
-    /// The `Location` for one request, `${http_host}` taken as `${host}` and no groups.
-    pub fn location(&self, parts: RequestParts<'_>) -> String {
-        self.location_with(parts, MoreParts::default())
-    }
-
     /// The `Location` for one request.
     pub fn location_with(&self, parts: RequestParts<'_>, more: MoreParts<'_>) -> String {
         let http_host = if more.http_host.is_empty() {

@@ -136,12 +136,6 @@ impl RegexRewriter {
         })
     }
 
-    /// The `:path` to send upstream for `full_path` (query included), or `None` when the regex is
-    /// not found in its path.
-    pub fn rewrite(&self, full_path: &str) -> Option<String> {
-        self.apply(full_path).map(|done| done.path)
-    }
-
     /// The `:path` and the headers to send upstream for `full_path` (query included), or `None`
     /// when the regex is not found in its path.
     pub fn apply(&self, full_path: &str) -> Option<Rewritten<'_>> {
@@ -195,15 +189,27 @@ mod tests {
     fn groups_fill_the_template_and_the_query_is_kept() {
         // NGINX Ingress Controller's tests/data/rewrites: `~ /regex1/?(.*)` → `/$1`.
         let r = rewriter("/regex1/?(.*)", "/$1");
-        assert_eq!(r.rewrite("/regex1/?arg=value").as_deref(), Some("/?arg=value"));
+        assert_eq!(
+            r.apply("/regex1/?arg=value").map(|d| d.path).as_deref(),
+            Some("/?arg=value")
+        );
         // NGINX merges the slashes of `/regex1//` before matching (`merge_slashes`); the filter
         // sees the path as Envoy hands it over (Envoy's own `merge_slashes` does the same).
-        assert_eq!(r.rewrite("/regex1//?arg=value").as_deref(), Some("//?arg=value"));
-        assert_eq!(r.rewrite("/regex1/abc").as_deref(), Some("/abc"));
-        assert_eq!(r.rewrite("/other").as_deref(), None);
+        assert_eq!(
+            r.apply("/regex1//?arg=value").map(|d| d.path).as_deref(),
+            Some("//?arg=value")
+        );
+        assert_eq!(r.apply("/regex1/abc").map(|d| d.path).as_deref(), Some("/abc"));
+        assert_eq!(r.apply("/other").map(|d| d.path).as_deref(), None);
         let r = rewriter("^/(\\w+)/(\\w+)$", "/$2/$1?from=$0");
-        assert_eq!(r.rewrite("/a/b?x=1").as_deref(), Some("/b/a?from=/a/b&x=1"));
-        assert_eq!(rewriter("/x(y)?", "/$1$9").rewrite("/x").as_deref(), Some("/"));
+        assert_eq!(
+            r.apply("/a/b?x=1").map(|d| d.path).as_deref(),
+            Some("/b/a?from=/a/b&x=1")
+        );
+        assert_eq!(
+            rewriter("/x(y)?", "/$1$9").apply("/x").map(|d| d.path).as_deref(),
+            Some("/")
+        );
     }
 
     /// ingress-nginx's `(?i)^P` rewrites of [`SimpleBody`]'s forms are applied without the regex,

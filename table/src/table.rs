@@ -247,31 +247,24 @@ impl Rule {
         &self.spec.action
     }
 
-    /// The `:path` and the headers to send upstream for `full_path` (query included), when this
-    /// rule's `rewrite_regex` finds its regex there.
-    pub fn regex_rewrite(&self, full_path: &str) -> Option<Rewritten<'_>> {
-        self.regex_rewrite.as_ref()?.apply(full_path)
-    }
-
-    /// The `:path` to send upstream for `full_path` (query included), when this rule rewrites it.
-    pub fn upstream_path(&self, full_path: &str) -> Option<String> {
+    /// The `:path` and the headers to send upstream for `full_path` (query included), when this rule
+    /// rewrites it: its `rewrite_regex` where the regex is found (the path, and headers with the
+    /// path's groups), else its `rewrite_prefix` (the path alone). The one call of the filter, the
+    /// native module, `switchyard explain` and host-sim.
+    pub fn rewrite(&self, full_path: &str) -> Option<Rewritten<'_>> {
         if let Some(rewriter) = &self.regex_rewrite {
-            return rewriter.rewrite(full_path);
+            return rewriter.apply(full_path);
         }
         match &self.spec.action {
             ActionSpec::Route(RouteAction {
                 rewrite_prefix: Some(replacement),
                 ..
-            }) => self.path.rewrite(full_path, replacement),
+            }) => self.path.rewrite(full_path, replacement).map(|path| Rewritten {
+                path,
+                headers: Vec::new(),
+            }),
             _ => None,
         }
-    }
-
-    /// The status and `Location` of a redirect action for a request with these parts; `None` for
-    /// any other action. `${http_host}` is taken as `${host}` and the path's groups are empty:
-    /// [`Rule::redirect_for`] fills every variable.
-    pub fn redirect(&self, parts: RequestParts<'_>) -> Option<(u16, String)> {
-        self.redirect.as_ref().map(|r| (r.status(), r.location(parts)))
     }
 
     /// The status and `Location` of a redirect action for `request`, every variable filled in (the

@@ -114,21 +114,13 @@ fn direct_response_has_its_content_type_and_headers() {
 /// sent, the host lowercase without port (NGINX's `$host`), the path with its query string.
 #[test]
 fn redirect_fills_scheme_host_and_request_uri_per_request() {
-    use switchyard_table::RequestParts;
     let mut r = rule("moved", "", "prefix:/", "x");
     r["action"] = json!({ "redirect": { "url": "${scheme}://www.${host}${request_uri}", "status": 301 } });
     let t = table(vec![r]);
-    let request = get("http://Cafe.Example.com:8080/tea?cup=2");
+    let request = get("https://Cafe.Example.com:8080/tea?cup=2");
     let decision = t.route(&request, 0).unwrap();
-    let host = switchyard_table::normalize_authority(&request.authority);
-    let parts = RequestParts {
-        scheme: "https",
-        forwarded_proto: "",
-        host: &host,
-        request_uri: &request.path,
-    };
     assert_eq!(
-        decision.rule.redirect(parts),
+        decision.rule.redirect_for(&request),
         Some((301, "https://www.cafe.example.com/tea?cup=2".to_owned()))
     );
     assert!(decision.backend.is_none());
@@ -140,14 +132,8 @@ fn redirect_without_variables_is_literal() {
     let mut r = rule("moved", "", "prefix:/", "x");
     r["action"] = json!({ "redirect": { "url": "http://example.org/new", "status": 308 } });
     let t = table(vec![r]);
-    let parts = switchyard_table::RequestParts {
-        scheme: "http",
-        forwarded_proto: "",
-        host: "h",
-        request_uri: "/x",
-    };
     assert_eq!(
-        t.rules()[0].redirect(parts),
+        t.rules()[0].redirect_for(&get("http://h/x")),
         Some((308, "http://example.org/new".to_owned()))
     );
 }
@@ -156,21 +142,11 @@ fn redirect_without_variables_is_literal() {
 /// `$http_x_forwarded_proto`): empty when absent, repeated headers joined by `, `.
 #[test]
 fn redirect_fills_http_x_forwarded_proto_per_request() {
-    use switchyard_table::redirect::forwarded_proto;
     let mut r = rule("moved", "", "prefix:/", "x");
     r["action"] = json!({ "redirect": { "url": "${http_x_forwarded_proto}://${host}${request_uri}", "status": 302 } });
     let t = table(vec![r]);
-    let location = |request: &switchyard_table::SimpleRequest| {
-        let proto = forwarded_proto(request);
-        let host = switchyard_table::normalize_authority(&request.authority);
-        let parts = switchyard_table::RequestParts {
-            scheme: "http",
-            forwarded_proto: &proto,
-            host: &host,
-            request_uri: &request.path,
-        };
-        t.route(request, 0).unwrap().rule.redirect(parts).unwrap().1
-    };
+    let location =
+        |request: &switchyard_table::SimpleRequest| t.route(request, 0).unwrap().rule.redirect_for(request).unwrap().1;
     let behind_tls = get("http://cafe.example.com/tea?x=1").header("X-Forwarded-Proto", "https");
     assert_eq!(location(&behind_tls), "https://cafe.example.com/tea?x=1");
     assert_eq!(location(&get("http://cafe.example.com/tea")), "://cafe.example.com/tea");
@@ -188,11 +164,11 @@ fn regex_rewrite_replaces_the_path_with_the_groups_and_keeps_the_query() {
     let t = table(vec![r]);
     let rule = &t.rules()[0];
     assert_eq!(
-        rule.upstream_path("/regex1/abc?arg=value").as_deref(),
+        rule.rewrite("/regex1/abc?arg=value").map(|r| r.path).as_deref(),
         Some("/abc?arg=value")
     );
-    assert_eq!(rule.upstream_path("/x/regex1/").as_deref(), Some("/"));
-    assert_eq!(rule.upstream_path("/other"), None);
+    assert_eq!(rule.rewrite("/x/regex1/").map(|r| r.path).as_deref(), Some("/"));
+    assert!(rule.rewrite("/other").is_none());
 }
 
 /// A `rewrite_regex` whose pattern does not compile, whose path does not start with `/` or names

@@ -123,7 +123,7 @@ fn canary_requests_get_the_main_locations_rewrite() {
     let request = get("http://h.example/old/x?y=1").header("x-canary", "always");
     let decision = t.route(&request, 0).unwrap();
     assert_eq!(decision.backend.unwrap().cluster, CANARY);
-    assert_eq!(decision.rule.regex_rewrite(&request.path).unwrap().path, "/x?y=1");
+    assert_eq!(decision.rule.rewrite(&request.path).unwrap().path, "/x?y=1");
 }
 
 #[test]

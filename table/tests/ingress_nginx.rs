@@ -32,7 +32,7 @@ fn location(table: &RouteTable, request: &SimpleRequest) -> Option<(u16, String)
 /// The `:path` and headers a rewrite sends upstream for `request`.
 fn rewritten(table: &RouteTable, request: &SimpleRequest) -> Option<(String, Vec<(String, String)>)> {
     let decision = table.route(request, 0)?;
-    let done = decision.rule.regex_rewrite(&request.path)?;
+    let done = decision.rule.rewrite(&request.path)?;
     let headers = done.headers.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
     Some((done.path, headers))
 }

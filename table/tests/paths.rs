@@ -107,7 +107,7 @@ fn decision_gives_the_rewritten_upstream_path() {
     let request = get("http://h/api/users?id=7");
     let decision = t.route(&request, 0).unwrap();
     assert_eq!(
-        decision.rule.upstream_path(&request.path).as_deref(),
+        decision.rule.rewrite(&request.path).map(|r| r.path).as_deref(),
         Some("/v2/users?id=7")
     );
 }

@@ -211,15 +211,10 @@ impl IngressNginxAnnotations {
     }
 }
 
-/// The message of an `AnnotationNotHonored` condition: it starts with the annotation's full name,
-/// which [`not_honored_annotation`] reads back for the migration report.
+/// The message of an `AnnotationNotHonored` condition (the condition is about the annotation,
+/// [`crate::status::About::Field`], which the migration report counts by).
 pub fn not_honored_message(prefix: &str, name: &str) -> String {
     format!("{prefix}/{name} is not honoured; the Ingress routes as if it were absent")
-}
-
-/// The annotation an `AnnotationNotHonored` message names (its first word), for counting them.
-pub fn not_honored_annotation(message: &str) -> &str {
-    message.split_once(' ').map_or(message, |(first, _)| first)
 }
 
 /// Go's `strconv.ParseBool`, which ingress-nginx reads booleans with.

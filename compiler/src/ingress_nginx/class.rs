@@ -1,7 +1,7 @@
 //! ROUTING.md §7.1: which Ingresses are ingress-nginx's, as a pure function over the Ingress, the
 //! IngressClasses and the flags.
 
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::api::networking::v1::IngressClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::objects::{annotation, CLASS_ANNOTATION};
@@ -28,20 +28,9 @@ pub fn is_ingress_nginx_class(class: &IngressClass, flags: &Flags) -> bool {
         || (flags.class_by_name && class.metadata.name.as_deref() == Some(wanted.as_str()))
 }
 
-/// §7.1: `Some(why)` when `ingress` is ingress-nginx's, `None` when it is judged by §1. The default
+/// §7.1: `Some(why)` when an Ingress with this metadata and `ingressClassName` is ingress-nginx's,
+/// `None` when it is judged by §1, given which IngressClass names are ingress-nginx's. The default
 /// class annotation is not read (the API server wrote `ingressClassName` when the Ingress was made).
-pub fn decide(ingress: &Ingress, classes: &[&IngressClass], flags: &Flags) -> Option<Why> {
-    let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
-    let is_ingress_nginx = |name: &str| {
-        classes
-            .iter()
-            .any(|c| c.metadata.name.as_deref() == Some(name) && is_ingress_nginx_class(c, flags))
-    };
-    decide_by(&ingress.metadata, class_name, is_ingress_nginx, flags)
-}
-
-/// [`decide`] from an Ingress's metadata and `ingressClassName`, given which IngressClass names
-/// are ingress-nginx's.
 pub fn decide_by(
     meta: &ObjectMeta,
     class_name: Option<&str>,
@@ -79,8 +68,20 @@ impl Why {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::networking::v1::Ingress;
     use k8s_openapi::api::networking::v1::{IngressClassSpec, IngressSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    /// [`decide_by`] of an Ingress, given the IngressClasses.
+    fn decide(ingress: &Ingress, classes: &[&IngressClass], flags: &Flags) -> Option<Why> {
+        let class_name = ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+        let is_ingress_nginx = |name: &str| {
+            classes
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(name) && is_ingress_nginx_class(c, flags))
+        };
+        decide_by(&ingress.metadata, class_name, is_ingress_nginx, flags)
+    }
 
     fn flags() -> Flags {
         Flags {

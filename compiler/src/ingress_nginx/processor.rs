@@ -28,7 +28,7 @@ use crate::model::{Claiming, Draft, HostOrder, Options, RuleValidator};
 use crate::objects::{key_of, Age, Kind, Objects, ResourceKey};
 use crate::processor::{Inputs, Output, Processor, Settle};
 use crate::services::service_unavailable;
-use crate::status::{ConditionKind, Reason, Status, StatusBook};
+use crate::status::{About, ConditionKind, Reason, Status, StatusBook};
 
 /// The ingress-nginx processor in the pipeline's list: the Ingresses of [`Inputs::ingress_nginx`].
 pub struct IngressNginxServers;
@@ -142,24 +142,21 @@ fn members<'o>(
             continue;
         }
         for problem in &member.annotations.problems {
-            book.add(
+            let about = annotation(prefix, &problem.name);
+            let message = problem.message.clone();
+            book.add_about(
                 &member.key,
                 Status::Accepted,
-                ConditionKind::Warning,
-                problem.reason,
-                problem.message.clone(),
+                (ConditionKind::Warning, problem.reason),
+                about,
+                message,
             );
         }
         // A canary's settings on an Ingress that is not a canary do nothing.
         for name in member.annotations.canary.keys().filter(|n| n.as_str() != "canary") {
             let message = not_honored_message(prefix, name) + " (this Ingress is not a canary)";
-            book.add(
-                &member.key,
-                Status::Accepted,
-                ConditionKind::Warning,
-                Reason::AnnotationNotHonored,
-                message,
-            );
+            let why = (ConditionKind::Warning, Reason::AnnotationNotHonored);
+            book.add_about(&member.key, Status::Accepted, why, annotation(prefix, name), message);
         }
         members.push(member);
     }
@@ -184,11 +181,12 @@ fn guard(members: &[Member<'_>], prefix: &str, configmap: &[(String, String)], b
 fn canary_settings(canary: &Member<'_>, prefix: &str, book: &mut StatusBook) -> CanarySettings {
     let (settings, problems) = canary::read(&canary.annotations.canary, prefix);
     for problem in problems {
-        book.add(
+        let about = annotation(prefix, &problem.name);
+        book.add_about(
             &canary.key,
             Status::Accepted,
-            ConditionKind::Warning,
-            problem.reason,
+            (ConditionKind::Warning, problem.reason),
+            about,
             problem.message,
         );
     }
@@ -207,13 +205,8 @@ fn canary_settings(canary: &Member<'_>, prefix: &str, book: &mut StatusBook) -> 
             "{prefix}/{name} is not applied: a canary Ingress's own annotations are not (ROUTING.md §7.6); the main \
              location's apply to its requests"
         );
-        book.add(
-            &canary.key,
-            Status::Accepted,
-            ConditionKind::Warning,
-            Reason::AnnotationNotHonored,
-            message,
-        );
+        let why = (ConditionKind::Warning, Reason::AnnotationNotHonored);
+        book.add_about(&canary.key, Status::Accepted, why, annotation(prefix, name), message);
     }
     settings
 }
@@ -230,19 +223,24 @@ fn report_regex_mode(server: &Server<'_>, members: &[Member<'_>], book: &mut Sta
     let Some(by) = server.regex_mode else { return };
     let host = server.host.as_deref().unwrap_or("(any host)");
     let on = &members[by.member].key;
+    let turned_on_by = format!("{} on Ingress {}/{}", by.annotation, on.namespace, on.name);
     for &member in &server.members {
-        book.add(
-            &members[member].key,
-            Status::Accepted,
-            ConditionKind::Info,
-            Reason::RegexMode,
-            format!(
-                "host {host} is in regex mode (ROUTING.md §7.4), turned on by {} on Ingress {}/{}: every \
-                 path of the host is a case-insensitive regex anchored at its start, longest path first",
-                by.annotation, on.namespace, on.name
-            ),
+        let about = About::RegexMode {
+            host: server.host.clone(),
+            turned_on_by: turned_on_by.clone(),
+        };
+        let message = format!(
+            "host {host} is in regex mode (ROUTING.md §7.4), turned on by {turned_on_by}: every path of the host \
+             is a case-insensitive regex anchored at its start, longest path first"
         );
+        let why = (ConditionKind::Info, Reason::RegexMode);
+        book.add_about(&members[member].key, Status::Accepted, why, about, message);
     }
+}
+
+/// A condition about the ingress-nginx annotation `name` (without its prefix).
+fn annotation(prefix: &str, name: &str) -> About {
+    About::Field(format!("{prefix}/{name}"))
 }
 
 /// One laid-out rule as a draft: its backend resolved (a 503 when its port cannot be, ROUTING.md

@@ -410,7 +410,7 @@ fn undecodable_report(
                     "{}; this {} routes nothing until it is fixed",
                     object.message, object.kind
                 ),
-                field: None,
+                about: None,
             }];
             statuses.push(ResourceStatus {
                 nginx: NginxStatus::of(kind, &key.namespace, &key.name, Status::Invalid, &conditions),

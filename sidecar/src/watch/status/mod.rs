@@ -479,7 +479,7 @@ mod tests {
                     kind: *k,
                     reason: *r,
                     message: (*m).into(),
-                    field: None,
+                    about: None,
                 })
                 .collect(),
         }

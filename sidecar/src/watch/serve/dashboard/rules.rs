@@ -5,8 +5,9 @@
 //!
 //! A host whose rules come from ingress-nginx's Ingresses (ROUTING.md §7, `--ingress-nginx-class`)
 //! also shows its server's mode ([`ServerMode`]): regex mode and what turned it on, or plain
-//! paths; read from the status report ([`IngressNginxServers::of`]), where the compiler says which
-//! Ingresses are ingress-nginx's (`ClassMatches`) and which hosts are in regex mode (`RegexMode`).
+//! paths; read from the status report ([`IngressNginxServers::of`]), where the compiler's conditions
+//! say which Ingresses are ingress-nginx's and which hosts are in regex mode, and what turned it on
+//! ([`About`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,7 +15,7 @@ use serde::Serialize;
 use switchyard_compiler::collisions::describe_path;
 use switchyard_compiler::explain::describe_condition;
 use switchyard_compiler::objects::Kind;
-use switchyard_compiler::status::{Reason, ResourceStatus};
+use switchyard_compiler::status::{About, ResourceStatus};
 use switchyard_table::{ActionSpec, Canary, NoRoute, PathSpec, RouteTable, RuleSpec};
 
 /// The whole view.
@@ -65,32 +66,18 @@ pub struct IngressNginxServers {
     regex: BTreeMap<Option<String>, String>,
 }
 
-/// The start of the `ClassMatches` message of an Ingress that is ingress-nginx's.
-const INGRESS_NGINX_CLASS: &str = "ours, served as ingress-nginx served it";
-
 impl IngressNginxServers {
     /// Read from the status report (nothing without `--ingress-nginx-class`).
     pub fn of(statuses: &[ResourceStatus]) -> IngressNginxServers {
         let mut out = IngressNginxServers::default();
         for status in statuses.iter().filter(|s| s.kind == Kind::Ingress) {
             for condition in &status.conditions {
-                match condition.reason {
-                    Reason::ClassMatches if condition.message.starts_with(INGRESS_NGINX_CLASS) => {
+                match &condition.about {
+                    Some(About::IngressNginx) => {
                         out.ingresses.insert((status.namespace.clone(), status.name.clone()));
                     }
-                    Reason::RegexMode => {
-                        // "host H is in regex mode (...), turned on by A on Ingress ns/name: every ..."
-                        let message = condition.message.as_str();
-                        let host = message
-                            .strip_prefix("host ")
-                            .and_then(|rest| rest.split_once(" is in regex mode"))
-                            .map(|(host, _)| host);
-                        let Some(host) = host else { continue };
-                        let by = message
-                            .split_once("turned on by ")
-                            .map_or(message, |(_, rest)| rest.split_once(": ").map_or(rest, |(by, _)| by));
-                        let host = (host != "(any host)").then(|| host.to_owned());
-                        out.regex.entry(host).or_insert_with(|| by.to_owned());
+                    Some(About::RegexMode { host, turned_on_by }) => {
+                        out.regex.entry(host.clone()).or_insert_with(|| turned_on_by.clone());
                     }
                     _ => {}
                 }
