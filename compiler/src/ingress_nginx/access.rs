@@ -9,16 +9,6 @@ use std::collections::BTreeMap;
 
 use crate::access::{Field, Reach};
 
-/// The ConfigMap keys that protect every Ingress of the class.
-pub const CONFIGMAP_KEYS: &[&str] = &[
-    "global-auth-url",
-    "whitelist-source-range",
-    "denylist-source-range",
-    "block-cidrs",
-    "block-user-agents",
-    "block-referers",
-];
-
 /// The Ingress annotation (without its prefix) by which ingress-nginx lets an Ingress out of the
 /// ConfigMap's `global-auth-url`.
 pub const ENABLE_GLOBAL_AUTH: &str = "enable-global-auth";

@@ -4,6 +4,17 @@
 
 use std::collections::BTreeMap;
 
+/// The ConfigMap keys that protect every Ingress of the class (ROUTING.md §9; [`super::access`]
+/// makes them fields of each Ingress).
+pub const ACCESS_KEYS: &[&str] = &[
+    "global-auth-url",
+    "whitelist-source-range",
+    "denylist-source-range",
+    "block-cidrs",
+    "block-user-agents",
+    "block-referers",
+];
+
 /// The ConfigMap's routing settings, with ingress-nginx's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerConfig {
@@ -17,7 +28,7 @@ pub struct ControllerConfig {
     pub preserve_trailing_slash: bool,
     /// `no-tls-redirect-locations` (default `/.well-known/acme-challenge`), split on `,`.
     pub no_tls_redirect_locations: Vec<String>,
-    /// The access-control keys that are set (ROUTING.md §9, [`super::access::CONFIGMAP_KEYS`]), key
+    /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
     /// Keys that are not routing (or whose value is invalid, then the default stands), in order.
@@ -64,7 +75,7 @@ impl ControllerConfig {
                         .collect();
                     true
                 }
-                key if super::access::CONFIGMAP_KEYS.contains(&key) => {
+                key if ACCESS_KEYS.contains(&key) => {
                     if !value.is_empty() {
                         out.access.push((key.to_owned(), value.to_owned()));
                     }
