@@ -22,7 +22,7 @@ pub enum TableError {
     #[error("the compact table does not decode: {0}")]
     Compact(#[from] crate::compact::CompactError),
     /// One shard of the sharded compact form (`crate::shards`) is refused: the whole table is.
-    #[error("shard {index} of `{key}`: {error}", key = crate::shards::WRAPPER_KEY)]
+    #[error("shard {index} of `{key}`: {error}", key = crate::format::SHARDS_KEY)]
     Shard {
         /// The shard's position in the list of shards.
         index: usize,

@@ -14,6 +14,10 @@ use serde::Serialize;
 /// The only table format version this crate reads and writes.
 pub const VERSION: u32 = 1;
 
+/// The key of the one-key object that carries the sharded form ([`crate::shards`]): part of the
+/// format's vocabulary, below both the matcher and the shard store.
+pub const SHARDS_KEY: &str = "table_shards";
+
 /// The header Envoy's `cluster_header` route reads, when the table names none.
 pub const DEFAULT_CLUSTER_HEADER: &str = "x-route-cluster";
 

@@ -8,6 +8,7 @@
 //!   table to the next ([`shards::ShardStore`], [`shards::ShardedTable`]).
 //! - [`doc`]: the document as a flat tree borrowing its strings, which the reader walks.
 //! - [`json`]: JSON text read straight into that tree (`serde_json`'s parser, no `Value`).
+//! - `forms`: a document of any form (plain, compact, sharded) read into a [`RouteTable`].
 //! - [`RouteTable`]: validation (`TryFrom<TableSpec>`, errors naming rule and field) and the index.
 //! - [`RouteTable::route`]: the matcher. The winner is the first rule in table order whose host,
 //!   path and conditions all match (ROUTING.md §4); its cost follows the request, not the table.
@@ -31,6 +32,7 @@ pub mod doc;
 mod error;
 pub mod field;
 pub mod format;
+mod forms;
 mod host;
 mod index;
 pub mod json;

@@ -17,7 +17,7 @@
 //!   binary document ([`crate::compact`]'s syntax) `{"version": 1, "rules": [...]}`: the shard's
 //!   rules, the first of them at position *base* in the table, base being the number of rules in
 //!   the shards before it. Each is deflated alone (no priming from another), so it is read alone.
-//! - `index`: per shard, its text's [`Fingerprint`](catalogue::Fingerprint) (the two words in
+//! - `index`: per shard, its text's [`Fingerprint`](fingerprint::Fingerprint) (the two words in
 //!   hexadecimal, 16 digits each) and its length in bytes. A store knows the shards it holds by
 //!   fingerprint, so a reader needs no shard's text but those it lacks, and checks each text it
 //!   reads against its fingerprint.
@@ -51,15 +51,18 @@ mod decoded;
 mod directory;
 pub mod edits;
 mod encode;
+pub mod fingerprint;
 mod hashes;
 mod layout;
 mod routes;
+mod shard;
 mod store;
 mod texts;
 
-pub use catalogue::{Fingerprint, InMemory, SharedBytes};
+pub use catalogue::{InMemory, SharedBytes};
 pub use decoded::DECODED_RULES;
 pub use encode::{ShardEncoder, ShardStats, MAX_SHARD_BYTES, SHARD_RULES};
+pub use fingerprint::Fingerprint;
 pub use layout::{read_ranged, Source};
 pub use routes::{ShardedTable, Winner};
 pub use store::{LoadStats, ShardStore};
@@ -72,7 +75,7 @@ use crate::format::TableSpec;
 use crate::RouteTable;
 
 /// The key of the one-key object that carries the sharded form.
-pub const WRAPPER_KEY: &str = "table_shards";
+pub use crate::format::SHARDS_KEY as WRAPPER_KEY;
 
 /// The version of the sharded wrapper this crate writes.
 pub const FORM: u64 = 2;
@@ -207,7 +210,7 @@ fn read_inner<'s, 'd: 's>(doc: &'s Doc<'d>, node: Node<'d>) -> Result<Parts<'s>,
         .collect::<Result<Vec<_>, _>>()?;
     let fingerprints = match fields.index {
         // Form 1: the texts are all here, and their fingerprints are computed.
-        None => texts.iter().map(|text| catalogue::fingerprint(text)).collect(),
+        None => texts.iter().map(|text| fingerprint::fingerprint(text)).collect(),
         Some(index) => {
             let index = read_index(doc, index)?;
             if index.len() != texts.len() {

@@ -42,9 +42,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::fingerprint::{fingerprint_bytes, Fingerprint};
 use super::hashes::Hashes;
-use super::store::Shard;
-use crate::compact;
+use super::shard::Shard;
 
 /// Where the proxies of one process share bytes by key: proxy-wasm's shared data in the filter.
 pub trait SharedBytes: fmt::Debug + Send {
@@ -100,32 +100,6 @@ const MAGIC: &[u8; 4] = b"SYSC";
 const HEADER: usize = 12;
 const INDEX_ENTRY: usize = 20;
 
-/// A shard's text's identity: two independent 64-bit hashes of it.
-pub type Fingerprint = [u64; 2];
-
-/// The fingerprint of a shard's text.
-pub fn fingerprint(text: &str) -> Fingerprint {
-    fingerprint_bytes(text.as_bytes())
-}
-
-/// The fingerprints of `texts`, in order, two at a time (side by side: about the cost of one;
-/// a fresh VM checks every text of a table).
-pub fn fingerprints<'t>(texts: impl IntoIterator<Item = &'t str>) -> Vec<Fingerprint> {
-    let texts: Vec<&str> = texts.into_iter().collect();
-    let mut out = Vec::with_capacity(texts.len());
-    for pair in texts.chunks(2) {
-        match pair {
-            [first, second] => out.extend(compact::seeded_hashes_of_two(
-                SEEDS,
-                first.as_bytes(),
-                second.as_bytes(),
-            )),
-            _ => out.extend(pair.iter().map(|text| fingerprint(text))),
-        }
-    }
-    out
-}
-
 /// What the catalogue says of one shard.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Record {
@@ -158,13 +132,6 @@ pub(crate) fn table_fingerprint(shards: &[Arc<Shard>]) -> [u8; 16] {
     out[..8].copy_from_slice(&a.to_le_bytes());
     out[8..].copy_from_slice(&b.to_le_bytes());
     out
-}
-
-/// The fingerprint's two seeds.
-const SEEDS: [u64; 2] = [0x9e37_79b9_7f4a_7c15, 0x6a09_e667_f3bc_c909];
-
-fn fingerprint_bytes(bytes: &[u8]) -> Fingerprint {
-    compact::seeded_hashes(SEEDS, bytes)
 }
 
 /// What [`TABLE_KEY`] says: the table last published, and the digest of each of its buckets.

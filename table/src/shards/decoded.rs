@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::store::Shard;
+use super::shard::Shard;
 use crate::RouteTable;
 
 /// How many rules the decoded shards may hold together (the least recently used shard goes first;

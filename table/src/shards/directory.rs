@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::store::Shard;
+use super::shard::Shard;
 
 /// One entry: a host hash and the index of a shard holding it.
 pub(crate) type Entry = (u64, u32);

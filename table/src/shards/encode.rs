@@ -18,7 +18,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
 
-use super::catalogue::{self, Fingerprint};
+use super::fingerprint::{self, Fingerprint};
 use super::layout;
 use crate::compact::{self, tag, EncodeError, BINARY_VERSION, KEYS, MAGIC, ZLIB_LEVEL};
 use crate::format::{TableSpec, VERSION};
@@ -154,7 +154,7 @@ impl ShardEncoder {
                 let deflated = miniz_oxide::deflate::compress_to_vec_zlib(&binary, ZLIB_LEVEL);
                 let text = base64::engine::general_purpose::STANDARD.encode(deflated);
                 let shard = Cached {
-                    fingerprint: catalogue::fingerprint(&text),
+                    fingerprint: fingerprint::fingerprint(&text),
                     text: text.into(),
                     binary: binary.into(),
                     used: false,

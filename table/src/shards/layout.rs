@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use super::catalogue::Fingerprint;
+use super::fingerprint::Fingerprint;
 use super::{read_index, Fields, Parts, Texts, FORM, WRAPPER_KEY};
 
 /// A configuration read by ranges.

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::decoded::Decoded;
 use super::directory;
-use super::store::{host_hash, is_wildcard, Shard};
+use super::shard::{host_hash, is_wildcard, Shard};
 use crate::compact::Inflater;
 use crate::error::TableError;
 use crate::format::NoRoute;

@@ -44,7 +44,10 @@ fn shard_texts(text: &str) -> Vec<String> {
 fn with_shards(text: &str, shards: &[String]) -> String {
     let value: serde_json::Value = serde_json::from_str(text).unwrap();
     let head = value[WRAPPER_KEY]["head"].to_string();
-    let listed: Vec<_> = shards.iter().map(|s| (catalogue::fingerprint(s), s.as_str())).collect();
+    let listed: Vec<_> = shards
+        .iter()
+        .map(|s| (fingerprint::fingerprint(s), s.as_str()))
+        .collect();
     layout::write(&head, &listed)
 }
 
@@ -686,7 +689,7 @@ fn a_document_read_by_ranges_and_read_whole_gives_the_same_parts() {
     for i in 0..whole.texts.len() {
         assert_eq!(&*ranged.texts.get(i).unwrap(), &*whole.texts.get(i).unwrap());
         assert_eq!(
-            catalogue::fingerprint(&whole.texts.get(i).unwrap()),
+            fingerprint::fingerprint(&whole.texts.get(i).unwrap()),
             whole.fingerprints[i]
         );
     }
@@ -736,7 +739,10 @@ fn a_shard_whose_text_is_not_its_indexed_fingerprint_is_refused_by_a_store_that_
     let text = ShardEncoder::new().encode(&table).unwrap();
     let shards = shard_texts(&text);
     // The index of shard 4 names shard 5's fingerprint (same length: the layout still agrees).
-    let (four, five) = (catalogue::fingerprint(&shards[4]), catalogue::fingerprint(&shards[5]));
+    let (four, five) = (
+        fingerprint::fingerprint(&shards[4]),
+        fingerprint::fingerprint(&shards[5]),
+    );
     let lying = text.replacen(&layout::fingerprint_hex(four), &layout::fingerprint_hex(five), 1);
     assert_ne!(lying, text);
     let mut store = ShardStore::new();

@@ -17,7 +17,7 @@ use std::fmt;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use super::catalogue::{self, Fingerprint};
+use super::fingerprint::{self, Fingerprint};
 use super::{shape, Source};
 use crate::error::TableError;
 
@@ -185,7 +185,7 @@ impl<'s> Texts<'s> {
 
 /// Reads the texts of some shards ([`Texts::reader`]) in table order, each run of adjacent ones
 /// (up to [`RUN_BYTES`]) in one read, and fingerprints them (a run's two at a time:
-/// [`catalogue::fingerprints`]), for the store to check against the index.
+/// [`fingerprint::fingerprints`]), for the store to check against the index.
 pub(crate) struct TextReader<'t, 's> {
     texts: &'t Texts<'s>,
     /// The shards whose texts are wanted, ascending.
@@ -218,7 +218,7 @@ impl<'s> TextReader<'_, 's> {
 
     fn read_alone(&self, index: usize) -> Result<(ShardText<'s>, Fingerprint), TableError> {
         let text = self.texts.get(index)?;
-        let fingerprint = catalogue::fingerprint(&text);
+        let fingerprint = fingerprint::fingerprint(&text);
         Ok((text, fingerprint))
     }
 
@@ -242,7 +242,7 @@ impl<'s> TextReader<'_, 's> {
         }
         self.next += end - index;
         let texts = self.texts.get_run(index..end)?;
-        let fingerprints = catalogue::fingerprints(texts.iter().map(|text| &**text));
+        let fingerprints = fingerprint::fingerprints(texts.iter().map(|text| &**text));
         for ((index, text), fingerprint) in (index..end).zip(texts).zip(fingerprints) {
             self.ready.push_back((index, text, fingerprint));
         }
