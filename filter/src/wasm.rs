@@ -22,12 +22,12 @@ use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, Metr
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
-use crate::headers::HeaderBlock;
-use crate::host::{Host, HostCallFailed};
-use crate::loaded::{load, Loaded};
-use crate::random::Random;
-use crate::request::{Outcome, RuleRef};
-use crate::uncompress::{HostUncompress, FOREIGN_FUNCTION};
+use switchyard_request::headers::HeaderBlock;
+use switchyard_request::host::{Host, HostCallFailed};
+use switchyard_request::loaded::{load, Loaded};
+use switchyard_request::random::Random;
+use switchyard_request::request::{Outcome, RuleRef};
+use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
     std::panic::set_hook(Box::new(|info| log(LogLevel::Critical, &format!("switchyard: panic: {info}"))));
@@ -186,7 +186,7 @@ impl RootContext for Root {
         let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
             Ok(mut store) => load(&config, &HostUncompress(host_uncompress), &mut store),
             // Never: nothing else borrows the store while a root configures.
-            Err(_) => Err(crate::config::ConfigError::Unreadable),
+            Err(_) => Err(switchyard_request::config::ConfigError::Unreadable),
         });
         match loaded {
             Ok((table, stats)) => {

@@ -389,7 +389,7 @@ fn metrics_are_counted() {
     let outcome = get(&mut sim, "http://x/app");
     assert_eq!(outcome.metric("switchyard_requests_routed"), Some(3));
     // host-sim always lets the filter set a request header during the request phase, so the
-    // failure path is tested natively (filter/src/request.rs); here: defined, and not counted.
+    // failure path is tested natively (request/src/request.rs); here: defined, and not counted.
     assert_eq!(outcome.metric("switchyard_requests_route_failed"), Some(0));
     assert_eq!(outcome.metric("switchyard_requests_not_routed"), Some(1));
     assert_eq!(outcome.metric("switchyard_requests_direct_response"), Some(1));

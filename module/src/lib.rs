@@ -2,9 +2,8 @@
 //! Envoy's `envoy.extensions.filters.http.dynamic_modules` HTTP filter, with the same table, rules,
 //! actions, local replies, client-header hiding and metrics names as the proxy-wasm filter.
 //!
-//! The request logic is the wasm filter's own: its host-independent files (`filter/src/`) are
-//! compiled into this crate as they are (as `fuzz/` does with the configuration reader), so one
-//! source serves both forms and the `.wasm` is built exactly as before:
+//! The request logic is the wasm filter's own, from the host-independent crate both are thin shells
+//! over (`switchyard-request`), so one source serves both forms:
 //! - [`config`] (with [`protobuf`]) and [`loaded`]: the filter configuration, in any form the wasm
 //!   filter accepts, decoded into a validated, indexed table: whole, or in shards
 //!   ([`switchyard_table::shards`]) of which a push decodes only those new to the process;
@@ -26,24 +25,7 @@
 //! Build: `make build-module` (`target/module/libswitchyard_module.so`); use: `module/README.md`.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-#[path = "../../filter/src/config.rs"]
-pub mod config;
-#[path = "../../filter/src/headers.rs"]
-pub mod headers;
-#[path = "../../filter/src/host.rs"]
-pub mod host;
-#[path = "../../filter/src/loaded.rs"]
-pub mod loaded;
-#[path = "../../filter/src/protobuf.rs"]
-pub mod protobuf;
-#[path = "../../filter/src/random.rs"]
-pub mod random;
-#[path = "../../filter/src/request.rs"]
-pub mod request;
-// The configuration reader's tests use the wasm filter's inflater (the module inflates with miniz).
-#[cfg(test)]
-#[path = "../../filter/src/uncompress.rs"]
-mod uncompress;
+pub use switchyard_request::{config, headers, host, loaded, protobuf, random, request};
 
 pub mod abi;
 pub mod background;
