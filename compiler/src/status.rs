@@ -400,6 +400,18 @@ pub struct Condition {
     pub about: Option<About>,
 }
 
+impl Condition {
+    /// A condition of this type and reason, about `about`, in these words.
+    pub fn new((kind, reason): (ConditionKind, Reason), about: Option<About>, message: String) -> Condition {
+        Condition {
+            kind,
+            reason,
+            message,
+            about,
+        }
+    }
+}
+
 /// What a condition is about, beside its words.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -479,13 +491,7 @@ impl StatusBook {
         reason: Reason,
         message: impl Into<String>,
     ) {
-        let condition = Condition {
-            kind,
-            reason,
-            message: message.into(),
-            about: None,
-        };
-        self.add_condition(key, default, condition);
+        self.add_condition(key, default, Condition::new((kind, reason), None, message.into()));
     }
 
     /// [`StatusBook::add`] of a condition about `about`.
@@ -493,17 +499,11 @@ impl StatusBook {
         &mut self,
         key: &ResourceKey,
         default: Status,
-        (kind, reason): (ConditionKind, Reason),
+        why: (ConditionKind, Reason),
         about: About,
         message: impl Into<String>,
     ) {
-        let condition = Condition {
-            kind,
-            reason,
-            message: message.into(),
-            about: Some(about),
-        };
-        self.add_condition(key, default, condition);
+        self.add_condition(key, default, Condition::new(why, Some(about), message.into()));
     }
 
     /// Adds `condition` (once); the resource gets `default` as its status if it has none yet.
