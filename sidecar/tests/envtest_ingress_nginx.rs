@@ -252,13 +252,7 @@ async fn without_ingress_nginx_class_an_ingress_nginx_ingress_is_left_untouched(
     let mut sy = watch(env, &ns, &[]);
     sy.ready(PATIENCE).await.unwrap();
     // Our own Ingress is routed and gets its load balancer: the watch compiled and wrote status.
-    eventually(
-        "own.example routed",
-        PATIENCE,
-        || sy.routes("own.example", None).then_some(()),
-        || sy.log(),
-    )
-    .await;
+    sy.eventually_routes("own.example", None, PATIENCE).await;
     let check = async || {
         let balancer = ingress_object(&admin, &ns, "own").await["status"]["loadBalancer"].clone();
         match balancer == json!({"ingress": [{"ip": PUBLISHED}]}) {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
-use crate::status::Reason;
+use crate::status::{ConditionKind, Reason};
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +89,57 @@ const READ: &[&str] = &[
     "server-alias",
 ];
 
+/// ROUTING.md §7.9: annotations ingress-nginx v1.15 itself does not read: removed from it
+/// (`grpc-backend`, `secure-backends`, `session-cookie-hash`, InfluxDB, OpenTracing, …), or ConfigMap
+/// keys written as annotations (`ssl-protocols`, `hsts`, `use-forwarded-headers`, …). Not its access
+/// controls: every `auth-*` is read by it (§9).
+const NOT_READ_BY_INGRESS_NGINX: &[&str] = &[
+    "add-base-url",
+    "base-url-scheme",
+    "enable-influxdb",
+    "enable-opentracing",
+    "enable-real-ip",
+    "enable-websockets",
+    "forwarded-for-header",
+    "grpc-backend",
+    "health-check-interval",
+    "health-check-path",
+    "health-check-timeout",
+    "hsts",
+    "hsts-include-subdomains",
+    "hsts-max-age",
+    "hsts-preload",
+    "influxdb-host",
+    "influxdb-measurement",
+    "influxdb-port",
+    "influxdb-server-name",
+    "ingress.class",
+    "opentracing-trust-incoming-span",
+    "proxy-cache-key",
+    "proxy-cache-valid",
+    "rate-limit",
+    "rate-limit-connections",
+    "rate-limit-window",
+    "secure-backends",
+    "secure-verify-ca-secret",
+    "session-cookie-hash",
+    "single-spa-support",
+    "ssl-protocols",
+    "use-forwarded-headers",
+    "websocket-services",
+];
+
+impl Problem {
+    /// The condition's type: a note for an annotation ingress-nginx itself does not read, a warning
+    /// otherwise.
+    pub fn kind(&self) -> ConditionKind {
+        match self.reason {
+            Reason::AnnotationNotRead => ConditionKind::Info,
+            _ => ConditionKind::Warning,
+        }
+    }
+}
+
 impl IngressNginxAnnotations {
     /// Reads the annotations that start with `prefix` + `/` (others are not ingress-nginx's).
     pub fn parse(annotations: &BTreeMap<String, String>, prefix: &str) -> IngressNginxAnnotations {
@@ -100,6 +151,15 @@ impl IngressNginxAnnotations {
         for (&name, &value) in &mine {
             if name.starts_with("canary") {
                 out.canary.insert(name.to_owned(), value.to_owned());
+            } else if NOT_READ_BY_INGRESS_NGINX.contains(&name) {
+                out.problems.push(Problem {
+                    name: name.to_owned(),
+                    reason: Reason::AnnotationNotRead,
+                    message: format!(
+                        "{prefix}/{name} is not read by ingress-nginx v1.15 (removed, or a ConfigMap key written as an \
+                         annotation): ignored here as it was there"
+                    ),
+                });
             } else if !READ.contains(&name) && !is_access_annotation(name) && name != ENABLE_GLOBAL_AUTH {
                 out.problems.push(Problem {
                     name: name.to_owned(),
@@ -407,6 +467,28 @@ mod tests {
                 ("configuration-snippet", Reason::AnnotationNotHonored),
                 ("limit-rps", Reason::AnnotationNotHonored),
             ]
+        );
+    }
+
+    #[test]
+    fn an_annotation_ingress_nginx_does_not_read_is_a_note_not_a_warning() {
+        let a = parse(&[
+            ("grpc-backend", "true"),
+            ("ssl-protocols", "TLSv1.3"),
+            ("limit-rps", "5"),
+        ]);
+        assert_eq!(
+            reasons(&a),
+            [
+                ("grpc-backend", Reason::AnnotationNotRead),
+                ("limit-rps", Reason::AnnotationNotHonored),
+                ("ssl-protocols", Reason::AnnotationNotRead),
+            ]
+        );
+        let kinds: Vec<ConditionKind> = a.problems.iter().map(Problem::kind).collect();
+        assert_eq!(
+            kinds,
+            [ConditionKind::Info, ConditionKind::Warning, ConditionKind::Info]
         );
     }
 

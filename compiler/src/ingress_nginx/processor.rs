@@ -147,7 +147,7 @@ fn members<'o>(
             book.add_about(
                 &member.key,
                 Status::Accepted,
-                (ConditionKind::Warning, problem.reason),
+                (problem.kind(), problem.reason),
                 about,
                 message,
             );

@@ -126,13 +126,7 @@ fn a_pb_ecds_file_is_written_in_binary_and_envoy_routes_by_it() {
 
 #[test]
 fn no_request_fails_while_twenty_changes_are_pushed() {
-    let setup = Setup::start(FilterForm::Wasm);
-    setup.change(
-        "a.yaml",
-        Some(&ingress("a", "a.example", "blue")),
-        "a.example",
-        Some("blue"),
-    );
+    let setup = Setup::routing_a_to_blue(FilterForm::Wasm);
 
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicUsize::new(0));
@@ -222,13 +216,7 @@ fn no_request_fails_while_twenty_changes_are_pushed() {
 
 #[test]
 fn an_invalid_manifest_leaves_routing_as_it_was_and_appears_in_status() {
-    let setup = Setup::start(FilterForm::Wasm);
-    setup.change(
-        "a.yaml",
-        Some(&ingress("a", "a.example", "blue")),
-        "a.example",
-        Some("blue"),
-    );
+    let setup = Setup::routing_a_to_blue(FilterForm::Wasm);
     let generation = setup.watch.status()["generation"].clone();
 
     // A broken edit of a routed manifest: its last good version keeps routing.

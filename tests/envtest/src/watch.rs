@@ -195,6 +195,19 @@ impl Watch {
     pub fn routes(&self, host: &str, cluster: Option<&str>) -> bool {
         table_routes(&self.table(), host, cluster)
     }
+
+    /// Waits until the table file has a rule for `host` (sending to `cluster`, when given), or
+    /// panics after `within` with the watch's log.
+    pub async fn eventually_routes(&self, host: &str, cluster: Option<&str>, within: Duration) {
+        let what = format!("{host} routed");
+        eventually(
+            &what,
+            within,
+            || self.routes(host, cluster).then_some(()),
+            || self.log(),
+        )
+        .await
+    }
 }
 
 /// Whether `table` has a rule for `host` (with a backend `cluster`, when given: `ns/service:port`

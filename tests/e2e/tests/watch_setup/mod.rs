@@ -131,6 +131,18 @@ impl Setup {
         Setup::start_with(false, form)
     }
 
+    /// [`Setup::start`] with `a.example` routed to blue (`a.yaml`): the scene most tests begin with.
+    pub fn routing_a_to_blue(form: FilterForm) -> Setup {
+        let setup = Setup::start(form);
+        setup.change(
+            "a.yaml",
+            Some(&ingress("a", "a.example", "blue")),
+            "a.example",
+            Some("blue"),
+        );
+        setup
+    }
+
     /// The watch writing the ECDS file in binary protobuf (`filter.pb`), and Envoy reading it.
     pub fn start_binary(form: FilterForm) -> Setup {
         Setup::launch(false, form, EcdsFile::Binary)
@@ -211,18 +223,6 @@ impl Setup {
     /// Writes (or, with `None`, deletes) a manifest and returns how long it took until `host` is
     /// answered by `expected`; fails past [`FOLLOW_WITHIN`].
     pub fn change(&self, file: &str, text: Option<&str>, host: &str, expected: Option<&str>) -> Duration {
-        self.change_within(file, text, host, expected, FOLLOW_WITHIN)
-    }
-
-    /// [`Setup::change`] with the bound `within`.
-    pub fn change_within(
-        &self,
-        file: &str,
-        text: Option<&str>,
-        host: &str,
-        expected: Option<&str>,
-        within: Duration,
-    ) -> Duration {
         let started = Instant::now();
         match text {
             Some(text) => std::fs::write(self.manifest(file), text).unwrap(),
@@ -234,7 +234,7 @@ impl Setup {
             }
             let waited = started.elapsed();
             assert!(
-                waited < within,
+                waited < FOLLOW_WITHIN,
                 "{host} still not answered by {expected:?} {waited:?} after changing {file}\nwatch:\n{}",
                 self.watch.log()
             );
