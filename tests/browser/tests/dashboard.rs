@@ -160,6 +160,7 @@ async fn the_page_lists_the_example_hosts_and_rules() {
         )
         .await;
     let drawn_elsewhere = [
+        "access",
         "resources",
         "errors",
         "warnings",
