@@ -49,11 +49,21 @@ Examples:
   switchyard compile m/ --ingress-nginx-class nginx --ingress-nginx-configmap ingress-nginx/ingress-nginx-controller \
       --status status.json -o table.json
 
+Access controls (docs/routing.md, 9): a resource that asks for authentication, client certificates or
+source ranges Switchyard does not enforce yet (ingress-nginx's auth-url, auth-type, auth-tls-*,
+whitelist-source-range, ...; HTTPProxy authorization and IP policies; VirtualServer policies) is never
+served open: its rules answer 403 naming the field, and the summary lists it first, as BLOCKING. Its
+owner may accept to lose exactly those fields with the annotation
+  switchyard.io/serve-without-access-control: \"auth-url,whitelist-source-range\"
+
 Exit status: 0 when the input was read, even if some resources were ignored or rejected (see the
-status report); 1 when a file cannot be read or parsed (the message names file, line and field);
-2 for a usage error. The summary on stderr counts resources by status, rules, hosts and warnings.
+status report); 1 when a path cannot be read, or when a document or object does not parse or decode
+(each is listed, file, line, object and field; the rest is still compiled and written); 2 for a usage
+error. The summary on stderr lists what is blocking, then counts resources by status, rules, hosts and
+warnings.
 TLS settings (spec.tls, virtualhost.tls) do not affect routing and are not read, but for
-ingress-nginx's Ingresses, whose spec.tls hosts get ingress-nginx's HTTPS redirect (docs/routing.md, 7.7).";
+ingress-nginx's Ingresses, whose spec.tls hosts get ingress-nginx's HTTPS redirect (docs/routing.md, 7.7),
+and HTTPProxy's tls.clientValidation, an access control (9).";
 
 const EXPLAIN_HELP: &str = "\
 Examples:
