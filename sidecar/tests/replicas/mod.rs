@@ -20,8 +20,8 @@ use super::{
     wait_proxy_statuses, PATIENCE,
 };
 
-const LEASE_DURATION: Duration = Duration::from_secs(3);
-const RETRY_PERIOD: Duration = Duration::from_millis(250);
+/// Short leader-election timings, so that a failover takes seconds (how many is printed, a figure;
+/// the tests wait at most PATIENCE).
 const TIMINGS: [&str; 6] = [
     "--leader-elect-lease-duration",
     "3s",
