@@ -123,40 +123,33 @@ impl Guard {
         let mut denied = Vec::new();
         let mut used = vec![false; waived.len()];
         for field in fields {
-            if let Some(i) = waived.iter().position(|w| field.named_by(w)) {
-                used[i] = true;
-                let message = format!(
-                    "{} is not enforced by this gateway, and {WAIVER} waives it: this {kind} is served WITHOUT it",
-                    field.described()
-                );
-                let about = About::Field(field.name.clone());
-                book.add_about(
-                    key,
-                    status,
-                    (ConditionKind::Warning, Reason::AccessControlWaived),
-                    about,
-                    message,
-                );
-                continue;
-            }
-            let reach = match field.reach {
-                Reach::OwnRules => format!("the rules of this {kind}"),
-                Reach::Host => format!("the rules of this {kind}'s hosts"),
+            let waiver = waived.iter().position(|w| field.named_by(w));
+            let (why, message) = match waiver {
+                Some(i) => {
+                    used[i] = true;
+                    let message = format!(
+                        "{} is not enforced by this gateway, and {WAIVER} waives it: this {kind} is served WITHOUT it",
+                        field.described()
+                    );
+                    ((ConditionKind::Warning, Reason::AccessControlWaived), message)
+                }
+                None => {
+                    let reach = match field.reach {
+                        Reach::OwnRules => format!("the rules of this {kind}"),
+                        Reach::Host => format!("the rules of this {kind}'s hosts"),
+                    };
+                    let message = format!(
+                        "{} is not enforced by this gateway: {reach} answer 403 until it is, or until the \
+                         resource's owner names it in the annotation {WAIVER} (ROUTING.md §9)",
+                        field.described(),
+                    );
+                    ((ConditionKind::Error, Reason::AccessControlNotEnforced), message)
+                }
             };
-            let message = format!(
-                "{} is not enforced by this gateway: {reach} answer 403 until it is, or until the resource's \
-                 owner names it in the annotation {WAIVER} (ROUTING.md §9)",
-                field.described(),
-            );
-            let about = About::Field(field.name.clone());
-            book.add_about(
-                key,
-                status,
-                (ConditionKind::Error, Reason::AccessControlNotEnforced),
-                about,
-                message,
-            );
-            denied.push(field);
+            book.add_about(key, status, why, About::Field(field.name.clone()), message);
+            if waiver.is_none() {
+                denied.push(field);
+            }
         }
         for (word, _) in waived.iter().zip(used).filter(|(_, used)| !used) {
             let message = format!("{WAIVER} names {word:?}, which this {kind} does not carry: it waives nothing");
@@ -313,7 +306,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use switchyard_table::{Backend, PathSpec, RouteAction, RuleSpec};
+    use switchyard_table::{PathSpec, RouteAction, RuleSpec};
 
     use super::*;
     use crate::model::{Claiming, HostOrder};
@@ -347,17 +340,7 @@ mod tests {
                 host: Some(host.into()),
                 path: PathSpec::Prefix("/".into()),
                 conditions: Vec::new(),
-                action: ActionSpec::Route(RouteAction {
-                    backends: vec![Backend {
-                        cluster: cluster.into(),
-                        weight: 1,
-                    }],
-                    rewrite_prefix: None,
-                    rewrite_regex: None,
-                    set_headers: Vec::new(),
-                    remove_headers: Vec::new(),
-                    canary: None,
-                }),
+                action: ActionSpec::Route(RouteAction::to(cluster.into())),
             },
             order: HostOrder::General,
             claiming: Claiming::Contends,

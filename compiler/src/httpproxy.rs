@@ -121,14 +121,8 @@ impl<'a> HTTPProxyProcessor<'a> {
         self.report_unreported(&forest);
         let mut guard = Guard::default();
         for (key, proxy) in &forest.eligible {
-            let status = self.inputs.book.get(key).unwrap_or(Status::Valid);
-            guard.judge(
-                key,
-                &proxy.metadata,
-                access_fields(&proxy.spec),
-                self.inputs.book,
-                status,
-            );
+            let fields = access_fields(&proxy.spec);
+            guard.judge(key, &proxy.metadata, fields, self.inputs.book, Status::Valid);
         }
         let unroutable = self.unroutable;
         let mut drafts: Vec<Draft> = self

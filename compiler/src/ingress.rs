@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
-use switchyard_table::{ActionSpec, Backend, ConditionSpec, PathSpec, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, ConditionSpec, PathSpec, RouteAction, RuleSpec};
 
 use crate::access::{Field, Guard, Reach, WAIVER};
 use crate::annotations::IngressAnnotations;
@@ -325,14 +325,7 @@ impl<'a> IngressProcessor<'a> {
     /// resolved (ROUTING.md §5), or `None` (reported) when the backend cannot be used at all.
     fn action(&mut self, key: &ResourceKey, backend: &IngressBackend, at: &str) -> Option<ActionSpec> {
         match backend_cluster(backend, key, self.inputs.services, self.inputs.options) {
-            Ok(cluster) => Some(ActionSpec::Route(RouteAction {
-                backends: vec![Backend { cluster, weight: 1 }],
-                rewrite_prefix: None,
-                rewrite_regex: None,
-                set_headers: Vec::new(),
-                remove_headers: Vec::new(),
-                canary: None,
-            })),
+            Ok(cluster) => Some(ActionSpec::Route(RouteAction::to(cluster))),
             Err(NoCluster::PortNotFound(why)) => {
                 self.inputs.book.error(
                     key,

@@ -177,6 +177,20 @@ pub struct RouteAction {
     pub canary: Option<Box<Canary>>,
 }
 
+impl RouteAction {
+    /// To one backend, `cluster`, with no rewrite, header action or canary.
+    pub fn to(cluster: String) -> RouteAction {
+        RouteAction {
+            backends: vec![Backend { cluster, weight: 1 }],
+            rewrite_prefix: None,
+            rewrite_regex: None,
+            set_headers: Vec::new(),
+            remove_headers: Vec::new(),
+            canary: None,
+        }
+    }
+}
+
 /// ingress-nginx's canary (ROUTING.md §7.6), decided per request in this order: the header (when
 /// present), the cookie (when present), the weight; else the main backends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

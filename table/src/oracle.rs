@@ -7,9 +7,7 @@
 //! conditions overlap often), through any source of choices: a seeded generator in the tests, the
 //! fuzzer's bytes in `fuzz/`.
 
-use crate::format::{
-    ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec, TableSpec,
-};
+use crate::format::{ActionSpec, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec, TableSpec};
 use crate::request::{RequestView, SimpleRequest};
 use crate::{RouteTable, TableError};
 
@@ -147,17 +145,7 @@ pub fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
         host: (!host.is_empty()).then(|| host.to_owned()),
         path,
         conditions,
-        action: ActionSpec::Route(RouteAction {
-            backends: vec![Backend {
-                cluster: "c".to_owned(),
-                weight: 1,
-            }],
-            rewrite_prefix: None,
-            rewrite_regex: None,
-            set_headers: Vec::new(),
-            remove_headers: Vec::new(),
-            canary: None,
-        }),
+        action: ActionSpec::Route(RouteAction::to("c".to_owned())),
     }
 }
 

@@ -7,9 +7,7 @@
 //! ([`worst_request`]) fails the conditions of a rule at every depth of its path, and of the
 //! wildcard above it, and falls through to the catch-all. The output is deterministic.
 
-use crate::format::{
-    ActionSpec, Backend, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec, TableSpec,
-};
+use crate::format::{ActionSpec, ConditionSource, ConditionSpec, MatchOp, PathSpec, RouteAction, RuleSpec, TableSpec};
 use crate::precedence::by_precedence;
 use crate::request::SimpleRequest;
 
@@ -120,17 +118,7 @@ fn spec(name: &str, host: Option<&str>, path: PathSpec) -> RuleSpec {
         host: host.map(str::to_owned),
         path,
         conditions: Vec::new(),
-        action: ActionSpec::Route(RouteAction {
-            backends: vec![Backend {
-                cluster: format!("bench/{name}:80"),
-                weight: 1,
-            }],
-            rewrite_prefix: None,
-            rewrite_regex: None,
-            set_headers: Vec::new(),
-            remove_headers: Vec::new(),
-            canary: None,
-        }),
+        action: ActionSpec::Route(RouteAction::to(format!("bench/{name}:80"))),
     }
 }
 

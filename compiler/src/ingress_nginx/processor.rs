@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::{ActionSpec, Backend, DirectResponse, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, DirectResponse, RouteAction, RuleSpec};
 
 use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations};
@@ -271,12 +271,10 @@ fn draft(
             canary,
         } => match backend_cluster(backend, &owner.key, inputs.services, inputs.options) {
             Ok(cluster) => ActionSpec::Route(RouteAction {
-                backends: vec![Backend { cluster, weight: 1 }],
-                rewrite_prefix: None,
                 rewrite_regex,
                 set_headers,
-                remove_headers: Vec::new(),
                 canary: canary.and_then(|(c, backend)| table_canary(c, backend, canaries, inputs).map(Box::new)),
+                ..RouteAction::to(cluster)
             }),
             Err(NoCluster::PortNotFound(why)) => {
                 inputs.book.error(
