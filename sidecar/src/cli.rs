@@ -17,7 +17,7 @@ use crate::flags::{L4Args, TableArgs, TableEncoding};
 use switchyard_compiler::access::AccessReport;
 use switchyard_compiler::load::{read_paths, Loaded};
 use switchyard_compiler::pipeline::compile;
-use switchyard_compiler::status::{summarize, About, ConditionKind, Reason, ResourceStatus, Status};
+use switchyard_compiler::status::{summarize, About, Condition, ConditionKind, Reason, ResourceStatus, Status};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -280,15 +280,7 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         .flat_map(|s| {
             s.conditions
                 .iter()
-                // Counted by annotation below, not listed Ingress by Ingress; the access controls
-                // are listed first, by resource.
-                .filter(|c| {
-                    !matches!(
-                        c.reason,
-                        Reason::AnnotationNotHonored | Reason::AccessControlNotEnforced
-                    )
-                })
-                .filter(|c| !(c.reason == Reason::AccessControlWaived && c.about.is_some()))
+                .filter(|c| !listed_elsewhere(c))
                 .filter(|c| {
                     c.kind == ConditionKind::Error
                         || c.kind == ConditionKind::Warning
@@ -321,6 +313,17 @@ fn summary(loaded: &Loaded, compiled: &switchyard_compiler::Compiled) -> String 
         }
     }
     out
+}
+
+/// Whether the summary says `condition` in a place of its own rather than among the warnings: the
+/// annotations not honoured are counted by annotation, the access controls about a field listed by
+/// resource first ([`AccessReport`]).
+fn listed_elsewhere(condition: &Condition) -> bool {
+    match condition.reason {
+        Reason::AnnotationNotHonored => true,
+        Reason::AccessControlNotEnforced | Reason::AccessControlWaived => condition.about.is_some(),
+        _ => false,
+    }
 }
 
 /// The migration report's summary (ROUTING.md §7.9): the ingress-nginx annotations that will not

@@ -185,7 +185,7 @@ fn canary_settings(canary: &Member<'_>, prefix: &str, book: &mut StatusBook) -> 
         book.add_about(
             &canary.key,
             Status::Accepted,
-            (ConditionKind::Warning, problem.reason),
+            (problem.kind(), problem.reason),
             about,
             problem.message,
         );
