@@ -27,6 +27,10 @@ use crate::objects::{
 };
 use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
+use crate::https::httpproxy::{check as check_tls, RootTls};
+use crate::https::routing::{https_redirect, only, Scheme};
+use crate::https::secrets::Secrets;
+use crate::objects::secret::Secret;
 use crate::status::{ConditionKind, Reason, Status};
 
 /// The HTTPProxy processor in the pipeline's list: [`HTTPProxyProcessor`] over the proxies that
@@ -36,7 +40,7 @@ pub struct HTTPProxies;
 impl Processor for HTTPProxies {
     fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
         Output {
-            drafts: HTTPProxyProcessor::new(inputs).run(&ours.http_proxies),
+            drafts: HTTPProxyProcessor::new(inputs, &ours.secrets).run(&ours.http_proxies),
             ..Output::default()
         }
     }
@@ -46,6 +50,8 @@ impl Processor for HTTPProxies {
 /// status.
 pub struct HTTPProxyProcessor<'a> {
     inputs: Inputs<'a>,
+    /// The Secrets roots' `tls` names (ROUTING.md §8.5).
+    secrets: Secrets<'a>,
     drafts: Vec<Draft>,
     /// The next rule position of each proxy (the `n` of its rules' names).
     counters: BTreeMap<ResourceKey, usize>,
@@ -76,6 +82,10 @@ struct Context {
     blocks: Vec<MatchCondition>,
     /// The proxies from the root down to here, to spot cycles.
     stack: Vec<ResourceKey>,
+    /// Whether the root terminates TLS (ROUTING.md §8.5): its routes redirect plain HTTP to https
+    /// unless they permit it; a root without (or passing TLS through) serves its routes on plain
+    /// HTTP only.
+    terminates_tls: bool,
 }
 
 impl Context {
@@ -97,9 +107,10 @@ const MAX_VISITS_PER_ROOT: usize = 10_000;
 
 impl<'a> HTTPProxyProcessor<'a> {
     /// A processor reading and reporting through `inputs`.
-    pub fn new(inputs: Inputs<'a>) -> HTTPProxyProcessor<'a> {
+    pub fn new(inputs: Inputs<'a>, secrets: &'a [Arc<Secret>]) -> HTTPProxyProcessor<'a> {
         HTTPProxyProcessor {
             inputs,
+            secrets: Secrets::new(secrets),
             drafts: Vec::new(),
             counters: BTreeMap::new(),
             reached: BTreeSet::new(),
@@ -176,6 +187,14 @@ impl<'a> HTTPProxyProcessor<'a> {
             self.invalid(key, Reason::RootProxyNotAllowedInNamespace, message);
             return None;
         }
+        let has_default = self.inputs.options.default_certificate.is_some();
+        let terminates_tls = match check_tls(&key.namespace, vhost.tls.as_ref(), has_default, &mut self.secrets) {
+            Ok(tls) => matches!(tls, RootTls::Terminated(..)),
+            Err((reason, message)) => {
+                self.invalid(key, reason, format!("{message}; the proxy routes nothing"));
+                return None;
+            }
+        };
         Some(Context {
             root: key.clone(),
             root_age: Arc::new(Age::of(Kind::HTTPProxy, &proxy.metadata)),
@@ -183,6 +202,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             prefix: String::new(),
             blocks: Vec::new(),
             stack: vec![key.clone()],
+            terminates_tls,
         })
     }
 
@@ -302,7 +322,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             conditions,
             action,
         };
-        self.push_valid(key, age, n, rule, context, &at);
+        self.push_valid(key, age, n, (rule, route.permit_insecure), context, &at);
     }
 
     /// What a route matches: its path after the inherited prefix, and the inherited and its own
@@ -421,12 +441,20 @@ impl<'a> HTTPProxyProcessor<'a> {
     }
 
     /// Pushes a route's rule if the filter would accept it; otherwise the route is refused here.
-    fn push_valid(&mut self, key: &ResourceKey, age: &Arc<Age>, n: usize, rule: RuleSpec, context: &Context, at: &str) {
+    fn push_valid(
+        &mut self,
+        key: &ResourceKey,
+        age: &Arc<Age>,
+        n: usize,
+        (rule, permit_insecure): (RuleSpec, bool),
+        context: &Context,
+        at: &str,
+    ) {
         if let Err(why) = validate_rule(&rule) {
             self.invalid(key, Reason::RouteNotValid, format!("{at}: {why}; the route is skipped"));
             return;
         }
-        self.push(key, age, n, rule, context);
+        self.push(key, age, n, (rule, permit_insecure), context);
     }
 
     /// The 502 rule for a broken include: the include's accumulated conditions, answered locally.
@@ -448,11 +476,33 @@ impl<'a> HTTPProxyProcessor<'a> {
             }),
         };
         if validate_rule(&rule).is_ok() {
-            self.push(key, age, n, rule, context);
+            self.push(key, age, n, (rule, false), context);
         }
     }
 
-    fn push(&mut self, key: &ResourceKey, age: &Arc<Age>, position: usize, rule: RuleSpec, context: &Context) {
+    /// Drafts `rule` as its root's TLS asks (ROUTING.md §8.5): on a root that terminates TLS, a
+    /// route that does not permit plain HTTP answers it with a 301 to https; on any other root,
+    /// the route is served on plain HTTP only.
+    fn push(
+        &mut self,
+        key: &ResourceKey,
+        age: &Arc<Age>,
+        position: usize,
+        (mut rule, permit_insecure): (RuleSpec, bool),
+        context: &Context,
+    ) {
+        match (context.terminates_tls, permit_insecure) {
+            (true, false) => {
+                let redirect = https_redirect(&rule, 301);
+                self.draft(key, age, position, redirect, context);
+            }
+            (true, true) => {}
+            (false, _) => only(&mut rule, Scheme::Http),
+        }
+        self.draft(key, age, position, rule, context);
+    }
+
+    fn draft(&mut self, key: &ResourceKey, age: &Arc<Age>, position: usize, rule: RuleSpec, context: &Context) {
         self.drafts.push(Draft {
             owner: key.clone(),
             age: age.clone(),

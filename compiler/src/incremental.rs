@@ -91,6 +91,8 @@ pub enum Why {
     IngressClasses,
     /// Services changed: the backend ports of every resource.
     Services,
+    /// Secrets changed: the certificates of every HTTPS host (ROUTING.md §8).
+    Secrets,
     /// HTTPProxies, VirtualServers, VirtualServerRoutes, TransportServers or GlobalConfigurations
     /// changed: inclusion and NGINX's rules reach across resources.
     OtherKinds,
@@ -112,6 +114,7 @@ impl Why {
             Why::First => "first compilation",
             Why::IngressClasses => "IngressClasses changed",
             Why::Services => "Services changed",
+            Why::Secrets => "Secrets changed",
             Why::OtherKinds => "HTTPProxy or NGINX objects changed",
             Why::SharedHost => "an Ingress changed on a host another kind claims",
             Why::IngressNginx => "an ingress-nginx Ingress changed beyond its own servers",
@@ -596,6 +599,7 @@ impl State {
                     Kind::Ingress => return,
                     Kind::IngressClass => Why::IngressClasses,
                     Kind::Service => Why::Services,
+                    Kind::Secret => Why::Secrets,
                     Kind::HTTPProxy
                     | Kind::VirtualServer
                     | Kind::VirtualServerRoute

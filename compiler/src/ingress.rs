@@ -21,6 +21,7 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, ConditionSpec, PathSpec, RouteAction, RuleSpec};
 
+use crate::https::routing::{https_redirect, only, Scheme};
 use crate::access::{Field, Guard, Reach, WAIVER};
 use crate::annotations::IngressAnnotations;
 use crate::collisions::Claim;
@@ -84,6 +85,42 @@ struct Owner {
     age: Arc<Age>,
     /// The conditions its router annotations add to every rule.
     conditions: Vec<ConditionSpec>,
+    /// What its rules do with plain HTTP (ROUTING.md §8.3).
+    plain_http: PlainHttp,
+}
+
+/// What an Ingress's rules do with plain HTTP (ROUTING.md §8.3, Contour's `TLSRequired` and
+/// `HTTPAllowed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlainHttp {
+    /// Served, as HTTPS is.
+    Served,
+    /// `force-ssl-redirect: "true"`: answered with a 301 to https.
+    Redirected,
+    /// `kubernetes.io/ingress.allow-http: "false"`: not served (the rules leave port 80).
+    Refused,
+}
+
+/// The annotations that redirect an Ingress's plain HTTP to https.
+const FORCE_SSL_REDIRECT: [&str; 2] = ["ingress.kubernetes.io/force-ssl-redirect", "switchyard.io/force-ssl-redirect"];
+/// The annotation that takes an Ingress's rules off port 80.
+const ALLOW_HTTP: &str = "kubernetes.io/ingress.allow-http";
+
+impl PlainHttp {
+    fn of(ingress: &Ingress) -> PlainHttp {
+        let annotation = |name: &str| {
+            (ingress.metadata.annotations.as_ref())
+                .and_then(|a| a.get(name))
+                .map(|v| v.trim().to_ascii_lowercase())
+        };
+        if annotation(ALLOW_HTTP).as_deref() == Some("false") {
+            PlainHttp::Refused
+        } else if FORCE_SSL_REDIRECT.iter().any(|a| annotation(a).as_deref() == Some("true")) {
+            PlainHttp::Redirected
+        } else {
+            PlainHttp::Served
+        }
+    }
 }
 
 /// One rule to emit: its position, host, path and backend, and where the manifest writes it.
@@ -133,6 +170,7 @@ impl<'a> IngressProcessor<'a> {
             age: Arc::new(Age::of(Kind::Ingress, &ingress.metadata)),
             key,
             conditions,
+            plain_http: PlainHttp::of(ingress),
         };
         let before = (self.drafts.len(), self.claims.len());
         let positions = self.compute_rules(&owner, spec);
@@ -293,7 +331,7 @@ impl<'a> IngressProcessor<'a> {
         let Some(action) = self.action(&owner.key, emit.backend, &emit.at) else {
             return;
         };
-        let rule = RuleSpec {
+        let mut rule = RuleSpec {
             name: format!("{}#{}", owner.key.display(), emit.position),
             host: emit.host,
             path: emit.path,
@@ -309,10 +347,19 @@ impl<'a> IngressProcessor<'a> {
             );
             return;
         }
+        match owner.plain_http {
+            PlainHttp::Served => {}
+            PlainHttp::Redirected => self.draft(owner, emit.position, https_redirect(&rule, 301)),
+            PlainHttp::Refused => only(&mut rule, Scheme::Https),
+        }
+        self.draft(owner, emit.position, rule);
+    }
+
+    fn draft(&mut self, owner: &Owner, position: usize, rule: RuleSpec) {
         self.drafts.push(Draft {
             owner: owner.key.clone(),
             age: owner.age.clone(),
-            position: emit.position,
+            position,
             claimant: owner.key.clone(),
             claimant_age: owner.age.clone(),
             rule,

@@ -45,6 +45,7 @@ pub mod class;
 pub mod collisions;
 pub mod explain;
 pub mod httpproxy;
+pub mod https;
 pub mod incremental;
 pub mod ingress;
 pub mod ingress_nginx;

@@ -392,6 +392,7 @@ fn add_object(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Res
             object.insert("apiVersion".to_owned(), Value::from(known.api_version()));
         }
         Kind::Service
+        | Kind::Secret
         | Kind::HTTPProxy
         | Kind::VirtualServer
         | Kind::VirtualServerRoute

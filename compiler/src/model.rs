@@ -52,6 +52,9 @@ pub struct Options {
     pub ingress_nginx: IngressNginxFlags,
     /// What `--ingress-nginx-configmap` names: ingress-nginx's ConfigMap, read (§7.8).
     pub ingress_nginx_config: ControllerConfig,
+    /// `--default-certificate NAMESPACE/NAME`: the Secret of the default certificate (ROUTING.md
+    /// §8.1.2); `None`: one made at start.
+    pub default_certificate: Option<String>,
 }
 
 /// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
@@ -77,6 +80,7 @@ impl Default for Options {
             tls_passthrough_port: DEFAULT_TLS_PASSTHROUGH_PORT,
             ingress_nginx: IngressNginxFlags::default(),
             ingress_nginx_config: ControllerConfig::default(),
+            default_certificate: None,
         }
     }
 }

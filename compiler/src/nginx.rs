@@ -30,6 +30,8 @@ pub enum Location {
 /// The tier of a location in NGINX's order: exact, then `^~` prefixes, then regexes, then prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Tier {
+    /// The server block's own `if`, before any location (§8.6's redirect to https).
+    Server,
     /// `=/x`.
     Exact,
     /// `^~/x`.
@@ -256,6 +258,18 @@ impl NginxRank {
             path,
             position,
             branch: branch.unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The rank of a rule of the server block itself, before every location.
+    pub fn server() -> NginxRank {
+        NginxRank {
+            tier: Tier::Server,
+            length: Reverse(0),
+            regex_position: 0,
+            path: String::new(),
+            position: 0,
+            branch: 0,
         }
     }
 

@@ -9,6 +9,8 @@ pub mod nginx;
 
 pub mod transport;
 
+pub mod secret;
+
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -62,7 +64,9 @@ pub trait EachKind {
 macro_rules! objects {
     (@class $object:ident) => { None };
     (@class $object:ident $class:path) => { $class($object) };
-    ($($(#[$doc:meta])* $field:ident: $ty:ty => $kind:ident $(class($class:path))?,)+) => {
+    (@same $object:ident $other:ident) => { $object.spec == $other.spec };
+    (@same $object:ident $other:ident $same:path) => { $same($object, $other) };
+    ($($(#[$doc:meta])* $field:ident: $ty:ty => $kind:ident $(class($class:path))? $(same($same:path))?,)+) => {
         /// Everything one compilation reads: one vector per [`Kind`]. The order of the vectors does
         /// not matter: the pipeline sorts.
         ///
@@ -91,7 +95,7 @@ macro_rules! objects {
             }
 
             fn same_spec(&self, other: &Self) -> bool {
-                self.spec == other.spec
+                objects!(@same self other $($same)?)
             }
 
             fn class_name(&self) -> Option<&str> {
@@ -127,6 +131,9 @@ objects! {
     transport_servers: transport::TransportServer => TransportServer class(classes::transport_server),
     /// NGINX GlobalConfigurations (the listeners TransportServers use).
     global_configurations: transport::GlobalConfiguration => GlobalConfiguration,
+    /// Secrets: the certificates of the HTTPS listener (ROUTING.md §8), only their `tls.crt` and
+    /// `tls.key` ([`secret`]).
+    secrets: secret::Secret => Secret same(secret::Secret::same_content),
 }
 
 /// Where each kind with a class ([`Kind::has_class`]) writes it ([`Object::class_name`]).
@@ -235,9 +242,8 @@ pub struct HTTPProxySpec {
     pub includes: Vec<Include>,
 }
 
-/// `spec.virtualhost`: its host, and its access controls (ROUTING.md §9), decoded whatever their
-/// shape so that none is skipped ([`crate::httpproxy::access_fields`]). Other TLS settings do not
-/// affect routing.
+/// `spec.virtualhost`: its host, its TLS (ROUTING.md §8.5) and its access controls (§9), these
+/// decoded whatever their shape so that none is skipped ([`crate::httpproxy::access_fields`]).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualHost {
@@ -261,10 +267,25 @@ pub struct VirtualHost {
     pub tls: Option<VirtualHostTls>,
 }
 
-/// `spec.virtualhost.tls`, as far as access control reads it.
+/// `spec.virtualhost.tls` (ROUTING.md §8.5; `clientValidation` is an access control, §9).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualHostTls {
+    /// The certificate's Secret: `name`, or `namespace/name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_name: Option<String>,
+    /// `1.2` or `1.3`; other values take the default (1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_protocol_version: Option<String>,
+    /// `1.2` or `1.3`; other values take the default (1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum_protocol_version: Option<String>,
+    /// TLS passed through to the services of `tcpproxy`, never decrypted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub passthrough: bool,
+    /// Whether a handshake without SNI (the default certificate) may reach this host.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub enable_fallback_certificate: bool,
     /// Client certificate validation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_validation: Option<serde_json::Value>,
@@ -313,6 +334,9 @@ pub struct ProxyRoute {
     /// Client addresses denied on this route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_deny_policy: Option<serde_json::Value>,
+    /// On a TLS root: whether plain HTTP is served too, instead of a 301 to https (ROUTING.md §8.5).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub permit_insecure: bool,
 }
 
 /// A condition block: at most one of `prefix`, `exact`, `regex`, or a `header`, or a `queryParameter`.
@@ -482,6 +506,8 @@ crate::vocabulary! {
         GlobalConfiguration,
         /// `v1` Service (backend ports, ROUTING.md §5; no status).
         Service,
+        /// `v1` Secret (certificates, ROUTING.md §8; no status).
+        Secret,
     }
 }
 
@@ -500,7 +526,7 @@ impl Kind {
             Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer | Kind::GlobalConfiguration => {
                 "k8s.nginx.org/v1"
             }
-            Kind::Service => "v1",
+            Kind::Service | Kind::Secret => "v1",
         }
     }
 
@@ -514,7 +540,8 @@ impl Kind {
             | Kind::VirtualServerRoute
             | Kind::TransportServer
             | Kind::GlobalConfiguration
-            | Kind::Service => &[],
+            | Kind::Service
+            | Kind::Secret => &[],
         }
     }
 
@@ -529,6 +556,7 @@ impl Kind {
             Kind::TransportServer => "transportservers",
             Kind::GlobalConfiguration => "globalconfigurations",
             Kind::Service => "services",
+            Kind::Secret => "secrets",
         }
     }
 
@@ -542,7 +570,8 @@ impl Kind {
             | Kind::VirtualServerRoute
             | Kind::TransportServer
             | Kind::GlobalConfiguration
-            | Kind::Service => true,
+            | Kind::Service
+            | Kind::Secret => true,
         }
     }
 
@@ -555,7 +584,7 @@ impl Kind {
             | Kind::VirtualServer
             | Kind::VirtualServerRoute
             | Kind::TransportServer => true,
-            Kind::IngressClass | Kind::GlobalConfiguration | Kind::Service => false,
+            Kind::IngressClass | Kind::GlobalConfiguration | Kind::Service | Kind::Secret => false,
         }
     }
 
@@ -564,7 +593,7 @@ impl Kind {
         match self {
             Kind::IngressClass => 0,
             Kind::Ingress => 1,
-            Kind::HTTPProxy | Kind::TransportServer | Kind::GlobalConfiguration | Kind::Service => 2,
+            Kind::HTTPProxy | Kind::TransportServer | Kind::GlobalConfiguration | Kind::Service | Kind::Secret => 2,
             Kind::VirtualServer => 3,
             Kind::VirtualServerRoute => 4,
         }

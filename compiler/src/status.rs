@@ -238,6 +238,30 @@ vocabulary! {
         CanaryTaken,
         /// §7.6: a canary whose backend is its location's own: it does nothing.
         CanaryIsMain,
+        /// §8.3, §8.4, §8.6: a TLS entry's Secret is missing or unusable; its hosts are served with
+        /// another certificate (the default), or (VirtualServer) their handshakes fail.
+        TLSSecretNotValid,
+        /// §8.3: a merged host's certificate is set by an older Ingress; this one's is not used.
+        TLSSecretIgnored,
+        /// §8.3: a `spec.tls` host that no rule of the Ingress names: ignored.
+        TLSHostWithoutRule,
+        /// §8.3: a Secret in another namespace, with no delegation read: not used.
+        TLSDelegationNotPermitted,
+        /// §8.2: the served certificate is past its `notAfter`.
+        CertificateExpired,
+        /// §8.2: the served certificate ends in fewer than 10 days.
+        CertificateExpiresSoon,
+        /// §8.2: the served certificate does not name the host it is served for.
+        CertificateHostMismatch,
+        /// §8.5: an HTTPProxy's `tls.secretName` is missing or unusable: the proxy is invalid.
+        SecretNotValid,
+        /// §8.5: an HTTPProxy's `tls.secretName` in another namespace, with no delegation read.
+        DelegationNotPermitted,
+        /// §8.5: an HTTPProxy's `tls` asks for both or neither of `secretName` and `passthrough`, or a
+        /// minimum version above its maximum.
+        TLSConfigNotValid,
+        /// §8.5: `enableFallbackCertificate` without `--default-certificate`.
+        FallbackNotPresent,
     }
 }
 
@@ -638,7 +662,8 @@ impl Kind {
             | Kind::VirtualServerRoute
             | Kind::IngressClass
             | Kind::GlobalConfiguration
-            | Kind::Service => None,
+            | Kind::Service
+            | Kind::Secret => None,
         }
     }
 
@@ -657,7 +682,8 @@ impl Kind {
             | Kind::VirtualServerRoute
             | Kind::TransportServer
             | Kind::GlobalConfiguration
-            | Kind::Service => HostStatuses {
+            | Kind::Service
+            | Kind::Secret => HostStatuses {
                 host_taken: Status::Accepted,
                 all_hosts_taken: Status::Rejected,
                 path_taken: Status::Accepted,

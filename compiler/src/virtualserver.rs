@@ -40,8 +40,10 @@ use crate::processor::{Inputs, Output, Processor, Settle};
 use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
 mod scope;
+mod tls;
 
 use scope::{Fault, Note, Scope};
+use tls::ServerTls;
 
 /// What [`settle`] needs once the host contest is decided.
 #[derive(Debug, Default)]
@@ -115,6 +117,8 @@ struct Server {
     used: BTreeMap<ResourceKey, Vec<Note>>,
     /// Whether a route's own action covers every path (`/`): then no 404 rule is needed.
     covers_all: bool,
+    /// What its `tls` changes in its rules (ROUTING.md §8.6).
+    tls: ServerTls,
 }
 
 impl<'a> VirtualServerProcessor<'a> {
@@ -182,7 +186,8 @@ impl<'a> VirtualServerProcessor<'a> {
                 .map(|_| ())
                 .map_err(|problem| format!("spec.host: {problem}"))
         };
-        let scope = checked.and_then(|()| {
+        let tls = checked.and_then(|()| ServerTls::check(vs.spec.tls.as_ref()));
+        let scope = tls.clone().and_then(|_| {
             Scope::new(
                 &key,
                 &age,
@@ -191,9 +196,9 @@ impl<'a> VirtualServerProcessor<'a> {
                 self.inputs.options,
             )
         });
-        let mut scope = match scope {
-            Ok(scope) => scope,
-            Err(why) => return self.invalid(&key, why),
+        let (mut scope, tls) = match (scope, tls) {
+            (Ok(scope), Ok(tls)) => (scope, tls),
+            (Err(why), _) | (_, Err(why)) => return self.invalid(&key, why),
         };
         let mut server = Server {
             key: key.clone(),
@@ -205,6 +210,7 @@ impl<'a> VirtualServerProcessor<'a> {
             notes: Vec::new(),
             used: BTreeMap::new(),
             covers_all: false,
+            tls,
         };
         // `/x` and `^~/x` are one location (as NGINX says): compared as table paths.
         let mut seen: BTreeMap<PathSpec, usize> = BTreeMap::new();
@@ -436,6 +442,12 @@ impl<'a> VirtualServerProcessor<'a> {
             };
             let (key, age) = (server.key.clone(), server.age.clone());
             server.push(&key, &age, rule, NginxRank::unmatched());
+        }
+        let (key, host) = (server.key.clone(), server.host.clone());
+        let redirect = server.tls.apply(&key, &host, &mut server.drafts.iter_mut().map(|d| &mut d.rule));
+        if let Some(rule) = redirect {
+            let age = server.age.clone();
+            server.push(&key, &age, rule, NginxRank::server());
         }
         let key = server.key.clone();
         record(self.inputs.book, &key, &server.notes);

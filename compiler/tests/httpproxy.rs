@@ -178,7 +178,9 @@ fn header_and_query_conditions_are_unioned_down_the_tree() {
         [
             (ConditionSource::Header, "x-team", MatchOp::Exact),
             (ConditionSource::Query, "v", MatchOp::Exact),
-            (ConditionSource::Header, "x-canary", MatchOp::Present)
+            (ConditionSource::Header, "x-canary", MatchOp::Present),
+            // A root without `tls` is served on plain HTTP only (ROUTING.md §8.1.6).
+            (ConditionSource::Header, ":scheme", MatchOp::Exact)
         ]
     );
     let request = get("http://root.example.com/api/x?v=2")

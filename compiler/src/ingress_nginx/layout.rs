@@ -15,14 +15,13 @@
 use std::cmp::Ordering;
 
 use k8s_openapi::api::networking::v1::IngressBackend;
-use switchyard_table::{
-    ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, PathSpec, Redirect, RegexRewrite,
-};
+use switchyard_table::{ConditionSpec, DirectResponse, HeaderValue, PathSpec, Redirect, RegexRewrite};
 
 use super::annotations::{IngressNginxAnnotations, RewriteTarget};
 use super::configmap::ControllerConfig;
 use super::paths::{self, PathType};
 use super::server::{Location, Member, Origin, Server, Target};
+use crate::https::routing::{scheme_is, Scheme};
 
 /// What a laid-out rule does.
 #[derive(Debug, Clone)]
@@ -157,7 +156,7 @@ pub fn lay_out<'o>(
             out.push(rule(
                 name(".https-redirect"),
                 path.clone(),
-                vec![scheme_is_http()],
+                vec![scheme_is(Scheme::Http)],
                 Act::Redirect(redirect),
             ));
         }
@@ -345,18 +344,6 @@ fn https_redirect(
         },
         status: config.http_redirect_code,
     })
-}
-
-/// The condition of the HTTPS redirect: the request came over plain HTTP.
-fn scheme_is_http() -> ConditionSpec {
-    ConditionSpec {
-        on: ConditionSource::Header,
-        name: Some(":scheme".to_owned()),
-        op: MatchOp::Exact,
-        value: Some("http".to_owned()),
-        invert: false,
-        ignore_case: false,
-    }
 }
 
 /// §7.5: `rewrite-target` (the whole path replaced, `$n` from the location's path regex matched

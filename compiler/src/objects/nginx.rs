@@ -34,6 +34,36 @@ pub struct VirtualServerSpec {
     /// References to `Policy` objects for every route (ROUTING.md §9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policies: Option<serde_json::Value>,
+    /// HTTPS (ROUTING.md §8.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<VirtualServerTls>,
+}
+
+/// `VirtualServer.spec.tls`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualServerTls {
+    /// The certificate's Secret, in the VirtualServer's namespace; empty: the default certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// The redirect of plain HTTP to https.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<TlsRedirect>,
+}
+
+/// `VirtualServer.spec.tls.redirect`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TlsRedirect {
+    /// Whether plain HTTP is redirected.
+    #[serde(default)]
+    pub enable: bool,
+    /// 301 (default), 302, 307 or 308.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    /// `scheme` (default) or `x-forwarded-proto`: what says the request was plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub based_on: Option<String>,
 }
 
 /// `VirtualServerRoute.spec`: routes delegated by a VirtualServer, on the same host.

@@ -70,6 +70,13 @@ pub fn is_ingress_event(reason: Reason) -> bool {
             | Reason::CanaryIsMain
             | Reason::AccessControlNotEnforced
             | Reason::AccessControlWaived
+            | Reason::TLSSecretNotValid
+            | Reason::TLSSecretIgnored
+            | Reason::TLSHostWithoutRule
+            | Reason::TLSDelegationNotPermitted
+            | Reason::CertificateExpired
+            | Reason::CertificateExpiresSoon
+            | Reason::CertificateHostMismatch
     )
 }
 

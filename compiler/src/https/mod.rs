@@ -1,0 +1,321 @@
+//! HTTPS (ROUTING.md §8): which certificate each host of the table is served with, and what is
+//! wrong with the Secrets the resources name.
+//!
+//! A stage after the compiler ([`plan`]): it reads the compiled table (which hosts route, and
+//! which resources own each: the rule names), the statuses (which Ingresses are ingress-nginx's,
+//! which HTTPProxy roots are valid) and the Secrets. It changes no rule: what HTTPS changes in
+//! routing (the redirects of §8.3, §8.5 and §8.6, the hosts a kind does not serve on HTTPS, an
+//! HTTPProxy made invalid by its `tls`) the processors decide, as they decide everything else.
+//! Its result, [`Https`], is what the HTTPS listener's filter chains are made of
+//! ([`crate::lds`]), what `explain --sni` and the dashboard say, and the findings the statuses
+//! carry ([`Https::findings`]).
+//!
+//! Each kind's choice is its own module: [`ingress`] (§8.3, Switchyard's Ingresses, and §8.4,
+//! ingress-nginx's), [`httpproxy`] (§8.5), [`virtualserver`] (§8.6).
+
+pub mod certificate;
+pub mod routing;
+pub mod secrets;
+
+pub mod httpproxy;
+mod ingress;
+mod virtualserver;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+use switchyard_table::TableSpec;
+
+use crate::https::certificate::{Certificate, Expiry};
+use crate::https::secrets::Secrets;
+use crate::objects::{Kind, Objects, ResourceKey};
+use crate::status::{About, Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status};
+
+/// A TLS version a host accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum TlsVersion {
+    /// TLS 1.2.
+    #[serde(rename = "1.2")]
+    V1_2,
+    /// TLS 1.3.
+    #[serde(rename = "1.3")]
+    V1_3,
+}
+
+impl TlsVersion {
+    /// `1.2` → 1.2, `1.3` → 1.3; anything else is no version (the kind's default applies).
+    pub fn parse(word: &str) -> Option<TlsVersion> {
+        match word.trim() {
+            "1.2" => Some(TlsVersion::V1_2),
+            "1.3" => Some(TlsVersion::V1_3),
+            _ => None,
+        }
+    }
+
+    /// Envoy's name for it (`TLSv1_2`).
+    pub fn envoy(self) -> &'static str {
+        match self {
+            TlsVersion::V1_2 => "TLSv1_2",
+            TlsVersion::V1_3 => "TLSv1_3",
+        }
+    }
+}
+
+/// The TLS versions a host accepts: 1.2 to 1.3 unless its kind sets others (§8.1.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct TlsRange {
+    /// The lowest.
+    pub min: TlsVersion,
+    /// The highest.
+    pub max: TlsVersion,
+}
+
+impl Default for TlsRange {
+    fn default() -> Self {
+        TlsRange {
+            min: TlsVersion::V1_2,
+            max: TlsVersion::V1_3,
+        }
+    }
+}
+
+/// A Secret named by a resource: `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct SecretRef {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl std::fmt::Display for SecretRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What a host's handshakes are answered with.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Served {
+    /// The certificate of this Secret.
+    Secret {
+        /// The Secret.
+        secret: SecretRef,
+        /// Its leaf's SHA-256 (hex).
+        fingerprint: String,
+    },
+    /// The default certificate (§8.1.2).
+    Default,
+    /// No certificate: handshakes naming the host fail (§8.6, a VirtualServer's broken Secret).
+    Refused,
+}
+
+/// One host's HTTPS: listed only when it differs from the default certificate at the default range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostTls {
+    /// The host (`*.example.com` for a wildcard host).
+    pub host: String,
+    /// Its certificate.
+    pub served: Served,
+    /// The TLS versions it accepts.
+    pub versions: TlsRange,
+    /// The resource that decided it.
+    pub decided_by: String,
+    /// Why, in a sentence (what `explain --sni` and the dashboard say).
+    pub why: String,
+}
+
+/// A condition the HTTPS stage adds to a resource's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The resource.
+    pub key: ResourceKey,
+    /// The condition.
+    pub condition: Condition,
+}
+
+/// The result of the HTTPS stage.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Https {
+    /// The hosts with a certificate or a range of their own, by host.
+    pub hosts: Vec<HostTls>,
+    /// What is wrong, or worth knowing, about the certificates the resources name.
+    pub findings: Vec<Finding>,
+}
+
+impl Https {
+    /// The Secrets whose certificates are served, each once, in order: the only ones handed to
+    /// the gateway.
+    pub fn secrets(&self) -> BTreeSet<&SecretRef> {
+        (self.hosts.iter())
+            .filter_map(|h| match &h.served {
+                Served::Secret { secret, .. } => Some(secret),
+                Served::Default | Served::Refused => None,
+            })
+            .collect()
+    }
+
+    /// The host `sni` selects (§8.1.1): the same host, else the `*.` host one label above it;
+    /// `None`: the default certificate.
+    pub fn select(&self, sni: &str) -> Option<&HostTls> {
+        let sni = sni.to_ascii_lowercase();
+        let find =
+            |host: &str| (self.hosts.binary_search_by(|h| h.host.as_str().cmp(host)).ok()).map(|i| &self.hosts[i]);
+        find(&sni).or_else(|| {
+            let (_, parent) = sni.split_once('.')?;
+            find(&format!("*.{parent}"))
+        })
+    }
+
+    /// `statuses` with the findings added (each resource keeps its status; a finding on a resource
+    /// without a status entry is dropped: it is not ours).
+    pub fn annotate(&self, statuses: &mut [ResourceStatus]) {
+        for finding in &self.findings {
+            let key = &finding.key;
+            let found =
+                statuses.binary_search_by(|s| crate::status::report_order(s).cmp(&crate::status::key_order(key)));
+            let Ok(i) = found else { continue };
+            let status = &mut statuses[i];
+            if !status.conditions.contains(&finding.condition) {
+                status.conditions.push(finding.condition.clone());
+                let (kind, ns, name) = (status.kind, status.namespace.as_str(), status.name.as_str());
+                status.nginx = NginxStatus::of(kind, ns, name, status.status, &status.conditions);
+            }
+        }
+    }
+}
+
+/// The owners of every host of the table: the resources whose rules route it (`Kind/ns/name`, the
+/// prefix of a rule's name).
+pub(crate) type Owners = BTreeMap<String, BTreeSet<ResourceKey>>;
+
+/// What the kinds' choices share while the stage runs.
+pub(crate) struct Stage<'o> {
+    /// The Secrets, read once each.
+    pub secrets: Secrets<'o>,
+    /// Seconds since the epoch, for expiry.
+    pub now: i64,
+    /// What the stage found so far.
+    pub out: Https,
+}
+
+impl Stage<'_> {
+    /// Records `condition` (kind, reason) about `field` on `key`.
+    pub fn find(&mut self, key: &ResourceKey, why: (ConditionKind, Reason), field: &str, message: String) {
+        let condition = Condition::new(why, Some(About::Field(field.to_owned())), message);
+        let finding = Finding {
+            key: key.clone(),
+            condition,
+        };
+        if !self.out.findings.contains(&finding) {
+            self.out.findings.push(finding);
+        }
+    }
+
+    /// Records what a served certificate's owner should know (§8.2): its expiry, and whether it
+    /// names `host` (unless the kind checked that already).
+    pub fn check_served(&mut self, key: &ResourceKey, field: &str, secret: &SecretRef, cert: &Certificate, host: &str) {
+        match cert.expiry(self.now) {
+            Expiry::Fine => {}
+            Expiry::Soon(days) => self.find(
+                key,
+                (ConditionKind::Warning, Reason::CertificateExpiresSoon),
+                field,
+                format!("the certificate of Secret {secret} ends in {days} day(s); it is still served"),
+            ),
+            Expiry::Expired => self.find(
+                key,
+                (ConditionKind::Warning, Reason::CertificateExpired),
+                field,
+                format!(
+                    "the certificate of Secret {secret} has expired; it is still served, and clients will refuse it"
+                ),
+            ),
+        }
+        if !cert.covers(host) {
+            self.find(
+                key,
+                (ConditionKind::Warning, Reason::CertificateHostMismatch),
+                field,
+                format!(
+                    "the certificate of Secret {secret} does not name {host} (it names {}); it is served for it anyway",
+                    cert.names.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// Adds a host's choice.
+    pub fn serve(&mut self, host: &str, served: Served, versions: TlsRange, decided_by: &ResourceKey, why: String) {
+        if served == Served::Default && versions == TlsRange::default() {
+            return;
+        }
+        self.out.hosts.push(HostTls {
+            host: host.to_owned(),
+            served,
+            versions,
+            decided_by: decided_by.display(),
+            why,
+        });
+    }
+
+    /// `Served::Secret` of a certificate.
+    pub fn served(secret: &SecretRef, cert: &Arc<Certificate>) -> Served {
+        Served::Secret {
+            secret: secret.clone(),
+            fingerprint: cert.fingerprint.clone(),
+        }
+    }
+}
+
+/// The HTTPS stage: every host of `table` with its certificate, from the Secrets of `objects`;
+/// `statuses` are the compiler's; `now` is the time in seconds since the epoch (for §8.2's expiry).
+pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], now: i64) -> Https {
+    let owners = owners(table);
+    let nginx: BTreeSet<(&str, &str)> = (statuses.iter())
+        .filter(|s| s.kind == Kind::Ingress && s.conditions.iter().any(|c| c.about == Some(About::IngressNginx)))
+        .map(|s| (s.namespace.as_str(), s.name.as_str()))
+        .collect();
+    let valid_roots: BTreeSet<(&str, &str)> = (statuses.iter())
+        .filter(|s| s.kind == Kind::HTTPProxy && s.status == Status::Valid)
+        .map(|s| (s.namespace.as_str(), s.name.as_str()))
+        .collect();
+    let mut stage = Stage {
+        secrets: Secrets::new(&objects.secrets),
+        now,
+        out: Https::default(),
+    };
+    ingress::choose(&objects.ingresses, &owners, &nginx, &mut stage);
+    httpproxy::choose(&objects.http_proxies, &owners, &valid_roots, &mut stage);
+    virtualserver::choose(&objects.virtual_servers, &owners, &mut stage);
+    let mut out = stage.out;
+    out.hosts.sort_by(|a, b| a.host.cmp(&b.host));
+    out.hosts.dedup_by(|b, a| a.host == b.host);
+    out.findings.sort_by(|a, b| {
+        let order = |f: &Finding| (f.key.clone(), f.condition.reason.as_str(), f.condition.message.clone());
+        order(a).cmp(&order(b))
+    });
+    out
+}
+
+/// Host → the resources whose rules route it, read from the rules' names.
+fn owners(table: &TableSpec) -> Owners {
+    let mut owners = Owners::new();
+    for rule in &table.rules {
+        let Some(host) = &rule.host else { continue };
+        let stem = rule.name.split('#').next().unwrap_or_default();
+        let mut parts = stem.splitn(3, '/');
+        let (Some(kind), Some(namespace), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(kind) = Kind::named(kind) else { continue };
+        owners.entry(host.clone()).or_default().insert(ResourceKey {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        });
+    }
+    owners
+}
