@@ -20,17 +20,17 @@ use switchyard_table::{
 };
 
 use crate::access::{is_set, Field, Guard, Reach};
+use crate::https::httpproxy::{check as check_tls, RootTls};
+use crate::https::routing::{https_redirect, only, Scheme};
+use crate::https::secrets::Secrets;
 use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder};
+use crate::objects::secret::Secret;
 use crate::objects::{
     key_of, Age, HTTPProxy, HTTPProxySpec, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch,
     ResourceKey,
 };
 use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
-use crate::https::httpproxy::{check as check_tls, RootTls};
-use crate::https::routing::{https_redirect, only, Scheme};
-use crate::https::secrets::Secrets;
-use crate::objects::secret::Secret;
 use crate::status::{ConditionKind, Reason, Status};
 
 /// The HTTPProxy processor in the pipeline's list: [`HTTPProxyProcessor`] over the proxies that

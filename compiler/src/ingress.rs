@@ -21,10 +21,10 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressSpec};
 use switchyard_table::{ActionSpec, ConditionSpec, PathSpec, RouteAction, RuleSpec};
 
-use crate::https::routing::{https_redirect, only, Scheme};
 use crate::access::{Field, Guard, Reach, WAIVER};
 use crate::annotations::IngressAnnotations;
 use crate::collisions::Claim;
+use crate::https::routing::{https_redirect, only, Scheme};
 use crate::ingress_nginx::access;
 use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder, Options};
 use crate::objects::Objects;
@@ -102,7 +102,10 @@ enum PlainHttp {
 }
 
 /// The annotations that redirect an Ingress's plain HTTP to https.
-const FORCE_SSL_REDIRECT: [&str; 2] = ["ingress.kubernetes.io/force-ssl-redirect", "switchyard.io/force-ssl-redirect"];
+const FORCE_SSL_REDIRECT: [&str; 2] = [
+    "ingress.kubernetes.io/force-ssl-redirect",
+    "switchyard.io/force-ssl-redirect",
+];
 /// The annotation that takes an Ingress's rules off port 80.
 const ALLOW_HTTP: &str = "kubernetes.io/ingress.allow-http";
 
@@ -115,7 +118,10 @@ impl PlainHttp {
         };
         if annotation(ALLOW_HTTP).as_deref() == Some("false") {
             PlainHttp::Refused
-        } else if FORCE_SSL_REDIRECT.iter().any(|a| annotation(a).as_deref() == Some("true")) {
+        } else if FORCE_SSL_REDIRECT
+            .iter()
+            .any(|a| annotation(a).as_deref() == Some("true"))
+        {
             PlainHttp::Redirected
         } else {
             PlainHttp::Served

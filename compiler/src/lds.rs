@@ -18,11 +18,15 @@
 
 use serde_json::{json, Value};
 
+use crate::https::listener::{chains, HttpsOptions};
+use crate::https::Https;
 use crate::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
 use crate::model::DEFAULT_TLS_PASSTHROUGH_PORT;
 
 /// The name of the TLS passthrough listener.
 pub const PASSTHROUGH_LISTENER: &str = "switchyard-tls-passthrough";
+/// The name of the HTTPS listener (ROUTING.md §8), which also passes TLS through.
+pub const HTTPS_LISTENER: &str = "switchyard-https";
 
 /// Where the listeners listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +35,8 @@ pub struct LdsOptions {
     pub address: String,
     /// The port of the TLS passthrough listener (NGINX's `tls-passthrough` listener is its HTTPS port).
     pub passthrough_port: u16,
+    /// The HTTPS listener on the same port, when the gateway serves HTTPS (ROUTING.md §8).
+    pub https: Option<HttpsOptions>,
 }
 
 impl Default for LdsOptions {
@@ -38,6 +44,7 @@ impl Default for LdsOptions {
         LdsOptions {
             address: "0.0.0.0".to_owned(),
             passthrough_port: DEFAULT_TLS_PASSTHROUGH_PORT,
+            https: None,
         }
     }
 }
@@ -46,8 +53,30 @@ impl Default for LdsOptions {
 /// through) then one listener per GlobalConfiguration listener. An empty `routes` gives an empty
 /// response, which removes every listener an earlier response added.
 pub fn discovery_response(routes: &L4Routes, options: &LdsOptions) -> Value {
+    listeners(routes, &Https::default(), options)
+}
+
+/// The LDS `DiscoveryResponse` of the L4 routes and, with [`LdsOptions::https`], of the HTTPS
+/// listener: on the passthrough port, one listener holds the passthrough hosts' chains, the
+/// chains of `https`'s certificates ([`crate::https::listener`]) and the default certificate's.
+pub fn listeners(routes: &L4Routes, https: &Https, options: &LdsOptions) -> Value {
     let mut resources = Vec::new();
-    if !routes.passthrough.is_empty() {
+    if let Some(https_options) = &options.https {
+        let mut listener = tcp_listener(
+            HTTPS_LISTENER,
+            &options.address,
+            options.passthrough_port,
+            &routes.passthrough,
+        );
+        let taken: Vec<&str> = routes.passthrough.iter().filter_map(|r| r.host.as_deref()).collect();
+        let (terminated, default) = chains(https, &taken, https_options);
+        let mut all = listener["filter_chains"].as_array().cloned().unwrap_or_default();
+        all.extend(terminated);
+        listener["filter_chains"] = Value::Array(all);
+        listener["default_filter_chain"] = default;
+        listener["listener_filters"] = tls_inspector();
+        resources.push(listener);
+    } else if !routes.passthrough.is_empty() {
         resources.push(tcp_listener(
             PASSTHROUGH_LISTENER,
             &options.address,
@@ -63,8 +92,13 @@ pub fn discovery_response(routes: &L4Routes, options: &LdsOptions) -> Value {
 
 /// The document's text: pretty JSON and a final newline, as the ECDS file.
 pub fn document(routes: &L4Routes, options: &LdsOptions) -> String {
+    https_document(routes, &Https::default(), options)
+}
+
+/// [`listeners`]' text, as [`document`].
+pub fn https_document(routes: &L4Routes, https: &Https, options: &LdsOptions) -> String {
     // A `Value` of strings and numbers always serializes.
-    let text = serde_json::to_string_pretty(&discovery_response(routes, options)).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&listeners(routes, https, options)).unwrap_or_default();
     text + "\n"
 }
 
@@ -114,15 +148,20 @@ fn tcp_listener(name: &str, address: &str, port: u16, routes: &[L4Route]) -> Val
         }
     }
     if !chains.is_empty() {
-        listener["listener_filters"] = json!([{
-            "name": "envoy.filters.listener.tls_inspector",
-            "typed_config": {
-                "@type": "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
-            }
-        }]);
+        listener["listener_filters"] = tls_inspector();
         listener["filter_chains"] = Value::Array(chains);
     }
     listener
+}
+
+/// The listener filter that reads the SNI of a ClientHello.
+fn tls_inspector() -> Value {
+    json!([{
+        "name": "envoy.filters.listener.tls_inspector",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
+        }
+    }])
 }
 
 /// A UDP listener: every datagram to the host-less route's cluster (UDP has no SNI; the compiler
@@ -176,7 +215,13 @@ pub fn sni_route(document: &Value, host: &str) -> Option<SniRoute> {
     let host = host.to_ascii_lowercase();
     let mut best: Option<(usize, SniRoute)> = None;
     for listener in document["resources"].as_array()? {
-        for chain in listener["filter_chains"].as_array().into_iter().flatten() {
+        let proxies = |chain: &&Value| chain["filters"][0]["name"] == "envoy.filters.network.tcp_proxy";
+        for chain in listener["filter_chains"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(proxies)
+        {
             for name in chain["filter_chain_match"]["server_names"]
                 .as_array()
                 .into_iter()

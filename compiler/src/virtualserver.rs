@@ -444,7 +444,9 @@ impl<'a> VirtualServerProcessor<'a> {
             server.push(&key, &age, rule, NginxRank::unmatched());
         }
         let (key, host) = (server.key.clone(), server.host.clone());
-        let redirect = server.tls.apply(&key, &host, &mut server.drafts.iter_mut().map(|d| &mut d.rule));
+        let redirect = server
+            .tls
+            .apply(&key, &host, &mut server.drafts.iter_mut().map(|d| &mut d.rule));
         if let Some(rule) = redirect {
             let age = server.age.clone();
             server.push(&key, &age, rule, NginxRank::server());

@@ -14,6 +14,7 @@
 //! ingress-nginx's), [`httpproxy`] (§8.5), [`virtualserver`] (§8.6).
 
 pub mod certificate;
+pub mod listener;
 pub mod routing;
 pub mod secrets;
 
@@ -96,7 +97,7 @@ impl std::fmt::Display for SecretRef {
 }
 
 /// What a host's handshakes are answered with.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Served {
     /// The certificate of this Secret.
@@ -107,6 +108,7 @@ pub enum Served {
         fingerprint: String,
     },
     /// The default certificate (§8.1.2).
+    #[default]
     Default,
     /// No certificate: handshakes naming the host fail (§8.6, a VirtualServer's broken Secret).
     Refused,
@@ -141,6 +143,11 @@ pub struct Finding {
 pub struct Https {
     /// The hosts with a certificate or a range of their own, by host.
     pub hosts: Vec<HostTls>,
+    /// The default certificate (§8.1.2): `--default-certificate`'s Secret, or
+    /// [`Served::Default`], the one made at start.
+    pub default: Served,
+    /// Why `--default-certificate` is not used, when it is set but unusable (warned).
+    pub default_problem: Option<String>,
     /// What is wrong, or worth knowing, about the certificates the resources name.
     pub findings: Vec<Finding>,
 }
@@ -149,8 +156,8 @@ impl Https {
     /// The Secrets whose certificates are served, each once, in order: the only ones handed to
     /// the gateway.
     pub fn secrets(&self) -> BTreeSet<&SecretRef> {
-        (self.hosts.iter())
-            .filter_map(|h| match &h.served {
+        (self.hosts.iter().map(|h| &h.served).chain([&self.default]))
+            .filter_map(|served| match served {
                 Served::Secret { secret, .. } => Some(secret),
                 Served::Default | Served::Refused => None,
             })
@@ -271,8 +278,15 @@ impl Stage<'_> {
 }
 
 /// The HTTPS stage: every host of `table` with its certificate, from the Secrets of `objects`;
-/// `statuses` are the compiler's; `now` is the time in seconds since the epoch (for §8.2's expiry).
-pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], now: i64) -> Https {
+/// `statuses` are the compiler's; `now` is the time in seconds since the epoch (for §8.2's
+/// expiry); `default_certificate` is `--default-certificate` (`NAMESPACE/NAME`).
+pub fn plan(
+    objects: &Objects,
+    table: &TableSpec,
+    statuses: &[ResourceStatus],
+    now: i64,
+    default_certificate: Option<&str>,
+) -> Https {
     let owners = owners(table);
     let nginx: BTreeSet<(&str, &str)> = (statuses.iter())
         .filter(|s| s.kind == Kind::Ingress && s.conditions.iter().any(|c| c.about == Some(About::IngressNginx)))
@@ -287,6 +301,7 @@ pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], n
         now,
         out: Https::default(),
     };
+    default(default_certificate, &mut stage);
     ingress::choose(&objects.ingresses, &owners, &nginx, &mut stage);
     httpproxy::choose(&objects.http_proxies, &owners, &valid_roots, &mut stage);
     virtualserver::choose(&objects.virtual_servers, &owners, &mut stage);
@@ -298,6 +313,29 @@ pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], n
         order(a).cmp(&order(b))
     });
     out
+}
+
+/// §8.1.2: `--default-certificate`'s Secret when usable; else the one made at start, and why.
+fn default(flag: Option<&str>, stage: &mut Stage<'_>) {
+    let Some(flag) = flag else { return };
+    let Some((namespace, name)) = flag.split_once('/') else {
+        stage.out.default_problem = Some(format!("--default-certificate {flag:?} is not NAMESPACE/NAME"));
+        return;
+    };
+    match stage.secrets.certificate(namespace, name, secrets::TLS_OR_OPAQUE) {
+        Ok(cert) => {
+            let secret = SecretRef {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            };
+            stage.out.default = Stage::served(&secret, &cert);
+        }
+        Err(problem) => {
+            stage.out.default_problem = Some(format!(
+                "--default-certificate {flag}: {problem}; the certificate made at start is served instead"
+            ))
+        }
+    }
 }
 
 /// Host → the resources whose rules route it, read from the rules' names.

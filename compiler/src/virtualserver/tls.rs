@@ -35,7 +35,11 @@ impl ServerTls {
         let code = redirect.code.unwrap_or(301);
         let status = match u16::try_from(code) {
             Ok(status) if REDIRECT_CODES.contains(&code) => status,
-            _ => return Err(format!("spec.tls.redirect.code: {code} is not one of 301, 302, 307, 308")),
+            _ => {
+                return Err(format!(
+                    "spec.tls.redirect.code: {code} is not one of 301, 302, 307, 308"
+                ))
+            }
         };
         let plain = match redirect.based_on.as_deref().unwrap_or("scheme") {
             "scheme" => scheme_is(Scheme::Http),
@@ -58,7 +62,12 @@ impl ServerTls {
 
     /// Applies it to the VirtualServer's rules: the plain-HTTP limit on each, or the redirect rule
     /// that goes before them all (named `…#https-redirect`).
-    pub fn apply(&self, key: &ResourceKey, host: &str, rules: &mut dyn Iterator<Item = &mut RuleSpec>) -> Option<RuleSpec> {
+    pub fn apply(
+        &self,
+        key: &ResourceKey,
+        host: &str,
+        rules: &mut dyn Iterator<Item = &mut RuleSpec>,
+    ) -> Option<RuleSpec> {
         match self {
             ServerTls::None => {
                 rules.for_each(|rule| only(rule, Scheme::Http));

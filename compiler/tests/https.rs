@@ -1,0 +1,761 @@
+//! ROUTING.md §8 (HTTPS): which certificate each host is served with, per kind, what is said about
+//! the Secrets, and what HTTPS changes in routing (the redirects, the hosts served on one port only).
+//! Certificates are made here with rcgen; requests are routed by the filter's own matcher.
+
+mod common;
+
+use common::*;
+use switchyard_compiler::https::{self, Https, Served, TlsRange, TlsVersion};
+use switchyard_compiler::status::{Reason, Status};
+use switchyard_compiler::{Compiled, Options};
+use switchyard_table::SimpleRequest;
+
+/// The clock of these tests (2027-01-15), and a year.
+const NOW: i64 = 1_800_000_000;
+const DAY: i64 = 86_400;
+
+/// A self-signed certificate for `names`, ending at `not_after`: (chain PEM, key PEM).
+fn certificate(names: &[&str], not_after: i64) -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = time::OffsetDateTime::from_unix_timestamp(not_after).unwrap();
+    (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+}
+
+/// A Secret manifest of `type_` holding `chain` and `key`.
+fn secret_of(namespace: &str, name: &str, type_: &str, (chain, key): (String, String)) -> String {
+    let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\ntype: {type_}\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
+        indent(&chain),
+        indent(&key)
+    )
+}
+
+/// A `kubernetes.io/tls` Secret for `names`, valid for a year.
+fn tls_secret(namespace: &str, name: &str, names: &[&str]) -> String {
+    secret_of(
+        namespace,
+        name,
+        "kubernetes.io/tls",
+        certificate(names, NOW + 365 * DAY),
+    )
+}
+
+/// An Ingress with one rule per host (path `/`, Service `web`), `tls` entries as YAML and annotations.
+fn ingress(name: &str, created: &str, hosts: &[&str], tls: &str, annotations: &str) -> String {
+    let rules: String = hosts
+        .iter()
+        .map(|h| format!("    - host: \"{h}\"\n      http:\n        paths:\n          - path: /\n            pathType: Prefix\n            backend:\n              service:\n                name: web\n                port:\n                  number: 80\n"))
+        .collect();
+    let annotations = if annotations.is_empty() {
+        String::new()
+    } else {
+        format!("  annotations:\n{annotations}")
+    };
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: default\n  creationTimestamp: \"{created}\"\n{annotations}spec:\n  tls:\n{tls}  rules:\n{rules}---\n"
+    )
+}
+
+/// Compiles and plans HTTPS, the findings added to the statuses.
+fn plan_with(yaml: &str, options: &Options) -> (Compiled, Https) {
+    let loaded = load(yaml);
+    let mut compiled = switchyard_compiler::compile(&loaded.objects, options).unwrap();
+    let https = https::plan(
+        &loaded.objects,
+        &compiled.table,
+        &compiled.statuses,
+        NOW,
+        options.default_certificate.as_deref(),
+    );
+    https.annotate(&mut compiled.statuses);
+    (compiled, https)
+}
+
+fn plan(yaml: &str) -> (Compiled, Https) {
+    plan_with(yaml, &Options::default())
+}
+
+/// The Secret a host is served with (`None`: the default certificate).
+fn served(https: &Https, host: &str) -> Option<String> {
+    match https.hosts.iter().find(|h| h.host == host).map(|h| &h.served) {
+        Some(Served::Secret { secret, .. }) => Some(secret.to_string()),
+        Some(Served::Refused) => Some("refused".to_owned()),
+        Some(Served::Default) | None => None,
+    }
+}
+
+fn http(url: &str) -> SimpleRequest {
+    get(url).header(":scheme", "http")
+}
+
+fn https_request(url: &str) -> SimpleRequest {
+    get(url).header(":scheme", "https")
+}
+
+/// What a request gets: the cluster, or the local status with its `Location`.
+fn answer(compiled: &Compiled, request: &SimpleRequest) -> String {
+    let table = table(compiled);
+    let Some(decision) = table.route(request, 0) else {
+        return "404".to_owned();
+    };
+    match decision.rule.action() {
+        switchyard_table::ActionSpec::Route(_) => decision.backend.map(|b| b.cluster.clone()).unwrap_or_default(),
+        switchyard_table::ActionSpec::Redirect(r) => format!("{} {}", r.status, r.url),
+        switchyard_table::ActionSpec::DirectResponse(d) => d.status.to_string(),
+    }
+}
+
+const ENTRY_A: &str = "    - hosts: [a.example.com]\n      secretName: a-tls\n";
+
+// §8.1.1
+
+#[test]
+fn sni_selects_its_own_host_then_a_wildcard_one_label_above_then_the_default() {
+    let yaml = format!(
+        "{}{}{}",
+        tls_secret("default", "a-tls", &["a.example.com"]),
+        tls_secret("default", "star-tls", &["*.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com", "*.example.com"],
+            "    - hosts: [a.example.com]\n      secretName: a-tls\n    - hosts: [\"*.example.com\"]\n      secretName: star-tls\n",
+            ""
+        )
+    );
+    let (_, https) = plan(&yaml);
+    let chosen = |sni: &str| https.select(sni).map(|h| served(&https, &h.host));
+    assert_eq!(chosen("a.example.com"), Some(Some("default/a-tls".into())));
+    assert_eq!(chosen("B.example.com"), Some(Some("default/star-tls".into())));
+    assert_eq!(chosen("x.b.example.com"), None, "one label only");
+    assert_eq!(chosen("other.org"), None);
+}
+
+// §8.2
+
+#[test]
+fn a_secret_whose_key_is_not_its_leafs_is_not_served_and_its_ingress_is_told() {
+    let (chain, _) = certificate(&["a.example.com"], NOW + 365 * DAY);
+    let (_, other_key) = certificate(&["a.example.com"], NOW + 365 * DAY);
+    let yaml = format!(
+        "{}{}",
+        secret_of("default", "a-tls", "kubernetes.io/tls", (chain, other_key)),
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com"), None, "the default certificate");
+    let status = status_of(&compiled, "Ingress", "default", "web");
+    assert!(message(status, Reason::TLSSecretNotValid).contains("is not the key of the leaf certificate"));
+    assert_eq!(status.status, Status::Accepted, "it still routes");
+}
+
+#[test]
+fn a_missing_secret_is_said_and_the_host_gets_the_default() {
+    let yaml = ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "");
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com"), None);
+    let status = status_of(&compiled, "Ingress", "default", "web");
+    assert!(message(status, Reason::TLSSecretNotValid).contains("default/a-tls"));
+}
+
+#[test]
+fn an_expired_certificate_is_served_and_reported_expired() {
+    let yaml = format!(
+        "{}{}",
+        secret_of(
+            "default",
+            "a-tls",
+            "kubernetes.io/tls",
+            certificate(&["a.example.com"], NOW - DAY)
+        ),
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
+    assert!(has_reason(
+        status_of(&compiled, "Ingress", "default", "web"),
+        Reason::CertificateExpired
+    ));
+}
+
+#[test]
+fn a_certificate_ending_within_ten_days_is_reported_expiring_soon() {
+    let yaml = format!(
+        "{}{}",
+        secret_of(
+            "default",
+            "a-tls",
+            "kubernetes.io/tls",
+            certificate(&["a.example.com"], NOW + 5 * DAY)
+        ),
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
+    );
+    let (compiled, _) = plan(&yaml);
+    let status = status_of(&compiled, "Ingress", "default", "web");
+    assert!(
+        message(status, Reason::CertificateExpiresSoon).contains("ends in 4 day(s)")
+            || message(status, Reason::CertificateExpiresSoon).contains("ends in 5 day(s)")
+    );
+}
+
+#[test]
+fn a_leaf_not_naming_its_host_is_served_with_a_mismatch_warning() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "a-tls", &["other.example.com"]),
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
+    assert!(has_reason(
+        status_of(&compiled, "Ingress", "default", "web"),
+        Reason::CertificateHostMismatch
+    ));
+}
+
+#[test]
+fn an_opaque_secret_serves_an_ingress_but_not_a_virtualserver() {
+    let pair = certificate(&["a.example.com", "v.example.com"], NOW + 365 * DAY);
+    let yaml = format!(
+        "{}{}apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata:\n  name: v\n  namespace: default\nspec:\n  host: v.example.com\n  tls:\n    secret: opaque\n  upstreams:\n    - name: web\n      service: web\n      port: 80\n  routes:\n    - path: /\n      action:\n        pass: web\n",
+        secret_of("default", "opaque", "Opaque", pair),
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], "    - hosts: [a.example.com]\n      secretName: opaque\n", "")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/opaque"));
+    assert_eq!(served(&https, "v.example.com").as_deref(), Some("refused"));
+    let vs = status_of(&compiled, "VirtualServer", "default", "v");
+    assert!(message(vs, Reason::TLSSecretNotValid).contains("its type is Opaque, not kubernetes.io/tls"));
+}
+
+// §8.3
+
+#[test]
+fn an_ingress_tls_entry_applies_to_the_rule_hosts_it_lists_and_one_label_under_a_listed_wildcard() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "star", &["*.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com", "b.c.example.com", "other.org"],
+            "    - hosts: [\"*.example.com\"]\n      secretName: star\n",
+            ""
+        )
+    );
+    let (_, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/star"));
+    assert_eq!(served(&https, "b.c.example.com"), None);
+    assert_eq!(served(&https, "other.org"), None);
+}
+
+#[test]
+fn an_entry_without_hosts_applies_to_the_rule_hosts_its_certificate_covers() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "a-tls", &["a.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com", "b.example.com"],
+            "    - secretName: a-tls\n",
+            ""
+        )
+    );
+    let (_, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
+    assert_eq!(served(&https, "b.example.com"), None);
+}
+
+#[test]
+fn a_listed_host_that_no_rule_names_is_ignored_and_said() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "a-tls", &["a.example.com", "z.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com"],
+            "    - hosts: [a.example.com, z.example.com]\n      secretName: a-tls\n",
+            ""
+        )
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "z.example.com"), None);
+    let status = status_of(&compiled, "Ingress", "default", "web");
+    assert!(message(status, Reason::TLSHostWithoutRule).contains("z.example.com"));
+}
+
+#[test]
+fn a_secret_in_another_namespace_is_not_used_without_a_delegation() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("certs", "a-tls", &["a.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com"],
+            ENTRY_A,
+            "    projectcontour.io/tls-cert-namespace: certs\n"
+        )
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com"), None);
+    assert!(has_reason(
+        status_of(&compiled, "Ingress", "default", "web"),
+        Reason::TLSDelegationNotPermitted
+    ));
+}
+
+#[test]
+fn the_oldest_ingress_of_a_merged_host_sets_its_certificate_and_a_younger_one_is_told() {
+    let yaml = format!(
+        "{}{}{}{}",
+        tls_secret("default", "a-tls", &["a.example.com"]),
+        tls_secret("default", "b-tls", &["a.example.com"]),
+        ingress(
+            "young",
+            "2024-06-01T00:00:00Z",
+            &["a.example.com"],
+            "    - hosts: [a.example.com]\n      secretName: b-tls\n",
+            ""
+        ),
+        ingress("old", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "").replace("path: /\n", "path: /old\n"),
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
+    let young = status_of(&compiled, "Ingress", "default", "young");
+    assert!(message(young, Reason::TLSSecretIgnored).contains("Ingress/default/old"));
+}
+
+#[test]
+fn a_broken_secret_of_an_older_ingress_does_not_block_a_younger_usable_one() {
+    let yaml = format!(
+        "{}{}{}",
+        tls_secret("default", "b-tls", &["a.example.com"]),
+        ingress(
+            "young",
+            "2024-06-01T00:00:00Z",
+            &["a.example.com"],
+            "    - hosts: [a.example.com]\n      secretName: b-tls\n",
+            ""
+        ),
+        ingress("old", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "").replace("path: /\n", "path: /old\n"),
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/b-tls"));
+    assert!(has_reason(
+        status_of(&compiled, "Ingress", "default", "old"),
+        Reason::TLSSecretNotValid
+    ));
+}
+
+#[test]
+fn force_ssl_redirect_answers_plain_http_with_a_301_to_https_and_https_routes() {
+    let yaml = ingress(
+        "web",
+        "2024-01-01T00:00:00Z",
+        &["a.example.com"],
+        ENTRY_A,
+        "    ingress.kubernetes.io/force-ssl-redirect: \"true\"\n",
+    );
+    let (compiled, _) = plan(&yaml);
+    assert_eq!(
+        answer(&compiled, &http("http://a.example.com:8080/x?y=1")),
+        "301 https://${host}${request_uri}"
+    );
+    assert_eq!(
+        answer(&compiled, &https_request("https://a.example.com/x")),
+        "default/web:80"
+    );
+}
+
+#[test]
+fn allow_http_false_takes_an_ingress_off_port_80() {
+    let yaml = ingress(
+        "web",
+        "2024-01-01T00:00:00Z",
+        &["a.example.com"],
+        ENTRY_A,
+        "    kubernetes.io/ingress.allow-http: \"false\"\n",
+    );
+    let (compiled, _) = plan(&yaml);
+    assert_eq!(answer(&compiled, &http("http://a.example.com/")), "404");
+    assert_eq!(
+        answer(&compiled, &https_request("https://a.example.com/")),
+        "default/web:80"
+    );
+}
+
+#[test]
+fn an_ingress_without_annotations_routes_both_ports() {
+    let yaml = ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "");
+    let (compiled, _) = plan(&yaml);
+    assert_eq!(answer(&compiled, &http("http://a.example.com/")), "default/web:80");
+    assert_eq!(
+        answer(&compiled, &https_request("https://a.example.com/")),
+        "default/web:80"
+    );
+}
+
+// §8.4
+
+fn nginx_options() -> Options {
+    let mut options = Options::default();
+    options.ingress_nginx.class = Some("nginx".to_owned());
+    options
+}
+
+fn nginx_ingress(name: &str, created: &str, host: &str, tls: &str) -> String {
+    let class = ingress_class("nginx", "k8s.io/ingress-nginx", false, "");
+    class + &ingress(name, created, &[host], tls, "").replace("spec:\n", "spec:\n  ingressClassName: nginx\n")
+}
+
+#[test]
+fn ingress_nginx_serves_the_first_ingress_whose_secret_covers_the_host() {
+    let yaml = format!(
+        "{}{}{}{}",
+        tls_secret("default", "wrong", &["elsewhere.org"]),
+        tls_secret("default", "right", &["a.example.com"]),
+        nginx_ingress(
+            "first",
+            "2024-01-01T00:00:00Z",
+            "a.example.com",
+            "    - hosts: [a.example.com]\n      secretName: wrong\n"
+        ),
+        nginx_ingress(
+            "second",
+            "2024-02-01T00:00:00Z",
+            "a.example.com",
+            "    - secretName: right\n"
+        )
+        .replace("path: /\n", "path: /b\n"),
+    );
+    let (compiled, https) = plan_with(&yaml, &nginx_options());
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/right"));
+    assert!(has_reason(
+        status_of(&compiled, "Ingress", "default", "first"),
+        Reason::CertificateHostMismatch
+    ));
+}
+
+#[test]
+fn ingress_nginx_serves_the_default_when_no_secret_covers_the_host() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "wrong", &["elsewhere.org"]),
+        nginx_ingress(
+            "first",
+            "2024-01-01T00:00:00Z",
+            "a.example.com",
+            "    - hosts: [a.example.com]\n      secretName: wrong\n"
+        ),
+    );
+    let (_, https) = plan_with(&yaml, &nginx_options());
+    assert_eq!(served(&https, "a.example.com"), None);
+}
+
+// §8.5
+
+fn proxy(name: &str, tls: &str, route_extra: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  virtualhost:\n    fqdn: {name}.example.com\n{tls}  routes:\n    - conditions:\n        - prefix: /\n{route_extra}      services:\n        - name: web\n          port: 80\n---\n"
+    )
+}
+
+#[test]
+fn an_httpproxy_tls_root_is_served_with_its_secret_and_redirects_plain_http_with_a_301() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "p-tls", &["p.example.com"]),
+        proxy("p", "    tls:\n      secretName: p-tls\n", "")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "p.example.com").as_deref(), Some("default/p-tls"));
+    assert_eq!(
+        answer(&compiled, &http("http://p.example.com/a?b")),
+        "301 https://${host}${request_uri}"
+    );
+    assert_eq!(
+        answer(&compiled, &https_request("https://p.example.com/a")),
+        "default/web:80"
+    );
+}
+
+#[test]
+fn an_httpproxy_route_that_permits_insecure_serves_plain_http() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "p-tls", &["p.example.com"]),
+        proxy(
+            "p",
+            "    tls:\n      secretName: p-tls\n",
+            "      permitInsecure: true\n"
+        )
+    );
+    let (compiled, _) = plan(&yaml);
+    assert_eq!(answer(&compiled, &http("http://p.example.com/a")), "default/web:80");
+}
+
+#[test]
+fn an_httpproxy_root_without_tls_is_not_served_on_https() {
+    let (compiled, https) = plan(&proxy("p", "", ""));
+    assert_eq!(answer(&compiled, &http("http://p.example.com/a")), "default/web:80");
+    assert_eq!(answer(&compiled, &https_request("https://p.example.com/a")), "404");
+    assert!(https.hosts.is_empty());
+}
+
+#[test]
+fn an_httpproxy_whose_secret_is_missing_is_invalid_and_routes_nothing() {
+    let (compiled, _) = plan(&proxy("p", "    tls:\n      secretName: p-tls\n", ""));
+    let status = status_of(&compiled, "HTTPProxy", "default", "p");
+    assert_eq!(status.status, Status::Invalid);
+    assert!(message(status, Reason::SecretNotValid).contains("default/p-tls does not exist"));
+    assert_eq!(answer(&compiled, &http("http://p.example.com/a")), "404");
+}
+
+#[test]
+fn an_httpproxy_secret_in_another_namespace_is_not_permitted() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("certs", "p-tls", &["p.example.com"]),
+        proxy("p", "    tls:\n      secretName: certs/p-tls\n", "")
+    );
+    let (compiled, _) = plan(&yaml);
+    assert!(has_reason(
+        status_of(&compiled, "HTTPProxy", "default", "p"),
+        Reason::DelegationNotPermitted
+    ));
+}
+
+#[test]
+fn an_httpproxy_tls_with_both_or_neither_of_secret_and_passthrough_is_invalid() {
+    for tls in [
+        "    tls:\n      secretName: p-tls\n      passthrough: true\n",
+        "    tls:\n      minimumProtocolVersion: \"1.3\"\n",
+    ] {
+        let yaml = format!(
+            "{}{}",
+            tls_secret("default", "p-tls", &["p.example.com"]),
+            proxy("p", tls, "")
+        );
+        let (compiled, _) = plan(&yaml);
+        assert!(
+            has_reason(
+                status_of(&compiled, "HTTPProxy", "default", "p"),
+                Reason::TLSConfigNotValid
+            ),
+            "{tls}"
+        );
+    }
+}
+
+#[test]
+fn an_httpproxy_tls_range_is_its_versions_and_a_minimum_above_the_maximum_is_invalid() {
+    let secret = tls_secret("default", "p-tls", &["p.example.com"]);
+    let yaml = format!(
+        "{secret}{}",
+        proxy(
+            "p",
+            "    tls:\n      secretName: p-tls\n      minimumProtocolVersion: \"1.3\"\n",
+            ""
+        )
+    );
+    let (_, https) = plan(&yaml);
+    let versions = https
+        .hosts
+        .iter()
+        .find(|h| h.host == "p.example.com")
+        .map(|h| h.versions);
+    assert_eq!(
+        versions,
+        Some(TlsRange {
+            min: TlsVersion::V1_3,
+            max: TlsVersion::V1_3
+        })
+    );
+    let other = format!(
+        "{secret}{}",
+        proxy(
+            "p",
+            "    tls:\n      secretName: p-tls\n      minimumProtocolVersion: \"9\"\n",
+            ""
+        )
+    );
+    let versions = plan(&other)
+        .1
+        .hosts
+        .iter()
+        .find(|h| h.host == "p.example.com")
+        .map(|h| h.versions);
+    assert_eq!(
+        versions,
+        Some(TlsRange::default()),
+        "an unknown version takes the default"
+    );
+    let bad = format!("{secret}{}", proxy("p", "    tls:\n      secretName: p-tls\n      minimumProtocolVersion: \"1.3\"\n      maximumProtocolVersion: \"1.2\"\n", ""));
+    assert!(has_reason(
+        status_of(&plan(&bad).0, "HTTPProxy", "default", "p"),
+        Reason::TLSConfigNotValid
+    ));
+}
+
+#[test]
+fn an_httpproxy_fallback_certificate_needs_the_default_certificate_flag() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "p-tls", &["p.example.com"]),
+        proxy(
+            "p",
+            "    tls:\n      secretName: p-tls\n      enableFallbackCertificate: true\n",
+            ""
+        )
+    );
+    assert!(has_reason(
+        status_of(&plan(&yaml).0, "HTTPProxy", "default", "p"),
+        Reason::FallbackNotPresent
+    ));
+    let options = Options {
+        default_certificate: Some("default/p-tls".into()),
+        ..Options::default()
+    };
+    assert_eq!(
+        status_of(&plan_with(&yaml, &options).0, "HTTPProxy", "default", "p").status,
+        Status::Valid
+    );
+}
+
+// §8.6
+
+fn virtual_server(tls: &str) -> String {
+    format!(
+        "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata:\n  name: v\n  namespace: default\nspec:\n  host: v.example.com\n{tls}  upstreams:\n    - name: web\n      service: web\n      port: 80\n  routes:\n    - path: =/exact\n      action:\n        pass: web\n    - path: /\n      action:\n        pass: web\n---\n"
+    )
+}
+
+#[test]
+fn a_virtualserver_with_a_usable_secret_is_served_with_it() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "v-tls", &["v.example.com"]),
+        virtual_server("  tls:\n    secret: v-tls\n")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "v.example.com").as_deref(), Some("default/v-tls"));
+    assert_eq!(
+        answer(&compiled, &https_request("https://v.example.com/exact")),
+        "default/web:80"
+    );
+}
+
+#[test]
+fn a_virtualserver_with_a_missing_secret_refuses_handshakes_warns_and_routes_port_80() {
+    let (compiled, https) = plan(&virtual_server("  tls:\n    secret: v-tls\n"));
+    assert_eq!(served(&https, "v.example.com").as_deref(), Some("refused"));
+    let status = status_of(&compiled, "VirtualServer", "default", "v");
+    assert!(message(status, Reason::TLSSecretNotValid).starts_with("TLS secret v-tls is invalid"));
+    let nginx = status.nginx.as_ref().unwrap();
+    assert_eq!(nginx.reason.as_str(), "AddedOrUpdatedWithWarning");
+    assert_eq!(answer(&compiled, &http("http://v.example.com/exact")), "default/web:80");
+}
+
+#[test]
+fn a_virtualserver_tls_without_secret_is_served_with_the_default() {
+    let (compiled, https) = plan(&virtual_server("  tls: {}\n"));
+    assert!(https.hosts.is_empty());
+    assert_eq!(
+        answer(&compiled, &https_request("https://v.example.com/")),
+        "default/web:80"
+    );
+}
+
+#[test]
+fn a_virtualserver_without_tls_is_not_served_on_https() {
+    let (compiled, _) = plan(&virtual_server(""));
+    assert_eq!(answer(&compiled, &https_request("https://v.example.com/exact")), "404");
+    assert_eq!(answer(&compiled, &http("http://v.example.com/exact")), "default/web:80");
+}
+
+#[test]
+fn a_virtualserver_redirect_comes_before_any_route_whatever_its_secret() {
+    let (compiled, _) = plan(&virtual_server(
+        "  tls:\n    secret: v-tls\n    redirect:\n      enable: true\n      code: 308\n",
+    ));
+    assert_eq!(
+        answer(&compiled, &http("http://v.example.com/exact")),
+        "308 https://${host}${request_uri}"
+    );
+    assert_eq!(
+        answer(&compiled, &http("http://v.example.com/nothing")),
+        "308 https://${host}${request_uri}"
+    );
+    assert_eq!(
+        answer(&compiled, &https_request("https://v.example.com/exact")),
+        "default/web:80"
+    );
+}
+
+#[test]
+fn a_virtualserver_redirect_based_on_x_forwarded_proto_reads_that_header() {
+    let (compiled, _) = plan(&virtual_server(
+        "  tls:\n    redirect:\n      enable: true\n      basedOn: x-forwarded-proto\n",
+    ));
+    let forwarded = https_request("https://v.example.com/").header("x-forwarded-proto", "http");
+    assert_eq!(answer(&compiled, &forwarded), "301 https://${host}${request_uri}");
+    assert_eq!(answer(&compiled, &http("http://v.example.com/")), "default/web:80");
+}
+
+#[test]
+fn a_virtualserver_redirect_code_outside_301_302_307_308_is_invalid() {
+    let (compiled, _) = plan(&virtual_server(
+        "  tls:\n    redirect:\n      enable: true\n      code: 303\n",
+    ));
+    assert_eq!(status(&compiled, "VirtualServer", "default", "v"), Status::Invalid);
+}
+
+// §8.1.2
+
+#[test]
+fn the_default_certificate_flag_names_a_usable_secret_else_the_made_one_is_served_and_said() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("ingress", "fallback", &["*.example.com"]),
+        proxy("p", "", "")
+    );
+    let options = Options {
+        default_certificate: Some("ingress/fallback".into()),
+        ..Options::default()
+    };
+    let (_, https) = plan_with(&yaml, &options);
+    assert!(matches!(&https.default, Served::Secret { secret, .. } if secret.to_string() == "ingress/fallback"));
+    assert!(https.secrets().iter().any(|s| s.to_string() == "ingress/fallback"));
+    let missing = Options {
+        default_certificate: Some("ingress/nothing".into()),
+        ..Options::default()
+    };
+    let (_, https) = plan_with(&yaml, &missing);
+    assert_eq!(https.default, Served::Default);
+    assert!(https.default_problem.unwrap().contains("does not exist"));
+}
+
+#[test]
+fn the_same_manifests_give_the_same_https_plan() {
+    let yaml = format!(
+        "{}{}{}",
+        tls_secret("default", "a-tls", &["a.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com", "b.example.com"],
+            ENTRY_A,
+            ""
+        ),
+        proxy("p", "", "")
+    );
+    let (_, first) = plan(&yaml);
+    let (_, second) = plan(&yaml);
+    assert_eq!(first, second);
+}
