@@ -191,6 +191,12 @@ pub struct TableArgs {
     /// mode, read from the manifests otherwise.
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, requires = "ingress_nginx_class", help_heading = "ingress-nginx (ROUTING.md §7)")]
     ingress_nginx_configmap: Option<(String, String)>,
+    /// HTTPS (ROUTING.md §8.1.2): the Secret served to a handshake without SNI or naming no host
+    /// with its own certificate, and to the hosts that have none. Unset, or unusable (warned): a
+    /// self-signed certificate made at start (CN "Kubernetes Ingress Controller Fake Certificate",
+    /// as ingress-nginx). An HTTPProxy's enableFallbackCertificate needs it.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, help_heading = "HTTPS (ROUTING.md §8)")]
+    default_certificate: Option<(String, String)>,
 }
 
 /// ROUTING.md §7.8: reads the ConfigMap `--ingress-nginx-configmap` names from `config_maps` (the
@@ -254,6 +260,7 @@ impl TableArgs {
             tls_passthrough_port: l4.tls_passthrough_port,
             ingress_nginx: self.ingress_nginx_flags()?,
             ingress_nginx_config: ControllerConfig::default(),
+            default_certificate: (self.default_certificate.as_ref()).map(|(ns, name)| format!("{ns}/{name}")),
         })
     }
 
@@ -291,6 +298,7 @@ impl L4Args {
         switchyard_compiler::lds::LdsOptions {
             address: self.l4_address.clone(),
             passthrough_port: self.tls_passthrough_port,
+            https: None,
         }
     }
 }

@@ -30,6 +30,7 @@ use switchyard_table::TableSpec;
 
 use crate::https::certificate::{Certificate, Expiry};
 use crate::https::secrets::Secrets;
+use crate::model::normalize_host;
 use crate::objects::{Kind, Objects, ResourceKey};
 use crate::status::{About, Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status};
 
@@ -287,7 +288,7 @@ pub fn plan(
     now: i64,
     default_certificate: Option<&str>,
 ) -> Https {
-    let owners = owners(table);
+    let owners = owners(table, &tls_hosts(objects));
     let nginx: BTreeSet<(&str, &str)> = (statuses.iter())
         .filter(|s| s.kind == Kind::Ingress && s.conditions.iter().any(|c| c.about == Some(About::IngressNginx)))
         .map(|s| (s.namespace.as_str(), s.name.as_str()))
@@ -338,11 +339,31 @@ fn default(flag: Option<&str>, stage: &mut Stage<'_>) {
     }
 }
 
-/// Host → the resources whose rules route it, read from the rules' names.
-fn owners(table: &TableSpec) -> Owners {
+/// The hosts some resource gives TLS settings: only their owners are looked for (a table of
+/// 100,000 rules without TLS costs one look at each resource, not at each rule).
+fn tls_hosts(objects: &Objects) -> BTreeSet<String> {
+    let ingresses = (objects.ingresses.iter())
+        .filter_map(|i| i.spec.as_ref())
+        .filter(|s| s.tls.as_ref().is_some_and(|t| !t.is_empty()))
+        .flat_map(|s| s.rules.iter().flatten().filter_map(|r| r.host.as_deref()));
+    let proxies = (objects.http_proxies.iter())
+        .filter_map(|p| p.spec.virtualhost.as_ref())
+        .filter(|v| v.tls.is_some())
+        .map(|v| v.fqdn.as_str());
+    let servers = (objects.virtual_servers.iter())
+        .filter(|v| v.spec.tls.is_some())
+        .map(|v| v.spec.host.as_str());
+    ingresses.chain(proxies).chain(servers).map(normalize_host).collect()
+}
+
+/// Host → the resources whose rules route it, read from the rules' names, for the hosts `wanted`.
+fn owners(table: &TableSpec, wanted: &BTreeSet<String>) -> Owners {
     let mut owners = Owners::new();
+    if wanted.is_empty() {
+        return owners;
+    }
     for rule in &table.rules {
-        let Some(host) = &rule.host else { continue };
+        let Some(host) = rule.host.as_ref().filter(|h| wanted.contains(*h)) else { continue };
         let stem = rule.name.split('#').next().unwrap_or_default();
         let mut parts = stem.splitn(3, '/');
         let (Some(kind), Some(namespace), Some(name)) = (parts.next(), parts.next(), parts.next()) else {

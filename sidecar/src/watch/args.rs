@@ -177,6 +177,14 @@ pub struct WatchArgs {
     /// TransportServers that won, as TLS passthrough by SNI and TCP/UDP proxies. Every replica writes it.
     #[arg(long, value_name = "PATH")]
     pub lds_file: Option<PathBuf>,
+    /// Serve HTTPS (ROUTING.md §8): the --lds-file listener on --tls-passthrough-port also
+    /// terminates TLS for the hosts of the Ingresses, HTTPProxies and VirtualServers, with the
+    /// certificates of the Secrets they name (and the default certificate, --default-certificate),
+    /// then runs the same filter (from --ecds-file) and route as the plain listener. The
+    /// certificates are written here, one SDS file per certificate, mode 0600 (Envoy must run as
+    /// the same user); a renewed Secret reaches new handshakes without a listener change.
+    #[arg(long, value_name = "DIR", requires_all = ["lds_file", "ecds_file"])]
+    pub sds_dir: Option<PathBuf>,
     /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
     /// TLS passthrough hosts and TCP listeners (server-side apply; the leader only).
     #[arg(long, value_name = "NAMESPACE/NAME")]

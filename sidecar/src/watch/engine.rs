@@ -36,6 +36,7 @@ use crate::watch::diff::{diff, Compared};
 use crate::watch::lead::leader::Leader;
 use crate::watch::sink::delivery::{Occasion, Round, Sinks};
 use crate::watch::sink::drift::Followed;
+use crate::watch::sink::https::HttpsOutput;
 use crate::watch::sink::{Output, Part, Sink};
 use crate::watch::source::Snapshot;
 use crate::watch::state::{PushRecord, Shared, SourceError};
@@ -43,6 +44,7 @@ use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
 use switchyard_compiler::model::Options;
 use switchyard_compiler::status::{ResourceStatus, Status};
+use switchyard_table::TableSpec;
 
 /// The warning for a cluster where every resource of the kinds classes select (Ingress, HTTPProxy and
 /// NGINX's kinds: [`Kind::has_class`](switchyard_compiler::objects::Kind::has_class)) was ignored by
@@ -96,6 +98,8 @@ pub struct Engine {
     pushed: Option<Arc<Output>>,
     /// Whether the cluster sinks may be written now.
     leader: Leader,
+    /// Why `--default-certificate` is not served, as last logged.
+    default_problem: std::sync::Mutex<Option<String>>,
 }
 
 impl Engine {
@@ -110,6 +114,7 @@ impl Engine {
             latest: None,
             pushed: None,
             leader: Leader::always(),
+            default_problem: Default::default(),
         }
     }
 
@@ -147,6 +152,24 @@ impl Engine {
     /// The state it records into.
     pub fn state(&self) -> Shared {
         self.state.clone()
+    }
+
+    /// ROUTING.md §8: each host's certificate, from the Secrets of `input` (the one warning of an
+    /// unusable `--default-certificate` logged when it appears or changes).
+    fn https(&self, input: &Snapshot, table: &TableSpec, statuses: &[ResourceStatus]) -> HttpsOutput {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let default = self.compiler.options().default_certificate.as_deref();
+        let plan = switchyard_compiler::https::plan(&input.objects, table, statuses, now, default);
+        let mut logged = self.default_problem.lock().unwrap_or_else(|e| e.into_inner());
+        if plan.default_problem != *logged {
+            if let Some(problem) = &plan.default_problem {
+                warn!("{problem}");
+            }
+            logged.clone_from(&plan.default_problem);
+        }
+        HttpsOutput::new(plan, &input.objects.secrets)
     }
 
     /// Whether the last push failed and should be tried again.
@@ -194,8 +217,11 @@ impl Engine {
                 why.as_str()
             ),
         }
-        // One copy of the 10,000 statuses, shared by the state and the caller.
-        let statuses: Arc<[ResourceStatus]> = compiled.statuses.iter().chain(&input.statuses).cloned().collect();
+        let https = self.https(input, &compiled.table, compiled.statuses);
+        // One copy of the 10,000 statuses (with what HTTPS found), shared by the state and the caller.
+        let mut own = compiled.statuses.to_vec();
+        https.plan.annotate(&mut own);
+        let statuses: Arc<[ResourceStatus]> = own.into_iter().chain(input.statuses.iter().cloned()).collect();
         let class_warning = all_ignored_by_class(&statuses, self.compiler.options());
         let new_errors: Vec<SourceError> = {
             let mut state = self.state.lock();
@@ -236,7 +262,16 @@ impl Engine {
             Some(latest) => latest.l4.clone(),
             None => Arc::new(compiled.l4.clone()),
         };
-        let output = Arc::new(Output { table, rule_hashes, l4 });
+        let https = match latest.filter(|l| *l.https == https) {
+            Some(latest) => latest.https.clone(),
+            None => Arc::new(https),
+        };
+        let output = Arc::new(Output {
+            table,
+            rule_hashes,
+            l4,
+            https,
+        });
         self.latest = Some(output.clone());
         if !self.sinks.needs_retry() && self.pushed.as_ref().is_some_and(|p| Part::Table.same(p, &output)) {
             debug!(table = %output.table.generation, seconds, "recompiled: table unchanged, nothing pushed");

@@ -42,6 +42,7 @@ pub mod status;
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::{error, info};
@@ -53,6 +54,7 @@ use crate::watch::lead::lease::Elector;
 use crate::watch::sink::ecds::{EcdsEncoding, EcdsFile};
 use crate::watch::sink::envoy_admin::EnvoyAdmin;
 use crate::watch::sink::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
+use crate::watch::sink::https::SdsFolder;
 use crate::watch::sink::l4::{IstioGateway, LdsFile};
 use crate::watch::sink::Sink;
 use crate::watch::source::debounce::Debounce;
@@ -268,9 +270,19 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
         }
     }
     if let Some(path) = &args.lds_file {
+        let sds = match (&args.sds_dir, &args.ecds_file) {
+            (Some(dir), Some(ecds)) => Some(Arc::new(SdsFolder::new(
+                dir.clone(),
+                ecds,
+                args.filter_form.type_url(),
+                &args.table.options(&args.l4)?.cluster_header,
+            )?)),
+            _ => None,
+        };
         sinks.push(Sink::Lds(LdsFile {
             path: path.clone(),
             options: args.l4.options(),
+            sds,
         }));
     }
     if let (Some(target), Some(client)) = (&args.istio_gateway, client) {

@@ -397,6 +397,7 @@ mod tests {
             table: Arc::new(TableSpec::from_value(table).unwrap()),
             rule_hashes: None,
             l4: Arc::new(l4),
+            https: Arc::default(),
         })
     }
 
@@ -411,6 +412,7 @@ mod tests {
             Sink::Lds(LdsFile {
                 path: lds.clone(),
                 options: Default::default(),
+                sds: None,
             }),
         ]);
         let ok = |state: &Shared, name: &str| state.lock().pushes[name].ok;

@@ -252,6 +252,11 @@ pub fn module_filter_config(module: &str, filter_name: &str, table: &str) -> ser
 /// file beside the target). The file gets the permissions a plain write would give it (0666 less
 /// the umask), not the temporary file's 0600: Envoy may run as another user.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_file(path, bytes, 0o666)
+}
+
+/// [`write_atomically`] with the file's mode (before the umask): 0600 for a file holding a key.
+pub fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     let file_name = path
         .file_name()
         .ok_or_else(|| format!("{}: not a file name", path.display()))?;
@@ -263,7 +268,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(mode));
     let mut file = builder
         .tempfile_in(dir)
         .map_err(|e| format!("{}: cannot create a temporary file beside it: {e}", path.display()))?;

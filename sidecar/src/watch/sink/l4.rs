@@ -14,6 +14,7 @@
 //! push is retried with the newest routes, like the table's ([`crate::watch::sink::delivery`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
@@ -26,6 +27,7 @@ use tracing::warn;
 use crate::watch::cluster::FIELD_MANAGER;
 use crate::watch::sink::drift::{record_applied, AppliedSlot, Followed};
 use crate::watch::sink::ecds::write_atomically;
+use crate::watch::sink::https::{HttpsOutput, SdsFolder};
 
 /// `--lds-file`: Envoy's listeners.
 #[derive(Debug, Clone)]
@@ -34,6 +36,8 @@ pub struct LdsFile {
     pub path: PathBuf,
     /// Where the listeners listen.
     pub options: LdsOptions,
+    /// `--sds-dir`: the HTTPS listener's certificates, when it serves HTTPS (ROUTING.md §8).
+    pub sds: Option<Arc<SdsFolder>>,
 }
 
 impl LdsFile {
@@ -42,9 +46,18 @@ impl LdsFile {
         format!("lds-file {}", self.path.display())
     }
 
-    /// Writes the listeners of `routes`.
-    pub fn write(&self, routes: &L4Routes) -> Result<(), String> {
-        write_atomically(&self.path, lds::document(routes, &self.options).as_bytes())
+    /// Writes the certificates of `https` (when serving HTTPS), then the listeners of `routes`
+    /// that name them.
+    pub fn write(&self, routes: &L4Routes, https: &HttpsOutput) -> Result<(), String> {
+        let Some(sds) = &self.sds else {
+            return write_atomically(&self.path, lds::document(routes, &self.options).as_bytes());
+        };
+        sds.write(https)?;
+        let options = LdsOptions {
+            https: Some(sds.options.clone()),
+            ..self.options.clone()
+        };
+        write_atomically(&self.path, lds::https_document(routes, &https.plan, &options).as_bytes())
     }
 }
 

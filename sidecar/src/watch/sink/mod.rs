@@ -25,6 +25,7 @@ pub mod drift;
 pub mod ecds;
 pub mod envoy_admin;
 pub mod error;
+pub mod https;
 pub mod istio;
 pub mod l4;
 
@@ -37,6 +38,7 @@ use switchyard_table::TableSpec;
 use crate::watch::sink::drift::Followed;
 use crate::watch::sink::ecds::{write_atomically, EcdsFile};
 use crate::watch::sink::error::PushError;
+use crate::watch::sink::https::HttpsOutput;
 use crate::watch::sink::istio::IstioSink;
 use crate::watch::sink::l4::{IstioGateway, LdsFile};
 
@@ -50,6 +52,8 @@ pub struct Output {
     pub rule_hashes: Option<Arc<[u64]>>,
     /// The TransportServers' L4 routes.
     pub l4: Arc<L4Routes>,
+    /// The HTTPS listener's certificates (ROUTING.md §8), which travel with the listeners.
+    pub https: Arc<HttpsOutput>,
 }
 
 /// The part of the [`Output`] a sink carries.
@@ -57,7 +61,7 @@ pub struct Output {
 pub enum Part {
     /// The HTTP route table.
     Table,
-    /// The L4 routes.
+    /// The L4 routes and the HTTPS listener (the listeners and their certificates).
     L4,
 }
 
@@ -66,7 +70,7 @@ impl Part {
     pub fn same(self, a: &Output, b: &Output) -> bool {
         match self {
             Part::Table => a.table.generation == b.table.generation,
-            Part::L4 => a.l4 == b.l4,
+            Part::L4 => a.l4 == b.l4 && a.https == b.https,
         }
     }
 }
@@ -147,7 +151,7 @@ impl Sink {
             Sink::Ecds(ecds) => Ok(ecds.write(output.config).await?),
             Sink::TableFile(path) => Ok(write_atomically(path, output.pretty.as_bytes())?),
             Sink::Istio(istio) => istio.apply(output.config).await,
-            Sink::Lds(lds) => Ok(lds.write(&output.output.l4)?),
+            Sink::Lds(lds) => Ok(lds.write(&output.output.l4, &output.output.https)?),
             Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4).await?),
         }
     }

@@ -397,9 +397,9 @@ fn undecodable_report(
         let kind = object.kind;
         match kind {
             Kind::HTTPProxy | Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer => {}
-            // No status of their own (IngressClass, Service, GlobalConfiguration), or none for
-            // an Ingress that does not decode.
-            Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration => continue,
+            // No status of their own (IngressClass, Service, GlobalConfiguration, Secret), or
+            // none for an Ingress that does not decode.
+            Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration | Kind::Secret => continue,
         }
         if classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
             let key = key_of(kind, &object.metadata);
@@ -461,7 +461,9 @@ impl Cluster {
             fn kind<K: Object>(&mut self) {
                 let settings = self.settings;
                 let watched = match K::KIND {
-                    Kind::Ingress | Kind::IngressClass | Kind::Service => true,
+                    // Secrets: the certificates of HTTPS (ROUTING.md §8), and an HTTPProxy root's
+                    // `tls` decides whether it is valid at all.
+                    Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::Secret => true,
                     Kind::HTTPProxy => settings.httpproxy,
                     Kind::VirtualServer | Kind::VirtualServerRoute => settings.virtualserver,
                     Kind::TransportServer | Kind::GlobalConfiguration => settings.transportserver,

@@ -293,9 +293,9 @@ impl StatusWriter {
                 Kind::VirtualServer => self.write_nginx(status, servers.get(&at).copied()).await,
                 Kind::VirtualServerRoute => self.write_nginx(status, routes.get(&at).copied()).await,
                 Kind::TransportServer => self.write_nginx(status, transport.get(&at).copied()).await,
-                // No status written: IngressClass's has no subresource we write; Services and
-                // GlobalConfigurations have no status in the report.
-                Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration => {}
+                // No status written: IngressClass's has no subresource we write; Services,
+                // GlobalConfigurations and Secrets have no status in the report.
+                Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration | Kind::Secret => {}
             }
         }
     }
