@@ -363,7 +363,9 @@ fn owners(table: &TableSpec, wanted: &BTreeSet<String>) -> Owners {
         return owners;
     }
     for rule in &table.rules {
-        let Some(host) = rule.host.as_ref().filter(|h| wanted.contains(*h)) else { continue };
+        let Some(host) = rule.host.as_ref().filter(|h| wanted.contains(*h)) else {
+            continue;
+        };
         let stem = rule.name.split('#').next().unwrap_or_default();
         let mut parts = stem.splitn(3, '/');
         let (Some(kind), Some(namespace), Some(name)) = (parts.next(), parts.next(), parts.next()) else {

@@ -9,6 +9,7 @@
 //! connection to the backend, which reports what it saw.
 
 pub mod bench;
+pub mod https;
 pub mod l4;
 pub mod process;
 
@@ -222,8 +223,13 @@ impl Response {
 
 /// Sends `request` to `addr` on a fresh connection and reads the whole response.
 pub fn send(addr: SocketAddr, request: &Request) -> std::io::Result<Response> {
-    let mut stream = TcpStream::connect(addr)?;
+    let stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    send_on(stream, request)
+}
+
+/// Sends `request` on `stream` (a fresh connection, plain or TLS) and reads the whole response.
+pub fn send_on(mut stream: impl Read + Write, request: &Request) -> std::io::Result<Response> {
     let mut text = format!(
         "{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
         request.method, request.path, request.host

@@ -47,7 +47,11 @@ impl HttpsOutput {
         let certificates = (secrets.iter())
             .filter_map(|secret| {
                 let name = SecretRef {
-                    namespace: secret.metadata.namespace.clone().unwrap_or_else(|| "default".to_owned()),
+                    namespace: secret
+                        .metadata
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".to_owned()),
                     name: secret.metadata.name.clone().unwrap_or_default(),
                 };
                 served.contains(&name).then(|| (name, secret.clone()))
@@ -73,7 +77,12 @@ pub struct SdsFolder {
 impl SdsFolder {
     /// A folder `path` whose chains take the filter from `ecds_path` (of `filter_type_url`), with
     /// the certificate made now as the default.
-    pub fn new(path: PathBuf, ecds_path: &Path, filter_type_url: &str, cluster_header: &str) -> Result<SdsFolder, String> {
+    pub fn new(
+        path: PathBuf,
+        ecds_path: &Path,
+        filter_type_url: &str,
+        cluster_header: &str,
+    ) -> Result<SdsFolder, String> {
         let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
         Ok(SdsFolder {
             options: HttpsOptions {
@@ -145,10 +154,13 @@ pub fn fake_certificate() -> Result<(String, String), String> {
     let failed = |e: rcgen::Error| format!("cannot make the default certificate: {e}");
     let key = rcgen::KeyPair::generate().map_err(failed)?;
     let mut params = rcgen::CertificateParams::new(vec!["ingress.local".to_owned()]).map_err(failed)?;
+    params.distinguished_name.push(
+        rcgen::DnType::CommonName,
+        "Kubernetes Ingress Controller Fake Certificate",
+    );
     params
         .distinguished_name
-        .push(rcgen::DnType::CommonName, "Kubernetes Ingress Controller Fake Certificate");
-    params.distinguished_name.push(rcgen::DnType::OrganizationName, "Acme Co");
+        .push(rcgen::DnType::OrganizationName, "Acme Co");
     params.not_before = rcgen::date_time_ymd(2020, 1, 1);
     params.not_after = rcgen::date_time_ymd(2099, 1, 1);
     let cert = params.self_signed(&key).map_err(failed)?;
@@ -165,10 +177,15 @@ mod tests {
         let (chain, key) = fake_certificate().unwrap();
         let cert = Certificate::read(chain.as_bytes(), key.as_bytes()).unwrap();
         assert_eq!(cert.names, ["ingress.local"]);
-        let der = rustls_pki_types::pem::PemObject::from_pem_slice(chain.as_bytes()).map(|d: rustls_pki_types::CertificateDer| d.to_vec()).unwrap();
+        let der = rustls_pki_types::pem::PemObject::from_pem_slice(chain.as_bytes())
+            .map(|d: rustls_pki_types::CertificateDer| d.to_vec())
+            .unwrap();
         let (_, parsed) = x509_parser::parse_x509_certificate(&der).unwrap();
         let subject = parsed.subject().to_string();
-        assert!(subject.contains("CN=Kubernetes Ingress Controller Fake Certificate") && subject.contains("O=Acme Co"), "{subject}");
+        assert!(
+            subject.contains("CN=Kubernetes Ingress Controller Fake Certificate") && subject.contains("O=Acme Co"),
+            "{subject}"
+        );
     }
 
     #[test]
@@ -185,13 +202,25 @@ mod tests {
         let mut secret = Secret::default();
         secret.metadata.namespace = Some("prod".into());
         secret.metadata.name = Some("shop-tls".into());
-        secret.data.insert(CERTIFICATE.into(), k8s_openapi::ByteString(b"CHAIN".to_vec()));
-        secret.data.insert(PRIVATE_KEY.into(), k8s_openapi::ByteString(b"KEY".to_vec()));
+        secret
+            .data
+            .insert(CERTIFICATE.into(), k8s_openapi::ByteString(b"CHAIN".to_vec()));
+        secret
+            .data
+            .insert(PRIVATE_KEY.into(), k8s_openapi::ByteString(b"KEY".to_vec()));
         let mut output = HttpsOutput::default();
-        output.certificates.insert(SecretRef { namespace: "prod".into(), name: "shop-tls".into() }, Arc::new(secret));
+        output.certificates.insert(
+            SecretRef {
+                namespace: "prod".into(),
+                name: "shop-tls".into(),
+            },
+            Arc::new(secret),
+        );
         folder.write(&output).unwrap();
         let shop = sds.join("prod_shop-tls.json");
-        assert!(std::fs::read_to_string(&shop).unwrap().contains("\"name\": \"prod/shop-tls\""));
+        assert!(std::fs::read_to_string(&shop)
+            .unwrap()
+            .contains("\"name\": \"prod/shop-tls\""));
         assert_eq!(mode(&shop), 0o600);
         folder.write(&HttpsOutput::default()).unwrap();
         assert!(!shop.exists(), "a certificate no host uses is removed");

@@ -57,7 +57,10 @@ impl LdsFile {
             https: Some(sds.options.clone()),
             ..self.options.clone()
         };
-        write_atomically(&self.path, lds::https_document(routes, &https.plan, &options).as_bytes())
+        write_atomically(
+            &self.path,
+            lds::https_document(routes, &https.plan, &options).as_bytes(),
+        )
     }
 }
 

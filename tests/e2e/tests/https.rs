@@ -1,0 +1,333 @@
+//! HTTPS from the manifests (ROUTING.md §8) in a real Envoy: `switchyard watch --manifests DIR
+//! --lds-file … --sds-dir …` writes the HTTPS listener and its certificates from the Secrets the
+//! manifests name; Envoy presents them per SNI, routes by `:authority` through the same filter,
+//! follows a renewed Secret without a restart, and the plain listener redirects where the kind says.
+//! Needs `ENVOY_BIN`, `SWITCHYARD_WASM` and `SWITCHYARD_BIN` (`make test-envoy` sets them).
+
+mod watch_setup;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use switchyard_e2e::https::{https_send, HttpsAnswer, TestCertificate};
+use switchyard_e2e::l4::{free_port, TlsBackend};
+use switchyard_e2e::{
+    backend_name, envoy_config_reading, fresh_dir, get, required_path, send, Backend, EcdsFile, Envoy, FilterForm,
+};
+use watch_setup::{Watch, BLUE, FOLLOW_WITHIN, GREEN};
+
+/// The TLS backend of the passthrough TransportServer.
+const SECURE: &str = "default/secure-app:8443";
+
+/// `switchyard watch` serving HTTPS, and Envoy reading its ECDS, LDS and SDS files.
+struct Https {
+    dir: PathBuf,
+    /// The HTTPS listener.
+    tls: SocketAddr,
+    envoy: Envoy,
+    watch: Watch,
+}
+
+impl Https {
+    /// Starts both with `manifests` written first (file name, text), plus a passthrough backend.
+    fn start(manifests: &[(&str, String)], passthrough: Option<&TlsBackend>) -> Https {
+        let envoy_bin = required_path("ENVOY_BIN");
+        let wasm = required_path(FilterForm::Wasm.variable());
+        let dir = fresh_dir("https");
+        for sub in ["manifests", "ecds", "lds"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        for (file, text) in manifests {
+            std::fs::write(dir.join("manifests").join(file), text).unwrap();
+        }
+        let backends: Vec<(String, Backend)> = [BLUE, GREEN]
+            .iter()
+            .map(|c| ((*c).to_owned(), Backend::start(&backend_name(c)).unwrap()))
+            .collect();
+        let mut ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
+        if let Some(backend) = passthrough {
+            ports.push((SECURE, backend.addr.port()));
+        }
+        let mut bootstrap = envoy_config_reading(&dir, &ports, 0, 0, FilterForm::Wasm, EcdsFile::Json);
+        bootstrap.push_str(&format!(
+            "dynamic_resources:\n  lds_config:\n    path_config_source:\n      path: {lds}/listeners.json\n      watched_directory: {{path: {lds}}}\n",
+            lds = dir.join("lds").display()
+        ));
+        std::fs::write(dir.join("envoy.yaml"), bootstrap).unwrap();
+        let port = free_port(false);
+        let extra: Vec<String> = [
+            "--lds-file",
+            &dir.join("lds/listeners.json").display().to_string(),
+            "--sds-dir",
+            &dir.join("sds").display().to_string(),
+            "--tls-passthrough-port",
+            &port.to_string(),
+            "--l4-address",
+            "127.0.0.1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let watch = Watch::start_with(&dir, FilterForm::Wasm, EcdsFile::Json, &extra);
+        let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), wasm, 1);
+        envoy.backends = backends.into_iter().collect();
+        let https = Https {
+            dir,
+            tls: SocketAddr::from(([127, 0, 0, 1], port)),
+            envoy,
+            watch,
+        };
+        https.eventually("the HTTPS listener answers", || {
+            https_send(https.tls, None, &get("nothing.invalid", "/")).is_ok()
+        });
+        https
+    }
+
+    /// `GET /` for `host` over TLS with `sni`.
+    fn ask(&self, sni: Option<&str>, host: &str) -> Result<HttpsAnswer, String> {
+        https_send(self.tls, sni, &get(host, "/"))
+    }
+
+    /// The certificate of the SDS file `file` (what Envoy was handed).
+    fn handed(&self, file: &str) -> CertificateDer<'static> {
+        let text = std::fs::read_to_string(self.dir.join("sds").join(file)).unwrap();
+        let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let pem = document["resources"][0]["tls_certificate"]["certificate_chain"]["inline_string"]
+            .as_str()
+            .unwrap();
+        CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()
+    }
+
+    fn eventually(&self, what: &str, check: impl Fn() -> bool) {
+        let started = Instant::now();
+        while !check() {
+            assert!(
+                started.elapsed() < FOLLOW_WITHIN,
+                "{what}: not within {FOLLOW_WITHIN:?}\nwatch:\n{}\nenvoy:\n{}",
+                self.watch.log(),
+                self.envoy.log()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// An Ingress in `default` routing `hosts` (path `/`) to `service` in namespace `shop`... kept in
+/// `shop` as the watch suites' backends are: the Ingress is in `shop`.
+fn ingress(name: &str, hosts: &[&str], service: &str, tls: &str, annotations: &str) -> String {
+    let rules: String = hosts
+        .iter()
+        .map(|h| format!("  - host: \"{h}\"\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: {service}, port: {{number: 80}}}}}}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: shop\n  annotations: {{{annotations}}}\nspec:\n  tls:\n{tls}  rules:\n{rules}"
+    )
+}
+
+#[test]
+fn each_sni_gets_its_certificate_exact_then_wildcard_else_the_default_and_requests_route_by_host() {
+    let a = TestCertificate::new(&["a.example.com"]);
+    let star = TestCertificate::new(&["*.example.com"]);
+    let manifests = [
+        ("a-tls.yaml", a.secret("shop", "a-tls")),
+        ("star-tls.yaml", star.secret("shop", "star-tls")),
+        (
+            "web.yaml",
+            ingress(
+                "web",
+                &["a.example.com", "*.example.com", "plain.org"],
+                "blue",
+                "  - {hosts: [a.example.com], secretName: a-tls}\n  - {hosts: [\"*.example.com\"], secretName: star-tls}\n",
+                "",
+            ),
+        ),
+    ];
+    let https = Https::start(&manifests, None);
+    let default = https.handed("switchyard-default-certificate.json");
+    let seen = |sni: Option<&str>, host: &str| {
+        let answer = https
+            .ask(sni, host)
+            .unwrap_or_else(|e| panic!("{sni:?}: {e}\n{}", https.envoy.log()));
+        (answer.certificate, answer.response.backend().map(str::to_owned))
+    };
+    assert_eq!(
+        seen(Some("a.example.com"), "a.example.com"),
+        (a.der.clone(), Some("blue".into()))
+    );
+    assert_eq!(
+        seen(Some("b.example.com"), "b.example.com"),
+        (star.der.clone(), Some("blue".into()))
+    );
+    assert_eq!(
+        seen(Some("plain.org"), "plain.org"),
+        (default.clone(), Some("blue".into())),
+        "a host without a certificate of its own"
+    );
+    assert_eq!(
+        seen(Some("unknown.invalid"), "a.example.com").0,
+        default,
+        "an SNI no host has"
+    );
+    assert_eq!(
+        seen(None, "a.example.com"),
+        (default, Some("blue".into())),
+        "no SNI: the default, routed by Host"
+    );
+    assert_ne!(a.der, star.der);
+}
+
+#[test]
+fn a_renewed_secret_reaches_new_handshakes_while_requests_keep_being_answered() {
+    let old = TestCertificate::new(&["a.example.com"]);
+    let manifests = [
+        ("a-tls.yaml", old.secret("shop", "a-tls")),
+        (
+            "web.yaml",
+            ingress(
+                "web",
+                &["a.example.com"],
+                "blue",
+                "  - {hosts: [a.example.com], secretName: a-tls}\n",
+                "",
+            ),
+        ),
+    ];
+    let https = Arc::new(Https::start(&manifests, None));
+    assert_eq!(
+        https.ask(Some("a.example.com"), "a.example.com").unwrap().certificate,
+        old.der
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(https.dir.join("sds/shop_a-tls.json"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "a file holding a key is the owner's only");
+
+    // Load while the Secret is renewed: every request must be answered by the backend.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let load = {
+        let (https, stop, sent, failed) = (https.clone(), stop.clone(), sent.clone(), failed.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let answer = https.ask(Some("a.example.com"), "a.example.com");
+                sent.fetch_add(1, Ordering::Relaxed);
+                if answer
+                    .as_ref()
+                    .map(|a| a.response.backend() != Some("blue"))
+                    .unwrap_or(true)
+                {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let new = TestCertificate::new(&["a.example.com"]);
+    let renewed = Instant::now();
+    std::fs::write(https.dir.join("manifests/a-tls.yaml"), new.secret("shop", "a-tls")).unwrap();
+    https.eventually("the renewed certificate is presented", || {
+        https
+            .ask(Some("a.example.com"), "a.example.com")
+            .is_ok_and(|a| a.certificate == new.der)
+    });
+    eprintln!("renewed Secret to new handshakes: {:?}", renewed.elapsed());
+    thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    load.join().unwrap();
+    let (sent, failed) = (sent.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    eprintln!("{sent} requests over TLS during the renewal, {failed} failed");
+    assert!(sent > 0);
+    assert_eq!(failed, 0, "no request fails while the certificate is renewed");
+    let modified = https.envoy.stat("listener_manager.listener_modified");
+    assert_eq!(
+        modified,
+        Some(0),
+        "the listener was not changed (no drain) for a renewal"
+    );
+}
+
+#[test]
+fn plain_http_is_redirected_where_the_ingress_asks_and_its_https_routes() {
+    let a = TestCertificate::new(&["a.example.com"]);
+    let manifests = [
+        ("a-tls.yaml", a.secret("shop", "a-tls")),
+        (
+            "web.yaml",
+            ingress(
+                "web",
+                &["a.example.com"],
+                "blue",
+                "  - {hosts: [a.example.com], secretName: a-tls}\n",
+                "ingress.kubernetes.io/force-ssl-redirect: \"true\"",
+            ),
+        ),
+        ("open.yaml", ingress("open", &["open.example.com"], "green", "", "")),
+    ];
+    let https = Https::start(&manifests, None);
+    let plain = send(https.envoy.addr, &get("a.example.com:8080", "/x?y=1")).unwrap();
+    assert_eq!(plain.status, 301);
+    assert_eq!(plain.header("location"), Some("https://a.example.com/x?y=1"));
+    let open = send(https.envoy.addr, &get("open.example.com", "/")).unwrap();
+    assert_eq!(
+        open.backend(),
+        Some("green"),
+        "an Ingress without the annotation serves plain HTTP"
+    );
+    let secure = https.ask(Some("a.example.com"), "a.example.com").unwrap();
+    assert_eq!(secure.response.backend(), Some("blue"));
+    assert_eq!(secure.certificate, a.der);
+}
+
+#[test]
+fn passthrough_and_termination_share_the_https_port_by_sni() {
+    let backend = TlsBackend::start("secure", "secure.example.com");
+    let a = TestCertificate::new(&["a.example.com"]);
+    let transport = "apiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata: {name: secure, namespace: default}\nspec:\n  listener: {name: tls-passthrough, protocol: TLS_PASSTHROUGH}\n  host: secure.example.com\n  upstreams:\n  - {name: secure, service: secure-app, port: 8443}\n  action: {pass: secure}\n";
+    let manifests = [
+        ("a-tls.yaml", a.secret("shop", "a-tls")),
+        (
+            "web.yaml",
+            ingress(
+                "web",
+                &["a.example.com"],
+                "blue",
+                "  - {hosts: [a.example.com], secretName: a-tls}\n",
+                "",
+            ),
+        ),
+        ("secure.yaml", transport.to_owned()),
+    ];
+    let https = Https::start(&manifests, Some(&backend));
+    let terminated = https.ask(Some("a.example.com"), "a.example.com").unwrap();
+    assert_eq!(
+        (terminated.certificate, terminated.response.backend()),
+        (a.der.clone(), Some("blue"))
+    );
+    let passed = switchyard_e2e::l4::tls_hello(https.tls, "secure.example.com", &[backend.certificate.clone()])
+        .unwrap_or_else(|e| panic!("{e}\n{}", https.envoy.log()));
+    assert_eq!(passed.line, "backend: secure");
+    assert_eq!(
+        passed.certificate, backend.certificate,
+        "passed through: the backend's own certificate"
+    );
+}
+
+#[test]
+fn a_virtualserver_whose_secret_is_missing_fails_its_handshakes_and_still_routes_port_80() {
+    let vs = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: cafe, namespace: shop}\nspec:\n  host: cafe.example.com\n  tls: {secret: cafe-tls}\n  upstreams:\n  - {name: blue, service: blue, port: 80}\n  routes:\n  - path: /\n    action: {pass: blue}\n";
+    let https = Https::start(&[("cafe.yaml", vs.to_owned())], None);
+    let refused = https.ask(Some("cafe.example.com"), "cafe.example.com");
+    assert!(refused.is_err(), "a handshake naming the host fails: {refused:?}");
+    let plain = send(https.envoy.addr, &get("cafe.example.com", "/")).unwrap();
+    assert_eq!(plain.backend(), Some("blue"));
+    let status = https.watch.status();
+    let text = status.to_string();
+    assert!(text.contains("TLSSecretNotValid"), "{status:#}");
+}
