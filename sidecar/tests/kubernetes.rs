@@ -9,7 +9,7 @@ mod apiserver;
 
 use std::time::Duration;
 
-use apiserver::{ApiServer, HTTPPROXY, INGRESS, INGRESS_CLASS, SERVICE};
+use apiserver::{ApiServer, HTTPPROXY, INGRESS, INGRESS_CLASS, SECRET, SERVICE};
 use serde_json::{json, Value};
 use switchyard::watch::engine::Engine;
 use switchyard::watch::rebuild::follow;
@@ -195,7 +195,7 @@ async fn a_bookmark_moves_the_resume_point_past_compaction() {
     api.put(INGRESS, ingress("elsewhere", "y", "y.example", "y"));
     let lists = api.lists(INGRESS);
     let at = api.bookmark(INGRESS);
-    for other in [INGRESS_CLASS, SERVICE, HTTPPROXY] {
+    for other in [INGRESS_CLASS, SERVICE, HTTPPROXY, SECRET] {
         api.bookmark(other);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;

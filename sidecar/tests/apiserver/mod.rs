@@ -56,7 +56,12 @@ pub const HTTPPROXY: Kind = Kind {
     plural: "httpproxies",
     kind: "HTTPProxy",
 };
-const KINDS: [Kind; 4] = [INGRESS, INGRESS_CLASS, SERVICE, HTTPPROXY];
+pub const SECRET: Kind = Kind {
+    api_version: "v1",
+    plural: "secrets",
+    kind: "Secret",
+};
+const KINDS: [Kind; 5] = [INGRESS, INGRESS_CLASS, SERVICE, HTTPPROXY, SECRET];
 
 /// One request as received.
 #[derive(Debug, Clone)]
