@@ -262,6 +262,9 @@ vocabulary! {
         TLSConfigNotValid,
         /// §8.5: `enableFallbackCertificate` without `--default-certificate`.
         FallbackNotPresent,
+        /// §8.5: `tls.clientValidation` is not built yet: the proxy is invalid, never served
+        /// unchecked.
+        ClientValidationNotSupported,
     }
 }
 

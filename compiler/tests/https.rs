@@ -604,6 +604,24 @@ fn an_httpproxy_tls_range_is_its_versions_and_a_minimum_above_the_maximum_is_inv
 }
 
 #[test]
+fn an_httpproxy_asking_for_client_validation_is_invalid_never_served_unchecked() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "p-tls", &["p.example.com"]),
+        proxy(
+            "p",
+            "    tls:\n      secretName: p-tls\n      clientValidation: {caSecret: ca}\n",
+            ""
+        )
+    );
+    let (compiled, _) = plan(&yaml);
+    let status = status_of(&compiled, "HTTPProxy", "default", "p");
+    assert_eq!(status.status, Status::Invalid);
+    assert!(has_reason(status, Reason::ClientValidationNotSupported));
+    assert_eq!(answer(&compiled, &https_request("https://p.example.com/")), "404");
+}
+
+#[test]
 fn an_httpproxy_fallback_certificate_needs_the_default_certificate_flag() {
     let yaml = format!(
         "{}{}",

@@ -76,16 +76,20 @@ pub fn check(
             format!("spec.virtualhost.tls.secretName: Secret {secret} is in another namespace and no TLSCertificateDelegation is read"),
         ));
     }
-    match secrets.certificate(&secret.namespace, &secret.name, TLS_OR_OPAQUE) {
-        Ok(cert) => Ok(RootTls::Terminated(secret, cert, range)),
-        Err(problem @ (SecretProblem::Missing | SecretProblem::Unusable(_))) => Err((
-            Reason::SecretNotValid,
-            format!(
-                "spec.virtualhost.tls.secretName: Secret {secret} {}",
-                sentence(&problem)
-            ),
-        )),
+    let cert = (secrets.certificate(&secret.namespace, &secret.name, TLS_OR_OPAQUE)).map_err(|problem| {
+        let message = format!(
+            "spec.virtualhost.tls.secretName: Secret {secret} {}",
+            sentence(&problem)
+        );
+        (Reason::SecretNotValid, message)
+    })?;
+    if tls.client_validation.is_some() {
+        return Err((
+            Reason::ClientValidationNotSupported,
+            "spec.virtualhost.tls.clientValidation: client certificates are not verified by this gateway yet, so the proxy is never served unchecked".to_owned(),
+        ));
     }
+    Ok(RootTls::Terminated(secret, cert, range))
 }
 
 /// `… is missing` / `… is not usable: why`.

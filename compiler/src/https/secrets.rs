@@ -32,11 +32,14 @@ impl fmt::Display for SecretProblem {
     }
 }
 
+/// A Secret's certificate as read for the types of one kind, by namespace, name and those types.
+type Read = BTreeMap<(String, String, &'static [&'static str]), Result<Arc<Certificate>, SecretProblem>>;
+
 /// The Secrets of one compilation.
 #[derive(Default)]
 pub struct Secrets<'o> {
     by_name: BTreeMap<(&'o str, &'o str), &'o Secret>,
-    read: BTreeMap<(String, String, &'static [&'static str]), Result<Arc<Certificate>, SecretProblem>>,
+    read: Read,
 }
 
 impl<'o> Secrets<'o> {

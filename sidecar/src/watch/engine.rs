@@ -217,7 +217,7 @@ impl Engine {
                 why.as_str()
             ),
         }
-        let https = self.https(input, &compiled.table, compiled.statuses);
+        let https = self.https(input, compiled.table, compiled.statuses);
         // One copy of the 10,000 statuses (with what HTTPS found), shared by the state and the caller.
         let mut own = compiled.statuses.to_vec();
         https.plan.annotate(&mut own);

@@ -310,8 +310,12 @@ fn passthrough_and_termination_share_the_https_port_by_sni() {
         (terminated.certificate, terminated.response.backend()),
         (a.der.clone(), Some("blue"))
     );
-    let passed = switchyard_e2e::l4::tls_hello(https.tls, "secure.example.com", &[backend.certificate.clone()])
-        .unwrap_or_else(|e| panic!("{e}\n{}", https.envoy.log()));
+    let passed = switchyard_e2e::l4::tls_hello(
+        https.tls,
+        "secure.example.com",
+        std::slice::from_ref(&backend.certificate),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", https.envoy.log()));
     assert_eq!(passed.line, "backend: secure");
     assert_eq!(
         passed.certificate, backend.certificate,

@@ -18,6 +18,7 @@ fn options(passthrough_port: u16) -> LdsOptions {
     LdsOptions {
         address: "127.0.0.1".to_owned(),
         passthrough_port,
+        https: None,
     }
 }
 
