@@ -24,6 +24,11 @@ RUN=build/run
 # names the TCP listener's, 15353); envoy.yaml reads the LDS file.
 TLS_PASSTHROUGH_PORT=10443
 LDS_FILE=$RUN/lds/listeners.json
+# HTTPS (ROUTING.md §8): the same port serves HTTPS from the manifests, the certificates as SDS files
+# here. The Secret of examples/001-ingress-nginx-ssl-redirect (tls-secret, for foo.bar.com) is made
+# at run time into its own watched folder: no key is kept in the repository.
+SDS_DIR=$RUN/sds
+SECRETS=$RUN/secrets
 FORM=${SWITCHYARD_FORM:-wasm}
 WASM_TYPE=type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
 MODULE_TYPE=type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
@@ -43,7 +48,9 @@ EXAMPLES=(examples/001-ingress-nginx-* examples/002-* examples/003-* examples/00
 
 mkdir -p "$RUN/lds"
 rm -f "$RUN/switchyard-filter.json" "$LDS_FILE"
-rm -rf "$RUN/tls"
+rm -rf "$RUN/tls" "$SDS_DIR" "$SECRETS"
+mkdir -p "$SECRETS"
+"$DEMO" certificate foo.bar.com default tls-secret "$SECRETS/tls-secret.yaml"
 
 # The filter form: the watch's flags for the ECDS file, Envoy's bootstrap and the filter's metrics.
 case "$FORM" in
@@ -82,10 +89,10 @@ trap 'exit 130' INT TERM
 # switchyard watch follows the example folders: it writes the ECDS file and the LDS file Envoy reads
 # (before Envoy starts: Envoy needs both) and rewrites them on every change; its log stays on this
 # terminal.
-echo "== switchyard watch --manifests ${EXAMPLES[*]} --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --ecds-file $RUN/switchyard-filter.json ${FILTER_FLAGS[*]} --lds-file $LDS_FILE"
-"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --debug-rule-header \
+echo "== switchyard watch --manifests ${EXAMPLES[*]} $SECRETS --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --ecds-file $RUN/switchyard-filter.json ${FILTER_FLAGS[*]} --lds-file $LDS_FILE --sds-dir $SDS_DIR"
+"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" "$SECRETS" --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --debug-rule-header \
   --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 "${FILTER_FLAGS[@]}" -o build/table.json \
-  --lds-file "$LDS_FILE" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
+  --lds-file "$LDS_FILE" --sds-dir "$SDS_DIR" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
   --listen 127.0.0.1:9102 --dashboard-listen 127.0.0.1:9103 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && [ -s "$LDS_FILE" ] && break; sleep 0.1; done
@@ -116,6 +123,13 @@ here). For example, send *.net's /bar (seed 002's host_priority2) to service1 in
       sed -i 's/serviceName: service2/serviceName: service1/' examples/002-host-priority/ingresses.yaml
       curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service1
       git checkout examples/002-host-priority                             # and back
+HTTPS from the manifests (ROUTING.md §8) on 127.0.0.1:$TLS_PASSTHROUGH_PORT: foo.bar.com (examples/001-ingress-nginx-ssl-redirect)
+is served with its Secret tls-secret, made at start in $SECRETS; other hosts with the default certificate:
+      curl -sk --resolve foo.bar.com:$TLS_PASSTHROUGH_PORT:127.0.0.1 https://foo.bar.com:$TLS_PASSTHROUGH_PORT/ | head -1   # backend: default/http-svc:80
+      curl -si -H 'Host: foo.bar.com' http://127.0.0.1:10000/a | grep -i location                        # https://foo.bar.com/a
+      openssl s_client -connect 127.0.0.1:$TLS_PASSTHROUGH_PORT -servername foo.bar.com </dev/null 2>/dev/null | grep -E 'subject|NotAfter'
+Renew it live (the new certificate reaches new handshakes in well under a second, nothing restarts):
+      $DEMO certificate foo.bar.com default tls-secret $SECRETS/tls-secret.yaml
 L4 (examples/003-transport-server): TLS passes through by SNI on 127.0.0.1:$TLS_PASSTHROUGH_PORT, TCP on 127.0.0.1:15353:
       openssl s_client -connect 127.0.0.1:$TLS_PASSTHROUGH_PORT -servername secure.example.com </dev/null | grep subject
       (exec 3<>/dev/tcp/127.0.0.1/15353; echo hello >&3; head -1 <&3)    # default/dns-1: hello

@@ -717,11 +717,12 @@ fn redirect_defaults_to_301_and_substitutes_variables_per_request() {
 ",
     ));
     let table = common::table(&c);
-    let request = get("https://cafe.example.com/old/x?y=1");
+    // Plain HTTP: a VirtualServer without `tls` is not served on HTTPS (ROUTING.md §8.6).
+    let request = get("http://cafe.example.com/old/x?y=1");
     let decision = table.route(&request, 0).unwrap();
     assert_eq!(
         decision.rule.redirect_for(&request),
-        Some((301, "https://cafe.example.com/new/old/x?y=1".into()))
+        Some((301, "http://cafe.example.com/new/old/x?y=1".into()))
     );
 }
 
@@ -738,16 +739,16 @@ fn explain_fills_redirect_variables_as_the_filter_does() {
     ));
     let table = common::table(&c);
     let request = switchyard_compiler::explain::request(
-        "https://Cafe.Example.com:8443/old/x?y=1",
+        "http://Cafe.Example.com:8443/old/x?y=1",
         "GET",
-        &["X-Forwarded-Proto: http".to_owned()],
+        &["X-Forwarded-Proto: https".to_owned()],
         &[],
     )
     .unwrap();
     let explained = explain(&table, &request);
     assert_eq!(
         explained.decision.location.as_deref(),
-        Some("http|https://cafe.example.com/new/old/x?y=1")
+        Some("https|http://cafe.example.com/new/old/x?y=1")
     );
     let filter = table.route(&request, 0).unwrap().rule.redirect_for(&request);
     assert_eq!(filter.map(|(_, l)| l), explained.decision.location);

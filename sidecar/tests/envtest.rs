@@ -1776,3 +1776,120 @@ async fn transportserver_status_is_accepted_by_nginxs_schema_and_the_istio_gatew
         "{events:?}"
     );
 }
+
+/// A `kubernetes.io/tls` Secret holding a self-signed certificate for `host`, made now, as YAML;
+/// and the certificate's PEM (what the SDS file must carry).
+fn tls_secret(namespace: &str, name: &str, host: &str) -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec![host.to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": {"tls.crt": cert.pem(), "tls.key": key.serialize_pem()}});
+    (secret.to_string(), cert.pem())
+}
+
+/// The certificate chain an SDS file hands Envoy (`None` while the file is missing).
+fn sds_chain(file: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let document: Value = serde_json::from_str(&text).ok()?;
+    document["resources"][0]["tls_certificate"]["certificate_chain"]["inline_string"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_secret_in_the_cluster_reaches_the_https_listener_is_renewed_and_its_loss_is_said_never_its_key() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("https").await;
+    let (secret, chain) = tls_secret(&ns, "web-tls", "web.example");
+    admin_apply(&admin, &secret).await;
+    let tls = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"tls": [{"hosts": ["web.example"], "secretName": "web-tls"}],
+            "rules": [{"host": "web.example", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}});
+    admin_apply(&admin, &tls.to_string()).await;
+    let files = tempfile::tempdir().unwrap();
+    let (ecds, lds, sds) = (
+        files.path().join("filter.json"),
+        files.path().join("lds/listeners.json"),
+        files.path().join("sds"),
+    );
+    std::fs::create_dir_all(lds.parent().unwrap()).unwrap();
+    let paths = [
+        ecds.display().to_string(),
+        lds.display().to_string(),
+        sds.display().to_string(),
+    ];
+    let args = [
+        "--ecds-file",
+        &paths[0],
+        "--lds-file",
+        &paths[1],
+        "--sds-dir",
+        &paths[2],
+    ];
+    let mut sy = watch(env, &ns, &args);
+    sy.ready(PATIENCE).await.unwrap();
+    let file = sds.join(format!("{ns}_web-tls.json"));
+    let served = |pem: &str| sds_chain(&file).is_some_and(|c| c == pem);
+    eventually(
+        "the Secret's certificate in its SDS file",
+        PATIENCE,
+        || served(&chain).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let listeners = std::fs::read_to_string(&lds).unwrap();
+    assert!(
+        listeners.contains("\"web.example\"") && !listeners.contains("PRIVATE KEY"),
+        "{listeners}"
+    );
+
+    // cert-manager renews it: the file follows.
+    let (renewed, new_chain) = tls_secret(&ns, "web-tls", "web.example");
+    admin_apply(&admin, &renewed).await;
+    eventually(
+        "the renewed certificate",
+        PATIENCE,
+        || served(&new_chain).then_some(()),
+        || sy.log(),
+    )
+    .await;
+
+    // Deleted: the file goes, the Ingress is told, with an event.
+    admin_delete(&admin, "v1", "Secret", &ns, "web-tls").await;
+    eventually(
+        "the SDS file removed",
+        PATIENCE,
+        || (!file.exists()).then_some(()),
+        || sy.log(),
+    )
+    .await;
+    let check = async || {
+        let events = events_of(&admin, &ns, "web").await;
+        match events.iter().find(|e| e.0 == "TLSSecretNotValid") {
+            Some(event) => Ok(event.1.clone()),
+            None => Err(format!("{events:?}")),
+        }
+    };
+    let note = eventually_async("a TLSSecretNotValid event", PATIENCE, check, || sy.log()).await;
+    assert!(
+        note.contains(&format!("{ns}/web-tls")) && note.contains("does not exist"),
+        "{note}"
+    );
+    let status = sy.status().to_string();
+    assert!(status.contains("TLSSecretNotValid"), "{status}");
+    for text in [sy.log(), status, sy.table().to_string()] {
+        assert!(!text.contains("PRIVATE KEY"), "a key must never be printed:\n{text}");
+    }
+    assert!(
+        !sy.log().contains("Forbidden"),
+        "deploy/rbac.yaml lets it read Secrets:\n{}",
+        sy.log()
+    );
+}

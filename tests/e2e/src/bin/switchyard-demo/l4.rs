@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use switchyard_e2e::https::https_send;
 use switchyard_e2e::l4::{tcp_ask, tcp_echo_on, tls_hello, TlsBackend};
 use switchyard_e2e::{get, send};
 
@@ -52,10 +53,32 @@ struct Listener {
     name: String,
     addr: SocketAddr,
     udp: bool,
-    /// The SNI hosts of its filter chains.
+    /// The SNI hosts of its filter chains that pass TLS through.
     server_names: Vec<String>,
-    /// Whether it has a default chain (a TCP listener's host-less TransportServer).
+    /// The SNI hosts of its filter chains that terminate TLS (the HTTPS listener, ROUTING.md §8).
+    terminated: Vec<String>,
+    /// Whether it has a default chain proxying TCP (a TCP listener's host-less TransportServer).
     default_chain: bool,
+    /// Whether its default chain terminates TLS with the default certificate (the HTTPS listener).
+    default_certificate: bool,
+}
+
+/// Whether a filter chain proxies TCP (passthrough), rather than terminating TLS for HTTP.
+fn proxies_tcp(chain: &Value) -> bool {
+    chain["filters"][0]["name"] == "envoy.filters.network.tcp_proxy"
+}
+
+/// The SNI hosts of `chains` that `keep` keeps.
+fn names(chains: &[Value], keep: fn(&Value) -> bool) -> Vec<String> {
+    (chains.iter().filter(|c| keep(c)))
+        .flat_map(|c| {
+            c["filter_chain_match"]["server_names"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
 }
 
 fn listeners(document: &Value) -> Vec<Listener> {
@@ -71,17 +94,10 @@ fn listeners(document: &Value) -> Vec<Listener> {
                 name: resource["name"].as_str()?.to_owned(),
                 addr: SocketAddr::new(ip, port),
                 udp: socket["protocol"] == "UDP",
-                server_names: chains
-                    .iter()
-                    .flat_map(|c| {
-                        c["filter_chain_match"]["server_names"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .filter_map(|n| n.as_str().map(str::to_owned))
-                    .collect(),
-                default_chain: resource.get("default_filter_chain").is_some(),
+                server_names: names(&chains, proxies_tcp),
+                terminated: names(&chains, |c| !proxies_tcp(c) && c.get("transport_socket").is_some()),
+                default_chain: resource.get("default_filter_chain").is_some_and(proxies_tcp),
+                default_certificate: resource.get("default_filter_chain").is_some_and(|c| !proxies_tcp(c)),
             })
         })
         .collect()
@@ -116,7 +132,12 @@ pub fn samples(lds_file: &Path, cert_dir: &Path, admin: SocketAddr) -> Result<()
         for host in &listener.server_names {
             tls_sample(listener, host, cert_dir);
         }
-        if !listener.server_names.is_empty() {
+        for host in &listener.terminated {
+            https_sample(listener, Some(host));
+        }
+        if listener.default_certificate {
+            https_sample(listener, Some(UNKNOWN_SNI));
+        } else if !listener.server_names.is_empty() {
             refused_sample(listener, admin);
         }
         if listener.default_chain {
@@ -158,6 +179,39 @@ fn tls_sample(listener: &Listener, host: &str, cert_dir: &Path) {
             );
         }
         Err(e) => println!("  {shown:<84} -> error: {e}"),
+    }
+}
+
+/// HTTPS through the listener with `sni` (a wildcard host as `demo.` under it): the backend that
+/// answered `GET /` and what the presented certificate names.
+fn https_sample(listener: &Listener, sni: Option<&str>) {
+    let sni = sni.map(|h| h.strip_prefix("*.").map_or(h.to_owned(), |rest| format!("demo.{rest}")));
+    let host = sni.clone().unwrap_or_else(|| "localhost".to_owned());
+    let shown = format!("HTTPS {} (listener {}) SNI {host}", listener.addr, listener.name);
+    match retry(|| https_send(listener.addr, sni.as_deref(), &get(&host, "/"))) {
+        Ok(answer) => {
+            let names = certificate_for(&answer.certificate, &host);
+            let backend = answer.response.backend().map_or_else(
+                || format!("{} local reply", answer.response.status),
+                |b| format!("backend {b}"),
+            );
+            println!("  {shown:<84} -> {backend}; certificate for {names}, TLS terminated by Envoy");
+        }
+        Err(e) => println!("  {shown:<84} -> error: {e}"),
+    }
+}
+
+/// Whom a certificate (DER) is for: `host` when it names it, the default certificate when it names
+/// `ingress.local` (ROUTING.md §8.1.2). A DER holds its names as plain bytes, which is all the demo
+/// needs to tell the two apart.
+fn certificate_for(der: &[u8], host: &str) -> String {
+    let holds = |name: &str| der.windows(name.len()).any(|w| w == name.as_bytes());
+    if holds(host) {
+        host.to_owned()
+    } else if holds("ingress.local") {
+        "ingress.local (the default certificate)".to_owned()
+    } else {
+        format!("another name ({} bytes)", der.len())
     }
 }
 

@@ -32,9 +32,10 @@ fn main() -> ExitCode {
         ["backends", config, cert_dir] => backends(config, cert_dir),
         ["samples", listener, admin] => samples(listener, admin, None),
         ["samples", listener, admin, lds, cert_dir] => samples(listener, admin, Some((lds, cert_dir))),
+        ["certificate", host, namespace, name, out] => certificate(host, namespace, name, out),
         _ => Err(
             "usage: switchyard-demo ecds WASM TABLE OUT | backends ENVOY_YAML [CERT_DIR] \
-                  | samples LISTENER ADMIN [LDS_FILE CERT_DIR]"
+                  | samples LISTENER ADMIN [LDS_FILE CERT_DIR] | certificate HOST NAMESPACE NAME OUT"
                 .into(),
         ),
     };
@@ -45,6 +46,16 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes a `kubernetes.io/tls` Secret `NAMESPACE/NAME` holding a self-signed certificate for
+/// `host`, made now (`make run`'s HTTPS example: no key is kept in the repository). Written beside
+/// `out` and renamed over it, so that a watch sees one change: run it again to renew the certificate.
+fn certificate(host: &str, namespace: &str, name: &str, out: &str) -> Result<(), String> {
+    let made = switchyard_e2e::https::TestCertificate::new(&[host]);
+    let tmp = format!("{out}.tmp");
+    std::fs::write(&tmp, made.secret(namespace, name)).map_err(|e| format!("{tmp}: {e}"))?;
+    std::fs::rename(&tmp, out).map_err(|e| format!("{out}: {e}"))
 }
 
 fn ecds(wasm: &str, table: &str, out: &str) -> Result<(), String> {
