@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -233,6 +233,14 @@ bench-kubernetes:
 	cargo build --release -p switchyard --bin switchyard
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --features envtest --test envtest \
 	  -- --ignored --nocapture --test-threads 1 bench_
+
+# HTTPS at scale (ROUTING.md §8): 1,000 hosts each with its own Secret, the whole sidecar (release build,
+# folder mode): CPU and memory to the first HTTPS listener and its certificate files, then one Secret
+# renewed to its file. Figures in BENCHMARKS.md ("HTTPS").
+bench-https:
+	cargo build --release -p switchyard --bin switchyard
+	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_https \
+	  -- --ignored --nocapture
 
 # The dashboard's POST /explain in a burst (100 clients) against a 100,000-rule table while an Ingress is
 # edited: the edit-to-table latency idle and during the burst, side by side (release build).

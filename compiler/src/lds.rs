@@ -212,51 +212,48 @@ pub struct SniRoute {
 /// The filter chain of `document` (an LDS `DiscoveryResponse`, as [`document`] writes it) whose
 /// `server_names` match `host` as Envoy matches them (exactly, else the longest wildcard suffix).
 pub fn sni_route(document: &Value, host: &str) -> Option<SniRoute> {
+    let (listener, chain) = sni_chain(document, host, proxies_tcp)?;
+    Some(SniRoute {
+        listener: listener["name"].as_str().unwrap_or_default().to_owned(),
+        port: listener["address"]["socket_address"]["port_value"]
+            .as_u64()
+            .unwrap_or_default(),
+        cluster: chain["filters"][0]["typed_config"]["cluster"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    })
+}
+
+/// Whether a filter chain proxies TCP (a passthrough or TCP route), not HTTP.
+pub fn proxies_tcp(chain: &Value) -> bool {
+    chain["filters"][0]["name"] == "envoy.filters.network.tcp_proxy"
+}
+
+/// The (listener, filter chain) of `document` among the chains `keep` keeps whose `server_names`
+/// match `host` as Envoy matches them: exactly, else the longest wildcard suffix.
+pub fn sni_chain<'d>(document: &'d Value, host: &str, keep: fn(&Value) -> bool) -> Option<(&'d Value, &'d Value)> {
     let host = host.to_ascii_lowercase();
-    let mut best: Option<(usize, SniRoute)> = None;
+    let mut best: Option<(usize, (&Value, &Value))> = None;
     for listener in document["resources"].as_array()? {
-        let proxies = |chain: &&Value| chain["filters"][0]["name"] == "envoy.filters.network.tcp_proxy";
-        for chain in listener["filter_chains"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(proxies)
-        {
-            for name in chain["filter_chain_match"]["server_names"]
+        for chain in (listener["filter_chains"].as_array().into_iter().flatten()).filter(|c| keep(c)) {
+            let names = chain["filter_chain_match"]["server_names"]
                 .as_array()
                 .into_iter()
-                .flatten()
-            {
-                let Some(name) = name.as_str() else { continue };
-                let score = if name == host {
-                    usize::MAX
-                } else if let Some(suffix) = name.strip_prefix('*') {
-                    if host.ends_with(suffix) && host.len() > suffix.len() {
-                        suffix.len()
-                    } else {
-                        continue;
-                    }
-                } else {
-                    continue;
+                .flatten();
+            for name in names.filter_map(Value::as_str) {
+                let score = match name.strip_prefix('*') {
+                    _ if name == host => usize::MAX,
+                    Some(suffix) if host.ends_with(suffix) && host.len() > suffix.len() => suffix.len(),
+                    _ => continue,
                 };
-                if best.as_ref().is_some_and(|(s, _)| *s >= score) {
-                    continue;
+                if best.as_ref().is_none_or(|(s, _)| *s < score) {
+                    best = Some((score, (listener, chain)));
                 }
-                let route = SniRoute {
-                    listener: listener["name"].as_str().unwrap_or_default().to_owned(),
-                    port: listener["address"]["socket_address"]["port_value"]
-                        .as_u64()
-                        .unwrap_or_default(),
-                    cluster: chain["filters"][0]["typed_config"]["cluster"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                };
-                best = Some((score, route));
             }
         }
     }
-    best.map(|(_, route)| route)
+    best.map(|(_, found)| found)
 }
 
 /// A stat prefix from a listener name (Envoy's stat names take `_` where we write `-`).

@@ -162,6 +162,11 @@ struct ExplainArgs {
     /// that a TransportServer won (its connections never reach the HTTP table).
     #[arg(long, value_name = "FILE")]
     l4: Option<PathBuf>,
+    /// HTTPS (ROUTING.md §8): the certificate the HTTPS listener of --l4 (written by `watch
+    /// --lds-file … --sds-dir …`) presents to a handshake naming HOST, and why; `--sni ''` for a
+    /// handshake without SNI. The request itself routes by its URL's host, whatever the SNI.
+    #[arg(long, value_name = "HOST", requires = "l4")]
+    sni: Option<String>,
 }
 
 /// Runs the command line; returns the exit code.
@@ -383,10 +388,20 @@ fn run_explain(args: &ExplainArgs) -> Result<(), String> {
         Some(path) => passthrough_of(path, &request)?,
         None => None,
     };
+    let sni = match (&args.sni, &args.l4) {
+        (Some(sni), Some(path)) => Some((sni.as_str(), sni_of(path, sni)?)),
+        _ => None,
+    };
     let text = if args.json {
         let mut json = serde_json::to_value(&explanation.decision).map_err(|e| e.to_string())?;
         if let (Some(route), Some(object)) = (&passthrough, json.as_object_mut()) {
             object.insert("l4".to_owned(), serde_json::to_value(route).map_err(|e| e.to_string())?);
+        }
+        if let (Some((_, answer)), Some(object)) = (&sni, json.as_object_mut()) {
+            object.insert(
+                "tls".to_owned(),
+                serde_json::to_value(answer).map_err(|e| e.to_string())?,
+            );
         }
         json.to_string() + "\n"
     } else {
@@ -402,9 +417,48 @@ fn run_explain(args: &ExplainArgs) -> Result<(), String> {
                 cluster = route.cluster,
             ));
         }
+        if let Some((sni, answer)) = &sni {
+            text.push_str(&sni_sentence(sni, answer.as_ref()));
+        }
         text + &switchyard_compiler::explain::render(&explanation, &request)
     };
     write_out(None, &text)
+}
+
+/// What the HTTPS listener of `--l4 FILE` answers a handshake naming `sni` (empty: none) with.
+fn sni_of(path: &PathBuf, sni: &str) -> Result<Option<switchyard_compiler::https::listener::SniAnswer>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let document: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not an LDS document: {e}", path.display()))?;
+    let sni = Some(sni).filter(|s| !s.is_empty());
+    Ok(switchyard_compiler::https::listener::sni_answer(&document, sni))
+}
+
+/// `explain --sni`'s sentence.
+fn sni_sentence(sni: &str, answer: Option<&switchyard_compiler::https::listener::SniAnswer>) -> String {
+    use switchyard_compiler::https::listener::DEFAULT_CERTIFICATE;
+    let named = if sni.is_empty() {
+        "without SNI".to_owned()
+    } else {
+        format!("naming {sni}")
+    };
+    let Some(answer) = answer else {
+        return format!(
+            "TLS {named}: no HTTPS listener terminates it (passed through, or no --sds-dir listener in --l4)\n"
+        );
+    };
+    let certificate = match answer.certificate.as_deref() {
+        None => "no certificate: the handshake fails (its VirtualServer's Secret is unusable)".to_owned(),
+        Some(DEFAULT_CERTIFICATE) => "the default certificate, made at start".to_owned(),
+        Some(name) if answer.chain == "https-default" => {
+            format!("the default certificate, Secret {name} (--default-certificate)")
+        }
+        Some(name) => format!("the certificate of Secret {name}"),
+    };
+    format!(
+        "TLS {named}: {certificate} (filter chain {}, {} to {}); the request routes by its Host below\n",
+        answer.chain, answer.versions.0, answer.versions.1
+    )
 }
 
 /// The L4 route `--l4 FILE` (written by `compile --l4`) gives the request's host, if any.

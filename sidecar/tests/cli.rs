@@ -493,3 +493,74 @@ fn explain_with_l4_reports_a_host_passed_through_by_a_transport_server() {
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(decision.get("l4").is_none(), "{decision}");
 }
+
+/// `explain --sni` over the HTTPS listener `watch --lds-file … --sds-dir …` writes: which
+/// certificate a handshake naming a host gets (its Secret, the wildcard's, the default), and the
+/// request still routes by its own host.
+#[test]
+fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
+    use switchyard_compiler::https::listener::HttpsOptions;
+    use switchyard_compiler::https::{HostTls, Https, SecretRef, Served, TlsRange};
+    use switchyard_compiler::lds::{https_document, LdsOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("web.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: a.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n",
+    )
+    .unwrap();
+    let (table, l4) = (dir.path().join("table.json"), dir.path().join("l4.json"));
+    let (table, l4) = (table.to_str().unwrap(), l4.to_str().unwrap());
+    let out = switchyard(&["compile", manifests.to_str().unwrap(), "-o", table]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let served = Served::Secret {
+        secret: SecretRef {
+            namespace: "shop".into(),
+            name: "a-tls".into(),
+        },
+        fingerprint: "00".into(),
+    };
+    let https = Https {
+        hosts: vec![HostTls {
+            host: "a.example.com".into(),
+            served,
+            versions: TlsRange::default(),
+            decided_by: "Ingress/shop/web".into(),
+            why: String::new(),
+        }],
+        ..Https::default()
+    };
+    let options = LdsOptions {
+        https: Some(HttpsOptions {
+            ecds_path: "/run/filter.json".into(),
+            filter_type_url: "t".into(),
+            cluster_header: "x-route-cluster".into(),
+            sds_folder: "/run/sds".into(),
+        }),
+        ..LdsOptions::default()
+    };
+    std::fs::write(l4, https_document(&Default::default(), &https, &options)).unwrap();
+    let explain = |sni: &str| {
+        let out = switchyard(&[
+            "explain",
+            "--table",
+            table,
+            "--l4",
+            l4,
+            "--sni",
+            sni,
+            "https://a.example.com/",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let own = explain("a.example.com");
+    assert!(own.starts_with("TLS naming a.example.com: the certificate of Secret shop/a-tls (filter chain https-a.example.com, TLSv1_2 to TLSv1_3)"), "{own}");
+    assert!(own.contains("shop/web:80"), "the request routes by its host: {own}");
+    let other = explain("other.example.com");
+    assert!(
+        other.starts_with("TLS naming other.example.com: the default certificate, made at start"),
+        "{other}"
+    );
+    assert!(explain("").starts_with("TLS without SNI: the default certificate"));
+}

@@ -59,6 +59,54 @@ pub fn sds_document(sds_name: &str, chain_pem: &[u8], key_pem: &[u8]) -> String 
     serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
 }
 
+/// What the HTTPS listener of an LDS document answers a handshake with (`explain --sni`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SniAnswer {
+    /// The filter chain (`https-<first host>`, or `https-default`).
+    pub chain: String,
+    /// The SDS name of the certificate (`namespace/name`, or [`DEFAULT_CERTIFICATE`]); `None`: the
+    /// handshake fails (a VirtualServer's unusable Secret, §8.6).
+    pub certificate: Option<String>,
+    /// The TLS versions accepted (`TLSv1_2`–`TLSv1_3`).
+    pub versions: (String, String),
+}
+
+/// The chain and certificate the HTTPS listener of `document` (an LDS document written with
+/// `--sds-dir`) gives a handshake naming `sni` (`None`: no SNI), as Envoy chooses: the chain whose
+/// `server_names` match, else the default chain. `None` when the document has no HTTPS listener, or
+/// `sni` is passed through (a TransportServer's host: [`crate::lds::sni_route`]).
+pub fn sni_answer(document: &Value, sni: Option<&str>) -> Option<SniAnswer> {
+    let terminates = |c: &Value| {
+        c.get("transport_socket").is_some() || c["filters"][0]["name"] == "envoy.filters.network.direct_response"
+    };
+    if let Some(host) = sni {
+        if crate::lds::sni_chain(document, host, crate::lds::proxies_tcp).is_some() {
+            return None;
+        }
+        if let Some((_, chain)) = crate::lds::sni_chain(document, host, terminates) {
+            return Some(answer_of(chain));
+        }
+    }
+    let listeners = document["resources"].as_array()?;
+    let https = listeners.iter().find(|l| l["name"] == crate::lds::HTTPS_LISTENER)?;
+    Some(answer_of(&https["default_filter_chain"]))
+}
+
+fn answer_of(chain: &Value) -> SniAnswer {
+    let context = &chain["transport_socket"]["typed_config"]["common_tls_context"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    SniAnswer {
+        chain: text(&chain["name"]),
+        certificate: context["tls_certificate_sds_secret_configs"][0]["name"]
+            .as_str()
+            .map(str::to_owned),
+        versions: (
+            text(&context["tls_params"]["tls_minimum_protocol_version"]),
+            text(&context["tls_params"]["tls_maximum_protocol_version"]),
+        ),
+    }
+}
+
 /// The SDS name of what a chain is served with (`None`: no certificate, the handshake fails);
 /// `default` is what [`Served::Default`] stands for.
 fn sds_name(served: &Served, default: &Served) -> Option<String> {
@@ -195,4 +243,120 @@ pub fn http_connection_manager(options: &HttpsOptions) -> Value {
             ]
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::https::{HostTls, SecretRef, TlsVersion};
+    use crate::l4::{L4Route, L4Routes};
+    use crate::lds::{listeners, LdsOptions};
+
+    fn host(name: &str, served: Served, versions: TlsRange) -> HostTls {
+        HostTls {
+            host: name.to_owned(),
+            served,
+            versions,
+            decided_by: "Ingress/default/web".to_owned(),
+            why: String::new(),
+        }
+    }
+
+    fn secret(name: &str) -> Served {
+        Served::Secret {
+            secret: SecretRef {
+                namespace: "default".to_owned(),
+                name: name.to_owned(),
+            },
+            fingerprint: name.to_owned(),
+        }
+    }
+
+    fn document() -> Value {
+        let https = Https {
+            hosts: vec![
+                host("*.example.com", secret("star"), TlsRange::default()),
+                host("a.example.com", secret("a"), TlsRange::default()),
+                host("b.example.com", secret("a"), TlsRange::default()),
+                host(
+                    "new.example.com",
+                    secret("a"),
+                    TlsRange {
+                        min: TlsVersion::V1_3,
+                        max: TlsVersion::V1_3,
+                    },
+                ),
+                host("vs.example.com", Served::Refused, TlsRange::default()),
+            ],
+            ..Https::default()
+        };
+        let routes = L4Routes {
+            passthrough: vec![L4Route::to_service("default", Some("pass.example.com"), "tls", 443)],
+            listeners: vec![],
+        };
+        let options = LdsOptions {
+            https: Some(HttpsOptions {
+                ecds_path: "/run/ecds/filter.pb".to_owned(),
+                filter_type_url: "t".to_owned(),
+                cluster_header: "x-route-cluster".to_owned(),
+                sds_folder: "/run/sds".to_owned(),
+            }),
+            ..LdsOptions::default()
+        };
+        listeners(&routes, &https, &options)
+    }
+
+    #[test]
+    fn hosts_sharing_a_certificate_and_range_share_a_chain_and_the_sds_file_is_named_by_the_secret() {
+        let document = document();
+        let listener = &document["resources"][0];
+        assert_eq!(listener["name"], crate::lds::HTTPS_LISTENER);
+        let chains = listener["filter_chains"].as_array().unwrap();
+        let names: Vec<&Value> = chains
+            .iter()
+            .map(|c| &c["filter_chain_match"]["server_names"])
+            .collect();
+        assert!(
+            names.contains(&&serde_json::json!(["a.example.com", "b.example.com"])),
+            "{names:?}"
+        );
+        assert!(names.contains(&&serde_json::json!(["new.example.com"])), "{names:?}");
+        let a = sni_answer(&document, Some("b.example.com")).unwrap();
+        assert_eq!(a.certificate.as_deref(), Some("default/a"));
+        let sds = &chains.iter().find(|c| c["name"] == "https-a.example.com").unwrap()["transport_socket"]
+            ["typed_config"]["common_tls_context"]["tls_certificate_sds_secret_configs"][0]["sds_config"]
+            ["path_config_source"]["path"];
+        assert_eq!(sds, "/run/sds/default_a.json");
+    }
+
+    #[test]
+    fn a_handshake_gets_the_exact_host_then_the_wildcard_then_the_default_chain() {
+        let document = document();
+        let certificate = |sni: Option<&str>| sni_answer(&document, sni).and_then(|a| a.certificate);
+        assert_eq!(certificate(Some("a.example.com")).as_deref(), Some("default/a"));
+        assert_eq!(certificate(Some("c.example.com")).as_deref(), Some("default/star"));
+        assert_eq!(certificate(Some("other.org")).as_deref(), Some(DEFAULT_CERTIFICATE));
+        assert_eq!(certificate(None).as_deref(), Some(DEFAULT_CERTIFICATE));
+        let versions = sni_answer(&document, Some("new.example.com")).unwrap().versions;
+        assert_eq!(versions, ("TLSv1_3".to_owned(), "TLSv1_3".to_owned()));
+    }
+
+    #[test]
+    fn a_refused_host_has_no_certificate_and_a_passthrough_host_is_not_terminated() {
+        let document = document();
+        let refused = sni_answer(&document, Some("vs.example.com")).unwrap();
+        assert_eq!(refused.certificate, None);
+        assert_eq!(sni_answer(&document, Some("pass.example.com")), None);
+    }
+
+    #[test]
+    fn an_sds_document_holds_one_secret_named_as_the_listener_names_it() {
+        let text = sds_document("prod/shop", b"CHAIN", b"KEY");
+        let document: Value = serde_json::from_str(&text).unwrap();
+        let resources = document["resources"].as_array().unwrap();
+        assert_eq!(resources.len(), 1, "Envoy's file SDS takes one secret per file");
+        assert_eq!(resources[0]["name"], "prod/shop");
+        assert_eq!(resources[0]["tls_certificate"]["private_key"]["inline_string"], "KEY");
+        assert_eq!(sds_file_name("prod/shop"), "prod_shop.json");
+    }
 }

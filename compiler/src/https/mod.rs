@@ -139,8 +139,8 @@ pub struct Finding {
     pub condition: Condition,
 }
 
-/// The result of the HTTPS stage.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The result of the HTTPS stage (`/status` shows it: names and fingerprints, never a key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Https {
     /// The hosts with a certificate or a range of their own, by host.
     pub hosts: Vec<HostTls>,
@@ -149,7 +149,9 @@ pub struct Https {
     pub default: Served,
     /// Why `--default-certificate` is not used, when it is set but unusable (warned).
     pub default_problem: Option<String>,
-    /// What is wrong, or worth knowing, about the certificates the resources name.
+    /// What is wrong, or worth knowing, about the certificates the resources name (in the
+    /// resources' statuses).
+    #[serde(skip)]
     pub findings: Vec<Finding>,
 }
 

@@ -245,6 +245,7 @@ impl Engine {
             state.errors = input.errors.clone();
             state.warnings = input.warnings.clone();
             state.l4 = compiled.l4.clone();
+            state.https = Arc::new(https.plan.clone());
             new_errors
         };
         // Each error once, when it appears (it stays in /status until fixed).

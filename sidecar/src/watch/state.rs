@@ -272,6 +272,9 @@ pub struct State {
     pub l4: L4Routes,
     /// The L4 sinks' names (`--lds-file`, `--istio-gateway`); none: the L4 routes go nowhere.
     pub l4_sinks: Vec<String>,
+    /// Each host's certificate, as last planned (`/status` field `https`, the dashboard's HTTPS
+    /// section, `explain`): names and fingerprints, no key.
+    pub https: Arc<switchyard_compiler::https::Https>,
     /// Sinks that refused the newest table as too large for them (they keep their last good table),
     /// with the reason, until they take a table again.
     pub refused: BTreeMap<String, String>,
@@ -389,6 +392,8 @@ impl State {
             "resources": &*self.statuses,
             "sinks": self.pushes,
             "push_log": self.push_log.iter().rev().collect::<Vec<_>>(),
+            // ROUTING.md §8: each host's certificate (names and fingerprints only, never a key).
+            "https": &*self.https,
             "l4": {
                 "sinks": self.l4_sinks,
                 "passthrough": self.l4.passthrough,

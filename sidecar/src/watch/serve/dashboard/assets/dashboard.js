@@ -81,7 +81,7 @@ function objectTable(caption, rows, firstColumn) {
 // ---- overview --------------------------------------------------------------------------------
 
 // /status fields drawn in their own places; every other field is listed as it comes.
-const DRAWN = new Set(["access", "resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log", "l4"]);
+const DRAWN = new Set(["access", "resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log", "l4", "https"]);
 
 function renderOverview(status) {
   const summary = [
@@ -322,6 +322,30 @@ function renderL4(status) {
   replace("l4-routes", tables.length ? tables : el("p", {}, "No TransportServer routes."));
 }
 
+// ---- HTTPS ------------------------------------------------------------------------------------
+
+// What a host is served with: its Secret, the default certificate, or nothing (handshakes fail).
+function served(s) {
+  if (s === "default") return "the default certificate";
+  if (s === "refused") return "none: handshakes naming it fail";
+  return s.secret ? `Secret ${s.secret.namespace}/${s.secret.name}` : JSON.stringify(s);
+}
+
+function renderHttps(status) {
+  const https = status.https || { hosts: [], default: "default" };
+  const made = https.default === "default";
+  replace("https-default", [
+    "Default certificate: ", made ? "made at start (CN Kubernetes Ingress Controller Fake Certificate)" : served(https.default),
+    https.default_problem ? ` — ${https.default_problem}` : "",
+  ]);
+  const rows = https.hosts.map((h) => ({
+    host: h.host, certificate: served(h.served), versions: `${h.versions.min}–${h.versions.max}`,
+    "decided by": h.decided_by, why: h.why,
+  }));
+  replace("https-hosts", rows.length ? objectTable("Hosts with a certificate of their own", rows)
+    : el("p", {}, "Every host is served with the default certificate."));
+}
+
 // ---- push log --------------------------------------------------------------------------------
 
 function renderPushes(status) {
@@ -429,6 +453,7 @@ async function refresh() {
         indexRules();
         renderRules();
       }
+      renderHttps(status);
       renderL4(status);
       renderResources();
       renderPushes(status);
