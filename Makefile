@@ -192,7 +192,7 @@ test-envoy: build-wasm envoy
 # with the module in the filter's place (SWITCHYARD_FILTER_FORM=module: the same runners, listener, routes and
 # ECDS file); then the routing suites once more with the module as the route's cluster specifier
 # (SWITCHYARD_FILTER_FORM=module-cs; not envoy.rs, whose tests pin the cluster_header route).
-MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy
+MODULE_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver --test envoy --test https
 MODULE_CS_SUITES := --test corpus --test compiled_manifests --test ingress_nginx --test virtualserver
 test: test-module
 test-envoy: build-module

@@ -341,6 +341,7 @@ mod tests {
                 path: PathSpec::Prefix("/".into()),
                 conditions: Vec::new(),
                 action: ActionSpec::Route(RouteAction::to(cluster.into())),
+                hsts: None,
             },
             order: HostOrder::General,
             claiming: Claiming::Contends,

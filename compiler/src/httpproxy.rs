@@ -321,6 +321,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             path,
             conditions,
             action,
+            hsts: None,
         };
         self.push_valid(key, age, n, (rule, route.permit_insecure), context, &at);
     }
@@ -474,6 +475,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 status: 502,
                 ..DirectResponse::default()
             }),
+            hsts: None,
         };
         if validate_rule(&rule).is_ok() {
             self.push(key, age, n, (rule, false), context);

@@ -343,6 +343,7 @@ impl<'a> IngressProcessor<'a> {
             path: emit.path,
             conditions: owner.conditions.clone(),
             action,
+            hsts: None,
         };
         if let Err(why) = validate_rule(&rule) {
             self.inputs.book.error(

@@ -242,6 +242,7 @@ impl RuleValidator {
             path,
             conditions: Vec::new(),
             action,
+            hsts: None,
         })?;
         if let Some(pattern) = new_pattern {
             self.rewrite_patterns.insert(pattern);
@@ -261,6 +262,7 @@ fn probe(path: PathSpec, conditions: Vec<ConditionSpec>) -> RuleSpec {
             status: 404,
             ..DirectResponse::default()
         }),
+        hsts: None,
     }
 }
 

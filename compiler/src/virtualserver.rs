@@ -293,6 +293,7 @@ impl<'a> VirtualServerProcessor<'a> {
                     status: 502,
                     ..DirectResponse::default()
                 }),
+                hsts: None,
             };
             let (key, age) = (server.key.clone(), server.age.clone());
             server.push(&key, &age, rule, NginxRank::of(location, server.position, None));
@@ -439,6 +440,7 @@ impl<'a> VirtualServerProcessor<'a> {
                     status: 404,
                     ..DirectResponse::default()
                 }),
+                hsts: None,
             };
             let (key, age) = (server.key.clone(), server.age.clone());
             server.push(&key, &age, rule, NginxRank::unmatched());
@@ -633,6 +635,7 @@ impl Server {
                 path: location.path_spec(),
                 conditions: plan.conditions,
                 action: plan.action,
+                hsts: None,
             };
             validator.rule(&rule).map_err(|why| format!("{at}: {why}"))?;
             if plan.branch.is_none() && rule.path == PathSpec::Prefix("/".to_owned()) {

@@ -35,6 +35,7 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
             remove_headers: vec![],
             canary: None,
         }),
+        hsts: None,
     }
 }
 

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
-use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, RULE_NAME_HEADER};
+use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::headers::HeaderBlock;
@@ -233,6 +233,7 @@ impl RootContext for Root {
             table: self.table.clone(),
             shared: Rc::clone(&self.shared),
             rule: None,
+            hsts: None,
         }))
     }
 
@@ -246,6 +247,8 @@ struct Http {
     shared: Rc<Shared>,
     /// The winning rule, kept only when the table asks for the debug response header.
     rule: Option<RuleRef>,
+    /// The `Strict-Transport-Security` value the upstream's response gets (ROUTING.md §8.4).
+    hsts: Option<String>,
 }
 
 impl Context for Http {}
@@ -272,6 +275,7 @@ impl HttpContext for Http {
                 if table.debug_rule_header() {
                     self.rule = winner;
                 }
+                self.hsts = handled.hsts;
                 Action::Continue
             }
             Outcome::ClusterNotSet { error, .. } => {
@@ -306,6 +310,9 @@ impl HttpContext for Http {
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+        if let Some(value) = self.hsts.take() {
+            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, HSTS_HEADER, Some(&value));
+        }
         if let (Some(rule), Some(table)) = (&self.rule, self.table.as_deref()) {
             if let Some(name) = rule.name(table.head()) {
                 let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, RULE_NAME_HEADER, Some(name));

@@ -14,7 +14,7 @@ use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use switchyard_table::compact::Miniz;
-use switchyard_table::format::RULE_NAME_HEADER;
+use switchyard_table::format::{HSTS_HEADER, RULE_NAME_HEADER};
 
 use crate::abi::{
     self, ClusterSpecifierConfigEnvoyPtr, ConfigEnvoyPtr, EnvoyBuffer, FilterEnvoyPtr, FilterStatus, HttpHeader,
@@ -106,6 +106,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
         let stream = Stream {
             config: config as *const ModuleConfig,
             rule: std::cell::Cell::new(None),
+            hsts: std::cell::Cell::new(None),
         };
         Box::into_raw(Box::new(stream)) as *const c_void
     })
@@ -159,6 +160,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
             abi::log(abi::LOG_ERROR, &format!("a request could not be routed: {error}"));
         }
         let (outcome, rule) = (handled.outcome, handled.rule);
+        stream.hsts.set(handled.hsts);
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
         let status = match outcome {
@@ -209,6 +211,17 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
         let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
             return CONTINUE;
         };
+        if let Some(value) = stream.hsts.take() {
+            // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
+            unsafe {
+                abi::envoy_dynamic_module_callback_http_set_header(
+                    filter_envoy,
+                    RESPONSE_HEADER,
+                    ModuleBuffer::of(HSTS_HEADER),
+                    ModuleBuffer::of(&value),
+                );
+            }
+        }
         let (Some(rule), Some(config)) = (stream.rule.take(), unsafe { stream.config.as_ref() }) else {
             return CONTINUE;
         };

@@ -275,6 +275,8 @@ pub struct Stream {
     pub config: *const ModuleConfig,
     /// The winning rule, kept only when the table asks for the debug response header.
     pub rule: Cell<Option<RuleRef>>,
+    /// The `Strict-Transport-Security` value the upstream's response gets (ROUTING.md §8.4).
+    pub hsts: Cell<Option<String>>,
 }
 
 thread_local! {

@@ -17,7 +17,7 @@ use switchyard_table::{Decision, RequestView, RouteTable, TableError};
 
 use crate::config::{read_config, ConfigError};
 use crate::host::Host;
-use crate::request::{handle_request, handle_sharded, Handled, RuleRef};
+use crate::request::{handle_sharded, handle_whole, Handled, RuleRef};
 
 /// A table ready to serve.
 pub enum Loaded {
@@ -74,11 +74,12 @@ impl Loaded {
     pub fn handle(&self, host: &mut impl Host, random: u64, inflater: &dyn Inflater) -> Handled {
         match self {
             Loaded::Whole(table) => {
-                let outcome = handle_request(host, table, random);
+                let (outcome, hsts) = handle_whole(host, table, random);
                 Handled {
                     outcome,
                     rule: outcome.position().map(RuleRef::Whole),
                     error: None,
+                    hsts,
                 }
             }
             Loaded::Sharded(table) => handle_sharded(host, table, random, inflater),

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use std::sync::Arc;
-use switchyard_table::format::RULE_NAME_HEADER;
+use switchyard_table::format::{HSTS_HEADER, RULE_NAME_HEADER};
 
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::ShardedTable;
@@ -130,9 +130,32 @@ impl HostRequest<'_> {
 /// unrouted (a local reply sends nothing upstream). Replacing instead of removing first saves a host
 /// call on every routed request.
 pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> Outcome {
+    handle_whole(host, table, random).0
+}
+
+/// [`handle_request`], with the `Strict-Transport-Security` value the response of a routed request
+/// carries ([`Handled::hsts`]).
+pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, Option<String>) {
     let request = HostRequest::new(&*host, table.cluster_header());
     let decision = table.route(&request, random);
-    answer(host, table, &request, decision.map(|d| (d.position, d)))
+    let routed_hsts = decision.and_then(|d| hsts(d.rule, &request));
+    let outcome = answer(host, table, &request, decision.map(|d| (d.position, d)));
+    (outcome, upstream_hsts(outcome, routed_hsts))
+}
+
+/// The HSTS value the filter adds to the upstream's response: only a routed request's (a local
+/// reply carries it already).
+fn upstream_hsts(outcome: Outcome, value: Option<String>) -> Option<String> {
+    value.filter(|_| matches!(outcome, Outcome::Routed { .. }))
+}
+
+/// ROUTING.md §8.4: the `Strict-Transport-Security` value of `rule` for `request`, when it came
+/// over HTTPS (`:scheme` is `https`, as Envoy sets it on a TLS connection).
+fn hsts(rule: &switchyard_table::Rule, request: &HostRequest<'_>) -> Option<String> {
+    let value = rule.hsts()?;
+    request
+        .any_header_value(":scheme", &mut |s| s.eq_ignore_ascii_case("https"))
+        .then(|| value.to_owned())
 }
 
 /// Where a request's winning rule is: its position in a whole table, or its shard's own table and
@@ -167,6 +190,9 @@ pub struct Handled {
     /// A shard that had to be decoded for the request and could not be (the host's `uncompress`
     /// failed): the request was answered 503, [`Outcome::Direct`] at position `usize::MAX`.
     pub error: Option<TableError>,
+    /// The `Strict-Transport-Security` value the filter sets on the upstream's response of a routed
+    /// request (ROUTING.md §8.4); `None` for a local reply, which carries it already.
+    pub hsts: Option<String>,
 }
 
 /// [`handle_request`] with a table held in shards, decoded as requests need them (inflated by
@@ -174,7 +200,9 @@ pub struct Handled {
 pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, inflater: &dyn Inflater) -> Handled {
     let request = HostRequest::new(&*host, table.cluster_header());
     let mut rule = None;
+    let mut hsts_value = None;
     let routed = table.route(&request, random, inflater, |winner| {
+        hsts_value = winner.and_then(|w| hsts(w.decision.rule, &request));
         let outcome = answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)));
         if table.debug_rule_header() || matches!(outcome, Outcome::ClusterNotSet { .. }) {
             rule = winner.map(|w| RuleRef::Shard(Arc::clone(w.shard), w.decision.position));
@@ -186,6 +214,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
             outcome,
             rule,
             error: None,
+            hsts: upstream_hsts(outcome, hsts_value),
         },
         Err(error) => {
             host.remove_request_header(table.cluster_header());
@@ -201,6 +230,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
                 },
                 rule: None,
                 error: Some(error),
+                hsts: None,
             }
         }
     }
@@ -228,6 +258,8 @@ fn answer(
         };
     };
     let rule = decision.rule;
+    let hsts = hsts(rule, request);
+    let hsts = hsts.as_deref().map(|value| (HSTS_HEADER, value));
     match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
@@ -240,6 +272,7 @@ fn answer(
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
             }
+            headers.extend(hsts);
             host.send_response(direct.status, &headers, &body);
             Outcome::Direct {
                 position,
@@ -257,6 +290,7 @@ fn answer(
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
             }
+            headers.extend(hsts);
             host.send_response(status, &headers, "");
             Outcome::Direct { position, status }
         }
@@ -488,6 +522,50 @@ pub(crate) mod tests {
         let mut host = FakeHost::new("example.net", "/app", &[]);
         handle_request(&mut host, &table("404"), 0);
         assert_eq!(host.get("x-route-cluster"), ["p/app:80"]);
+    }
+
+    /// A table whose two rules carry ingress-nginx's HSTS value (ROUTING.md §8.4).
+    fn hsts_table() -> RouteTable {
+        let json = r#"{"version":1,"rules":[
+            {"name":"n#0","host":"a.example","path":{"type":"prefix","value":"/gone"},"hsts":"max-age=60",
+             "action":{"direct_response":{"status":410}}},
+            {"name":"n#1","host":"a.example","path":{"type":"prefix","value":"/"},"hsts":"max-age=60",
+             "action":{"route":{"backends":[{"cluster":"shop/web:80"}]}}}]}"#;
+        match RouteTable::from_json(json.as_bytes()) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn hsts_is_sent_on_https_only_by_the_upstream_response_or_the_local_reply() {
+        let table = hsts_table();
+        let mut https = FakeHost::new("a.example", "/", &[(":scheme", "https")]);
+        assert_eq!(
+            handle_whole(&mut https, &table, 0),
+            (Outcome::Routed { position: 1 }, Some("max-age=60".into()))
+        );
+        let mut plain = FakeHost::new("a.example", "/", &[(":scheme", "http")]);
+        assert_eq!(handle_whole(&mut plain, &table, 0).1, None, "never on plain HTTP");
+        let mut gone = FakeHost::new("a.example", "/gone", &[(":scheme", "https")]);
+        assert_eq!(
+            handle_whole(&mut gone, &table, 0).1,
+            None,
+            "a local reply carries it itself"
+        );
+        let (status, headers, _) = gone.response.clone().unwrap();
+        assert_eq!(status, 410);
+        assert!(
+            headers.contains(&("strict-transport-security".to_owned(), "max-age=60".to_owned())),
+            "{headers:?}"
+        );
+        let mut gone_plain = FakeHost::new("a.example", "/gone", &[(":scheme", "http")]);
+        handle_whole(&mut gone_plain, &table, 0);
+        let (_, headers, _) = gone_plain.response.clone().unwrap();
+        assert!(
+            !headers.iter().any(|(k, _)| k == "strict-transport-security"),
+            "{headers:?}"
+        );
     }
 
     #[test]

@@ -532,6 +532,7 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
     };
     let options = LdsOptions {
         https: Some(HttpsOptions {
+            filter_name: "switchyard".into(),
             ecds_path: "/run/filter.json".into(),
             filter_type_url: "t".into(),
             cluster_header: "x-route-cluster".into(),

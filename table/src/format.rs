@@ -21,6 +21,9 @@ pub const SHARDS_KEY: &str = "table_shards";
 /// The header Envoy's `cluster_header` route reads, when the table names none.
 pub const DEFAULT_CLUSTER_HEADER: &str = "x-route-cluster";
 
+/// The response header a rule's [`RuleSpec::hsts`] sets on HTTPS.
+pub const HSTS_HEADER: &str = "strict-transport-security";
+
 /// The response header that carries the winning rule's name when [`TableSpec::debug_rule_header`] is on.
 pub const RULE_NAME_HEADER: &str = "x-switchyard-rule";
 
@@ -69,6 +72,10 @@ pub struct RuleSpec {
     pub conditions: Vec<ConditionSpec>,
     /// What the filter does when this rule wins.
     pub action: ActionSpec,
+    /// On a request that came over HTTPS (`:scheme` `https`): the `Strict-Transport-Security` value
+    /// its response carries, whatever the action (ROUTING.md §8.4, ingress-nginx's `hsts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hsts: Option<String>,
 }
 
 /// How a rule matches the request path (the query string is never part of it).

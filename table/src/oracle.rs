@@ -146,6 +146,7 @@ pub fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
         path,
         conditions,
         action: ActionSpec::Route(RouteAction::to("c".to_owned())),
+        hsts: None,
     }
 }
 

@@ -119,6 +119,7 @@ fn spec(name: &str, host: Option<&str>, path: PathSpec) -> RuleSpec {
         path,
         conditions: Vec::new(),
         action: ActionSpec::Route(RouteAction::to(format!("bench/{name}:80"))),
+        hsts: None,
     }
 }
 

@@ -198,6 +198,11 @@ impl Rule {
         &self.spec.action
     }
 
+    /// The `Strict-Transport-Security` value its responses carry on HTTPS, if any (ROUTING.md §8.4).
+    pub fn hsts(&self) -> Option<&str> {
+        self.spec.hsts.as_deref()
+    }
+
     /// The `:path` and the headers to send upstream for `full_path` (query included), when this rule
     /// rewrites it: its `rewrite_regex` where the regex is found (the path, and headers with the
     /// path's groups), else its `rewrite_prefix` (the path alone). The one call of the filter, the

@@ -57,6 +57,7 @@ fn rule(i: usize, salt: &str) -> RuleSpec {
         path: PathSpec::SegmentPrefix(format!("/app{}/p{}", i / 100, i % 100)),
         conditions,
         action,
+        hsts: None,
     }
 }
 

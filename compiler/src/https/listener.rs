@@ -27,6 +27,8 @@ pub const DEFAULT_CERTIFICATE: &str = "switchyard-default-certificate";
 /// How the HTTPS listener reaches the rest of the gateway's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpsOptions {
+    /// The HTTP filter's name (`--filter-name`: the ECDS resource's name).
+    pub filter_name: String,
     /// The ECDS file of the HTTP filter (the plain listener's `config_discovery` source).
     pub ecds_path: String,
     /// The filter configuration's type URL (the wasm filter's or the dynamic module's).
@@ -225,7 +227,7 @@ pub fn http_connection_manager(options: &HttpsOptions) -> Value {
             },
             "http_filters": [
                 {
-                    "name": "switchyard",
+                    "name": options.filter_name,
                     "config_discovery": {
                         "config_source": {
                             "path_config_source": {
@@ -296,6 +298,7 @@ mod tests {
         };
         let options = LdsOptions {
             https: Some(HttpsOptions {
+                filter_name: "switchyard".to_owned(),
                 ecds_path: "/run/ecds/filter.pb".to_owned(),
                 filter_type_url: "t".to_owned(),
                 cluster_header: "x-route-cluster".to_owned(),

@@ -56,6 +56,7 @@ pub fn https_redirect(rule: &RuleSpec, status: u16) -> RuleSpec {
             url: HTTPS_LOCATION.to_owned(),
             status,
         }),
+        hsts: None,
     }
 }
 

@@ -28,6 +28,14 @@ pub struct ControllerConfig {
     pub preserve_trailing_slash: bool,
     /// `no-tls-redirect-locations` (default `/.well-known/acme-challenge`), split on `,`.
     pub no_tls_redirect_locations: Vec<String>,
+    /// `hsts` (default true): `Strict-Transport-Security` on every HTTPS response (ROUTING.md §8.4).
+    pub hsts: bool,
+    /// `hsts-max-age` (default 31536000 seconds).
+    pub hsts_max_age: u64,
+    /// `hsts-include-subdomains` (default true).
+    pub hsts_include_subdomains: bool,
+    /// `hsts-preload` (default false).
+    pub hsts_preload: bool,
     /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
@@ -43,6 +51,10 @@ impl Default for ControllerConfig {
             http_redirect_code: 308,
             preserve_trailing_slash: false,
             no_tls_redirect_locations: vec!["/.well-known/acme-challenge".to_owned()],
+            hsts: true,
+            hsts_max_age: 31_536_000,
+            hsts_include_subdomains: true,
+            hsts_preload: false,
             access: Vec::new(),
             not_honored: Vec::new(),
         }
@@ -59,6 +71,10 @@ impl ControllerConfig {
                 "ssl-redirect" => value.parse().map(|v| out.ssl_redirect = v).is_ok(),
                 "force-ssl-redirect" => value.parse().map(|v| out.force_ssl_redirect = v).is_ok(),
                 "preserve-trailing-slash" => value.parse().map(|v| out.preserve_trailing_slash = v).is_ok(),
+                "hsts" => value.parse().map(|v| out.hsts = v).is_ok(),
+                "hsts-max-age" => value.parse().map(|v| out.hsts_max_age = v).is_ok(),
+                "hsts-include-subdomains" => value.parse().map(|v| out.hsts_include_subdomains = v).is_ok(),
+                "hsts-preload" => value.parse().map(|v| out.hsts_preload = v).is_ok(),
                 "http-redirect-code" => match value.parse() {
                     Ok(code @ (301 | 302 | 307 | 308)) => {
                         out.http_redirect_code = code;
@@ -100,6 +116,21 @@ impl ControllerConfig {
         })
     }
 
+    /// The `Strict-Transport-Security` value of every HTTPS response of ingress-nginx's servers
+    /// (§8.4), as its `lua_ingress.lua` writes it; `None` with `hsts: "false"`.
+    pub fn hsts_header(&self) -> Option<String> {
+        self.hsts.then(|| {
+            let mut value = format!("max-age={}", self.hsts_max_age);
+            if self.hsts_include_subdomains {
+                value.push_str("; includeSubDomains");
+            }
+            if self.hsts_preload {
+                value.push_str("; preload");
+            }
+            value
+        })
+    }
+
     /// Whether a location's path is exempt from the HTTPS redirect (§7.7.6).
     pub fn exempt_from_tls_redirect(&self, path: &str) -> bool {
         self.no_tls_redirect_locations
@@ -120,6 +151,7 @@ mod tests {
     fn defaults_are_ingress_nginxs() {
         let c = read(&[]);
         assert!(c.ssl_redirect && !c.force_ssl_redirect && !c.preserve_trailing_slash);
+        assert_eq!(c.hsts_header().as_deref(), Some("max-age=31536000; includeSubDomains"));
         assert_eq!(c.http_redirect_code, 308);
         assert!(c.exempt_from_tls_redirect("/.well-known/acme-challenge/token"));
         assert!(!c.exempt_from_tls_redirect("/app"));
@@ -163,5 +195,19 @@ mod tests {
         ]);
         assert_eq!(c.not_honored, ["http-redirect-code", "proxy-body-size", "use-gzip"]);
         assert_eq!(c.http_redirect_code, 308);
+    }
+
+    #[test]
+    fn hsts_is_written_as_ingress_nginx_writes_it_and_off_with_hsts_false() {
+        let data = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let custom = ControllerConfig::from_data(&data(&[
+            ("hsts-max-age", "600"),
+            ("hsts-include-subdomains", "false"),
+            ("hsts-preload", "true"),
+        ]));
+        assert_eq!(custom.hsts_header().as_deref(), Some("max-age=600; preload"));
+        assert!(custom.not_honored.is_empty(), "{:?}", custom.not_honored);
+        let off = ControllerConfig::from_data(&data(&[("hsts", "false")]));
+        assert_eq!(off.hsts_header(), None);
     }
 }

@@ -167,6 +167,7 @@ mod tests {
                 status: 404,
                 ..DirectResponse::default()
             }),
+            hsts: None,
         }
     }
 

@@ -298,6 +298,8 @@ fn draft(
         path: laid.path,
         conditions: laid.conditions,
         action,
+        // ROUTING.md §8.4: every HTTPS response of ingress-nginx's servers.
+        hsts: inputs.options.ingress_nginx_config.hsts_header(),
     };
     if let Err(why) = validator.rule(&rule) {
         let message = format!("{}: {why}; this path is not routed", laid.at);

@@ -83,6 +83,7 @@ impl ServerTls {
                     url: HTTPS_LOCATION.to_owned(),
                     status: *status,
                 }),
+                hsts: None,
             }),
         }
     }

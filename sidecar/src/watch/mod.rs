@@ -274,7 +274,7 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             (Some(dir), Some(ecds)) => Some(Arc::new(SdsFolder::new(
                 dir.clone(),
                 ecds,
-                args.filter_form.type_url(),
+                (&args.filter_name, args.filter_form.type_url()),
                 &args.table.options(&args.l4)?.cluster_header,
             )?)),
             _ => None,

@@ -2,7 +2,8 @@
 //! --lds-file … --sds-dir …` writes the HTTPS listener and its certificates from the Secrets the
 //! manifests name; Envoy presents them per SNI, routes by `:authority` through the same filter,
 //! follows a renewed Secret without a restart, and the plain listener redirects where the kind says.
-//! Needs `ENVOY_BIN`, `SWITCHYARD_WASM` and `SWITCHYARD_BIN` (`make test-envoy` sets them).
+//! Needs `ENVOY_BIN`, `SWITCHYARD_WASM` and `SWITCHYARD_BIN` (`make test-envoy` sets them); `make
+//! test-module` runs it again with the native module (`SWITCHYARD_FILTER_FORM=module`).
 
 mod watch_setup;
 
@@ -18,7 +19,8 @@ use rustls::pki_types::CertificateDer;
 use switchyard_e2e::https::{https_send, HttpsAnswer, TestCertificate};
 use switchyard_e2e::l4::{free_port, TlsBackend};
 use switchyard_e2e::{
-    backend_name, envoy_config_reading, fresh_dir, get, required_path, send, Backend, EcdsFile, Envoy, FilterForm,
+    backend_name, envoy_config_reading, fresh_dir, get, required_path, send, set_module_search_path, Backend, EcdsFile,
+    Envoy, FilterForm,
 };
 use watch_setup::{Watch, BLUE, FOLLOW_WITHIN, GREEN};
 
@@ -37,8 +39,18 @@ struct Https {
 impl Https {
     /// Starts both with `manifests` written first (file name, text), plus a passthrough backend.
     fn start(manifests: &[(&str, String)], passthrough: Option<&TlsBackend>) -> Https {
+        Https::start_with(manifests, passthrough, &[])
+    }
+
+    /// [`Https::start`] with more flags for the watch.
+    fn start_with(manifests: &[(&str, String)], passthrough: Option<&TlsBackend>, flags: &[&str]) -> Https {
         let envoy_bin = required_path("ENVOY_BIN");
-        let wasm = required_path(FilterForm::Wasm.variable());
+        // The wasm filter, or the native module with SWITCHYARD_FILTER_FORM=module (`make test-module`).
+        let form = FilterForm::from_env();
+        let file = required_path(form.variable());
+        if form.is_module() {
+            set_module_search_path(&file);
+        }
         let dir = fresh_dir("https");
         for sub in ["manifests", "ecds", "lds"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
@@ -54,7 +66,7 @@ impl Https {
         if let Some(backend) = passthrough {
             ports.push((SECURE, backend.addr.port()));
         }
-        let mut bootstrap = envoy_config_reading(&dir, &ports, 0, 0, FilterForm::Wasm, EcdsFile::Json);
+        let mut bootstrap = envoy_config_reading(&dir, &ports, 0, 0, form, EcdsFile::Json);
         bootstrap.push_str(&format!(
             "dynamic_resources:\n  lds_config:\n    path_config_source:\n      path: {lds}/listeners.json\n      watched_directory: {{path: {lds}}}\n",
             lds = dir.join("lds").display()
@@ -72,10 +84,11 @@ impl Https {
             "127.0.0.1",
         ]
         .iter()
+        .chain(flags)
         .map(|s| s.to_string())
         .collect();
-        let watch = Watch::start_with(&dir, FilterForm::Wasm, EcdsFile::Json, &extra);
-        let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), wasm, 1);
+        let watch = Watch::start_with(&dir, form, EcdsFile::Json, &extra);
+        let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), file, 1);
         envoy.backends = backends.into_iter().collect();
         let https = Https {
             dir,
@@ -334,4 +347,42 @@ fn a_virtualserver_whose_secret_is_missing_fails_its_handshakes_and_still_routes
     let status = https.watch.status();
     let text = status.to_string();
     assert!(text.contains("TLSSecretNotValid"), "{status:#}");
+}
+
+#[test]
+fn ingress_nginx_hosts_send_hsts_on_https_only_as_its_configmap_says() {
+    let a = TestCertificate::new(&["n.example.com"]);
+    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
+    let nginx = ingress(
+        "n",
+        &["n.example.com"],
+        "blue",
+        "  - {hosts: [n.example.com], secretName: n-tls}\n",
+        "",
+    )
+    .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
+    let manifests = [
+        ("class.yaml", class.to_owned()),
+        ("n-tls.yaml", a.secret("shop", "n-tls")),
+        ("n.yaml", nginx),
+        ("own.yaml", ingress("own", &["own.example.com"], "green", "", "")),
+    ];
+    let https = Https::start_with(&manifests, None, &["--ingress-nginx-class", "nginx"]);
+    let secure = https.ask(Some("n.example.com"), "n.example.com").unwrap();
+    assert_eq!(secure.response.backend(), Some("blue"));
+    assert_eq!(secure.certificate, a.der, "ingress-nginx's certificate choice (§8.4)");
+    assert_eq!(
+        secure.response.header("strict-transport-security"),
+        Some("max-age=31536000; includeSubDomains")
+    );
+    let plain = send(https.envoy.addr, &get("n.example.com", "/x")).unwrap();
+    assert_eq!(plain.status, 308, "ssl-redirect: the host has a certificate (§7.7)");
+    assert_eq!(plain.header("strict-transport-security"), None, "never on plain HTTP");
+    let own = https.ask(Some("own.example.com"), "own.example.com").unwrap();
+    assert_eq!(own.response.backend(), Some("green"));
+    assert_eq!(
+        own.response.header("strict-transport-security"),
+        None,
+        "Switchyard's own Ingresses send none"
+    );
 }

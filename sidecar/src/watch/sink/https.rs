@@ -75,17 +75,18 @@ pub struct SdsFolder {
 }
 
 impl SdsFolder {
-    /// A folder `path` whose chains take the filter from `ecds_path` (of `filter_type_url`), with
-    /// the certificate made now as the default.
+    /// A folder `path` whose chains take the filter `filter` (its name and its type URL) from
+    /// `ecds_path`, with the certificate made now as the default.
     pub fn new(
         path: PathBuf,
         ecds_path: &Path,
-        filter_type_url: &str,
+        (filter_name, filter_type_url): (&str, &str),
         cluster_header: &str,
     ) -> Result<SdsFolder, String> {
         let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
         Ok(SdsFolder {
             options: HttpsOptions {
+                filter_name: filter_name.to_owned(),
                 ecds_path: absolute(ecds_path).display().to_string(),
                 filter_type_url: filter_type_url.to_owned(),
                 cluster_header: cluster_header.to_owned(),
@@ -193,7 +194,13 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let sds = dir.path().join("sds");
-        let folder = SdsFolder::new(sds.clone(), Path::new("ecds.json"), "t", "x-route-cluster").unwrap();
+        let folder = SdsFolder::new(
+            sds.clone(),
+            Path::new("ecds.json"),
+            ("switchyard", "t"),
+            "x-route-cluster",
+        )
+        .unwrap();
         folder.write(&HttpsOutput::default()).unwrap();
         let default = sds.join(sds_file_name(DEFAULT_CERTIFICATE));
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
