@@ -73,7 +73,11 @@ pub fn listeners(routes: &L4Routes, https: &Https, options: &LdsOptions) -> Valu
         let mut all = listener["filter_chains"].as_array().cloned().unwrap_or_default();
         all.extend(terminated);
         listener["filter_chains"] = Value::Array(all);
-        listener["default_filter_chain"] = default;
+        // `--reject-unknown-sni` (§8.1.2): a handshake without SNI, or naming no host, finds no
+        // chain, and Envoy closes the connection.
+        if !https_options.reject_unknown_sni {
+            listener["default_filter_chain"] = default;
+        }
         listener["listener_filters"] = tls_inspector();
         resources.push(listener);
     } else if !routes.passthrough.is_empty() {

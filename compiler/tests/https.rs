@@ -110,6 +110,19 @@ fn answer(compiled: &Compiled, request: &SimpleRequest) -> String {
 
 const ENTRY_A: &str = "    - hosts: [a.example.com]\n      secretName: a-tls\n";
 
+/// `secret` (YAML) and the Ingress `default/web` routing `a.example.com` with [`ENTRY_A`].
+fn web_with(secret: &str) -> String {
+    format!(
+        "{secret}{}",
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
+    )
+}
+
+/// The status of the Ingress `default/web` has a condition of `reason`.
+fn web_has(compiled: &Compiled, reason: Reason) -> bool {
+    has_reason(status_of(compiled, "Ingress", "default", "web"), reason)
+}
+
 // §8.1.1
 
 #[test]
@@ -140,12 +153,12 @@ fn sni_selects_its_own_host_then_a_wildcard_one_label_above_then_the_default() {
 fn a_secret_whose_key_is_not_its_leafs_is_not_served_and_its_ingress_is_told() {
     let (chain, _) = certificate(&["a.example.com"], NOW + 365 * DAY);
     let (_, other_key) = certificate(&["a.example.com"], NOW + 365 * DAY);
-    let yaml = format!(
-        "{}{}",
-        secret_of("default", "a-tls", "kubernetes.io/tls", (chain, other_key)),
-        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
-    );
-    let (compiled, https) = plan(&yaml);
+    let (compiled, https) = plan(&web_with(&secret_of(
+        "default",
+        "a-tls",
+        "kubernetes.io/tls",
+        (chain, other_key),
+    )));
     assert_eq!(served(&https, "a.example.com"), None, "the default certificate");
     let status = status_of(&compiled, "Ingress", "default", "web");
     assert!(message(status, Reason::TLSSecretNotValid).contains("is not the key of the leaf certificate"));
@@ -154,66 +167,43 @@ fn a_secret_whose_key_is_not_its_leafs_is_not_served_and_its_ingress_is_told() {
 
 #[test]
 fn a_missing_secret_is_said_and_the_host_gets_the_default() {
-    let yaml = ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "");
-    let (compiled, https) = plan(&yaml);
+    let (compiled, https) = plan(&web_with(""));
     assert_eq!(served(&https, "a.example.com"), None);
     let status = status_of(&compiled, "Ingress", "default", "web");
     assert!(message(status, Reason::TLSSecretNotValid).contains("default/a-tls"));
 }
 
+/// A `kubernetes.io/tls` Secret `default/a-tls` for `a.example.com` ending at `not_after`.
+fn a_tls_ending(not_after: i64) -> String {
+    secret_of(
+        "default",
+        "a-tls",
+        "kubernetes.io/tls",
+        certificate(&["a.example.com"], not_after),
+    )
+}
+
 #[test]
 fn an_expired_certificate_is_served_and_reported_expired() {
-    let yaml = format!(
-        "{}{}",
-        secret_of(
-            "default",
-            "a-tls",
-            "kubernetes.io/tls",
-            certificate(&["a.example.com"], NOW - DAY)
-        ),
-        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
-    );
-    let (compiled, https) = plan(&yaml);
+    let (compiled, https) = plan(&web_with(&a_tls_ending(NOW - DAY)));
     assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
-    assert!(has_reason(
-        status_of(&compiled, "Ingress", "default", "web"),
-        Reason::CertificateExpired
-    ));
+    assert!(web_has(&compiled, Reason::CertificateExpired));
 }
 
 #[test]
 fn a_certificate_ending_within_ten_days_is_reported_expiring_soon() {
-    let yaml = format!(
-        "{}{}",
-        secret_of(
-            "default",
-            "a-tls",
-            "kubernetes.io/tls",
-            certificate(&["a.example.com"], NOW + 5 * DAY)
-        ),
-        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
-    );
-    let (compiled, _) = plan(&yaml);
+    let (compiled, _) = plan(&web_with(&a_tls_ending(NOW + 5 * DAY)));
     let status = status_of(&compiled, "Ingress", "default", "web");
-    assert!(
-        message(status, Reason::CertificateExpiresSoon).contains("ends in 4 day(s)")
-            || message(status, Reason::CertificateExpiresSoon).contains("ends in 5 day(s)")
-    );
+    assert!(message(status, Reason::CertificateExpiresSoon).contains("ends in 5 day(s)"));
+    let (later, _) = plan(&web_with(&a_tls_ending(NOW + 11 * DAY)));
+    assert!(!web_has(&later, Reason::CertificateExpiresSoon));
 }
 
 #[test]
 fn a_leaf_not_naming_its_host_is_served_with_a_mismatch_warning() {
-    let yaml = format!(
-        "{}{}",
-        tls_secret("default", "a-tls", &["other.example.com"]),
-        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
-    );
-    let (compiled, https) = plan(&yaml);
+    let (compiled, https) = plan(&web_with(&tls_secret("default", "a-tls", &["other.example.com"])));
     assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
-    assert!(has_reason(
-        status_of(&compiled, "Ingress", "default", "web"),
-        Reason::CertificateHostMismatch
-    ));
+    assert!(web_has(&compiled, Reason::CertificateHostMismatch));
 }
 
 #[test]

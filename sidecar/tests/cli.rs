@@ -537,6 +537,7 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
             filter_type_url: "t".into(),
             cluster_header: "x-route-cluster".into(),
             sds_folder: "/run/sds".into(),
+            reject_unknown_sni: false,
         }),
         ..LdsOptions::default()
     };

@@ -9,6 +9,8 @@
 //! per type, so that the filter links no serde derive. A field's serde
 //! attributes here say how it is written; its reader says whether it is required and its default.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// The only table format version this crate reads and writes.
@@ -73,9 +75,11 @@ pub struct RuleSpec {
     /// What the filter does when this rule wins.
     pub action: ActionSpec,
     /// On a request that came over HTTPS (`:scheme` `https`): the `Strict-Transport-Security` value
-    /// its response carries, whatever the action (ROUTING.md §8.4, ingress-nginx's `hsts`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hsts: Option<String>,
+    /// its response carries, whatever the action (ROUTING.md §8.4, ingress-nginx's `hsts`). Shared:
+    /// every rule of a table with the same value holds one string ([`crate::RouteTable`] interns
+    /// it), so that it costs a rule a pointer.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared_text")]
+    pub hsts: Option<Arc<String>>,
 }
 
 /// How a rule matches the request path (the query string is never part of it).
@@ -295,6 +299,14 @@ pub struct Redirect {
     pub url: String,
     /// 301, 302, 303, 307 or 308.
     pub status: u16,
+}
+
+/// An optional shared string, written as the string.
+fn shared_text<S: serde::Serializer>(value: &Option<Arc<String>>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(text) => serializer.serialize_str(text),
+        None => serializer.serialize_none(),
+    }
 }
 
 fn default_cluster_header() -> String {

@@ -322,7 +322,7 @@ impl FromDoc for RuleSpec {
                 path: f.required("path")?,
                 conditions: f.or("conditions", Vec::new())?,
                 action: f.required("action")?,
-                hsts: f.optional("hsts")?,
+                hsts: f.optional::<String>("hsts")?.map(std::sync::Arc::new),
             })
         })
     }

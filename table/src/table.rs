@@ -1,5 +1,7 @@
 //! The validated, indexed table and the matcher that picks a request's winning rule.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::canary::{CanaryDecision, CanaryPolicy};
@@ -200,7 +202,7 @@ impl Rule {
 
     /// The `Strict-Transport-Security` value its responses carry on HTTPS, if any (ROUTING.md §8.4).
     pub fn hsts(&self) -> Option<&str> {
-        self.spec.hsts.as_deref()
+        self.spec.hsts.as_deref().map(String::as_str)
     }
 
     /// The `:path` and the headers to send upstream for `full_path` (query included), when this rule
@@ -292,7 +294,9 @@ impl TryFrom<TableSpec> for RouteTable {
         drop(first_position);
         let mut index = HostIndex::default();
         let mut rules = Vec::with_capacity(spec.rules.len());
-        for (position, rule_spec) in spec.rules.into_iter().enumerate() {
+        let mut shared = Vec::new();
+        for (position, mut rule_spec) in spec.rules.into_iter().enumerate() {
+            intern(&mut rule_spec.hsts, &mut shared);
             let rule = Rule::compile(rule_spec, position)?;
             let id = RuleId::try_from(position).map_err(|_| {
                 TableError::rule(
@@ -314,6 +318,16 @@ impl TryFrom<TableSpec> for RouteTable {
             rules,
             index,
         })
+    }
+}
+
+/// Replaces `text` by the equal string `shared` holds, or adds it there: the table's rules then hold
+/// one copy of each value (a handful at most: ingress-nginx's HSTS value).
+fn intern(text: &mut Option<Arc<String>>, shared: &mut Vec<Arc<String>>) {
+    let Some(value) = text else { return };
+    match shared.iter().find(|s| ***s == **value) {
+        Some(same) => *value = Arc::clone(same),
+        None => shared.push(Arc::clone(value)),
     }
 }
 

@@ -64,13 +64,26 @@ fn candidates_are_every_host_and_path_match_in_order() {
 
 /// Every VM of the proxy holds every rule: what only a few rules have (a regex path, a redirect, a
 /// regex rewrite, a canary) is boxed so the others pay no room for it. A rule was 816 bytes on a
-/// 64-bit target with them inline, 400 boxed (about half of either on wasm32).
+/// 64-bit target with them inline, 400 boxed (about half of either on wasm32); 408 with
+/// ingress-nginx's HSTS value (ROUTING.md §8.4), one pointer to the table's one copy of it.
 #[test]
 fn a_rule_pays_no_room_for_what_only_few_rules_have() {
     assert!(
-        std::mem::size_of::<switchyard_table::Rule>() <= 400,
+        std::mem::size_of::<switchyard_table::Rule>() <= 408,
         "{} bytes",
         std::mem::size_of::<switchyard_table::Rule>()
     );
     assert!(std::mem::size_of::<switchyard_table::PathPattern>() <= 32);
+}
+
+/// A value every ingress-nginx rule carries (its HSTS header, ROUTING.md §8.4) is held once by the
+/// table, not once per rule.
+#[test]
+fn rules_with_the_same_hsts_value_share_one_string() {
+    let json = r#"{"version":1,"rules":[
+        {"name":"a#0","host":"a.example","path":{"type":"prefix","value":"/"},"hsts":"max-age=60","action":{"direct_response":{"status":200}}},
+        {"name":"b#0","host":"b.example","path":{"type":"prefix","value":"/"},"hsts":"max-age=60","action":{"direct_response":{"status":200}}}]}"#;
+    let table = switchyard_table::RouteTable::from_json(json.as_bytes()).unwrap();
+    let [a, b] = [0, 1].map(|i| table.rules()[i].hsts().unwrap().as_ptr());
+    assert_eq!(a, b, "one copy");
 }

@@ -37,6 +37,9 @@ pub struct HttpsOptions {
     pub cluster_header: String,
     /// The folder of the SDS files.
     pub sds_folder: String,
+    /// `--reject-unknown-sni` (ROUTING.md §8.1.2): no default chain, so a handshake without SNI or
+    /// naming no host fails instead of getting the default certificate.
+    pub reject_unknown_sni: bool,
 }
 
 /// The SDS file name of a certificate (`namespace_name.json`; Kubernetes names hold no `_`).
@@ -91,7 +94,15 @@ pub fn sni_answer(document: &Value, sni: Option<&str>) -> Option<SniAnswer> {
     }
     let listeners = document["resources"].as_array()?;
     let https = listeners.iter().find(|l| l["name"] == crate::lds::HTTPS_LISTENER)?;
-    Some(answer_of(&https["default_filter_chain"]))
+    match https.get("default_filter_chain") {
+        Some(chain) => Some(answer_of(chain)),
+        // `--reject-unknown-sni`: no chain, the handshake fails.
+        None => Some(SniAnswer {
+            chain: "none".to_owned(),
+            certificate: None,
+            versions: (String::new(), String::new()),
+        }),
+    }
 }
 
 fn answer_of(chain: &Value) -> SniAnswer {
@@ -303,6 +314,7 @@ mod tests {
                 filter_type_url: "t".to_owned(),
                 cluster_header: "x-route-cluster".to_owned(),
                 sds_folder: "/run/sds".to_owned(),
+                reject_unknown_sni: false,
             }),
             ..LdsOptions::default()
         };
@@ -342,6 +354,28 @@ mod tests {
         assert_eq!(certificate(None).as_deref(), Some(DEFAULT_CERTIFICATE));
         let versions = sni_answer(&document, Some("new.example.com")).unwrap().versions;
         assert_eq!(versions, ("TLSv1_3".to_owned(), "TLSv1_3".to_owned()));
+    }
+
+    #[test]
+    fn rejecting_unknown_sni_leaves_no_default_chain() {
+        let mut document = document();
+        let listener = &mut document["resources"][0];
+        assert!(listener.get("default_filter_chain").is_some());
+        let https = Https::default();
+        let options = LdsOptions {
+            https: Some(HttpsOptions {
+                filter_name: "switchyard".to_owned(),
+                ecds_path: "/run/ecds/filter.pb".to_owned(),
+                filter_type_url: "t".to_owned(),
+                cluster_header: "x-route-cluster".to_owned(),
+                sds_folder: "/run/sds".to_owned(),
+                reject_unknown_sni: true,
+            }),
+            ..LdsOptions::default()
+        };
+        let rejecting = listeners(&L4Routes::default(), &https, &options);
+        assert!(rejecting["resources"][0].get("default_filter_chain").is_none());
+        assert_eq!(sni_answer(&rejecting, None).and_then(|a| a.certificate), None);
     }
 
     #[test]

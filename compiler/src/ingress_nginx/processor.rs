@@ -102,6 +102,11 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
         }
         settle.servers.push(SettledServer::of(server, &members));
     }
+    // ROUTING.md §8.4: every HTTPS response of ingress-nginx's servers, one string for all.
+    let hsts = inputs.options.ingress_nginx_config.hsts_header().map(Arc::new);
+    for draft in &mut drafts {
+        draft.rule.hsts.clone_from(&hsts);
+    }
     guard.apply(&mut drafts);
     Output {
         drafts,
@@ -298,8 +303,7 @@ fn draft(
         path: laid.path,
         conditions: laid.conditions,
         action,
-        // ROUTING.md §8.4: every HTTPS response of ingress-nginx's servers.
-        hsts: inputs.options.ingress_nginx_config.hsts_header(),
+        hsts: None,
     };
     if let Err(why) = validator.rule(&rule) {
         let message = format!("{}: {why}; this path is not routed", laid.at);

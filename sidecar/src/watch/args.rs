@@ -185,6 +185,10 @@ pub struct WatchArgs {
     /// the same user); a renewed Secret reaches new handshakes without a listener change.
     #[arg(long, value_name = "DIR", requires_all = ["lds_file", "ecds_file"])]
     pub sds_dir: Option<PathBuf>,
+    /// With --sds-dir: a handshake without SNI, or naming no host, fails instead of getting the
+    /// default certificate (ROUTING.md §8.1.2; ingress-nginx's ssl-reject-handshake).
+    #[arg(long, requires = "sds_dir")]
+    pub reject_unknown_sni: bool,
     /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
     /// TLS passthrough hosts and TCP listeners (server-side apply; the leader only).
     #[arg(long, value_name = "NAMESPACE/NAME")]

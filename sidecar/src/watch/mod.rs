@@ -275,7 +275,7 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
                 dir.clone(),
                 ecds,
                 (&args.filter_name, args.filter_form.type_url()),
-                &args.table.options(&args.l4)?.cluster_header,
+                (&args.table.options(&args.l4)?.cluster_header, args.reject_unknown_sni),
             )?)),
             _ => None,
         };

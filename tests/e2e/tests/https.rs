@@ -96,9 +96,10 @@ impl Https {
             envoy,
             watch,
         };
-        https.eventually("the HTTPS listener answers", || {
-            https_send(https.tls, None, &get("nothing.invalid", "/")).is_ok()
-        });
+        // The plain listener and the HTTPS one active: its certificates loaded (a listener waits
+        // for its SDS secrets before it takes connections).
+        let active = || https.envoy.stat("listener_manager.total_listeners_active");
+        https.eventually("the HTTPS listener active", || active() >= Some(2));
         https
     }
 
@@ -141,6 +142,16 @@ fn ingress(name: &str, hosts: &[&str], service: &str, tls: &str, annotations: &s
     format!(
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: shop\n  annotations: {{{annotations}}}\nspec:\n  tls:\n{tls}  rules:\n{rules}"
     )
+}
+
+/// The Secret `shop/a-tls` holding `certificate` and the Ingress `shop/web` routing `a.example.com`
+/// to blue with it, with `annotations`.
+fn web_a(certificate: &TestCertificate, annotations: &str) -> Vec<(&'static str, String)> {
+    let tls = "  - {hosts: [a.example.com], secretName: a-tls}\n";
+    vec![
+        ("a-tls.yaml", certificate.secret("shop", "a-tls")),
+        ("web.yaml", ingress("web", &["a.example.com"], "blue", tls, annotations)),
+    ]
 }
 
 #[test]
@@ -198,19 +209,7 @@ fn each_sni_gets_its_certificate_exact_then_wildcard_else_the_default_and_reques
 #[test]
 fn a_renewed_secret_reaches_new_handshakes_while_requests_keep_being_answered() {
     let old = TestCertificate::new(&["a.example.com"]);
-    let manifests = [
-        ("a-tls.yaml", old.secret("shop", "a-tls")),
-        (
-            "web.yaml",
-            ingress(
-                "web",
-                &["a.example.com"],
-                "blue",
-                "  - {hosts: [a.example.com], secretName: a-tls}\n",
-                "",
-            ),
-        ),
-    ];
+    let manifests = web_a(&old, "");
     let https = Arc::new(Https::start(&manifests, None));
     assert_eq!(
         https.ask(Some("a.example.com"), "a.example.com").unwrap().certificate,
@@ -269,20 +268,8 @@ fn a_renewed_secret_reaches_new_handshakes_while_requests_keep_being_answered() 
 #[test]
 fn plain_http_is_redirected_where_the_ingress_asks_and_its_https_routes() {
     let a = TestCertificate::new(&["a.example.com"]);
-    let manifests = [
-        ("a-tls.yaml", a.secret("shop", "a-tls")),
-        (
-            "web.yaml",
-            ingress(
-                "web",
-                &["a.example.com"],
-                "blue",
-                "  - {hosts: [a.example.com], secretName: a-tls}\n",
-                "ingress.kubernetes.io/force-ssl-redirect: \"true\"",
-            ),
-        ),
-        ("open.yaml", ingress("open", &["open.example.com"], "green", "", "")),
-    ];
+    let mut manifests = web_a(&a, "ingress.kubernetes.io/force-ssl-redirect: \"true\"");
+    manifests.push(("open.yaml", ingress("open", &["open.example.com"], "green", "", "")));
     let https = Https::start(&manifests, None);
     let plain = send(https.envoy.addr, &get("a.example.com:8080", "/x?y=1")).unwrap();
     assert_eq!(plain.status, 301);
@@ -303,20 +290,8 @@ fn passthrough_and_termination_share_the_https_port_by_sni() {
     let backend = TlsBackend::start("secure", "secure.example.com");
     let a = TestCertificate::new(&["a.example.com"]);
     let transport = "apiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata: {name: secure, namespace: default}\nspec:\n  listener: {name: tls-passthrough, protocol: TLS_PASSTHROUGH}\n  host: secure.example.com\n  upstreams:\n  - {name: secure, service: secure-app, port: 8443}\n  action: {pass: secure}\n";
-    let manifests = [
-        ("a-tls.yaml", a.secret("shop", "a-tls")),
-        (
-            "web.yaml",
-            ingress(
-                "web",
-                &["a.example.com"],
-                "blue",
-                "  - {hosts: [a.example.com], secretName: a-tls}\n",
-                "",
-            ),
-        ),
-        ("secure.yaml", transport.to_owned()),
-    ];
+    let mut manifests = web_a(&a, "");
+    manifests.push(("secure.yaml", transport.to_owned()));
     let https = Https::start(&manifests, Some(&backend));
     let terminated = https.ask(Some("a.example.com"), "a.example.com").unwrap();
     assert_eq!(
@@ -385,4 +360,20 @@ fn ingress_nginx_hosts_send_hsts_on_https_only_as_its_configmap_says() {
         None,
         "Switchyard's own Ingresses send none"
     );
+}
+
+#[test]
+fn with_reject_unknown_sni_a_handshake_without_a_known_host_fails() {
+    let a = TestCertificate::new(&["a.example.com"]);
+    let https = Https::start_with(&web_a(&a, ""), None, &["--reject-unknown-sni"]);
+    let known = https.ask(Some("a.example.com"), "a.example.com").unwrap();
+    assert_eq!(
+        (known.certificate, known.response.backend()),
+        (a.der.clone(), Some("blue"))
+    );
+    assert!(
+        https.ask(Some("unknown.invalid"), "a.example.com").is_err(),
+        "an SNI no host has"
+    );
+    assert!(https.ask(None, "a.example.com").is_err(), "no SNI");
 }

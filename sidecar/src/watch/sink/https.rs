@@ -81,7 +81,7 @@ impl SdsFolder {
         path: PathBuf,
         ecds_path: &Path,
         (filter_name, filter_type_url): (&str, &str),
-        cluster_header: &str,
+        (cluster_header, reject_unknown_sni): (&str, bool),
     ) -> Result<SdsFolder, String> {
         let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
         Ok(SdsFolder {
@@ -91,6 +91,7 @@ impl SdsFolder {
                 filter_type_url: filter_type_url.to_owned(),
                 cluster_header: cluster_header.to_owned(),
                 sds_folder: absolute(&path).display().to_string(),
+                reject_unknown_sni,
             },
             path,
             made: fake_certificate()?,
@@ -198,7 +199,7 @@ mod tests {
             sds.clone(),
             Path::new("ecds.json"),
             ("switchyard", "t"),
-            "x-route-cluster",
+            ("x-route-cluster", false),
         )
         .unwrap();
         folder.write(&HttpsOutput::default()).unwrap();
