@@ -844,3 +844,38 @@ async fn a_big_table_is_drawn_a_page_at_a_time_and_a_link_reaches_a_rule_not_dra
     assert_eq!(target, format!("rule:{last}"));
     browser.close().await;
 }
+
+/// The HTTPS section (ROUTING.md §8): a host with its own Secret is listed with it, its versions and
+/// who decided; the default certificate is said to be made at start; the Secret's key appears
+/// nowhere on the page.
+#[tokio::test(flavor = "current_thread")]
+async fn the_page_says_which_certificate_each_https_host_is_served_with() {
+    let certificate = switchyard_e2e::https::TestCertificate::new(&["secure.example"]);
+    let tls = INGRESS.replace("HOST", "secure.example").replace(
+        "spec:\n",
+        "spec:\n  tls: [{hosts: [secure.example], secretName: secure-tls}]\n",
+    );
+    let manifests = [
+        ("web.yaml".to_owned(), tls),
+        ("secret.yaml".to_owned(), certificate.secret("shop", "secure-tls")),
+    ];
+    let watch = Watch::start(&manifests, &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let rows = "const t = document.querySelector('#https-hosts table'); \
+        return t !== null && [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent));";
+    let shown = browser.until("the HTTPS hosts", rows).await;
+    let row = &shown[0];
+    assert_eq!(row[0], "secure.example");
+    assert_eq!(row[1], "Secret shop/secure-tls");
+    assert_eq!(row[2], "1.2–1.3");
+    assert_eq!(row[3], "Ingress/shop/web");
+    let default = browser
+        .js("return document.getElementById('https-default').textContent;", vec![])
+        .await;
+    assert!(default.as_str().unwrap().contains("made at start"), "{default}");
+    let page = browser.js("return document.body.innerHTML;", vec![]).await;
+    assert!(!page.as_str().unwrap().contains("PRIVATE KEY"));
+    assert!(!status(&watch).to_string().contains("PRIVATE KEY"));
+    browser.close().await;
+}

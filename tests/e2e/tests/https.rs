@@ -144,6 +144,14 @@ fn ingress(name: &str, hosts: &[&str], service: &str, tls: &str, annotations: &s
     )
 }
 
+/// cert-manager's HTTP-01 solver Ingress for `host` (its path for the token, to green), with `spec`
+/// lines added (an `ingressClassName`).
+fn acme_solver(host: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: cm-acme-http-solver, namespace: shop}}\nspec:\n{spec}  rules:\n  - host: {host}\n    http:\n      paths:\n      - {{path: /.well-known/acme-challenge/t0ken, pathType: ImplementationSpecific, backend: {{service: {{name: green, port: {{number: 80}}}}}}}}\n"
+    )
+}
+
 /// The Secret `shop/a-tls` holding `certificate` and the Ingress `shop/web` routing `a.example.com`
 /// to blue with it, with `annotations`.
 fn web_a(certificate: &TestCertificate, annotations: &str) -> Vec<(&'static str, String)> {
@@ -270,7 +278,18 @@ fn plain_http_is_redirected_where_the_ingress_asks_and_its_https_routes() {
     let a = TestCertificate::new(&["a.example.com"]);
     let mut manifests = web_a(&a, "ingress.kubernetes.io/force-ssl-redirect: \"true\"");
     manifests.push(("open.yaml", ingress("open", &["open.example.com"], "green", "", "")));
+    manifests.push(("solver.yaml", acme_solver("a.example.com", "")));
     let https = Https::start(&manifests, None);
+    let challenge = send(
+        https.envoy.addr,
+        &get("a.example.com", "/.well-known/acme-challenge/t0ken"),
+    )
+    .unwrap();
+    assert_eq!(
+        challenge.backend(),
+        Some("green"),
+        "cert-manager's HTTP-01 solver stays reachable on port 80 while its host redirects"
+    );
     let plain = send(https.envoy.addr, &get("a.example.com:8080", "/x?y=1")).unwrap();
     assert_eq!(plain.status, 301);
     assert_eq!(plain.header("location"), Some("https://a.example.com/x?y=1"));
@@ -341,6 +360,10 @@ fn ingress_nginx_hosts_send_hsts_on_https_only_as_its_configmap_says() {
         ("n-tls.yaml", a.secret("shop", "n-tls")),
         ("n.yaml", nginx),
         ("own.yaml", ingress("own", &["own.example.com"], "green", "", "")),
+        (
+            "solver.yaml",
+            acme_solver("n.example.com", "  ingressClassName: nginx\n"),
+        ),
     ];
     let https = Https::start_with(&manifests, None, &["--ingress-nginx-class", "nginx"]);
     let secure = https.ask(Some("n.example.com"), "n.example.com").unwrap();
@@ -353,6 +376,16 @@ fn ingress_nginx_hosts_send_hsts_on_https_only_as_its_configmap_says() {
     let plain = send(https.envoy.addr, &get("n.example.com", "/x")).unwrap();
     assert_eq!(plain.status, 308, "ssl-redirect: the host has a certificate (§7.7)");
     assert_eq!(plain.header("strict-transport-security"), None, "never on plain HTTP");
+    let challenge = send(
+        https.envoy.addr,
+        &get("n.example.com", "/.well-known/acme-challenge/t0ken"),
+    )
+    .unwrap();
+    assert_eq!(
+        challenge.backend(),
+        Some("green"),
+        "no-tls-redirect-locations keeps cert-manager's HTTP-01 solver on port 80"
+    );
     let own = https.ask(Some("own.example.com"), "own.example.com").unwrap();
     assert_eq!(own.response.backend(), Some("green"));
     assert_eq!(
