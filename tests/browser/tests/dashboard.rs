@@ -169,6 +169,7 @@ async fn the_page_lists_the_example_hosts_and_rules() {
         "sinks",
         "push_log",
         "l4",
+        "https",
     ];
     let mut expected: Vec<&str> = status
         .as_object()

@@ -328,7 +328,9 @@ function renderL4(status) {
 function served(s) {
   if (s === "default") return "the default certificate";
   if (s === "refused") return "none: handshakes naming it fail";
-  return s.secret ? `Secret ${s.secret.namespace}/${s.secret.name}` : JSON.stringify(s);
+  // `{"secret": {"secret": {"namespace", "name"}, "fingerprint"}}`.
+  const named = s.secret && s.secret.secret;
+  return named ? `Secret ${named.namespace}/${named.name}` : JSON.stringify(s);
 }
 
 function renderHttps(status) {
