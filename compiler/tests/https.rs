@@ -63,13 +63,7 @@ fn ingress(name: &str, created: &str, hosts: &[&str], tls: &str, annotations: &s
 fn plan_with(yaml: &str, options: &Options) -> (Compiled, Https) {
     let loaded = load(yaml);
     let mut compiled = switchyard_compiler::compile(&loaded.objects, options).unwrap();
-    let https = https::plan(
-        &loaded.objects,
-        &compiled.table,
-        &compiled.statuses,
-        NOW,
-        options.default_certificate.as_deref(),
-    );
+    let https = https::plan(&loaded.objects, &compiled.table, &compiled.statuses, NOW, options);
     https.annotate(&mut compiled.statuses);
     (compiled, https)
 }
@@ -446,6 +440,49 @@ fn ingress_nginx_serves_the_default_when_no_secret_covers_the_host() {
     );
     let (_, https) = plan_with(&yaml, &nginx_options());
     assert_eq!(served(&https, "a.example.com"), None);
+}
+
+#[test]
+fn ingress_nginx_ssl_protocols_set_the_range_of_every_server_with_a_secret_or_not() {
+    let yaml = format!(
+        "{}{}{}",
+        tls_secret("default", "right", &["a.example.com"]),
+        nginx_ingress(
+            "first",
+            "2024-01-01T00:00:00Z",
+            "a.example.com",
+            "    - secretName: right\n"
+        ),
+        nginx_ingress("plain", "2024-01-01T00:00:00Z", "b.example.com", ""),
+    );
+    let mut options = nginx_options();
+    options.ingress_nginx_config.ssl_protocols = TlsRange {
+        min: TlsVersion::V1_3,
+        max: TlsVersion::V1_3,
+    };
+    let (_, https) = plan_with(&yaml, &options);
+    let range = |host: &str| {
+        https
+            .hosts
+            .iter()
+            .find(|h| h.host == host)
+            .map(|h| (h.versions, h.served.clone()))
+    };
+    let only_1_3 = TlsRange {
+        min: TlsVersion::V1_3,
+        max: TlsVersion::V1_3,
+    };
+    assert_eq!(range("a.example.com").map(|r| r.0), Some(only_1_3));
+    assert_eq!(
+        range("b.example.com"),
+        Some((only_1_3, Served::Default)),
+        "the default certificate at that range"
+    );
+    let (_, default) = plan_with(&yaml, &nginx_options());
+    assert!(
+        default.hosts.iter().all(|h| h.host != "b.example.com"),
+        "at 1.2 – 1.3 nothing to list"
+    );
 }
 
 // §8.5

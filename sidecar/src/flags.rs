@@ -187,7 +187,7 @@ pub struct TableArgs {
     #[arg(long, default_value = INGRESS_NGINX_PREFIX, value_name = "PREFIX", help_heading = "ingress-nginx (ROUTING.md §7)")]
     ingress_nginx_annotations_prefix: String,
     /// ingress-nginx's ConfigMap (its --configmap): ssl-redirect, force-ssl-redirect, http-redirect-code,
-    /// preserve-trailing-slash, no-tls-redirect-locations and hsts* are read from it; watched in Kubernetes
+    /// preserve-trailing-slash, no-tls-redirect-locations, ssl-protocols and hsts* are read from it; watched in Kubernetes
     /// mode, read from the manifests otherwise.
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, requires = "ingress_nginx_class", help_heading = "ingress-nginx (ROUTING.md §7)")]
     ingress_nginx_configmap: Option<(String, String)>,

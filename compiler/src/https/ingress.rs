@@ -20,10 +20,12 @@ const CERT_NAMESPACE: [&str; 2] = [
 ];
 
 /// Every Ingress host's certificate.
+/// `nginx` is the set of ingress-nginx's Ingresses and the TLS range of its ConfigMap's
+/// `ssl-protocols`.
 pub(super) fn choose(
     ingresses: &[Arc<Ingress>],
     owners: &Owners,
-    nginx: &BTreeSet<(&str, &str)>,
+    (nginx, nginx_range): (&BTreeSet<(&str, &str)>, TlsRange),
     stage: &mut Stage<'_>,
 ) {
     let by_key: BTreeMap<ResourceKey, &Ingress> = (ingresses.iter())
@@ -42,7 +44,7 @@ pub(super) fn choose(
         members.sort_by(|a, b| a.0.cmp(&b.0));
         if members.iter().any(|(age, _)| is_nginx(&age.key)) {
             members.retain(|(age, _)| is_nginx(&age.key));
-            ingress_nginx_host(host, &members, stage);
+            ingress_nginx_host(host, &members, nginx_range, stage);
         } else {
             routed_own.extend(members.iter().map(|(age, _)| age.key.clone()));
             own_host(host, &members, stage);
@@ -175,7 +177,7 @@ fn hosts_without_rules(key: &ResourceKey, ingress: &Ingress, stage: &mut Stage<'
 
 /// §8.4: the first member whose `tls` lists the host or holds a Secret covering it, if that Secret
 /// is usable and its leaf covers the host; else the default. A broken earlier one does not block.
-fn ingress_nginx_host(host: &str, members: &[(Age, &Ingress)], stage: &mut Stage<'_>) {
+fn ingress_nginx_host(host: &str, members: &[(Age, &Ingress)], range: TlsRange, stage: &mut Stage<'_>) {
     for (age, ingress) in members {
         let key = &age.key;
         for (field, entry) in entries(ingress) {
@@ -193,7 +195,7 @@ fn ingress_nginx_host(host: &str, members: &[(Age, &Ingress)], stage: &mut Stage
                 Ok(cert) if cert.covers(host) => {
                     stage.check_served(key, &secret_field, &secret, &cert, host);
                     let why = format!("{field} of {}, the first Ingress of the server whose certificate covers it", key.display());
-                    stage.serve(host, Stage::served(&secret, &cert), TlsRange::default(), key, why);
+                    stage.serve(host, Stage::served(&secret, &cert), range, key, why);
                     return;
                 }
                 Ok(cert) if listed => stage.find(
@@ -214,5 +216,10 @@ fn ingress_nginx_host(host: &str, members: &[(Age, &Ingress)], stage: &mut Stage
                 Ok(_) | Err(_) => {}
             }
         }
+    }
+    // The default certificate, at the ConfigMap's range (listed only when that is not 1.2 – 1.3).
+    if let Some((age, _)) = members.first() {
+        let why = "no Ingress of the server has a usable Secret covering it: the default certificate".to_owned();
+        stage.serve(host, Served::Default, range, &age.key, why);
     }
 }

@@ -30,13 +30,22 @@ use switchyard_table::TableSpec;
 
 use crate::https::certificate::{Certificate, Expiry};
 use crate::https::secrets::Secrets;
-use crate::model::normalize_host;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::model::{normalize_host, Options};
 use crate::objects::{Kind, Objects, ResourceKey};
 use crate::status::{About, Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status};
 
 /// A TLS version a host accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum TlsVersion {
+    /// TLS 1.0 (ingress-nginx's `ssl-protocols` may list it).
+    #[serde(rename = "1.0")]
+    V1_0,
+    /// TLS 1.1 (ingress-nginx's `ssl-protocols` may list it).
+    #[serde(rename = "1.1")]
+    V1_1,
     /// TLS 1.2.
     #[serde(rename = "1.2")]
     V1_2,
@@ -46,7 +55,19 @@ pub enum TlsVersion {
 }
 
 impl TlsVersion {
-    /// `1.2` → 1.2, `1.3` → 1.3; anything else is no version (the kind's default applies).
+    /// nginx's `ssl_protocols` word: `TLSv1`, `TLSv1.1`, `TLSv1.2`, `TLSv1.3`.
+    pub fn of_nginx(word: &str) -> Option<TlsVersion> {
+        match word {
+            "TLSv1" => Some(TlsVersion::V1_0),
+            "TLSv1.1" => Some(TlsVersion::V1_1),
+            "TLSv1.2" => Some(TlsVersion::V1_2),
+            "TLSv1.3" => Some(TlsVersion::V1_3),
+            _ => None,
+        }
+    }
+
+    /// `1.2` → 1.2, `1.3` → 1.3 (HTTPProxy's words); anything else is no version (the kind's
+    /// default applies).
     pub fn parse(word: &str) -> Option<TlsVersion> {
         match word.trim() {
             "1.2" => Some(TlsVersion::V1_2),
@@ -58,6 +79,8 @@ impl TlsVersion {
     /// Envoy's name for it (`TLSv1_2`).
     pub fn envoy(self) -> &'static str {
         match self {
+            TlsVersion::V1_0 => "TLSv1_0",
+            TlsVersion::V1_1 => "TLSv1_1",
             TlsVersion::V1_2 => "TLSv1_2",
             TlsVersion::V1_3 => "TLSv1_3",
         }
@@ -71,6 +94,18 @@ pub struct TlsRange {
     pub min: TlsVersion,
     /// The highest.
     pub max: TlsVersion,
+}
+
+impl TlsRange {
+    /// nginx's `ssl_protocols` list (`TLSv1.2 TLSv1.3`): lowest to highest listed; `None` when it
+    /// lists no version nginx knows.
+    pub fn of_nginx(list: &str) -> Option<TlsRange> {
+        let versions: Vec<TlsVersion> = list.split_whitespace().filter_map(TlsVersion::of_nginx).collect();
+        Some(TlsRange {
+            min: *versions.iter().min()?,
+            max: *versions.iter().max()?,
+        })
+    }
 }
 
 impl Default for TlsRange {
@@ -282,19 +317,20 @@ impl Stage<'_> {
 
 /// The HTTPS stage: every host of `table` with its certificate, from the Secrets of `objects`;
 /// `statuses` are the compiler's; `now` is the time in seconds since the epoch (for §8.2's
-/// expiry); `default_certificate` is `--default-certificate` (`NAMESPACE/NAME`).
-pub fn plan(
-    objects: &Objects,
-    table: &TableSpec,
-    statuses: &[ResourceStatus],
-    now: i64,
-    default_certificate: Option<&str>,
-) -> Https {
-    let owners = owners(table, &tls_hosts(objects));
+/// expiry); `options` give `--default-certificate` and ingress-nginx's ConfigMap (`ssl-protocols`).
+pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], now: i64, options: &Options) -> Https {
     let nginx: BTreeSet<(&str, &str)> = (statuses.iter())
         .filter(|s| s.kind == Kind::Ingress && s.conditions.iter().any(|c| c.about == Some(About::IngressNginx)))
         .map(|s| (s.namespace.as_str(), s.name.as_str()))
         .collect();
+    let nginx_range = options.ingress_nginx_config.ssl_protocols;
+    let mut wanted = tls_hosts(objects);
+    if nginx_range != TlsRange::default() {
+        // `ssl-protocols` sets the range of every server of ingress-nginx's, with a Secret or not.
+        let of_nginx = |i: &&Arc<Ingress>| nginx.contains(&(namespace_of(&i.metadata), name_of(&i.metadata)));
+        wanted.extend(objects.ingresses.iter().filter(of_nginx).flat_map(|i| rule_hosts(i)));
+    }
+    let owners = owners(table, &wanted);
     let valid_roots: BTreeSet<(&str, &str)> = (statuses.iter())
         .filter(|s| s.kind == Kind::HTTPProxy && s.status == Status::Valid)
         .map(|s| (s.namespace.as_str(), s.name.as_str()))
@@ -304,8 +340,8 @@ pub fn plan(
         now,
         out: Https::default(),
     };
-    default(default_certificate, &mut stage);
-    ingress::choose(&objects.ingresses, &owners, &nginx, &mut stage);
+    default(options.default_certificate.as_deref(), &mut stage);
+    ingress::choose(&objects.ingresses, &owners, (&nginx, nginx_range), &mut stage);
     httpproxy::choose(&objects.http_proxies, &owners, &valid_roots, &mut stage);
     virtualserver::choose(&objects.virtual_servers, &owners, &mut stage);
     let mut out = stage.out;
@@ -345,9 +381,13 @@ fn default(flag: Option<&str>, stage: &mut Stage<'_>) {
 /// 100,000 rules without TLS costs one look at each resource, not at each rule).
 fn tls_hosts(objects: &Objects) -> BTreeSet<String> {
     let ingresses = (objects.ingresses.iter())
-        .filter_map(|i| i.spec.as_ref())
-        .filter(|s| s.tls.as_ref().is_some_and(|t| !t.is_empty()))
-        .flat_map(|s| s.rules.iter().flatten().filter_map(|r| r.host.as_deref()));
+        .filter(|i| {
+            i.spec
+                .as_ref()
+                .and_then(|s| s.tls.as_ref())
+                .is_some_and(|t| !t.is_empty())
+        })
+        .flat_map(|i| rule_hosts(i));
     let proxies = (objects.http_proxies.iter())
         .filter_map(|p| p.spec.virtualhost.as_ref())
         .filter(|v| v.tls.is_some())
@@ -355,7 +395,22 @@ fn tls_hosts(objects: &Objects) -> BTreeSet<String> {
     let servers = (objects.virtual_servers.iter())
         .filter(|v| v.spec.tls.is_some())
         .map(|v| v.spec.host.as_str());
-    ingresses.chain(proxies).chain(servers).map(normalize_host).collect()
+    ingresses.chain(proxies.chain(servers).map(normalize_host)).collect()
+}
+
+/// An Ingress's rule hosts, as §2 compares them.
+fn rule_hosts(ingress: &Ingress) -> impl Iterator<Item = String> + '_ {
+    (ingress.spec.iter().flat_map(|s| s.rules.iter().flatten()))
+        .filter_map(|r| r.host.as_deref())
+        .map(normalize_host)
+}
+
+fn namespace_of(meta: &ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("default")
+}
+
+fn name_of(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or_default()
 }
 
 /// Host → the resources whose rules route it, read from the rules' names, for the hosts `wanted`.

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::https::TlsRange;
+
 /// The ConfigMap keys that protect every Ingress of the class (ROUTING.md §9; [`super::access`]
 /// makes them fields of each Ingress).
 pub const ACCESS_KEYS: &[&str] = &[
@@ -28,6 +30,8 @@ pub struct ControllerConfig {
     pub preserve_trailing_slash: bool,
     /// `no-tls-redirect-locations` (default `/.well-known/acme-challenge`), split on `,`.
     pub no_tls_redirect_locations: Vec<String>,
+    /// `ssl-protocols` (default `TLSv1.2 TLSv1.3`): the TLS range of every server (ROUTING.md §8.4).
+    pub ssl_protocols: TlsRange,
     /// `hsts` (default true): `Strict-Transport-Security` on every HTTPS response (ROUTING.md §8.4).
     pub hsts: bool,
     /// `hsts-max-age` (default 31536000 seconds).
@@ -51,6 +55,7 @@ impl Default for ControllerConfig {
             http_redirect_code: 308,
             preserve_trailing_slash: false,
             no_tls_redirect_locations: vec!["/.well-known/acme-challenge".to_owned()],
+            ssl_protocols: TlsRange::default(),
             hsts: true,
             hsts_max_age: 31_536_000,
             hsts_include_subdomains: true,
@@ -71,6 +76,7 @@ impl ControllerConfig {
                 "ssl-redirect" => value.parse().map(|v| out.ssl_redirect = v).is_ok(),
                 "force-ssl-redirect" => value.parse().map(|v| out.force_ssl_redirect = v).is_ok(),
                 "preserve-trailing-slash" => value.parse().map(|v| out.preserve_trailing_slash = v).is_ok(),
+                "ssl-protocols" => TlsRange::of_nginx(value).map(|r| out.ssl_protocols = r).is_some(),
                 "hsts" => value.parse().map(|v| out.hsts = v).is_ok(),
                 "hsts-max-age" => value.parse().map(|v| out.hsts_max_age = v).is_ok(),
                 "hsts-include-subdomains" => value.parse().map(|v| out.hsts_include_subdomains = v).is_ok(),
@@ -142,6 +148,7 @@ impl ControllerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::https::TlsVersion;
 
     fn read(pairs: &[(&str, &str)]) -> ControllerConfig {
         ControllerConfig::from_data(&pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
@@ -209,5 +216,22 @@ mod tests {
         assert!(custom.not_honored.is_empty(), "{:?}", custom.not_honored);
         let off = ControllerConfig::from_data(&data(&[("hsts", "false")]));
         assert_eq!(off.hsts_header(), None);
+    }
+
+    #[test]
+    fn ssl_protocols_give_the_range_lowest_to_highest_listed() {
+        let data = |v: &str| BTreeMap::from([("ssl-protocols".to_owned(), v.to_owned())]);
+        let old = ControllerConfig::from_data(&data("TLSv1.3 TLSv1.1 TLSv1.2"));
+        assert_eq!(
+            (old.ssl_protocols.min, old.ssl_protocols.max),
+            (TlsVersion::V1_1, TlsVersion::V1_3)
+        );
+        let none = ControllerConfig::from_data(&data("SSLv3"));
+        assert_eq!(none.ssl_protocols, TlsRange::default());
+        assert_eq!(
+            none.not_honored,
+            ["ssl-protocols"],
+            "an invalid value: the default stands, said"
+        );
     }
 }

@@ -160,8 +160,7 @@ impl Engine {
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let default = self.compiler.options().default_certificate.as_deref();
-        let plan = switchyard_compiler::https::plan(&input.objects, table, statuses, now, default);
+        let plan = switchyard_compiler::https::plan(&input.objects, table, statuses, now, self.compiler.options());
         let mut logged = self.default_problem.lock().unwrap_or_else(|e| e.into_inner());
         if plan.default_problem != *logged {
             if let Some(problem) = &plan.default_problem {
