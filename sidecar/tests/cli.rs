@@ -525,6 +525,7 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
             host: "a.example.com".into(),
             served,
             versions: TlsRange::default(),
+            strict_sni: false,
             decided_by: "Ingress/shop/web".into(),
             why: String::new(),
         }],

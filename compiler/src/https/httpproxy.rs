@@ -136,6 +136,10 @@ pub(super) fn choose(
         };
         stage.check_served(&key, "spec.virtualhost.tls.secretName", &secret, &cert, &host);
         let why = format!("spec.virtualhost.tls.secretName of {}", key.display());
-        stage.serve(&host, Stage::served(&secret, &cert), range, &key, why);
+        if let Some(served) = stage.serve(&host, Stage::served(&secret, &cert), range, &key, why) {
+            // §8.1.5: a handshake that got the default certificate may reach it only with
+            // `enableFallbackCertificate`.
+            served.strict_sni = !vhost.tls.as_ref().is_some_and(|t| t.enable_fallback_certificate);
+        }
     }
 }

@@ -146,10 +146,22 @@ pub fn chains(https: &Https, taken: &[&str], options: &HttpsOptions) -> (Vec<Val
             .or_default()
             .push(&host.host);
     }
-    let chains = (groups.into_iter())
+    let default_name = sds_name(&Served::Default, &https.default).unwrap_or_else(|| DEFAULT_CERTIFICATE.to_owned());
+    // §8.1.5: the hosts a connection that got the default certificate may not ask for.
+    let strict: Vec<&str> = (https.hosts.iter())
+        .filter(|h| h.strict_sni && !taken.contains(&h.host.as_str()))
+        .map(|h| h.host.as_str())
+        .collect();
+    let chains = (groups.iter())
         .map(|((name, range), hosts)| {
             let mut chain = match name {
-                Some(name) => terminating_chain(&name, range, options),
+                // A connection that got a host's own certificate asks only for the hosts served
+                // with the same certificate; the default certificate's chains are as the default.
+                Some(name) if *name != default_name => {
+                    let served = same_certificate(https, name);
+                    terminating_chain(name, *range, Misdirected::AllBut(&served), options)
+                }
+                Some(name) => terminating_chain(name, *range, Misdirected::Only(&strict), options),
                 None => refusing_chain(),
             };
             chain["name"] = json!(format!("https-{}", hosts[0]));
@@ -157,14 +169,70 @@ pub fn chains(https: &Https, taken: &[&str], options: &HttpsOptions) -> (Vec<Val
             chain
         })
         .collect();
-    let default_name = sds_name(&Served::Default, &https.default).unwrap_or_else(|| DEFAULT_CERTIFICATE.to_owned());
-    let mut default = terminating_chain(&default_name, TlsRange::default(), options);
+    let mut default = terminating_chain(&default_name, TlsRange::default(), Misdirected::Only(&strict), options);
     default["name"] = json!("https-default");
     (chains, default)
 }
 
-/// A chain terminating TLS with certificate `name` at `range`, then HTTP as the plain listener.
-fn terminating_chain(name: &str, range: TlsRange, options: &HttpsOptions) -> Value {
+/// The hosts served with certificate `sds_name`, whatever their range.
+fn same_certificate<'h>(https: &'h Https, sds_name: &str) -> Vec<&'h str> {
+    (https.hosts.iter())
+        .filter(|h| self::sds_name(&h.served, &https.default).as_deref() == Some(sds_name))
+        .map(|h| h.host.as_str())
+        .collect()
+}
+
+/// Which `:authority` a chain's connections answer 421 to (ROUTING.md §8.1.5).
+#[derive(Debug, Clone, Copy)]
+enum Misdirected<'h> {
+    /// Every host but these (served with the chain's certificate).
+    AllBut(&'h [&'h str]),
+    /// Only these (HTTPProxy hosts without `enableFallbackCertificate`, on the default certificate).
+    Only(&'h [&'h str]),
+}
+
+/// The answer to a misdirected request: Contour's (`FilterMisdirectedRequests`).
+fn misdirected_host(domains: &[&str]) -> Value {
+    json!({
+        "name": "misdirected",
+        "domains": domains,
+        "routes": [{
+            "match": { "prefix": "/" },
+            "direct_response": { "status": 421, "body": { "inline_string": "misdirected request: this connection's certificate is not this host's\n" } }
+        }]
+    })
+}
+
+/// The route configuration of a terminating chain: the filter's route for the hosts its connections
+/// may ask for, 421 for the others.
+fn route_config(misdirected: Misdirected<'_>, cluster_header: &str) -> Value {
+    let routed = |name: &str, domains: &[&str]| {
+        json!({
+            "name": name,
+            "domains": domains,
+            "routes": [
+                {
+                    "match": { "prefix": "/", "headers": [{ "name": cluster_header, "present_match": true }] },
+                    "route": { "cluster_header": cluster_header }
+                },
+                {
+                    "match": { "prefix": "/" },
+                    "direct_response": { "status": 404, "body": { "inline_string": "no route\n" } }
+                }
+            ]
+        })
+    };
+    let virtual_hosts = match misdirected {
+        Misdirected::AllBut(served) => vec![routed("served", served), misdirected_host(&["*"])],
+        Misdirected::Only([]) => vec![routed("all", &["*"])],
+        Misdirected::Only(refused) => vec![misdirected_host(refused), routed("all", &["*"])],
+    };
+    json!({ "name": "switchyard", "virtual_hosts": virtual_hosts })
+}
+
+/// A chain terminating TLS with certificate `name` at `range`, then HTTP as the plain listener
+/// (but a misdirected request's 421).
+fn terminating_chain(name: &str, range: TlsRange, misdirected: Misdirected<'_>, options: &HttpsOptions) -> Value {
     json!({
         "transport_socket": {
             "name": "envoy.transport_sockets.tls",
@@ -189,7 +257,7 @@ fn terminating_chain(name: &str, range: TlsRange, options: &HttpsOptions) -> Val
                 }
             }
         },
-        "filters": [http_connection_manager(options)],
+        "filters": [http_connection_manager(options, route_config(misdirected, &options.cluster_header))],
     })
 }
 
@@ -204,8 +272,9 @@ fn refusing_chain() -> Value {
 }
 
 /// The plain listener's HTTP connection manager (`envoy.yaml`, `deploy/`): the same path
-/// normalisation, the filter from the same ECDS source, the route to the cluster it names.
-pub fn http_connection_manager(options: &HttpsOptions) -> Value {
+/// normalisation, the filter from the same ECDS source, `route_config` (the route to the cluster
+/// the filter names). A host's port is not part of its match (`strip_any_host_port`).
+fn http_connection_manager(options: &HttpsOptions, route_config: Value) -> Value {
     let folder = options
         .ecds_path
         .rsplit_once('/')
@@ -219,23 +288,8 @@ pub fn http_connection_manager(options: &HttpsOptions) -> Value {
             "normalize_path": true,
             "merge_slashes": true,
             "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",
-            "route_config": {
-                "name": "switchyard",
-                "virtual_hosts": [{
-                    "name": "all",
-                    "domains": ["*"],
-                    "routes": [
-                        {
-                            "match": { "prefix": "/", "headers": [{ "name": options.cluster_header, "present_match": true }] },
-                            "route": { "cluster_header": options.cluster_header }
-                        },
-                        {
-                            "match": { "prefix": "/" },
-                            "direct_response": { "status": 404, "body": { "inline_string": "no route\n" } }
-                        }
-                    ]
-                }]
-            },
+            "strip_any_host_port": true,
+            "route_config": route_config,
             "http_filters": [
                 {
                     "name": options.filter_name,
@@ -270,6 +324,7 @@ mod tests {
             host: name.to_owned(),
             served,
             versions,
+            strict_sni: name == "p.example.com",
             decided_by: "Ingress/default/web".to_owned(),
             why: String::new(),
         }
@@ -300,6 +355,7 @@ mod tests {
                     },
                 ),
                 host("vs.example.com", Served::Refused, TlsRange::default()),
+                host("p.example.com", secret("p"), TlsRange::default()),
             ],
             ..Https::default()
         };
@@ -354,6 +410,61 @@ mod tests {
         assert_eq!(certificate(None).as_deref(), Some(DEFAULT_CERTIFICATE));
         let versions = sni_answer(&document, Some("new.example.com")).unwrap().versions;
         assert_eq!(versions, ("TLSv1_3".to_owned(), "TLSv1_3".to_owned()));
+    }
+
+    /// The virtual hosts of a chain: (name, domains, status of its last route).
+    fn virtual_hosts(chain: &Value) -> Vec<(String, Vec<String>, u64)> {
+        let config = &chain["filters"][0]["typed_config"]["route_config"]["virtual_hosts"];
+        (config.as_array().unwrap().iter())
+            .map(|v| {
+                let domains = v["domains"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_str().unwrap().to_owned())
+                    .collect();
+                let last = v["routes"].as_array().unwrap().last().unwrap();
+                (
+                    v["name"].as_str().unwrap().to_owned(),
+                    domains,
+                    last["direct_response"]["status"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_connection_with_a_hosts_own_certificate_answers_421_for_hosts_of_another_certificate() {
+        let document = document();
+        let listener = &document["resources"][0];
+        let chain = (listener["filter_chains"].as_array().unwrap().iter())
+            .find(|c| c["name"] == "https-a.example.com")
+            .unwrap();
+        let hosts = virtual_hosts(chain);
+        let served = ["a.example.com", "b.example.com", "new.example.com"]
+            .map(str::to_owned)
+            .to_vec();
+        assert_eq!(
+            hosts,
+            [
+                ("served".to_owned(), served, 404),
+                ("misdirected".to_owned(), vec!["*".to_owned()], 421)
+            ]
+        );
+        assert_eq!(chain["filters"][0]["typed_config"]["strip_any_host_port"], true);
+    }
+
+    #[test]
+    fn the_default_certificate_answers_421_only_for_hosts_that_refuse_the_fallback() {
+        let document = document();
+        let hosts = virtual_hosts(&document["resources"][0]["default_filter_chain"]);
+        assert_eq!(
+            hosts,
+            [
+                ("misdirected".to_owned(), vec!["p.example.com".to_owned()], 421),
+                ("all".to_owned(), vec!["*".to_owned()], 404)
+            ]
+        );
     }
 
     #[test]

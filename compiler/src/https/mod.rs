@@ -159,6 +159,10 @@ pub struct HostTls {
     pub served: Served,
     /// The TLS versions it accepts.
     pub versions: TlsRange,
+    /// Whether a connection that got the default certificate (no SNI, or one naming no host) may
+    /// not ask for it: 421 (§8.1.5, an HTTPProxy without `enableFallbackCertificate`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strict_sni: bool,
     /// The resource that decided it.
     pub decided_by: String,
     /// Why, in a sentence (what `explain --sni` and the dashboard say).
@@ -292,18 +296,28 @@ impl Stage<'_> {
         }
     }
 
-    /// Adds a host's choice.
-    pub fn serve(&mut self, host: &str, served: Served, versions: TlsRange, decided_by: &ResourceKey, why: String) {
+    /// Adds a host's choice; `None` when it is the default certificate at the default range (not
+    /// listed).
+    pub fn serve(
+        &mut self,
+        host: &str,
+        served: Served,
+        versions: TlsRange,
+        decided_by: &ResourceKey,
+        why: String,
+    ) -> Option<&mut HostTls> {
         if served == Served::Default && versions == TlsRange::default() {
-            return;
+            return None;
         }
         self.out.hosts.push(HostTls {
             host: host.to_owned(),
             served,
             versions,
+            strict_sni: false,
             decided_by: decided_by.display(),
             why,
         });
+        self.out.hosts.last_mut()
     }
 
     /// `Served::Secret` of a certificate.

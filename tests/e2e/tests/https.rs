@@ -410,3 +410,54 @@ fn with_reject_unknown_sni_a_handshake_without_a_known_host_fails() {
     );
     assert!(https.ask(None, "a.example.com").is_err(), "no SNI");
 }
+
+/// ROUTING.md §8.1.5: on a connection whose SNI got a host's own certificate, a request for a host of
+/// another certificate is answered 421 (HTTP/2 reuses a connection across names one certificate
+/// covers); a connection that got the default certificate routes by Host, except to an HTTPProxy
+/// without `enableFallbackCertificate`.
+#[test]
+fn a_request_for_a_host_of_another_certificate_is_misdirected_421() {
+    let a = TestCertificate::new(&["a.example.com"]);
+    let p = TestCertificate::new(&["p.example.com"]);
+    let proxy = "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: p, namespace: shop}\nspec:\n  virtualhost:\n    fqdn: p.example.com\n    tls: {secretName: p-tls}\n  routes:\n  - services: [{name: green, port: 80}]\n";
+    let mut manifests = web_a(&a, "");
+    manifests.push(("open.yaml", ingress("open", &["open.example.com"], "green", "", "")));
+    manifests.push(("p-tls.yaml", p.secret("shop", "p-tls")));
+    manifests.push(("p.yaml", proxy.to_owned()));
+    let https = Https::start(&manifests, None);
+    let status = |sni: Option<&str>, host: &str| {
+        let answer = https
+            .ask(sni, host)
+            .unwrap_or_else(|e| panic!("{sni:?} {host}: {e}\n{}", https.envoy.log()));
+        (answer.response.status, answer.response.backend().map(str::to_owned))
+    };
+    assert_eq!(
+        status(Some("a.example.com"), "a.example.com:10443"),
+        (200, Some("blue".into()))
+    );
+    assert_eq!(
+        status(Some("a.example.com"), "open.example.com").0,
+        421,
+        "open.example.com gets the default certificate"
+    );
+    assert_eq!(status(Some("a.example.com"), "p.example.com").0, 421);
+    assert_eq!(
+        status(Some("p.example.com"), "p.example.com"),
+        (200, Some("green".into()))
+    );
+    assert_eq!(
+        status(None, "open.example.com"),
+        (200, Some("green".into())),
+        "no SNI: routed by Host"
+    );
+    assert_eq!(
+        status(Some("unknown.invalid"), "a.example.com"),
+        (200, Some("blue".into())),
+        "the default certificate: routed"
+    );
+    assert_eq!(
+        status(None, "p.example.com").0,
+        421,
+        "an HTTPProxy without enableFallbackCertificate"
+    );
+}
