@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -241,6 +241,15 @@ bench-https:
 	cargo build --release -p switchyard --bin switchyard
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_https \
 	  -- --ignored --nocapture
+
+# TLS through Envoy (ROUTING.md §8): handshakes and requests per second through the HTTPS listener of
+# `switchyard watch --sds-dir` against the same certificate and filter in a static listener, side by
+# side (wrk, one Envoy worker each). Figures in BENCHMARKS.md ("HTTPS").
+bench-https-envoy: build-wasm envoy
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	cargo build --release -p switchyard --bin switchyard
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/release/switchyard) \
+	  cargo test -p switchyard-e2e --test https -- --ignored --nocapture bench_
 
 # The dashboard's POST /explain in a burst (100 clients) against a 100,000-rule table while an Ingress is
 # edited: the edit-to-table latency idle and during the burst, side by side (release build).

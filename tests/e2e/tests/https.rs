@@ -461,3 +461,115 @@ fn a_request_for_a_host_of_another_certificate_is_misdirected_421() {
         "an HTTPProxy without enableFallbackCertificate"
     );
 }
+
+/// `wrk` against `addr` over TLS with `Host: host` for `seconds`, keep-alive or one connection (one
+/// handshake) per request: its requests per second.
+fn wrk(addr: SocketAddr, host: &str, close: bool, seconds: u32) -> f64 {
+    let wrk = std::env::var("WRK_BIN").unwrap_or_else(|_| "wrk".to_owned());
+    let mut command = std::process::Command::new(wrk);
+    command.args(["-t1", "-c8", &format!("-d{seconds}s"), "-H", &format!("Host: {host}")]);
+    if close {
+        command.args(["-H", "Connection: close"]);
+    }
+    let out = command
+        .arg(format!("https://{addr}/"))
+        .output()
+        .expect("wrk (make bench-https-envoy installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("Non-2xx"),
+        "every request answered by the backend:\n{text}"
+    );
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"))
+}
+
+/// The same certificate and filter in a hand-written static Envoy: the HTTPS listener's default
+/// chain of `lds` (the watch's own), its SDS reference replaced by the certificate inline, one
+/// listener on `port`, one worker.
+fn static_envoy(
+    lds: &std::path::Path,
+    certificate: &TestCertificate,
+    port: u16,
+    backend: SocketAddr,
+) -> switchyard_e2e::process::EnvoyProcess {
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(lds).unwrap()).unwrap();
+    let https = (document["resources"].as_array().unwrap().iter())
+        .find(|l| l["name"] == "switchyard-https")
+        .expect("the HTTPS listener");
+    let mut chain = https["default_filter_chain"].clone();
+    let context = &mut chain["transport_socket"]["typed_config"]["common_tls_context"];
+    context
+        .as_object_mut()
+        .unwrap()
+        .remove("tls_certificate_sds_secret_configs");
+    context["tls_certificates"] = serde_json::json!([{
+        "certificate_chain": { "inline_string": certificate.chain_pem },
+        "private_key": { "inline_string": certificate.key_pem },
+    }]);
+    let bootstrap = serde_json::json!({
+        "node": { "id": "static", "cluster": "static" },
+        "admin": { "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } } },
+        "static_resources": {
+            "listeners": [{
+                "name": "static-https",
+                "address": { "socket_address": { "address": "127.0.0.1", "port_value": port } },
+                "filter_chains": [chain],
+            }],
+            "clusters": [{
+                "name": BLUE, "type": "STATIC", "connect_timeout": "1s",
+                "load_assignment": { "cluster_name": BLUE, "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": {
+                    "socket_address": { "address": "127.0.0.1", "port_value": backend.port() } } } }] }] },
+            }],
+        },
+    });
+    let dir = fresh_dir("https-static");
+    std::fs::write(dir.join("envoy.yaml"), bootstrap.to_string()).unwrap();
+    switchyard_e2e::process::EnvoyProcess::start(&required_path("ENVOY_BIN"), dir, 1, |_| true)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The figure (BENCHMARKS.md, "HTTPS"): handshakes and requests per second over TLS through
+/// Switchyard's HTTPS listener (SDS, the filter chains of the manifests) against the same
+/// certificate and filter in a hand-written static listener, side by side, one Envoy worker each.
+#[test]
+#[ignore = "benchmark: make bench-https-envoy"]
+fn bench_tls_handshakes_and_requests_against_a_static_listener() {
+    let certificate = TestCertificate::new(&["bench.example.com"]);
+    let tls = "  - {hosts: [bench.example.com], secretName: bench-tls}\n";
+    let manifests = [
+        ("bench-tls.yaml", certificate.secret("shop", "bench-tls")),
+        ("web.yaml", ingress("web", &["bench.example.com"], "blue", tls, "")),
+    ];
+    // wrk names the address as its SNI: the default certificate, set to the same Secret.
+    let ours = Https::start_with(&manifests, None, &["--default-certificate", "shop/bench-tls"]);
+    let port = free_port(false);
+    let backend = ours.envoy.backends[BLUE].addr;
+    let theirs = static_envoy(&ours.dir.join("lds/listeners.json"), &certificate, port, backend);
+    let static_addr = SocketAddr::from(([127, 0, 0, 1], port));
+    ours.eventually("the static listener answers", || {
+        https_send(static_addr, Some("bench.example.com"), &get("bench.example.com", "/"))
+            .is_ok_and(|a| a.response.backend() == Some("blue"))
+    });
+    let (mut kept, mut closed) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    for _ in 0..3 {
+        kept.0.push(wrk(ours.tls, "bench.example.com", false, 5));
+        kept.1.push(wrk(static_addr, "bench.example.com", false, 5));
+        closed.0.push(wrk(ours.tls, "bench.example.com", true, 5));
+        closed.1.push(wrk(static_addr, "bench.example.com", true, 5));
+    }
+    drop(theirs);
+    let report = |what: &str, (a, b): (Vec<f64>, Vec<f64>)| {
+        let (a, b) = (median(a.clone()), median(b.clone()));
+        println!("  {what}: switchyard {a:.0}/s, static {b:.0}/s, ratio {:.3}", a / b);
+    };
+    println!("TLS through one Envoy worker, wrk -t1 -c8, 3 rounds of 5 s side by side (medians):");
+    report("requests on kept-alive connections", kept);
+    report("handshakes (a connection per request)", closed);
+}
