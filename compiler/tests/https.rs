@@ -294,22 +294,21 @@ fn a_secret_in_another_namespace_is_not_used_without_a_delegation() {
     ));
 }
 
+/// `secrets` (YAML), the Ingress `young` (2024-06) naming `b-tls` for `a.example.com`, and `old`
+/// (2024-01, path `/old`) naming `a-tls` for it: a merged host.
+fn young_and_old(secrets: &str) -> String {
+    let young_tls = "    - hosts: [a.example.com]\n      secretName: b-tls\n";
+    let young = ingress("young", "2024-06-01T00:00:00Z", &["a.example.com"], young_tls, "");
+    let old =
+        ingress("old", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "").replace("path: /\n", "path: /old\n");
+    format!("{secrets}{young}{old}")
+}
+
 #[test]
 fn the_oldest_ingress_of_a_merged_host_sets_its_certificate_and_a_younger_one_is_told() {
-    let yaml = format!(
-        "{}{}{}{}",
-        tls_secret("default", "a-tls", &["a.example.com"]),
-        tls_secret("default", "b-tls", &["a.example.com"]),
-        ingress(
-            "young",
-            "2024-06-01T00:00:00Z",
-            &["a.example.com"],
-            "    - hosts: [a.example.com]\n      secretName: b-tls\n",
-            ""
-        ),
-        ingress("old", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "").replace("path: /\n", "path: /old\n"),
-    );
-    let (compiled, https) = plan(&yaml);
+    let secrets =
+        tls_secret("default", "a-tls", &["a.example.com"]) + &tls_secret("default", "b-tls", &["a.example.com"]);
+    let (compiled, https) = plan(&young_and_old(&secrets));
     assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/a-tls"));
     let young = status_of(&compiled, "Ingress", "default", "young");
     assert!(message(young, Reason::TLSSecretIgnored).contains("Ingress/default/old"));
@@ -317,19 +316,7 @@ fn the_oldest_ingress_of_a_merged_host_sets_its_certificate_and_a_younger_one_is
 
 #[test]
 fn a_broken_secret_of_an_older_ingress_does_not_block_a_younger_usable_one() {
-    let yaml = format!(
-        "{}{}{}",
-        tls_secret("default", "b-tls", &["a.example.com"]),
-        ingress(
-            "young",
-            "2024-06-01T00:00:00Z",
-            &["a.example.com"],
-            "    - hosts: [a.example.com]\n      secretName: b-tls\n",
-            ""
-        ),
-        ingress("old", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "").replace("path: /\n", "path: /old\n"),
-    );
-    let (compiled, https) = plan(&yaml);
+    let (compiled, https) = plan(&young_and_old(&tls_secret("default", "b-tls", &["a.example.com"])));
     assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/b-tls"));
     assert!(has_reason(
         status_of(&compiled, "Ingress", "default", "old"),

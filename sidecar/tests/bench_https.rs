@@ -9,21 +9,16 @@ use std::time::{Duration, Instant};
 
 use switchyard_watch_process::WatchProcess;
 
+mod cpu;
+
+use cpu::cpu_ns;
+
 /// How many hosts, each with its own Secret.
 const HOSTS: usize = 1_000;
 
-/// CPU time of every thread of `pid`, in milliseconds (`/proc/<pid>/task/*/schedstat`).
+/// CPU time of every thread of `pid`, in milliseconds.
 fn cpu_ms(pid: u32) -> f64 {
-    let mut total = 0u64;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
-        let text = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        total += text
-            .split_whitespace()
-            .next()
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    total as f64 / 1e6
+    cpu_ns(pid) as f64 / 1e6
 }
 
 /// Resident memory of `pid`, in MiB.

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 
 use switchyard_watch_process::{http, Address, WatchProcess};
 
+mod cpu;
+
+use cpu::cpu_ns;
+
 /// Ingress `app{i}` on host `h{i % 300}.example`, paths `/app{i}/p0` … `/app{i}/p99`; `version`
 /// changes the backend of its first path.
 fn ingress(i: usize, version: usize) -> String {
@@ -38,20 +42,6 @@ fn ingress(i: usize, version: usize) -> String {
 }
 
 const PROXY: &str = "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: root, namespace: bench, creationTimestamp: '2025-01-01T00:00:00Z'}\nspec:\n  virtualhost: {fqdn: h0.example}\n  routes:\n  - services: [{name: proxy, port: 80}]\n";
-
-/// CPU time of every thread of `pid`, in nanoseconds (`/proc/<pid>/task/*/schedstat`).
-fn cpu_ns(pid: u32) -> u64 {
-    let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
-        let text = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        total += text
-            .split_whitespace()
-            .next()
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    total
-}
 
 /// utime + stime of `pid` from `/proc/<pid>/stat`, in clock ticks (100 per second on Linux).
 fn cpu_ticks(pid: u32) -> u64 {

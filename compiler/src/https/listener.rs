@@ -340,6 +340,21 @@ mod tests {
         }
     }
 
+    /// The HTTPS listener's options of these tests.
+    fn options(reject_unknown_sni: bool) -> LdsOptions {
+        LdsOptions {
+            https: Some(HttpsOptions {
+                filter_name: "switchyard".to_owned(),
+                ecds_path: "/run/ecds/filter.pb".to_owned(),
+                filter_type_url: "t".to_owned(),
+                cluster_header: "x-route-cluster".to_owned(),
+                sds_folder: "/run/sds".to_owned(),
+                reject_unknown_sni,
+            }),
+            ..LdsOptions::default()
+        }
+    }
+
     fn document() -> Value {
         let https = Https {
             hosts: vec![
@@ -363,18 +378,7 @@ mod tests {
             passthrough: vec![L4Route::to_service("default", Some("pass.example.com"), "tls", 443)],
             listeners: vec![],
         };
-        let options = LdsOptions {
-            https: Some(HttpsOptions {
-                filter_name: "switchyard".to_owned(),
-                ecds_path: "/run/ecds/filter.pb".to_owned(),
-                filter_type_url: "t".to_owned(),
-                cluster_header: "x-route-cluster".to_owned(),
-                sds_folder: "/run/sds".to_owned(),
-                reject_unknown_sni: false,
-            }),
-            ..LdsOptions::default()
-        };
-        listeners(&routes, &https, &options)
+        listeners(&routes, &https, &options(false))
     }
 
     #[test]
@@ -473,18 +477,7 @@ mod tests {
         let listener = &mut document["resources"][0];
         assert!(listener.get("default_filter_chain").is_some());
         let https = Https::default();
-        let options = LdsOptions {
-            https: Some(HttpsOptions {
-                filter_name: "switchyard".to_owned(),
-                ecds_path: "/run/ecds/filter.pb".to_owned(),
-                filter_type_url: "t".to_owned(),
-                cluster_header: "x-route-cluster".to_owned(),
-                sds_folder: "/run/sds".to_owned(),
-                reject_unknown_sni: true,
-            }),
-            ..LdsOptions::default()
-        };
-        let rejecting = listeners(&L4Routes::default(), &https, &options);
+        let rejecting = listeners(&L4Routes::default(), &https, &options(true));
         assert!(rejecting["resources"][0].get("default_filter_chain").is_none());
         assert_eq!(sni_answer(&rejecting, None).and_then(|a| a.certificate), None);
     }
