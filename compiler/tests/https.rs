@@ -430,6 +430,29 @@ fn ingress_nginx_serves_the_default_when_no_secret_covers_the_host() {
 }
 
 #[test]
+fn an_ingress_nginx_alias_gets_the_servers_certificate_only_if_it_covers_it() {
+    let aliased = |tls: &str| {
+        nginx_ingress("first", "2024-01-01T00:00:00Z", "a.example.com", tls).replace(
+            "  creationTimestamp:",
+            "  annotations:\n    nginx.ingress.kubernetes.io/server-alias: \"alias.example.com, other.org\"\n  creationTimestamp:",
+        )
+    };
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "both", &["a.example.com", "alias.example.com"]),
+        aliased("    - hosts: [a.example.com]\n      secretName: both\n")
+    );
+    let (_, https) = plan_with(&yaml, &nginx_options());
+    assert_eq!(served(&https, "a.example.com").as_deref(), Some("default/both"));
+    assert_eq!(
+        served(&https, "alias.example.com").as_deref(),
+        Some("default/both"),
+        "covered"
+    );
+    assert_eq!(served(&https, "other.org"), None, "not covered: the default");
+}
+
+#[test]
 fn ingress_nginx_ssl_protocols_set_the_range_of_every_server_with_a_secret_or_not() {
     let yaml = format!(
         "{}{}{}",

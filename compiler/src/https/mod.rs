@@ -33,6 +33,7 @@ use crate::https::secrets::Secrets;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::ingress_nginx::annotations::IngressNginxAnnotations;
 use crate::model::{normalize_host, Options};
 use crate::objects::{Kind, Objects, ResourceKey};
 use crate::status::{About, Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status};
@@ -339,6 +340,19 @@ pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], n
         .collect();
     let nginx_range = options.ingress_nginx_config.ssl_protocols;
     let mut wanted = tls_hosts(objects);
+    // §8.4: an ingress-nginx server's aliases get its certificate when it covers them.
+    let prefix = &options.ingress_nginx.annotations_prefix;
+    let with_tls = |i: &&Arc<Ingress>| {
+        i.spec
+            .as_ref()
+            .and_then(|s| s.tls.as_ref())
+            .is_some_and(|t| !t.is_empty())
+    };
+    for ingress in objects.ingresses.iter().filter(with_tls) {
+        if let Some(annotations) = &ingress.metadata.annotations {
+            wanted.extend(IngressNginxAnnotations::parse(annotations, prefix).server_alias);
+        }
+    }
     if nginx_range != TlsRange::default() {
         // `ssl-protocols` sets the range of every server of ingress-nginx's, with a Secret or not.
         let of_nginx = |i: &&Arc<Ingress>| nginx.contains(&(namespace_of(&i.metadata), name_of(&i.metadata)));
