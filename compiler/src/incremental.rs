@@ -200,7 +200,8 @@ struct NginxMemo {
     /// The hosts its `spec.tls` certifies (ingress-nginx's sense, §7.7.6; `*.x` for a wildcard).
     certified: BTreeSet<String>,
     /// Whether it has an annotation that claims hosts beyond its own (`server-alias`,
-    /// `from-to-www-redirect`).
+    /// `from-to-www-redirect`), or reaches the L4 routes (`ssl-passthrough`, ROUTING.md §8.4: the
+    /// incremental path updates the table only).
     reaches_out: bool,
     /// Its status as the class split and the processor left it (before host ownership).
     entry: Option<Entry>,
@@ -233,7 +234,7 @@ impl NginxMemo {
         }
         let prefix = &options.ingress_nginx.annotations_prefix;
         let reaches_out = object.metadata.annotations.as_ref().is_some_and(|a| {
-            ["server-alias", "from-to-www-redirect"]
+            ["server-alias", "from-to-www-redirect", "ssl-passthrough"]
                 .iter()
                 .any(|name| a.contains_key(&format!("{prefix}/{name}")))
         });

@@ -417,6 +417,16 @@ pub(crate) fn backend_cluster(
     services: &ServicePorts,
     options: &Options,
 ) -> Result<String, NoCluster> {
+    let (service, number) = backend_port(backend, key, services)?;
+    Ok(options.cluster(&key.namespace, service, number))
+}
+
+/// The Service and port number of a backend, or why it has none.
+pub(crate) fn backend_port<'b>(
+    backend: &'b IngressBackend,
+    key: &ResourceKey,
+    services: &ServicePorts,
+) -> Result<(&'b str, i32), NoCluster> {
     let Some(service) = backend.service.as_ref() else {
         return Err(NoCluster::Unusable(
             Reason::UnsupportedBackend,
@@ -437,5 +447,5 @@ pub(crate) fn backend_cluster(
     let number = services
         .resolve(&key.namespace, &service.name, port)
         .map_err(NoCluster::PortNotFound)?;
-    Ok(options.cluster(&key.namespace, &service.name, number))
+    Ok((&service.name, number))
 }

@@ -814,3 +814,35 @@ fn the_same_manifests_give_the_same_https_plan() {
     let (_, second) = plan(&yaml);
     assert_eq!(first, second);
 }
+
+#[test]
+fn ingress_nginx_ssl_passthrough_passes_tls_to_the_root_paths_service_only_with_the_flag() {
+    let passthrough = |name: &str, host: &str, path: &str| {
+        nginx_ingress(name, "2024-01-01T00:00:00Z", host, "")
+            .replace(
+                "  creationTimestamp:",
+                "  annotations:\n    nginx.ingress.kubernetes.io/ssl-passthrough: \"true\"\n  creationTimestamp:",
+            )
+            .replace("path: /\n", &format!("path: {path}\n"))
+    };
+    let yaml = passthrough("pass", "pass.example.com", "/") + &passthrough("sub", "sub.example.com", "/api");
+    let (compiled, _) = plan_with(&yaml, &nginx_options());
+    assert!(compiled.l4.passthrough.is_empty(), "without the flag");
+    let status = status_of(&compiled, "Ingress", "default", "pass");
+    assert!(message(status, Reason::AnnotationNotHonored).contains("--ingress-nginx-enable-ssl-passthrough"));
+
+    let mut options = nginx_options();
+    options.ingress_nginx.enable_ssl_passthrough = true;
+    let (compiled, _) = plan_with(&yaml, &options);
+    let routes: Vec<(Option<&str>, &str)> = (compiled.l4.passthrough.iter())
+        .map(|r| (r.host.as_deref(), r.cluster.as_str()))
+        .collect();
+    assert_eq!(routes, [(Some("pass.example.com"), "default/web:80")]);
+    let sub = status_of(&compiled, "Ingress", "default", "sub");
+    assert!(message(sub, Reason::AnnotationNotHonored).contains("has no / path"));
+    assert_eq!(
+        answer(&compiled, &http("http://pass.example.com/")),
+        "default/web:80",
+        "port 80 still routes"
+    );
+}

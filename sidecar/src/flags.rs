@@ -191,6 +191,15 @@ pub struct TableArgs {
     /// mode, read from the manifests otherwise.
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = namespaced_name, requires = "ingress_nginx_class", help_heading = "ingress-nginx (ROUTING.md §7)")]
     ingress_nginx_configmap: Option<(String, String)>,
+    /// Honour ingress-nginx's ssl-passthrough annotation (its --enable-ssl-passthrough, ROUTING.md
+    /// §8.4): TLS whose SNI is the host goes undecrypted to the Service of the server's `/` path, on
+    /// the HTTPS listener (--lds-file). Without it the annotation is reported as not honoured.
+    #[arg(
+        long,
+        requires = "ingress_nginx_class",
+        help_heading = "ingress-nginx (ROUTING.md §7)"
+    )]
+    ingress_nginx_enable_ssl_passthrough: bool,
     /// HTTPS (ROUTING.md §8.1.2): the Secret served to a handshake without SNI or naming no host
     /// with its own certificate, and to the hosts that have none. Unset, or unusable (warned): a
     /// self-signed certificate made at start (CN "Kubernetes Ingress Controller Fake Certificate",
@@ -274,6 +283,7 @@ impl TableArgs {
             without_class: self.ingress_nginx_without_class,
             annotations_prefix: self.ingress_nginx_annotations_prefix.trim_end_matches('/').to_owned(),
             configmap: self.ingress_nginx_configmap.clone(),
+            enable_ssl_passthrough: self.ingress_nginx_enable_ssl_passthrough,
         };
         flags.check(self.empty_ingress_class)?;
         Ok(flags)

@@ -63,6 +63,8 @@ pub struct IngressNginxAnnotations {
     pub force_ssl_redirect: Option<bool>,
     /// `preserve-trailing-slash`.
     pub preserve_trailing_slash: Option<bool>,
+    /// `ssl-passthrough` (ROUTING.md §8.4; honoured with `--ingress-nginx-enable-ssl-passthrough`).
+    pub ssl_passthrough: Option<bool>,
     /// `server-alias`, split on `,`, trimmed, lowercase.
     pub server_alias: Vec<String>,
     /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
@@ -87,6 +89,7 @@ const READ: &[&str] = &[
     "force-ssl-redirect",
     "preserve-trailing-slash",
     "server-alias",
+    "ssl-passthrough",
 ];
 
 /// ROUTING.md §7.9: annotations ingress-nginx v1.15 itself does not read: removed from it
@@ -188,6 +191,7 @@ impl IngressNginxAnnotations {
         let ssl_redirect = boolean("ssl-redirect");
         let force_ssl_redirect = boolean("force-ssl-redirect");
         let preserve_trailing_slash = boolean("preserve-trailing-slash");
+        out.ssl_passthrough = boolean("ssl-passthrough");
         out.use_regex = use_regex;
         out.from_to_www_redirect = from_to_www_redirect;
         out.ssl_redirect = ssl_redirect;

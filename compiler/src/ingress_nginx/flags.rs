@@ -22,6 +22,9 @@ pub struct Flags {
     pub annotations_prefix: String,
     /// `--ingress-nginx-configmap NAMESPACE/NAME`.
     pub configmap: Option<(String, String)>,
+    /// `--ingress-nginx-enable-ssl-passthrough` (its `--enable-ssl-passthrough`): `ssl-passthrough`
+    /// is honoured (ROUTING.md §8.4).
+    pub enable_ssl_passthrough: bool,
 }
 
 impl Default for Flags {
@@ -33,6 +36,7 @@ impl Default for Flags {
             without_class: false,
             annotations_prefix: DEFAULT_ANNOTATIONS_PREFIX.to_owned(),
             configmap: None,
+            enable_ssl_passthrough: false,
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod configmap;
 pub mod explain;
 pub mod flags;
 pub mod layout;
+pub mod passthrough;
 pub mod paths;
 pub mod processor;
 pub mod server;

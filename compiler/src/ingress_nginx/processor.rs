@@ -23,7 +23,7 @@ use super::server::{self, Member, Server};
 use crate::access::Guard;
 use crate::collisions::{loses_everything, record_all_hosts_taken, record_host_taken, HostWinners};
 use crate::ingress::{backend_cluster, NoCluster};
-use crate::l4::L4Routes;
+use crate::l4::{L4Route, L4Routes};
 use crate::model::{Claiming, Draft, HostOrder, Options, RuleValidator};
 use crate::objects::{key_of, Age, Kind, Objects, ResourceKey};
 use crate::processor::{Inputs, Output, Processor, Settle};
@@ -100,7 +100,8 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
                 drafts.extend(draft);
             }
         }
-        settle.servers.push(SettledServer::of(server, &members));
+        let passthrough = super::passthrough::route(server, &members, &mut inputs);
+        settle.servers.push(SettledServer::of(server, &members, passthrough));
     }
     // ROUTING.md §8.4: every HTTPS response of ingress-nginx's servers, one string for all.
     let hsts = inputs.options.ingress_nginx_config.hsts_header().map(Arc::new);
@@ -369,20 +370,23 @@ struct SettledServer {
     members: Vec<ResourceKey>,
     /// Its aliases and the Ingress that set them.
     aliases: Option<(ResourceKey, Vec<String>)>,
+    /// Its TLS passthrough (ROUTING.md §8.4), taken when it wins its host.
+    passthrough: Option<L4Route>,
 }
 
 impl SettledServer {
-    fn of(server: &Server<'_>, members: &[Member<'_>]) -> SettledServer {
+    fn of(server: &Server<'_>, members: &[Member<'_>], passthrough: Option<L4Route>) -> SettledServer {
         SettledServer {
             host: server.host.clone(),
             members: server.members.iter().map(|&m| members[m].key.clone()).collect(),
             aliases: (server.aliases.as_ref()).map(|(by, aliases)| (members[*by].key.clone(), aliases.clone())),
+            passthrough,
         }
     }
 }
 
 impl Settle for ServersSettle {
-    fn settle(self: Box<Self>, winners: &HostWinners, _options: &Options, book: &mut StatusBook, _l4: &mut L4Routes) {
+    fn settle(self: Box<Self>, winners: &HostWinners, _options: &Options, book: &mut StatusBook, l4: &mut L4Routes) {
         // Ingress → (hosts won, has a server without a host), for every member of every server: a
         // contender's `HostTaken` the contest recorded, but whether it lost everything depends on
         // the other servers it is a member of too (`collisions::resolve` leaves that to here).
@@ -398,6 +402,9 @@ impl Settle for ServersSettle {
                 continue;
             };
             let won = winners.get(host).is_some_and(|w| w.contains(contender));
+            if let (true, Some(route)) = (won, &server.passthrough) {
+                l4.passthrough.push(route.clone());
+            }
             for (i, member) in server.members.iter().enumerate() {
                 let entry = outcome.entry(member).or_default();
                 if won {

@@ -575,3 +575,47 @@ fn bench_tls_handshakes_and_requests_against_a_static_listener() {
     report("requests on kept-alive connections", kept);
     report("handshakes (a connection per request)", closed);
 }
+
+#[test]
+fn ingress_nginx_ssl_passthrough_reaches_the_backend_undecrypted_beside_terminated_hosts() {
+    let backend = TlsBackend::start("secure", "secure.example.com");
+    let a = TestCertificate::new(&["n.example.com"]);
+    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
+    let passthrough = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: secure\n  namespace: default\n  annotations: {nginx.ingress.kubernetes.io/ssl-passthrough: \"true\"}\nspec:\n  ingressClassName: nginx\n  rules:\n  - host: secure.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: secure-app, port: {number: 8443}}}}\n";
+    let terminated = ingress(
+        "n",
+        &["n.example.com"],
+        "blue",
+        "  - {hosts: [n.example.com], secretName: n-tls}\n",
+        "",
+    )
+    .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
+    let manifests = [
+        ("class.yaml", class.to_owned()),
+        ("secure.yaml", passthrough.to_owned()),
+        ("n-tls.yaml", a.secret("shop", "n-tls")),
+        ("n.yaml", terminated),
+    ];
+    let flags = [
+        "--ingress-nginx-class",
+        "nginx",
+        "--ingress-nginx-enable-ssl-passthrough",
+    ];
+    let https = Https::start_with(&manifests, Some(&backend), &flags);
+    let passed = switchyard_e2e::l4::tls_hello(
+        https.tls,
+        "secure.example.com",
+        std::slice::from_ref(&backend.certificate),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", https.envoy.log()));
+    assert_eq!(passed.line, "backend: secure");
+    assert_eq!(
+        passed.certificate, backend.certificate,
+        "passed through: the backend's own certificate"
+    );
+    let terminated = https.ask(Some("n.example.com"), "n.example.com").unwrap();
+    assert_eq!(
+        (terminated.certificate, terminated.response.backend()),
+        (a.der.clone(), Some("blue"))
+    );
+}
