@@ -20,6 +20,8 @@ use switchyard_table::{
 };
 
 use crate::access::{is_set, Field, Guard, Reach};
+mod passthrough;
+
 use crate::https::httpproxy::{check as check_tls, RootTls};
 use crate::https::routing::{https_redirect, only, Scheme};
 use crate::https::secrets::Secrets;
@@ -32,6 +34,7 @@ use crate::objects::{
 use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
 use crate::status::{ConditionKind, Reason, Status};
+use passthrough::{Passthrough, Passthroughs};
 
 /// The HTTPProxy processor in the pipeline's list: [`HTTPProxyProcessor`] over the proxies that
 /// are ours; their rules keep the general order ([`crate::model::HostOrder::General`]).
@@ -39,9 +42,11 @@ pub struct HTTPProxies;
 
 impl Processor for HTTPProxies {
     fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
+        let (drafts, passthroughs) = HTTPProxyProcessor::new(inputs, &ours.secrets).run(&ours.http_proxies);
         Output {
-            drafts: HTTPProxyProcessor::new(inputs, &ours.secrets).run(&ours.http_proxies),
-            ..Output::default()
+            drafts,
+            claims: passthroughs.claims(),
+            settle: Some(Box::new(passthroughs)),
         }
     }
 }
@@ -61,6 +66,8 @@ pub struct HTTPProxyProcessor<'a> {
     unroutable: BTreeSet<ResourceKey>,
     /// Proxies visited for the current root.
     visits: usize,
+    /// The roots that pass TLS through (ROUTING.md §8.5).
+    passthroughs: Passthroughs,
 }
 
 /// The proxies the class rules let in, and why each other one was left out.
@@ -116,12 +123,13 @@ impl<'a> HTTPProxyProcessor<'a> {
             reached: BTreeSet::new(),
             unroutable: BTreeSet::new(),
             visits: 0,
+            passthroughs: Passthroughs::default(),
         }
     }
 
     /// The drafts of every tree: each valid root walked down its includes; then every proxy that
     /// no root reached is orphaned, and the rules of un-routable proxies are dropped.
-    pub fn run(mut self, proxies: &[Arc<HTTPProxy>]) -> Vec<Draft> {
+    pub fn run(mut self, proxies: &[Arc<HTTPProxy>]) -> (Vec<Draft>, Passthroughs) {
         let forest = self.forest(proxies);
         for (key, proxy) in &forest.eligible {
             if let Some(context) = self.root_context(key, proxy) {
@@ -142,7 +150,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             .filter(|d| !unroutable.contains(&d.owner))
             .collect();
         guard.apply(&mut drafts);
-        drafts
+        (drafts, self.passthroughs)
     }
 
     /// The proxies that are ours by key (the pipeline's class check let them in, children
@@ -189,6 +197,34 @@ impl<'a> HTTPProxyProcessor<'a> {
         }
         let has_default = self.inputs.options.default_certificate.is_some();
         let terminates_tls = match check_tls(&key.namespace, vhost.tls.as_ref(), has_default, &mut self.secrets) {
+            Ok(RootTls::Passthrough) => {
+                let Some(service) = proxy.spec.tcpproxy.as_ref().and_then(|t| t.services.first()) else {
+                    let message =
+                        "spec.virtualhost.tls.passthrough needs spec.tcpproxy with a service; the proxy routes nothing";
+                    self.invalid(key, Reason::TLSConfigNotValid, message.to_owned());
+                    return None;
+                };
+                if proxy.spec.tcpproxy.as_ref().is_some_and(|t| t.services.len() > 1) {
+                    let message = format!(
+                        "spec.tcpproxy.services: TLS is passed through to {} only (Envoy's tcp_proxy reaches one cluster here)",
+                        service.name
+                    );
+                    self.inputs.book.add(
+                        key,
+                        Status::Valid,
+                        ConditionKind::Warning,
+                        Reason::ServiceInvalid,
+                        message,
+                    );
+                }
+                self.passthroughs.0.push(Passthrough {
+                    key: key.clone(),
+                    age: Age::of(Kind::HTTPProxy, &proxy.metadata),
+                    host: fqdn.clone(),
+                    service: service.clone(),
+                });
+                false
+            }
             Ok(tls) => matches!(tls, RootTls::Terminated(..)),
             Err((reason, message)) => {
                 self.invalid(key, reason, format!("{message}; the proxy routes nothing"));

@@ -240,6 +240,18 @@ pub struct HTTPProxySpec {
     /// Delegations to other proxies.
     #[serde(default)]
     pub includes: Vec<Include>,
+    /// TCP proxying: with `virtualhost.tls.passthrough`, where TLS goes undecrypted (ROUTING.md §8.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcpproxy: Option<TcpProxy>,
+}
+
+/// `spec.tcpproxy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpProxy {
+    /// The services, in the proxy's namespace.
+    #[serde(default)]
+    pub services: Vec<ProxyService>,
 }
 
 /// `spec.virtualhost`: its host, its TLS (ROUTING.md §8.5) and its access controls (§9), these

@@ -659,6 +659,26 @@ fn an_httpproxy_asking_for_client_validation_is_invalid_never_served_unchecked()
 }
 
 #[test]
+fn an_httpproxy_passing_tls_through_sends_its_fqdn_to_its_tcpproxy_service_undecrypted() {
+    let passthrough = "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata:\n  name: p\n  namespace: default\nspec:\n  virtualhost:\n    fqdn: p.example.com\n    tls: {passthrough: true}\n  tcpproxy:\n    services: [{name: tls-app, port: 8443}]\n";
+    let (compiled, https) = plan(passthrough);
+    let routes: Vec<(Option<&str>, &str, &str)> = (compiled.l4.passthrough.iter())
+        .map(|r| (r.host.as_deref(), r.cluster.as_str(), r.resource.as_str()))
+        .collect();
+    assert_eq!(
+        routes,
+        [(Some("p.example.com"), "default/tls-app:8443", "HTTPProxy/default/p")]
+    );
+    assert!(https.hosts.is_empty(), "never terminated");
+    assert_eq!(status(&compiled, "HTTPProxy", "default", "p"), Status::Valid);
+    let without = passthrough.split("  tcpproxy:").next().unwrap();
+    let (compiled, _) = plan(without);
+    assert!(compiled.l4.passthrough.is_empty());
+    let status = status_of(&compiled, "HTTPProxy", "default", "p");
+    assert!(message(status, Reason::TLSConfigNotValid).contains("needs spec.tcpproxy"));
+}
+
+#[test]
 fn an_httpproxy_fallback_certificate_needs_the_default_certificate_flag() {
     let yaml = format!(
         "{}{}",
