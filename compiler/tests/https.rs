@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use switchyard_compiler::https::{self, Https, Served, TlsRange, TlsVersion};
+use switchyard_compiler::https::{self, Https, LastServed, SecretRef, Served, TlsRange, TlsVersion};
 use switchyard_compiler::status::{Reason, Status};
 use switchyard_compiler::{Compiled, Options};
 use switchyard_table::SimpleRequest;
@@ -61,9 +61,20 @@ fn ingress(name: &str, created: &str, hosts: &[&str], tls: &str, annotations: &s
 
 /// Compiles and plans HTTPS, the findings added to the statuses.
 fn plan_with(yaml: &str, options: &Options) -> (Compiled, Https) {
+    plan_after(yaml, options, &LastServed::default())
+}
+
+/// [`plan_with`], after a plan that served `previous`.
+fn plan_after(yaml: &str, options: &Options, previous: &LastServed) -> (Compiled, Https) {
     let loaded = load(yaml);
     let mut compiled = switchyard_compiler::compile(&loaded.objects, options).unwrap();
-    let https = https::plan(&loaded.objects, &compiled.table, &compiled.statuses, NOW, options);
+    let https = https::plan(
+        &loaded.objects,
+        &compiled.table,
+        &compiled.statuses,
+        (NOW, options),
+        previous,
+    );
     https.annotate(&mut compiled.statuses);
     (compiled, https)
 }
@@ -411,6 +422,56 @@ fn ingress_nginx_serves_the_first_ingress_whose_secret_covers_the_host() {
         status_of(&compiled, "Ingress", "default", "first"),
         Reason::CertificateHostMismatch
     ));
+}
+
+#[test]
+fn ingress_nginx_keeps_the_last_good_certificate_of_a_secret_updated_to_unusable_content() {
+    let good = certificate(&["a.example.com"], NOW + 365 * DAY);
+    let ingress = nginx_ingress(
+        "first",
+        "2024-01-01T00:00:00Z",
+        "a.example.com",
+        "    - hosts: [a.example.com]\n      secretName: s\n",
+    );
+    let before = load(&(secret_of("default", "s", "kubernetes.io/tls", good.clone()) + &ingress));
+    let previous: LastServed = (before.objects.secrets.iter())
+        .map(|s| {
+            (
+                SecretRef {
+                    namespace: "default".into(),
+                    name: "s".into(),
+                },
+                s.clone(),
+            )
+        })
+        .collect();
+    let broken = secret_of(
+        "default",
+        "s",
+        "kubernetes.io/tls",
+        (good.0.clone(), "not a key".to_owned()),
+    );
+    let (compiled, https) = plan_after(&(broken.clone() + &ingress), &nginx_options(), &previous);
+    assert_eq!(
+        served(&https, "a.example.com").as_deref(),
+        Some("default/s"),
+        "the last good one"
+    );
+    assert!(https.kept.iter().any(|s| s.name == "s"));
+    let status = status_of(&compiled, "Ingress", "default", "first");
+    assert!(message(status, Reason::TLSSecretNotValid).contains("last good certificate is kept"));
+    let (_, fresh) = plan_after(&(broken + &ingress), &nginx_options(), &LastServed::default());
+    assert_eq!(
+        served(&fresh, "a.example.com"),
+        None,
+        "nothing good was served before: the default"
+    );
+    let (_, deleted) = plan_after(&ingress, &nginx_options(), &previous);
+    assert_eq!(
+        served(&deleted, "a.example.com"),
+        None,
+        "a deleted Secret is missing, not kept"
+    );
 }
 
 #[test]

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressTLS};
 
-use crate::https::secrets::TLS_OR_OPAQUE;
+use crate::https::certificate::Certificate;
+use crate::https::secrets::{SecretProblem, TLS_OR_OPAQUE};
 use crate::https::{Owners, SecretRef, Served, Stage, TlsRange};
 use crate::model::normalize_host;
 use crate::objects::{key_of, Age, Kind, ResourceKey};
@@ -207,6 +208,22 @@ fn ingress_nginx_host(host: &str, members: &[(Age, &Ingress)], range: TlsRange, 
                         cert.names.join(", ")
                     ),
                 ),
+                Err(SecretProblem::Unusable(problem)) if stage.previous.contains_key(&secret) => {
+                    // §8.2: ingress-nginx keeps the last good certificate of a Secret updated to
+                    // unusable content (`store/backend_ssl.go` `syncSecret`).
+                    let last = stage.previous.get(&secret).and_then(|s| Certificate::of_secret(s, TLS_OR_OPAQUE).ok());
+                    let Some(cert) = last.filter(|c| c.covers(host)) else { continue };
+                    stage.find(
+                        key,
+                        (ConditionKind::Warning, Reason::TLSSecretNotValid),
+                        &secret_field,
+                        format!("Secret {secret} was updated to content that cannot be served ({problem}): its last good certificate is kept for {host}, as ingress-nginx keeps it"),
+                    );
+                    stage.out.kept.insert(secret.clone());
+                    let why = format!("{field} of {}: the last good content of its Secret", key.display());
+                    stage.serve(host, Stage::served(&secret, &Arc::new(cert)), range, key, why);
+                    return;
+                }
                 Err(problem) if listed => stage.find(
                     key,
                     (ConditionKind::Warning, Reason::TLSSecretNotValid),

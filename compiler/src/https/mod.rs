@@ -189,6 +189,10 @@ pub struct Https {
     pub default: Served,
     /// Why `--default-certificate` is not used, when it is set but unusable (warned).
     pub default_problem: Option<String>,
+    /// The Secrets served with their last good content, not their current one (§8.2: an
+    /// ingress-nginx Secret updated to unusable content): the sidecar hands on what it served before.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub kept: BTreeSet<SecretRef>,
     /// What is wrong, or worth knowing, about the certificates the resources name (in the
     /// resources' statuses).
     #[serde(skip)]
@@ -241,10 +245,16 @@ impl Https {
 /// prefix of a rule's name).
 pub(crate) type Owners = BTreeMap<String, BTreeSet<ResourceKey>>;
 
+/// The Secrets served by the previous plan, by name: what an ingress-nginx Secret updated to
+/// unusable content falls back to (§8.2).
+pub type LastServed = BTreeMap<SecretRef, Arc<crate::objects::secret::Secret>>;
+
 /// What the kinds' choices share while the stage runs.
 pub(crate) struct Stage<'o> {
     /// The Secrets, read once each.
     pub secrets: Secrets<'o>,
+    /// The Secrets served last time.
+    pub previous: &'o LastServed,
     /// Seconds since the epoch, for expiry.
     pub now: i64,
     /// What the stage found so far.
@@ -332,8 +342,15 @@ impl Stage<'_> {
 
 /// The HTTPS stage: every host of `table` with its certificate, from the Secrets of `objects`;
 /// `statuses` are the compiler's; `now` is the time in seconds since the epoch (for §8.2's
-/// expiry); `options` give `--default-certificate` and ingress-nginx's ConfigMap (`ssl-protocols`).
-pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], now: i64, options: &Options) -> Https {
+/// expiry); `options` give `--default-certificate` and ingress-nginx's ConfigMap (`ssl-protocols`);
+/// `previous` are the Secrets the last plan served ([`LastServed`]).
+pub fn plan(
+    objects: &Objects,
+    table: &TableSpec,
+    statuses: &[ResourceStatus],
+    (now, options): (i64, &Options),
+    previous: &LastServed,
+) -> Https {
     let nginx: BTreeSet<(&str, &str)> = (statuses.iter())
         .filter(|s| s.kind == Kind::Ingress && s.conditions.iter().any(|c| c.about == Some(About::IngressNginx)))
         .map(|s| (s.namespace.as_str(), s.name.as_str()))
@@ -365,6 +382,7 @@ pub fn plan(objects: &Objects, table: &TableSpec, statuses: &[ResourceStatus], n
         .collect();
     let mut stage = Stage {
         secrets: Secrets::new(&objects.secrets),
+        previous,
         now,
         out: Https::default(),
     };

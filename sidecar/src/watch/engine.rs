@@ -40,6 +40,7 @@ use crate::watch::sink::https::HttpsOutput;
 use crate::watch::sink::{Output, Part, Sink};
 use crate::watch::source::Snapshot;
 use crate::watch::state::{PushRecord, Shared, SourceError};
+use switchyard_compiler::https::LastServed;
 use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
 use switchyard_compiler::model::Options;
@@ -160,7 +161,12 @@ impl Engine {
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let plan = switchyard_compiler::https::plan(&input.objects, table, statuses, now, self.compiler.options());
+        // What the last output served: the fallback of an ingress-nginx Secret updated to unusable
+        // content (ROUTING.md §8.2).
+        let empty = LastServed::default();
+        let previous = self.latest.as_ref().map_or(&empty, |l| &l.https.certificates);
+        let options = self.compiler.options();
+        let plan = switchyard_compiler::https::plan(&input.objects, table, statuses, (now, options), previous);
         let mut logged = self.default_problem.lock().unwrap_or_else(|e| e.into_inner());
         if plan.default_problem != *logged {
             if let Some(problem) = &plan.default_problem {
@@ -168,7 +174,7 @@ impl Engine {
             }
             logged.clone_from(&plan.default_problem);
         }
-        HttpsOutput::new(plan, &input.objects.secrets)
+        HttpsOutput::new(plan, &input.objects.secrets, previous)
     }
 
     /// Whether the last push failed and should be tried again.

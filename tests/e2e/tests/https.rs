@@ -619,3 +619,41 @@ fn ingress_nginx_ssl_passthrough_reaches_the_backend_undecrypted_beside_terminat
         (a.der.clone(), Some("blue"))
     );
 }
+
+#[test]
+fn an_ingress_nginx_secret_updated_to_unusable_content_keeps_its_last_good_certificate() {
+    let good = TestCertificate::new(&["n.example.com"]);
+    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
+    let nginx = ingress(
+        "n",
+        &["n.example.com"],
+        "blue",
+        "  - {hosts: [n.example.com], secretName: n-tls}\n",
+        "",
+    )
+    .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
+    let manifests = [
+        ("class.yaml", class.to_owned()),
+        ("n-tls.yaml", good.secret("shop", "n-tls")),
+        ("n.yaml", nginx),
+    ];
+    let https = Https::start_with(&manifests, None, &["--ingress-nginx-class", "nginx"]);
+    assert_eq!(
+        https.ask(Some("n.example.com"), "n.example.com").unwrap().certificate,
+        good.der
+    );
+    let broken = good.secret("shop", "n-tls").replace("PRIVATE KEY", "BROKEN KEY");
+    std::fs::write(https.dir.join("manifests/n-tls.yaml"), broken).unwrap();
+    https.eventually("the broken Secret said", || {
+        https
+            .watch
+            .status()
+            .to_string()
+            .contains("last good certificate is kept")
+    });
+    let answer = https.ask(Some("n.example.com"), "n.example.com").unwrap();
+    assert_eq!(
+        (answer.certificate, answer.response.backend()),
+        (good.der.clone(), Some("blue"))
+    );
+}

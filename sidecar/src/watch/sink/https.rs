@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use switchyard_compiler::https::listener::{sds_document, sds_file_name, HttpsOptions, DEFAULT_CERTIFICATE};
-use switchyard_compiler::https::{Https, SecretRef};
+use switchyard_compiler::https::{Https, LastServed, SecretRef};
 use switchyard_compiler::objects::secret::{Secret, CERTIFICATE, PRIVATE_KEY};
 use switchyard_compiler::order::fnv1a;
 
@@ -29,8 +29,9 @@ use crate::watch::sink::ecds::write_file;
 pub struct HttpsOutput {
     /// Each host's certificate, and the findings.
     pub plan: Https,
-    /// The Secrets the plan serves (only those), by name.
-    pub certificates: BTreeMap<SecretRef, Arc<Secret>>,
+    /// The Secrets the plan serves (only those), by name: their current objects, or the ones
+    /// served before for the Secrets the plan keeps ([`Https::kept`]).
+    pub certificates: LastServed,
 }
 
 impl PartialEq for HttpsOutput {
@@ -41,8 +42,8 @@ impl PartialEq for HttpsOutput {
 }
 
 impl HttpsOutput {
-    /// The plan and, from `secrets`, the ones it serves.
-    pub fn new(plan: Https, secrets: &[Arc<Secret>]) -> HttpsOutput {
+    /// The plan and, from `secrets` (or `previous`, for the ones it keeps), the ones it serves.
+    pub fn new(plan: Https, secrets: &[Arc<Secret>], previous: &LastServed) -> HttpsOutput {
         let served = plan.secrets();
         let certificates = (secrets.iter())
             .filter_map(|secret| {
@@ -56,6 +57,12 @@ impl HttpsOutput {
                 };
                 served.contains(&name).then(|| (name, secret.clone()))
             })
+            .map(
+                |(name, secret)| match (plan.kept.contains(&name), previous.get(&name)) {
+                    (true, Some(kept)) => (name, kept.clone()),
+                    _ => (name, secret),
+                },
+            )
             .collect();
         HttpsOutput { plan, certificates }
     }
