@@ -266,6 +266,50 @@ fn an_entry_without_hosts_applies_to_the_rule_hosts_its_certificate_covers() {
 }
 
 #[test]
+fn an_entry_without_a_secret_name_serves_its_hosts_the_default_and_says_nothing() {
+    let (compiled, https) = plan(&ingress(
+        "web",
+        "2024-01-01T00:00:00Z",
+        &["a.example.com"],
+        "    - hosts: [a.example.com]\n",
+        "",
+    ));
+    assert_eq!(served(&https, "a.example.com"), None);
+    let status = status_of(&compiled, "Ingress", "default", "web");
+    assert!(
+        status.conditions.iter().all(|c| !c.reason.as_str().starts_with("TLS")),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn every_rule_host_and_the_catch_all_of_an_ingress_are_served_on_https() {
+    let catch_all = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: all, namespace: default}\nspec:\n  defaultBackend: {service: {name: fallback, port: {number: 80}}}\n";
+    let (compiled, _) = plan(&(ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], "", "") + catch_all));
+    assert_eq!(
+        answer(&compiled, &https_request("https://a.example.com/")),
+        "default/web:80"
+    );
+    assert_eq!(
+        answer(&compiled, &https_request("https://anything.org/")),
+        "default/fallback:80"
+    );
+}
+
+#[test]
+fn an_opaque_secret_serves_an_httpproxy_root() {
+    let pair = certificate(&["p.example.com"], NOW + 365 * DAY);
+    let yaml = format!(
+        "{}{}",
+        secret_of("default", "p-tls", "Opaque", pair),
+        proxy("p", "    tls:\n      secretName: p-tls\n", "")
+    );
+    let (compiled, https) = plan(&yaml);
+    assert_eq!(served(&https, "p.example.com").as_deref(), Some("default/p-tls"));
+    assert_eq!(status(&compiled, "HTTPProxy", "default", "p"), Status::Valid);
+}
+
+#[test]
 fn a_listed_host_that_no_rule_names_is_ignored_and_said() {
     let yaml = format!(
         "{}{}",

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -248,7 +249,7 @@ struct Http {
     /// The winning rule, kept only when the table asks for the debug response header.
     rule: Option<RuleRef>,
     /// The `Strict-Transport-Security` value the upstream's response gets (ROUTING.md §8.4).
-    hsts: Option<String>,
+    hsts: Option<Arc<String>>,
 }
 
 impl Context for Http {}
@@ -311,7 +312,7 @@ impl HttpContext for Http {
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         if let Some(value) = self.hsts.take() {
-            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, HSTS_HEADER, Some(&value));
+            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, HSTS_HEADER, Some(value.as_str()));
         }
         if let (Some(rule), Some(table)) = (&self.rule, self.table.as_deref()) {
             if let Some(name) = rule.name(table.head()) {

@@ -218,7 +218,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
                     filter_envoy,
                     RESPONSE_HEADER,
                     ModuleBuffer::of(HSTS_HEADER),
-                    ModuleBuffer::of(&value),
+                    ModuleBuffer::of(value.as_str()),
                 );
             }
         }

@@ -276,7 +276,7 @@ pub struct Stream {
     /// The winning rule, kept only when the table asks for the debug response header.
     pub rule: Cell<Option<RuleRef>>,
     /// The `Strict-Transport-Security` value the upstream's response gets (ROUTING.md §8.4).
-    pub hsts: Cell<Option<String>>,
+    pub hsts: Cell<Option<Arc<String>>>,
 }
 
 thread_local! {

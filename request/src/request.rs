@@ -135,27 +135,20 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
 
 /// [`handle_request`], with the `Strict-Transport-Security` value the response of a routed request
 /// carries ([`Handled::hsts`]).
-pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, Option<String>) {
+pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, Option<Arc<String>>) {
     let request = HostRequest::new(&*host, table.cluster_header());
     let decision = table.route(&request, random);
-    let routed_hsts = decision.and_then(|d| hsts(d.rule, &request));
-    let outcome = answer(host, table, &request, decision.map(|d| (d.position, d)));
-    (outcome, upstream_hsts(outcome, routed_hsts))
-}
-
-/// The HSTS value the filter adds to the upstream's response: only a routed request's (a local
-/// reply carries it already).
-fn upstream_hsts(outcome: Outcome, value: Option<String>) -> Option<String> {
-    value.filter(|_| matches!(outcome, Outcome::Routed { .. }))
+    answer(host, table, &request, decision.map(|d| (d.position, d)))
 }
 
 /// ROUTING.md §8.4: the `Strict-Transport-Security` value of `rule` for `request`, when it came
-/// over HTTPS (`:scheme` is `https`, as Envoy sets it on a TLS connection).
-fn hsts(rule: &switchyard_table::Rule, request: &HostRequest<'_>) -> Option<String> {
-    let value = rule.hsts()?;
+/// over HTTPS (`:scheme` is `https`, as Envoy sets it on a TLS connection): the table's shared
+/// string, never copied.
+fn hsts(rule: &switchyard_table::Rule, request: &HostRequest<'_>) -> Option<Arc<String>> {
+    let value = rule.spec().hsts.as_ref()?;
     request
         .any_header_value(":scheme", &mut |s| s.eq_ignore_ascii_case("https"))
-        .then(|| value.to_owned())
+        .then(|| Arc::clone(value))
 }
 
 /// Where a request's winning rule is: its position in a whole table, or its shard's own table and
@@ -192,7 +185,7 @@ pub struct Handled {
     pub error: Option<TableError>,
     /// The `Strict-Transport-Security` value the filter sets on the upstream's response of a routed
     /// request (ROUTING.md §8.4); `None` for a local reply, which carries it already.
-    pub hsts: Option<String>,
+    pub hsts: Option<Arc<String>>,
 }
 
 /// [`handle_request`] with a table held in shards, decoded as requests need them (inflated by
@@ -200,10 +193,10 @@ pub struct Handled {
 pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, inflater: &dyn Inflater) -> Handled {
     let request = HostRequest::new(&*host, table.cluster_header());
     let mut rule = None;
-    let mut hsts_value = None;
+    let mut hsts = None;
     let routed = table.route(&request, random, inflater, |winner| {
-        hsts_value = winner.and_then(|w| hsts(w.decision.rule, &request));
-        let outcome = answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)));
+        let outcome;
+        (outcome, hsts) = answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)));
         if table.debug_rule_header() || matches!(outcome, Outcome::ClusterNotSet { .. }) {
             rule = winner.map(|w| RuleRef::Shard(Arc::clone(w.shard), w.decision.position));
         }
@@ -214,7 +207,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
             outcome,
             rule,
             error: None,
-            hsts: upstream_hsts(outcome, hsts_value),
+            hsts,
         },
         Err(error) => {
             host.remove_request_header(table.cluster_header());
@@ -237,15 +230,17 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
 }
 
 /// Acts on the decision for `request` (its winner's position in the table and the decision), with
-/// `table`'s settings (cluster header, no-route policy, debug header).
+/// `table`'s settings (cluster header, no-route policy, debug header); with the
+/// `Strict-Transport-Security` value the upstream's response gets ([`Handled::hsts`]: a routed
+/// request's; a local reply carries it itself).
 fn answer(
     host: &mut impl Host,
     table: &RouteTable,
     request: &HostRequest<'_>,
     decision: Option<(usize, Decision<'_>)>,
-) -> Outcome {
+) -> (Outcome, Option<Arc<String>>) {
     let Some((position, decision)) = decision else {
-        return match table.no_route() {
+        let outcome = match table.no_route() {
             NoRoute::Pass => {
                 host.remove_request_header(table.cluster_header());
                 Outcome::Passed
@@ -256,11 +251,12 @@ fn answer(
                 Outcome::NotFound
             }
         };
+        return (outcome, None);
     };
     let rule = decision.rule;
     let hsts = hsts(rule, request);
-    let hsts = hsts.as_deref().map(|value| (HSTS_HEADER, value));
-    match rule.action() {
+    let header = hsts.as_deref().map(|value| (HSTS_HEADER, value.as_str()));
+    let outcome = match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
                 .body
@@ -272,7 +268,7 @@ fn answer(
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
             }
-            headers.extend(hsts);
+            headers.extend(header);
             host.send_response(direct.status, &headers, &body);
             Outcome::Direct {
                 position,
@@ -284,13 +280,13 @@ fn answer(
             let Some((status, location)) = rule.redirect_for(request) else {
                 // Unreachable for a validated table (every redirect rule has its template).
                 host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
-                return Outcome::Direct { position, status: 500 };
+                return (Outcome::Direct { position, status: 500 }, None);
             };
             let mut headers = vec![("location", location.as_str())];
             if table.debug_rule_header() {
                 headers.push((RULE_NAME_HEADER, rule.name()));
             }
-            headers.extend(hsts);
+            headers.extend(header);
             host.send_response(status, &headers, "");
             Outcome::Direct { position, status }
         }
@@ -328,7 +324,9 @@ fn answer(
                 }
             }
         }
-    }
+    };
+    let upstream = hsts.filter(|_| matches!(outcome, Outcome::Routed { .. }));
+    (outcome, upstream)
 }
 
 /// The body of a local reply: the status's meaning, the host and the path (no query), nothing internal.
@@ -543,7 +541,7 @@ pub(crate) mod tests {
         let mut https = FakeHost::new("a.example", "/", &[(":scheme", "https")]);
         assert_eq!(
             handle_whole(&mut https, &table, 0),
-            (Outcome::Routed { position: 1 }, Some("max-age=60".into()))
+            (Outcome::Routed { position: 1 }, Some(Arc::new("max-age=60".to_owned())))
         );
         let mut plain = FakeHost::new("a.example", "/", &[(":scheme", "http")]);
         assert_eq!(handle_whole(&mut plain, &table, 0).1, None, "never on plain HTTP");

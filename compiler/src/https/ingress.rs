@@ -221,7 +221,7 @@ fn ingress_nginx_host(host: &str, members: &[(Age, &Ingress)], range: TlsRange, 
                     );
                     stage.out.kept.insert(secret.clone());
                     let why = format!("{field} of {}: the last good content of its Secret", key.display());
-                    stage.serve(host, Stage::served(&secret, &Arc::new(cert)), range, key, why);
+                    stage.serve(host, Stage::served(&secret, &cert), range, key, why);
                     return;
                 }
                 Err(problem) if listed => stage.find(

@@ -332,7 +332,7 @@ impl Stage<'_> {
     }
 
     /// `Served::Secret` of a certificate.
-    pub fn served(secret: &SecretRef, cert: &Arc<Certificate>) -> Served {
+    pub fn served(secret: &SecretRef, cert: &Certificate) -> Served {
         Served::Secret {
             secret: secret.clone(),
             fingerprint: cert.fingerprint.clone(),

@@ -29,11 +29,16 @@ impl Scheme {
 
 /// The condition: the request came with this `:scheme`.
 pub fn scheme_is(scheme: Scheme) -> ConditionSpec {
+    header_is(":scheme", scheme.word())
+}
+
+/// The condition: header `name` is exactly `value`.
+pub fn header_is(name: &str, value: &str) -> ConditionSpec {
     ConditionSpec {
         on: ConditionSource::Header,
-        name: Some(":scheme".to_owned()),
+        name: Some(name.to_owned()),
         op: MatchOp::Exact,
-        value: Some(scheme.word().to_owned()),
+        value: Some(value.to_owned()),
         invert: false,
         ignore_case: false,
     }

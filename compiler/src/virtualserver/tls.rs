@@ -5,9 +5,9 @@
 //! (`nginx.virtualserver.tmpl`), whether its Secret is usable or not. Which certificate it is
 //! served with is the HTTPS stage's ([`crate::https`]).
 
-use switchyard_table::{ActionSpec, ConditionSource, ConditionSpec, MatchOp, PathSpec, Redirect, RuleSpec};
+use switchyard_table::{ActionSpec, ConditionSpec, PathSpec, Redirect, RuleSpec};
 
-use crate::https::routing::{only, scheme_is, Scheme, HTTPS_LOCATION};
+use crate::https::routing::{header_is, only, scheme_is, Scheme, HTTPS_LOCATION};
 use crate::objects::nginx::VirtualServerTls;
 use crate::objects::ResourceKey;
 
@@ -43,14 +43,7 @@ impl ServerTls {
         };
         let plain = match redirect.based_on.as_deref().unwrap_or("scheme") {
             "scheme" => scheme_is(Scheme::Http),
-            "x-forwarded-proto" => ConditionSpec {
-                on: ConditionSource::Header,
-                name: Some("x-forwarded-proto".to_owned()),
-                op: MatchOp::Exact,
-                value: Some("http".to_owned()),
-                invert: false,
-                ignore_case: false,
-            },
+            "x-forwarded-proto" => header_is("x-forwarded-proto", "http"),
             other => {
                 return Err(format!(
                     "spec.tls.redirect.basedOn: {other:?} is not \"scheme\" or \"x-forwarded-proto\""

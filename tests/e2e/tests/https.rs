@@ -152,6 +152,20 @@ fn acme_solver(host: &str, spec: &str) -> String {
     )
 }
 
+/// ingress-nginx's IngressClass `nginx`, the Secret `shop/n-tls` holding `certificate` and the
+/// ingress-nginx Ingress `shop/n` routing `n.example.com` to blue with it (run with
+/// `--ingress-nginx-class nginx`).
+fn ingress_nginx_n(certificate: &TestCertificate) -> Vec<(&'static str, String)> {
+    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
+    let tls = "  - {hosts: [n.example.com], secretName: n-tls}\n";
+    let n = ingress("n", &["n.example.com"], "blue", tls, "").replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
+    vec![
+        ("class.yaml", class.to_owned()),
+        ("n-tls.yaml", certificate.secret("shop", "n-tls")),
+        ("n.yaml", n),
+    ]
+}
+
 /// The Secret `shop/a-tls` holding `certificate` and the Ingress `shop/web` routing `a.example.com`
 /// to blue with it, with `annotations`.
 fn web_a(certificate: &TestCertificate, annotations: &str) -> Vec<(&'static str, String)> {
@@ -346,25 +360,14 @@ fn a_virtualserver_whose_secret_is_missing_fails_its_handshakes_and_still_routes
 #[test]
 fn ingress_nginx_hosts_send_hsts_on_https_only_as_its_configmap_says() {
     let a = TestCertificate::new(&["n.example.com"]);
-    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
-    let nginx = ingress(
-        "n",
-        &["n.example.com"],
-        "blue",
-        "  - {hosts: [n.example.com], secretName: n-tls}\n",
-        "",
-    )
-    .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
-    let manifests = [
-        ("class.yaml", class.to_owned()),
-        ("n-tls.yaml", a.secret("shop", "n-tls")),
-        ("n.yaml", nginx),
+    let mut manifests = ingress_nginx_n(&a);
+    manifests.extend([
         ("own.yaml", ingress("own", &["own.example.com"], "green", "", "")),
         (
             "solver.yaml",
             acme_solver("n.example.com", "  ingressClassName: nginx\n"),
         ),
-    ];
+    ]);
     let https = Https::start_with(&manifests, None, &["--ingress-nginx-class", "nginx"]);
     let secure = https.ask(Some("n.example.com"), "n.example.com").unwrap();
     assert_eq!(secure.response.backend(), Some("blue"));
@@ -580,22 +583,9 @@ fn bench_tls_handshakes_and_requests_against_a_static_listener() {
 fn ingress_nginx_ssl_passthrough_reaches_the_backend_undecrypted_beside_terminated_hosts() {
     let backend = TlsBackend::start("secure", "secure.example.com");
     let a = TestCertificate::new(&["n.example.com"]);
-    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
     let passthrough = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: secure\n  namespace: default\n  annotations: {nginx.ingress.kubernetes.io/ssl-passthrough: \"true\"}\nspec:\n  ingressClassName: nginx\n  rules:\n  - host: secure.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: secure-app, port: {number: 8443}}}}\n";
-    let terminated = ingress(
-        "n",
-        &["n.example.com"],
-        "blue",
-        "  - {hosts: [n.example.com], secretName: n-tls}\n",
-        "",
-    )
-    .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
-    let manifests = [
-        ("class.yaml", class.to_owned()),
-        ("secure.yaml", passthrough.to_owned()),
-        ("n-tls.yaml", a.secret("shop", "n-tls")),
-        ("n.yaml", terminated),
-    ];
+    let mut manifests = ingress_nginx_n(&a);
+    manifests.push(("secure.yaml", passthrough.to_owned()));
     let flags = [
         "--ingress-nginx-class",
         "nginx",
@@ -623,20 +613,7 @@ fn ingress_nginx_ssl_passthrough_reaches_the_backend_undecrypted_beside_terminat
 #[test]
 fn an_ingress_nginx_secret_updated_to_unusable_content_keeps_its_last_good_certificate() {
     let good = TestCertificate::new(&["n.example.com"]);
-    let class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
-    let nginx = ingress(
-        "n",
-        &["n.example.com"],
-        "blue",
-        "  - {hosts: [n.example.com], secretName: n-tls}\n",
-        "",
-    )
-    .replace("spec:\n", "spec:\n  ingressClassName: nginx\n");
-    let manifests = [
-        ("class.yaml", class.to_owned()),
-        ("n-tls.yaml", good.secret("shop", "n-tls")),
-        ("n.yaml", nginx),
-    ];
+    let manifests = ingress_nginx_n(&good);
     let https = Https::start_with(&manifests, None, &["--ingress-nginx-class", "nginx"]);
     assert_eq!(
         https.ask(Some("n.example.com"), "n.example.com").unwrap().certificate,
