@@ -1,7 +1,10 @@
-//! The L4 routes ([`crate::l4`]) for Istio: a `networking.istio.io/v1beta1` Gateway that opens the ports
-//! on the ingress gateway (a TLS `PASSTHROUGH` server for the passthrough hosts, a `TCP` server per
-//! GlobalConfiguration TCP listener) and a VirtualService bound to it with `tls` routes by SNI host
-//! and `tcp` routes by port, each to the winner's Service.
+//! The L4 routes ([`crate::l4`]) and the HTTPS hosts ([`crate::https`]) for Istio: a
+//! `networking.istio.io/v1beta1` Gateway that opens the ports on the ingress gateway (a TLS
+//! `PASSTHROUGH` server for the passthrough hosts, the `HTTPS` servers of [`crate::https::istio`]
+//! on the same port, a `TCP` server per GlobalConfiguration TCP listener) and a VirtualService bound
+//! to it with `tls` routes by SNI host and `tcp` routes by port, each to the winner's Service. The
+//! HTTPS hosts need no route of ours: the gateway's HTTP filters (the Switchyard filter among them)
+//! and `deploy/istio/*/route.yaml` route them as they route port 80.
 //!
 //! Istio routes to a Service host and port (`svc.ns.svc.cluster.local`), not to a cluster name, so
 //! these objects do not use the cluster template. Istio's Gateway has no UDP servers: UDP listeners
@@ -11,25 +14,41 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::https::istio::{self, IstioHttpsOptions};
+use crate::https::{Https, Presented};
 use crate::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
 
 /// Where the two objects go and which gateway pods they configure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IstioL4Options {
+pub struct IstioGatewayOptions {
     /// The namespace of the Gateway and the VirtualService.
     pub namespace: String,
     /// Their name (both objects share it).
     pub name: String,
     /// The gateway pods' labels (`istio=ingressgateway`).
     pub selector: BTreeMap<String, String>,
-    /// The port of the TLS passthrough server.
+    /// The port of the TLS passthrough server and of the HTTPS servers.
     pub passthrough_port: u16,
+    /// `--reject-unknown-sni`: no default HTTPS server.
+    pub reject_unknown_sni: bool,
 }
 
-/// The Gateway: one TLS passthrough server for every passthrough host, one TCP server per TCP
-/// listener.
-pub fn gateway(routes: &L4Routes, options: &IstioL4Options) -> Value {
+/// The Gateway: one TLS passthrough server for every passthrough host, the HTTPS servers of the
+/// terminated hosts, one TCP server per TCP listener; and the Secrets its HTTPS servers name, by
+/// the name of their copies in the Gateway's namespace.
+pub fn gateway<'h>(
+    routes: &L4Routes,
+    https: &'h Https,
+    options: &IstioGatewayOptions,
+) -> (Value, BTreeMap<String, Presented<'h>>) {
     let mut servers = Vec::new();
+    let passthrough = hosts(&routes.passthrough);
+    let taken: Vec<&str> = passthrough.iter().map(String::as_str).collect();
+    let https_options = IstioHttpsOptions {
+        port: options.passthrough_port,
+        reject_unknown_sni: options.reject_unknown_sni,
+    };
+    let (terminated, copies) = istio::servers(https, &taken, https_options);
     if !routes.passthrough.is_empty() {
         servers.push(json!({
             "port": { "number": options.passthrough_port, "name": "tls-passthrough", "protocol": "TLS" },
@@ -37,23 +56,25 @@ pub fn gateway(routes: &L4Routes, options: &IstioL4Options) -> Value {
             "tls": { "mode": "PASSTHROUGH" },
         }));
     }
+    servers.extend(terminated);
     for listener in tcp_listeners(routes) {
         servers.push(json!({
             "port": { "number": listener.port, "name": format!("tcp-{}", listener.name), "protocol": "TCP" },
             "hosts": ["*"],
         }));
     }
-    json!({
+    let gateway = json!({
         "apiVersion": "networking.istio.io/v1beta1",
         "kind": "Gateway",
         "metadata": { "name": options.name, "namespace": options.namespace },
         "spec": { "selector": options.selector, "servers": servers },
-    })
+    });
+    (gateway, copies)
 }
 
 /// The VirtualService bound to [`gateway`]: `tls` routes by SNI host on the passthrough port, `tcp`
 /// routes by listener port (a TCP listener's SNI hosts as `tls` routes on its port).
-pub fn virtual_service(routes: &L4Routes, options: &IstioL4Options) -> Value {
+pub fn virtual_service(routes: &L4Routes, options: &IstioGatewayOptions) -> Value {
     let mut tls = Vec::new();
     let mut tcp = Vec::new();
     for route in &routes.passthrough {
@@ -124,12 +145,13 @@ mod tests {
         L4Route::to_service("shop", host, service, port)
     }
 
-    fn options() -> IstioL4Options {
-        IstioL4Options {
+    fn options() -> IstioGatewayOptions {
+        IstioGatewayOptions {
             namespace: "istio-system".into(),
             name: "switchyard-l4".into(),
             selector: BTreeMap::from([("istio".to_owned(), "ingressgateway".to_owned())]),
             passthrough_port: 443,
+            reject_unknown_sni: false,
         }
     }
 
@@ -155,7 +177,9 @@ mod tests {
 
     #[test]
     fn passthrough_hosts_are_a_tls_passthrough_server_and_tcp_listeners_tcp_servers() {
-        let gateway = gateway(&routes(), &options());
+        let https = Https::default();
+        let (gateway, copies) = gateway(&routes(), &https, &options());
+        assert!(copies.is_empty());
         let servers = &gateway["spec"]["servers"];
         assert_eq!(servers[0]["tls"]["mode"], "PASSTHROUGH");
         assert_eq!(servers[0]["hosts"], json!(["app.example.com"]));

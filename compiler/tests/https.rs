@@ -971,3 +971,126 @@ fn ingress_nginx_ssl_passthrough_passes_tls_to_the_root_paths_service_only_with_
         "port 80 still routes"
     );
 }
+
+// Istio's gateway (§8 through `--istio-gateway`)
+
+fn istio_servers(yaml: &str, reject_unknown_sni: bool) -> (Vec<serde_json::Value>, Vec<(String, String)>) {
+    let (compiled, https) = plan(yaml);
+    let taken: Vec<&str> = (compiled.l4.passthrough.iter())
+        .filter_map(|r| r.host.as_deref())
+        .collect();
+    let options = https::istio::IstioHttpsOptions {
+        port: 443,
+        reject_unknown_sni,
+    };
+    let (servers, copies) = https::istio::servers(&https, &taken, options);
+    let copies = (copies.into_iter())
+        .map(|(name, presented)| (name, format!("{presented:?}")))
+        .collect();
+    (servers, copies)
+}
+
+#[test]
+fn istio_serves_each_certificate_from_its_copy_in_the_gateway_namespace() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "a-tls", &["a.example.com"]),
+        ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], ENTRY_A, "")
+    );
+    let (servers, copies) = istio_servers(&yaml, true);
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    assert_eq!(servers[0]["hosts"], serde_json::json!(["a.example.com"]));
+    assert_eq!(
+        servers[0]["port"],
+        serde_json::json!({ "number": 443, "name": "https-0", "protocol": "HTTPS" })
+    );
+    assert_eq!(
+        servers[0]["tls"],
+        serde_json::json!({
+            "mode": "SIMPLE",
+            "credentialName": "switchyard.default.a-tls",
+            "minProtocolVersion": "TLSV1_2",
+            "maxProtocolVersion": "TLSV1_3",
+        })
+    );
+    assert_eq!(copies.len(), 1);
+    assert_eq!(copies[0].0, "switchyard.default.a-tls");
+    assert!(copies[0].1.contains("a-tls"), "{copies:?}");
+}
+
+#[test]
+fn istio_serves_unknown_names_and_hosts_without_a_usable_secret_from_a_default_server() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "a-tls", &["a.example.com"]),
+        ingress(
+            "web",
+            "2024-01-01T00:00:00Z",
+            &["a.example.com", "b.example.com"],
+            &format!("{ENTRY_A}    - hosts: [b.example.com]\n      secretName: missing\n"),
+            ""
+        )
+    );
+    let (servers, copies) = istio_servers(&yaml, false);
+    let hosts: Vec<&serde_json::Value> = servers.iter().map(|s| &s["hosts"]).collect();
+    assert_eq!(
+        hosts,
+        [&serde_json::json!(["a.example.com"]), &serde_json::json!(["*"])],
+        "b.example.com has no server of its own"
+    );
+    assert_eq!(servers[1]["tls"]["credentialName"], https::istio::MADE_CREDENTIAL);
+    assert_eq!(servers[1]["port"]["name"], "https-1");
+    let names: Vec<&str> = copies.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, [https::istio::MADE_CREDENTIAL, "switchyard.default.a-tls"]);
+
+    let (servers, copies) = istio_servers(&yaml, true);
+    assert_eq!(servers.len(), 1, "--reject-unknown-sni: no default server");
+    assert_eq!(copies.len(), 1);
+}
+
+#[test]
+fn istio_gets_no_https_server_while_no_host_has_a_certificate_of_its_own() {
+    let (servers, copies) = istio_servers(
+        &ingress("web", "2024-01-01T00:00:00Z", &["a.example.com"], "", ""),
+        false,
+    );
+    assert!(servers.is_empty() && copies.is_empty(), "{servers:?}");
+}
+
+#[test]
+fn istio_has_no_server_for_a_host_whose_handshakes_must_fail() {
+    let (servers, copies) = istio_servers(&virtual_server("  tls:\n    secret: v-tls\n"), true);
+    assert!(servers.is_empty(), "{servers:?}");
+    assert!(copies.is_empty());
+}
+
+#[test]
+fn istio_servers_carry_each_hosts_tls_range() {
+    let yaml = format!(
+        "{}{}",
+        tls_secret("default", "p-tls", &["p.example.com"]),
+        proxy(
+            "p",
+            "    tls:\n      secretName: p-tls\n      minimumProtocolVersion: \"1.3\"\n",
+            ""
+        )
+    );
+    let (servers, _) = istio_servers(&yaml, true);
+    assert_eq!(servers[0]["tls"]["minProtocolVersion"], "TLSV1_3");
+    assert_eq!(servers[0]["tls"]["maxProtocolVersion"], "TLSV1_3");
+}
+
+#[test]
+fn istio_copy_names_keep_namespace_and_name_apart_and_fit_a_secret_name() {
+    let name = |namespace: &str, name: &str| {
+        https::istio::credential_name(&SecretRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    };
+    assert_ne!(name("a-b", "c"), name("a", "b-c"));
+    let long = "x".repeat(253);
+    let hashed = name("shop", &long);
+    assert!(hashed.len() <= 253 && hashed.starts_with("switchyard."), "{hashed}");
+    assert_ne!(hashed, name("shop", &"y".repeat(253)));
+}

@@ -15,11 +15,9 @@
 //! SDS takes one secret per file), replaced atomically: a renewed Secret reaches new handshakes
 //! without the listener changing, so no connection drains.
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Value};
 
-use crate::https::{Https, Served, TlsRange};
+use crate::https::{Https, Presented, Served, TlsRange};
 
 /// The SDS name of the default certificate.
 pub const DEFAULT_CERTIFICATE: &str = "switchyard-default-certificate";
@@ -120,48 +118,33 @@ fn answer_of(chain: &Value) -> SniAnswer {
     }
 }
 
-/// The SDS name of what a chain is served with (`None`: no certificate, the handshake fails);
-/// `default` is what [`Served::Default`] stands for.
-fn sds_name(served: &Served, default: &Served) -> Option<String> {
-    match served {
-        Served::Secret { secret, .. } => Some(secret.to_string()),
-        Served::Default => match default {
-            Served::Secret { .. } => sds_name(default, &Served::Default),
-            Served::Default | Served::Refused => Some(DEFAULT_CERTIFICATE.to_owned()),
-        },
-        Served::Refused => None,
-    }
+/// The SDS name of a certificate presented (`None`: no certificate, the handshake fails).
+fn sds_name(presented: Option<Presented<'_>>) -> Option<String> {
+    presented.map(|presented| match presented {
+        Presented::Secret(secret) => secret.to_string(),
+        Presented::Made => DEFAULT_CERTIFICATE.to_owned(),
+    })
 }
 
 /// The filter chains of the terminated hosts of `https` (passthrough hosts excluded: `taken`),
 /// and the default chain.
 pub fn chains(https: &Https, taken: &[&str], options: &HttpsOptions) -> (Vec<Value>, Value) {
-    let mut groups: BTreeMap<(Option<String>, TlsRange), Vec<&str>> = BTreeMap::new();
-    for host in &https.hosts {
-        if taken.contains(&host.host.as_str()) {
-            continue;
-        }
-        groups
-            .entry((sds_name(&host.served, &https.default), host.versions))
-            .or_default()
-            .push(&host.host);
-    }
-    let default_name = sds_name(&Served::Default, &https.default).unwrap_or_else(|| DEFAULT_CERTIFICATE.to_owned());
+    let default_name = sds_name(https.presented(&Served::Default)).unwrap_or_else(|| DEFAULT_CERTIFICATE.to_owned());
     // §8.1.5: the hosts a connection that got the default certificate may not ask for.
     let strict: Vec<&str> = (https.hosts.iter())
         .filter(|h| h.strict_sni && !taken.contains(&h.host.as_str()))
         .map(|h| h.host.as_str())
         .collect();
-    let chains = (groups.iter())
-        .map(|((name, range), hosts)| {
-            let mut chain = match name {
+    let chains = (https.groups(taken).into_iter())
+        .map(|((presented, range), hosts)| {
+            let mut chain = match sds_name(presented) {
                 // A connection that got a host's own certificate asks only for the hosts served
                 // with the same certificate; the default certificate's chains are as the default.
-                Some(name) if *name != default_name => {
-                    let served = same_certificate(https, name);
-                    terminating_chain(name, *range, Misdirected::AllBut(&served), options)
+                Some(name) if name != default_name => {
+                    let served = same_certificate(https, &name);
+                    terminating_chain(&name, range, Misdirected::AllBut(&served), options)
                 }
-                Some(name) => terminating_chain(name, *range, Misdirected::Only(&strict), options),
+                Some(name) => terminating_chain(&name, range, Misdirected::Only(&strict), options),
                 None => refusing_chain(),
             };
             chain["name"] = json!(format!("https-{}", hosts[0]));
@@ -177,7 +160,7 @@ pub fn chains(https: &Https, taken: &[&str], options: &HttpsOptions) -> (Vec<Val
 /// The hosts served with certificate `sds_name`, whatever their range.
 fn same_certificate<'h>(https: &'h Https, sds_name: &str) -> Vec<&'h str> {
     (https.hosts.iter())
-        .filter(|h| self::sds_name(&h.served, &https.default).as_deref() == Some(sds_name))
+        .filter(|h| self::sds_name(https.presented(&h.served)).as_deref() == Some(sds_name))
         .map(|h| h.host.as_str())
         .collect()
 }

@@ -14,6 +14,7 @@
 //! ingress-nginx's), [`httpproxy`] (§8.5), [`virtualserver`] (§8.6).
 
 pub mod certificate;
+pub mod istio;
 pub mod listener;
 pub mod routing;
 pub mod secrets;
@@ -211,6 +212,31 @@ impl Https {
             .collect()
     }
 
+    /// What a handshake for `served` is given: `Default` resolved to `--default-certificate`'s
+    /// Secret or the made one; `None` for [`Served::Refused`] (the handshake fails).
+    pub fn presented<'a>(&'a self, served: &'a Served) -> Option<Presented<'a>> {
+        match (served, &self.default) {
+            (Served::Secret { secret, .. }, _) | (Served::Default, Served::Secret { secret, .. }) => {
+                Some(Presented::Secret(secret))
+            }
+            (Served::Default, Served::Default | Served::Refused) => Some(Presented::Made),
+            (Served::Refused, _) => None,
+        }
+    }
+
+    /// The terminated hosts (those of `taken`, passed through, left out) grouped by what their
+    /// handshakes are given and their TLS range, in order: a gateway's filter chain or server each.
+    pub fn groups(&self, taken: &[&str]) -> BTreeMap<(Option<Presented<'_>>, TlsRange), Vec<&str>> {
+        let mut groups: BTreeMap<(Option<Presented<'_>>, TlsRange), Vec<&str>> = BTreeMap::new();
+        for host in self.hosts.iter().filter(|h| !taken.contains(&h.host.as_str())) {
+            groups
+                .entry((self.presented(&host.served), host.versions))
+                .or_default()
+                .push(&host.host);
+        }
+        groups
+    }
+
     /// The host `sni` selects (§8.1.1): the same host, else the `*.` host one label above it;
     /// `None`: the default certificate.
     pub fn select(&self, sni: &str) -> Option<&HostTls> {
@@ -239,6 +265,15 @@ impl Https {
             }
         }
     }
+}
+
+/// The certificate a handshake is given ([`Https::presented`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Presented<'a> {
+    /// This Secret's.
+    Secret(&'a SecretRef),
+    /// The default certificate made at start (§8.1.2).
+    Made,
 }
 
 /// The owners of every host of the table: the resources whose rules route it (`Kind/ns/name`, the

@@ -185,12 +185,15 @@ pub struct WatchArgs {
     /// the same user); a renewed Secret reaches new handshakes without a listener change.
     #[arg(long, value_name = "DIR", requires_all = ["lds_file", "ecds_file"])]
     pub sds_dir: Option<PathBuf>,
-    /// With --sds-dir: a handshake without SNI, or naming no host, fails instead of getting the
-    /// default certificate (ROUTING.md §8.1.2; ingress-nginx's ssl-reject-handshake).
-    #[arg(long, requires = "sds_dir")]
+    /// With --sds-dir or --istio-gateway: a handshake without SNI, or naming no host, fails
+    /// instead of getting the default certificate (ROUTING.md §8.1.2; ingress-nginx's
+    /// ssl-reject-handshake).
+    #[arg(long)]
     pub reject_unknown_sni: bool,
     /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
-    /// TLS passthrough hosts and TCP listeners (server-side apply; the leader only).
+    /// TLS passthrough hosts and TCP listeners, and the HTTPS hosts of the Ingresses, HTTPProxies
+    /// and VirtualServers (ROUTING.md §8) on --tls-passthrough-port, their certificates copied into
+    /// the Gateway's namespace (Istio reads them only there). Server-side apply; the leader only.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub istio_gateway: Option<String>,
     #[command(flatten)]

@@ -60,7 +60,7 @@ use crate::watch::sink::Sink;
 use crate::watch::source::debounce::Debounce;
 use crate::watch::source::folder::Watched;
 use crate::watch::state::Shared;
-use switchyard_compiler::l4_istio::IstioL4Options;
+use switchyard_compiler::l4_istio::IstioGatewayOptions;
 
 /// Runs `switchyard watch` until Ctrl-C or SIGTERM; `Err` is the message for a fatal error.
 pub fn run(args: WatchArgs) -> Result<(), String> {
@@ -287,13 +287,20 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
     }
     if let (Some(target), Some(client)) = (&args.istio_gateway, client) {
         let (namespace, name) = parse_target(target)?;
-        let options = IstioL4Options {
+        let options = IstioGatewayOptions {
             namespace,
             name,
             selector: args.selector()?,
             passthrough_port: args.l4.options().passthrough_port,
+            reject_unknown_sni: args.reject_unknown_sni,
         };
-        sinks.push(Sink::IstioGateway(IstioGateway::new(client.clone(), options)));
+        sinks.push(Sink::IstioGateway(IstioGateway::new(client.clone(), options)?));
+    }
+    if args.reject_unknown_sni && args.sds_dir.is_none() && args.istio_gateway.is_none() {
+        return Err(
+            "--reject-unknown-sni: give --sds-dir DIR or --istio-gateway NS/NAME: it says how they serve HTTPS"
+                .to_owned(),
+        );
     }
     if sinks.is_empty() {
         return Err(

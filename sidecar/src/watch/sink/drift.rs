@@ -53,6 +53,11 @@ pub fn record_applied(slot: &AppliedSlot, object: Value, resource_version: Optio
     });
 }
 
+/// Records that a sink deleted an object on purpose: its follower no longer repairs it.
+pub fn forget_applied(slot: &AppliedSlot) {
+    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+}
+
 /// One object a sink writes, to follow.
 #[derive(Clone)]
 pub struct Followed {

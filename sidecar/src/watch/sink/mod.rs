@@ -8,7 +8,7 @@
 //! | table file | `-o` | table | a file |
 //! | [`istio::IstioSink`] | `--wasmplugin`, `--envoyfilter` | table | the cluster |
 //! | [`l4::LdsFile`] | `--lds-file` | L4 | a file beside Envoy |
-//! | [`l4::IstioGateway`] | `--istio-gateway` | L4 | the cluster |
+//! | [`l4::IstioGateway`] (with [`credentials`]) | `--istio-gateway` | L4 | the cluster |
 //!
 //! What is common lives once, in [`delivery::Sinks`]: each sink is pushed only the part it does not
 //! hold yet, a failed push is retried with the newest output, a failing sink is logged once when it
@@ -20,6 +20,7 @@
 //!
 //! Every sink is idempotent, so a failed push is simply retried with the newest output.
 
+pub mod credentials;
 pub mod delivery;
 pub mod drift;
 pub mod ecds;
@@ -152,7 +153,7 @@ impl Sink {
             Sink::TableFile(path) => Ok(write_atomically(path, output.pretty.as_bytes())?),
             Sink::Istio(istio) => istio.apply(output.config).await,
             Sink::Lds(lds) => Ok(lds.write(&output.output.l4, &output.output.https)?),
-            Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4).await?),
+            Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4, &output.output.https).await?),
         }
     }
 }
