@@ -93,6 +93,8 @@ pub enum Why {
     Services,
     /// Secrets changed: the certificates of every HTTPS host (ROUTING.md §8).
     Secrets,
+    /// EndpointSlices changed: the clusters' endpoints, never a rule.
+    Endpoints,
     /// HTTPProxies, VirtualServers, VirtualServerRoutes, TransportServers or GlobalConfigurations
     /// changed: inclusion and NGINX's rules reach across resources.
     OtherKinds,
@@ -115,6 +117,7 @@ impl Why {
             Why::IngressClasses => "IngressClasses changed",
             Why::Services => "Services changed",
             Why::Secrets => "Secrets changed",
+            Why::Endpoints => "EndpointSlices changed",
             Why::OtherKinds => "HTTPProxy or NGINX objects changed",
             Why::SharedHost => "an Ingress changed on a host another kind claims",
             Why::IngressNginx => "an ingress-nginx Ingress changed beyond its own servers",
@@ -601,6 +604,7 @@ impl State {
                     Kind::IngressClass => Why::IngressClasses,
                     Kind::Service => Why::Services,
                     Kind::Secret => Why::Secrets,
+                    Kind::EndpointSlice => Why::Endpoints,
                     Kind::HTTPProxy
                     | Kind::VirtualServer
                     | Kind::VirtualServerRoute

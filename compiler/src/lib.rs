@@ -63,6 +63,7 @@ pub mod processor;
 pub mod services;
 pub mod status;
 pub mod transportserver;
+pub mod upstream;
 pub mod virtualserver;
 
 pub use model::{CompileError, HostCollision, Options};

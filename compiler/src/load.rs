@@ -393,6 +393,7 @@ fn add_object(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Res
         }
         Kind::Service
         | Kind::Secret
+        | Kind::EndpointSlice
         | Kind::HTTPProxy
         | Kind::VirtualServer
         | Kind::VirtualServerRoute

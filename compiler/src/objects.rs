@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
@@ -134,6 +135,15 @@ objects! {
     /// Secrets: the certificates of the HTTPS listener (ROUTING.md §8), only their `tls.crt` and
     /// `tls.key` ([`secret`]).
     secrets: secret::Secret => Secret same(secret::Secret::same_content),
+    /// EndpointSlices: the endpoints of the Services the table names, for the clusters the
+    /// sidecar gives Envoy ([`crate::upstream`]); they change no rule.
+    endpoint_slices: EndpointSlice => EndpointSlice same(same_endpoints),
+}
+
+/// Whether two versions of an EndpointSlice hold the same endpoints and ports (an EndpointSlice has
+/// no `spec`).
+fn same_endpoints(a: &EndpointSlice, b: &EndpointSlice) -> bool {
+    a.endpoints == b.endpoints && a.ports == b.ports && a.metadata.labels == b.metadata.labels
 }
 
 /// Where each kind with a class ([`Kind::has_class`]) writes it ([`Object::class_name`]).
@@ -520,6 +530,8 @@ crate::vocabulary! {
         Service,
         /// `v1` Secret (certificates, ROUTING.md §8; no status).
         Secret,
+        /// `discovery.k8s.io/v1` EndpointSlice (a Service's endpoints; no status).
+        EndpointSlice,
     }
 }
 
@@ -539,6 +551,7 @@ impl Kind {
                 "k8s.nginx.org/v1"
             }
             Kind::Service | Kind::Secret => "v1",
+            Kind::EndpointSlice => "discovery.k8s.io/v1",
         }
     }
 
@@ -553,7 +566,8 @@ impl Kind {
             | Kind::TransportServer
             | Kind::GlobalConfiguration
             | Kind::Service
-            | Kind::Secret => &[],
+            | Kind::Secret
+            | Kind::EndpointSlice => &[],
         }
     }
 
@@ -569,6 +583,7 @@ impl Kind {
             Kind::GlobalConfiguration => "globalconfigurations",
             Kind::Service => "services",
             Kind::Secret => "secrets",
+            Kind::EndpointSlice => "endpointslices",
         }
     }
 
@@ -583,7 +598,8 @@ impl Kind {
             | Kind::TransportServer
             | Kind::GlobalConfiguration
             | Kind::Service
-            | Kind::Secret => true,
+            | Kind::Secret
+            | Kind::EndpointSlice => true,
         }
     }
 
@@ -596,7 +612,9 @@ impl Kind {
             | Kind::VirtualServer
             | Kind::VirtualServerRoute
             | Kind::TransportServer => true,
-            Kind::IngressClass | Kind::GlobalConfiguration | Kind::Service | Kind::Secret => false,
+            Kind::IngressClass | Kind::GlobalConfiguration | Kind::Service | Kind::Secret | Kind::EndpointSlice => {
+                false
+            }
         }
     }
 
@@ -605,7 +623,12 @@ impl Kind {
         match self {
             Kind::IngressClass => 0,
             Kind::Ingress => 1,
-            Kind::HTTPProxy | Kind::TransportServer | Kind::GlobalConfiguration | Kind::Service | Kind::Secret => 2,
+            Kind::HTTPProxy
+            | Kind::TransportServer
+            | Kind::GlobalConfiguration
+            | Kind::Service
+            | Kind::Secret
+            | Kind::EndpointSlice => 2,
             Kind::VirtualServer => 3,
             Kind::VirtualServerRoute => 4,
         }

@@ -72,7 +72,12 @@ pub fn processors_of(kind: Kind) -> &'static [&'static dyn Processor] {
         Kind::HTTPProxy => &[&HTTPProxies],
         Kind::VirtualServer => &[&VirtualServers],
         Kind::TransportServer => &[&TransportServers],
-        Kind::VirtualServerRoute | Kind::GlobalConfiguration | Kind::IngressClass | Kind::Service | Kind::Secret => &[],
+        Kind::VirtualServerRoute
+        | Kind::GlobalConfiguration
+        | Kind::IngressClass
+        | Kind::Service
+        | Kind::Secret
+        | Kind::EndpointSlice => &[],
     }
 }
 

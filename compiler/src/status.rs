@@ -666,7 +666,8 @@ impl Kind {
             | Kind::IngressClass
             | Kind::GlobalConfiguration
             | Kind::Service
-            | Kind::Secret => None,
+            | Kind::Secret
+            | Kind::EndpointSlice => None,
         }
     }
 
@@ -686,7 +687,8 @@ impl Kind {
             | Kind::TransportServer
             | Kind::GlobalConfiguration
             | Kind::Service
-            | Kind::Secret => HostStatuses {
+            | Kind::Secret
+            | Kind::EndpointSlice => HostStatuses {
                 host_taken: Status::Accepted,
                 all_hosts_taken: Status::Rejected,
                 path_taken: Status::Accepted,

@@ -190,6 +190,14 @@ pub struct WatchArgs {
     /// ssl-reject-handshake).
     #[arg(long)]
     pub reject_unknown_sni: bool,
+    /// Give Envoy its clusters (issue "The upstream side"): DIR/cds.json (CDS, Envoy's
+    /// `cds_config.path_config_source`) holds one cluster for every backend the table and the L4
+    /// routes name (the --cluster-template's names), and DIR/eds/ one EDS file per cluster with
+    /// the ready endpoints of its Service's EndpointSlices (an ExternalName Service is a DNS
+    /// cluster). With --kubernetes, EndpointSlices are watched (RBAC: list and watch
+    /// endpointslices). A pod that comes or goes rewrites one small EDS file.
+    #[arg(long, value_name = "DIR")]
+    pub clusters_dir: Option<PathBuf>,
     /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
     /// TLS passthrough hosts and TCP listeners, and the HTTPS hosts of the Ingresses, HTTPProxies
     /// and VirtualServers (ROUTING.md §8) on --tls-passthrough-port, their certificates copied into

@@ -43,8 +43,10 @@ use crate::watch::state::{PushRecord, Shared, SourceError};
 use switchyard_compiler::https::LastServed;
 use switchyard_compiler::incremental::{Incremental, Path};
 use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
+use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::model::Options;
 use switchyard_compiler::status::{ResourceStatus, Status};
+use switchyard_compiler::upstream::Upstream;
 use switchyard_table::TableSpec;
 
 /// The warning for a cluster where every resource of the kinds classes select (Ingress, HTTPProxy and
@@ -177,6 +179,15 @@ impl Engine {
         HttpsOutput::new(plan, &input.objects.secrets, previous)
     }
 
+    /// The clusters of `table` and `l4` with their endpoints, when a sink gives Envoy its clusters
+    /// (`--clusters-dir`); none otherwise.
+    fn upstream(&self, input: &Snapshot, table: &TableSpec, l4: &L4Routes) -> Upstream {
+        if self.sinks.names(Part::Clusters).is_empty() {
+            return Upstream::default();
+        }
+        switchyard_compiler::upstream::plan(&input.objects, table, l4, self.compiler.options())
+    }
+
     /// Whether the last push failed and should be tried again.
     pub fn needs_retry(&self) -> bool {
         self.sinks.needs_retry()
@@ -272,11 +283,17 @@ impl Engine {
             Some(latest) => latest.https.clone(),
             None => Arc::new(https),
         };
+        let upstream = self.upstream(input, &table, &l4);
+        let upstream = match latest.filter(|l| *l.upstream == upstream) {
+            Some(latest) => latest.upstream.clone(),
+            None => Arc::new(upstream),
+        };
         let output = Arc::new(Output {
             table,
             rule_hashes,
             l4,
             https,
+            upstream,
         });
         self.latest = Some(output.clone());
         if !self.sinks.needs_retry() && self.pushed.as_ref().is_some_and(|p| Part::Table.same(p, &output)) {

@@ -51,6 +51,7 @@ use crate::watch::args::WatchArgs;
 use crate::watch::engine::Engine;
 use crate::watch::lead::leader::Leader;
 use crate::watch::lead::lease::Elector;
+use crate::watch::sink::clusters::ClustersDir;
 use crate::watch::sink::ecds::{EcdsEncoding, EcdsFile};
 use crate::watch::sink::envoy_admin::EnvoyAdmin;
 use crate::watch::sink::https::SdsFolder;
@@ -224,6 +225,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
                 httpproxy: !args.without_httpproxy,
                 virtualserver: !args.without_virtualserver,
                 transportserver: !args.without_transportserver,
+                endpoints: args.clusters_dir.is_some(),
                 controller_name,
                 leader,
             };
@@ -285,6 +287,9 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             sds,
         }));
     }
+    if let Some(dir) = &args.clusters_dir {
+        sinks.push(Sink::Clusters(ClustersDir::new(dir)));
+    }
     if let (Some(target), Some(client)) = (&args.istio_gateway, client) {
         let (namespace, name) = parse_target(target)?;
         let options = IstioGatewayOptions {
@@ -304,7 +309,7 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
     }
     if sinks.is_empty() {
         return Err(
-            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME, --wasmplugin NS/NAME, --lds-file PATH or --istio-gateway NS/NAME"
+            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME, --wasmplugin NS/NAME, --lds-file PATH, --clusters-dir DIR or --istio-gateway NS/NAME"
                 .to_owned(),
         );
     }

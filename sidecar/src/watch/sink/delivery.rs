@@ -369,6 +369,7 @@ fn record(
             let what = match part {
                 Part::Table => format!("table {table}: push"),
                 Part::L4 => "L4 push".to_owned(),
+                Part::Clusters => "clusters push".to_owned(),
             };
             state.sink_failed(name, &what, &e);
             slot.held = None;
@@ -398,6 +399,7 @@ mod tests {
             rule_hashes: None,
             l4: Arc::new(l4),
             https: Arc::default(),
+            upstream: Arc::default(),
         })
     }
 

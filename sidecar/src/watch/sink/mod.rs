@@ -9,6 +9,7 @@
 //! | [`istio::IstioSink`] | `--wasmplugin`, `--envoyfilter` | table | the cluster |
 //! | [`l4::LdsFile`] | `--lds-file` | L4 | a file beside Envoy |
 //! | [`l4::IstioGateway`] (with [`credentials`]) | `--istio-gateway` | L4 | the cluster |
+//! | [`clusters::ClustersDir`] | `--clusters-dir` | clusters | files beside Envoy |
 //!
 //! What is common lives once, in [`delivery::Sinks`]: each sink is pushed only the part it does not
 //! hold yet, a failed push is retried with the newest output, a failing sink is logged once when it
@@ -20,6 +21,7 @@
 //!
 //! Every sink is idempotent, so a failed push is simply retried with the newest output.
 
+pub mod clusters;
 pub mod credentials;
 pub mod delivery;
 pub mod drift;
@@ -34,8 +36,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use switchyard_compiler::l4::L4Routes;
+use switchyard_compiler::upstream::Upstream;
 use switchyard_table::TableSpec;
 
+use crate::watch::sink::clusters::ClustersDir;
 use crate::watch::sink::drift::Followed;
 use crate::watch::sink::ecds::{write_atomically, EcdsFile};
 use crate::watch::sink::error::PushError;
@@ -55,6 +59,8 @@ pub struct Output {
     pub l4: Arc<L4Routes>,
     /// The HTTPS listener's certificates (ROUTING.md §8), which travel with the listeners.
     pub https: Arc<HttpsOutput>,
+    /// The clusters and their endpoints (`--clusters-dir`; empty without it).
+    pub upstream: Arc<Upstream>,
 }
 
 /// The part of the [`Output`] a sink carries.
@@ -64,6 +70,8 @@ pub enum Part {
     Table,
     /// The L4 routes and the HTTPS listener (the listeners and their certificates).
     L4,
+    /// The clusters and their endpoints.
+    Clusters,
 }
 
 impl Part {
@@ -72,6 +80,7 @@ impl Part {
         match self {
             Part::Table => a.table.generation == b.table.generation,
             Part::L4 => a.l4 == b.l4 && a.https == b.https,
+            Part::Clusters => a.upstream == b.upstream,
         }
     }
 }
@@ -99,6 +108,8 @@ pub enum Sink {
     Lds(LdsFile),
     /// `--istio-gateway`: the L4 routes as an Istio Gateway and VirtualService.
     IstioGateway(IstioGateway),
+    /// `--clusters-dir`: the clusters and endpoints as Envoy's CDS and EDS files.
+    Clusters(ClustersDir),
 }
 
 impl Sink {
@@ -110,6 +121,7 @@ impl Sink {
             Sink::Istio(istio) => istio.name(),
             Sink::Lds(lds) => lds.name(),
             Sink::IstioGateway(gateway) => gateway.name(),
+            Sink::Clusters(clusters) => clusters.name(),
         }
     }
 
@@ -118,6 +130,7 @@ impl Sink {
         match self {
             Sink::Ecds(_) | Sink::TableFile(_) | Sink::Istio(_) => Part::Table,
             Sink::Lds(_) | Sink::IstioGateway(_) => Part::L4,
+            Sink::Clusters(_) => Part::Clusters,
         }
     }
 
@@ -142,7 +155,7 @@ impl Sink {
         match self {
             Sink::Istio(istio) => vec![istio.followed()],
             Sink::IstioGateway(gateway) => gateway.followed(),
-            Sink::Ecds(_) | Sink::TableFile(_) | Sink::Lds(_) => Vec::new(),
+            Sink::Ecds(_) | Sink::TableFile(_) | Sink::Lds(_) | Sink::Clusters(_) => Vec::new(),
         }
     }
 
@@ -154,6 +167,7 @@ impl Sink {
             Sink::Istio(istio) => istio.apply(output.config).await,
             Sink::Lds(lds) => Ok(lds.write(&output.output.l4, &output.output.https)?),
             Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4, &output.output.https).await?),
+            Sink::Clusters(clusters) => Ok(clusters.write(&output.output.upstream)?),
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct Settings {
     pub virtualserver: bool,
     /// Whether to watch TransportServers and GlobalConfigurations (false: `--without-transportserver`).
     pub transportserver: bool,
+    /// Whether to watch EndpointSlices (`--clusters-dir`: the clusters' endpoints).
+    pub endpoints: bool,
     /// The controller name (events' reporter).
     pub controller_name: String,
     /// Whether this replica writes status now (`--leader-elect`).
@@ -399,7 +401,12 @@ fn undecodable_report(
             Kind::HTTPProxy | Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer => {}
             // No status of their own (IngressClass, Service, GlobalConfiguration, Secret), or
             // none for an Ingress that does not decode.
-            Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration | Kind::Secret => continue,
+            Kind::Ingress
+            | Kind::IngressClass
+            | Kind::Service
+            | Kind::GlobalConfiguration
+            | Kind::Secret
+            | Kind::EndpointSlice => continue,
         }
         if classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
             let key = key_of(kind, &object.metadata);
@@ -464,6 +471,7 @@ impl Cluster {
                     // Secrets: the certificates of HTTPS (ROUTING.md §8), and an HTTPProxy root's
                     // `tls` decides whether it is valid at all.
                     Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::Secret => true,
+                    Kind::EndpointSlice => settings.endpoints,
                     Kind::HTTPProxy => settings.httpproxy,
                     Kind::VirtualServer | Kind::VirtualServerRoute => settings.virtualserver,
                     Kind::TransportServer | Kind::GlobalConfiguration => settings.transportserver,

@@ -295,7 +295,8 @@ impl StatusWriter {
                 Kind::TransportServer => self.write_nginx(status, transport.get(&at).copied()).await,
                 // No status written: IngressClass's has no subresource we write; Services,
                 // GlobalConfigurations and Secrets have no status in the report.
-                Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration | Kind::Secret => {}
+                Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration | Kind::Secret | Kind::EndpointSlice => {
+                }
             }
         }
     }

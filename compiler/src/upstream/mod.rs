@@ -1,0 +1,134 @@
+//! The upstream side for a plain Envoy: one cluster for every backend the table and the L4 routes
+//! name, with the endpoints of its Service (issue "The upstream side"; `docs/deploy-envoy.md`,
+//! "Clusters and endpoints").
+//!
+//! A backend's cluster name comes from the cluster template ([`Options::cluster`]); this stage
+//! finds the Service port behind each name by filling the template with every port of every
+//! Service, so it works with any template. Then:
+//!
+//! - a Service of type `ExternalName` is a DNS cluster on its external name and the port;
+//! - any other Service's endpoints are those of its EndpointSlices ([`endpoints`]): the ready
+//!   ones, on the slice port of the Service port's name (its `targetPort` as resolved by
+//!   Kubernetes, by name or number);
+//! - a name whose Service is not in the input (a folder without Services, a Service deleted) has
+//!   no cluster here: the gateway's own clusters (static ones, `envoy.yaml`) may still hold it, and
+//!   [`Upstream::unknown`] names it.
+//!
+//! [`cds`] writes what Envoy reads.
+
+pub mod cds;
+pub mod endpoints;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Service;
+use serde::Serialize;
+use switchyard_table::{ActionSpec, TableSpec};
+
+use crate::l4::L4Routes;
+use crate::model::Options;
+use crate::objects::Objects;
+use crate::upstream::endpoints::{Endpoint, EndpointIndex};
+
+/// Every cluster the gateway needs, in name order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Upstream {
+    /// The clusters, by name.
+    pub clusters: Vec<UpstreamCluster>,
+    /// The cluster names the table or the L4 routes use that no Service of the input makes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+}
+
+/// One cluster: its name and where its endpoints come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UpstreamCluster {
+    /// The cluster name (the template's).
+    pub name: String,
+    /// The Service behind it, `namespace/name:port`.
+    pub service: String,
+    /// Its endpoints.
+    pub source: Endpoints,
+}
+
+/// Where a cluster's endpoints come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoints {
+    /// The ready endpoints of the Service's EndpointSlices (Envoy's EDS).
+    Slices(Vec<Endpoint>),
+    /// An `ExternalName` Service: Envoy resolves the name (a DNS cluster).
+    Dns {
+        /// The external name.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+}
+
+/// The clusters of `table` and `l4` under `options`' template, from the Services and
+/// EndpointSlices of `objects`.
+pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Options) -> Upstream {
+    let wanted = cluster_names(table, l4);
+    let mut ports: BTreeMap<String, (&Service, i32)> = BTreeMap::new();
+    for service in &objects.services {
+        for port in service_ports(service) {
+            let name = options.cluster(namespace_of(service), name_of(service), port.port);
+            if wanted.contains(name.as_str()) {
+                ports.entry(name).or_insert((service, port.port));
+            }
+        }
+    }
+    let index = EndpointIndex::new(&objects.endpoint_slices);
+    let mut upstream = Upstream::default();
+    for name in wanted {
+        let Some((service, port)) = ports.get(name) else {
+            upstream.unknown.push(name.to_owned());
+            continue;
+        };
+        let (namespace, service_name) = (namespace_of(service), name_of(service));
+        let spec = service.spec.as_ref();
+        let source = match spec.filter(|s| s.type_.as_deref() == Some("ExternalName")) {
+            Some(spec) => Endpoints::Dns {
+                host: spec.external_name.clone().unwrap_or_default(),
+                port: u16::try_from(*port).unwrap_or_default(),
+            },
+            None => {
+                let port_name = (service_ports(service).find(|p| p.port == *port)).and_then(|p| p.name.as_deref());
+                Endpoints::Slices(index.ready(namespace, service_name, port_name))
+            }
+        };
+        upstream.clusters.push(UpstreamCluster {
+            name: name.to_owned(),
+            service: format!("{namespace}/{service_name}:{port}"),
+            source,
+        });
+    }
+    upstream
+}
+
+/// Every cluster name the rules (backends and canaries) and the L4 routes send to.
+fn cluster_names<'t>(table: &'t TableSpec, l4: &'t L4Routes) -> BTreeSet<&'t str> {
+    let mut names = BTreeSet::new();
+    for rule in &table.rules {
+        if let ActionSpec::Route(route) = &rule.action {
+            names.extend(route.backends.iter().map(|b| b.cluster.as_str()));
+            names.extend(route.canary.iter().map(|c| c.cluster.as_str()));
+        }
+    }
+    let l4_routes = l4.passthrough.iter().chain(l4.listeners.iter().flat_map(|l| &l.routes));
+    names.extend(l4_routes.map(|r| r.cluster.as_str()));
+    names
+}
+
+fn service_ports(service: &Service) -> impl Iterator<Item = &k8s_openapi::api::core::v1::ServicePort> {
+    (service.spec.iter()).flat_map(|s| s.ports.iter().flatten())
+}
+
+fn namespace_of(service: &Service) -> &str {
+    service.metadata.namespace.as_deref().unwrap_or("default")
+}
+
+fn name_of(service: &Service) -> &str {
+    service.metadata.name.as_deref().unwrap_or_default()
+}
