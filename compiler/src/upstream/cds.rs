@@ -73,6 +73,8 @@ fn cluster_resource(cluster: &UpstreamCluster, eds_folder: &str) -> Value {
         }
         Endpoints::Dns { host, port } => {
             resource["type"] = json!("STRICT_DNS");
+            // An IPv4 address when the name has one (Envoy's default asks for IPv6 first).
+            resource["dns_lookup_family"] = json!("V4_PREFERRED");
             resource["load_assignment"] = load_assignment(&cluster.name, &[(host.as_str(), *port)]);
         }
     }
