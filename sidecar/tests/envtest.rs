@@ -1895,3 +1895,110 @@ async fn a_secret_in_the_cluster_reaches_the_https_listener_is_renewed_and_its_l
         sy.log()
     );
 }
+
+/// An EndpointSlice of Service `service` in `namespace`: port `http` on `port`, the endpoints
+/// `(address, ready)`.
+fn endpoint_slice(namespace: &str, name: &str, service: &str, port: u16, endpoints: &[(&str, bool)]) -> String {
+    let endpoints: String = (endpoints.iter())
+        .map(|(address, ready)| format!("- {{addresses: [{address}], conditions: {{ready: {ready}}}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels: {{kubernetes.io/service-name: {service}}}\naddressType: IPv4\nports:\n- {{name: http, port: {port}}}\nendpoints:\n{endpoints}"
+    )
+}
+
+/// The addresses of the EDS file of cluster `cluster` in `dir` (`None` while it is not there).
+fn eds_addresses(dir: &Path, cluster: &str) -> Option<Vec<String>> {
+    let file = dir
+        .join("eds")
+        .join(switchyard_compiler::upstream::cds::eds_file_name(cluster));
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let endpoints = document["resources"][0]["endpoints"][0]["lb_endpoints"]
+        .as_array()?
+        .clone();
+    Some(
+        (endpoints.iter())
+            .map(|e| {
+                let address = &e["endpoint"]["address"]["socket_address"];
+                format!(
+                    "{}:{}",
+                    address["address"].as_str().unwrap_or_default(),
+                    address["port_value"]
+                )
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn endpointslices_created_changed_and_deleted_in_the_api_server_reach_the_eds_files() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let ns = env.namespace("endpoints").await;
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  ports:\n  - {{name: http, port: 80, targetPort: web}}\n"
+    );
+    admin_apply(
+        &admin,
+        &format!("{}---\n{service}", ingress(&ns, "web", "web.example", "web")),
+    )
+    .await;
+    admin_apply(
+        &admin,
+        &endpoint_slice(&ns, "web-a", "web", 8080, &[("10.0.0.1", true), ("10.0.0.2", false)]),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let clusters = dir.path().join("clusters");
+    let mut sy = watch(env, &ns, &["--clusters-dir", clusters.to_str().unwrap()]);
+    sy.ready(PATIENCE).await.unwrap();
+    let cluster = format!("{ns}/web:80");
+    let seen = |wanted: Vec<&'static str>| {
+        let (clusters, cluster) = (clusters.clone(), cluster.clone());
+        move || (eds_addresses(&clusters, &cluster)? == wanted).then_some(())
+    };
+    eventually(
+        "the ready endpoint on the slice's port",
+        PATIENCE,
+        seen(vec!["10.0.0.1:8080"]),
+        || sy.log(),
+    )
+    .await;
+    let cds: Value = serde_json::from_str(&std::fs::read_to_string(clusters.join("cds.json")).unwrap()).unwrap();
+    assert_eq!(cds["resources"][0]["name"], cluster.as_str());
+
+    // A second slice, then a pod turning ready, then the first slice deleted.
+    admin_apply(
+        &admin,
+        &endpoint_slice(&ns, "web-b", "web", 8080, &[("10.0.0.3", true)]),
+    )
+    .await;
+    eventually(
+        "the second slice's endpoint",
+        PATIENCE,
+        seen(vec!["10.0.0.1:8080", "10.0.0.3:8080"]),
+        || sy.log(),
+    )
+    .await;
+    admin_apply(
+        &admin,
+        &endpoint_slice(&ns, "web-a", "web", 8080, &[("10.0.0.1", true), ("10.0.0.2", true)]),
+    )
+    .await;
+    eventually(
+        "the pod turned ready",
+        PATIENCE,
+        seen(vec!["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080"]),
+        || sy.log(),
+    )
+    .await;
+    admin_delete(&admin, "discovery.k8s.io/v1", "EndpointSlice", &ns, "web-a").await;
+    eventually(
+        "the deleted slice's endpoints gone",
+        PATIENCE,
+        seen(vec!["10.0.0.3:8080"]),
+        || sy.log(),
+    )
+    .await;
+    assert!(!sy.log().contains("Forbidden"), "{}", sy.log());
+}
