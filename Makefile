@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes kubernetes-suite test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -137,8 +137,13 @@ test-kubernetes:
 	@if [ -z "$${KUBEBUILDER_ASSETS:-}" ]; then \
 	  echo "test-kubernetes: NOT RUN (KUBEBUILDER_ASSETS is not set): the real-API-server suite needs kube-apiserver and etcd; get them with \`export KUBEBUILDER_ASSETS=\$$(../shared/envtest/assets build/envtest)\` or \`export KUBEBUILDER_ASSETS=\$$(setup-envtest use -p path)\` (any kube-apiserver and etcd binaries in one folder will do)"; \
 	else \
-	  cargo test -p switchyard --features envtest --test envtest --test envtest_ingress_nginx; \
+	  $(MAKE) --no-print-directory kubernetes-suite; \
 	fi
+
+# envtest_gateway: deploy/envoy/ as shipped, its watch and a real Envoy (the .wasm and Envoy needed).
+kubernetes-suite: build-wasm envoy
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) \
+	  cargo test -p switchyard --features envtest --test envtest --test envtest_ingress_nginx --test envtest_gateway
 
 # deploy/istio/ through a real istiod (tests/istio): the envtest API server with Istio's CRDs, istiod
 # (pilot-discovery) on it, a plain Envoy as the ingress gateway over ADS with the real filter .wasm, local

@@ -348,3 +348,42 @@ fn two_replicas_elect_a_leader_through_the_lease_the_rbac_grants() {
         .expect("its RoleBinding");
     assert_eq!(binding["subjects"][0]["name"], "switchyard");
 }
+
+/// deploy/envoy/ (the gateway without Istio) reads and writes what deploy/ does: the same
+/// ClusterRole rules and the same IngressClass, so the two installs cannot drift apart; and every
+/// namespaced object of it is in its own namespace, created by the first file `kubectl apply`
+/// takes.
+#[test]
+fn the_envoy_gateway_has_deploys_reads_and_class_in_a_namespace_of_its_own() {
+    let cluster_role = |file: &str| -> Value {
+        let documents = deploy(file);
+        documents.into_iter().find(|d| d["kind"] == "ClusterRole").unwrap()["rules"].clone()
+    };
+    assert_eq!(cluster_role("envoy/rbac.yaml"), cluster_role("rbac.yaml"));
+    assert_eq!(
+        deploy("envoy/ingressclass.yaml")[0]["spec"],
+        deploy("ingressclass.yaml")[0]["spec"]
+    );
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/envoy");
+    let mut files: Vec<String> = (std::fs::read_dir(&dir).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    assert_eq!(deploy(&format!("envoy/{}", files[0]))[0]["kind"], "Namespace");
+    for file in &files[1..] {
+        for document in deploy(&format!("envoy/{file}")) {
+            let namespaced = !matches!(
+                document["kind"].as_str(),
+                Some("ClusterRole" | "ClusterRoleBinding" | "IngressClass")
+            );
+            if namespaced {
+                assert_eq!(
+                    document["metadata"]["namespace"], "switchyard",
+                    "{file}: {}",
+                    document["kind"]
+                );
+            }
+        }
+    }
+}

@@ -69,6 +69,7 @@ fn start(api: &ApiServer, namespaces: &[&str]) -> Running {
         // The stand-in serves Ingress, IngressClass, Service and HTTPProxy only.
         virtualserver: false,
         transportserver: false,
+        endpoints: false,
         controller_name: "switchyard.io/ingress-controller".into(),
         leader: switchyard::watch::lead::leader::Leader::always(),
     };

@@ -50,6 +50,9 @@ pub enum User {
     Switchyard,
     /// The same user, as replica N (< [`pki::REPLICAS`]): its own token and uid.
     Replica(u8),
+    /// `system:serviceaccount:switchyard:switchyard`, with only what `deploy/envoy/rbac.yaml`
+    /// grants (once a test applied it).
+    Gateway,
 }
 
 /// One write of the switchyard user, as the audit log records it.
@@ -186,7 +189,10 @@ impl Envtest {
         self.start_etcd()?;
         std::fs::write(self.dir.join("audit-policy.yaml"), AUDIT_POLICY).map_err(|e| format!("audit policy: {e}"))?;
         let replicas = (0..pki::REPLICAS).map(User::Replica);
-        for user in [User::Admin, User::Switchyard].into_iter().chain(replicas) {
+        for user in [User::Admin, User::Switchyard, User::Gateway]
+            .into_iter()
+            .chain(replicas)
+        {
             let path = self.kubeconfig(user);
             std::fs::write(&path, self.kubeconfig_text(user)).map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -359,6 +365,7 @@ impl Envtest {
             User::Admin => "admin.kubeconfig".to_owned(),
             User::Switchyard => "switchyard.kubeconfig".to_owned(),
             User::Replica(n) => format!("switchyard-replica-{n}.kubeconfig"),
+            User::Gateway => "gateway.kubeconfig".to_owned(),
         })
     }
 
@@ -415,12 +422,14 @@ impl Envtest {
             User::Admin => (pki::ADMIN, &self.pki.admin_token),
             User::Switchyard => (pki::SWITCHYARD_USER, &self.pki.switchyard_token),
             User::Replica(n) => (pki::SWITCHYARD_USER, &self.pki.replica_tokens[usize::from(n)]),
+            User::Gateway => (pki::GATEWAY_USER, &self.pki.gateway_token),
         };
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.pki.cert_pem);
         // Switchyard's default namespace is its ServiceAccount's, as in a pod.
         let namespace = match user {
             User::Admin => "",
             User::Switchyard | User::Replica(_) => "    namespace: istio-system\n",
+            User::Gateway => "    namespace: switchyard\n",
         };
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\n\

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 pub const ADMIN: &str = "envtest-admin";
 /// The user Switchyard runs as in a cluster (deploy/rbac.yaml's ServiceAccount).
 pub const SWITCHYARD_USER: &str = "system:serviceaccount:istio-system:switchyard";
+/// The user the gateway of deploy/envoy/ runs as (its ServiceAccount `switchyard/switchyard`).
+pub const GATEWAY_USER: &str = "system:serviceaccount:switchyard:switchyard";
 
 /// Files the API server reads, and what a client needs to trust it.
 #[derive(Debug, Clone)]
@@ -32,6 +34,8 @@ pub struct Pki {
     pub switchyard_token: String,
     /// The same user's tokens for replicas 0.. ([`REPLICAS`]); uid `uid-switchyard-replica-N`.
     pub replica_tokens: Vec<String>,
+    /// deploy/envoy/'s ServiceAccount user's bearer token.
+    pub gateway_token: String,
 }
 
 /// How many replica tokens there are.
@@ -58,6 +62,10 @@ pub fn write(dir: &Path) -> Result<Pki, String> {
     for (n, token) in (0..REPLICAS).zip(&replica_tokens) {
         tokens += &format!("{token},{SWITCHYARD_USER},{},{groups}\n", replica_uid(n));
     }
+    let gateway_token = token("gateway");
+    tokens += &format!(
+        "{gateway_token},{GATEWAY_USER},uid-gateway,\"system:serviceaccounts,system:serviceaccounts:switchyard,system:authenticated\"\n"
+    );
     let pki = Pki {
         cert: dir.join("apiserver.crt"),
         key: dir.join("apiserver.key"),
@@ -68,6 +76,7 @@ pub fn write(dir: &Path) -> Result<Pki, String> {
         admin_token,
         switchyard_token,
         replica_tokens,
+        gateway_token,
     };
     for (path, text) in [
         (&pki.cert, cert_pem),

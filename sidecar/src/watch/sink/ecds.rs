@@ -264,6 +264,9 @@ pub fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
+    // A folder of its own for each file (Envoy reloads every source watching a folder on any move
+    // in it) may not exist yet in a fresh volume.
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     let prefix = format!(".{}.switchyard-", file_name.to_string_lossy());
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");

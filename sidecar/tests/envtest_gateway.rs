@@ -1,0 +1,156 @@
+//! The gateway of `deploy/envoy/` as a newcomer installs it (issue "The upstream side"): every file
+//! applied to a real API server; the watch run with the arguments `gateway.yaml` gives it, as the
+//! ServiceAccount `rbac.yaml` makes; Envoy started on the bootstrap `envoy-config.yaml` holds, once
+//! the watch wrote its files (as the envoy container's command waits for them in the pod); and an
+//! Ingress of the class
+//! reaching its Service with nothing written by hand.
+//!
+//! What differs from the pod, and only what must: the shared volume is a temporary folder, the
+//! ports are free ports of 127.0.0.1 (Envoy's 8080, 8443 and admin 9901; the L4 address), and the
+//! harness gives `watch --kubernetes` and its two listen addresses itself. `--namespaces` keeps the
+//! watch to this test's namespace (the API server is shared by the suite).
+//!
+//! Needs `KUBEBUILDER_ASSETS`, `ENVOY_BIN` and `SWITCHYARD_WASM` (`make test-kubernetes` sets them).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use switchyard_e2e::l4::free_port;
+use switchyard_e2e::process::EnvoyProcess;
+use switchyard_e2e::{get, required_path, send, Backend};
+use switchyard_envtest::manifests::{apply, documents};
+use switchyard_envtest::watch::{eventually, Watch};
+use switchyard_envtest::{project_root, Envtest, User};
+
+/// How long the watch, Envoy and a route may take.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The documents of every file of deploy/envoy/, in the order `kubectl apply -f` takes them.
+fn deploy_envoy() -> Vec<Value> {
+    let dir = project_root().join("deploy/envoy");
+    let mut files: Vec<PathBuf> = (std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    (files.iter())
+        .flat_map(|f| documents(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect()
+}
+
+/// What the pod's paths and ports become here.
+struct Rewrite {
+    run: PathBuf,
+    http: u16,
+    https: u16,
+    admin: u16,
+}
+
+impl Rewrite {
+    fn text(&self, text: &str) -> String {
+        text.replace("/var/run/switchyard", &self.run.display().to_string())
+            .replace("port_value: 8080", &format!("port_value: {}", self.http))
+            .replace("port_value: 9901", &format!("port_value: {}", self.admin))
+            .replace("127.0.0.1:9901", &format!("127.0.0.1:{}", self.admin))
+            .replace(
+                "--tls-passthrough-port=8443",
+                &format!("--tls-passthrough-port={}", self.https),
+            )
+            .replace("--l4-address=0.0.0.0", "--l4-address=127.0.0.1")
+            .replace("address: 0.0.0.0", "address: 127.0.0.1")
+    }
+}
+
+/// The watch container's arguments, less those the harness gives.
+fn watch_args(deploy: &[Value]) -> Vec<String> {
+    let gateway = deploy.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let containers = gateway["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+    let watch = containers.iter().find(|c| c["name"] == "switchyard").unwrap();
+    (watch["args"].as_array().unwrap().iter())
+        .map(|a| a.as_str().unwrap().to_owned())
+        .filter(|a| !matches!(a.as_str(), "watch" | "--kubernetes"))
+        .filter(|a| !a.starts_with("--listen=") && !a.starts_with("--dashboard-listen="))
+        .collect()
+}
+
+fn envoy_bootstrap(deploy: &[Value]) -> String {
+    let config = deploy.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
+    config["data"]["envoy.yaml"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn deploy_envoy_as_shipped_routes_an_ingress_of_its_class_to_its_service() {
+    let env = Envtest::shared().await;
+    let admin = env.admin().await;
+    let deploy = deploy_envoy();
+    for object in &deploy {
+        apply(&admin, object).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let ns = env.namespace("gateway").await;
+    let backend = Backend::start("web").unwrap();
+    // The Service is an ExternalName of `localhost`: the API server refuses an EndpointSlice of a
+    // loopback address, and 127.0.0.1 is the only address a test may send to
+    // (`sidecar/tests/envtest.rs` follows EndpointSlices from this API server into the EDS files,
+    // `tests/e2e/tests/clusters.rs` through Envoy).
+    let app = format!(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  ingressClassName: switchyard
+  rules:
+  - host: gateway.example
+    http:
+      paths:
+      - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: {port}}}}}}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: {ns}}}
+spec: {{type: ExternalName, externalName: localhost, ports: [{{name: http, port: {port}}}]}}
+"#,
+        port = backend.addr.port()
+    );
+    for object in documents(&app).unwrap() {
+        apply(&admin, &object).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let rewrite = Rewrite {
+        run: dir.path().join("run"),
+        http: free_port(false),
+        https: free_port(false),
+        admin: free_port(false),
+    };
+    let mut args: Vec<String> = watch_args(&deploy).iter().map(|a| rewrite.text(a)).collect();
+    args.extend(["--namespaces".to_owned(), ns.clone()]);
+    let wasm = required_path("SWITCHYARD_WASM");
+    std::fs::create_dir_all(&rewrite.run).unwrap();
+    std::fs::copy(&wasm, rewrite.run.join("switchyard_filter.wasm")).unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bin = Path::new(env!("CARGO_BIN_EXE_switchyard"));
+    let mut watch = Watch::start(bin, &env.kubeconfig(User::Gateway), &args).unwrap();
+    watch.ready(PATIENCE).await.unwrap_or_else(|e| panic!("{e}"));
+
+    let envoy_dir = dir.path().join("envoy");
+    std::fs::create_dir_all(&envoy_dir).unwrap();
+    std::fs::write(envoy_dir.join("envoy.yaml"), rewrite.text(&envoy_bootstrap(&deploy))).unwrap();
+    let envoy = EnvoyProcess::start(&required_path("ENVOY_BIN"), envoy_dir, 1, |p| {
+        p.stat("server.state") == Some(0)
+    });
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], rewrite.http));
+    let answered = eventually(
+        "gateway.example routed to its Service",
+        PATIENCE,
+        || {
+            send(at, &get("gateway.example", "/"))
+                .ok()
+                .filter(|r| r.backend() == Some("web"))
+        },
+        || format!("watch:\n{}\nenvoy:\n{}", watch.log(), envoy.log_tail()),
+    )
+    .await;
+    assert_eq!(answered.status, 200);
+    let log = watch.log();
+    assert!(!log.contains("Forbidden"), "{log}");
+}
