@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes kubernetes-suite test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes kubernetes-suite test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy bench-clusters-envoy
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -242,6 +242,14 @@ bench-kubernetes:
 # HTTPS at scale (ROUTING.md §8): 1,000 hosts each with its own Secret, the whole sidecar (release build,
 # folder mode): CPU and memory to the first HTTPS listener and its certificate files, then one Secret
 # renewed to its file. Figures in BENCHMARKS.md ("HTTPS").
+# Clusters and endpoints at scale (issue "The upstream side"): `switchyard watch --clusters-dir
+# --ads-listen` on 1,000 Services of 10 endpoints through a real Envoy: the watch's start to Envoy
+# holding every cluster, one endpoint change to Envoy applying it, 100 changes at 100/s; the sidecar's CPU.
+bench-clusters-envoy: build-wasm envoy
+	cargo build --release -p switchyard --bin switchyard
+	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) SWITCHYARD_BIN=$(abspath target/release/switchyard) \
+	  cargo test -p switchyard-e2e --test clusters bench_clusters_through_envoy -- --ignored --nocapture
+
 bench-https:
 	cargo build --release -p switchyard --bin switchyard
 	SWITCHYARD_BIN=$(abspath target/release/switchyard) cargo test -p switchyard --test bench_https \

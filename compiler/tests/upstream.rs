@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use switchyard_compiler::upstream::cds::{cds_document, eds_document, eds_file_name};
+use switchyard_compiler::upstream::cds::cds_document;
 use switchyard_compiler::upstream::endpoints::Endpoint;
 use switchyard_compiler::upstream::{plan, Endpoints, Upstream};
 use switchyard_compiler::Options;
@@ -101,8 +101,7 @@ fn an_externalname_service_is_a_dns_cluster_on_its_name_and_port() {
             port: 443
         }
     );
-    assert_eq!(eds_document(external), None, "its endpoint is in the CDS file");
-    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream, "/eds")).unwrap();
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream)).unwrap();
     let resource = (cds["resources"].as_array().unwrap().iter())
         .find(|r| r["name"] == "shop/external:443")
         .unwrap();
@@ -134,33 +133,23 @@ fn a_service_without_ready_endpoints_is_a_cluster_with_none() {
     let upstream = upstream(&yaml);
     let web = upstream.clusters.iter().find(|c| c.name == "shop/web:80").unwrap();
     assert_eq!(web.source, Endpoints::Slices(Vec::new()));
-    let eds: serde_json::Value = serde_json::from_str(&eds_document(web).unwrap()).unwrap();
-    assert_eq!(
-        eds["resources"][0]["endpoints"][0]["lb_endpoints"],
-        serde_json::json!([])
-    );
 }
 
 #[test]
-fn each_eds_cluster_names_its_own_file_and_the_files_load_assignment_names_the_cluster() {
+fn a_cluster_on_endpoints_takes_them_over_ads() {
     let yaml = format!("{INGRESS}{}", slice("web-a", 8080, "- {addresses: [10.0.0.1]}\n"));
-    let upstream = upstream(&yaml);
-    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream, "/run/eds")).unwrap();
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream(&yaml))).unwrap();
     let web = (cds["resources"].as_array().unwrap().iter())
         .find(|r| r["name"] == "shop/web:80")
         .unwrap();
     assert_eq!(web["type"], "EDS");
     assert_eq!(
-        web["eds_cluster_config"]["eds_config"]["path_config_source"]["path"],
-        format!("/run/eds/{}", eds_file_name("shop/web:80"))
+        web["eds_cluster_config"]["eds_config"],
+        serde_json::json!({"ads": {}, "resource_api_version": "V3"})
     );
-    let cluster = upstream.clusters.iter().find(|c| c.name == "shop/web:80").unwrap();
-    let eds: serde_json::Value = serde_json::from_str(&eds_document(cluster).unwrap()).unwrap();
-    assert_eq!(eds["resources"][0]["cluster_name"], "shop/web:80");
-    assert_ne!(
-        eds_file_name("a/b:80"),
-        eds_file_name("a_b_80"),
-        "names that read alike, two files"
+    assert_eq!(
+        web["connect_timeout"], "5s",
+        "ingress-nginx's proxy-connect-timeout default"
     );
 }
 
@@ -172,5 +161,6 @@ fn the_same_manifests_give_the_same_documents() {
         slice("web-a", 8080, "- {addresses: [10.0.0.1]}\n")
     );
     let (a, b) = (upstream(&yaml), upstream(&yaml));
-    assert_eq!(cds_document(&a, "/e"), cds_document(&b, "/e"));
+    assert_eq!(a, b);
+    assert_eq!(cds_document(&a), cds_document(&b));
 }

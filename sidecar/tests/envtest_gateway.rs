@@ -3,7 +3,8 @@
 //! ServiceAccount `rbac.yaml` makes; Envoy started on the bootstrap `envoy-config.yaml` holds, once
 //! the watch wrote its files (as the envoy container's command waits for them in the pod); and an
 //! Ingress of the class
-//! reaching its Service with nothing written by hand.
+//! reaching its Service with nothing written by hand; then EndpointSlices created, turned ready and
+//! deleted in the API server followed by Envoy's cluster, over the watch's ADS.
 //!
 //! What differs from the pod, and only what must: the shared volume is a temporary folder, the
 //! ports are free ports of 127.0.0.1 (Envoy's 8080, 8443 and admin 9901; the L4 address), and the
@@ -43,6 +44,7 @@ struct Rewrite {
     http: u16,
     https: u16,
     admin: u16,
+    ads: u16,
 }
 
 impl Rewrite {
@@ -50,6 +52,8 @@ impl Rewrite {
         text.replace("/var/run/switchyard", &self.run.display().to_string())
             .replace("port_value: 8080", &format!("port_value: {}", self.http))
             .replace("port_value: 9901", &format!("port_value: {}", self.admin))
+            .replace("port_value: 18000", &format!("port_value: {}", self.ads))
+            .replace("127.0.0.1:18000", &format!("127.0.0.1:{}", self.ads))
             .replace("127.0.0.1:9901", &format!("127.0.0.1:{}", self.admin))
             .replace(
                 "--tls-passthrough-port=8443",
@@ -121,6 +125,7 @@ spec: {{type: ExternalName, externalName: localhost, ports: [{{name: http, port:
         http: free_port(false),
         https: free_port(false),
         admin: free_port(false),
+        ads: free_port(false),
     };
     let mut args: Vec<String> = watch_args(&deploy).iter().map(|a| rewrite.text(a)).collect();
     args.extend(["--namespaces".to_owned(), ns.clone()]);
@@ -151,6 +156,86 @@ spec: {{type: ExternalName, externalName: localhost, ports: [{{name: http, port:
     )
     .await;
     assert_eq!(answered.status, 200);
+
+    // EndpointSlices created, changed and deleted in the API server reach Envoy's cluster (never
+    // sent to: 10.x addresses, which Envoy only holds).
+    let api = |slices: &str| {
+        format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: api, namespace: {ns}}}\nspec: {{ports: [{{name: http, port: 80, targetPort: web}}]}}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: api, namespace: {ns}}}\nspec:\n  ingressClassName: switchyard\n  rules:\n  - host: api.example\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: api, port: {{number: 80}}}}}}}}\n{slices}"
+    )
+    };
+    let slice = |name: &str, endpoints: &[(&str, bool)]| {
+        let endpoints: String = (endpoints.iter())
+            .map(|(address, ready)| format!("- {{addresses: [{address}], conditions: {{ready: {ready}}}}}\n"))
+            .collect();
+        format!("---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}\n  namespace: {ns}\n  labels: {{kubernetes.io/service-name: api}}\naddressType: IPv4\nports: [{{name: http, port: 8080}}]\nendpoints:\n{endpoints}")
+    };
+    let cluster = format!("{ns}/api:80");
+    let hosts_are = |wanted: &'static [&'static str]| {
+        let (admin, cluster) = (envoy.admin, cluster.clone());
+        move || (hosts_of(admin, &cluster) == wanted).then_some(())
+    };
+    let describe = || format!("watch:\n{}\nenvoy:\n{}", watch.log(), envoy.log_tail());
+    let applied = |yaml: String| {
+        let admin = admin.clone();
+        async move {
+            for object in documents(&yaml).unwrap() {
+                apply(&admin, &object).await.unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    };
+    applied(api(&slice("api-a", &[("10.0.0.1", true), ("10.0.0.2", false)]))).await;
+    eventually(
+        "the ready endpoint, on the slice's port",
+        PATIENCE,
+        hosts_are(&["10.0.0.1:8080"]),
+        describe,
+    )
+    .await;
+    applied(slice("api-b", &[("10.0.0.3", true)])).await;
+    eventually(
+        "a second slice",
+        PATIENCE,
+        hosts_are(&["10.0.0.1:8080", "10.0.0.3:8080"]),
+        describe,
+    )
+    .await;
+    applied(slice("api-a", &[("10.0.0.1", true), ("10.0.0.2", true)])).await;
+    eventually(
+        "a pod turned ready",
+        PATIENCE,
+        hosts_are(&["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080"]),
+        describe,
+    )
+    .await;
+    let slices: kube::Api<k8s_openapi::api::discovery::v1::EndpointSlice> = kube::Api::namespaced(admin.clone(), &ns);
+    slices.delete("api-a", &Default::default()).await.unwrap();
+    eventually("a slice deleted", PATIENCE, hosts_are(&["10.0.0.3:8080"]), describe).await;
+    assert_eq!(envoy.stat("cluster_manager.cds.update_rejected"), Some(0));
     let log = watch.log();
-    assert!(!log.contains("Forbidden"), "{log}");
+    assert!(!log.contains("Forbidden") && !log.contains("refused"), "{log}");
+}
+
+/// The hosts Envoy holds for `cluster` (`address:port`, sorted), from its admin API.
+fn hosts_of(admin: std::net::SocketAddr, cluster: &str) -> Vec<String> {
+    let Ok(answer) = send(admin, &get("admin", "/clusters?format=json")) else {
+        return Vec::new();
+    };
+    let document: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let statuses = document["cluster_statuses"].as_array().cloned().unwrap_or_default();
+    let Some(status) = statuses.iter().find(|s| s["name"] == cluster) else {
+        return Vec::new();
+    };
+    let mut hosts: Vec<String> = (status["host_statuses"].as_array().into_iter().flatten())
+        .map(|h| {
+            let address = &h["address"]["socket_address"];
+            format!(
+                "{}:{}",
+                address["address"].as_str().unwrap_or_default(),
+                address["port_value"]
+            )
+        })
+        .collect();
+    hosts.sort();
+    hosts
 }

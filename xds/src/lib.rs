@@ -1,4 +1,5 @@
-//! The ECDS file in Envoy's binary protobuf encoding.
+//! The ECDS file in Envoy's binary protobuf encoding, and the EDS resources of the ADS server
+//! (`switchyard watch --ads-listen`).
 //!
 //! Envoy reads a `path_config_source` file by its name: `.pb` as binary protobuf, `.yaml` as YAML,
 //! anything else as JSON. A table of 100,000 rules makes the file a megabyte, and at every push
@@ -18,10 +19,14 @@ pub mod messages;
 pub use prost;
 
 use messages::{
-    Any, AsyncDataSource, DataSource, DiscoveryResponse, DynamicModuleConfig, DynamicModuleFilter, PluginConfig,
-    StringValue, TypedExtensionConfig, VmConfig, Wasm,
+    Address, Any, AsyncDataSource, ClusterLoadAssignment, DataSource, DiscoveryResponse, DynamicModuleConfig,
+    DynamicModuleFilter, Endpoint, LbEndpoint, LocalityLbEndpoints, PluginConfig, SocketAddress, StringValue,
+    TypedExtensionConfig, VmConfig, Wasm,
 };
 use prost::Message;
+
+/// The type URL of a cluster's endpoints (EDS).
+pub const LOAD_ASSIGNMENT: &str = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
 
 /// The type URL of an ECDS resource.
 pub const TYPED_EXTENSION_CONFIG: &str = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig";
@@ -60,6 +65,27 @@ pub fn ecds_response(name: &str, filter: Filter<'_>, table: &str) -> Vec<u8> {
         ..DiscoveryResponse::default()
     }
     .encode_to_vec()
+}
+
+/// Cluster `name`'s endpoints (address, port), as an EDS resource.
+pub fn load_assignment(name: &str, endpoints: &[(&str, u16)]) -> Any {
+    let lb_endpoints = (endpoints.iter())
+        .map(|(address, port)| LbEndpoint {
+            endpoint: Some(Endpoint {
+                address: Some(Address {
+                    socket_address: Some(SocketAddress {
+                        address: (*address).to_owned(),
+                        port_value: u32::from(*port),
+                    }),
+                }),
+            }),
+        })
+        .collect();
+    let assignment = ClusterLoadAssignment {
+        cluster_name: name.to_owned(),
+        endpoints: vec![LocalityLbEndpoints { lb_endpoints }],
+    };
+    any(LOAD_ASSIGNMENT, &assignment)
 }
 
 /// The filter's own configuration, as the resource's `typed_config`.

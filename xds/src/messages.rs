@@ -19,7 +19,8 @@ pub struct StringValue {
     pub value: String,
 }
 
-/// `envoy.service.discovery.v3.DiscoveryResponse`: what a `path_config_source` file holds.
+/// `envoy.service.discovery.v3.DiscoveryResponse`: what a `path_config_source` file holds, and
+/// what the ADS server sends (with a nonce).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct DiscoveryResponse {
     #[prost(string, tag = "1")]
@@ -28,6 +29,90 @@ pub struct DiscoveryResponse {
     pub resources: Vec<Any>,
     #[prost(string, tag = "4")]
     pub type_url: String,
+    #[prost(string, tag = "5")]
+    pub nonce: String,
+}
+
+/// `envoy.service.discovery.v3.DiscoveryRequest`: what Envoy asks an ADS server for, and its ACK
+/// (the version and nonce it applied) or NACK (`error_detail`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DiscoveryRequest {
+    #[prost(string, tag = "1")]
+    pub version_info: String,
+    #[prost(message, optional, tag = "2")]
+    pub node: Option<Node>,
+    #[prost(string, repeated, tag = "3")]
+    pub resource_names: Vec<String>,
+    #[prost(string, tag = "4")]
+    pub type_url: String,
+    #[prost(string, tag = "5")]
+    pub response_nonce: String,
+    #[prost(message, optional, tag = "6")]
+    pub error_detail: Option<Status>,
+}
+
+/// `envoy.config.core.v3.Node`: who asks (its id and cluster only).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Node {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    #[prost(string, tag = "2")]
+    pub cluster: String,
+}
+
+/// `google.rpc.Status`: why Envoy refused an update (its code and message only).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Status {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: String,
+}
+
+/// `envoy.config.endpoint.v3.ClusterLoadAssignment`: a cluster's endpoints (EDS).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClusterLoadAssignment {
+    #[prost(string, tag = "1")]
+    pub cluster_name: String,
+    #[prost(message, repeated, tag = "2")]
+    pub endpoints: Vec<LocalityLbEndpoints>,
+}
+
+/// `envoy.config.endpoint.v3.LocalityLbEndpoints` (no locality).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LocalityLbEndpoints {
+    #[prost(message, repeated, tag = "2")]
+    pub lb_endpoints: Vec<LbEndpoint>,
+}
+
+/// `envoy.config.endpoint.v3.LbEndpoint` (`host_identifier` is its `endpoint`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LbEndpoint {
+    #[prost(message, optional, tag = "1")]
+    pub endpoint: Option<Endpoint>,
+}
+
+/// `envoy.config.endpoint.v3.Endpoint`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Endpoint {
+    #[prost(message, optional, tag = "1")]
+    pub address: Option<Address>,
+}
+
+/// `envoy.config.core.v3.Address` (its `socket_address`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Address {
+    #[prost(message, optional, tag = "1")]
+    pub socket_address: Option<SocketAddress>,
+}
+
+/// `envoy.config.core.v3.SocketAddress` (TCP; `port_specifier` is its `port_value`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SocketAddress {
+    #[prost(string, tag = "2")]
+    pub address: String,
+    #[prost(uint32, tag = "3")]
+    pub port_value: u32,
 }
 
 /// `envoy.config.core.v3.TypedExtensionConfig`: an ECDS resource.

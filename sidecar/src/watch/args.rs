@@ -192,12 +192,16 @@ pub struct WatchArgs {
     pub reject_unknown_sni: bool,
     /// Give Envoy its clusters (issue "The upstream side"): DIR/cds.json (CDS, Envoy's
     /// `cds_config.path_config_source`) holds one cluster for every backend the table and the L4
-    /// routes name (the --cluster-template's names), and DIR/eds/ one EDS file per cluster with
-    /// the ready endpoints of its Service's EndpointSlices (an ExternalName Service is a DNS
-    /// cluster). With --kubernetes, EndpointSlices are watched (RBAC: list and watch
-    /// endpointslices). A pod that comes or goes rewrites one small EDS file.
-    #[arg(long, value_name = "DIR")]
+    /// routes name (the --cluster-template's names); each takes its endpoints over ADS from
+    /// --ads-listen (an ExternalName Service is a DNS cluster).
+    #[arg(long, value_name = "DIR", requires = "ads_listen")]
     pub clusters_dir: Option<PathBuf>,
+    /// With --clusters-dir: serve the clusters' endpoints here over ADS (gRPC; Envoy's
+    /// `ads_config`, a static cluster with HTTP/2 to this address): the ready endpoints of each
+    /// Service's EndpointSlices, a changed one pushed alone. With --kubernetes, EndpointSlices are
+    /// watched (RBAC: list and watch endpointslices).
+    #[arg(long, value_name = "ADDR", requires = "clusters_dir")]
+    pub ads_listen: Option<std::net::SocketAddr>,
     /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
     /// TLS passthrough hosts and TCP listeners, and the HTTPS hosts of the Ingresses, HTTPProxies
     /// and VirtualServers (ROUTING.md §8) on --tls-passthrough-port, their certificates copied into

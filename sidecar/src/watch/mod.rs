@@ -51,6 +51,7 @@ use crate::watch::args::WatchArgs;
 use crate::watch::engine::Engine;
 use crate::watch::lead::leader::Leader;
 use crate::watch::lead::lease::Elector;
+use crate::watch::sink::ads::AdsServer;
 use crate::watch::sink::clusters::ClustersDir;
 use crate::watch::sink::ecds::{EcdsEncoding, EcdsFile};
 use crate::watch::sink::envoy_admin::EnvoyAdmin;
@@ -164,7 +165,11 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     } else {
         None
     };
-    let sinks = sinks(&args, client.as_ref())?;
+    let ads = match args.ads_listen {
+        Some(listen) => Some(AdsServer::start(listen).await?),
+        None => None,
+    };
+    let sinks = sinks(&args, client.as_ref(), ads)?;
     for dir in &args.manifests {
         check_outputs_outside(dir, &args)?;
     }
@@ -225,7 +230,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
                 httpproxy: !args.without_httpproxy,
                 virtualserver: !args.without_virtualserver,
                 transportserver: !args.without_transportserver,
-                endpoints: args.clusters_dir.is_some(),
+                endpoints: args.ads_listen.is_some(),
                 controller_name,
                 leader,
             };
@@ -236,7 +241,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
 }
 
 /// The sinks the flags name, table sinks first.
-fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, String> {
+fn sinks(args: &WatchArgs, client: Option<&kube::Client>, ads: Option<AdsServer>) -> Result<Vec<Sink>, String> {
     let mut sinks = Vec::new();
     if let Some(path) = &args.ecds_file {
         EcdsEncoding::of(path)?;
@@ -286,6 +291,10 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>) -> Result<Vec<Sink>, S
             options: args.l4.options(),
             sds,
         }));
+    }
+    // The endpoints first: a cluster the CDS file adds finds them when Envoy asks.
+    if let Some(ads) = ads {
+        sinks.push(Sink::Ads(ads));
     }
     if let Some(dir) = &args.clusters_dir {
         sinks.push(Sink::Clusters(ClustersDir::new(dir)));

@@ -9,7 +9,8 @@
 //! | [`istio::IstioSink`] | `--wasmplugin`, `--envoyfilter` | table | the cluster |
 //! | [`l4::LdsFile`] | `--lds-file` | L4 | a file beside Envoy |
 //! | [`l4::IstioGateway`] (with [`credentials`]) | `--istio-gateway` | L4 | the cluster |
-//! | [`clusters::ClustersDir`] | `--clusters-dir` | clusters | files beside Envoy |
+//! | [`ads::AdsServer`] | `--ads-listen` | clusters | Envoys over gRPC (endpoints) |
+//! | [`clusters::ClustersDir`] | `--clusters-dir` | clusters | a file beside Envoy |
 //!
 //! What is common lives once, in [`delivery::Sinks`]: each sink is pushed only the part it does not
 //! hold yet, a failed push is retried with the newest output, a failing sink is logged once when it
@@ -21,6 +22,7 @@
 //!
 //! Every sink is idempotent, so a failed push is simply retried with the newest output.
 
+pub mod ads;
 pub mod clusters;
 pub mod credentials;
 pub mod delivery;
@@ -39,6 +41,7 @@ use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::upstream::Upstream;
 use switchyard_table::TableSpec;
 
+use crate::watch::sink::ads::AdsServer;
 use crate::watch::sink::clusters::ClustersDir;
 use crate::watch::sink::drift::Followed;
 use crate::watch::sink::ecds::{write_atomically, EcdsFile};
@@ -108,7 +111,9 @@ pub enum Sink {
     Lds(LdsFile),
     /// `--istio-gateway`: the L4 routes as an Istio Gateway and VirtualService.
     IstioGateway(IstioGateway),
-    /// `--clusters-dir`: the clusters and endpoints as Envoy's CDS and EDS files.
+    /// `--ads-listen`: the clusters' endpoints, served to Envoy over ADS.
+    Ads(AdsServer),
+    /// `--clusters-dir`: the clusters as Envoy's CDS file.
     Clusters(ClustersDir),
 }
 
@@ -121,6 +126,7 @@ impl Sink {
             Sink::Istio(istio) => istio.name(),
             Sink::Lds(lds) => lds.name(),
             Sink::IstioGateway(gateway) => gateway.name(),
+            Sink::Ads(ads) => ads.name(),
             Sink::Clusters(clusters) => clusters.name(),
         }
     }
@@ -130,7 +136,7 @@ impl Sink {
         match self {
             Sink::Ecds(_) | Sink::TableFile(_) | Sink::Istio(_) => Part::Table,
             Sink::Lds(_) | Sink::IstioGateway(_) => Part::L4,
-            Sink::Clusters(_) => Part::Clusters,
+            Sink::Ads(_) | Sink::Clusters(_) => Part::Clusters,
         }
     }
 
@@ -155,7 +161,7 @@ impl Sink {
         match self {
             Sink::Istio(istio) => vec![istio.followed()],
             Sink::IstioGateway(gateway) => gateway.followed(),
-            Sink::Ecds(_) | Sink::TableFile(_) | Sink::Lds(_) | Sink::Clusters(_) => Vec::new(),
+            Sink::Ecds(_) | Sink::TableFile(_) | Sink::Lds(_) | Sink::Ads(_) | Sink::Clusters(_) => Vec::new(),
         }
     }
 
@@ -167,6 +173,10 @@ impl Sink {
             Sink::Istio(istio) => istio.apply(output.config).await,
             Sink::Lds(lds) => Ok(lds.write(&output.output.l4, &output.output.https)?),
             Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4, &output.output.https).await?),
+            Sink::Ads(ads) => {
+                ads.publish(&output.output.upstream);
+                Ok(())
+            }
             Sink::Clusters(clusters) => Ok(clusters.write(&output.output.upstream)?),
         }
     }
