@@ -166,7 +166,7 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
         None
     };
     let ads = match args.ads_listen {
-        Some(listen) => Some(AdsServer::start(listen).await?),
+        Some(listen) => Some(AdsServer::start(listen, state.clone()).await?),
         None => None,
     };
     let sinks = sinks(&args, client.as_ref(), ads)?;

@@ -278,6 +278,8 @@ pub struct State {
     /// Sinks that refused the newest table as too large for them (they keep their last good table),
     /// with the reason, until they take a table again.
     pub refused: BTreeMap<String, String>,
+    /// Endpoints updates Envoy refused over ADS (`--ads-listen`), and the last reason it gave.
+    pub envoy_refused: (u64, Option<String>),
     /// Pushes by sink name.
     pub pushes: BTreeMap<String, PushCount>,
     /// Compilations run.
@@ -387,6 +389,7 @@ impl State {
             "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
             "sources_down": self.down,
             "sinks_refused": self.refused,
+            "envoy_refused": { "count": self.envoy_refused.0, "last": self.envoy_refused.1 },
             "sinks_failing": self.sinks_failing,
             "leader": self.leadership,
             "resources": &*self.statuses,

@@ -48,6 +48,12 @@ pub fn render(state: &State) -> String {
         &refused,
     );
     metric(
+        "switchyard_envoy_refused_total",
+        "counter",
+        "Endpoints updates Envoy refused over ADS (--ads-listen); it keeps the last good ones.",
+        &one(state.envoy_refused.0.to_string()),
+    );
+    metric(
         "switchyard_table_generation",
         "gauge",
         "Distinct tables pushed since start.",

@@ -13,7 +13,8 @@
 //! change. EDS lets a response carry only some of the clusters, so a pod that comes or goes sends
 //! one small assignment. A cluster with no Service (or no ready endpoint) gets an empty one, so
 //! that it does not wait for its initial fetch timeout. An update Envoy refuses (a NACK: its
-//! `error_detail`) is logged once per message; Envoy keeps the cluster's last good endpoints.
+//! `error_detail`) is counted (`/status` `envoy_refused`, `switchyard_envoy_refused_total`) and
+//! logged once per message; Envoy keeps the cluster's last good endpoints.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -30,6 +31,8 @@ use tonic::codegen::{http, BoxFuture, Context, Poll, Service};
 use tonic::server::NamedService;
 use tracing::{info, warn};
 
+use crate::watch::state::Shared;
+
 /// The gRPC method Envoy calls.
 const METHOD: &str = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
 
@@ -42,8 +45,9 @@ pub struct AdsServer {
 }
 
 impl AdsServer {
-    /// Binds `listen` and serves there from now on (in a task of its own).
-    pub async fn start(listen: SocketAddr) -> Result<AdsServer, String> {
+    /// Binds `listen` and serves there from now on (in a task of its own); Envoy's refusals are
+    /// counted in `state`.
+    pub async fn start(listen: SocketAddr, state: Shared) -> Result<AdsServer, String> {
         let listener = (tokio::net::TcpListener::bind(listen).await)
             .map_err(|e| format!("--ads-listen {listen}: cannot listen: {e}"))?;
         let addr = listener
@@ -53,6 +57,7 @@ impl AdsServer {
         let service = Ads {
             upstream: upstream.subscribe(),
             refused: Arc::default(),
+            state,
         };
         tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
@@ -84,6 +89,8 @@ struct Ads {
     upstream: watch::Receiver<Arc<Upstream>>,
     /// The refusals already logged.
     refused: Arc<Mutex<BTreeSet<String>>>,
+    /// Where refusals are counted (`/status` `envoy_refused`, `switchyard_envoy_refused_total`).
+    state: Shared,
 }
 
 impl NamedService for Ads {
@@ -211,8 +218,13 @@ async fn serve(mut requests: tonic::Streaming<DiscoveryRequest>, tx: mpsc::Sende
     }
 }
 
-/// Logs a refusal once per message.
+/// Counts a refusal, and logs it once per message.
 fn refused(ads: &Ads, request: &DiscoveryRequest, message: &str) {
+    {
+        let mut state = ads.state.lock();
+        state.envoy_refused.0 += 1;
+        state.envoy_refused.1 = Some(message.to_owned());
+    }
     let mut logged = ads.refused.lock().unwrap_or_else(|e| e.into_inner());
     if logged.insert(message.to_owned()) {
         let node = request.node.as_ref().map_or("", |n| n.id.as_str());
@@ -220,5 +232,93 @@ fn refused(ads: &Ads, request: &DiscoveryRequest, message: &str) {
             node,
             "Envoy refused an endpoints update (it keeps the last good ones): {message}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_compiler::upstream::endpoints::Endpoint;
+    use switchyard_compiler::upstream::UpstreamCluster;
+    use switchyard_xds::messages::ClusterLoadAssignment;
+
+    fn upstream(web: &[&str]) -> Upstream {
+        let endpoint = |address: &&str| Endpoint {
+            address: (*address).to_owned(),
+            port: 8080,
+        };
+        Upstream {
+            clusters: vec![
+                UpstreamCluster {
+                    name: "shop/api:80".into(),
+                    service: "shop/api:80".into(),
+                    source: Endpoints::Slices(vec![endpoint(&"10.0.0.9")]),
+                },
+                UpstreamCluster {
+                    name: "shop/ext:443".into(),
+                    service: "shop/ext:443".into(),
+                    source: Endpoints::Dns {
+                        host: "api.example.org".into(),
+                        port: 443,
+                    },
+                },
+                UpstreamCluster {
+                    name: "shop/web:80".into(),
+                    service: "shop/web:80".into(),
+                    source: Endpoints::Slices(web.iter().map(endpoint).collect()),
+                },
+            ],
+            unknown: Vec::new(),
+        }
+    }
+
+    /// The clusters a response carries, each with its endpoints' addresses.
+    fn carried(response: &DiscoveryResponse) -> Vec<(String, usize)> {
+        (response.resources.iter())
+            .map(|any| {
+                let assignment = ClusterLoadAssignment::decode(any.value.as_slice()).unwrap();
+                (assignment.cluster_name, assignment.endpoints[0].lb_endpoints.len())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_is_sent_each_wanted_cluster_once_then_only_the_ones_that_changed() {
+        let mut held = Held {
+            wanted: ["shop/api:80", "shop/gone:80", "shop/web:80"].map(str::to_owned).into(),
+            ..Held::default()
+        };
+        let first = held.changes(&upstream(&["10.0.0.1"])).unwrap();
+        assert_eq!(
+            carried(&first),
+            [
+                ("shop/api:80".to_owned(), 1),
+                ("shop/gone:80".to_owned(), 0),
+                ("shop/web:80".to_owned(), 1)
+            ],
+            "every wanted cluster, one without a Service empty"
+        );
+        assert_eq!((first.type_url.as_str(), first.nonce.as_str()), (LOAD_ASSIGNMENT, "1"));
+        assert_eq!(
+            held.changes(&upstream(&["10.0.0.1"])),
+            None,
+            "nothing changed, nothing sent"
+        );
+        let second = held.changes(&upstream(&["10.0.0.1", "10.0.0.2"])).unwrap();
+        assert_eq!(
+            carried(&second),
+            [("shop/web:80".to_owned(), 2)],
+            "only the changed cluster"
+        );
+        assert_eq!(second.nonce, "2");
+    }
+
+    #[test]
+    fn a_dns_cluster_is_never_sent_over_eds() {
+        let mut held = Held {
+            wanted: ["shop/ext:443".to_owned()].into(),
+            ..Held::default()
+        };
+        assert_eq!(held.changes(&upstream(&[])), None);
     }
 }
