@@ -5,8 +5,10 @@
 mod common;
 
 use common::*;
+use switchyard_compiler::status::Reason;
 use switchyard_compiler::upstream::cds::cds_document;
 use switchyard_compiler::upstream::endpoints::Endpoint;
+use switchyard_compiler::upstream::protocol::UpstreamProtocol;
 use switchyard_compiler::upstream::{plan, Endpoints, Upstream};
 use switchyard_compiler::Options;
 
@@ -163,4 +165,137 @@ fn the_same_manifests_give_the_same_documents() {
     let (a, b) = (upstream(&yaml), upstream(&yaml));
     assert_eq!(a, b);
     assert_eq!(cds_document(&a), cds_document(&b));
+}
+
+// ingress-nginx's `backend-protocol` (§7, issue "The upstream side")
+
+fn nginx_options() -> Options {
+    let mut options = Options::default();
+    options.ingress_nginx.class = Some("nginx".to_owned());
+    options
+}
+
+/// An ingress-nginx Ingress `api` to `api:443` with `annotations` (YAML lines), its Service.
+fn nginx_api(annotations: &str) -> String {
+    format!(
+        "{}apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: api\n  namespace: shop\n  annotations:\n{annotations}spec:\n  ingressClassName: nginx\n  rules:\n  - host: api.example.com\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: api, port: {{number: 443}}}}}}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: api, namespace: shop}}\nspec: {{ports: [{{name: https, port: 443}}]}}\n---\n",
+        ingress_class("nginx", "k8s.io/ingress-nginx", false, "")
+    )
+}
+
+fn nginx_compiled(yaml: &str) -> (switchyard_compiler::Compiled, Upstream) {
+    let loaded = load(yaml);
+    let options = nginx_options();
+    let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+    let upstream = plan(&loaded.objects, &compiled.table, &compiled.l4, &options);
+    (compiled, upstream)
+}
+
+fn routed_cluster(compiled: &switchyard_compiler::Compiled) -> String {
+    let rule = compiled
+        .table
+        .rules
+        .iter()
+        .find(|r| r.name.starts_with("Ingress/shop/api"))
+        .unwrap();
+    match &rule.action {
+        switchyard_table::ActionSpec::Route(route) => route.backends[0].cluster.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn backend_protocol_https_is_a_tls_cluster_that_checks_no_certificate_and_sends_no_sni() {
+    let (compiled, upstream) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n"));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~tls");
+    let cluster = &upstream.clusters[0];
+    assert_eq!(
+        (cluster.name.as_str(), cluster.service.as_str()),
+        ("shop/api:443~tls", "shop/api:443")
+    );
+    assert_eq!(cluster.protocol, UpstreamProtocol::Tls);
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream)).unwrap();
+    let socket = &cds["resources"][0]["transport_socket"];
+    assert_eq!(socket["name"], "envoy.transport_sockets.tls");
+    let context = &socket["typed_config"];
+    assert!(
+        context.get("sni").is_none(),
+        "proxy_ssl_server_name is off by default: {context}"
+    );
+    assert!(
+        context["common_tls_context"].get("validation_context").is_none(),
+        "proxy_ssl_verify is off"
+    );
+    assert_eq!(
+        context["common_tls_context"]["alpn_protocols"],
+        serde_json::json!(["http/1.1"])
+    );
+    assert!(
+        cds["resources"][0].get("typed_extension_protocol_options").is_none(),
+        "HTTP/1.1"
+    );
+}
+
+#[test]
+fn backend_protocol_grpc_is_http2_in_the_clear_and_grpcs_http2_over_tls() {
+    let (compiled, upstream) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/backend-protocol: grpc\n"));
+    assert_eq!(
+        routed_cluster(&compiled),
+        "shop/api:443~h2c",
+        "the value is read in any case"
+    );
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream)).unwrap();
+    let options = &cds["resources"][0]["typed_extension_protocol_options"]
+        ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
+    assert_eq!(
+        options["explicit_http_config"],
+        serde_json::json!({"http2_protocol_options": {}})
+    );
+    assert!(cds["resources"][0].get("transport_socket").is_none());
+
+    let (compiled, upstream) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/backend-protocol: GRPCS\n"));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~tls-h2");
+    assert_eq!(upstream.clusters[0].protocol, UpstreamProtocol::TlsH2);
+}
+
+#[test]
+fn backend_protocol_http_keeps_the_templates_name() {
+    let (compiled, _) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/backend-protocol: HTTP\n"));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443");
+}
+
+#[test]
+fn backend_protocol_outside_ingress_nginxs_list_is_invalid_and_fcgi_not_honoured_both_http() {
+    for (value, reason) in [
+        ("H2C", Reason::AnnotationInvalid),
+        ("FCGI", Reason::AnnotationNotHonored),
+        ("AUTO_HTTP", Reason::AnnotationNotHonored),
+    ] {
+        let (compiled, _) = nginx_compiled(&nginx_api(&format!(
+            "    nginx.ingress.kubernetes.io/backend-protocol: {value}\n"
+        )));
+        assert_eq!(routed_cluster(&compiled), "shop/api:443", "{value}: spoken to in HTTP");
+        let status = status_of(&compiled, "Ingress", "shop", "api");
+        assert!(
+            message(status, reason).contains("backend-protocol"),
+            "{value}: {status:?}"
+        );
+    }
+}
+
+#[test]
+fn proxy_ssl_verify_on_is_not_honoured_yet_so_its_paths_answer_503_never_unchecked() {
+    let (compiled, _) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n    nginx.ingress.kubernetes.io/proxy-ssl-verify: \"on\"\n",
+    ));
+    assert!(
+        routed_cluster(&compiled).starts_with("DirectResponse(DirectResponse { status: 503,"),
+        "{}",
+        routed_cluster(&compiled)
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationNotHonored).contains("503"),
+        "{status:?}"
+    );
 }

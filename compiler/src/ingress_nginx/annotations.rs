@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
 use crate::status::{ConditionKind, Reason};
+use crate::upstream::protocol::UpstreamProtocol;
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,12 @@ pub struct IngressNginxAnnotations {
     pub ssl_passthrough: Option<bool>,
     /// `server-alias`, split on `,`, trimmed, lowercase.
     pub server_alias: Vec<String>,
+    /// `backend-protocol` (HTTP when absent, invalid or not honoured).
+    pub backend_protocol: UpstreamProtocol,
+    /// `proxy-ssl-verify: on`: the backend's certificate must be checked, which is not honoured
+    /// yet, so its locations answer 503 rather than reach the backend unchecked (fail closed; the
+    /// processor says so). `off`, the default, is what a TLS upstream does.
+    pub proxy_ssl_verify: bool,
     /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
     pub canary: BTreeMap<String, String>,
     /// Every annotation reported, in name order.
@@ -90,6 +97,8 @@ const READ: &[&str] = &[
     "preserve-trailing-slash",
     "server-alias",
     "ssl-passthrough",
+    "backend-protocol",
+    "proxy-ssl-verify",
 ];
 
 /// ROUTING.md §7.9: annotations ingress-nginx v1.15 itself does not read: removed from it
@@ -252,6 +261,19 @@ impl IngressNginxAnnotations {
             .get("x-forwarded-prefix")
             .filter(|v| !v.is_empty())
             .map(|v| (*v).to_owned());
+        out.backend_protocol = mine.get("backend-protocol").map_or(UpstreamProtocol::Http, |value| {
+            backend_protocol(value).unwrap_or_else(|(reason, why)| {
+                out.problems.push(Problem {
+                    name: "backend-protocol".to_owned(),
+                    reason,
+                    message: format!("{prefix}/backend-protocol: {value:?} {why}; the backend is spoken to in HTTP"),
+                });
+                UpstreamProtocol::Http
+            })
+        });
+        out.proxy_ssl_verify = mine
+            .get("proxy-ssl-verify")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("on"));
         out.server_alias = (mine.get("server-alias").into_iter())
             .flat_map(|v| v.split(','))
             .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
@@ -272,6 +294,26 @@ impl IngressNginxAnnotations {
         self.use_regex == Some(true)
             || matches!(&self.rewrite_target, Some(RewriteTarget::Path(t)) if t != path)
             || matches!(&self.rewrite_target, Some(RewriteTarget::Url(_)))
+    }
+}
+
+/// `backend-protocol`'s value as ingress-nginx v1.15 reads it (trimmed, upper case, one of
+/// `AUTO_HTTP|HTTP|HTTPS|AJP|GRPC|GRPCS|FCGI`), or why it is not used.
+fn backend_protocol(value: &str) -> Result<UpstreamProtocol, (Reason, &'static str)> {
+    match value.trim().to_ascii_uppercase().as_str() {
+        "HTTP" => Ok(UpstreamProtocol::Http),
+        "HTTPS" => Ok(UpstreamProtocol::Tls),
+        "GRPC" => Ok(UpstreamProtocol::H2c),
+        "GRPCS" => Ok(UpstreamProtocol::TlsH2),
+        "AUTO_HTTP" => Err((
+            Reason::AnnotationNotHonored,
+            "(the request's own scheme, per request) is not honoured yet",
+        )),
+        "FCGI" | "AJP" => Err((Reason::AnnotationNotHonored, "is a protocol Envoy does not speak")),
+        _ => Err((
+            Reason::AnnotationInvalid,
+            "is not one of AUTO_HTTP, HTTP, HTTPS, AJP, GRPC, GRPCS, FCGI (ingress-nginx takes HTTP)",
+        )),
     }
 }
 

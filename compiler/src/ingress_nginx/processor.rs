@@ -270,6 +270,19 @@ fn draft(
             status: 404,
             ..DirectResponse::default()
         }),
+        Act::Route { .. } if owner.annotations.proxy_ssl_verify => {
+            inputs.book.error(
+                &owner.key,
+                Status::Accepted,
+                Reason::AnnotationNotHonored,
+                format!(
+                    "{}: proxy-ssl-verify \"on\" asks for the backend's certificate to be checked, which is not \
+                     honoured yet; requests for this path get 503 rather than reach the backend unchecked",
+                    laid.at
+                ),
+            );
+            service_unavailable()
+        }
         Act::Route {
             backend,
             rewrite_regex,
@@ -280,7 +293,7 @@ fn draft(
                 rewrite_regex,
                 set_headers,
                 canary: canary.and_then(|(c, backend)| table_canary(c, backend, canaries, inputs).map(Box::new)),
-                ..RouteAction::to(cluster)
+                ..RouteAction::to(owner.annotations.backend_protocol.cluster(cluster))
             }),
             Err(NoCluster::PortNotFound(why)) => {
                 inputs.book.error(
@@ -334,8 +347,9 @@ fn table_canary(
     inputs: &mut Inputs<'_>,
 ) -> Option<switchyard_table::Canary> {
     let key = &canaries.members[c].key;
+    let protocol = canaries.members[c].annotations.backend_protocol;
     let cluster = match backend_cluster(backend, key, inputs.services, inputs.options) {
-        Ok(cluster) => cluster,
+        Ok(cluster) => protocol.cluster(cluster),
         Err(NoCluster::PortNotFound(why) | NoCluster::Unusable(_, why)) => {
             let message = format!("the canary's backend: {why}; the location's requests all go to its main backend");
             inputs

@@ -34,6 +34,27 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
         "name": cluster.name,
         "connect_timeout": CONNECT_TIMEOUT,
     });
+    if cluster.protocol.http2() {
+        resource["typed_extension_protocol_options"] = json!({
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": { "http2_protocol_options": {} },
+            },
+        });
+    }
+    if cluster.protocol.tls() {
+        // No SNI and no check of the backend's certificate: ingress-nginx's `proxy_ssl_server_name`
+        // and `proxy_ssl_verify` are off unless asked for, and Contour's and NGINX's upstream TLS
+        // check nothing without a `validation` either. ALPN offers the protocol spoken.
+        let alpn = if cluster.protocol.http2() { "h2" } else { "http/1.1" };
+        resource["transport_socket"] = json!({
+            "name": "envoy.transport_sockets.tls",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                "common_tls_context": { "alpn_protocols": [alpn] },
+            },
+        });
+    }
     match &cluster.source {
         Endpoints::Slices(_) => {
             resource["type"] = json!("EDS");

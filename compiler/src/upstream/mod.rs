@@ -2,9 +2,10 @@
 //! name, with the endpoints of its Service (issue "The upstream side"; `docs/deploy-envoy.md`,
 //! "Clusters and endpoints").
 //!
-//! A backend's cluster name comes from the cluster template ([`Options::cluster`]); this stage
-//! finds the Service port behind each name by filling the template with every port of every
-//! Service, so it works with any template. Then:
+//! A backend's cluster name comes from the cluster template ([`Options::cluster`]), with the
+//! protocol the gateway speaks to it when that is not plain HTTP ([`protocol`]); this stage finds
+//! the Service port behind each name by filling the template with every port of every Service, so
+//! it works with any template. Then:
 //!
 //! - a Service of type `ExternalName` is a DNS cluster on its external name and the port;
 //! - any other Service's endpoints are those of its EndpointSlices ([`endpoints`]): the ready
@@ -18,6 +19,7 @@
 
 pub mod cds;
 pub mod endpoints;
+pub mod protocol;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +31,7 @@ use crate::l4::L4Routes;
 use crate::model::Options;
 use crate::objects::Objects;
 use crate::upstream::endpoints::{Endpoint, EndpointIndex};
+use crate::upstream::protocol::UpstreamProtocol;
 
 /// Every cluster the gateway needs, in name order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -47,6 +50,8 @@ pub struct UpstreamCluster {
     pub name: String,
     /// The Service behind it, `namespace/name:port`.
     pub service: String,
+    /// How the gateway speaks to it.
+    pub protocol: UpstreamProtocol,
     /// Its endpoints.
     pub source: Endpoints,
 }
@@ -70,11 +75,12 @@ pub enum Endpoints {
 /// EndpointSlices of `objects`.
 pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Options) -> Upstream {
     let wanted = cluster_names(table, l4);
+    let bases: BTreeSet<&str> = wanted.iter().map(|name| UpstreamProtocol::of_cluster(name).0).collect();
     let mut ports: BTreeMap<String, (&Service, i32)> = BTreeMap::new();
     for service in &objects.services {
         for port in service_ports(service) {
             let name = options.cluster(namespace_of(service), name_of(service), port.port);
-            if wanted.contains(name.as_str()) {
+            if bases.contains(name.as_str()) {
                 ports.entry(name).or_insert((service, port.port));
             }
         }
@@ -82,7 +88,8 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
     let index = EndpointIndex::new(&objects.endpoint_slices);
     let mut upstream = Upstream::default();
     for name in wanted {
-        let Some((service, port)) = ports.get(name) else {
+        let (base, protocol) = UpstreamProtocol::of_cluster(name);
+        let Some((service, port)) = ports.get(base) else {
             upstream.unknown.push(name.to_owned());
             continue;
         };
@@ -101,6 +108,7 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
         upstream.clusters.push(UpstreamCluster {
             name: name.to_owned(),
             service: format!("{namespace}/{service_name}:{port}"),
+            protocol,
             source,
         });
     }
