@@ -11,6 +11,7 @@
 //! A proxy's access controls (ROUTING.md §9, [`access_fields`]) turn the rules they protect into 403s
 //! unless waived: a virtual host's reach every route of its tree, a route's its own proxy's rules.
 
+use crate::upstream::protocol::UpstreamProtocol;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -445,12 +446,25 @@ impl<'a> HTTPProxyProcessor<'a> {
                 );
                 return None;
             }
+            let Some(protocol) = service_protocol(service.protocol.as_deref()) else {
+                let word = service.protocol.as_deref().unwrap_or_default();
+                let why = format!("{at}.services[{si}].protocol: {word:?} is not h2, h2c or tls");
+                self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
+                return None;
+            };
+            if service.validation.is_some() {
+                // Fail closed: never reach a service unchecked that asked for its certificate to be.
+                unresolved.push(format!(
+                    "{at}.services[{si}].validation: checking the service's certificate is not honoured yet"
+                ));
+                continue;
+            }
             match self
                 .inputs
                 .services
                 .resolve(&key.namespace, &service.name, PortRef::Number(service.port))
             {
-                Ok(port) => resolved.push((service, port)),
+                Ok(port) => resolved.push((service, port, protocol)),
                 Err(why) => unresolved.push(format!("{at}.services[{si}]: {why}")),
             }
         }
@@ -462,11 +476,11 @@ impl<'a> HTTPProxyProcessor<'a> {
         for why in unresolved {
             self.invalid(key, Reason::ServicePortNotFound, format!("{why}; {consequence}"));
         }
-        let all_unweighted = resolved.iter().all(|(s, _)| s.weight.unwrap_or(0) == 0);
+        let all_unweighted = resolved.iter().all(|(s, _, _)| s.weight.unwrap_or(0) == 0);
         let backends = resolved
             .into_iter()
-            .map(|(service, port)| Backend {
-                cluster: self.inputs.options.cluster(&key.namespace, &service.name, port),
+            .map(|(service, port, protocol)| Backend {
+                cluster: protocol.cluster(self.inputs.options.cluster(&key.namespace, &service.name, port)),
                 weight: if all_unweighted {
                     1
                 } else {
@@ -1093,5 +1107,17 @@ mod tests {
         );
         assert_eq!(reason(&[query("v", "1"), query("V", "2")]), None);
         assert_eq!(reason(&[query("v", "1"), query("w", "1")]), None);
+    }
+}
+
+/// How Envoy speaks to a service with `protocol` (Contour's words); `None` for a word it does not
+/// know.
+fn service_protocol(protocol: Option<&str>) -> Option<UpstreamProtocol> {
+    match protocol {
+        None => Some(UpstreamProtocol::Http),
+        Some("h2c") => Some(UpstreamProtocol::H2c),
+        Some("tls") => Some(UpstreamProtocol::Tls),
+        Some("h2") => Some(UpstreamProtocol::TlsH2),
+        Some(_) => None,
     }
 }

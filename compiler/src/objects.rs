@@ -459,6 +459,14 @@ pub struct ProxyService {
     /// any int64; one outside 0..=u32::MAX makes its route invalid (checked in `httpproxy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<i64>,
+    /// How Envoy speaks to it: `h2` (HTTP/2 over TLS), `h2c` (HTTP/2 in the clear), `tls`
+    /// (HTTP/1.1 over TLS); absent: HTTP/1.1 in the clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Checking the service's certificate (`caSecret`, `subjectName`): not honoured yet, so a
+    /// service asking for it gets no traffic (fail closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<serde_json::Value>,
 }
 
 /// `pathRewritePolicy`.

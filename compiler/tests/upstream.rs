@@ -299,3 +299,84 @@ fn proxy_ssl_verify_on_is_not_honoured_yet_so_its_paths_answer_503_never_uncheck
         "{status:?}"
     );
 }
+
+// HTTPProxy `services[].protocol` and `validation`, VirtualServer `upstreams[].tls`
+
+/// An HTTPProxy root `p` routing `/` to `services` (YAML list items).
+fn proxy(services: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services:\n{services}---\n"
+    )
+}
+
+fn clusters_of(compiled: &switchyard_compiler::Compiled, owner: &str) -> Vec<String> {
+    let rule = compiled.table.rules.iter().find(|r| r.name.starts_with(owner)).unwrap();
+    match &rule.action {
+        switchyard_table::ActionSpec::Route(route) => route.backends.iter().map(|b| b.cluster.clone()).collect(),
+        other => vec![format!("{other:?}")],
+    }
+}
+
+#[test]
+fn an_httpproxy_service_protocol_names_its_variant_cluster() {
+    let compiled = compile_yaml(
+        &proxy("    - {name: a, port: 443, protocol: h2}\n    - {name: b, port: 80, protocol: h2c}\n    - {name: c, port: 443, protocol: tls}\n    - {name: d, port: 80}\n"),
+        &Options::default(),
+    );
+    assert_eq!(
+        clusters_of(&compiled, "HTTPProxy/shop/p"),
+        ["shop/a:443~tls-h2", "shop/b:80~h2c", "shop/c:443~tls", "shop/d:80"]
+    );
+}
+
+#[test]
+fn an_httpproxy_service_asking_for_validation_gets_no_traffic_until_it_is_honoured() {
+    let compiled = compile_yaml(
+        &proxy("    - {name: a, port: 443, protocol: tls, validation: {caSecret: ca, subjectName: a.shop}}\n"),
+        &Options::default(),
+    );
+    assert!(
+        clusters_of(&compiled, "HTTPProxy/shop/p")[0].contains("status: 503"),
+        "fail closed"
+    );
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::ServicePortNotFound).contains("validation"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn an_httpproxy_service_protocol_contour_does_not_know_skips_its_route() {
+    let compiled = compile_yaml(
+        &proxy("    - {name: a, port: 443, protocol: h3}\n"),
+        &Options::default(),
+    );
+    assert!(!compiled
+        .table
+        .rules
+        .iter()
+        .any(|r| r.name.starts_with("HTTPProxy/shop/p")));
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::ServiceInvalid).contains("protocol"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_virtualserver_upstream_with_tls_enabled_is_spoken_to_over_tls() {
+    let compiled = compile_yaml(
+        "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: v, namespace: shop}\nspec:\n  host: v.example.com\n  upstreams:\n  - {name: secure, service: api, port: 443, tls: {enable: true}}\n  - {name: plain, service: web, port: 80, tls: {enable: false}}\n  routes:\n  - {path: /api, action: {pass: secure}}\n  - {path: /, action: {pass: plain}}\n",
+        &Options::default(),
+    );
+    let mut clusters: Vec<String> = (compiled.table.rules.iter())
+        .filter(|r| r.name.starts_with("VirtualServer/shop/v"))
+        .flat_map(|r| match &r.action {
+            switchyard_table::ActionSpec::Route(route) => route.backends.iter().map(|b| b.cluster.clone()).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    clusters.sort();
+    assert_eq!(clusters, ["shop/api:443~tls", "shop/web:80"]);
+}

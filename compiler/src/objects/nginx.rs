@@ -108,6 +108,17 @@ pub struct Upstream {
     /// Pod label selector: cannot be expressed by a cluster name (routes using it are refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subselector: Option<std::collections::BTreeMap<String, String>>,
+    /// `tls.enable`: HTTPS to the upstream (its certificate not checked, as NGINX does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<UpstreamTls>,
+}
+
+/// An upstream's `tls`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct UpstreamTls {
+    /// Whether Envoy speaks TLS to the upstream.
+    #[serde(default)]
+    pub enable: bool,
 }
 
 /// One `routes[]` (or `subroutes[]`) entry.

@@ -3,6 +3,7 @@
 //! `redirect`; upstreams resolved to clusters through the cluster template and the Services. What
 //! fails validation is [`Fault::Invalid`], what Switchyard cannot express [`Fault::Refused`].
 
+use crate::upstream::protocol::UpstreamProtocol;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -299,7 +300,7 @@ impl<'s> Scope<'s> {
                 .resolve(&namespace, &service, PortRef::Number(upstream.port))
             {
                 Ok(port) => backends.push(Backend {
-                    cluster: self.options.cluster(&namespace, &service, port),
+                    cluster: upstream_protocol(upstream).cluster(self.options.cluster(&namespace, &service, port)),
                     weight: *weight,
                 }),
                 Err(why) => self.notes.push((
@@ -319,5 +320,14 @@ impl<'s> Scope<'s> {
             remove_headers: Vec::new(),
             canary: None,
         }))
+    }
+}
+
+/// How Envoy speaks to an upstream: over TLS with `tls.enable` (NGINX checks no certificate unless
+/// told to), else HTTP/1.1 in the clear.
+fn upstream_protocol(upstream: &crate::objects::nginx::Upstream) -> UpstreamProtocol {
+    match upstream.tls.as_ref().is_some_and(|tls| tls.enable) {
+        true => UpstreamProtocol::Tls,
+        false => UpstreamProtocol::Http,
     }
 }
