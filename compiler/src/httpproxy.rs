@@ -1016,6 +1016,18 @@ fn negated<'h>(positive: &'h HeaderMatch, negative: &HeaderMatch) -> Option<(&'s
     })
 }
 
+/// How Envoy speaks to a service with `protocol` (Contour's words); `None` for a word it does not
+/// know.
+fn service_protocol(protocol: Option<&str>) -> Option<UpstreamProtocol> {
+    match protocol {
+        None => Some(UpstreamProtocol::Http),
+        Some("h2c") => Some(UpstreamProtocol::H2c),
+        Some("tls") => Some(UpstreamProtocol::Tls),
+        Some("h2") => Some(UpstreamProtocol::TlsH2),
+        Some(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1107,17 +1119,5 @@ mod tests {
         );
         assert_eq!(reason(&[query("v", "1"), query("V", "2")]), None);
         assert_eq!(reason(&[query("v", "1"), query("w", "1")]), None);
-    }
-}
-
-/// How Envoy speaks to a service with `protocol` (Contour's words); `None` for a word it does not
-/// know.
-fn service_protocol(protocol: Option<&str>) -> Option<UpstreamProtocol> {
-    match protocol {
-        None => Some(UpstreamProtocol::Http),
-        Some("h2c") => Some(UpstreamProtocol::H2c),
-        Some("tls") => Some(UpstreamProtocol::Tls),
-        Some("h2") => Some(UpstreamProtocol::TlsH2),
-        Some(_) => None,
     }
 }
