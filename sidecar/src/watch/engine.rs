@@ -645,6 +645,8 @@ mod tests {
     #[test]
     fn a_failed_push_is_retried_and_readiness_says_so_meanwhile() {
         let dir = tempfile::tempdir().unwrap();
+        // A file where its folder should be: the push fails until the folder can be made.
+        std::fs::write(dir.path().join("later"), "").unwrap();
         let target = dir.path().join("later").join("t.json");
         let state = Shared::default();
         let mut engine = Engine::new(Options::default(), vec![Sink::TableFile(target.clone())], state.clone());
@@ -657,7 +659,7 @@ mod tests {
         );
         assert_eq!(state.lock().tables_pushed, 0);
 
-        std::fs::create_dir(dir.path().join("later")).unwrap();
+        std::fs::remove_file(dir.path().join("later")).unwrap();
         block_on(engine.retry());
         assert!(!engine.needs_retry());
         assert!(std::fs::read_to_string(&target).unwrap().contains("a.example"));

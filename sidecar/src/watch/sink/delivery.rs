@@ -443,6 +443,8 @@ mod tests {
     fn a_retry_pushes_the_failing_sink_only_and_its_failure_is_said_until_it_works() {
         let dir = tempfile::tempdir().unwrap();
         let (good, later) = (dir.path().join("good.json"), dir.path().join("later"));
+        // A file where its folder should be: the push fails until the folder can be made.
+        std::fs::write(&later, "").unwrap();
         let state = Shared::default();
         let leader = Leader::always();
         let mut sinks = Sinks::new(vec![
@@ -456,7 +458,7 @@ mod tests {
             assert!(sinks.needs_retry());
             let error = state.lock().push_error.clone().unwrap();
             assert!(error.contains("later"), "{error}");
-            std::fs::create_dir(&later).unwrap();
+            std::fs::remove_file(&later).unwrap();
             let round = sinks.push(&newest, Occasion::Change, &leader, &state).await;
             assert!(round.table_answered && round.was_failing);
         });

@@ -489,8 +489,13 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_folder_is_an_error_naming_the_file() {
-        let error = write_atomically(Path::new("/nonexistent-switchyard/x/filter.json"), b"{}").unwrap_err();
-        assert!(error.contains("/nonexistent-switchyard/x/"), "{error}");
+    fn a_missing_folder_is_created_and_one_that_cannot_be_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("new/folder/filter.json");
+        write_atomically(&file, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}");
+        std::fs::write(dir.path().join("blocker"), "").unwrap();
+        let error = write_atomically(&dir.path().join("blocker/x/filter.json"), b"{}").unwrap_err();
+        assert!(error.contains("blocker/x"), "{error}");
     }
 }
