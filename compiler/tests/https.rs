@@ -429,12 +429,6 @@ fn an_ingress_without_annotations_routes_both_ports() {
 
 // §8.4
 
-fn nginx_options() -> Options {
-    let mut options = Options::default();
-    options.ingress_nginx.class = Some("nginx".to_owned());
-    options
-}
-
 fn nginx_ingress(name: &str, created: &str, host: &str, tls: &str) -> String {
     let class = ingress_class("nginx", "k8s.io/ingress-nginx", false, "");
     class + &ingress(name, created, &[host], tls, "").replace("spec:\n", "spec:\n  ingressClassName: nginx\n")

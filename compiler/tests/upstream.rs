@@ -169,12 +169,6 @@ fn the_same_manifests_give_the_same_documents() {
 
 // ingress-nginx's `backend-protocol` (§7, issue "The upstream side")
 
-fn nginx_options() -> Options {
-    let mut options = Options::default();
-    options.ingress_nginx.class = Some("nginx".to_owned());
-    options
-}
-
 /// An ingress-nginx Ingress `api` to `api:443` with `annotations` (YAML lines), its Service.
 fn nginx_api(annotations: &str) -> String {
     format!(

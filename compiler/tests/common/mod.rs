@@ -195,3 +195,10 @@ pub fn nginx_case(name: &str) -> String {
         .join(format!("{name}.yaml"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The options that serve class `nginx` as ingress-nginx's (ROUTING.md §7).
+pub fn nginx_options() -> Options {
+    let mut options = Options::default();
+    options.ingress_nginx.class = Some("nginx".to_owned());
+    options
+}

@@ -114,16 +114,8 @@ impl Scene {
     }
 
     fn eventually(&self, what: &str, check: impl Fn() -> bool) {
-        let started = Instant::now();
-        while !check() {
-            assert!(
-                started.elapsed() < FOLLOW_WITHIN,
-                "{what}: not within {FOLLOW_WITHIN:?}\nwatch:\n{}\nenvoy:\n{}",
-                self.watch.log(),
-                self.envoy.log()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
+        let describe = || format!("watch:\n{}\nenvoy:\n{}", self.watch.log(), self.envoy.log());
+        watch_setup::eventually(what, check, describe);
     }
 }
 

@@ -22,7 +22,7 @@ use switchyard_e2e::{
     backend_name, envoy_config_reading, fresh_dir, get, required_path, send, set_module_search_path, Backend, EcdsFile,
     Envoy, FilterForm,
 };
-use watch_setup::{Watch, BLUE, FOLLOW_WITHIN, GREEN};
+use watch_setup::{Watch, BLUE, GREEN};
 
 /// The TLS backend of the passthrough TransportServer.
 const SECURE: &str = "default/secure-app:8443";
@@ -119,16 +119,8 @@ impl Https {
     }
 
     fn eventually(&self, what: &str, check: impl Fn() -> bool) {
-        let started = Instant::now();
-        while !check() {
-            assert!(
-                started.elapsed() < FOLLOW_WITHIN,
-                "{what}: not within {FOLLOW_WITHIN:?}\nwatch:\n{}\nenvoy:\n{}",
-                self.watch.log(),
-                self.envoy.log()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
+        let describe = || format!("watch:\n{}\nenvoy:\n{}", self.watch.log(), self.envoy.log());
+        watch_setup::eventually(what, check, describe);
     }
 }
 

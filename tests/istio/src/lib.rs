@@ -303,6 +303,27 @@ impl Istio {
         let process = EnvoyProcess::start(&envoy_bin, dir, 1, |_| true);
         Gateway { process }
     }
+
+    /// `switchyard watch --istio-gateway istio-system/switchyard` (`SWITCHYARD_BIN`) as the
+    /// ServiceAccount user, on namespace `ns`, the passthrough and HTTPS port `port`; returns it
+    /// ready.
+    pub async fn gateway_watch(&self, ns: &str, port: u16) -> switchyard_envtest::watch::Watch {
+        let port = port.to_string();
+        let args = [
+            "--namespaces",
+            ns,
+            "--istio-gateway",
+            "istio-system/switchyard",
+            "--tls-passthrough-port",
+            &port,
+        ];
+        let bin = switchyard_e2e::required_path("SWITCHYARD_BIN");
+        let kubeconfig = self.env.kubeconfig(switchyard_envtest::User::Switchyard);
+        let mut watch =
+            switchyard_envtest::watch::Watch::start(&bin, &kubeconfig, &args).unwrap_or_else(|e| panic!("{e}"));
+        watch.ready(PATIENCE).await.unwrap_or_else(|e| panic!("{e}"));
+        watch
+    }
 }
 
 impl Drop for Istio {

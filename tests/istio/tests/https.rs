@@ -22,9 +22,6 @@ use kube::api::ListParams;
 use kube::Api;
 use serde_json::{json, Value};
 use switchyard_e2e::https::TestCertificate;
-use switchyard_e2e::required_path;
-use switchyard_envtest::watch::Watch;
-use switchyard_envtest::User;
 use switchyard_istio::objects::service_entry;
 use switchyard_istio::{ingressgateway, listener_port, Gateway, Istio, PATIENCE};
 
@@ -149,18 +146,7 @@ async fn an_ingress_tls_secret_is_copied_to_the_gateway_namespace_and_served_by_
 
     let gateway = istio.gateway("istio-ingressgateway-0", &ingressgateway());
     let port = listener_port().unwrap_or_else(|e| panic!("{e}"));
-    let port_text = port.to_string();
-    let args = [
-        "--namespaces",
-        &ns,
-        "--istio-gateway",
-        "istio-system/switchyard",
-        "--tls-passthrough-port",
-        &port_text,
-    ];
-    let bin = required_path("SWITCHYARD_BIN");
-    let mut watch = Watch::start(&bin, &istio.env.kubeconfig(User::Switchyard), &args).unwrap();
-    watch.ready(PATIENCE).await.unwrap_or_else(|e| panic!("{e}"));
+    let watch = istio.gateway_watch(&ns, port).await;
 
     let copy = format!("switchyard.{ns}.shop-tls");
     let made = "switchyard.default-certificate".to_owned();

@@ -13,11 +13,8 @@ use std::net::SocketAddr;
 
 use serde_json::json;
 use switchyard_e2e::l4::{tcp_ask, tcp_echo, tls_hello, TlsBackend};
-use switchyard_e2e::required_path;
-use switchyard_envtest::watch::Watch;
-use switchyard_envtest::User;
 use switchyard_istio::objects::service_entry;
-use switchyard_istio::{ingressgateway, listener_port, Istio, PATIENCE};
+use switchyard_istio::{ingressgateway, listener_port, Istio};
 
 #[tokio::test]
 async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
@@ -65,18 +62,7 @@ async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let gateway = istio.gateway("istio-ingressgateway-0", &ingressgateway());
-    let passthrough_text = passthrough.to_string();
-    let args = [
-        "--namespaces",
-        &ns,
-        "--istio-gateway",
-        "istio-system/switchyard",
-        "--tls-passthrough-port",
-        &passthrough_text,
-    ];
-    let bin = required_path("SWITCHYARD_BIN");
-    let mut watch = Watch::start(&bin, &istio.env.kubeconfig(User::Switchyard), &args).unwrap();
-    watch.ready(PATIENCE).await.unwrap_or_else(|e| panic!("{e}"));
+    let watch = istio.gateway_watch(&ns, passthrough).await;
 
     let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
     let describe = |e: &str| {

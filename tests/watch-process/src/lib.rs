@@ -221,6 +221,23 @@ impl Drop for WatchProcess {
     }
 }
 
+/// CPU time of every thread of process `pid` as the kernel counts it (their run times from
+/// `/proc/<pid>/task/*/schedstat`), in nanoseconds: what a benchmark charges to the watch.
+pub fn cpu_ns(pid: u32) -> u64 {
+    let mut total = 0;
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten();
+    for task in tasks {
+        let text = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        total += (text.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,21 +270,4 @@ mod tests {
         assert_eq!(Address::serving("/status"), Address::Dashboard);
         assert_eq!(Address::serving("/"), Address::Dashboard);
     }
-}
-
-/// CPU time of every thread of process `pid` as the kernel counts it (their run times from
-/// `/proc/<pid>/task/*/schedstat`), in nanoseconds: what a benchmark charges to the watch.
-pub fn cpu_ns(pid: u32) -> u64 {
-    let mut total = 0;
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .flatten();
-    for task in tasks {
-        let text = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        total += (text.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    total
 }

@@ -294,3 +294,17 @@ pub fn ingress(name: &str, host: &str, service: &str) -> String {
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  rules:\n  - host: {host}\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: {service}, port: {{number: 80}}}}}}}}\n"
     )
 }
+
+/// Polls `check` every 20 ms until it holds; panics after [`FOLLOW_WITHIN`] with `what` and what
+/// `describe` says (the watch's and Envoy's logs).
+pub fn eventually(what: &str, check: impl Fn() -> bool, describe: impl Fn() -> String) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < FOLLOW_WITHIN,
+            "{what}: not within {FOLLOW_WITHIN:?}\n{}",
+            describe()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
