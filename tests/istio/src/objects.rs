@@ -26,6 +26,21 @@ pub fn service_entry(name: &str, host: &str, port: u16, protocol: &str, backend:
     })
 }
 
+/// A TransportServer `secure` in `ns` passing TLS for `secure.example.com` through to Service
+/// `tls-app` port 8443.
+pub fn secure_transport_server(ns: &str) -> Value {
+    json!({
+        "apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
+        "metadata": {"name": "secure", "namespace": ns},
+        "spec": {
+            "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
+            "host": "secure.example.com",
+            "upstreams": [{"name": "app", "service": "tls-app", "port": 8443}],
+            "action": {"pass": "app"}
+        }
+    })
+}
+
 /// One server of a [`gateway`]: its port number, port name and hosts (protocol HTTP).
 #[derive(Debug, Clone)]
 pub struct Server {

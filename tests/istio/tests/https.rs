@@ -22,7 +22,7 @@ use kube::api::ListParams;
 use kube::Api;
 use serde_json::{json, Value};
 use switchyard_e2e::https::TestCertificate;
-use switchyard_istio::objects::service_entry;
+use switchyard_istio::objects::{secure_transport_server, service_entry};
 use switchyard_istio::{ingressgateway, listener_port, Gateway, Istio, PATIENCE};
 
 /// The copies' label.
@@ -40,20 +40,6 @@ fn ingress(ns: &str) -> Value {
                 "path": "/", "pathType": "Prefix",
                 "backend": {"service": {"name": "web", "port": {"number": 80}}}
             }]}}]
-        }
-    })
-}
-
-/// A TransportServer passing `secure.example.com` through to Service `tls-app`.
-fn passthrough(ns: &str) -> Value {
-    json!({
-        "apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
-        "metadata": {"name": "secure", "namespace": ns},
-        "spec": {
-            "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
-            "host": "secure.example.com",
-            "upstreams": [{"name": "app", "service": "tls-app", "port": 8443}],
-            "action": {"pass": "app"}
         }
     })
 }
@@ -139,7 +125,7 @@ async fn an_ingress_tls_secret_is_copied_to_the_gateway_namespace_and_served_by_
             secret(&first, &ns),
             ingress(&ns),
             service_entry("tls-app", &fqdn, 8443, "TLS", backend),
-            passthrough(&ns),
+            secure_transport_server(&ns),
         ])
         .await
         .unwrap_or_else(|e| panic!("{e}"));

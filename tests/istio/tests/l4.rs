@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 
 use serde_json::json;
 use switchyard_e2e::l4::{tcp_ask, tcp_echo, tls_hello, TlsBackend};
-use switchyard_istio::objects::service_entry;
+use switchyard_istio::objects::{secure_transport_server, service_entry};
 use switchyard_istio::{ingressgateway, listener_port, Istio};
 
 #[tokio::test]
@@ -32,16 +32,7 @@ async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
         "metadata": {"name": "nginx-configuration", "namespace": ns},
         "spec": {"listeners": [{"name": "echo-tcp", "port": tcp, "protocol": "TCP"}]}
     });
-    let secure = json!({
-        "apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
-        "metadata": {"name": "secure", "namespace": ns},
-        "spec": {
-            "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
-            "host": "secure.example.com",
-            "upstreams": [{"name": "app", "service": "tls-app", "port": 8443}],
-            "action": {"pass": "app"}
-        }
-    });
+    let secure = secure_transport_server(&ns);
     let tcp_server = json!({
         "apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
         "metadata": {"name": "echo", "namespace": ns},
