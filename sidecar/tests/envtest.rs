@@ -67,10 +67,13 @@ async fn admin_get(client: &Client, api_version: &str, kind: &str, namespace: &s
     }
 }
 
-/// A file of deploy/, found by its name (`istio/wasmplugin.yaml`: the one `wasmplugin.yaml` under
-/// deploy/, wherever deploy/'s layout puts it).
+/// A file of deploy/: at that path, else found by its name (`istio/wasmplugin.yaml`: the one
+/// `wasmplugin.yaml` under deploy/, wherever deploy/'s layout puts it).
 fn deploy(file: &str) -> String {
     let root = switchyard_envtest::project_root().join("deploy");
+    if let Ok(text) = std::fs::read_to_string(root.join(file)) {
+        return text;
+    }
     let name = Path::new(file).file_name().unwrap_or_default();
     let mut found = Vec::new();
     let mut folders = vec![root.clone()];
