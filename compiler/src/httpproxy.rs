@@ -11,7 +11,7 @@
 //! A proxy's access controls (ROUTING.md §9, [`access_fields`]) turn the rules they protect into 403s
 //! unless waived: a virtual host's reach every route of its tree, a route's its own proxy's rules.
 
-use crate::upstream::protocol::UpstreamProtocol;
+use crate::upstream::variant::{UpstreamProtocol, Variant};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -480,7 +480,11 @@ impl<'a> HTTPProxyProcessor<'a> {
         let backends = resolved
             .into_iter()
             .map(|(service, port, protocol)| Backend {
-                cluster: protocol.cluster(self.inputs.options.cluster(&key.namespace, &service.name, port)),
+                cluster: Variant::speaking(protocol).cluster(self.inputs.options.cluster(
+                    &key.namespace,
+                    &service.name,
+                    port,
+                )),
                 weight: if all_unweighted {
                     1
                 } else {

@@ -1,6 +1,6 @@
 //! NGINX's VirtualServer syntax in the table's terms (ROUTING.md §6): locations (`/x`, `=/x`, `~re`,
-//! `~*re`, `^~/x`), match condition values (plain, `!`, `~re`, `~*re`, `""`), and the order NGINX
-//! picks locations and matches in ([`NginxRank`]). A leaf: it reads the CRD types and the table's
+//! `~*re`, `^~/x`), match condition values (plain, `!`, `~re`, `~*re`, `""`), the order NGINX
+//! picks locations and matches in ([`NginxRank`]), and its times ([`time_ms`]). A leaf: it reads the CRD types and the table's
 //! format, nothing else; [`crate::virtualserver`] uses it.
 
 use std::cmp::Reverse;
@@ -325,8 +325,49 @@ pub fn why_ranked_lower(winner: &RuleSpec, loser: &RuleSpec) -> Option<&'static 
     })
 }
 
+/// An nginx time (`500ms`, `30s`, `1m30s`, `2h`; a bare number is seconds) in milliseconds;
+/// `None` when it is not one, is zero, or exceeds `u32` milliseconds.
+pub fn time_ms(text: &str) -> Option<u32> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<u64>() {
+        return u32::try_from(seconds.checked_mul(1000)?).ok().filter(|ms| *ms > 0);
+    }
+    let mut total: u64 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let number: u64 = rest[..digits].parse().ok()?;
+        let unit_len = rest[digits..]
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len() - digits);
+        let scale: u64 = match &rest[digits..digits + unit_len] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return None,
+        };
+        total = total.checked_add(number.checked_mul(scale)?)?;
+        rest = &rest[digits + unit_len..];
+    }
+    u32::try_from(total).ok().filter(|ms| *ms > 0)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nginx_times_are_milliseconds_seconds_minutes_hours_and_days_combined() {
+        use super::time_ms;
+        assert_eq!(time_ms("30"), Some(30_000), "a bare number is seconds");
+        assert_eq!(time_ms("500ms"), Some(500));
+        assert_eq!(time_ms("1m30s"), Some(90_000));
+        assert_eq!(time_ms("2h"), Some(7_200_000));
+        for bad in ["", "0", "soon", "5x", "s", "1.5s", "100d"] {
+            assert_eq!(time_ms(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

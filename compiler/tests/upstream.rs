@@ -8,7 +8,7 @@ use common::*;
 use switchyard_compiler::status::Reason;
 use switchyard_compiler::upstream::cds::cds_document;
 use switchyard_compiler::upstream::endpoints::Endpoint;
-use switchyard_compiler::upstream::protocol::UpstreamProtocol;
+use switchyard_compiler::upstream::variant::{UpstreamProtocol, Variant};
 use switchyard_compiler::upstream::{plan, Endpoints, Upstream};
 use switchyard_compiler::Options;
 
@@ -207,7 +207,7 @@ fn backend_protocol_https_is_a_tls_cluster_that_checks_no_certificate_and_sends_
         (cluster.name.as_str(), cluster.service.as_str()),
         ("shop/api:443~tls", "shop/api:443")
     );
-    assert_eq!(cluster.protocol, UpstreamProtocol::Tls);
+    assert_eq!(cluster.variant.protocol, UpstreamProtocol::Tls);
     let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream)).unwrap();
     let socket = &cds["resources"][0]["transport_socket"];
     assert_eq!(socket["name"], "envoy.transport_sockets.tls");
@@ -249,7 +249,7 @@ fn backend_protocol_grpc_is_http2_in_the_clear_and_grpcs_http2_over_tls() {
 
     let (compiled, upstream) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/backend-protocol: GRPCS\n"));
     assert_eq!(routed_cluster(&compiled), "shop/api:443~tls-h2");
-    assert_eq!(upstream.clusters[0].protocol, UpstreamProtocol::TlsH2);
+    assert_eq!(upstream.clusters[0].variant.protocol, UpstreamProtocol::TlsH2);
 }
 
 #[test]
@@ -373,4 +373,77 @@ fn a_virtualserver_upstream_with_tls_enabled_is_spoken_to_over_tls() {
         .collect();
     clusters.sort();
     assert_eq!(clusters, ["shop/api:443~tls", "shop/web:80"]);
+}
+
+// Connect timeouts: ingress-nginx's `proxy-connect-timeout` (and its ConfigMap's), a VirtualServer
+// upstream's `connect-timeout`
+
+#[test]
+fn proxy_connect_timeout_names_a_variant_whose_cluster_connects_within_it() {
+    let (compiled, upstream) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n    nginx.ingress.kubernetes.io/proxy-connect-timeout: \"12\"\n",
+    ));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~tls+connect=12000ms");
+    assert_eq!(upstream.clusters[0].variant.connect_timeout_ms, 12_000);
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream)).unwrap();
+    assert_eq!(cds["resources"][0]["connect_timeout"], "12s");
+}
+
+#[test]
+fn proxy_connect_timeout_not_a_number_of_seconds_is_invalid_and_the_configmaps_stands() {
+    let yaml = nginx_api("    nginx.ingress.kubernetes.io/proxy-connect-timeout: 10s\n");
+    let (compiled, _) = nginx_compiled(&yaml);
+    assert_eq!(
+        routed_cluster(&compiled),
+        "shop/api:443",
+        "ingress-nginx reads whole seconds only"
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationInvalid).contains("proxy-connect-timeout"),
+        "{status:?}"
+    );
+
+    // The ConfigMap's value is every Ingress's default.
+    let data = std::collections::BTreeMap::from([("proxy-connect-timeout".to_owned(), "7".to_owned())]);
+    let mut options = nginx_options();
+    options.ingress_nginx_config = switchyard_compiler::ingress_nginx::configmap::ControllerConfig::from_data(&data);
+    let loaded = load(&yaml);
+    let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~connect=7000ms");
+}
+
+fn virtual_server(upstream_extra: &str) -> String {
+    format!(
+        "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {{name: v, namespace: shop}}\nspec:\n  host: v.example.com\n  upstreams:\n  - {{name: api, service: api, port: 80{upstream_extra}}}\n  routes:\n  - {{path: /, action: {{pass: api}}}}\n"
+    )
+}
+
+#[test]
+fn a_virtualserver_upstream_connect_timeout_is_an_nginx_time_and_an_invalid_one_makes_it_invalid() {
+    let compiled = compile_yaml(&virtual_server(", connect-timeout: 1m30s"), &Options::default());
+    assert_eq!(
+        clusters_of(&compiled, "VirtualServer/shop/v"),
+        ["shop/api:80~connect=90000ms"]
+    );
+    let compiled = compile_yaml(&virtual_server(", connect-timeout: soon"), &Options::default());
+    assert!(!compiled
+        .table
+        .rules
+        .iter()
+        .any(|r| r.name.starts_with("VirtualServer/shop/v")));
+    let status = status_of(&compiled, "VirtualServer", "shop", "v");
+    assert_eq!(
+        status.status,
+        switchyard_compiler::status::Status::Invalid,
+        "{status:?}"
+    );
+    assert!(format!("{status:?}").contains("connect-timeout"), "{status:?}");
+}
+
+#[test]
+fn the_default_connect_timeout_is_ingress_nginxs_five_seconds() {
+    assert_eq!(Variant::default().connect_timeout_ms, 5_000);
+    let compiled = compile_yaml(&virtual_server(""), &Options::default());
+    assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), ["shop/api:80"]);
 }

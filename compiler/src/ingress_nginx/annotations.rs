@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
 use crate::status::{ConditionKind, Reason};
-use crate::upstream::protocol::UpstreamProtocol;
+use crate::upstream::variant::UpstreamProtocol;
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +70,8 @@ pub struct IngressNginxAnnotations {
     pub server_alias: Vec<String>,
     /// `backend-protocol` (HTTP when absent, invalid or not honoured).
     pub backend_protocol: UpstreamProtocol,
+    /// `proxy-connect-timeout` in milliseconds (the ConfigMap's when absent or invalid).
+    pub proxy_connect_timeout_ms: Option<u32>,
     /// `proxy-ssl-verify: on`: the backend's certificate must be checked, which is not honoured
     /// yet, so its locations answer 503 rather than reach the backend unchecked (fail closed; the
     /// processor says so). `off`, the default, is what a TLS upstream does.
@@ -99,6 +101,7 @@ const READ: &[&str] = &[
     "ssl-passthrough",
     "backend-protocol",
     "proxy-ssl-verify",
+    "proxy-connect-timeout",
 ];
 
 /// ROUTING.md §7.9: annotations ingress-nginx v1.15 itself does not read: removed from it
@@ -270,6 +273,19 @@ impl IngressNginxAnnotations {
                 });
                 UpstreamProtocol::Http
             })
+        });
+        out.proxy_connect_timeout_ms = mine.get("proxy-connect-timeout").and_then(|value| {
+            let ms = super::configmap::seconds_ms(value);
+            if ms.is_none() {
+                out.problems.push(Problem {
+                    name: "proxy-connect-timeout".to_owned(),
+                    reason: Reason::AnnotationInvalid,
+                    message: format!(
+                        "{prefix}/proxy-connect-timeout: {value:?} is not a number of seconds; the ConfigMap's (5 by default) stands"
+                    ),
+                });
+            }
+            ms
         });
         out.proxy_ssl_verify = mine
             .get("proxy-ssl-verify")

@@ -40,6 +40,9 @@ pub struct ControllerConfig {
     pub hsts_include_subdomains: bool,
     /// `hsts-preload` (default false).
     pub hsts_preload: bool,
+    /// `proxy-connect-timeout` in seconds (default 5), in milliseconds: every Ingress's unless its
+    /// annotation says otherwise.
+    pub proxy_connect_timeout_ms: u32,
     /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
@@ -60,6 +63,7 @@ impl Default for ControllerConfig {
             hsts_max_age: 31_536_000,
             hsts_include_subdomains: true,
             hsts_preload: false,
+            proxy_connect_timeout_ms: 5_000,
             access: Vec::new(),
             not_honored: Vec::new(),
         }
@@ -81,6 +85,7 @@ impl ControllerConfig {
                 "hsts-max-age" => value.parse().map(|v| out.hsts_max_age = v).is_ok(),
                 "hsts-include-subdomains" => value.parse().map(|v| out.hsts_include_subdomains = v).is_ok(),
                 "hsts-preload" => value.parse().map(|v| out.hsts_preload = v).is_ok(),
+                "proxy-connect-timeout" => seconds_ms(value).map(|v| out.proxy_connect_timeout_ms = v).is_some(),
                 "http-redirect-code" => match value.parse() {
                     Ok(code @ (301 | 302 | 307 | 308)) => {
                         out.http_redirect_code = code;
@@ -143,6 +148,13 @@ impl ControllerConfig {
             .iter()
             .any(|l| path.starts_with(l.as_str()))
     }
+}
+
+/// ingress-nginx's timeouts in seconds (an integer, as its annotation parser reads them), in
+/// milliseconds; `None` for anything else or zero.
+pub fn seconds_ms(value: &str) -> Option<u32> {
+    let seconds: u32 = value.trim().parse().ok()?;
+    seconds.checked_mul(1000).filter(|ms| *ms > 0)
 }
 
 #[cfg(test)]

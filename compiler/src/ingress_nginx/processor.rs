@@ -9,6 +9,7 @@
 //! contest is decided ([`ServersSettle`]): `HostTaken` on every Ingress of a server that lost,
 //! `AliasTaken` for an alias something else owns.
 
+use crate::upstream::variant::Variant;
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
@@ -293,7 +294,7 @@ fn draft(
                 rewrite_regex,
                 set_headers,
                 canary: canary.and_then(|(c, backend)| table_canary(c, backend, canaries, inputs).map(Box::new)),
-                ..RouteAction::to(owner.annotations.backend_protocol.cluster(cluster))
+                ..RouteAction::to(variant(&owner.annotations, inputs.options).cluster(cluster))
             }),
             Err(NoCluster::PortNotFound(why)) => {
                 inputs.book.error(
@@ -347,9 +348,9 @@ fn table_canary(
     inputs: &mut Inputs<'_>,
 ) -> Option<switchyard_table::Canary> {
     let key = &canaries.members[c].key;
-    let protocol = canaries.members[c].annotations.backend_protocol;
+    let variant = variant(&canaries.members[c].annotations, inputs.options);
     let cluster = match backend_cluster(backend, key, inputs.services, inputs.options) {
-        Ok(cluster) => protocol.cluster(cluster),
+        Ok(cluster) => variant.cluster(cluster),
         Err(NoCluster::PortNotFound(why) | NoCluster::Unusable(_, why)) => {
             let message = format!("the canary's backend: {why}; the location's requests all go to its main backend");
             inputs
@@ -462,4 +463,14 @@ fn owner_of(winners: &HostWinners, host: &str) -> String {
         .and_then(|w| w.iter().next())
         .map(ResourceKey::display)
         .unwrap_or_else(|| "another resource".to_owned())
+}
+
+/// How an Ingress's backends are spoken to (§7, docs/routing.md "The upstream side"): its
+/// `backend-protocol`, within its `proxy-connect-timeout` or the ConfigMap's.
+fn variant(annotations: &IngressNginxAnnotations, options: &Options) -> Variant {
+    Variant {
+        protocol: annotations.backend_protocol,
+        connect_timeout_ms: (annotations.proxy_connect_timeout_ms)
+            .unwrap_or(options.ingress_nginx_config.proxy_connect_timeout_ms),
+    }
 }

@@ -111,6 +111,9 @@ pub struct Upstream {
     /// `tls.enable`: HTTPS to the upstream (its certificate not checked, as NGINX does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<UpstreamTls>,
+    /// `connect-timeout`: an nginx time (`30s`).
+    #[serde(default, rename = "connect-timeout", skip_serializing_if = "Option::is_none")]
+    pub connect_timeout: Option<String>,
 }
 
 /// An upstream's `tls`.

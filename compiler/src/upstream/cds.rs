@@ -16,9 +16,6 @@ use crate::upstream::{Endpoints, Upstream, UpstreamCluster};
 /// The type URL of a cluster.
 pub const CLUSTER_TYPE: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 
-/// How long a connection to an endpoint may take: ingress-nginx's `proxy-connect-timeout` default.
-const CONNECT_TIMEOUT: &str = "5s";
-
 /// The CDS `DiscoveryResponse`: every cluster.
 pub fn cds_document(upstream: &Upstream) -> String {
     let resources: Vec<Value> = upstream.clusters.iter().map(cluster_resource).collect();
@@ -32,9 +29,9 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
     let mut resource = json!({
         "@type": CLUSTER_TYPE,
         "name": cluster.name,
-        "connect_timeout": CONNECT_TIMEOUT,
+        "connect_timeout": format!("{}s", f64::from(cluster.variant.connect_timeout_ms) / 1000.0),
     });
-    if cluster.protocol.http2() {
+    if cluster.variant.protocol.http2() {
         resource["typed_extension_protocol_options"] = json!({
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
@@ -42,11 +39,15 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
             },
         });
     }
-    if cluster.protocol.tls() {
+    if cluster.variant.protocol.tls() {
         // No SNI and no check of the backend's certificate: ingress-nginx's `proxy_ssl_server_name`
         // and `proxy_ssl_verify` are off unless asked for, and Contour's and NGINX's upstream TLS
         // check nothing without a `validation` either. ALPN offers the protocol spoken.
-        let alpn = if cluster.protocol.http2() { "h2" } else { "http/1.1" };
+        let alpn = if cluster.variant.protocol.http2() {
+            "h2"
+        } else {
+            "http/1.1"
+        };
         resource["transport_socket"] = json!({
             "name": "envoy.transport_sockets.tls",
             "typed_config": {

@@ -3,7 +3,7 @@
 //! "Clusters and endpoints").
 //!
 //! A backend's cluster name comes from the cluster template ([`Options::cluster`]), with the
-//! protocol the gateway speaks to it when that is not plain HTTP ([`protocol`]); this stage finds
+//! settings the gateway speaks to it with when they are not the defaults ([`variant`]); this stage finds
 //! the Service port behind each name by filling the template with every port of every Service, so
 //! it works with any template. Then:
 //!
@@ -19,7 +19,7 @@
 
 pub mod cds;
 pub mod endpoints;
-pub mod protocol;
+pub mod variant;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,7 +31,7 @@ use crate::l4::L4Routes;
 use crate::model::Options;
 use crate::objects::Objects;
 use crate::upstream::endpoints::{Endpoint, EndpointIndex};
-use crate::upstream::protocol::UpstreamProtocol;
+use crate::upstream::variant::Variant;
 
 /// Every cluster the gateway needs, in name order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -51,7 +51,7 @@ pub struct UpstreamCluster {
     /// The Service behind it, `namespace/name:port`.
     pub service: String,
     /// How the gateway speaks to it.
-    pub protocol: UpstreamProtocol,
+    pub variant: Variant,
     /// Its endpoints.
     pub source: Endpoints,
 }
@@ -75,7 +75,7 @@ pub enum Endpoints {
 /// EndpointSlices of `objects`.
 pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Options) -> Upstream {
     let wanted = cluster_names(table, l4);
-    let bases: BTreeSet<&str> = wanted.iter().map(|name| UpstreamProtocol::of_cluster(name).0).collect();
+    let bases: BTreeSet<&str> = wanted.iter().map(|name| Variant::of_cluster(name).0).collect();
     let mut ports: BTreeMap<String, (&Service, i32)> = BTreeMap::new();
     for service in &objects.services {
         for port in service_ports(service) {
@@ -88,7 +88,7 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
     let index = EndpointIndex::new(&objects.endpoint_slices);
     let mut upstream = Upstream::default();
     for name in wanted {
-        let (base, protocol) = UpstreamProtocol::of_cluster(name);
+        let (base, variant) = Variant::of_cluster(name);
         let Some((service, port)) = ports.get(base) else {
             upstream.unknown.push(name.to_owned());
             continue;
@@ -108,7 +108,7 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
         upstream.clusters.push(UpstreamCluster {
             name: name.to_owned(),
             service: format!("{namespace}/{service_name}:{port}"),
-            protocol,
+            variant,
             source,
         });
     }

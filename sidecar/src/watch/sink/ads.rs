@@ -252,13 +252,13 @@ mod tests {
                 UpstreamCluster {
                     name: "shop/api:80".into(),
                     service: "shop/api:80".into(),
-                    protocol: Default::default(),
+                    variant: Default::default(),
                     source: Endpoints::Slices(vec![endpoint(&"10.0.0.9")]),
                 },
                 UpstreamCluster {
                     name: "shop/ext:443".into(),
                     service: "shop/ext:443".into(),
-                    protocol: Default::default(),
+                    variant: Default::default(),
                     source: Endpoints::Dns {
                         host: "api.example.org".into(),
                         port: 443,
@@ -267,7 +267,7 @@ mod tests {
                 UpstreamCluster {
                     name: "shop/web:80".into(),
                     service: "shop/web:80".into(),
-                    protocol: Default::default(),
+                    variant: Default::default(),
                     source: Endpoints::Slices(web.iter().map(endpoint).collect()),
                 },
             ],
