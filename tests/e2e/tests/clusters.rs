@@ -533,6 +533,13 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
         ("grpcs.yaml", nginx_ingress("grpcs", "secure", Some("GRPCS"))),
         ("grpc.yaml", nginx_ingress("grpc", "grpc", Some("GRPC"))),
         ("plain.yaml", nginx_ingress("plain", "secure", None)),
+        (
+            "slow.yaml",
+            nginx_ingress("slow", "secure", Some("HTTPS")).replace(
+                "backend-protocol: HTTPS}",
+                "backend-protocol: HTTPS, nginx.ingress.kubernetes.io/proxy-connect-timeout: \"12\"}",
+            ),
+        ),
     ];
     let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
     let seen = |host: &str| {
@@ -572,5 +579,17 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
     let (status, backend, _, _) = seen("plain.example.com");
     assert_eq!(backend, None, "plain HTTP to a TLS port reaches nothing");
     assert!(status >= 500, "{status}");
+    // proxy-connect-timeout: a cluster of its own (`~tls+connect=12000ms`), which Envoy takes.
+    let (status, backend, protocol, _) = seen("slow.example.com");
+    assert_eq!(
+        (status, backend.as_deref(), protocol.as_str()),
+        (200, Some("behind"), "HTTP/1.1")
+    );
+    let cds = std::fs::read_to_string(scene.dir.join("clusters/cds.json")).unwrap();
+    assert!(
+        cds.contains("\"shop/secure:80~tls+connect=12000ms\"") && cds.contains("\"12s\""),
+        "{cds}"
+    );
+    assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
     drop(backends);
 }
