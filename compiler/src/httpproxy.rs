@@ -452,6 +452,20 @@ impl<'a> HTTPProxyProcessor<'a> {
                 self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
                 return None;
             };
+            let protocol = match (protocol, self.inputs.options.upstream_variants) {
+                (UpstreamProtocol::Http, _) | (_, true) => protocol,
+                (_, false) => {
+                    let message = format!(
+                        "{at}.services[{si}].protocol {:?} needs a cluster of its own, which only a gateway whose \
+                         clusters come from switchyard watch --clusters-dir has; the service is spoken to with its \
+                         cluster's own settings",
+                        service.protocol.as_deref().unwrap_or_default()
+                    );
+                    let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
+                    self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
+                    UpstreamProtocol::Http
+                }
+            };
             if service.validation.is_some() {
                 // Fail closed: never reach a service unchecked that asked for its certificate to be.
                 unresolved.push(format!(

@@ -55,6 +55,11 @@ pub struct Options {
     /// `--default-certificate NAMESPACE/NAME`: the Secret of the default certificate (ROUTING.md
     /// §8.1.2); `None`: one made at start.
     pub default_certificate: Option<String>,
+    /// Whether a backend spoken to with other settings than the defaults (a protocol, a connect
+    /// timeout) gets a variant cluster ([`crate::upstream::variant`]): only when the gateway's
+    /// clusters come from the sidecar (`--clusters-dir`), which makes them. Otherwise those
+    /// settings are reported as not honoured and the template's cluster is used, as before.
+    pub upstream_variants: bool,
 }
 
 /// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
@@ -81,6 +86,7 @@ impl Default for Options {
             ingress_nginx: IngressNginxFlags::default(),
             ingress_nginx_config: ControllerConfig::default(),
             default_certificate: None,
+            upstream_variants: false,
         }
     }
 }

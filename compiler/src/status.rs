@@ -223,6 +223,11 @@ vocabulary! {
         /// §7.9: an ingress-nginx annotation Switchyard does not honour; the Ingress routes as if it
         /// were absent.
         AnnotationNotHonored,
+        /// A backend's upstream setting (a protocol, a connect timeout) that needs a variant cluster,
+        /// which only a gateway whose clusters come from the sidecar has (`--clusters-dir`;
+        /// docs/routing.md, "The upstream side"): the backend is spoken to with its cluster's own
+        /// settings.
+        UpstreamSettingNotHonored,
         /// §7.9: an annotation ingress-nginx v1.15 itself does not read (removed, or a ConfigMap key
         /// written as an annotation): ignored as it ignored it, a note.
         AnnotationNotRead,

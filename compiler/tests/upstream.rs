@@ -179,7 +179,7 @@ fn nginx_api(annotations: &str) -> String {
 
 fn nginx_compiled(yaml: &str) -> (switchyard_compiler::Compiled, Upstream) {
     let loaded = load(yaml);
-    let options = nginx_options();
+    let options = with_variants(nginx_options());
     let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
     let upstream = plan(&loaded.objects, &compiled.table, &compiled.l4, &options);
     (compiled, upstream)
@@ -315,7 +315,7 @@ fn clusters_of(compiled: &switchyard_compiler::Compiled, owner: &str) -> Vec<Str
 fn an_httpproxy_service_protocol_names_its_variant_cluster() {
     let compiled = compile_yaml(
         &proxy("    - {name: a, port: 443, protocol: h2}\n    - {name: b, port: 80, protocol: h2c}\n    - {name: c, port: 443, protocol: tls}\n    - {name: d, port: 80}\n"),
-        &Options::default(),
+        &with_variants(Options::default()),
     );
     assert_eq!(
         clusters_of(&compiled, "HTTPProxy/shop/p"),
@@ -362,7 +362,7 @@ fn an_httpproxy_service_protocol_contour_does_not_know_skips_its_route() {
 fn a_virtualserver_upstream_with_tls_enabled_is_spoken_to_over_tls() {
     let compiled = compile_yaml(
         "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: v, namespace: shop}\nspec:\n  host: v.example.com\n  upstreams:\n  - {name: secure, service: api, port: 443, tls: {enable: true}}\n  - {name: plain, service: web, port: 80, tls: {enable: false}}\n  routes:\n  - {path: /api, action: {pass: secure}}\n  - {path: /, action: {pass: plain}}\n",
-        &Options::default(),
+        &with_variants(Options::default()),
     );
     let mut clusters: Vec<String> = (compiled.table.rules.iter())
         .filter(|r| r.name.starts_with("VirtualServer/shop/v"))
@@ -406,7 +406,7 @@ fn proxy_connect_timeout_not_a_number_of_seconds_is_invalid_and_the_configmaps_s
 
     // The ConfigMap's value is every Ingress's default.
     let data = std::collections::BTreeMap::from([("proxy-connect-timeout".to_owned(), "7".to_owned())]);
-    let mut options = nginx_options();
+    let mut options = with_variants(nginx_options());
     options.ingress_nginx_config = switchyard_compiler::ingress_nginx::configmap::ControllerConfig::from_data(&data);
     let loaded = load(&yaml);
     let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
@@ -421,12 +421,13 @@ fn virtual_server(upstream_extra: &str) -> String {
 
 #[test]
 fn a_virtualserver_upstream_connect_timeout_is_an_nginx_time_and_an_invalid_one_makes_it_invalid() {
-    let compiled = compile_yaml(&virtual_server(", connect-timeout: 1m30s"), &Options::default());
+    let variants = with_variants(Options::default());
+    let compiled = compile_yaml(&virtual_server(", connect-timeout: 1m30s"), &variants);
     assert_eq!(
         clusters_of(&compiled, "VirtualServer/shop/v"),
         ["shop/api:80~connect=90000ms"]
     );
-    let compiled = compile_yaml(&virtual_server(", connect-timeout: soon"), &Options::default());
+    let compiled = compile_yaml(&virtual_server(", connect-timeout: soon"), &variants);
     assert!(!compiled
         .table
         .rules
@@ -446,4 +447,50 @@ fn the_default_connect_timeout_is_ingress_nginxs_five_seconds() {
     assert_eq!(Variant::default().connect_timeout_ms, 5_000);
     let compiled = compile_yaml(&virtual_server(""), &Options::default());
     assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), ["shop/api:80"]);
+}
+
+/// `options` for a gateway whose clusters come from the sidecar (`--clusters-dir`): variant
+/// clusters are named.
+fn with_variants(mut options: Options) -> Options {
+    options.upstream_variants = true;
+    options
+}
+
+#[test]
+fn without_the_sidecars_clusters_a_setting_that_needs_a_variant_is_not_honoured_and_the_template_serves() {
+    let loaded = load(&nginx_api(
+        "    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n    nginx.ingress.kubernetes.io/proxy-connect-timeout: \"9\"\n",
+    ));
+    let compiled = switchyard_compiler::compile(&loaded.objects, &nginx_options()).unwrap();
+    assert_eq!(
+        routed_cluster(&compiled),
+        "shop/api:443",
+        "a static or Istio cluster of that name still serves"
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    let said = format!("{status:?}");
+    assert!(
+        said.contains("backend-protocol needs a cluster of its own") && said.contains("proxy-connect-timeout needs"),
+        "{said}"
+    );
+
+    let compiled = compile_yaml(
+        &proxy("    - {name: a, port: 443, protocol: h2}\n"),
+        &Options::default(),
+    );
+    assert_eq!(clusters_of(&compiled, "HTTPProxy/shop/p"), ["shop/a:443"]);
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::UpstreamSettingNotHonored).contains("protocol"),
+        "{status:?}"
+    );
+    assert_eq!(status.status, switchyard_compiler::status::Status::Valid);
+
+    let compiled = compile_yaml(&virtual_server(", tls: {enable: true}"), &Options::default());
+    assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), ["shop/api:80"]);
+    let status = status_of(&compiled, "VirtualServer", "shop", "v");
+    assert!(
+        message(status, Reason::UpstreamSettingNotHonored).contains("tls"),
+        "{status:?}"
+    );
 }

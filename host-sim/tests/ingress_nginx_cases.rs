@@ -56,6 +56,7 @@ fn options(case: &NginxCase, loaded: &Loaded) -> Options {
             "--ingress-class" => options.ingress_class = value(),
             "--controller-name" => options.controller_name = value(),
             "--empty-ingress-class" => options.empty_ingress_class = true,
+            "--variant-clusters" => options.upstream_variants = true,
             other => panic!("case {}: flag {other} is not handled by the corpus runner", case.name),
         }
     }

@@ -152,6 +152,14 @@ pub struct TableArgs {
     /// Cluster names, over {namespace}, {service} and {port}.
     #[arg(long, default_value = DEFAULT_CLUSTER_TEMPLATE, value_name = "TEMPLATE")]
     cluster_template: String,
+    /// Name a variant cluster (`<template name>~tls`, `~h2c+connect=10000ms`, …) for a backend
+    /// spoken to with other settings than the defaults (ingress-nginx's backend-protocol and
+    /// proxy-connect-timeout, HTTPProxy's services[].protocol, a VirtualServer upstream's tls and
+    /// connect-timeout). Only a gateway whose clusters come from `switchyard watch --clusters-dir`
+    /// has them, and that sets this itself; without it those settings are reported as not
+    /// honoured and the template's cluster serves the backend.
+    #[arg(long)]
+    variant_clusters: bool,
     /// The request header the filter sets to the cluster name.
     #[arg(long, default_value = switchyard_table::format::DEFAULT_CLUSTER_HEADER, value_name = "NAME")]
     cluster_header: String,
@@ -270,6 +278,7 @@ impl TableArgs {
             ingress_nginx: self.ingress_nginx_flags()?,
             ingress_nginx_config: ControllerConfig::default(),
             default_certificate: (self.default_certificate.as_ref()).map(|(ns, name)| format!("{ns}/{name}")),
+            upstream_variants: self.variant_clusters,
         })
     }
 

@@ -9,14 +9,13 @@
 //! contest is decided ([`ServersSettle`]): `HostTaken` on every Ingress of a server that lost,
 //! `AliasTaken` for an alias something else owns.
 
-use crate::upstream::variant::Variant;
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
 use switchyard_table::{ActionSpec, DirectResponse, RouteAction, RuleSpec};
 
 use super::access;
-use super::annotations::{not_honored_message, IngressNginxAnnotations};
+use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
 use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
@@ -30,6 +29,7 @@ use crate::objects::{key_of, Age, Kind, Objects, ResourceKey};
 use crate::processor::{Inputs, Output, Processor, Settle};
 use crate::services::service_unavailable;
 use crate::status::{About, ConditionKind, Reason, Status, StatusBook};
+use crate::upstream::variant::{UpstreamProtocol, Variant};
 
 /// The ingress-nginx processor in the pipeline's list: the Ingresses of [`Inputs::ingress_nginx`].
 pub struct IngressNginxServers;
@@ -47,7 +47,7 @@ impl Processor for IngressNginxServers {
 /// The processor's work over `ingresses` (ingress-nginx's, in any order).
 fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
     let prefix = inputs.options.ingress_nginx.annotations_prefix.clone();
-    let (members, canaries) = members(ingresses, &prefix, inputs.book);
+    let (members, canaries) = members(ingresses, (&prefix, inputs.options.upstream_variants), inputs.book);
     let guard = guard(
         &members,
         &prefix,
@@ -121,7 +121,7 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
 /// reported here; a canary's by [`canary_settings`]): the non-canaries, and the canaries (§7.6).
 fn members<'o>(
     ingresses: &'o [Arc<Ingress>],
-    prefix: &str,
+    (prefix, variants): (&str, bool),
     book: &mut StatusBook,
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
     let age = |i: &'o Ingress| IngressAge {
@@ -136,8 +136,11 @@ fn members<'o>(
     for (_, ingress) in ordered {
         let key = key_of(Kind::Ingress, &ingress.metadata);
         let empty = Default::default();
-        let annotations =
+        let mut annotations =
             IngressNginxAnnotations::parse(ingress.metadata.annotations.as_ref().unwrap_or(&empty), prefix);
+        if !variants {
+            without_variants(&mut annotations, prefix);
+        }
         let member = Member {
             age: Arc::new(Age::of(Kind::Ingress, &ingress.metadata)),
             key,
@@ -473,4 +476,29 @@ fn variant(annotations: &IngressNginxAnnotations, options: &Options) -> Variant 
         connect_timeout_ms: (annotations.proxy_connect_timeout_ms)
             .unwrap_or(options.ingress_nginx_config.proxy_connect_timeout_ms),
     }
+    .under(options)
+}
+
+/// Without variant clusters ([`Options::upstream_variants`]), the annotations that need one are
+/// reported as not honoured (the template's cluster serves the backend with its own settings).
+fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
+    let backend_protocol = annotations.backend_protocol != UpstreamProtocol::Http;
+    let connect_timeout = annotations.proxy_connect_timeout_ms.is_some();
+    for (name, set) in [
+        ("backend-protocol", backend_protocol),
+        ("proxy-connect-timeout", connect_timeout),
+    ] {
+        if set {
+            annotations.problems.push(Problem {
+                name: name.to_owned(),
+                reason: Reason::AnnotationNotHonored,
+                message: format!(
+                    "{prefix}/{name} needs a cluster of its own, which only a gateway whose clusters come from \
+                     switchyard watch --clusters-dir has; the backend is spoken to with its cluster's own settings"
+                ),
+            });
+        }
+    }
+    annotations.backend_protocol = UpstreamProtocol::Http;
+    annotations.proxy_connect_timeout_ms = None;
 }

@@ -11,6 +11,8 @@
 
 use serde::Serialize;
 
+use crate::model::Options;
+
 /// What joins a template's name and the settings in a variant cluster's name.
 const VARIANT: char = '~';
 /// What joins two settings.
@@ -98,6 +100,15 @@ impl Variant {
         Variant {
             protocol,
             ..Variant::default()
+        }
+    }
+
+    /// The settings a gateway can speak with under `options`: these when it makes variant
+    /// clusters ([`Options::upstream_variants`]), else the defaults.
+    pub fn under(self, options: &Options) -> Variant {
+        match options.upstream_variants {
+            true => self,
+            false => Variant::default(),
         }
     }
 

@@ -299,10 +299,26 @@ impl<'s> Scope<'s> {
                 .services
                 .resolve(&namespace, &service, PortRef::Number(upstream.port))
             {
-                Ok(port) => backends.push(Backend {
-                    cluster: upstream_variant(upstream, at)?.cluster(self.options.cluster(&namespace, &service, port)),
-                    weight: *weight,
-                }),
+                Ok(port) => {
+                    let variant = upstream_variant(upstream, at)?;
+                    if variant != variant.under(self.options) {
+                        self.notes.push((
+                            Reason::UpstreamSettingNotHonored,
+                            format!(
+                                "{at}: upstream {name:?}: tls and connect-timeout need a cluster of their own, which \
+                                 only a gateway whose clusters come from switchyard watch --clusters-dir has; it is \
+                                 spoken to with its cluster's own settings"
+                            ),
+                        ));
+                    }
+                    let cluster = variant
+                        .under(self.options)
+                        .cluster(self.options.cluster(&namespace, &service, port));
+                    backends.push(Backend {
+                        cluster,
+                        weight: *weight,
+                    });
+                }
                 Err(why) => self.notes.push((
                     Reason::ServicePortNotFound,
                     format!("{at}: upstream {name:?}: {why}; it gets no traffic"),

@@ -152,7 +152,9 @@ async fn shutdown() {
 }
 
 async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
-    let options = args.table.options(&args.l4)?;
+    let mut options = args.table.options(&args.l4)?;
+    // The clusters this watch makes include the variants (docs/routing.md, "The upstream side").
+    options.upstream_variants |= args.clusters_dir.is_some();
     let dashboard = args.dashboard()?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
