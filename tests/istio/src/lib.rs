@@ -34,7 +34,7 @@ use kube::Client;
 use serde_json::{json, Value};
 use switchyard_e2e::process::EnvoyProcess;
 use switchyard_e2e::{get, send, Request, Response};
-use switchyard_envtest::process::{free_port, Proc};
+use switchyard_envtest::process::Proc;
 use switchyard_envtest::{manifests, project_root, Envtest};
 
 /// The namespace of istiod, the gateway and the mesh-wide objects.
@@ -145,7 +145,9 @@ impl Istio {
         // JSON is YAML: istiod reads it as its mesh file.
         let mesh = write("mesh.yaml", &mesh_config()?.to_string())?;
         let networks = write("networks.yaml", "{}")?;
-        let ports: Vec<u16> = (0..7).map(|_| free_port()).collect::<Result<_, _>>()?;
+        // Below the ephemeral range, as the listeners' ([`listener_port`]): a port from it can be
+        // taken by any outgoing connection before istiod binds it (seen: `bind: address already in use`).
+        let ports: Vec<u16> = (0..7).map(|_| listener_port()).collect::<Result<_, _>>()?;
         let addr = |port: u16| format!("127.0.0.1:{port}");
         let log = std::fs::File::create(dir.join("istiod.log")).map_err(|e| e.to_string())?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
