@@ -494,3 +494,25 @@ fn without_the_sidecars_clusters_a_setting_that_needs_a_variant_is_not_honoured_
         "{status:?}"
     );
 }
+
+#[test]
+fn service_upstream_sends_to_the_services_cluster_ip_and_port_not_its_endpoints() {
+    let yaml = nginx_api("    nginx.ingress.kubernetes.io/service-upstream: \"true\"\n")
+        .replace("spec: {ports: [{name: https, port: 443}]}", "spec: {clusterIP: 10.96.0.7, ports: [{name: https, port: 443}]}")
+        + "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: api-1, namespace: shop, labels: {kubernetes.io/service-name: api}}\naddressType: IPv4\nports: [{name: https, port: 8443}]\nendpoints: [{addresses: [10.0.0.1]}]\n";
+    let (compiled, upstream) = nginx_compiled(&yaml);
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~service-upstream");
+    assert_eq!(
+        upstream.clusters[0].source,
+        Endpoints::Slices(vec![endpoint("10.96.0.7", 443)]),
+        "the Service's address, not the pod's"
+    );
+    let loaded = load(&yaml);
+    let compiled = switchyard_compiler::compile(&loaded.objects, &nginx_options()).unwrap();
+    assert_eq!(routed_cluster(&compiled), "shop/api:443", "without variant clusters");
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        format!("{status:?}").contains("service-upstream needs a cluster of its own"),
+        "{status:?}"
+    );
+}

@@ -72,6 +72,8 @@ pub struct IngressNginxAnnotations {
     pub backend_protocol: UpstreamProtocol,
     /// `proxy-connect-timeout` in milliseconds (the ConfigMap's when absent or invalid).
     pub proxy_connect_timeout_ms: Option<u32>,
+    /// `service-upstream`: the Service's cluster IP as the backend, not its endpoints.
+    pub service_upstream: Option<bool>,
     /// `proxy-ssl-verify: on`: the backend's certificate must be checked, which is not honoured
     /// yet, so its locations answer 503 rather than reach the backend unchecked (fail closed; the
     /// processor says so). `off`, the default, is what a TLS upstream does.
@@ -102,6 +104,7 @@ const READ: &[&str] = &[
     "backend-protocol",
     "proxy-ssl-verify",
     "proxy-connect-timeout",
+    "service-upstream",
 ];
 
 /// ROUTING.md §7.9: annotations ingress-nginx v1.15 itself does not read: removed from it
@@ -204,6 +207,7 @@ impl IngressNginxAnnotations {
         let force_ssl_redirect = boolean("force-ssl-redirect");
         let preserve_trailing_slash = boolean("preserve-trailing-slash");
         out.ssl_passthrough = boolean("ssl-passthrough");
+        out.service_upstream = boolean("service-upstream");
         out.use_regex = use_regex;
         out.from_to_www_redirect = from_to_www_redirect;
         out.ssl_redirect = ssl_redirect;

@@ -469,12 +469,13 @@ fn owner_of(winners: &HostWinners, host: &str) -> String {
 }
 
 /// How an Ingress's backends are spoken to (§7, docs/routing.md "The upstream side"): its
-/// `backend-protocol`, within its `proxy-connect-timeout` or the ConfigMap's.
+/// `backend-protocol`, within its `proxy-connect-timeout` or the ConfigMap's, to its `service-upstream`.
 fn variant(annotations: &IngressNginxAnnotations, options: &Options) -> Variant {
     Variant {
         protocol: annotations.backend_protocol,
         connect_timeout_ms: (annotations.proxy_connect_timeout_ms)
             .unwrap_or(options.ingress_nginx_config.proxy_connect_timeout_ms),
+        service_upstream: annotations.service_upstream == Some(true),
     }
     .under(options)
 }
@@ -484,10 +485,13 @@ fn variant(annotations: &IngressNginxAnnotations, options: &Options) -> Variant 
 fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
     let backend_protocol = annotations.backend_protocol != UpstreamProtocol::Http;
     let connect_timeout = annotations.proxy_connect_timeout_ms.is_some();
-    for (name, set) in [
+    let service_upstream = annotations.service_upstream == Some(true);
+    let needing = [
         ("backend-protocol", backend_protocol),
         ("proxy-connect-timeout", connect_timeout),
-    ] {
+        ("service-upstream", service_upstream),
+    ];
+    for (name, set) in needing {
         if set {
             annotations.problems.push(Problem {
                 name: name.to_owned(),
@@ -501,4 +505,5 @@ fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
     }
     annotations.backend_protocol = UpstreamProtocol::Http;
     annotations.proxy_connect_timeout_ms = None;
+    annotations.service_upstream = None;
 }

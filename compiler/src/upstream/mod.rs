@@ -100,6 +100,7 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
                 host: spec.external_name.clone().unwrap_or_default(),
                 port: u16::try_from(*port).unwrap_or_default(),
             },
+            None if variant.service_upstream => Endpoints::Slices(cluster_ip(service, *port)),
             None => {
                 let port_name = (service_ports(service).find(|p| p.port == *port)).and_then(|p| p.name.as_deref());
                 Endpoints::Slices(index.ready(namespace, service_name, port_name))
@@ -127,6 +128,22 @@ fn cluster_names<'t>(table: &'t TableSpec, l4: &'t L4Routes) -> BTreeSet<&'t str
     let l4_routes = l4.passthrough.iter().chain(l4.listeners.iter().flat_map(|l| &l.routes));
     names.extend(l4_routes.map(|r| r.cluster.as_str()));
     names
+}
+
+/// ingress-nginx's `service-upstream`: the Service's cluster IP and port as the one endpoint (none
+/// for a headless Service or one without an IP yet).
+fn cluster_ip(service: &Service, port: i32) -> Vec<Endpoint> {
+    let ip = service.spec.as_ref().and_then(|s| s.cluster_ip.as_deref());
+    match (
+        ip.filter(|ip| ip.parse::<std::net::IpAddr>().is_ok()),
+        u16::try_from(port),
+    ) {
+        (Some(ip), Ok(port)) => vec![Endpoint {
+            address: ip.to_owned(),
+            port,
+        }],
+        _ => Vec::new(),
+    }
 }
 
 fn service_ports(service: &Service) -> impl Iterator<Item = &k8s_openapi::api::core::v1::ServicePort> {

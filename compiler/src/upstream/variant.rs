@@ -17,6 +17,8 @@ use crate::model::Options;
 const VARIANT: char = '~';
 /// What joins two settings.
 const AND: char = '+';
+/// The setting of a cluster whose endpoint is its Service's cluster IP.
+const SERVICE_UPSTREAM: &str = "service-upstream";
 /// The connect timeout every cluster has unless told otherwise: ingress-nginx's
 /// `proxy-connect-timeout` default, 5 s.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u32 = 5_000;
@@ -83,6 +85,9 @@ pub struct Variant {
     pub protocol: UpstreamProtocol,
     /// How long a connection to an endpoint may take, in milliseconds.
     pub connect_timeout_ms: u32,
+    /// Whether the one endpoint is the Service's cluster IP and port, not its EndpointSlices'
+    /// (ingress-nginx's `service-upstream`).
+    pub service_upstream: bool,
 }
 
 impl Default for Variant {
@@ -90,6 +95,7 @@ impl Default for Variant {
         Variant {
             protocol: UpstreamProtocol::Http,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            service_upstream: false,
         }
     }
 }
@@ -121,6 +127,9 @@ impl Variant {
         if self.connect_timeout_ms != DEFAULT_CONNECT_TIMEOUT_MS {
             settings.push(format!("connect={}ms", self.connect_timeout_ms));
         }
+        if self.service_upstream {
+            settings.push(SERVICE_UPSTREAM.to_owned());
+        }
         match settings.is_empty() {
             true => base,
             false => format!("{base}{VARIANT}{}", settings.join(&AND.to_string())),
@@ -141,7 +150,11 @@ impl Variant {
         let mut variant = Variant::default();
         let (mut protocol, mut connect) = (false, false);
         for setting in settings.split(AND) {
-            if let Some(ms) = setting.strip_prefix("connect=").and_then(|v| v.strip_suffix("ms")) {
+            if setting == SERVICE_UPSTREAM {
+                if std::mem::replace(&mut variant.service_upstream, true) {
+                    return None;
+                }
+            } else if let Some(ms) = setting.strip_prefix("connect=").and_then(|v| v.strip_suffix("ms")) {
                 variant.connect_timeout_ms = ms.parse().ok().filter(|_| !std::mem::replace(&mut connect, true))?;
             } else {
                 variant.protocol =
@@ -170,6 +183,13 @@ mod tests {
         let name = slow.cluster("shop/web:443".into());
         assert_eq!(name, "shop/web:443~tls-h2+connect=10000ms");
         assert_eq!(Variant::of_cluster(&name), ("shop/web:443", slow));
+        let direct = Variant {
+            service_upstream: true,
+            ..Variant::default()
+        };
+        let name = direct.cluster("shop/web:80".into());
+        assert_eq!(name, "shop/web:80~service-upstream");
+        assert_eq!(Variant::of_cluster(&name), ("shop/web:80", direct));
     }
 
     #[test]
@@ -180,6 +200,7 @@ mod tests {
             "shop/web:80~tls+tls",
             "shop/web:80~connect=5000ms",
             "shop/web:80~tls+x",
+            "shop/web:80~service-upstream+service-upstream",
         ] {
             assert_eq!(Variant::of_cluster(name), (name, Variant::default()), "{name}");
         }

@@ -360,5 +360,6 @@ fn upstream_variant(upstream: &crate::objects::nginx::Upstream, at: &str) -> Res
     Ok(Variant {
         protocol,
         connect_timeout_ms,
+        ..Variant::default()
     })
 }
