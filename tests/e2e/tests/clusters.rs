@@ -497,7 +497,8 @@ static_resources:
 /// ingress-nginx's `backend-protocol` (issue "The upstream side") through the gateway's Envoy:
 /// HTTPS reaches a TLS backend over HTTP/1.1 (its certificate unchecked, as ingress-nginx's
 /// default), GRPCS the same over HTTP/2, GRPC an HTTP/2-only backend in the clear; without the
-/// annotation the TLS backend is spoken to in plain HTTP and fails.
+/// annotation the TLS backend is spoken to in plain HTTP and fails. With them, `service-upstream`
+/// (the Service's cluster IP as the backend) and `proxy-connect-timeout` (a cluster of its own).
 #[test]
 fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_asks() {
     let (tls, h2c) = (free_port(false), free_port(false));
@@ -533,6 +534,16 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
         ("grpcs.yaml", nginx_ingress("grpcs", "secure", Some("GRPCS"))),
         ("grpc.yaml", nginx_ingress("grpc", "grpc", Some("GRPC"))),
         ("plain.yaml", nginx_ingress("plain", "secure", None)),
+        (
+            "direct.yaml",
+            format!(
+                "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: direct, namespace: shop}}\nspec: {{clusterIP: 127.0.0.1, ports: [{{port: {port}}}]}}\n",
+                nginx_ingress("direct", "direct", None)
+                    .replace("metadata:\n  name: direct\n  namespace: shop\n", "metadata:\n  name: direct\n  namespace: shop\n  annotations: {nginx.ingress.kubernetes.io/service-upstream: \"true\"}\n")
+                    .replace("number: 80", &format!("number: {}", behind.addr.port())),
+                port = behind.addr.port()
+            ),
+        ),
         (
             "slow.yaml",
             nginx_ingress("slow", "secure", Some("HTTPS")).replace(
@@ -579,6 +590,13 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
     let (status, backend, _, _) = seen("plain.example.com");
     assert_eq!(backend, None, "plain HTTP to a TLS port reaches nothing");
     assert!(status >= 500, "{status}");
+    // service-upstream: the Service's cluster IP (here 127.0.0.1, the backend's port), no endpoints.
+    let (status, backend, protocol, _) = seen("direct.example.com");
+    assert_eq!(
+        (status, backend.as_deref(), protocol.as_str()),
+        (200, Some("behind"), ""),
+        "straight to the Service's IP"
+    );
     // proxy-connect-timeout: a cluster of its own (`~tls+connect=12000ms`), which Envoy takes.
     let (status, backend, protocol, _) = seen("slow.example.com");
     assert_eq!(
