@@ -421,6 +421,21 @@ impl<'a> HTTPProxyProcessor<'a> {
             );
             return None;
         }
+        let idle = match route.timeout_policy.as_ref().and_then(|t| t.idle_connection.as_deref()) {
+            None => None,
+            Some(text) => match go_duration_ms(text) {
+                Some(ms) => Some(ms),
+                None => {
+                    let why = format!("{at}.timeoutPolicy.idleConnection: {text:?} is not a duration or infinity");
+                    self.invalid(
+                        key,
+                        Reason::TimeoutPolicyNotValid,
+                        format!("{why}; the route is skipped"),
+                    );
+                    return None;
+                }
+            },
+        };
         let mut resolved = Vec::new();
         let mut unresolved = Vec::new();
         for (si, service) in route.services.iter().enumerate() {
@@ -452,20 +467,20 @@ impl<'a> HTTPProxyProcessor<'a> {
                 self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
                 return None;
             };
-            let protocol = match (protocol, self.inputs.options.upstream_variants) {
-                (UpstreamProtocol::Http, _) | (_, true) => protocol,
-                (_, false) => {
-                    let message = format!(
-                        "{at}.services[{si}].protocol {:?} needs a cluster of its own, which only a gateway whose \
-                         clusters come from switchyard watch --clusters-dir has; the service is spoken to with its \
-                         cluster's own settings",
-                        service.protocol.as_deref().unwrap_or_default()
-                    );
-                    let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
-                    self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
-                    UpstreamProtocol::Http
-                }
+            let wanted = Variant {
+                idle_timeout_ms: idle,
+                ..Variant::speaking(protocol)
             };
+            let variant = wanted.under(self.inputs.options);
+            if variant != wanted {
+                let message = format!(
+                    "{at}.services[{si}]: its protocol and the route's timeoutPolicy.idleConnection need a cluster of \
+                     its own, which only a gateway whose clusters come from switchyard watch --clusters-dir has; the \
+                     service is spoken to with its cluster's own settings"
+                );
+                let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
+                self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
+            }
             if service.validation.is_some() {
                 // Fail closed: never reach a service unchecked that asked for its certificate to be.
                 unresolved.push(format!(
@@ -478,7 +493,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 .services
                 .resolve(&key.namespace, &service.name, PortRef::Number(service.port))
             {
-                Ok(port) => resolved.push((service, port, protocol)),
+                Ok(port) => resolved.push((service, port, variant)),
                 Err(why) => unresolved.push(format!("{at}.services[{si}]: {why}")),
             }
         }
@@ -493,12 +508,8 @@ impl<'a> HTTPProxyProcessor<'a> {
         let all_unweighted = resolved.iter().all(|(s, _, _)| s.weight.unwrap_or(0) == 0);
         let backends = resolved
             .into_iter()
-            .map(|(service, port, protocol)| Backend {
-                cluster: Variant::speaking(protocol).cluster(self.inputs.options.cluster(
-                    &key.namespace,
-                    &service.name,
-                    port,
-                )),
+            .map(|(service, port, variant)| Backend {
+                cluster: variant.cluster(self.inputs.options.cluster(&key.namespace, &service.name, port)),
                 weight: if all_unweighted {
                     1
                 } else {
@@ -1044,6 +1055,35 @@ fn service_protocol(protocol: Option<&str>) -> Option<UpstreamProtocol> {
         Some("h2") => Some(UpstreamProtocol::TlsH2),
         Some(_) => None,
     }
+}
+
+/// Contour's durations: `infinity` (or `infinite`) is 0, for ever; otherwise Go's (`90s`, `1h30m`,
+/// `1.5s`, `250ms`), in milliseconds; `None` when it is neither.
+fn go_duration_ms(text: &str) -> Option<u32> {
+    let text = text.trim();
+    if matches!(text, "infinity" | "infinite" | "0") {
+        return Some(0);
+    }
+    let mut total = 0.0_f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let number: f64 = rest[..number_len].parse().ok()?;
+        let unit_len =
+            (rest[number_len..].find(|c: char| c.is_ascii_digit() || c == '.')).unwrap_or(rest.len() - number_len);
+        let scale = match &rest[number_len..number_len + unit_len] {
+            "ns" => 1e-6,
+            "us" | "\u{b5}s" => 1e-3,
+            "ms" => 1.0,
+            "s" => 1e3,
+            "m" => 6e4,
+            "h" => 3.6e6,
+            _ => return None,
+        };
+        total += number * scale;
+        rest = &rest[number_len + unit_len..];
+    }
+    (total < f64::from(u32::MAX)).then_some(total.round() as u32)
 }
 
 #[cfg(test)]

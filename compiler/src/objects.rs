@@ -359,6 +359,10 @@ pub struct ProxyRoute {
     /// On a TLS root: whether plain HTTP is served too, instead of a 301 to https (ROUTING.md §8.5).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub permit_insecure: bool,
+    /// `timeoutPolicy` (only `idleConnection` is read here: how long an idle upstream connection is
+    /// kept; a Go duration or `infinity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_policy: Option<TimeoutPolicy>,
 }
 
 /// A condition block: at most one of `prefix`, `exact`, `regex`, or a `header`, or a `queryParameter`.
@@ -467,6 +471,15 @@ pub struct ProxyService {
     /// service asking for it gets no traffic (fail closed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<serde_json::Value>,
+}
+
+/// A route's `timeoutPolicy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeoutPolicy {
+    /// How long a connection to the service is kept with no request on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_connection: Option<String>,
 }
 
 /// `pathRewritePolicy`.

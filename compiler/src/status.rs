@@ -223,6 +223,9 @@ vocabulary! {
         /// §7.9: an ingress-nginx annotation Switchyard does not honour; the Ingress routes as if it
         /// were absent.
         AnnotationNotHonored,
+        /// An HTTPProxy route's `timeoutPolicy` holds a value that is no duration (Contour's
+        /// `TimeoutPolicyNotValid`): the route is skipped.
+        TimeoutPolicyNotValid,
         /// A backend's upstream setting (a protocol, a connect timeout) that needs a variant cluster,
         /// which only a gateway whose clusters come from the sidecar has (`--clusters-dir`;
         /// docs/routing.md, "The upstream side"): the backend is spoken to with its cluster's own

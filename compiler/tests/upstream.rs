@@ -516,3 +516,49 @@ fn service_upstream_sends_to_the_services_cluster_ip_and_port_not_its_endpoints(
         "{status:?}"
     );
 }
+
+#[test]
+fn an_httpproxy_idle_connection_timeout_keeps_upstream_connections_that_long_or_for_ever() {
+    let route = |timeout: &str| {
+        proxy("    - {name: a, port: 80, protocol: h2c}\n").replace(
+            "  - conditions: [{prefix: /}]\n",
+            &format!("  - conditions: [{{prefix: /}}]\n    timeoutPolicy: {{idleConnection: {timeout}}}\n"),
+        )
+    };
+    let yaml = route("1m30s")
+        + "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: shop}\nspec: {ports: [{port: 80}]}\n";
+    let loaded = load(&yaml);
+    let options = with_variants(Options::default());
+    let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+    assert_eq!(
+        clusters_of(&compiled, "HTTPProxy/shop/p"),
+        ["shop/a:80~h2c+idle=90000ms"]
+    );
+    let upstream = plan(&loaded.objects, &compiled.table, &compiled.l4, &options);
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(&upstream)).unwrap();
+    let http = &cds["resources"][0]["typed_extension_protocol_options"]
+        ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
+    assert_eq!(http["common_http_protocol_options"]["idle_timeout"], "90s");
+    assert_eq!(
+        http["explicit_http_config"],
+        serde_json::json!({"http2_protocol_options": {}})
+    );
+
+    let compiled = compile_yaml(&route("infinity"), &options);
+    assert_eq!(
+        clusters_of(&compiled, "HTTPProxy/shop/p"),
+        ["shop/a:80~h2c+idle=0ms"],
+        "0: for ever"
+    );
+    let compiled = compile_yaml(&route("soon"), &options);
+    assert!(!compiled
+        .table
+        .rules
+        .iter()
+        .any(|r| r.name.starts_with("HTTPProxy/shop/p")));
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::TimeoutPolicyNotValid).contains("idleConnection"),
+        "{status:?}"
+    );
+}

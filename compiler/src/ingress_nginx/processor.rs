@@ -476,6 +476,7 @@ fn variant(annotations: &IngressNginxAnnotations, options: &Options) -> Variant 
         connect_timeout_ms: (annotations.proxy_connect_timeout_ms)
             .unwrap_or(options.ingress_nginx_config.proxy_connect_timeout_ms),
         service_upstream: annotations.service_upstream == Some(true),
+        ..Variant::default()
     }
     .under(options)
 }

@@ -29,15 +29,24 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
     let mut resource = json!({
         "@type": CLUSTER_TYPE,
         "name": cluster.name,
-        "connect_timeout": format!("{}s", f64::from(cluster.variant.connect_timeout_ms) / 1000.0),
+        "connect_timeout": seconds(cluster.variant.connect_timeout_ms),
     });
-    if cluster.variant.protocol.http2() {
-        resource["typed_extension_protocol_options"] = json!({
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-                "explicit_http_config": { "http2_protocol_options": {} },
-            },
+    let (http2, idle) = (cluster.variant.protocol.http2(), cluster.variant.idle_timeout_ms);
+    if http2 || idle.is_some() {
+        let explicit = match http2 {
+            true => json!({ "http2_protocol_options": {} }),
+            false => json!({ "http_protocol_options": {} }),
+        };
+        let mut options = json!({
+            "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+            "explicit_http_config": explicit,
         });
+        if let Some(ms) = idle {
+            // 0 s: Envoy keeps an idle connection for ever (Contour's `infinity`).
+            options["common_http_protocol_options"] = json!({ "idle_timeout": seconds(ms) });
+        }
+        resource["typed_extension_protocol_options"] =
+            json!({ "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": options });
     }
     if cluster.variant.protocol.tls() {
         // No SNI and no check of the backend's certificate: ingress-nginx's `proxy_ssl_server_name`
@@ -74,4 +83,9 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
         }
     }
     resource
+}
+
+/// Milliseconds as a protobuf JSON duration (`12s`, `0.5s`).
+fn seconds(ms: u32) -> String {
+    format!("{}s", f64::from(ms) / 1000.0)
 }

@@ -1,7 +1,9 @@
 //! How the gateway speaks to a backend, per rule: the protocol (ingress-nginx's `backend-protocol`,
-//! HTTPProxy's `services[].protocol`, a VirtualServer upstream's `tls.enable`) and the connect
+//! HTTPProxy's `services[].protocol`, a VirtualServer upstream's `tls.enable`), the connect
 //! timeout (ingress-nginx's `proxy-connect-timeout`, a VirtualServer upstream's `connect-timeout`),
-//! carried to the sidecar in the cluster name the filter picks.
+//! the Service's own address (ingress-nginx's `service-upstream`) and the idle connection timeout
+//! (HTTPProxy's `timeoutPolicy.idleConnection`), carried to the sidecar in the cluster name the
+//! filter picks.
 //!
 //! A backend with the defaults keeps the template's name; any other setting makes a variant
 //! cluster of the same Service port, named by the template's name, `~`, and the settings that
@@ -88,6 +90,9 @@ pub struct Variant {
     /// Whether the one endpoint is the Service's cluster IP and port, not its EndpointSlices'
     /// (ingress-nginx's `service-upstream`).
     pub service_upstream: bool,
+    /// How long an idle upstream connection is kept, in milliseconds, `Some(0)` for ever
+    /// (HTTPProxy's `timeoutPolicy.idleConnection`); `None`: Envoy's hour.
+    pub idle_timeout_ms: Option<u32>,
 }
 
 impl Default for Variant {
@@ -96,6 +101,7 @@ impl Default for Variant {
             protocol: UpstreamProtocol::Http,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             service_upstream: false,
+            idle_timeout_ms: None,
         }
     }
 }
@@ -130,6 +136,9 @@ impl Variant {
         if self.service_upstream {
             settings.push(SERVICE_UPSTREAM.to_owned());
         }
+        if let Some(ms) = self.idle_timeout_ms {
+            settings.push(format!("idle={ms}ms"));
+        }
         match settings.is_empty() {
             true => base,
             false => format!("{base}{VARIANT}{}", settings.join(&AND.to_string())),
@@ -152,6 +161,10 @@ impl Variant {
         for setting in settings.split(AND) {
             if setting == SERVICE_UPSTREAM {
                 if std::mem::replace(&mut variant.service_upstream, true) {
+                    return None;
+                }
+            } else if let Some(ms) = setting.strip_prefix("idle=").and_then(|v| v.strip_suffix("ms")) {
+                if variant.idle_timeout_ms.replace(ms.parse().ok()?).is_some() {
                     return None;
                 }
             } else if let Some(ms) = setting.strip_prefix("connect=").and_then(|v| v.strip_suffix("ms")) {

@@ -535,6 +535,16 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
         ("grpc.yaml", nginx_ingress("grpc", "grpc", Some("GRPC"))),
         ("plain.yaml", nginx_ingress("plain", "secure", None)),
         (
+            "proxies.yaml",
+            [("idle-h2c", "grpc", "h2c", "30s"), ("idle-tls", "secure", "tls", "infinity")]
+                .map(|(name, service, protocol, idle)| {
+                    format!(
+                        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: {name}.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    timeoutPolicy: {{idleConnection: {idle}}}\n    services: [{{name: {service}, port: 80, protocol: {protocol}}}]\n"
+                    )
+                })
+                .join("---\n"),
+        ),
+        (
             "direct.yaml",
             format!(
                 "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: direct, namespace: shop}}\nspec: {{clusterIP: 127.0.0.1, ports: [{{port: {port}}}]}}\n",
@@ -590,6 +600,19 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
     let (status, backend, _, _) = seen("plain.example.com");
     assert_eq!(backend, None, "plain HTTP to a TLS port reaches nothing");
     assert!(status >= 500, "{status}");
+    // HTTPProxy's protocol with timeoutPolicy.idleConnection (HTTP/2 and 30 s; HTTP/1.1 over TLS and
+    // for ever): clusters whose HTTP options Envoy takes.
+    let (status, backend, protocol, _) = seen("idle-h2c.example.com");
+    assert_eq!(
+        (status, backend.as_deref(), protocol.as_str()),
+        (200, Some("behind"), "HTTP/2")
+    );
+    let (status, backend, protocol, tls_version) = seen("idle-tls.example.com");
+    assert_eq!(
+        (status, backend.as_deref(), protocol.as_str()),
+        (200, Some("behind"), "HTTP/1.1")
+    );
+    assert!(tls_version.starts_with("TLSv1."), "{tls_version:?}");
     // service-upstream: the Service's cluster IP (here 127.0.0.1, the backend's port), no endpoints.
     let (status, backend, protocol, _) = seen("direct.example.com");
     assert_eq!(
