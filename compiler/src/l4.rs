@@ -25,6 +25,11 @@ impl L4Routes {
     pub fn is_empty(&self) -> bool {
         self.passthrough.is_empty() && self.listeners.is_empty()
     }
+
+    /// The SNI hosts passed through (the HTTPS listener terminates the others).
+    pub fn passthrough_hosts(&self) -> Vec<&str> {
+        self.passthrough.iter().filter_map(|r| r.host.as_deref()).collect()
+    }
 }
 
 /// One route: connections for `host` (by SNI; `None` on a listener: every connection) go to

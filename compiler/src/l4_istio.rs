@@ -42,17 +42,16 @@ pub fn gateway<'h>(
     options: &IstioGatewayOptions,
 ) -> (Value, BTreeMap<String, Presented<'h>>) {
     let mut servers = Vec::new();
-    let passthrough = hosts(&routes.passthrough);
-    let taken: Vec<&str> = passthrough.iter().map(String::as_str).collect();
+    let passthrough = routes.passthrough_hosts();
     let https_options = IstioHttpsOptions {
         port: options.passthrough_port,
         reject_unknown_sni: options.reject_unknown_sni,
     };
-    let (terminated, copies) = istio::servers(https, &taken, https_options);
+    let (terminated, copies) = istio::servers(https, &passthrough, https_options);
     if !routes.passthrough.is_empty() {
         servers.push(json!({
             "port": { "number": options.passthrough_port, "name": "tls-passthrough", "protocol": "TLS" },
-            "hosts": hosts(&routes.passthrough),
+            "hosts": passthrough,
             "tls": { "mode": "PASSTHROUGH" },
         }));
     }
@@ -91,9 +90,9 @@ pub fn virtual_service(routes: &L4Routes, options: &IstioGatewayOptions) -> Valu
             }
         }
     }
-    let mut hosts = hosts(&routes.passthrough);
+    let mut hosts = routes.passthrough_hosts();
     if !tcp.is_empty() || hosts.is_empty() {
-        hosts.push("*".to_owned());
+        hosts.push("*");
     }
     json!({
         "apiVersion": "networking.istio.io/v1beta1",
@@ -119,10 +118,6 @@ pub fn unsupported(routes: &L4Routes) -> Vec<&L4Listener> {
 
 fn tcp_listeners(routes: &L4Routes) -> impl Iterator<Item = &L4Listener> {
     routes.listeners.iter().filter(|l| l.protocol == L4Protocol::Tcp)
-}
-
-fn hosts(routes: &[L4Route]) -> Vec<String> {
-    routes.iter().filter_map(|route| route.host.clone()).collect()
 }
 
 fn tls_route(route: &L4Route, port: u16) -> Value {

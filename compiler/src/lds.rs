@@ -68,7 +68,7 @@ pub fn listeners(routes: &L4Routes, https: &Https, options: &LdsOptions) -> Valu
             options.passthrough_port,
             &routes.passthrough,
         );
-        let taken: Vec<&str> = routes.passthrough.iter().filter_map(|r| r.host.as_deref()).collect();
+        let taken = routes.passthrough_hosts();
         let (terminated, default) = chains(https, &taken, https_options);
         let mut all = listener["filter_chains"].as_array().cloned().unwrap_or_default();
         all.extend(terminated);

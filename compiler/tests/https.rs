@@ -970,9 +970,7 @@ fn ingress_nginx_ssl_passthrough_passes_tls_to_the_root_paths_service_only_with_
 
 fn istio_servers(yaml: &str, reject_unknown_sni: bool) -> (Vec<serde_json::Value>, Vec<(String, String)>) {
     let (compiled, https) = plan(yaml);
-    let taken: Vec<&str> = (compiled.l4.passthrough.iter())
-        .filter_map(|r| r.host.as_deref())
-        .collect();
+    let taken = compiled.l4.passthrough_hosts();
     let options = https::istio::IstioHttpsOptions {
         port: 443,
         reject_unknown_sni,

@@ -19,7 +19,9 @@ pub const CLUSTER_TYPE: &str = "type.googleapis.com/envoy.config.cluster.v3.Clus
 /// The CDS `DiscoveryResponse`: every cluster.
 pub fn cds_document(upstream: &Upstream) -> String {
     let resources: Vec<Value> = upstream.clusters.iter().map(cluster_resource).collect();
-    let version = format!("{:016x}", fnv1a(Value::from(resources.clone()).to_string().as_bytes()));
+    // A `Value` of strings and numbers always serializes.
+    let compact = serde_json::to_string(&resources).unwrap_or_default();
+    let version = format!("{:016x}", fnv1a(compact.as_bytes()));
     let document = json!({ "version_info": version, "resources": resources });
     // A `Value` of strings and numbers always serializes.
     serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"

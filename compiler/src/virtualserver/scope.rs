@@ -300,8 +300,9 @@ impl<'s> Scope<'s> {
                 .resolve(&namespace, &service, PortRef::Number(upstream.port))
             {
                 Ok(port) => {
-                    let variant = upstream_variant(upstream, at)?;
-                    if variant != variant.under(self.options) {
+                    let wanted = upstream_variant(upstream, at)?;
+                    let variant = wanted.under(self.options);
+                    if variant != wanted {
                         self.notes.push((
                             Reason::UpstreamSettingNotHonored,
                             format!(
@@ -311,9 +312,7 @@ impl<'s> Scope<'s> {
                             ),
                         ));
                     }
-                    let cluster = variant
-                        .under(self.options)
-                        .cluster(self.options.cluster(&namespace, &service, port));
+                    let cluster = variant.cluster(self.options.cluster(&namespace, &service, port));
                     backends.push(Backend {
                         cluster,
                         weight: *weight,

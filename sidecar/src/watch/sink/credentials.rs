@@ -55,12 +55,13 @@ impl Credentials {
     }
 
     /// Writes the copies `wanted` names (each copy's name and what it holds) that are missing or
-    /// differ, from `certificates` (the Secrets the plan serves).
+    /// differ, from `certificates` (the Secrets the plan serves); returns the names of the copies
+    /// that were there already, for [`Credentials::remove_unused`].
     pub async fn write(
         &self,
         wanted: &BTreeMap<String, Presented<'_>>,
         certificates: &LastServed,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<String>, String> {
         let held = self.held().await?;
         for (name, presented) in wanted {
             let Some(copy) = self.copy(name, *presented, certificates) else {
@@ -75,12 +76,12 @@ impl Credentials {
                 .await
                 .map_err(|e| format!("Secret {}/{name}: {e}", self.namespace))?;
         }
-        Ok(())
+        Ok(held.into_keys().collect())
     }
 
-    /// Deletes this Gateway's copies that `wanted` does not name.
-    pub async fn remove_unused(&self, wanted: &BTreeMap<String, Presented<'_>>) -> Result<(), String> {
-        for name in self.held().await?.keys().filter(|name| !wanted.contains_key(*name)) {
+    /// Deletes the copies of `held` (what [`Credentials::write`] found) that `wanted` does not name.
+    pub async fn remove_unused(&self, held: &[String], wanted: &BTreeMap<String, Presented<'_>>) -> Result<(), String> {
+        for name in held.iter().filter(|name| !wanted.contains_key(*name)) {
             match self.api().delete(name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.code == 404 => {}

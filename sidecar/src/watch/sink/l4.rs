@@ -128,7 +128,7 @@ impl IstioGateway {
             );
         }
         let (gateway, copies) = gateway(routes, &https.plan, options);
-        self.credentials.write(&copies, &https.certificates).await?;
+        let held = self.credentials.write(&copies, &https.certificates).await?;
         for (object, applied) in [gateway, virtual_service(routes, options)]
             .into_iter()
             .zip(&self.applied)
@@ -145,7 +145,7 @@ impl IstioGateway {
             let resource_version = apply(&self.client, &options.namespace, &object).await?;
             record_applied(applied, object, resource_version);
         }
-        self.credentials.remove_unused(&copies).await
+        self.credentials.remove_unused(&held, &copies).await
     }
 }
 
