@@ -22,6 +22,7 @@ use switchyard_table::{
 
 use crate::access::{is_set, Field, Guard, Reach};
 mod passthrough;
+mod upstream;
 
 use crate::https::httpproxy::{check as check_tls, RootTls};
 use crate::https::routing::{https_redirect, only, Scheme};
@@ -436,6 +437,13 @@ impl<'a> HTTPProxyProcessor<'a> {
                 }
             },
         };
+        let policies = match upstream::route_upstream(route, at) {
+            Ok(policies) => policies,
+            Err(why) => {
+                self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
+                return None;
+            }
+        };
         let mut resolved = Vec::new();
         let mut unresolved = Vec::new();
         for (si, service) in route.services.iter().enumerate() {
@@ -467,24 +475,44 @@ impl<'a> HTTPProxyProcessor<'a> {
                 self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
                 return None;
             };
+            let verify = match (&service.validation, protocol.tls()) {
+                (None, _) => None,
+                (Some(_), false) => {
+                    let why = format!("{at}.services[{si}].validation: the service's protocol is not h2 or tls");
+                    self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
+                    return None;
+                }
+                (Some(validation), true) => match upstream::verify(validation, &key.namespace) {
+                    Ok(verify) => Some(verify),
+                    Err(why) => {
+                        let why = format!("{at}.services[{si}].validation: {why}");
+                        self.invalid(key, Reason::ServiceInvalid, format!("{why}; the route is skipped"));
+                        return None;
+                    }
+                },
+            };
             let wanted = Variant {
                 idle_timeout_ms: idle,
+                verify,
+                balance: policies.balance,
+                health_check: policies.health_check.clone(),
                 ..Variant::speaking(protocol)
             };
-            let variant = wanted.under(self.inputs.options);
+            let variant = wanted.clone().under(self.inputs.options);
             if variant != wanted {
                 let message = format!(
-                    "{at}.services[{si}]: its protocol and the route's timeoutPolicy.idleConnection need a cluster of \
-                     its own, which only a gateway whose clusters come from switchyard watch --clusters-dir has; the \
-                     service is spoken to with its cluster's own settings"
+                    "{at}.services[{si}]: its protocol, validation and the route's timeoutPolicy.idleConnection, \
+                     loadBalancerPolicy and healthCheckPolicy need a cluster of its own, which only a gateway whose \
+                     clusters come from switchyard watch --clusters-dir has; the service is spoken to with its \
+                     cluster's own settings"
                 );
                 let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
                 self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
             }
-            if service.validation.is_some() {
+            if wanted.verify.is_some() && variant.verify.is_none() {
                 // Fail closed: never reach a service unchecked that asked for its certificate to be.
                 unresolved.push(format!(
-                    "{at}.services[{si}].validation: checking the service's certificate is not honoured yet"
+                    "{at}.services[{si}].validation: checking the service's certificate needs its own cluster"
                 ));
                 continue;
             }

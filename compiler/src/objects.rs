@@ -363,6 +363,84 @@ pub struct ProxyRoute {
     /// kept; a Go duration or `infinity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_policy: Option<TimeoutPolicy>,
+    /// How an endpoint of the route's services is picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balancer_policy: Option<LoadBalancerPolicy>,
+    /// The active health check of the route's services.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_policy: Option<HttpHealthCheckPolicy>,
+}
+
+/// A route's `loadBalancerPolicy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadBalancerPolicy {
+    /// `RoundRobin` (absent), `WeightedLeastRequest`, `Random`, `Cookie` or `RequestHash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// With `RequestHash`: what the hash is made of, in order.
+    #[serde(default)]
+    pub request_hash_policies: Vec<RequestHashPolicy>,
+}
+
+/// One `requestHashPolicies` entry: exactly one of a header, a query parameter, the client's address.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestHashPolicy {
+    /// The entries after this one are not used when this one gives a value.
+    #[serde(default)]
+    pub terminal: bool,
+    /// A request header's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_hash_options: Option<HeaderHashOptions>,
+    /// A query parameter's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_parameter_hash_options: Option<QueryParameterHashOptions>,
+    /// The client's address.
+    #[serde(default, rename = "hashSourceIP")]
+    pub hash_source_ip: bool,
+}
+
+/// `headerHashOptions`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderHashOptions {
+    /// The header.
+    #[serde(default)]
+    pub header_name: String,
+}
+
+/// `queryParameterHashOptions`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryParameterHashOptions {
+    /// The parameter.
+    #[serde(default)]
+    pub parameter_name: String,
+}
+
+/// A route's `healthCheckPolicy` (Contour's defaults when a field is absent).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpHealthCheckPolicy {
+    /// The path asked for (required).
+    #[serde(default)]
+    pub path: String,
+    /// The `Host` sent (`contour-envoy-healthcheck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Seconds between checks (5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_seconds: Option<i64>,
+    /// Seconds a check may take (2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// Failed checks that take an endpoint out (3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy_threshold_count: Option<i64>,
+    /// Passed checks that put it back (2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_threshold_count: Option<i64>,
 }
 
 /// A condition block: at most one of `prefix`, `exact`, `regex`, or a `header`, or a `queryParameter`.
@@ -467,10 +545,25 @@ pub struct ProxyService {
     /// (HTTP/1.1 over TLS); absent: HTTP/1.1 in the clear.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    /// Checking the service's certificate (`caSecret`, `subjectName`): not honoured yet, so a
-    /// service asking for it gets no traffic (fail closed).
+    /// Checking the service's certificate against a CA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation: Option<serde_json::Value>,
+    pub validation: Option<UpstreamValidation>,
+}
+
+/// A service's `validation`: its certificate must chain to `caSecret`'s `ca.crt` and name
+/// `subjectName` (or one of `subjectNames`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamValidation {
+    /// The Secret holding `ca.crt`: `name` in the proxy's namespace, or `namespace/name`.
+    #[serde(default)]
+    pub ca_secret: String,
+    /// The name the certificate must carry.
+    #[serde(default)]
+    pub subject_name: String,
+    /// The names one of which the certificate must carry (its first is `subjectName`).
+    #[serde(default)]
+    pub subject_names: Vec<String>,
 }
 
 /// A route's `timeoutPolicy`.

@@ -41,6 +41,7 @@ use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
 mod scope;
 mod tls;
+mod upstream;
 
 use scope::{Fault, Note, Scope};
 use tls::ServerTls;

@@ -40,7 +40,7 @@ use crate::objects::{Kind, Objects, ResourceKey};
 use crate::status::{About, Condition, ConditionKind, NginxStatus, Reason, ResourceStatus, Status};
 
 /// A TLS version a host accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum TlsVersion {
     /// TLS 1.0 (ingress-nginx's `ssl-protocols` may list it).
     #[serde(rename = "1.0")]
@@ -78,6 +78,23 @@ impl TlsVersion {
         }
     }
 
+    /// Its number (`1.2`), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsVersion::V1_0 => "1.0",
+            TlsVersion::V1_1 => "1.1",
+            TlsVersion::V1_2 => "1.2",
+            TlsVersion::V1_3 => "1.3",
+        }
+    }
+
+    /// The version of number `word` (`1.0` to `1.3`).
+    pub fn named(word: &str) -> Option<TlsVersion> {
+        [TlsVersion::V1_0, TlsVersion::V1_1, TlsVersion::V1_2, TlsVersion::V1_3]
+            .into_iter()
+            .find(|v| v.as_str() == word)
+    }
+
     /// Envoy's name for it (`TLSv1_2`).
     pub fn envoy(self) -> &'static str {
         match self {
@@ -90,7 +107,7 @@ impl TlsVersion {
 }
 
 /// The TLS versions a host accepts: 1.2 to 1.3 unless its kind sets others (§8.1.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct TlsRange {
     /// The lowest.
     pub min: TlsVersion,

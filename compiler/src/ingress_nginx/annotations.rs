@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
 use crate::status::{ConditionKind, Reason};
-use crate::upstream::variant::UpstreamProtocol;
+use super::upstream::{self, ProxySsl};
+use crate::upstream::variant::{Balance, UpstreamProtocol};
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,10 +75,10 @@ pub struct IngressNginxAnnotations {
     pub proxy_connect_timeout_ms: Option<u32>,
     /// `service-upstream`: the Service's cluster IP as the backend, not its endpoints.
     pub service_upstream: Option<bool>,
-    /// `proxy-ssl-verify: on`: the backend's certificate must be checked, which is not honoured
-    /// yet, so its locations answer 503 rather than reach the backend unchecked (fail closed; the
-    /// processor says so). `off`, the default, is what a TLS upstream does.
-    pub proxy_ssl_verify: bool,
+    /// The `proxy-ssl-*` annotations: the check of an HTTPS backend's certificate.
+    pub proxy_ssl: ProxySsl,
+    /// `load-balance`.
+    pub load_balance: Balance,
     /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
     pub canary: BTreeMap<String, String>,
     /// Every annotation reported, in name order.
@@ -102,7 +103,6 @@ const READ: &[&str] = &[
     "server-alias",
     "ssl-passthrough",
     "backend-protocol",
-    "proxy-ssl-verify",
     "proxy-connect-timeout",
     "service-upstream",
 ];
@@ -178,7 +178,11 @@ impl IngressNginxAnnotations {
                          annotation): ignored here as it was there"
                     ),
                 });
-            } else if !READ.contains(&name) && !is_access_annotation(name) && name != ENABLE_GLOBAL_AUTH {
+            } else if !READ.contains(&name)
+                && !upstream::READ.contains(&name)
+                && !is_access_annotation(name)
+                && name != ENABLE_GLOBAL_AUTH
+            {
                 out.problems.push(Problem {
                     name: name.to_owned(),
                     reason: Reason::AnnotationNotHonored,
@@ -291,9 +295,8 @@ impl IngressNginxAnnotations {
             }
             ms
         });
-        out.proxy_ssl_verify = mine
-            .get("proxy-ssl-verify")
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("on"));
+        out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
+        out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
         out.server_alias = (mine.get("server-alias").into_iter())
             .flat_map(|v| v.split(','))
             .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())

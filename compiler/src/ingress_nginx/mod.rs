@@ -31,3 +31,4 @@ pub mod passthrough;
 pub mod paths;
 pub mod processor;
 pub mod server;
+pub mod upstream;

@@ -29,7 +29,7 @@ use crate::objects::{key_of, Age, Kind, Objects, ResourceKey};
 use crate::processor::{Inputs, Output, Processor, Settle};
 use crate::services::service_unavailable;
 use crate::status::{About, ConditionKind, Reason, Status, StatusBook};
-use crate::upstream::variant::{UpstreamProtocol, Variant};
+use crate::upstream::variant::{Balance, UpstreamProtocol, Variant};
 
 /// The ingress-nginx processor in the pipeline's list: the Ingresses of [`Inputs::ingress_nginx`].
 pub struct IngressNginxServers;
@@ -274,14 +274,14 @@ fn draft(
             status: 404,
             ..DirectResponse::default()
         }),
-        Act::Route { .. } if owner.annotations.proxy_ssl_verify => {
+        Act::Route { .. } if unverifiable(owner, inputs.options).is_some() => {
+            let why = unverifiable(owner, inputs.options).unwrap_or_default();
             inputs.book.error(
                 &owner.key,
                 Status::Accepted,
                 Reason::AnnotationNotHonored,
                 format!(
-                    "{}: proxy-ssl-verify \"on\" asks for the backend's certificate to be checked, which is not \
-                     honoured yet; requests for this path get 503 rather than reach the backend unchecked",
+                    "{}: {why}; requests for this path get 503 rather than reach the backend unchecked",
                     laid.at
                 ),
             );
@@ -297,7 +297,7 @@ fn draft(
                 rewrite_regex,
                 set_headers,
                 canary: canary.and_then(|(c, backend)| table_canary(c, backend, canaries, inputs).map(Box::new)),
-                ..RouteAction::to(variant(&owner.annotations, inputs.options).cluster(cluster))
+                ..RouteAction::to(variant(owner, inputs.options).cluster(cluster))
             }),
             Err(NoCluster::PortNotFound(why)) => {
                 inputs.book.error(
@@ -351,7 +351,14 @@ fn table_canary(
     inputs: &mut Inputs<'_>,
 ) -> Option<switchyard_table::Canary> {
     let key = &canaries.members[c].key;
-    let variant = variant(&canaries.members[c].annotations, inputs.options);
+    if let Some(why) = unverifiable(&canaries.members[c], inputs.options) {
+        let message = format!("the canary's backend: {why}; the location's requests all go to its main backend");
+        inputs
+            .book
+            .error(key, Status::Accepted, Reason::AnnotationNotHonored, message);
+        return None;
+    }
+    let variant = variant(&canaries.members[c], inputs.options);
     let cluster = match backend_cluster(backend, key, inputs.services, inputs.options) {
         Ok(cluster) => variant.cluster(cluster),
         Err(NoCluster::PortNotFound(why) | NoCluster::Unusable(_, why)) => {
@@ -469,16 +476,43 @@ fn owner_of(winners: &HostWinners, host: &str) -> String {
 }
 
 /// How an Ingress's backends are spoken to (§7, docs/routing.md "The upstream side"): its
-/// `backend-protocol`, within its `proxy-connect-timeout` or the ConfigMap's, to its `service-upstream`.
-fn variant(annotations: &IngressNginxAnnotations, options: &Options) -> Variant {
+/// `backend-protocol`, its backend's certificate checked by its `proxy-ssl-*`, within its
+/// `proxy-connect-timeout` or the ConfigMap's, to its `service-upstream`, by its `load-balance`.
+fn variant(member: &Member<'_>, options: &Options) -> Variant {
+    let annotations = &member.annotations;
+    let verify = match annotations.backend_protocol.tls() {
+        true => annotations.proxy_ssl.check(&member.key.namespace).and_then(Result::ok),
+        false => None,
+    };
     Variant {
         protocol: annotations.backend_protocol,
+        verify,
         connect_timeout_ms: (annotations.proxy_connect_timeout_ms)
             .unwrap_or(options.ingress_nginx_config.proxy_connect_timeout_ms),
         service_upstream: annotations.service_upstream == Some(true),
+        balance: annotations.load_balance,
         ..Variant::default()
     }
     .under(options)
+}
+
+/// Why a member's backends cannot be reached as its `proxy-ssl-verify: on` asks (fail closed: its
+/// locations answer 503): the check cannot be made (no `proxy-ssl-secret`, or one of another
+/// namespace), or this gateway has no variant clusters to make it with. `None` when the
+/// annotation is off, or the backend is not spoken to over TLS (nginx checks nothing then).
+fn unverifiable(member: &Member<'_>, options: &Options) -> Option<String> {
+    let check = member.annotations.proxy_ssl.check(&member.key.namespace)?;
+    if !options.upstream_variants {
+        return Some(
+            "proxy-ssl-verify \"on\" asks for the backend's certificate to be checked, which needs a cluster of its \
+             own, which only a gateway whose clusters come from switchyard watch --clusters-dir has"
+                .to_owned(),
+        );
+    }
+    match (member.annotations.backend_protocol.tls(), check) {
+        (true, Err(why)) => Some(why),
+        _ => None,
+    }
 }
 
 /// Without variant clusters ([`Options::upstream_variants`]), the annotations that need one are
@@ -487,10 +521,12 @@ fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
     let backend_protocol = annotations.backend_protocol != UpstreamProtocol::Http;
     let connect_timeout = annotations.proxy_connect_timeout_ms.is_some();
     let service_upstream = annotations.service_upstream == Some(true);
+    let load_balance = annotations.load_balance != Balance::RoundRobin;
     let needing = [
         ("backend-protocol", backend_protocol),
         ("proxy-connect-timeout", connect_timeout),
         ("service-upstream", service_upstream),
+        ("load-balance", load_balance),
     ];
     for (name, set) in needing {
         if set {
@@ -507,4 +543,5 @@ fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
     annotations.backend_protocol = UpstreamProtocol::Http;
     annotations.proxy_connect_timeout_ms = None;
     annotations.service_upstream = None;
+    annotations.load_balance = Balance::RoundRobin;
 }

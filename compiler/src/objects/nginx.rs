@@ -114,6 +114,69 @@ pub struct Upstream {
     /// `connect-timeout`: an nginx time (`30s`).
     #[serde(default, rename = "connect-timeout", skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<String>,
+    /// `lb-method`: `round_robin`, `least_conn`, `random`, `random two [least_conn]`, `ip_hash`,
+    /// `hash <key> [consistent]`, … (NGINX's `random two least_conn` when absent).
+    #[serde(default, rename = "lb-method", skip_serializing_if = "Option::is_none")]
+    pub lb_method: Option<String>,
+    /// `healthCheck`: NGINX Plus's active health check.
+    #[serde(default, rename = "healthCheck", skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<UpstreamHealthCheck>,
+    /// `sessionCookie`: NGINX Plus's cookie affinity.
+    #[serde(default, rename = "sessionCookie", skip_serializing_if = "Option::is_none")]
+    pub session_cookie: Option<SessionCookie>,
+}
+
+/// An upstream's `healthCheck` (the fields read; NGINX's defaults when absent).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct UpstreamHealthCheck {
+    /// Whether the check runs.
+    #[serde(default)]
+    pub enable: bool,
+    /// The path asked for (`/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// An nginx time between checks (`5s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    /// Failed checks that take an endpoint out (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fails: Option<i64>,
+    /// Passed checks that put it back (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<i64>,
+    /// An nginx time a check's answer may take (`60s`).
+    #[serde(default, rename = "read-timeout", skip_serializing_if = "Option::is_none")]
+    pub read_timeout: Option<String>,
+}
+
+/// An upstream's `sessionCookie`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCookie {
+    /// Whether the cookie is set.
+    #[serde(default)]
+    pub enable: bool,
+    /// The cookie's name.
+    #[serde(default)]
+    pub name: String,
+    /// Its `Path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its lifetime: an nginx time, or `max`; absent: a session cookie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Its `Domain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// `HttpOnly`.
+    #[serde(default)]
+    pub http_only: bool,
+    /// `Secure`.
+    #[serde(default)]
+    pub secure: bool,
+    /// `SameSite`: `strict`, `lax` or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samesite: Option<String>,
 }
 
 /// An upstream's `tls`.

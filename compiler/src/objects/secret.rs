@@ -1,5 +1,5 @@
 //! `v1` Secrets, as the HTTPS stage reads them (ROUTING.md §8.2): the type and the `tls.crt` and
-//! `tls.key` entries, nothing else.
+//! `tls.key` entries, and the `ca.crt` a backend's certificate is checked against; nothing else.
 //!
 //! Declared here rather than taken from `k8s-openapi` for two reasons:
 //! - **Nothing else is kept.** A cluster's Secrets hold service-account tokens, Helm releases and
@@ -21,6 +21,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub const CERTIFICATE: &str = "tls.crt";
 /// The entry holding the PEM private key.
 pub const PRIVATE_KEY: &str = "tls.key";
+/// The entry holding the PEM certificate authorities a backend's certificate is checked against
+/// (ingress-nginx's `proxy-ssl-secret`, HTTPProxy's `validation.caSecret`).
+pub const CA_CERTIFICATE: &str = "ca.crt";
 /// The type of a TLS Secret.
 pub const TLS_TYPE: &str = "kubernetes.io/tls";
 /// The type of a Secret without one.
@@ -84,7 +87,7 @@ struct Wire {
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire = Wire::deserialize(deserializer)?;
-        let kept = |key: &String| key == CERTIFICATE || key == PRIVATE_KEY;
+        let kept = |key: &String| key == CERTIFICATE || key == PRIVATE_KEY || key == CA_CERTIFICATE;
         let mut data: BTreeMap<String, ByteString> = (wire.data.unwrap_or_default().into_iter())
             .filter(|(k, _)| kept(k))
             .collect();

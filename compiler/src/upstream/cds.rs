@@ -11,6 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::order::fnv1a;
+use crate::upstream::variant::{Balance, HealthCheck};
 use crate::upstream::{Endpoints, Upstream, UpstreamCluster};
 
 /// The type URL of a cluster.
@@ -51,21 +52,13 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
             json!({ "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": options });
     }
     if cluster.variant.protocol.tls() {
-        // No SNI and no check of the backend's certificate: ingress-nginx's `proxy_ssl_server_name`
-        // and `proxy_ssl_verify` are off unless asked for, and Contour's and NGINX's upstream TLS
-        // check nothing without a `validation` either. ALPN offers the protocol spoken.
-        let alpn = if cluster.variant.protocol.http2() {
-            "h2"
-        } else {
-            "http/1.1"
-        };
-        resource["transport_socket"] = json!({
-            "name": "envoy.transport_sockets.tls",
-            "typed_config": {
-                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
-                "common_tls_context": { "alpn_protocols": [alpn] },
-            },
-        });
+        resource["transport_socket"] = transport_socket(cluster);
+    }
+    if cluster.variant.balance != Balance::RoundRobin {
+        resource["lb_policy"] = json!(cluster.variant.balance.envoy());
+    }
+    if let Some(check) = &cluster.variant.health_check {
+        resource["health_checks"] = json!([health_check(check, cluster)]);
     }
     match &cluster.source {
         Endpoints::Slices(_) => {
@@ -85,6 +78,71 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
         }
     }
     resource
+}
+
+/// A TLS backend's transport socket. Without a [`Verify`], no SNI and no check of the backend's
+/// certificate: ingress-nginx's `proxy_ssl_server_name` and `proxy_ssl_verify` are off unless asked
+/// for, and Contour's and NGINX's upstream TLS check nothing without a `validation` either. With
+/// one, the chain is checked against the CA Secret's `ca.crt` (held in
+/// [`UpstreamCluster::trusted_ca`]: a cluster whose CA is missing is not made, so its requests
+/// fail) and the certificate must name one of its names. ALPN offers the protocol spoken.
+fn transport_socket(cluster: &UpstreamCluster) -> Value {
+    let alpn = match cluster.variant.protocol.http2() {
+        true => "h2",
+        false => "http/1.1",
+    };
+    let mut context = json!({ "common_tls_context": { "alpn_protocols": [alpn] } });
+    if let (Some(verify), Some(ca)) = (&cluster.variant.verify, &cluster.trusted_ca) {
+        let mut validation = json!({ "trusted_ca": { "inline_string": ca } });
+        if !verify.names.is_empty() {
+            let names: Vec<Value> = (verify.names.iter())
+                .map(|name| json!({ "san_type": "DNS", "matcher": { "exact": name } }))
+                .collect();
+            validation["match_typed_subject_alt_names"] = json!(names);
+        }
+        if let Some(depth) = verify.depth {
+            validation["max_verify_depth"] = json!(depth);
+        }
+        context["common_tls_context"]["validation_context"] = validation;
+        if let Some(range) = verify.versions {
+            context["common_tls_context"]["tls_params"] = json!({
+                "tls_minimum_protocol_version": range.min.envoy(),
+                "tls_maximum_protocol_version": range.max.envoy(),
+            });
+        }
+        if let Some(sni) = &verify.sni {
+            context["sni"] = json!(sni);
+        }
+    }
+    context["@type"] = json!("type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext");
+    json!({ "name": "envoy.transport_sockets.tls", "typed_config": context })
+}
+
+/// An active HTTP health check (HTTP/2 when the backend speaks it). Without a `Host` of its own
+/// it sends the Service's DNS name (`name.namespace.svc`), not Envoy's default, the cluster's
+/// name, which is no host name.
+fn health_check(check: &HealthCheck, cluster: &UpstreamCluster) -> Value {
+    let host = check.host.clone().unwrap_or_else(|| service_host(&cluster.service));
+    let mut http = json!({ "path": check.path, "host": host });
+    if cluster.variant.protocol.http2() {
+        http["codec_client_type"] = json!("HTTP2");
+    }
+    json!({
+        "timeout": seconds(check.timeout_ms),
+        "interval": seconds(check.interval_ms),
+        "unhealthy_threshold": check.unhealthy,
+        "healthy_threshold": check.healthy,
+        "http_health_check": http,
+    })
+}
+
+/// `namespace/name:port` → `name.namespace.svc`.
+fn service_host(service: &str) -> String {
+    let without_port = service.rsplit_once(':').map_or(service, |(s, _)| s);
+    match without_port.split_once('/') {
+        Some((namespace, name)) => format!("{name}.{namespace}.svc"),
+        None => without_port.to_owned(),
+    }
 }
 
 /// Milliseconds as a protobuf JSON duration (`12s`, `0.5s`).

@@ -28,7 +28,9 @@ use serde::Serialize;
 use switchyard_table::{ActionSpec, TableSpec};
 
 use crate::l4::L4Routes;
+use crate::https::SecretRef;
 use crate::model::Options;
+use crate::objects::secret::CA_CERTIFICATE;
 use crate::objects::Objects;
 use crate::upstream::endpoints::{Endpoint, EndpointIndex};
 use crate::upstream::variant::Variant;
@@ -41,6 +43,11 @@ pub struct Upstream {
     /// The cluster names the table or the L4 routes use that no Service of the input makes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<String>,
+    /// The cluster names whose backend's certificate is to be checked against a CA Secret that
+    /// is not in the input, or holds no `ca.crt`: no cluster is made, so their requests fail
+    /// rather than reach a backend unchecked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_ca: Vec<String>,
 }
 
 /// One cluster: its name and where its endpoints come from.
@@ -54,6 +61,10 @@ pub struct UpstreamCluster {
     pub variant: Variant,
     /// Its endpoints.
     pub source: Endpoints,
+    /// The PEM certificate authorities a [`variant::Verify`] checks the backend with (the CA
+    /// Secret's `ca.crt`).
+    #[serde(skip)]
+    pub trusted_ca: Option<String>,
 }
 
 /// Where a cluster's endpoints come from.
@@ -106,14 +117,35 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
                 Endpoints::Slices(index.ready(namespace, service_name, port_name))
             }
         };
+        let trusted_ca = match &variant.verify {
+            Some(verify) => match trusted_ca(objects, &verify.ca) {
+                Some(ca) => Some(ca),
+                None => {
+                    upstream.missing_ca.push(name.to_owned());
+                    continue;
+                }
+            },
+            None => None,
+        };
         upstream.clusters.push(UpstreamCluster {
             name: name.to_owned(),
             service: format!("{namespace}/{service_name}:{port}"),
             variant,
             source,
+            trusted_ca,
         });
     }
     upstream
+}
+
+/// The `ca.crt` of Secret `reference`, when it is in the input and holds one.
+fn trusted_ca(objects: &Objects, reference: &SecretRef) -> Option<String> {
+    let secret = objects.secrets.iter().find(|s| {
+        s.metadata.namespace.as_deref().unwrap_or("default") == reference.namespace
+            && s.metadata.name.as_deref() == Some(reference.name.as_str())
+    })?;
+    let pem = String::from_utf8(secret.entry(CA_CERTIFICATE)?.to_vec()).ok()?;
+    pem.contains("-----BEGIN CERTIFICATE-----").then_some(pem)
 }
 
 /// Every cluster name the rules (backends and canaries) and the L4 routes send to.

@@ -3,7 +3,7 @@
 //! `redirect`; upstreams resolved to clusters through the cluster template and the Services. What
 //! fails validation is [`Fault::Invalid`], what Switchyard cannot express [`Fault::Refused`].
 
-use crate::upstream::variant::{UpstreamProtocol, Variant, DEFAULT_CONNECT_TIMEOUT_MS};
+use super::upstream::upstream_variant;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -301,12 +301,12 @@ impl<'s> Scope<'s> {
             {
                 Ok(port) => {
                     let wanted = upstream_variant(upstream, at)?;
-                    let variant = wanted.under(self.options);
+                    let variant = wanted.clone().under(self.options);
                     if variant != wanted {
                         self.notes.push((
                             Reason::UpstreamSettingNotHonored,
                             format!(
-                                "{at}: upstream {name:?}: tls and connect-timeout need a cluster of their own, which \
+                                "{at}: upstream {name:?}: tls, connect-timeout, lb-method and healthCheck need a cluster of their own, which \
                                  only a gateway whose clusters come from switchyard watch --clusters-dir has; it is \
                                  spoken to with its cluster's own settings"
                             ),
@@ -338,27 +338,3 @@ impl<'s> Scope<'s> {
     }
 }
 
-/// How Envoy speaks to an upstream: over TLS with `tls.enable` (NGINX checks no certificate unless
-/// told to), else HTTP/1.1 in the clear; within `connect-timeout` when given (else the clusters'
-/// 5 s, not NGINX's 60 s: docs/routing.md, "The upstream side"). An invalid time is the
-/// VirtualServer's fault, as NGINX's validation makes it.
-fn upstream_variant(upstream: &crate::objects::nginx::Upstream, at: &str) -> Result<Variant, Fault> {
-    let protocol = match upstream.tls.as_ref().is_some_and(|tls| tls.enable) {
-        true => UpstreamProtocol::Tls,
-        false => UpstreamProtocol::Http,
-    };
-    let connect_timeout_ms = match &upstream.connect_timeout {
-        None => DEFAULT_CONNECT_TIMEOUT_MS,
-        Some(time) => crate::nginx::time_ms(time).ok_or_else(|| {
-            Fault::Invalid(format!(
-                "{at}: upstream {:?}: connect-timeout {time:?} is not an nginx time",
-                upstream.name
-            ))
-        })?,
-    };
-    Ok(Variant {
-        protocol,
-        connect_timeout_ms,
-        ..Variant::default()
-    })
-}
