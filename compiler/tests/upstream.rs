@@ -269,7 +269,7 @@ fn backend_protocol_outside_ingress_nginxs_list_is_invalid_and_fcgi_not_honoured
 }
 
 #[test]
-fn proxy_ssl_verify_on_is_not_honoured_yet_so_its_paths_answer_503_never_unchecked() {
+fn proxy_ssl_verify_on_without_a_proxy_ssl_secret_answers_503_never_unchecked() {
     let (compiled, _) = nginx_compiled(&nginx_api(
         "    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n    nginx.ingress.kubernetes.io/proxy-ssl-verify: \"on\"\n",
     ));
@@ -315,7 +315,7 @@ fn an_httpproxy_service_protocol_names_its_variant_cluster() {
 }
 
 #[test]
-fn an_httpproxy_service_asking_for_validation_gets_no_traffic_until_it_is_honoured() {
+fn an_httpproxy_service_asking_for_validation_gets_no_traffic_without_variant_clusters() {
     let compiled = compile_yaml(
         &proxy("    - {name: a, port: 443, protocol: tls, validation: {caSecret: ca, subjectName: a.shop}}\n"),
         &Options::default(),
@@ -552,4 +552,288 @@ fn an_httpproxy_idle_connection_timeout_keeps_upstream_connections_that_long_or_
         message(status, Reason::TimeoutPolicyNotValid).contains("idleConnection"),
         "{status:?}"
     );
+}
+
+// The backend's certificate, the load balancer and health checks (issue "The upstream side")
+
+/// A CA certificate as PEM (its bytes are only carried, never parsed, by the compiler).
+const CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUX\n-----END CERTIFICATE-----\n";
+
+/// Secret `name` in `shop` holding `ca.crt`.
+fn ca_secret(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: shop}}\nstringData:\n  ca.crt: |\n{}---\n",
+        CA_PEM.lines().map(|l| format!("    {l}\n")).collect::<String>()
+    )
+}
+
+/// The only cluster of `upstream` as CDS JSON.
+fn only_cds_cluster(upstream: &Upstream) -> serde_json::Value {
+    let cds: serde_json::Value = serde_json::from_str(&cds_document(upstream)).unwrap();
+    assert_eq!(cds["resources"].as_array().map(Vec::len), Some(1), "{cds}");
+    cds["resources"][0].clone()
+}
+
+const VERIFY: &str = "    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n    nginx.ingress.kubernetes.io/proxy-ssl-secret: shop/api-ca\n    nginx.ingress.kubernetes.io/proxy-ssl-verify: \"on\"\n";
+
+#[test]
+fn proxy_ssl_verify_checks_the_backend_against_the_secrets_ca_and_the_proxy_ssl_name() {
+    let annotations = format!(
+        "{VERIFY}    nginx.ingress.kubernetes.io/proxy-ssl-name: api.shop.svc\n    nginx.ingress.kubernetes.io/proxy-ssl-server-name: \"on\"\n    nginx.ingress.kubernetes.io/proxy-ssl-verify-depth: \"2\"\n    nginx.ingress.kubernetes.io/proxy-ssl-protocols: TLSv1.2 TLSv1.3\n"
+    );
+    let (compiled, upstream) = nginx_compiled(&format!("{}{}", nginx_api(&annotations), ca_secret("api-ca")));
+    assert_eq!(
+        routed_cluster(&compiled),
+        "shop/api:443~tls+ca=shop/api-ca+san=api.shop.svc+sni=api.shop.svc+depth=2+tls=1.2-1.3"
+    );
+    let cluster = only_cds_cluster(&upstream);
+    let context = &cluster["transport_socket"]["typed_config"];
+    assert_eq!(context["sni"], "api.shop.svc");
+    let validation = &context["common_tls_context"]["validation_context"];
+    assert_eq!(validation["trusted_ca"]["inline_string"], CA_PEM);
+    assert_eq!(
+        validation["match_typed_subject_alt_names"],
+        serde_json::json!([{"san_type": "DNS", "matcher": {"exact": "api.shop.svc"}}])
+    );
+    assert_eq!(validation["max_verify_depth"], 2);
+    assert_eq!(
+        context["common_tls_context"]["tls_params"],
+        serde_json::json!({"tls_minimum_protocol_version": "TLSv1_2", "tls_maximum_protocol_version": "TLSv1_3"})
+    );
+}
+
+#[test]
+fn proxy_ssl_verify_without_proxy_ssl_name_checks_upstream_balancer_as_nginx_does_and_sends_no_sni() {
+    let (compiled, upstream) = nginx_compiled(&format!("{}{}", nginx_api(VERIFY), ca_secret("api-ca")));
+    assert_eq!(
+        routed_cluster(&compiled),
+        "shop/api:443~tls+ca=shop/api-ca+san=upstream_balancer+depth=1"
+    );
+    let context = &only_cds_cluster(&upstream)["transport_socket"]["typed_config"];
+    assert!(context.get("sni").is_none(), "{context}");
+    assert_eq!(
+        context["common_tls_context"]["validation_context"]["max_verify_depth"],
+        1
+    );
+}
+
+#[test]
+fn a_checked_backend_whose_ca_secret_is_missing_gets_no_cluster_so_it_is_never_reached_unchecked() {
+    for missing in [String::new(), ca_secret("other-ca")] {
+        let (compiled, upstream) = nginx_compiled(&format!("{}{missing}", nginx_api(VERIFY)));
+        let name = routed_cluster(&compiled);
+        assert!(upstream.clusters.is_empty(), "{upstream:?}");
+        assert_eq!(upstream.missing_ca, [name]);
+    }
+}
+
+#[test]
+fn proxy_ssl_secret_of_another_namespace_is_refused_as_ingress_nginx_refuses_it_and_answers_503() {
+    let annotations = VERIFY.replace("shop/api-ca", "other/api-ca");
+    let (compiled, _) = nginx_compiled(&nginx_api(&annotations));
+    assert!(
+        routed_cluster(&compiled).contains("status: 503"),
+        "{}",
+        routed_cluster(&compiled)
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationNotHonored).contains("another namespace"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn proxy_ssl_verify_on_an_http_backend_checks_nothing_as_nginx_speaks_no_tls() {
+    let annotations = VERIFY.replace("backend-protocol: HTTPS", "backend-protocol: HTTP");
+    let (compiled, _) = nginx_compiled(&nginx_api(&annotations));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443");
+}
+
+#[test]
+fn load_balance_ewma_is_least_request_and_round_robin_the_template() {
+    let (compiled, upstream) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/load-balance: ewma\n"));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~lb=least-request");
+    assert_eq!(only_cds_cluster(&upstream)["lb_policy"], "LEAST_REQUEST");
+    let (compiled, _) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/load-balance: round_robin\n",
+    ));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443");
+    let (compiled, _) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/load-balance: fastest\n"));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443");
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationInvalid).contains("load-balance"),
+        "{status:?}"
+    );
+}
+
+/// Compiles and plans `yaml` with variant clusters.
+fn planned(yaml: &str) -> (switchyard_compiler::Compiled, Upstream) {
+    let loaded = load(yaml);
+    let options = with_variants(Options::default());
+    let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
+    let upstream = plan(&loaded.objects, &compiled.table, &compiled.l4, &options);
+    (compiled, upstream)
+}
+
+/// Service `name` in `shop` on `port`.
+fn service(name: &str, port: u16) -> String {
+    format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: shop}}\nspec: {{ports: [{{port: {port}}}]}}\n---\n")
+}
+
+#[test]
+fn an_httpproxy_service_validation_checks_its_certificate_against_the_ca_and_subject_name() {
+    let (compiled, upstream) = planned(&format!(
+        "{}{}{}",
+        proxy("    - {name: a, port: 443, protocol: tls, validation: {caSecret: a-ca, subjectName: a.shop}}\n"),
+        service("a", 443),
+        ca_secret("a-ca")
+    ));
+    assert_eq!(
+        clusters_of(&compiled, "HTTPProxy/shop/p"),
+        ["shop/a:443~tls+ca=shop/a-ca+san=a.shop"]
+    );
+    let validation =
+        &only_cds_cluster(&upstream)["transport_socket"]["typed_config"]["common_tls_context"]["validation_context"];
+    assert_eq!(validation["trusted_ca"]["inline_string"], CA_PEM);
+    assert_eq!(
+        validation["match_typed_subject_alt_names"][0]["matcher"]["exact"],
+        "a.shop"
+    );
+}
+
+#[test]
+fn an_httpproxy_validation_on_a_clear_service_or_of_another_namespace_skips_its_route() {
+    for services in [
+        "    - {name: a, port: 80, validation: {caSecret: a-ca, subjectName: a.shop}}\n",
+        "    - {name: a, port: 443, protocol: tls, validation: {caSecret: other/a-ca, subjectName: a.shop}}\n",
+        "    - {name: a, port: 443, protocol: tls, validation: {caSecret: a-ca}}\n",
+    ] {
+        let compiled = compile_yaml(&proxy(services), &with_variants(Options::default()));
+        assert!(
+            !compiled
+                .table
+                .rules
+                .iter()
+                .any(|r| r.name.starts_with("HTTPProxy/shop/p")),
+            "{services}"
+        );
+        let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+        assert!(
+            message(status, Reason::ServiceInvalid).contains("validation"),
+            "{status:?}"
+        );
+    }
+}
+
+/// An HTTPProxy root `p` routing `/` to `a:80` with `policies` (YAML lines of the route).
+fn proxy_with(policies: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n{policies}    services: [{{name: a, port: 80}}]\n---\n{}",
+        service("a", 80)
+    )
+}
+
+#[test]
+fn an_httpproxy_load_balancer_strategy_is_envoys_lb_policy() {
+    for (strategy, name, policy) in [
+        ("RoundRobin", "shop/a:80", None),
+        (
+            "WeightedLeastRequest",
+            "shop/a:80~lb=least-request",
+            Some("LEAST_REQUEST"),
+        ),
+        ("Random", "shop/a:80~lb=random", Some("RANDOM")),
+        ("RequestHash", "shop/a:80~lb=ring-hash", Some("RING_HASH")),
+    ] {
+        let (compiled, upstream) = planned(&proxy_with(&format!(
+            "    loadBalancerPolicy: {{strategy: {strategy}}}\n"
+        )));
+        assert_eq!(clusters_of(&compiled, "HTTPProxy/shop/p"), [name], "{strategy}");
+        assert_eq!(
+            only_cds_cluster(&upstream).get("lb_policy").and_then(|p| p.as_str()),
+            policy
+        );
+    }
+    let compiled = compile_yaml(
+        &proxy_with("    loadBalancerPolicy: {strategy: Fastest}\n"),
+        &with_variants(Options::default()),
+    );
+    assert!(!compiled
+        .table
+        .rules
+        .iter()
+        .any(|r| r.name.starts_with("HTTPProxy/shop/p")));
+}
+
+#[test]
+fn an_httpproxy_health_check_policy_takes_contours_defaults() {
+    let (compiled, upstream) = planned(&proxy_with("    healthCheckPolicy: {path: /healthz}\n"));
+    assert_eq!(
+        clusters_of(&compiled, "HTTPProxy/shop/p"),
+        ["shop/a:80~hc=/healthz,5000ms,2000ms,3,2,contour-envoy-healthcheck"]
+    );
+    assert_eq!(
+        only_cds_cluster(&upstream)["health_checks"],
+        serde_json::json!([{
+            "timeout": "2s", "interval": "5s", "unhealthy_threshold": 3, "healthy_threshold": 2,
+            "http_health_check": {"path": "/healthz", "host": "contour-envoy-healthcheck"}
+        }])
+    );
+    let (compiled, _) = planned(&proxy_with(
+        "    healthCheckPolicy: {path: /up, host: probe, intervalSeconds: 10, timeoutSeconds: 1, unhealthyThresholdCount: 5, healthyThresholdCount: 1}\n",
+    ));
+    assert_eq!(
+        clusters_of(&compiled, "HTTPProxy/shop/p"),
+        ["shop/a:80~hc=/up,10000ms,1000ms,5,1,probe"]
+    );
+    let compiled = compile_yaml(
+        &proxy_with("    healthCheckPolicy: {path: up}\n"),
+        &with_variants(Options::default()),
+    );
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(format!("{status:?}").contains("healthCheckPolicy"), "{status:?}");
+}
+
+#[test]
+fn a_virtualserver_lb_method_is_envoys_lb_policy_and_an_unknown_one_makes_it_invalid() {
+    let variants = with_variants(Options::default());
+    for (method, name) in [
+        ("round_robin", "shop/api:80"),
+        ("least_conn", "shop/api:80~lb=least-request"),
+        ("random two least_conn", "shop/api:80~lb=least-request"),
+        ("random", "shop/api:80~lb=random"),
+        ("ip_hash", "shop/api:80~lb=ring-hash"),
+    ] {
+        let compiled = compile_yaml(&virtual_server(&format!(", lb-method: {method}")), &variants);
+        assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), [name], "{method}");
+    }
+    let compiled = compile_yaml(&virtual_server(", lb-method: fastest"), &variants);
+    let status = status_of(&compiled, "VirtualServer", "shop", "v");
+    assert_eq!(
+        status.status,
+        switchyard_compiler::status::Status::Invalid,
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_virtualserver_health_check_takes_nginxs_defaults_and_the_services_host() {
+    let (compiled, upstream) = planned(&format!(
+        "{}---\n{}",
+        virtual_server(", healthCheck: {enable: true, path: /healthz, interval: 10s}"),
+        service("api", 80)
+    ));
+    assert_eq!(
+        clusters_of(&compiled, "VirtualServer/shop/v"),
+        ["shop/api:80~hc=/healthz,10000ms,60000ms,1,1"]
+    );
+    let check = &only_cds_cluster(&upstream)["health_checks"][0];
+    assert_eq!(check["http_health_check"]["host"], "api.shop.svc");
+    let compiled = compile_yaml(
+        &virtual_server(", healthCheck: {enable: false, path: /healthz}"),
+        &with_variants(Options::default()),
+    );
+    assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), ["shop/api:80"]);
 }

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
-use crate::status::{ConditionKind, Reason};
 use super::upstream::{self, ProxySsl};
+use crate::status::{ConditionKind, Reason};
 use crate::upstream::variant::{Balance, UpstreamProtocol};
 
 /// One annotation reported on its Ingress.

@@ -56,16 +56,18 @@ impl ProxySsl {
             });
         };
         let on = |name: &str| mine.get(name).is_some_and(|v| v.trim().eq_ignore_ascii_case("on"));
-        let secret = mine.get("proxy-ssl-secret").and_then(|value| match value.trim().split_once('/') {
-            Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => Some(SecretRef {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            }),
-            _ => {
-                invalid("proxy-ssl-secret", format!("{value:?} is not namespace/name; ignored"));
-                None
-            }
-        });
+        let secret = mine
+            .get("proxy-ssl-secret")
+            .and_then(|value| match value.trim().split_once('/') {
+                Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => Some(SecretRef {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                }),
+                _ => {
+                    invalid("proxy-ssl-secret", format!("{value:?} is not namespace/name; ignored"));
+                    None
+                }
+            });
         let depth = match mine.get("proxy-ssl-verify-depth") {
             None => 1,
             Some(value) => value.trim().parse().unwrap_or_else(|_| {
@@ -76,7 +78,10 @@ impl ProxySsl {
         let versions = mine.get("proxy-ssl-protocols").and_then(|value| {
             let range = TlsRange::of_nginx(value);
             if range.is_none() {
-                invalid("proxy-ssl-protocols", format!("{value:?} names no TLS version; ignored"));
+                invalid(
+                    "proxy-ssl-protocols",
+                    format!("{value:?} names no TLS version; ignored"),
+                );
             }
             range
         });
@@ -98,7 +103,9 @@ impl ProxySsl {
             return None;
         }
         let why = match &self.secret {
-            None => "proxy-ssl-verify \"on\" has no proxy-ssl-secret to check the backend's certificate with".to_owned(),
+            None => {
+                "proxy-ssl-verify \"on\" has no proxy-ssl-secret to check the backend's certificate with".to_owned()
+            }
             Some(secret) if secret.namespace != namespace => format!(
                 "proxy-ssl-secret {secret} is in another namespace, which ingress-nginx refuses \
                  (allow-cross-namespace-resources is off)"

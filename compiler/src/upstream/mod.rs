@@ -27,8 +27,8 @@ use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 use switchyard_table::{ActionSpec, TableSpec};
 
-use crate::l4::L4Routes;
 use crate::https::SecretRef;
+use crate::l4::L4Routes;
 use crate::model::Options;
 use crate::objects::secret::CA_CERTIFICATE;
 use crate::objects::Objects;

@@ -87,7 +87,6 @@ impl Serialize for UpstreamProtocol {
     }
 }
 
-
 /// How the gateway speaks to one backend: a cluster's settings beyond its Service port.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Variant {

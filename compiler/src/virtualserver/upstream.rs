@@ -23,7 +23,9 @@ pub(super) fn upstream_variant(upstream: &Upstream, at: &str) -> Result<Variant,
     };
     let balance = match upstream.lb_method.as_deref() {
         None => Balance::RoundRobin,
-        Some(method) => lb_method(method).ok_or_else(|| invalid(format!("lb-method {method:?} is not one NGINX has")))?,
+        Some(method) => {
+            lb_method(method).ok_or_else(|| invalid(format!("lb-method {method:?} is not one NGINX has")))?
+        }
     };
     let health_check = match &upstream.health_check {
         Some(check) if check.enable => Some(health_check(check).map_err(|why| invalid(format!("healthCheck.{why}")))?),
@@ -46,9 +48,9 @@ fn lb_method(method: &str) -> Option<Balance> {
         ["round_robin"] => Some(Balance::RoundRobin),
         ["least_conn"] | ["least_time", ..] => Some(Balance::LeastRequest),
         ["random"] => Some(Balance::Random),
-        ["random", "two"] | ["random", "two", "least_conn"] | ["random", "two", "least_time=header" | "least_time=last_byte"] => {
-            Some(Balance::LeastRequest)
-        }
+        ["random", "two"]
+        | ["random", "two", "least_conn"]
+        | ["random", "two", "least_time=header" | "least_time=last_byte"] => Some(Balance::LeastRequest),
         ["ip_hash"] | ["hash", _] | ["hash", _, "consistent"] => Some(Balance::RingHash),
         _ => None,
     }
