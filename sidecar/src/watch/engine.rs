@@ -180,12 +180,26 @@ impl Engine {
     }
 
     /// The clusters of `table` and `l4` with their endpoints, when a sink gives Envoy its clusters
-    /// (`--clusters-dir`); none otherwise.
+    /// (`--clusters-dir`); none otherwise. The clusters left out for a missing CA are logged when
+    /// they change.
     fn upstream(&self, input: &Snapshot, table: &TableSpec, l4: &L4Routes) -> Upstream {
         if self.sinks.names(Part::Clusters).is_empty() {
             return Upstream::default();
         }
-        switchyard_compiler::upstream::plan(&input.objects, table, l4, self.compiler.options())
+        let upstream = switchyard_compiler::upstream::plan(&input.objects, table, l4, self.compiler.options());
+        let before = self
+            .latest
+            .as_ref()
+            .map(|l| l.upstream.missing_ca.as_slice())
+            .unwrap_or_default();
+        if upstream.missing_ca != before && !upstream.missing_ca.is_empty() {
+            warn!(
+                clusters = ?upstream.missing_ca,
+                "no cluster for these backends: their certificate is to be checked against a CA Secret that does \
+                 not exist or holds no ca.crt; their requests fail (Envoy answers 503) until it does"
+            );
+        }
+        upstream
     }
 
     /// Whether the last push failed and should be tried again.

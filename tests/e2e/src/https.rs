@@ -49,6 +49,57 @@ impl TestCertificate {
     }
 }
 
+/// A certificate authority made for a test: its PEM certificate, and what signs the certificates
+/// it issues.
+pub struct TestCa {
+    /// Its certificate, PEM.
+    pub pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    /// A CA named `name`.
+    pub fn new(name: &str) -> TestCa {
+        let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("CA key: {e}"));
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| panic!("{e}"));
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let certificate = params.self_signed(&key).unwrap_or_else(|e| panic!("CA {name}: {e}"));
+        TestCa {
+            pem: certificate.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `names` that this CA signed (its chain: the leaf alone).
+    pub fn issue(&self, names: &[&str]) -> TestCertificate {
+        let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("key: {e}"));
+        let params = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap_or_else(|e| panic!("certificate for {names:?}: {e}"));
+        let certificate = params
+            .signed_by(&key, &self.issuer)
+            .unwrap_or_else(|e| panic!("certificate for {names:?}: {e}"));
+        TestCertificate {
+            chain_pem: certificate.pem(),
+            key_pem: key.serialize_pem(),
+            der: certificate.der().clone(),
+        }
+    }
+
+    /// An `Opaque` Secret manifest holding it as `ca.crt` (what a backend's certificate is checked
+    /// against).
+    pub fn secret(&self, namespace: &str, name: &str) -> String {
+        let indent = self.pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\nstringData:\n  ca.crt: |\n{indent}"
+        )
+    }
+}
+
 /// What one request over TLS got.
 #[derive(Debug)]
 pub struct HttpsAnswer {

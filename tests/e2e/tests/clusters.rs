@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use std::thread;
 use std::time::{Duration, Instant};
+use switchyard_e2e::https::{TestCa, TestCertificate};
 use switchyard_e2e::l4::free_port;
 
 use switchyard_e2e::{
@@ -425,12 +426,37 @@ fn bench_clusters_through_envoy() {
     println!("  100 changes at 100/s (1 s of writes) to Envoy holding the last: {churn_wall:.2?} wall, {churn_cpu:.0} ms of sidecar CPU ({:.1} ms per change)", churn_cpu / 100.0);
 }
 
-/// A second Envoy as the backends a protocol needs: on `tls` it terminates TLS (a certificate made
-/// now; ALPN h2 and http/1.1), on `h2c` it takes HTTP/2 only; both hand the request to `backend`
+/// An ingress-nginx Ingress (class `nginx`) `name` for `name.example.com` to `service`, with
+/// ingress-nginx's `annotations` (names without the prefix).
+fn nginx_ingress(name: &str, service: &str, annotations: &[(&str, &str)]) -> String {
+    let annotations = match annotations.is_empty() {
+        true => String::new(),
+        false => {
+            let pairs: Vec<String> = (annotations.iter())
+                .map(|(k, v)| format!("nginx.ingress.kubernetes.io/{k}: {v:?}"))
+                .collect();
+            format!("  annotations: {{{}}}\n", pairs.join(", "))
+        }
+    };
+    ingress(name, &format!("{name}.example.com"), service)
+        .replace("metadata: {name: ", "metadata:\n  name: ")
+        .replace(", namespace: shop}\n", &format!("\n  namespace: shop\n{annotations}"))
+        .replace("spec:\n", "spec:\n  ingressClassName: nginx\n")
+}
+
+/// The IngressClass of ingress-nginx's Ingresses.
+const NGINX_CLASS: &str =
+    "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n";
+
+/// A second Envoy as the backends a protocol needs: on `tls` it terminates TLS (with `certificate`;
+/// ALPN h2 and http/1.1), on `h2c` it takes HTTP/2 only; both hand the request to `backend`
 /// with the protocol and TLS version they saw as request headers (`x-seen-protocol`, `x-seen-tls`).
-fn protocol_backends(backend: &Backend, tls: u16, h2c: u16) -> switchyard_e2e::process::EnvoyProcess {
+fn protocol_backends(
+    backend: &Backend,
+    (tls, h2c): (u16, u16),
+    certificate: &TestCertificate,
+) -> switchyard_e2e::process::EnvoyProcess {
     let dir = switchyard_e2e::fresh_dir("protocol-backends");
-    let certified = rcgen::generate_simple_self_signed(vec!["backend.internal".to_owned()]).unwrap();
     let indent = |pem: &str| {
         pem.lines()
             .map(|l| format!("                    {l}\n"))
@@ -482,8 +508,8 @@ static_resources:
     - filters:
 {http2}  clusters:
 {cluster}"#,
-        chain = indent(&certified.cert.pem()),
-        key = indent(&certified.signing_key.serialize_pem()),
+        chain = indent(&certificate.chain_pem),
+        key = indent(&certificate.key_pem),
         auto = manager("AUTO"),
         http2 = manager("HTTP2"),
         cluster = switchyard_e2e::static_cluster("backend", backend.addr),
@@ -503,25 +529,17 @@ static_resources:
 fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_asks() {
     let (tls, h2c) = (free_port(false), free_port(false));
     let behind = Backend::start("behind").unwrap();
-    let backends = protocol_backends(&behind, tls, h2c);
+    let backends = protocol_backends(&behind, (tls, h2c), &TestCertificate::new(&["backend.internal"]));
     let at = |port: u16| Backend {
         name: String::new(),
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
     };
-    let nginx_ingress = |name: &str, service: &str, protocol: Option<&str>| {
-        let annotation = protocol.map_or(String::new(), |p| {
-            format!("  annotations: {{nginx.ingress.kubernetes.io/backend-protocol: {p}}}\n")
-        });
-        ingress(name, &format!("{name}.example.com"), service)
-            .replace("metadata: {name: ", "metadata:\n  name: ")
-            .replace(", namespace: shop}\n", &format!("\n  namespace: shop\n{annotation}"))
-            .replace("spec:\n", "spec:\n  ingressClassName: nginx\n")
+    let with_protocol = |name: &str, service: &str, protocol: Option<&str>| {
+        let annotations: Vec<(&str, &str)> = protocol.map(|p| ("backend-protocol", p)).into_iter().collect();
+        nginx_ingress(name, service, &annotations)
     };
     let manifests = [
-        (
-            "class.yaml",
-            "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n".to_owned(),
-        ),
+        ("class.yaml", NGINX_CLASS.to_owned()),
         (
             "tls.yaml",
             format!("{}---\n{}", service("secure"), slice("secure", "secure", &at(tls), true)),
@@ -530,10 +548,10 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
             "h2c.yaml",
             format!("{}---\n{}", service("grpc"), slice("grpc", "grpc", &at(h2c), true)),
         ),
-        ("https.yaml", nginx_ingress("https", "secure", Some("HTTPS"))),
-        ("grpcs.yaml", nginx_ingress("grpcs", "secure", Some("GRPCS"))),
-        ("grpc.yaml", nginx_ingress("grpc", "grpc", Some("GRPC"))),
-        ("plain.yaml", nginx_ingress("plain", "secure", None)),
+        ("https.yaml", with_protocol("https", "secure", Some("HTTPS"))),
+        ("grpcs.yaml", with_protocol("grpcs", "secure", Some("GRPCS"))),
+        ("grpc.yaml", with_protocol("grpc", "grpc", Some("GRPC"))),
+        ("plain.yaml", with_protocol("plain", "secure", None)),
         (
             "proxies.yaml",
             [("idle-h2c", "grpc", "h2c", "30s"), ("idle-tls", "secure", "tls", "infinity")]
@@ -548,17 +566,17 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
             "direct.yaml",
             format!(
                 "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: direct, namespace: shop}}\nspec: {{clusterIP: 127.0.0.1, ports: [{{port: {port}}}]}}\n",
-                nginx_ingress("direct", "direct", None)
-                    .replace("metadata:\n  name: direct\n  namespace: shop\n", "metadata:\n  name: direct\n  namespace: shop\n  annotations: {nginx.ingress.kubernetes.io/service-upstream: \"true\"}\n")
+                nginx_ingress("direct", "direct", &[("service-upstream", "true")])
                     .replace("number: 80", &format!("number: {}", behind.addr.port())),
                 port = behind.addr.port()
             ),
         ),
         (
             "slow.yaml",
-            nginx_ingress("slow", "secure", Some("HTTPS")).replace(
-                "backend-protocol: HTTPS}",
-                "backend-protocol: HTTPS, nginx.ingress.kubernetes.io/proxy-connect-timeout: \"12\"}",
+            nginx_ingress(
+                "slow",
+                "secure",
+                &[("backend-protocol", "HTTPS"), ("proxy-connect-timeout", "12")],
             ),
         ),
     ];
@@ -620,4 +638,154 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
     );
     assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
     drop(backends);
+}
+
+/// The backend's certificate checked (issue "The upstream side"): ingress-nginx's
+/// `proxy-ssl-verify` with `proxy-ssl-secret` and `proxy-ssl-name`, and HTTPProxy's `validation`,
+/// reach a TLS backend whose certificate the CA Secret's `ca.crt` signed for the name asked for;
+/// the same backend checked against another CA, or for another name, is refused (Envoy's 503:
+/// the handshake fails), never reached.
+#[test]
+fn a_checked_backend_is_reached_when_its_ca_signed_its_certificate_for_the_name_and_refused_otherwise() {
+    let (ca, other) = (TestCa::new("backend-ca"), TestCa::new("other-ca"));
+    let (tls, h2c) = (free_port(false), free_port(false));
+    let behind = Backend::start("behind").unwrap();
+    let backends = protocol_backends(&behind, (tls, h2c), &ca.issue(&["backend.internal"]));
+    let at = Backend {
+        name: String::new(),
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], tls)),
+    };
+    let checked = |name: &str, secret: &str, ssl_name: &str| {
+        let annotations = [
+            ("backend-protocol", "HTTPS"),
+            ("proxy-ssl-secret", secret),
+            ("proxy-ssl-verify", "on"),
+            ("proxy-ssl-name", ssl_name),
+            ("proxy-ssl-server-name", "on"),
+        ];
+        (format!("{name}.yaml"), nginx_ingress(name, "secure", &annotations))
+    };
+    let validated = |name: &str, subject: &str| {
+        format!(
+            "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: {name}.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services: [{{name: secure, port: 80, protocol: tls, validation: {{caSecret: backend-ca, subjectName: {subject}}}}}]\n"
+        )
+    };
+    let mut manifests = vec![
+        ("class.yaml".to_owned(), NGINX_CLASS.to_owned()),
+        (
+            "secure.yaml".to_owned(),
+            format!("{}---\n{}", service("secure"), slice("secure", "secure", &at, true)),
+        ),
+        (
+            "cas.yaml".to_owned(),
+            format!(
+                "{}---\n{}",
+                ca.secret("shop", "backend-ca"),
+                other.secret("shop", "other-ca")
+            ),
+        ),
+        checked("verified", "shop/backend-ca", "backend.internal"),
+        checked("other-ca", "shop/other-ca", "backend.internal"),
+        checked("other-name", "shop/backend-ca", "other.internal"),
+        (
+            "proxies.yaml".to_owned(),
+            format!(
+                "{}---\n{}",
+                validated("validated", "backend.internal"),
+                validated("misnamed", "nope.internal")
+            ),
+        ),
+    ];
+    manifests.sort();
+    let manifests: Vec<(&str, String)> = manifests.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    let answer = |host: &str| {
+        let response = scene.envoy.send(&get(host, "/"));
+        (response.status, response.backend().map(str::to_owned))
+    };
+    scene.eventually("the checked backend reached", || {
+        answer("verified.example.com").1.as_deref() == Some("behind")
+    });
+    for (host, reached) in [
+        ("verified.example.com", true),
+        ("validated.example.com", true),
+        ("other-ca.example.com", false),
+        ("other-name.example.com", false),
+        ("misnamed.example.com", false),
+    ] {
+        let (status, backend) = answer(host);
+        match reached {
+            true => assert_eq!((status, backend.as_deref()), (200, Some("behind")), "{host}"),
+            false => assert_eq!((status, backend), (503, None), "{host}: refused, never reached"),
+        }
+    }
+    // The refused ones have their clusters (the 503 is the handshake's, not a missing cluster's).
+    let cds = std::fs::read_to_string(scene.dir.join("clusters/cds.json")).unwrap();
+    for name in [
+        "shop/secure:80~tls+ca=shop/other-ca+san=backend.internal+sni=backend.internal+depth=1",
+        "shop/secure:80~tls+ca=shop/backend-ca+san=other.internal+sni=other.internal+depth=1",
+        "shop/secure:80~tls+ca=shop/backend-ca+san=nope.internal",
+    ] {
+        assert!(cds.contains(&format!("\"{name}\"")), "{name}: {cds}");
+    }
+    assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
+    drop(backends);
+}
+
+/// HTTPProxy's `healthCheckPolicy` (issue "The upstream side"): of a Service's two endpoints, one
+/// listening and one not, the checked cluster takes the dead one out after its first failed
+/// check, so every request is answered; the same Service unchecked (round robin) sends every
+/// other request to the dead endpoint. A `loadBalancerPolicy` cluster (least request) beside them
+/// is taken by Envoy too.
+#[test]
+fn a_health_checked_service_sends_nothing_to_its_dead_endpoint() {
+    let behind = Backend::start("behind").unwrap();
+    let dead = Backend {
+        name: String::new(),
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], free_port(false))),
+    };
+    let proxy = |name: &str, policy: &str| {
+        format!(
+            "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: {name}.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n{policy}    services: [{{name: pair, port: 80}}]\n---\n"
+        )
+    };
+    let manifests = [
+        (
+            "pair.yaml",
+            format!(
+                "{}---\n{}---\n{}",
+                service("pair"),
+                slice("pair-live", "pair", &behind, true),
+                slice("pair-dead", "pair", &dead, true)
+            ),
+        ),
+        (
+            "proxies.yaml",
+            [
+                proxy(
+                    "checked",
+                    "    healthCheckPolicy: {path: /healthz, intervalSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}\n",
+                ),
+                proxy("unchecked", ""),
+                proxy("least", "    loadBalancerPolicy: {strategy: WeightedLeastRequest}\n"),
+            ]
+            .concat(),
+        ),
+    ];
+    let scene = Scene::start(&manifests);
+    let statuses = |host: &str| -> Vec<u16> { (0..20).map(|_| scene.envoy.send(&get(host, "/")).status).collect() };
+    scene.eventually("the checked cluster answering every request", || {
+        statuses("checked.example.com").iter().all(|s| *s == 200)
+    });
+    assert!(
+        statuses("unchecked.example.com").iter().any(|s| *s == 503),
+        "round robin without a check reaches the dead endpoint"
+    );
+    assert!(statuses("least.example.com").contains(&200));
+    let cds = std::fs::read_to_string(scene.dir.join("clusters/cds.json")).unwrap();
+    assert!(
+        cds.contains("\"LEAST_REQUEST\"") && cds.contains("\"health_checks\""),
+        "{cds}"
+    );
+    assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
 }
