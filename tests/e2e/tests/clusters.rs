@@ -670,7 +670,7 @@ fn a_checked_backend_is_reached_when_its_ca_signed_its_certificate_for_the_name_
             "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: {name}.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services: [{{name: secure, port: 80, protocol: tls, validation: {{caSecret: backend-ca, subjectName: {subject}}}}}]\n"
         )
     };
-    let mut manifests = vec![
+    let mut manifests = [
         ("class.yaml".to_owned(), NGINX_CLASS.to_owned()),
         (
             "secure.yaml".to_owned(),
@@ -778,7 +778,7 @@ fn a_health_checked_service_sends_nothing_to_its_dead_endpoint() {
         statuses("checked.example.com").iter().all(|s| *s == 200)
     });
     assert!(
-        statuses("unchecked.example.com").iter().any(|s| *s == 503),
+        statuses("unchecked.example.com").contains(&503),
         "round robin without a check reaches the dead endpoint"
     );
     assert!(statuses("least.example.com").contains(&200));

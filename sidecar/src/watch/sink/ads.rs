@@ -253,12 +253,14 @@ mod tests {
                     name: "shop/api:80".into(),
                     service: "shop/api:80".into(),
                     variant: Default::default(),
+                    trusted_ca: None,
                     source: Endpoints::Slices(vec![endpoint(&"10.0.0.9")]),
                 },
                 UpstreamCluster {
                     name: "shop/ext:443".into(),
                     service: "shop/ext:443".into(),
                     variant: Default::default(),
+                    trusted_ca: None,
                     source: Endpoints::Dns {
                         host: "api.example.org".into(),
                         port: 443,
@@ -268,10 +270,11 @@ mod tests {
                     name: "shop/web:80".into(),
                     service: "shop/web:80".into(),
                     variant: Default::default(),
+                    trusted_ca: None,
                     source: Endpoints::Slices(web.iter().map(endpoint).collect()),
                 },
             ],
-            unknown: Vec::new(),
+            ..Upstream::default()
         }
     }
 
