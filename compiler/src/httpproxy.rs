@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use switchyard_table::{
-    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, HostPattern, MatchOp, PathSpec,
-    RouteAction, RuleSpec,
+    ActionSpec, Affinity, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, HostPattern, MatchOp,
+    PathSpec, RouteAction, RuleSpec,
 };
 
 use crate::access::{is_set, Field, Guard, Reach};
@@ -343,7 +343,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return;
             }
         }
-        let Some(backends) = self.backends(key, &at, route) else {
+        let Some((backends, affinity)) = self.backends(key, &at, route) else {
             return;
         };
         // A route none of whose services can be resolved answers 503 rather than letting its
@@ -351,7 +351,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         let action = if backends.is_empty() {
             service_unavailable()
         } else {
-            route_action(route, &path, context, backends)
+            route_action(route, &path, context, (backends, affinity))
         };
         let rule = RuleSpec {
             name: format!("{}#{n}", key.display()),
@@ -410,10 +410,16 @@ impl<'a> HTTPProxyProcessor<'a> {
         }
     }
 
-    /// The route's backends, each service's port resolved through its Service; `None` when the route
+    /// The route's backends, each service's port resolved through its Service, and the affinity
+    /// its `loadBalancerPolicy` keys requests with (with variant clusters only); `None` when the route
     /// is refused. As Contour does, a service that cannot be resolved gets no traffic (status
     /// `ServicePortNotFound`); an empty list means none could be, and the route answers 503.
-    fn backends(&mut self, key: &ResourceKey, at: &str, route: &ProxyRoute) -> Option<Vec<Backend>> {
+    fn backends(
+        &mut self,
+        key: &ResourceKey,
+        at: &str,
+        route: &ProxyRoute,
+    ) -> Option<(Vec<Backend>, Option<Affinity>)> {
         if route.services.is_empty() {
             self.invalid(
                 key,
@@ -545,7 +551,8 @@ impl<'a> HTTPProxyProcessor<'a> {
                 },
             })
             .collect();
-        Some(backends)
+        let affinity = policies.affinity.filter(|_| self.inputs.options.upstream_variants);
+        Some((backends, affinity))
     }
 
     /// Pushes a route's rule if the filter would accept it; otherwise the route is refused here.
@@ -746,7 +753,12 @@ fn include_target(
 
 /// A route's action: its backends, with its prefix rewrite (the `replacePrefix` entry for the
 /// matched prefix, else the one without a prefix) and its request header changes.
-fn route_action(route: &ProxyRoute, path: &PathSpec, context: &Context, backends: Vec<Backend>) -> ActionSpec {
+fn route_action(
+    route: &ProxyRoute,
+    path: &PathSpec,
+    context: &Context,
+    (backends, affinity): (Vec<Backend>, Option<Affinity>),
+) -> ActionSpec {
     let rewrite_prefix = route.path_rewrite_policy.as_ref().and_then(|policy| {
         let matched = match path {
             PathSpec::Prefix(p) | PathSpec::Exact(p) | PathSpec::SegmentPrefix(p) => p.as_str(),
@@ -789,6 +801,7 @@ fn route_action(route: &ProxyRoute, path: &PathSpec, context: &Context, backends
         set_headers,
         remove_headers,
         canary: None,
+        affinity: affinity.map(Box::new),
     })
 }
 

@@ -34,6 +34,7 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
             set_headers: vec![],
             remove_headers: vec![],
             canary: None,
+            affinity: None,
         }),
         hsts: None,
     }

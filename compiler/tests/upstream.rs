@@ -11,6 +11,7 @@ use switchyard_compiler::upstream::endpoints::Endpoint;
 use switchyard_compiler::upstream::variant::{UpstreamProtocol, Variant};
 use switchyard_compiler::upstream::{plan, Endpoints, Upstream};
 use switchyard_compiler::Options;
+use switchyard_table::{Affinity, AffinityCookie, HashPart};
 
 /// An Ingress sending `/` on `shop.example.com` to `web:80` and `/ext` to `external:443`, and
 /// `/gone` to `missing:80`.
@@ -745,7 +746,12 @@ fn an_httpproxy_load_balancer_strategy_is_envoys_lb_policy() {
             Some("LEAST_REQUEST"),
         ),
         ("Random", "shop/a:80~lb=random", Some("RANDOM")),
-        ("RequestHash", "shop/a:80~lb=ring-hash", Some("RING_HASH")),
+        (
+            "RequestHash, requestHashPolicies: [{hashSourceIP: true}]",
+            "shop/a:80~lb=ring-hash",
+            Some("RING_HASH"),
+        ),
+        ("RequestHash", "shop/a:80", None),
     ] {
         let (compiled, upstream) = planned(&proxy_with(&format!(
             "    loadBalancerPolicy: {{strategy: {strategy}}}\n"
@@ -836,4 +842,152 @@ fn a_virtualserver_health_check_takes_nginxs_defaults_and_the_services_host() {
         &with_variants(Options::default()),
     );
     assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), ["shop/api:80"]);
+}
+
+/// The affinity the rule of `owner` keys its requests by.
+fn affinity_of(compiled: &switchyard_compiler::Compiled, owner: &str) -> Option<Affinity> {
+    let rule = compiled.table.rules.iter().find(|r| r.name.starts_with(owner)).unwrap();
+    match &rule.action {
+        switchyard_table::ActionSpec::Route(route) => route.affinity.as_deref().cloned(),
+        _ => None,
+    }
+}
+
+fn cookie(name: &str, attributes: &str) -> Option<Affinity> {
+    Some(Affinity::Cookie(AffinityCookie {
+        name: name.into(),
+        attributes: attributes.into(),
+    }))
+}
+
+#[test]
+fn affinity_cookie_hashes_on_a_ring_by_ingresscookie_whose_path_is_the_locations() {
+    let (compiled, upstream) = nginx_compiled(&nginx_api("    nginx.ingress.kubernetes.io/affinity: cookie\n"));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~lb=ring-hash");
+    assert_eq!(only_cds_cluster(&upstream)["lb_policy"], "RING_HASH");
+    assert_eq!(
+        affinity_of(&compiled, "Ingress/shop/api"),
+        cookie("INGRESSCOOKIE", "Path=/; HttpOnly")
+    );
+}
+
+#[test]
+fn session_cookie_annotations_set_the_cookies_name_and_attributes() {
+    let (compiled, _) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/affinity: cookie\n    nginx.ingress.kubernetes.io/affinity-mode: persistent\n    nginx.ingress.kubernetes.io/session-cookie-name: route\n    nginx.ingress.kubernetes.io/session-cookie-path: /app\n    nginx.ingress.kubernetes.io/session-cookie-expires: \"172800\"\n    nginx.ingress.kubernetes.io/session-cookie-samesite: None\n    nginx.ingress.kubernetes.io/session-cookie-domain: example.com\n",
+    ));
+    assert_eq!(
+        affinity_of(&compiled, "Ingress/shop/api"),
+        cookie(
+            "route",
+            "Path=/app; Max-Age=172800; Domain=example.com; SameSite=None; Secure; HttpOnly"
+        )
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        !format!("{status:?}").contains("session-cookie"),
+        "all read: {status:?}"
+    );
+}
+
+#[test]
+fn session_cookie_change_on_failure_is_not_honoured_and_said() {
+    let (compiled, _) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/affinity: cookie\n    nginx.ingress.kubernetes.io/session-cookie-change-on-failure: \"true\"\n",
+    ));
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationNotHonored).contains("session-cookie-change-on-failure"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn upstream_hash_by_keys_by_the_nginx_variables_and_an_unknown_one_is_invalid() {
+    let (compiled, _) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/upstream-hash-by: $request_uri\n",
+    ));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443~lb=ring-hash");
+    assert_eq!(
+        affinity_of(&compiled, "Ingress/shop/api"),
+        Some(Affinity::Hash(vec![HashPart::Uri]))
+    );
+    let (compiled, _) = nginx_compiled(&nginx_api(
+        "    nginx.ingress.kubernetes.io/upstream-hash-by: $ssl_session_id\n",
+    ));
+    assert_eq!(routed_cluster(&compiled), "shop/api:443");
+    assert_eq!(affinity_of(&compiled, "Ingress/shop/api"), None);
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationInvalid).contains("$ssl_session_id"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn without_variant_clusters_affinity_is_not_honoured_and_the_rule_keys_nothing() {
+    let loaded = load(&nginx_api("    nginx.ingress.kubernetes.io/affinity: cookie\n"));
+    let compiled = switchyard_compiler::compile(&loaded.objects, &nginx_options()).unwrap();
+    assert_eq!(routed_cluster(&compiled), "shop/api:443");
+    assert_eq!(affinity_of(&compiled, "Ingress/shop/api"), None);
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationNotHonored).contains("affinity needs a cluster"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn an_httpproxy_cookie_strategy_sets_contours_session_cookie() {
+    let (compiled, _) = planned(&proxy_with("    loadBalancerPolicy: {strategy: Cookie}\n"));
+    assert_eq!(clusters_of(&compiled, "HTTPProxy/shop/p"), ["shop/a:80~lb=ring-hash"]);
+    assert_eq!(
+        affinity_of(&compiled, "HTTPProxy/shop/p"),
+        cookie("X-Contour-Session-Affinity", "Path=/; HttpOnly")
+    );
+}
+
+#[test]
+fn an_httpproxy_request_hash_keys_by_its_policies_in_order_stopping_after_a_terminal_one() {
+    let (compiled, _) = planned(&proxy_with(
+        "    loadBalancerPolicy:\n      strategy: RequestHash\n      requestHashPolicies:\n      - {headerHashOptions: {headerName: X-User}, terminal: true}\n      - {queryParameterHashOptions: {parameterName: id}}\n      - {hashSourceIP: true}\n",
+    ));
+    assert_eq!(
+        affinity_of(&compiled, "HTTPProxy/shop/p"),
+        Some(Affinity::Hash(vec![
+            HashPart::Header("x-user".into()),
+            HashPart::Stop,
+            HashPart::Query("id".into()),
+            HashPart::ClientAddress
+        ]))
+    );
+}
+
+#[test]
+fn a_virtualserver_session_cookie_and_hash_methods_key_requests() {
+    let variants = with_variants(Options::default());
+    let compiled = compile_yaml(
+        &virtual_server(
+            ", sessionCookie: {enable: true, name: srv_id, path: /, expires: 1h, httpOnly: true, samesite: lax}",
+        ),
+        &variants,
+    );
+    assert_eq!(
+        clusters_of(&compiled, "VirtualServer/shop/v"),
+        ["shop/api:80~lb=ring-hash"]
+    );
+    assert_eq!(
+        affinity_of(&compiled, "VirtualServer/shop/v"),
+        cookie("srv_id", "Path=/; Max-Age=3600; SameSite=Lax; HttpOnly")
+    );
+    let compiled = compile_yaml(&virtual_server(", lb-method: ip_hash"), &variants);
+    assert_eq!(
+        affinity_of(&compiled, "VirtualServer/shop/v"),
+        Some(Affinity::Hash(vec![HashPart::ClientAddress]))
+    );
+    let compiled = compile_yaml(&virtual_server(", lb-method: hash $arg_user consistent"), &variants);
+    assert_eq!(
+        affinity_of(&compiled, "VirtualServer/shop/v"),
+        Some(Affinity::Hash(vec![HashPart::Query("user".into())]))
+    );
 }

@@ -144,6 +144,9 @@ pub enum Problem {
     /// A `canary` the filter cannot decide with.
     #[error("{0}")]
     Canary(String),
+    /// An `affinity` the filter cannot key requests with.
+    #[error("{0}")]
+    Affinity(String),
     /// A rule with both `rewrite_prefix` and `rewrite_regex`.
     #[error("rewrite_prefix and rewrite_regex cannot both be set")]
     TwoRewrites,

@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// An HTTP token (RFC 9110 §5.6.2): what a header name may be made of.
-pub(crate) fn is_token(name: &str) -> bool {
+pub fn is_token(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()

@@ -186,6 +186,59 @@ pub struct RouteAction {
     /// headers above apply to both.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub canary: Option<Box<Canary>>,
+    /// The key by which the request is hashed to one endpoint of its backend, whose cluster hashes
+    /// (cookie affinity, a request hash: [`crate::affinity`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Box<Affinity>>,
+}
+
+/// How a route's requests are keyed to one endpoint of their backend ([`crate::affinity`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Affinity {
+    /// By a cookie's value; a request without the cookie gets a new key and its response the
+    /// cookie.
+    Cookie(AffinityCookie),
+    /// By parts of the request, joined in order.
+    Hash(Vec<HashPart>),
+}
+
+/// The cookie of a cookie affinity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AffinityCookie {
+    /// Its name.
+    pub name: String,
+    /// What follows `name=value` in a new key's `Set-Cookie` (`Path=/; Max-Age=3600; HttpOnly`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub attributes: String,
+}
+
+/// One part of a request hash's key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HashPart {
+    /// Literal text.
+    Text(String),
+    /// A request header's first value.
+    Header(String),
+    /// A cookie's value.
+    Cookie(String),
+    /// A query parameter's first value.
+    Query(String),
+    /// The path, without the query (nginx's `$uri`).
+    Path,
+    /// The path with the query (nginx's `$request_uri`).
+    Uri,
+    /// The query string (nginx's `$args`).
+    Args,
+    /// The host (nginx's `$host`).
+    Host,
+    /// The method.
+    Method,
+    /// The client's address, which Envoy adds to the key.
+    ClientAddress,
+    /// When the part before gave a value, the key ends there (Contour's `terminal`).
+    Stop,
 }
 
 impl RouteAction {
@@ -198,6 +251,7 @@ impl RouteAction {
             set_headers: Vec::new(),
             remove_headers: Vec::new(),
             canary: None,
+            affinity: None,
         }
     }
 }

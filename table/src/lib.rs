@@ -18,6 +18,8 @@
 //! - [`redirect`]: redirect locations, `${scheme}`, `${host}`, `${request_uri}`, `${http_host}`,
 //!   `${args}`, the path regex's groups … filled in per request (NGINX's and ingress-nginx's forms).
 //! - [`canary`]: ingress-nginx's canary, decided per request by header, cookie and weight.
+//! - [`affinity`]: the key a route's request is hashed to one endpoint by (cookie affinity, request
+//!   hashes), made per request.
 //! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
 //!   per request.
 //!
@@ -25,6 +27,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![warn(missing_docs)]
 
+pub mod affinity;
 pub mod canary;
 pub mod compact;
 mod condition;
@@ -51,8 +54,9 @@ mod table;
 pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
-    ActionSpec, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp,
-    NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
+    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec,
+    TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

@@ -18,8 +18,9 @@ use serde_json::Value;
 use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
-    ActionSpec, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp,
-    NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
+    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec,
+    TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -435,8 +436,68 @@ impl FromDoc for RouteAction {
                 set_headers: f.or("set_headers", Vec::new())?,
                 remove_headers: f.or("remove_headers", Vec::new())?,
                 canary: f.optional::<Canary>("canary")?.map(Box::new),
+                affinity: f.optional::<Affinity>("affinity")?.map(Box::new),
             })
         })
+    }
+}
+
+impl FromDoc for Affinity {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let mut f = Fields::new(value, doc, at)?;
+        let affinity = if f.has("cookie") {
+            Affinity::Cookie(f.required("cookie")?)
+        } else if f.has("hash") {
+            Affinity::Hash(f.required("hash")?)
+        } else {
+            return Err(at.error(format_args!("expected one of `cookie`, `hash`")));
+        };
+        f.finish()?;
+        Ok(affinity)
+    }
+}
+
+impl FromDoc for AffinityCookie {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(AffinityCookie {
+                name: f.required("name")?,
+                attributes: f.or("attributes", String::new())?,
+            })
+        })
+    }
+}
+
+impl FromDoc for HashPart {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        use HashPart::*;
+        if let Node::Str(_) = value {
+            let names = [
+                ("path", 0),
+                ("uri", 1),
+                ("args", 2),
+                ("host", 3),
+                ("method", 4),
+                ("client_address", 5),
+                ("stop", 6),
+            ];
+            let parts = [Path, Uri, Args, Host, Method, ClientAddress, Stop];
+            return Ok(parts[one_of(value, doc, at, &names)?].clone());
+        }
+        let mut f = Fields::new(value, doc, at)?;
+        let part = if f.has("text") {
+            Text(f.required("text")?)
+        } else if f.has("header") {
+            Header(f.required("header")?)
+        } else if f.has("cookie") {
+            Cookie(f.required("cookie")?)
+        } else if f.has("query") {
+            Query(f.required("query")?)
+        } else {
+            return Err(at.error(format_args!("expected one of `text`, `header`, `cookie`, `query`")));
+        };
+        f.finish()?;
+        Ok(part)
     }
 }
 

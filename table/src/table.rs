@@ -452,6 +452,9 @@ fn validate_route(route: &RouteAction, path: &PathPattern) -> Result<u64, (Strin
     if route.rewrite_prefix.is_some() && route.rewrite_regex.is_some() {
         return Err((at("rewrite_regex"), Problem::TwoRewrites));
     }
+    if let Some(affinity) = &route.affinity {
+        crate::affinity::validate(affinity).map_err(|(field, p)| (at(&format!("affinity.{field}")), p))?;
+    }
     let names = route.set_headers.iter().map(|h| &h.name).chain(&route.remove_headers);
     for (i, name) in names.enumerate() {
         // `set_headers` may set `:authority`, the Host the backend receives (ingress-nginx's

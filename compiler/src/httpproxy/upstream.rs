@@ -3,12 +3,17 @@
 //! Contour reads them (its defaults; `internal/dag/httpproxy_processor.go`,
 //! `internal/envoy/v3/cluster.go`), into the [`Variant`] of the service's cluster.
 
+use switchyard_table::{Affinity, HashPart};
+
 use crate::https::SecretRef;
-use crate::objects::{HttpHealthCheckPolicy, LoadBalancerPolicy, ProxyRoute, UpstreamValidation};
+use crate::objects::{HttpHealthCheckPolicy, LoadBalancerPolicy, ProxyRoute, RequestHashPolicy, UpstreamValidation};
+use crate::upstream::affinity::CookieAttributes;
 use crate::upstream::variant::{Balance, HealthCheck, Verify};
 
 /// Contour's health check `Host` when the policy names none.
 const HEALTH_CHECK_HOST: &str = "contour-envoy-healthcheck";
+/// The cookie of Contour's `Cookie` strategy.
+pub const CONTOUR_AFFINITY_COOKIE: &str = "X-Contour-Session-Affinity";
 
 /// What a route's policies set on each of its services' clusters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,16 +22,20 @@ pub struct RouteUpstream {
     pub balance: Balance,
     /// `healthCheckPolicy`.
     pub health_check: Option<HealthCheck>,
+    /// The key of `Cookie` and `RequestHash`.
+    pub affinity: Option<Affinity>,
 }
 
 /// The route's `loadBalancerPolicy` and `healthCheckPolicy`, or why the route is not valid (at
 /// `at`, the route's place in the manifest).
 pub fn route_upstream(route: &ProxyRoute, at: &str) -> Result<RouteUpstream, String> {
+    let (balance, affinity) = match &route.load_balancer_policy {
+        None => (Balance::RoundRobin, None),
+        Some(policy) => balance(policy).map_err(|why| format!("{at}.loadBalancerPolicy: {why}"))?,
+    };
     Ok(RouteUpstream {
-        balance: match &route.load_balancer_policy {
-            None => Balance::RoundRobin,
-            Some(policy) => balance(policy).map_err(|why| format!("{at}.loadBalancerPolicy: {why}"))?,
-        },
+        balance,
+        affinity,
         health_check: match &route.health_check_policy {
             None => None,
             Some(policy) => Some(health_check(policy).map_err(|why| format!("{at}.healthCheckPolicy: {why}"))?),
@@ -34,17 +43,51 @@ pub fn route_upstream(route: &ProxyRoute, at: &str) -> Result<RouteUpstream, Str
     })
 }
 
-/// Contour's strategies: `Cookie` and `RequestHash` hash the request on a ring (the filter gives
-/// the key).
-fn balance(policy: &LoadBalancerPolicy) -> Result<Balance, String> {
+/// Contour's strategies: `Cookie` and `RequestHash` hash the request on a ring, by the key the
+/// filter makes: Contour's session cookie (`Path=/`, no lifetime, as Envoy writes it for
+/// Contour), or the request hash policies' values in order. `RequestHash` without a usable
+/// policy is round robin, as Contour makes it.
+fn balance(policy: &LoadBalancerPolicy) -> Result<(Balance, Option<Affinity>), String> {
+    let ring = |affinity| (Balance::RingHash, Some(affinity));
     match policy.strategy.as_deref().unwrap_or("RoundRobin") {
-        "RoundRobin" => Ok(Balance::RoundRobin),
-        "WeightedLeastRequest" => Ok(Balance::LeastRequest),
-        "Random" => Ok(Balance::Random),
-        "Cookie" | "RequestHash" => Ok(Balance::RingHash),
+        "RoundRobin" => Ok((Balance::RoundRobin, None)),
+        "WeightedLeastRequest" => Ok((Balance::LeastRequest, None)),
+        "Random" => Ok((Balance::Random, None)),
+        "Cookie" => {
+            let attributes = CookieAttributes {
+                path: Some("/".to_owned()),
+                http_only: true,
+                ..CookieAttributes::default()
+            };
+            Ok(ring(attributes.affinity(CONTOUR_AFFINITY_COOKIE)))
+        }
+        "RequestHash" => {
+            let parts: Vec<HashPart> = policy.request_hash_policies.iter().flat_map(hash_parts).collect();
+            match parts.is_empty() {
+                true => Ok((Balance::RoundRobin, None)),
+                false => Ok(ring(Affinity::Hash(parts))),
+            }
+        }
         other => Err(format!(
             "strategy {other:?} is not RoundRobin, WeightedLeastRequest, Random, Cookie or RequestHash"
         )),
+    }
+}
+
+/// One request hash policy's part (a header, a query parameter or the client's address; none
+/// when it names nothing, which Contour skips), then a stop when it is terminal.
+fn hash_parts(policy: &RequestHashPolicy) -> Vec<HashPart> {
+    let header = (policy.header_hash_options.as_ref()).map(|h| h.header_name.trim().to_ascii_lowercase());
+    let query = (policy.query_parameter_hash_options.as_ref()).map(|q| q.parameter_name.trim().to_owned());
+    let part = match (header.filter(|h| !h.is_empty()), query.filter(|q| !q.is_empty())) {
+        (Some(header), _) => HashPart::Header(header),
+        (None, Some(query)) => HashPart::Query(query),
+        (None, None) if policy.hash_source_ip => HashPart::ClientAddress,
+        (None, None) => return Vec::new(),
+    };
+    match policy.terminal {
+        true => vec![part, HashPart::Stop],
+        false => vec![part],
     }
 }
 

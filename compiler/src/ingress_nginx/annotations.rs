@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
-use super::upstream::{self, ProxySsl};
+use super::upstream::{self, IngressAffinity, ProxySsl};
 use crate::status::{ConditionKind, Reason};
 use crate::upstream::variant::{Balance, UpstreamProtocol};
 
@@ -79,6 +79,8 @@ pub struct IngressNginxAnnotations {
     pub proxy_ssl: ProxySsl,
     /// `load-balance`.
     pub load_balance: Balance,
+    /// `affinity: cookie` with `session-cookie-*`, or `upstream-hash-by`.
+    pub affinity: Option<IngressAffinity>,
     /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
     pub canary: BTreeMap<String, String>,
     /// Every annotation reported, in name order.
@@ -297,6 +299,7 @@ impl IngressNginxAnnotations {
         });
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
+        out.affinity = IngressAffinity::read(&mine, prefix, &mut out.problems);
         out.server_alias = (mine.get("server-alias").into_iter())
             .flat_map(|v| v.split(','))
             .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())

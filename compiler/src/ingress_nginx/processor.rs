@@ -20,6 +20,7 @@ use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
 use super::server::{self, Member, Server};
+use super::upstream::IngressAffinity;
 use crate::access::Guard;
 use crate::collisions::{loses_everything, record_all_hosts_taken, record_host_taken, HostWinners};
 use crate::ingress::{backend_cluster, NoCluster};
@@ -297,6 +298,9 @@ fn draft(
                 rewrite_regex,
                 set_headers,
                 canary: canary.and_then(|(c, backend)| table_canary(c, backend, canaries, inputs).map(Box::new)),
+                affinity: (owner.annotations.affinity.as_ref())
+                    .filter(|_| inputs.options.upstream_variants)
+                    .map(|affinity| Box::new(affinity.at(&laid.path))),
                 ..RouteAction::to(variant(owner, inputs.options).cluster(cluster))
             }),
             Err(NoCluster::PortNotFound(why)) => {
@@ -490,7 +494,12 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
         connect_timeout_ms: (annotations.proxy_connect_timeout_ms)
             .unwrap_or(options.ingress_nginx_config.proxy_connect_timeout_ms),
         service_upstream: annotations.service_upstream == Some(true),
-        balance: annotations.load_balance,
+        // Affinity hashes on a ring, whatever `load-balance` says (ingress-nginx's sticky and chash
+        // balancers replace it).
+        balance: match annotations.affinity {
+            Some(_) => Balance::RingHash,
+            None => annotations.load_balance,
+        },
         ..Variant::default()
     }
     .under(options)
@@ -522,11 +531,18 @@ fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
     let connect_timeout = annotations.proxy_connect_timeout_ms.is_some();
     let service_upstream = annotations.service_upstream == Some(true);
     let load_balance = annotations.load_balance != Balance::RoundRobin;
+    let affinity = |cookie: bool| match &annotations.affinity {
+        Some(IngressAffinity::Cookie(..)) => cookie,
+        Some(IngressAffinity::Hash(_)) => !cookie,
+        None => false,
+    };
     let needing = [
         ("backend-protocol", backend_protocol),
         ("proxy-connect-timeout", connect_timeout),
         ("service-upstream", service_upstream),
         ("load-balance", load_balance),
+        ("affinity", affinity(true)),
+        ("upstream-hash-by", affinity(false)),
     ];
     for (name, set) in needing {
         if set {
@@ -544,4 +560,5 @@ fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
     annotations.proxy_connect_timeout_ms = None;
     annotations.service_upstream = None;
     annotations.load_balance = Balance::RoundRobin;
+    annotations.affinity = None;
 }

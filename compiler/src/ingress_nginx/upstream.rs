@@ -1,15 +1,24 @@
 //! §7, the upstream side: the `proxy-ssl-*` annotations (the check of an HTTPS or GRPCS backend's
-//! certificate) and `load-balance`, read as ingress-nginx v1.15 reads them
-//! (`internal/ingress/annotations/proxyssl`, `loadbalancing`), into the parts of a [`Variant`]
-//! they set. The protocol, `proxy-connect-timeout` and `service-upstream` are read with the
-//! routing annotations ([`super::annotations`]).
+//! certificate), `load-balance`, and the affinities (`affinity: cookie` with `session-cookie-*`,
+//! `upstream-hash-by`), read as ingress-nginx v1.15 reads them
+//! (`internal/ingress/annotations/proxyssl`, `loadbalancing`, `sessionaffinity`,
+//! `upstreamhashby`; `rootfs/etc/nginx/lua/balancer/sticky.lua`), into the parts of a
+//! [`crate::upstream::variant::Variant`] they set and the key the filter hashes by. The protocol,
+//! `proxy-connect-timeout` and `service-upstream` are read with the routing annotations
+//! ([`super::annotations`]).
 
 use std::collections::BTreeMap;
+
+use switchyard_table::{Affinity, PathSpec};
 
 use super::annotations::Problem;
 use crate::https::{SecretRef, TlsRange};
 use crate::status::Reason;
+use crate::upstream::affinity::{nginx_hash, CookieAttributes};
 use crate::upstream::variant::{Balance, Verify};
+
+/// The affinity cookie's name without `session-cookie-name`.
+pub const DEFAULT_COOKIE_NAME: &str = "INGRESSCOOKIE";
 
 /// The name nginx checks a backend's certificate against, and sends as SNI, without
 /// `proxy-ssl-name`: its `proxy_ssl_name` default, the `proxy_pass` host, which in ingress-nginx's
@@ -25,7 +34,124 @@ pub const READ: &[&str] = &[
     "proxy-ssl-server-name",
     "proxy-ssl-protocols",
     "load-balance",
+    "affinity",
+    "affinity-mode",
+    "session-cookie-name",
+    "session-cookie-path",
+    "session-cookie-domain",
+    "session-cookie-expires",
+    "session-cookie-max-age",
+    "session-cookie-samesite",
+    "session-cookie-secure",
+    "upstream-hash-by",
 ];
+
+/// An Ingress's affinity: `affinity: cookie` (which wins, as ingress-nginx's sticky balancer
+/// does), or `upstream-hash-by`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IngressAffinity {
+    /// The cookie's name and attributes, its `Path` the location's when not given.
+    Cookie(String, CookieAttributes),
+    /// The hash key's parts.
+    Hash(Affinity),
+}
+
+impl IngressAffinity {
+    /// Reads the annotations (`mine`: name without prefix → value), listing invalid ones in
+    /// `problems`.
+    pub fn read(mine: &BTreeMap<&str, &str>, prefix: &str, problems: &mut Vec<Problem>) -> Option<IngressAffinity> {
+        let mut invalid = |name: &str, why: String| {
+            problems.push(Problem {
+                name: name.to_owned(),
+                reason: Reason::AnnotationInvalid,
+                message: format!("{prefix}/{name}: {why}"),
+            });
+        };
+        match mine.get("affinity").map(|v| v.trim()) {
+            Some("cookie") => {}
+            Some(other) => invalid("affinity", format!("{other:?} is not cookie; no affinity")),
+            None => {
+                let key = mine.get("upstream-hash-by")?;
+                return match nginx_hash(key) {
+                    Ok(parts) => Some(IngressAffinity::Hash(Affinity::Hash(parts))),
+                    Err(why) => {
+                        invalid("upstream-hash-by", format!("{why}; round robin stands"));
+                        None
+                    }
+                };
+            }
+        }
+        if let Some(mode) = mine.get("affinity-mode").map(|v| v.trim()) {
+            if !matches!(mode, "balanced" | "persistent") {
+                invalid(
+                    "affinity-mode",
+                    format!("{mode:?} is not balanced or persistent; balanced stands"),
+                );
+            }
+        }
+        let name = match mine.get("session-cookie-name").map(|v| v.trim()) {
+            None => DEFAULT_COOKIE_NAME.to_owned(),
+            Some(name) if switchyard_table::field::is_token(name) => name.to_owned(),
+            Some(name) => {
+                invalid(
+                    "session-cookie-name",
+                    format!("{name:?} is not a cookie name; {DEFAULT_COOKIE_NAME} stands"),
+                );
+                DEFAULT_COOKIE_NAME.to_owned()
+            }
+        };
+        let mut seconds = |name: &str| {
+            let value = mine.get(name)?.trim();
+            let parsed = value.parse::<u64>().ok();
+            if parsed.is_none() {
+                invalid(name, format!("{value:?} is not a number of seconds; ignored"));
+            }
+            parsed
+        };
+        let max_age = seconds("session-cookie-max-age").or_else(|| seconds("session-cookie-expires"));
+        let same_site = mine.get("session-cookie-samesite").and_then(|v| match v.trim() {
+            same_site @ ("None" | "Lax" | "Strict") => Some(same_site.to_owned()),
+            other => {
+                invalid(
+                    "session-cookie-samesite",
+                    format!("{other:?} is not None, Lax or Strict; ignored"),
+                );
+                None
+            }
+        });
+        let secure = mine.get("session-cookie-secure").is_some_and(|v| v.trim() == "true");
+        let text = |name: &str| (mine.get(name).map(|v| v.trim().to_owned())).filter(|v| !v.is_empty());
+        let attributes = CookieAttributes {
+            path: text("session-cookie-path"),
+            max_age,
+            domain: text("session-cookie-domain"),
+            // Browsers refuse `SameSite=None` without `Secure`.
+            secure: secure || same_site.as_deref() == Some("None"),
+            same_site,
+            http_only: true,
+        };
+        Some(IngressAffinity::Cookie(name, attributes))
+    }
+
+    /// The affinity of a location matching `path`: the cookie's `Path` is the location's (`/` for a
+    /// regex) unless `session-cookie-path` gave one.
+    pub fn at(&self, path: &PathSpec) -> Affinity {
+        match self {
+            IngressAffinity::Hash(affinity) => affinity.clone(),
+            IngressAffinity::Cookie(name, attributes) => {
+                let mut attributes = attributes.clone();
+                if attributes.path.is_none() {
+                    let location = match path {
+                        PathSpec::Prefix(p) | PathSpec::Exact(p) | PathSpec::SegmentPrefix(p) => p.as_str(),
+                        PathSpec::Regex(_) => "/",
+                    };
+                    attributes.path = Some(location.to_owned());
+                }
+                attributes.affinity(name)
+            }
+        }
+    }
+}
 
 /// The `proxy-ssl-*` annotations.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

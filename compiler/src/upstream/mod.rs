@@ -17,6 +17,7 @@
 //!
 //! [`cds`] writes what Envoy reads.
 
+pub mod affinity;
 pub mod cds;
 pub mod endpoints;
 pub mod variant;

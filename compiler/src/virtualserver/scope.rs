@@ -280,7 +280,7 @@ impl<'s> Scope<'s> {
         rewrite: PathRewrite,
         set_headers: Vec<HeaderValue>,
     ) -> Result<ActionSpec, Fault> {
-        let mut backends = Vec::new();
+        let (mut backends, mut affinity) = (Vec::new(), None);
         for (name, weight) in upstreams {
             let upstream =
                 self.upstreams.get(name).copied().ok_or_else(|| {
@@ -300,13 +300,18 @@ impl<'s> Scope<'s> {
                 .resolve(&namespace, &service, PortRef::Number(upstream.port))
             {
                 Ok(port) => {
-                    let wanted = upstream_variant(upstream, at)?;
+                    let (wanted, keyed_by) = upstream_variant(upstream, at)?;
                     let variant = wanted.clone().under(self.options);
+                    // The first upstream's key is the route's: one key per request, which only
+                    // the upstreams that hash read.
+                    if affinity.is_none() && self.options.upstream_variants {
+                        affinity = keyed_by.map(Box::new);
+                    }
                     if variant != wanted {
                         self.notes.push((
                             Reason::UpstreamSettingNotHonored,
                             format!(
-                                "{at}: upstream {name:?}: tls, connect-timeout, lb-method and healthCheck need a cluster of their own, which \
+                                "{at}: upstream {name:?}: tls, connect-timeout, lb-method, healthCheck and sessionCookie need a cluster of their own, which \
                                  only a gateway whose clusters come from switchyard watch --clusters-dir has; it is \
                                  spoken to with its cluster's own settings"
                             ),
@@ -334,6 +339,7 @@ impl<'s> Scope<'s> {
             set_headers,
             remove_headers: Vec::new(),
             canary: None,
+            affinity,
         }))
     }
 }
