@@ -15,7 +15,6 @@ use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -27,7 +26,7 @@ use switchyard_request::headers::HeaderBlock;
 use switchyard_request::host::{Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
 use switchyard_request::random::Random;
-use switchyard_request::request::{Outcome, RuleRef};
+use switchyard_request::request::{Outcome, ResponseAdditions, RuleRef};
 use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
@@ -234,7 +233,7 @@ impl RootContext for Root {
             table: self.table.clone(),
             shared: Rc::clone(&self.shared),
             rule: None,
-            hsts: None,
+            response: ResponseAdditions::default(),
         }))
     }
 
@@ -248,8 +247,9 @@ struct Http {
     shared: Rc<Shared>,
     /// The winning rule, kept only when the table asks for the debug response header.
     rule: Option<RuleRef>,
-    /// The `Strict-Transport-Security` value the upstream's response gets (ROUTING.md §8.4).
-    hsts: Option<Arc<String>>,
+    /// What the upstream's response gets: `Strict-Transport-Security` (ROUTING.md §8.4), an
+    /// affinity's `Set-Cookie`.
+    response: ResponseAdditions,
 }
 
 impl Context for Http {}
@@ -276,7 +276,7 @@ impl HttpContext for Http {
                 if table.debug_rule_header() {
                     self.rule = winner;
                 }
-                self.hsts = handled.hsts;
+                self.response = handled.response;
                 Action::Continue
             }
             Outcome::ClusterNotSet { error, .. } => {
@@ -311,8 +311,13 @@ impl HttpContext for Http {
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
-        if let Some(value) = self.hsts.take() {
+        let ResponseAdditions { hsts, set_cookie } = std::mem::take(&mut self.response);
+        if let Some(value) = hsts {
             let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, HSTS_HEADER, Some(value.as_str()));
+        }
+        if let Some(cookie) = set_cookie {
+            // Added beside the upstream's own cookies, never in their place.
+            let _ = hostcalls::add_map_value(MapType::HttpResponseHeaders, "set-cookie", &cookie);
         }
         if let (Some(rule), Some(table)) = (&self.rule, self.table.as_deref()) {
             if let Some(name) = rule.name(table.head()) {

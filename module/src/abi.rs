@@ -256,6 +256,14 @@ extern "C" {
         value: ModuleBuffer,
     ) -> bool;
 
+    /// Adds a value of a header, beside any the map holds.
+    pub fn envoy_dynamic_module_callback_http_add_header(
+        filter: FilterEnvoyPtr,
+        header_type: HeaderType,
+        key: ModuleBuffer,
+        value: ModuleBuffer,
+    ) -> bool;
+
     /// Answers locally with `status`, `headers` and `body`.
     pub fn envoy_dynamic_module_callback_http_send_response(
         filter: FilterEnvoyPtr,
@@ -362,6 +370,14 @@ mod stand_ins {
         false
     }
     pub unsafe fn envoy_dynamic_module_callback_http_set_header(
+        _: FilterEnvoyPtr,
+        _: HeaderType,
+        _: ModuleBuffer,
+        _: ModuleBuffer,
+    ) -> bool {
+        false
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_add_header(
         _: FilterEnvoyPtr,
         _: HeaderType,
         _: ModuleBuffer,

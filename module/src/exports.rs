@@ -22,7 +22,7 @@ use crate::abi::{
 };
 use crate::cluster_specifier::ClusterSpecifier;
 use crate::envoy_host::{ActionsHost, EnvoyHost};
-use crate::request::Outcome;
+use crate::request::{Outcome, ResponseAdditions};
 use crate::state::{next_random, Counted, ModuleConfig, Stream};
 
 /// Runs `hook`, answering `default` if it panics (the panic hook has logged it).
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
         let stream = Stream {
             config: config as *const ModuleConfig,
             rule: std::cell::Cell::new(None),
-            hsts: std::cell::Cell::new(None),
+            response: std::cell::Cell::new(ResponseAdditions::default()),
         };
         Box::into_raw(Box::new(stream)) as *const c_void
     })
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
             abi::log(abi::LOG_ERROR, &format!("a request could not be routed: {error}"));
         }
         let (outcome, rule) = (handled.outcome, handled.rule);
-        stream.hsts.set(handled.hsts);
+        stream.response.set(handled.response);
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
         let status = match outcome {
@@ -211,7 +211,8 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
         let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
             return CONTINUE;
         };
-        if let Some(value) = stream.hsts.take() {
+        let ResponseAdditions { hsts, set_cookie } = stream.response.take();
+        if let Some(value) = hsts {
             // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
             unsafe {
                 abi::envoy_dynamic_module_callback_http_set_header(
@@ -219,6 +220,18 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
                     RESPONSE_HEADER,
                     ModuleBuffer::of(HSTS_HEADER),
                     ModuleBuffer::of(value.as_str()),
+                );
+            }
+        }
+        if let Some(cookie) = set_cookie {
+            // Added beside the upstream's own cookies, never in their place.
+            // SAFETY: as above.
+            unsafe {
+                abi::envoy_dynamic_module_callback_http_add_header(
+                    filter_envoy,
+                    RESPONSE_HEADER,
+                    ModuleBuffer::of("set-cookie"),
+                    ModuleBuffer::of(cookie.as_str()),
                 );
             }
         }

@@ -20,7 +20,7 @@ use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, 
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
 use crate::loaded::load;
 use crate::random::Random;
-use crate::request::RuleRef;
+use crate::request::{ResponseAdditions, RuleRef};
 use crate::shared_table::{SharedTable, Table};
 
 /// The metrics, named as the wasm filter's (Envoy prefixes them with the filter's metrics
@@ -275,8 +275,9 @@ pub struct Stream {
     pub config: *const ModuleConfig,
     /// The winning rule, kept only when the table asks for the debug response header.
     pub rule: Cell<Option<RuleRef>>,
-    /// The `Strict-Transport-Security` value the upstream's response gets (ROUTING.md §8.4).
-    pub hsts: Cell<Option<Arc<String>>>,
+    /// What the upstream's response gets: `Strict-Transport-Security` (ROUTING.md §8.4), an
+    /// affinity's `Set-Cookie`.
+    pub response: Cell<ResponseAdditions>,
 }
 
 thread_local! {

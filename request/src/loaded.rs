@@ -74,12 +74,12 @@ impl Loaded {
     pub fn handle(&self, host: &mut impl Host, random: u64, inflater: &dyn Inflater) -> Handled {
         match self {
             Loaded::Whole(table) => {
-                let (outcome, hsts) = handle_whole(host, table, random);
+                let (outcome, response) = handle_whole(host, table, random);
                 Handled {
                     outcome,
                     rule: outcome.position().map(RuleRef::Whole),
                     error: None,
-                    hsts,
+                    response,
                 }
             }
             Loaded::Sharded(table) => handle_sharded(host, table, random, inflater),

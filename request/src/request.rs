@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use std::sync::Arc;
+use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
 use switchyard_table::format::{HSTS_HEADER, RULE_NAME_HEADER};
 
 use switchyard_table::compact::Inflater;
@@ -133,12 +134,21 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
     handle_whole(host, table, random).0
 }
 
-/// [`handle_request`], with the `Strict-Transport-Security` value the response of a routed request
-/// carries ([`Handled::hsts`]).
-pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, Option<Arc<String>>) {
+/// [`handle_request`], with what the response of a routed request gets ([`Handled::response`]).
+pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, ResponseAdditions) {
     let request = HostRequest::new(&*host, table.cluster_header());
     let decision = table.route(&request, random);
-    answer(host, table, &request, decision.map(|d| (d.position, d)))
+    answer(host, table, &request, (decision.map(|d| (d.position, d)), random))
+}
+
+/// What the filter adds to the upstream's response of a routed request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResponseAdditions {
+    /// The `Strict-Transport-Security` value (ROUTING.md §8.4): the table's shared string.
+    pub hsts: Option<Arc<String>>,
+    /// A cookie affinity's new key, a `Set-Cookie` added beside the upstream's own
+    /// ([`switchyard_table::affinity`]).
+    pub set_cookie: Option<String>,
 }
 
 /// ROUTING.md §8.4: the `Strict-Transport-Security` value of `rule` for `request`, when it came
@@ -183,9 +193,10 @@ pub struct Handled {
     /// A shard that had to be decoded for the request and could not be (the host's `uncompress`
     /// failed): the request was answered 503, [`Outcome::Direct`] at position `usize::MAX`.
     pub error: Option<TableError>,
-    /// The `Strict-Transport-Security` value the filter sets on the upstream's response of a routed
-    /// request (ROUTING.md §8.4); `None` for a local reply, which carries it already.
-    pub hsts: Option<Arc<String>>,
+    /// What the filter adds to the upstream's response of a routed request (`Strict-Transport-Security`,
+    /// ROUTING.md §8.4; an affinity's `Set-Cookie`); nothing for a local reply, which carries its
+    /// own.
+    pub response: ResponseAdditions,
 }
 
 /// [`handle_request`] with a table held in shards, decoded as requests need them (inflated by
@@ -193,10 +204,15 @@ pub struct Handled {
 pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, inflater: &dyn Inflater) -> Handled {
     let request = HostRequest::new(&*host, table.cluster_header());
     let mut rule = None;
-    let mut hsts = None;
+    let mut response = ResponseAdditions::default();
     let routed = table.route(&request, random, inflater, |winner| {
         let outcome;
-        (outcome, hsts) = answer(host, table.head(), &request, winner.map(|w| (w.position, w.decision)));
+        (outcome, response) = answer(
+            host,
+            table.head(),
+            &request,
+            (winner.map(|w| (w.position, w.decision)), random),
+        );
         if table.debug_rule_header() || matches!(outcome, Outcome::ClusterNotSet { .. }) {
             rule = winner.map(|w| RuleRef::Shard(Arc::clone(w.shard), w.decision.position));
         }
@@ -207,7 +223,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
             outcome,
             rule,
             error: None,
-            hsts,
+            response,
         },
         Err(error) => {
             host.remove_request_header(table.cluster_header());
@@ -223,22 +239,22 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
                 },
                 rule: None,
                 error: Some(error),
-                hsts: None,
+                response: ResponseAdditions::default(),
             }
         }
     }
 }
 
-/// Acts on the decision for `request` (its winner's position in the table and the decision), with
-/// `table`'s settings (cluster header, no-route policy, debug header); with the
-/// `Strict-Transport-Security` value the upstream's response gets ([`Handled::hsts`]: a routed
-/// request's; a local reply carries it itself).
+/// Acts on the decision for `request` (its winner's position in the table and the decision, and the
+/// request's random number), with `table`'s settings (cluster header, no-route policy, debug
+/// header); with what the upstream's response gets ([`Handled::response`]: a routed request's; a
+/// local reply carries its own).
 fn answer(
     host: &mut impl Host,
     table: &RouteTable,
     request: &HostRequest<'_>,
-    decision: Option<(usize, Decision<'_>)>,
-) -> (Outcome, Option<Arc<String>>) {
+    (decision, random): (Option<(usize, Decision<'_>)>, u64),
+) -> (Outcome, ResponseAdditions) {
     let Some((position, decision)) = decision else {
         let outcome = match table.no_route() {
             NoRoute::Pass => {
@@ -251,11 +267,12 @@ fn answer(
                 Outcome::NotFound
             }
         };
-        return (outcome, None);
+        return (outcome, ResponseAdditions::default());
     };
     let rule = decision.rule;
     let hsts = hsts(rule, request);
     let header = hsts.as_deref().map(|value| (HSTS_HEADER, value.as_str()));
+    let mut set_cookie = None;
     let outcome = match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
@@ -280,7 +297,7 @@ fn answer(
             let Some((status, location)) = rule.redirect_for(request) else {
                 // Unreachable for a validated table (every redirect rule has its template).
                 host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
-                return (Outcome::Direct { position, status: 500 }, None);
+                return (Outcome::Direct { position, status: 500 }, ResponseAdditions::default());
             };
             let mut headers = vec![("location", location.as_str())];
             if table.debug_rule_header() {
@@ -308,6 +325,9 @@ fn answer(
                 }
                 let _ = host.set_request_header(":path", &rewritten.path);
             }
+            if let Some(affinity) = &route.affinity {
+                set_cookie = key_by(host, request, affinity, random);
+            }
             match decision.backend {
                 // Last, so no header action can overwrite it; it replaces any value the client sent.
                 Some(backend) => match host.set_request_header(table.cluster_header(), &backend.cluster) {
@@ -325,8 +345,32 @@ fn answer(
             }
         }
     };
-    let upstream = hsts.filter(|_| matches!(outcome, Outcome::Routed { .. }));
-    (outcome, upstream)
+    let additions = match outcome {
+        Outcome::Routed { .. } => ResponseAdditions { hsts, set_cookie },
+        _ => ResponseAdditions::default(),
+    };
+    (outcome, additions)
+}
+
+/// Sets the affinity's key of `request` in its header (removing any value a client sent for
+/// either key header); returns the `Set-Cookie` of a new cookie key.
+fn key_by(
+    host: &mut impl Host,
+    request: &HostRequest<'_>,
+    affinity: &switchyard_table::Affinity,
+    random: u64,
+) -> Option<String> {
+    for header in [HASH_HEADER, HASH_WITH_ADDRESS_HEADER] {
+        if request.any_header_value(header, &mut |_| true) {
+            host.remove_request_header(header);
+        }
+    }
+    let key = switchyard_table::affinity::key(affinity, request, random);
+    if let Some(header) = key.header {
+        // Best effort, as the rule's own headers: without it the client's address keys the request.
+        let _ = host.set_request_header(header, &key.value);
+    }
+    key.set_cookie
 }
 
 /// The body of a local reply: the status's meaning, the host and the path (no query), nothing internal.
@@ -541,13 +585,19 @@ pub(crate) mod tests {
         let mut https = FakeHost::new("a.example", "/", &[(":scheme", "https")]);
         assert_eq!(
             handle_whole(&mut https, &table, 0),
-            (Outcome::Routed { position: 1 }, Some(Arc::new("max-age=60".to_owned())))
+            (
+                Outcome::Routed { position: 1 },
+                ResponseAdditions {
+                    hsts: Some(Arc::new("max-age=60".to_owned())),
+                    set_cookie: None
+                }
+            )
         );
         let mut plain = FakeHost::new("a.example", "/", &[(":scheme", "http")]);
-        assert_eq!(handle_whole(&mut plain, &table, 0).1, None, "never on plain HTTP");
+        assert_eq!(handle_whole(&mut plain, &table, 0).1.hsts, None, "never on plain HTTP");
         let mut gone = FakeHost::new("a.example", "/gone", &[(":scheme", "https")]);
         assert_eq!(
-            handle_whole(&mut gone, &table, 0).1,
+            handle_whole(&mut gone, &table, 0).1.hsts,
             None,
             "a local reply carries it itself"
         );
@@ -719,5 +769,54 @@ pub(crate) mod tests {
         );
         let (_, headers, _) = host.response.clone().unwrap();
         assert!(headers.contains(&("location".to_owned(), "http://RX.example:8080/app".to_owned())));
+    }
+
+    /// A table whose rule keys by cookie `sid` and whose other keys by the client's address and
+    /// the path.
+    fn affinity_table() -> RouteTable {
+        let json = r#"{"version":1,"rules":[
+            {"name":"n#0","host":"a.example","path":{"type":"prefix","value":"/ip"},
+             "action":{"route":{"backends":[{"cluster":"shop/web:80~lb=ring-hash"}],"affinity":{"hash":["client_address","path"]}}}},
+            {"name":"n#1","host":"a.example","path":{"type":"prefix","value":"/"},
+             "action":{"route":{"backends":[{"cluster":"shop/web:80~lb=ring-hash"}],
+                       "affinity":{"cookie":{"name":"sid","attributes":"Path=/; HttpOnly"}}}}}]}"#;
+        match RouteTable::from_json(json.as_bytes()) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn an_affinity_cookie_keys_the_request_and_a_request_without_it_gets_a_set_cookie() {
+        let table = affinity_table();
+        let mut with = FakeHost::new(
+            "a.example",
+            "/",
+            &[("cookie", "sid=k1"), ("x-switchyard-hash", "forged")],
+        );
+        let (outcome, additions) = handle_whole(&mut with, &table, 3);
+        assert_eq!(outcome, Outcome::Routed { position: 1 });
+        assert_eq!(
+            with.get("x-switchyard-hash"),
+            ["k1"],
+            "the client's own value is replaced"
+        );
+        assert_eq!(additions.set_cookie, None);
+        let mut without = FakeHost::new("a.example", "/", &[]);
+        let additions = handle_whole(&mut without, &table, 3).1;
+        let key = without.get("x-switchyard-hash").remove(0);
+        assert_eq!(additions.set_cookie, Some(format!("sid={key}; Path=/; HttpOnly")));
+    }
+
+    #[test]
+    fn a_key_with_the_client_address_goes_in_its_own_header_and_a_forged_one_is_removed() {
+        let table = affinity_table();
+        let mut host = FakeHost::new("a.example", "/ip/x", &[("x-switchyard-hash", "forged")]);
+        handle_whole(&mut host, &table, 0);
+        assert_eq!(host.get("x-switchyard-hash-with-address"), ["/ip/x"]);
+        assert!(
+            host.get("x-switchyard-hash").is_empty(),
+            "the client may not pick an endpoint"
+        );
     }
 }

@@ -4,8 +4,8 @@
 
 use switchyard_table::compact::{self, Encoder};
 use switchyard_table::{
-    ActionSpec, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, MatchOp, NoRoute, PathSpec,
-    Redirect, RouteAction, RuleSpec, TableSpec,
+    ActionSpec, Affinity, AffinityCookie, Backend, ConditionSource, ConditionSpec, DirectResponse, HashPart,
+    HeaderValue, MatchOp, NoRoute, PathSpec, Redirect, RouteAction, RuleSpec, TableSpec,
 };
 
 /// Rule `i` of a table like the compiler's: mostly routes, some with conditions, rewrites, direct
@@ -49,6 +49,17 @@ fn rule(i: usize, salt: &str) -> RuleSpec {
             },
             remove_headers: Vec::new(),
             canary: None,
+            affinity: match i % 13 {
+                5 => Some(Box::new(Affinity::Cookie(AffinityCookie {
+                    name: "INGRESSCOOKIE".into(),
+                    attributes: format!("Path=/p{i}; HttpOnly"),
+                }))),
+                9 => Some(Box::new(Affinity::Hash(vec![
+                    HashPart::Header("x-user".into()),
+                    HashPart::Uri,
+                ]))),
+                _ => None,
+            },
         }),
     };
     RuleSpec {

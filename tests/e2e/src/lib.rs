@@ -437,7 +437,10 @@ impl FilterForm {
     pub fn route_yaml(self) -> String {
         match self {
             FilterForm::Wasm | FilterForm::Module => {
-                "              - match: {prefix: \"/\", headers: [{name: x-route-cluster, present_match: true}]}\n                route: {cluster_header: x-route-cluster}\n".to_owned()
+                format!(
+                    "              - match: {{prefix: \"/\", headers: [{{name: x-route-cluster, present_match: true}}]}}\n                route: {{cluster_header: x-route-cluster, hash_policy: {}}}\n",
+                    hash_policy()
+                )
             }
             // JSON is YAML (flow style): one line in the routes' list.
             FilterForm::ModuleClusterSpecifier => format!(
@@ -461,8 +464,18 @@ pub fn cluster_specifier_route(module: &str) -> serde_json::Value {
                 "dynamic_module_config": { "name": module, "do_not_close": true },
                 "specifier_name": ACTIONS_FILTER_NAME
             }
-        } } }
+        } }, "hash_policy": hash_policy() }
     })
+}
+
+/// The route's hash policy, as `envoy.yaml` and `deploy/` write it: the affinity key the filter
+/// sets (`switchyard_table::affinity`), else the client's address; read only by clusters that hash.
+pub fn hash_policy() -> serde_json::Value {
+    serde_json::json!([
+        { "header": { "header_name": switchyard_table::affinity::HASH_HEADER }, "terminal": true },
+        { "header": { "header_name": switchyard_table::affinity::HASH_WITH_ADDRESS_HEADER } },
+        { "connection_properties": { "source_ip": true } }
+    ])
 }
 
 /// A static bootstrap (JSON, which is YAML): admin and one listener on free ports of 127.0.0.1, the

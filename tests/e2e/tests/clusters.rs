@@ -789,3 +789,88 @@ fn a_health_checked_service_sends_nothing_to_its_dead_endpoint() {
     );
     assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
 }
+
+/// Affinity (issue "The upstream side"; docs/routing.md, "Affinity") through a real Envoy, on a
+/// Service of three endpoints: ingress-nginx's `affinity: cookie` gives a client without the
+/// cookie a new key in `Set-Cookie`, and holds a client that sends it back on one endpoint across
+/// 100 requests while a client without it spreads; `upstream-hash-by` keeps one user on one
+/// endpoint and spreads the users; HTTPProxy's `Cookie` strategy sets Contour's cookie; a
+/// VirtualServer's `ip_hash` keeps this one client address on one endpoint.
+#[test]
+fn affinity_holds_a_client_on_one_endpoint_while_another_spreads() {
+    let backends: Vec<Backend> = ["one", "two", "three"]
+        .iter()
+        .map(|n| Backend::start(n).unwrap())
+        .collect();
+    let slices: Vec<String> = (backends.iter().enumerate())
+        .map(|(i, b)| slice(&format!("trio-{i}"), "trio", b, true))
+        .collect();
+    let virtual_server = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: sticky-vs, namespace: shop}\nspec:\n  host: sticky-vs.example.com\n  upstreams: [{name: trio, service: trio, port: 80, lb-method: ip_hash}]\n  routes: [{path: /, action: {pass: trio}}]\n";
+    let proxy = "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: contour-cookie, namespace: shop}\nspec:\n  virtualhost: {fqdn: contour-cookie.example.com}\n  routes:\n  - conditions: [{prefix: /}]\n    loadBalancerPolicy: {strategy: Cookie}\n    services: [{name: trio, port: 80}]\n";
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        ("trio.yaml", format!("{}---\n{}", service("trio"), slices.join("---\n"))),
+        (
+            "cookie.yaml",
+            nginx_ingress("sticky", "trio", &[("affinity", "cookie")]),
+        ),
+        (
+            "hash.yaml",
+            nginx_ingress("hashed", "trio", &[("upstream-hash-by", "$arg_user")]),
+        ),
+        ("vs.yaml", virtual_server.to_owned()),
+        ("proxy.yaml", proxy.to_owned()),
+    ];
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    let answer = |host: &str, path: &str, cookie: Option<&str>| {
+        let mut request = get(host, path);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = scene.envoy.send(&request);
+        let set_cookie = response.header("set-cookie").map(str::to_owned);
+        (response.backend().map(str::to_owned), set_cookie)
+    };
+    scene.eventually("the sticky host served", || {
+        answer("sticky.example.com", "/", None).0.is_some()
+    });
+
+    // A client without the cookie gets one; sent back, it holds the client on one endpoint.
+    let (_, set_cookie) = answer("sticky.example.com", "/", None);
+    let set_cookie = set_cookie.expect("a Set-Cookie for a client without the cookie");
+    assert!(
+        set_cookie.starts_with("INGRESSCOOKIE=") && set_cookie.ends_with("; Path=/; HttpOnly"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    let held: BTreeSet<Option<String>> = (0..100)
+        .map(|_| answer("sticky.example.com", "/", Some(&cookie)))
+        .map(|(b, c)| {
+            assert_eq!(c, None, "a client with its cookie gets no new one");
+            b
+        })
+        .collect();
+    assert_eq!(held.len(), 1, "one endpoint for the cookie's client: {held:?}");
+    assert!(held.iter().all(Option::is_some));
+    let spread: BTreeSet<Option<String>> = (0..100).map(|_| answer("sticky.example.com", "/", None).0).collect();
+    assert!(spread.len() > 1, "a client without the cookie spreads: {spread:?}");
+
+    // upstream-hash-by $arg_user: a user keeps an endpoint; users spread.
+    let of_user = |user: usize| answer("hashed.example.com", &format!("/?user={user}"), None).0;
+    for user in 0..5 {
+        let endpoints: BTreeSet<Option<String>> = (0..20).map(|_| of_user(user)).collect();
+        assert_eq!(endpoints.len(), 1, "user {user}: {endpoints:?}");
+    }
+    let users: BTreeSet<Option<String>> = (0..30).map(of_user).collect();
+    assert!(users.len() > 1, "30 users on one endpoint: {users:?}");
+
+    // HTTPProxy's Cookie strategy: Contour's cookie.
+    let (_, contour) = answer("contour-cookie.example.com", "/", None);
+    let contour = contour.expect("Contour's cookie");
+    assert!(contour.starts_with("X-Contour-Session-Affinity="), "{contour}");
+
+    // ip_hash: this client's one address, one endpoint.
+    let by_address: BTreeSet<Option<String>> = (0..30).map(|_| answer("sticky-vs.example.com", "/", None).0).collect();
+    assert_eq!(by_address.len(), 1, "{by_address:?}");
+    assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
+}
