@@ -96,7 +96,7 @@ cleanup() {
   trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  echo "stopped Envoy, the backends (and their Envoy) and switchyard watch"
+  echo "stopped both Envoys, the backends and switchyard watch"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -165,6 +165,6 @@ takes secure.example.com back into the HTTP table and the passthrough listener g
       curl -s -H 'Host: secure.example.com' http://127.0.0.1:10000/ | head -1   # backend: default/secure-web
       git checkout examples/003-transport-server                          # and back
 switchyard watch: the dashboard at http://127.0.0.1:9103/ (and /status, /table); /metrics, /readyz on 127.0.0.1:9102.
-Ctrl-C stops Envoy, the backends and switchyard watch.
+Ctrl-C stops both Envoys (the gateway and the backends' own), the backends and switchyard watch.
 TXT
 wait
