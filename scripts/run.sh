@@ -2,8 +2,17 @@
 # `make run`: Envoy (envoy.yaml) with the Switchyard filter routing the examples/ table to local
 # backends. Starts `switchyard watch` on the examples (it writes the ECDS file and Envoy's L4
 # listeners, the LDS file, and rewrites them when a file changes), one backend per cluster of
-# envoy.yaml and Envoy, sends sample requests (HTTP, TLS passthrough by SNI, TCP), then serves until
-# Ctrl-C; every process it started is stopped on the way out.
+# envoy.yaml and Envoy, sends sample requests (HTTP, TLS passthrough by SNI, TCP, an HTTPS backend
+# and a gRPC backend), then serves until Ctrl-C; every process it started is stopped on the way out.
+#
+# ingress-nginx's `backend-protocol` (examples/001-ingress-nginx-backend-protocol): the watch runs with
+# --variant-clusters, so the Ingress of `backend-protocol: HTTPS` names envoy.yaml's cluster
+# `default/secure-svc:443~tls` (HTTP/1.1 over TLS) and the one of `GRPC` `default/grpc-svc:50051~h2c`
+# (HTTP/2 in the clear). Behind them runs a second, small Envoy, the backends' own
+# (scripts/envoy-backends.yaml, log build/run/envoy-backends.log): it terminates TLS with a
+# certificate made at start (build/run/backends, no key kept in the repository) on one port, takes
+# HTTP/2 only on the other, and tells the plain demo backend behind it what it saw (x-seen-protocol,
+# x-seen-tls), which the samples print.
 #
 # Expects `make build` to have run (the filter .wasm, target/release/switchyard) and
 # target/release/switchyard-demo (the Makefile builds it). ENVOY_BIN defaults to build/venv/bin/envoy;
@@ -33,24 +42,30 @@ FORM=${SWITCHYARD_FORM:-wasm}
 WASM_TYPE=type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
 MODULE_TYPE=type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
 MODULE=target/module/libswitchyard_module.so
+# The backends' Envoy (the HTTPS and the gRPC backend of examples/001-ingress-nginx-backend-protocol)
+# and its certificate (the paths scripts/envoy-backends.yaml reads).
+BACKENDS_CONFIG=scripts/envoy-backends.yaml
+BACKENDS_TLS=$RUN/backends
 
 # The examples are seed scenarios; these share one Envoy without clashing: seed 002's BFE Ingresses
 # (class annotation "bfe"), seed 003's host collisions (both creation orders) and NGINX's
 # VirtualServer examples (cross-namespace VirtualServerRoutes, advanced routing), seed 003's
 # TransportServers (a TLS passthrough host, a TCP listener), the HTTPProxy inclusions of seed 004
 # (no class: --empty-ingress-class), and ingress-nginx's Ingresses (examples/001-ingress-nginx-*:
-# ingress-nginx's own documented examples and the canaries, --ingress-nginx-class nginx, which touches
-# only the Ingresses of ingress-nginx's IngressClasses). The other seed 000/001 examples exercise class
-# flags that contradict these (other controllers, another default class); `switchyard compile
-# examples/<dir> $(cat ARGS)` shows them. The documented examples each carry the same IngressClass
+# ingress-nginx's own documented examples, the canaries and backend-protocol, --ingress-nginx-class
+# nginx, which touches only the Ingresses of ingress-nginx's IngressClasses; --variant-clusters gives
+# backend-protocol its clusters and names no other example's cluster differently). The other seed
+# 000/001 examples exercise class flags that contradict these (other controllers, another default
+# class); `switchyard compile examples/<dir> $(cat ARGS)` shows them. The documented examples each carry the same IngressClass
 # `nginx` (identical copies, so that each folder compiles alone).
 EXAMPLES=(examples/001-ingress-nginx-* examples/002-* examples/003-* examples/004-*)
 
 mkdir -p "$RUN/lds"
 rm -f "$RUN/switchyard-filter.json" "$LDS_FILE"
-rm -rf "$RUN/tls" "$SDS_DIR" "$SECRETS"
+rm -rf "$RUN/tls" "$SDS_DIR" "$SECRETS" "$BACKENDS_TLS"
 mkdir -p "$SECRETS"
 "$DEMO" certificate foo.bar.com default tls-secret "$SECRETS/tls-secret.yaml"
+"$DEMO" pem backends.internal "$BACKENDS_TLS/tls.crt" "$BACKENDS_TLS/tls.key"
 
 # The filter form: the watch's flags for the ECDS file, Envoy's bootstrap and the filter's metrics.
 case "$FORM" in
@@ -81,7 +96,7 @@ cleanup() {
   trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  echo "stopped Envoy, the backends and switchyard watch"
+  echo "stopped both Envoys, the backends and switchyard watch"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -89,8 +104,8 @@ trap 'exit 130' INT TERM
 # switchyard watch follows the example folders: it writes the ECDS file and the LDS file Envoy reads
 # (before Envoy starts: Envoy needs both) and rewrites them on every change; its log stays on this
 # terminal.
-echo "== switchyard watch --manifests ${EXAMPLES[*]} $SECRETS --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --ecds-file $RUN/switchyard-filter.json ${FILTER_FLAGS[*]} --lds-file $LDS_FILE --sds-dir $SDS_DIR"
-"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" "$SECRETS" --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --debug-rule-header \
+echo "== switchyard watch --manifests ${EXAMPLES[*]} $SECRETS --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --variant-clusters --ecds-file $RUN/switchyard-filter.json ${FILTER_FLAGS[*]} --lds-file $LDS_FILE --sds-dir $SDS_DIR"
+"$SWITCHYARD" watch --manifests "${EXAMPLES[@]}" "$SECRETS" --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx --variant-clusters --debug-rule-header \
   --ecds-file "$RUN/switchyard-filter.json" --envoy-admin 127.0.0.1:9901 "${FILTER_FLAGS[@]}" -o build/table.json \
   --lds-file "$LDS_FILE" --sds-dir "$SDS_DIR" --l4-address 127.0.0.1 --tls-passthrough-port "$TLS_PASSTHROUGH_PORT" \
   --listen 127.0.0.1:9102 --dashboard-listen 127.0.0.1:9103 &
@@ -99,6 +114,11 @@ for _ in $(seq 100); do [ -s "$RUN/switchyard-filter.json" ] && [ -s "$LDS_FILE"
 
 echo "== backends"
 "$DEMO" backends envoy.yaml "$RUN/tls" &
+pids+=($!)
+"$DEMO" backends "$BACKENDS_CONFIG" &
+pids+=($!)
+echo "== the backends' Envoy, $BACKENDS_CONFIG: TLS on 127.0.0.1:18032, HTTP/2 in the clear on 127.0.0.1:18033 (log: $RUN/envoy-backends.log)"
+"$ENVOY_BIN" -c "$BACKENDS_CONFIG" --concurrency 1 --disable-hot-restart --log-level info --log-path "$RUN/envoy-backends.log" &
 pids+=($!)
 "$ENVOY_BIN" -c "$ENVOY_CONFIG" --concurrency 2 --disable-hot-restart --log-level info --log-path "$RUN/envoy.log" &
 pids+=($!)
@@ -123,6 +143,11 @@ here). For example, send *.net's /bar (seed 002's host_priority2) to service1 in
       sed -i 's/serviceName: service2/serviceName: service1/' examples/002-host-priority/ingresses.yaml
       curl -s -H 'Host: other.net' http://127.0.0.1:10000/bar | head -1   # backend: production/service1
       git checkout examples/002-host-priority                             # and back
+ingress-nginx's backend-protocol (examples/001-ingress-nginx-backend-protocol): HTTPS and gRPC backends
+behind the backends' Envoy, which tells the backend how it was reached:
+      curl -s -H 'Host: https-backend.example.com' http://127.0.0.1:10000/ | grep -E '^backend|x-seen'   # HTTP/1.1 over TLSv1.2
+      curl -s -H 'Host: grpc-backend.example.com' http://127.0.0.1:10000/ | grep -E '^backend|x-seen'    # HTTP/2 in the clear (x-seen-tls empty)
+      curl -s --http2-prior-knowledge http://127.0.0.1:18033/ | head -1; curl -sS http://127.0.0.1:18033/   # h2c only: HTTP/1.1 fails
 HTTPS from the manifests (ROUTING.md §8) on 127.0.0.1:$TLS_PASSTHROUGH_PORT: foo.bar.com (examples/001-ingress-nginx-ssl-redirect)
 is served with its Secret tls-secret, made at start in $SECRETS; other hosts with the default certificate:
       curl -sk --resolve foo.bar.com:$TLS_PASSTHROUGH_PORT:127.0.0.1 https://foo.bar.com:$TLS_PASSTHROUGH_PORT/ | head -1   # backend: default/http-svc:80
@@ -140,6 +165,6 @@ takes secure.example.com back into the HTTP table and the passthrough listener g
       curl -s -H 'Host: secure.example.com' http://127.0.0.1:10000/ | head -1   # backend: default/secure-web
       git checkout examples/003-transport-server                          # and back
 switchyard watch: the dashboard at http://127.0.0.1:9103/ (and /status, /table); /metrics, /readyz on 127.0.0.1:9102.
-Ctrl-C stops Envoy, the backends and switchyard watch.
+Ctrl-C stops both Envoys (the gateway and the backends' own), the backends and switchyard watch.
 TXT
 wait

@@ -175,6 +175,7 @@ pub fn example_options(example: &str) -> Options {
             "--controller-name" => options.controller_name = value(),
             "--empty-ingress-class" => options.empty_ingress_class = true,
             "--ingress-nginx-class" => options.ingress_nginx.class = Some(value()),
+            "--variant-clusters" => options.upstream_variants = true,
             other => panic!("example {example}: flag {other} is not handled by the test helper"),
         }
     }

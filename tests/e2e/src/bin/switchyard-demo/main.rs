@@ -6,10 +6,14 @@
 //!   config on the cluster's port, each answering with its name (the cluster name less the port): an
 //!   HTTP backend, or what the cluster's `# demo:` comment asks for (`tls HOST`: a TLS server with a
 //!   fresh self-signed certificate for HOST, written to CERT_DIR, default `build/run/tls`; `tcp`: a
-//!   TCP echo; see [`l4`]); runs until killed.
+//!   TCP echo; see [`l4`]; `front PROTOCOL`: nothing, the port is the listener of the backends' own
+//!   Envoy, scripts/envoy-backends.yaml, whose clusters get their HTTP backends from a second
+//!   `backends` of that file); runs until killed.
 //! - `switchyard-demo samples LISTENER ADMIN [LDS_FILE CERT_DIR]`: waits until Envoy is ready, then
 //!   sends sample requests and prints which backend answered each; with an LDS file, also a sample
 //!   through each of its listeners.
+//! - `switchyard-demo pem HOST CERT KEY`: writes a fresh self-signed certificate for HOST and its key
+//!   as PEM files (the TLS of scripts/envoy-backends.yaml, made at run time).
 
 mod l4;
 
@@ -33,9 +37,11 @@ fn main() -> ExitCode {
         ["samples", listener, admin] => samples(listener, admin, None),
         ["samples", listener, admin, lds, cert_dir] => samples(listener, admin, Some((lds, cert_dir))),
         ["certificate", host, namespace, name, out] => certificate(host, namespace, name, out),
+        ["pem", host, cert, key] => pem(host, cert, key),
         _ => Err(
             "usage: switchyard-demo ecds WASM TABLE OUT | backends ENVOY_YAML [CERT_DIR] \
-                  | samples LISTENER ADMIN [LDS_FILE CERT_DIR] | certificate HOST NAMESPACE NAME OUT"
+                  | samples LISTENER ADMIN [LDS_FILE CERT_DIR] | certificate HOST NAMESPACE NAME OUT \
+                  | pem HOST CERT KEY"
                 .into(),
         ),
     };
@@ -58,6 +64,20 @@ fn certificate(host: &str, namespace: &str, name: &str, out: &str) -> Result<(),
     std::fs::rename(&tmp, out).map_err(|e| format!("{out}: {e}"))
 }
 
+/// Writes a fresh self-signed certificate for `host` to `cert` and its private key to `key`, both
+/// PEM (the backends' Envoy of `make run` terminates TLS with them: no key is kept in the repository).
+fn pem(host: &str, cert: &str, key: &str) -> Result<(), String> {
+    let made = switchyard_e2e::https::TestCertificate::new(&[host]);
+    for (path, text) in [(cert, &made.chain_pem), (key, &made.key_pem)] {
+        let path = Path::new(path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 fn ecds(wasm: &str, table: &str, out: &str) -> Result<(), String> {
     let wasm = std::fs::canonicalize(wasm).map_err(|e| format!("{wasm}: {e}"))?;
     let table = std::fs::read_to_string(table).map_err(|e| format!("{table}: {e}"))?;
@@ -75,6 +95,9 @@ enum BackendKind {
     Tls(String),
     /// `# demo: tcp`: a TCP echo.
     Tcp,
+    /// `# demo: front PROTOCOL`: no backend of ours; the backends' Envoy (scripts/envoy-backends.yaml)
+    /// listens there and speaks PROTOCOL (`tls`, `h2c`: the variant the cluster's name ends with).
+    Front(String),
 }
 
 /// One cluster of envoy.yaml.
@@ -94,8 +117,11 @@ fn backend_kind(comment: Option<&str>) -> Result<BackendKind, String> {
     match words.as_slice() {
         ["demo:", "tls", host] => Ok(BackendKind::Tls((*host).to_owned())),
         ["demo:", "tcp"] => Ok(BackendKind::Tcp),
+        ["demo:", "front", protocol] => Ok(BackendKind::Front((*protocol).to_owned())),
         _ if !comment.trim().starts_with("demo:") => Ok(BackendKind::Http),
-        _ => Err(format!("`#{comment}`: expected `# demo: tls HOST` or `# demo: tcp`")),
+        _ => Err(format!(
+            "`#{comment}`: expected `# demo: tls HOST`, `# demo: tcp` or `# demo: front PROTOCOL`"
+        )),
     }
 }
 
@@ -160,6 +186,9 @@ fn backends(config: &str, cert_dir: &str) -> Result<(), String> {
             }
             BackendKind::Tls(host) => l4::start_tls(&name, &host, port, Path::new(cert_dir)).map_err(failed)?,
             BackendKind::Tcp => l4::start_tcp(&name, port).map_err(failed)?,
+            BackendKind::Front(protocol) => {
+                format!("{protocol}://127.0.0.1:{port}  (the backends' Envoy, scripts/envoy-backends.yaml)")
+            }
         };
         println!("  backend {name:<24} {shown}  (cluster {cluster})");
     }
@@ -239,6 +268,7 @@ fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), 
             Err(e) => println!("  {shown:<84} -> error: {e}"),
         }
     }
+    protocol_samples(listener);
     if let Some((lds, cert_dir)) = l4 {
         l4::samples(Path::new(lds), Path::new(cert_dir), admin)?;
     }
@@ -252,6 +282,55 @@ fn samples(listener: &str, admin: &str, l4: Option<(&str, &str)>) -> Result<(), 
     Ok(())
 }
 
+/// ingress-nginx's `backend-protocol` (examples/001-ingress-nginx-backend-protocol, the watch with
+/// `--variant-clusters`): a request to each host, and how the backends' Envoy in front of the
+/// backend was reached (it tells the backend in `x-seen-protocol` and `x-seen-tls`, which the
+/// backend echoes). Retried for a while: the backends' Envoy starts beside the gateway's.
+fn protocol_samples(listener: SocketAddr) {
+    let requests = [
+        get("https-backend.example.com", "/"),
+        get("grpc-backend.example.com", "/helloworld.Greeter/SayHello"),
+    ];
+    println!("ingress-nginx's backend-protocol (examples/001-ingress-nginx-backend-protocol, --variant-clusters):");
+    for request in &requests {
+        let shown = format!("GET http://{}{}", request.host, request.path);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let response = loop {
+            let response = send(listener, request);
+            let answered = response.as_ref().is_ok_and(|r| r.backend().is_some());
+            if answered || Instant::now() > deadline {
+                break response;
+            }
+            thread::sleep(Duration::from_millis(200));
+        };
+        let answer = match response {
+            Ok(response) => match response.backend() {
+                Some(backend) => {
+                    let seen = |name: &str| response.upstream_header(name).first().copied().unwrap_or("").to_owned();
+                    let (cluster, protocol, tls) =
+                        (seen("x-route-cluster"), seen("x-seen-protocol"), seen("x-seen-tls"));
+                    let protocol = if protocol.is_empty() {
+                        "an unknown protocol".to_owned()
+                    } else {
+                        protocol
+                    };
+                    let over = match tls.as_str() {
+                        "" => "in the clear".to_owned(),
+                        version => format!("over TLS ({version})"),
+                    };
+                    format!(
+                        "{} from backend {backend} via cluster {cluster}: reached {over} with {protocol}",
+                        response.status
+                    )
+                }
+                None => format!("{} local reply: {}", response.status, response.body.trim_end()),
+            },
+            Err(e) => format!("error: {e}"),
+        };
+        println!("  {shown:<84} -> {answer}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +339,8 @@ mod tests {
     fn a_demo_comment_picks_the_backend_and_plain_clusters_are_http() {
         let config = "static_resources:\n  clusters:\n  - name: \"default/web:80\"\n    port_value: 18001\n  \
                       - name: \"default/app:8443\"  # demo: tls secure.example.com\n    port_value: 18015\n  \
-                      - name: \"default/dns:53\"  # demo: tcp\n    port_value: 18016\n";
+                      - name: \"default/dns:53\"  # demo: tcp\n    port_value: 18016\n  \
+                      - name: \"default/grpc:50051~h2c\"  # demo: front h2c\n    port_value: 18033\n";
         let found = clusters(config).unwrap();
         let kinds: Vec<(&str, u16, BackendKind)> = found
             .iter()
@@ -272,6 +352,7 @@ mod tests {
                 ("default/web:80", 18001, BackendKind::Http),
                 ("default/app:8443", 18015, BackendKind::Tls("secure.example.com".into())),
                 ("default/dns:53", 18016, BackendKind::Tcp),
+                ("default/grpc:50051~h2c", 18033, BackendKind::Front("h2c".into())),
             ]
         );
     }
@@ -341,6 +422,7 @@ mod tests {
         // ingress-nginx's documented examples and the canaries, every one.
         for example in [
             "app-root",
+            "backend-protocol",
             "canary",
             "rewrite",
             "server-alias",
@@ -354,10 +436,12 @@ mod tests {
             );
         }
         let loaded = switchyard_compiler::load::read_paths(&folders).unwrap();
-        // run.sh's class flags: --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx.
+        // run.sh's flags: --ingress-class bfe --empty-ingress-class --ingress-nginx-class nginx
+        // --variant-clusters.
         let mut options = switchyard_compiler::Options {
             ingress_class: "bfe".to_owned(),
             empty_ingress_class: true,
+            upstream_variants: true,
             ..switchyard_compiler::Options::default()
         };
         options.ingress_nginx.class = Some("nginx".to_owned());
@@ -374,9 +458,35 @@ mod tests {
         let mut http = Vec::new();
         clusters_named(&serde_json::to_value(&compiled.table).unwrap(), &mut http);
         assert!(http.len() > 10, "{http:?}");
+        // A variant cluster (examples/001-ingress-nginx-backend-protocol) has the backends' Envoy,
+        // speaking its protocol, on its port; every other cluster an HTTP backend.
+        let fronts = std::fs::read_to_string(root().join("scripts/envoy-backends.yaml")).unwrap();
+        let mut variants = Vec::new();
         for cluster in &http {
-            assert_eq!(kind_of(cluster), BackendKind::Http, "{cluster}");
+            let (_, variant) = switchyard_compiler::upstream::variant::Variant::of_cluster(cluster);
+            match variant.protocol {
+                switchyard_compiler::upstream::variant::UpstreamProtocol::Http => {
+                    assert_eq!(kind_of(cluster), BackendKind::Http, "{cluster}");
+                }
+                protocol => {
+                    let wanted = BackendKind::Front(protocol.as_str().to_owned());
+                    assert_eq!(kind_of(cluster), wanted, "{cluster}");
+                    let port = envoy.iter().find(|c| &c.name == cluster).unwrap().port;
+                    assert!(
+                        fronts.contains(&format!("port_value: {port}}}")),
+                        "scripts/envoy-backends.yaml listens on no port {port} for {cluster}"
+                    );
+                    variants.push(cluster.clone());
+                }
+            }
         }
+        variants.sort();
+        variants.dedup();
+        assert_eq!(
+            variants,
+            ["default/grpc-svc:50051~h2c", "default/secure-svc:443~tls"],
+            "the backend-protocol example's variant clusters"
+        );
         assert!(!compiled.l4.passthrough.is_empty() && !compiled.l4.listeners.is_empty());
         for route in &compiled.l4.passthrough {
             let host = route.host.clone().unwrap();
@@ -388,10 +498,11 @@ mod tests {
             }
         }
     }
-    /// `make run`'s ingress-nginx example and `--ingress-nginx-class nginx` leave the other examples'
-    /// rules as they were: the table of every served folder, less the rules of the ingress-nginx
-    /// example's hosts, is the table of the other folders compiled with the other flags alone (seed
-    /// 003's Ingresses of class `nginx`, another controller's, stay ignored).
+    /// `make run`'s ingress-nginx example, `--ingress-nginx-class nginx` and `--variant-clusters`
+    /// leave the other examples' rules as they were: the table of every served folder, less the rules
+    /// of the ingress-nginx example's hosts, is the table of the other folders compiled with the other
+    /// flags alone (seed 003's Ingresses of class `nginx`, another controller's, stay ignored, and no
+    /// other example names a variant cluster).
     #[test]
     fn the_ingress_nginx_example_leaves_the_other_examples_rules_unchanged() {
         let folders = served_examples();
@@ -409,6 +520,7 @@ mod tests {
         };
         let mut with_nginx = base.clone();
         with_nginx.ingress_nginx.class = Some("nginx".to_owned());
+        with_nginx.upstream_variants = true;
         let rules = |folders: &[std::path::PathBuf], options: &switchyard_compiler::Options| {
             let loaded = switchyard_compiler::load::read_paths(folders).unwrap();
             let compiled = switchyard_compiler::compile(&loaded.objects, options).unwrap();
