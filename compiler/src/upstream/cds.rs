@@ -28,7 +28,8 @@ pub fn cds_document(upstream: &Upstream) -> String {
     serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
 }
 
-fn cluster_resource(cluster: &UpstreamCluster) -> Value {
+/// One cluster as Envoy's `Cluster` (with its `@type`).
+pub fn cluster_resource(cluster: &UpstreamCluster) -> Value {
     let mut resource = json!({
         "@type": CLUSTER_TYPE,
         "name": cluster.name,
@@ -64,6 +65,13 @@ fn cluster_resource(cluster: &UpstreamCluster) -> Value {
         Endpoints::Slices(_) => {
             resource["type"] = json!("EDS");
             resource["eds_cluster_config"] = json!({ "eds_config": { "ads": {}, "resource_api_version": "V3" } });
+        }
+        Endpoints::ControlPlane { service_name } => {
+            resource["type"] = json!("EDS");
+            resource["eds_cluster_config"] = json!({
+                "service_name": service_name,
+                "eds_config": { "ads": {}, "resource_api_version": "V3" },
+            });
         }
         Endpoints::Dns { host, port } => {
             resource["type"] = json!("STRICT_DNS");

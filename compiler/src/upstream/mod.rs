@@ -20,6 +20,7 @@
 pub mod affinity;
 pub mod cds;
 pub mod endpoints;
+pub mod istio;
 pub mod variant;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,6 +75,13 @@ pub struct UpstreamCluster {
 pub enum Endpoints {
     /// The ready endpoints of the Service's EndpointSlices (Envoy's EDS).
     Slices(Vec<Endpoint>),
+    /// The endpoints a control plane (istiod) holds for the Service port, which it serves over
+    /// the proxy's ADS under `service_name`, its own cluster's name (Envoy's EDS with
+    /// `eds_cluster_config.service_name`): a variant cluster beside Istio's.
+    ControlPlane {
+        /// The control plane's cluster name (the template's: `outbound|443||api.shop.svc.cluster.local`).
+        service_name: String,
+    },
     /// An `ExternalName` Service: Envoy resolves the name (a DNS cluster).
     Dns {
         /// The external name.
@@ -118,15 +126,8 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
                 Endpoints::Slices(index.ready(namespace, service_name, port_name))
             }
         };
-        let trusted_ca = match &variant.verify {
-            Some(verify) => match trusted_ca(objects, &verify.ca) {
-                Some(ca) => Some(ca),
-                None => {
-                    upstream.missing_ca.push(name.to_owned());
-                    continue;
-                }
-            },
-            None => None,
+        let Some(trusted_ca) = upstream.trusted_ca(objects, name, &variant) else {
+            continue;
         };
         upstream.clusters.push(UpstreamCluster {
             name: name.to_owned(),
@@ -147,6 +148,51 @@ fn trusted_ca(objects: &Objects, reference: &SecretRef) -> Option<String> {
     })?;
     let pem = String::from_utf8(secret.entry(CA_CERTIFICATE)?.to_vec()).ok()?;
     pem.contains("-----BEGIN CERTIFICATE-----").then_some(pem)
+}
+
+/// The clusters of `table` and `l4` that a control plane (Istio) does not make itself: one for every
+/// variant (a cluster name with settings, [`variant`]), on the endpoints the control plane holds for
+/// the template's cluster ([`Endpoints::ControlPlane`]). The template's own clusters are the
+/// control plane's; a variant's Service need not be among `objects` (istiod knows it).
+pub fn plan_variants(objects: &Objects, table: &TableSpec, l4: &L4Routes) -> Upstream {
+    let mut upstream = Upstream::default();
+    for name in cluster_names(table, l4) {
+        let (base, variant) = Variant::of_cluster(name);
+        if variant == Variant::default() {
+            continue;
+        }
+        let Some(trusted_ca) = upstream.trusted_ca(objects, name, &variant) else {
+            continue;
+        };
+        upstream.clusters.push(UpstreamCluster {
+            name: name.to_owned(),
+            service: base.to_owned(),
+            variant,
+            source: Endpoints::ControlPlane {
+                service_name: base.to_owned(),
+            },
+            trusted_ca,
+        });
+    }
+    upstream
+}
+
+impl Upstream {
+    /// The CA cluster `name` checks its backend's certificate with (`Some(None)` when it checks
+    /// none); `None` when its CA Secret is missing, and the name is listed in
+    /// [`Upstream::missing_ca`].
+    fn trusted_ca(&mut self, objects: &Objects, name: &str, variant: &Variant) -> Option<Option<String>> {
+        let Some(verify) = &variant.verify else {
+            return Some(None);
+        };
+        match trusted_ca(objects, &verify.ca) {
+            Some(ca) => Some(Some(ca)),
+            None => {
+                self.missing_ca.push(name.to_owned());
+                None
+            }
+        }
+    }
 }
 
 /// Every cluster name the rules (backends and canaries) and the L4 routes send to.

@@ -202,6 +202,14 @@ pub struct WatchArgs {
     /// watched (RBAC: list and watch endpointslices).
     #[arg(long, value_name = "ADDR", requires = "clusters_dir")]
     pub ads_listen: Option<std::net::SocketAddr>,
+    /// Istio: keep this EnvoyFilter up to date with the clusters Istio does not make: a backend the
+    /// manifests ask to be spoken to otherwise (backend-protocol, proxy-ssl-verify, affinity,
+    /// load-balance, HTTPProxy's protocol, validation, loadBalancerPolicy, healthCheckPolicy, a
+    /// VirtualServer upstream's tls, lb-method, healthCheck…) gets a cluster of its own, added to
+    /// the --gateway-selector pods alone, on the endpoints istiod holds for the Service.
+    /// Server-side apply; the leader only.
+    #[arg(long, value_name = "NAMESPACE/NAME", conflicts_with = "clusters_dir")]
+    pub istio_clusters: Option<String>,
     /// Keep this Istio Gateway and VirtualService (same name) up to date with the TransportServers'
     /// TLS passthrough hosts and TCP listeners, and the HTTPS hosts of the Ingresses, HTTPProxies
     /// and VirtualServers (ROUTING.md §8) on --tls-passthrough-port, their certificates copied into
@@ -389,7 +397,11 @@ impl WatchArgs {
 
     /// Whether any sink needs a Kubernetes client.
     pub fn needs_client(&self) -> bool {
-        self.kubernetes || self.envoyfilter.is_some() || self.wasmplugin.is_some() || self.istio_gateway.is_some()
+        self.kubernetes
+            || self.envoyfilter.is_some()
+            || self.wasmplugin.is_some()
+            || self.istio_gateway.is_some()
+            || self.istio_clusters.is_some()
     }
 }
 

@@ -180,13 +180,17 @@ impl Engine {
     }
 
     /// The clusters of `table` and `l4` with their endpoints, when a sink gives Envoy its clusters
-    /// (`--clusters-dir`); none otherwise. The clusters left out for a missing CA are logged when
+    /// (`--clusters-dir`), or the variant clusters beside Istio's (`--istio-clusters`); none
+    /// otherwise. The clusters left out for a missing CA are logged when
     /// they change.
     fn upstream(&self, input: &Snapshot, table: &TableSpec, l4: &L4Routes) -> Upstream {
         if self.sinks.names(Part::Clusters).is_empty() {
             return Upstream::default();
         }
-        let upstream = switchyard_compiler::upstream::plan(&input.objects, table, l4, self.compiler.options());
+        let upstream = match self.sinks.variants_only() {
+            true => switchyard_compiler::upstream::plan_variants(&input.objects, table, l4),
+            false => switchyard_compiler::upstream::plan(&input.objects, table, l4, self.compiler.options()),
+        };
         let before = self
             .latest
             .as_ref()

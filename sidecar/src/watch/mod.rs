@@ -57,6 +57,7 @@ use crate::watch::sink::ecds::{EcdsEncoding, EcdsFile};
 use crate::watch::sink::envoy_admin::EnvoyAdmin;
 use crate::watch::sink::https::SdsFolder;
 use crate::watch::sink::istio::{parse_target, IstioKind, IstioSettings, IstioSink};
+use crate::watch::sink::istio_clusters::IstioClusters;
 use crate::watch::sink::l4::{IstioGateway, LdsFile};
 use crate::watch::sink::Sink;
 use crate::watch::source::debounce::Debounce;
@@ -154,7 +155,7 @@ async fn shutdown() {
 async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     let mut options = args.table.options(&args.l4)?;
     // The clusters this watch makes include the variants (docs/routing.md, "The upstream side").
-    options.upstream_variants |= args.clusters_dir.is_some();
+    options.upstream_variants |= args.clusters_dir.is_some() || args.istio_clusters.is_some();
     let dashboard = args.dashboard()?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();
@@ -301,6 +302,11 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>, ads: Option<AdsServer>
     if let Some(dir) = &args.clusters_dir {
         sinks.push(Sink::Clusters(ClustersDir::new(dir)));
     }
+    if let (Some(target), Some(client)) = (&args.istio_clusters, client) {
+        let mut sink = IstioClusters::new(client.clone(), parse_target(target)?, args.selector()?);
+        sink.max_bytes = args.istio_max_bytes;
+        sinks.push(Sink::IstioClusters(sink));
+    }
     if let (Some(target), Some(client)) = (&args.istio_gateway, client) {
         let (namespace, name) = parse_target(target)?;
         let options = IstioGatewayOptions {
@@ -320,7 +326,7 @@ fn sinks(args: &WatchArgs, client: Option<&kube::Client>, ads: Option<AdsServer>
     }
     if sinks.is_empty() {
         return Err(
-            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME, --wasmplugin NS/NAME, --lds-file PATH, --clusters-dir DIR or --istio-gateway NS/NAME"
+            "nothing to push to: give --ecds-file PATH, -o FILE, --envoyfilter NS/NAME, --wasmplugin NS/NAME, --lds-file PATH, --clusters-dir DIR, --istio-clusters NS/NAME or --istio-gateway NS/NAME"
                 .to_owned(),
         );
     }

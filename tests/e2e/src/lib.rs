@@ -12,6 +12,7 @@ pub mod bench;
 pub mod https;
 pub mod l4;
 pub mod process;
+pub mod protocol;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -161,7 +161,8 @@ impl Held {
             let endpoints: Vec<(&str, u16)> = match upstream.clusters.binary_search_by(|c| c.name.as_str().cmp(name)) {
                 Ok(i) => match &upstream.clusters[i].source {
                     Endpoints::Slices(endpoints) => endpoints.iter().map(|e| (e.address.as_str(), e.port)).collect(),
-                    Endpoints::Dns { .. } => continue,
+                    // Not this server's to serve.
+                    Endpoints::Dns { .. } | Endpoints::ControlPlane { .. } => continue,
                 },
                 Err(_) => Vec::new(),
             };

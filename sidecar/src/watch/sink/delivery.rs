@@ -115,6 +115,12 @@ impl Sinks {
             .collect()
     }
 
+    /// Whether the clusters go to a control plane that makes the template's clusters itself
+    /// (`--istio-clusters`): only the variants are made, on its endpoints.
+    pub fn variants_only(&self) -> bool {
+        self.slots.iter().any(|s| matches!(s.sink, Sink::IstioClusters(_)))
+    }
+
     /// Whether some sink carries the table.
     pub fn carry_the_table(&self) -> bool {
         self.slots.iter().any(|s| s.sink.part() == Part::Table)

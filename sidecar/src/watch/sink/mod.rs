@@ -32,6 +32,7 @@ pub mod envoy_admin;
 pub mod error;
 pub mod https;
 pub mod istio;
+pub mod istio_clusters;
 pub mod l4;
 
 use std::path::PathBuf;
@@ -48,6 +49,7 @@ use crate::watch::sink::ecds::{write_atomically, EcdsFile};
 use crate::watch::sink::error::PushError;
 use crate::watch::sink::https::HttpsOutput;
 use crate::watch::sink::istio::IstioSink;
+use crate::watch::sink::istio_clusters::IstioClusters;
 use crate::watch::sink::l4::{IstioGateway, LdsFile};
 
 /// What one compilation gives the sinks: the table and the L4 routes.
@@ -115,6 +117,8 @@ pub enum Sink {
     Ads(AdsServer),
     /// `--clusters-dir`: the clusters as Envoy's CDS file.
     Clusters(ClustersDir),
+    /// `--istio-clusters`: the variant clusters as an EnvoyFilter adding them to an Istio gateway.
+    IstioClusters(IstioClusters),
 }
 
 impl Sink {
@@ -128,6 +132,7 @@ impl Sink {
             Sink::IstioGateway(gateway) => gateway.name(),
             Sink::Ads(ads) => ads.name(),
             Sink::Clusters(clusters) => clusters.name(),
+            Sink::IstioClusters(clusters) => clusters.name(),
         }
     }
 
@@ -136,14 +141,14 @@ impl Sink {
         match self {
             Sink::Ecds(_) | Sink::TableFile(_) | Sink::Istio(_) => Part::Table,
             Sink::Lds(_) | Sink::IstioGateway(_) => Part::L4,
-            Sink::Ads(_) | Sink::Clusters(_) => Part::Clusters,
+            Sink::Ads(_) | Sink::Clusters(_) | Sink::IstioClusters(_) => Part::Clusters,
         }
     }
 
     /// Whether it writes to the cluster (only the leader does, with `--leader-elect`); file sinks
     /// are written by every replica.
     pub fn writes_to_cluster(&self) -> bool {
-        matches!(self, Sink::Istio(_) | Sink::IstioGateway(_))
+        matches!(self, Sink::Istio(_) | Sink::IstioGateway(_) | Sink::IstioClusters(_))
     }
 
     /// Whether it takes the table as the filter's plugin configuration ([`Encoded::config`]).
@@ -161,6 +166,7 @@ impl Sink {
         match self {
             Sink::Istio(istio) => vec![istio.followed()],
             Sink::IstioGateway(gateway) => gateway.followed(),
+            Sink::IstioClusters(clusters) => vec![clusters.followed()],
             Sink::Ecds(_) | Sink::TableFile(_) | Sink::Lds(_) | Sink::Ads(_) | Sink::Clusters(_) => Vec::new(),
         }
     }
@@ -178,6 +184,7 @@ impl Sink {
                 Ok(())
             }
             Sink::Clusters(clusters) => Ok(clusters.write(&output.output.upstream)?),
+            Sink::IstioClusters(clusters) => clusters.apply(&output.output.upstream).await,
         }
     }
 }
