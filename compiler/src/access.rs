@@ -342,6 +342,7 @@ mod tests {
                 conditions: Vec::new(),
                 action: ActionSpec::Route(RouteAction::to(cluster.into())),
                 hsts: None,
+                policy: None,
             },
             order: HostOrder::General,
             claiming: Claiming::Contends,

@@ -360,6 +360,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             conditions,
             action,
             hsts: None,
+            policy: None,
         };
         self.push_valid(key, age, n, (rule, route.permit_insecure), context, &at);
     }
@@ -590,6 +591,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 ..DirectResponse::default()
             }),
             hsts: None,
+            policy: None,
         };
         if validate_rule(&rule).is_ok() {
             self.push(key, age, n, (rule, false), context);

@@ -344,6 +344,7 @@ impl<'a> IngressProcessor<'a> {
             conditions: owner.conditions.clone(),
             action,
             hsts: None,
+            policy: None,
         };
         if let Err(why) = validate_rule(&rule) {
             self.inputs.book.error(

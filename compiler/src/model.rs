@@ -249,6 +249,7 @@ impl RuleValidator {
             conditions: Vec::new(),
             action,
             hsts: None,
+            policy: None,
         })?;
         if let Some(pattern) = new_pattern {
             self.rewrite_patterns.insert(pattern);
@@ -269,6 +270,7 @@ fn probe(path: PathSpec, conditions: Vec<ConditionSpec>) -> RuleSpec {
             ..DirectResponse::default()
         }),
         hsts: None,
+        policy: None,
     }
 }
 

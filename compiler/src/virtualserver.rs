@@ -295,6 +295,7 @@ impl<'a> VirtualServerProcessor<'a> {
                     ..DirectResponse::default()
                 }),
                 hsts: None,
+                policy: None,
             };
             let (key, age) = (server.key.clone(), server.age.clone());
             server.push(&key, &age, rule, NginxRank::of(location, server.position, None));
@@ -442,6 +443,7 @@ impl<'a> VirtualServerProcessor<'a> {
                     ..DirectResponse::default()
                 }),
                 hsts: None,
+                policy: None,
             };
             let (key, age) = (server.key.clone(), server.age.clone());
             server.push(&key, &age, rule, NginxRank::unmatched());
@@ -637,6 +639,7 @@ impl Server {
                 conditions: plan.conditions,
                 action: plan.action,
                 hsts: None,
+                policy: None,
             };
             validator.rule(&rule).map_err(|why| format!("{at}: {why}"))?;
             if plan.branch.is_none() && rule.path == PathSpec::Prefix("/".to_owned()) {

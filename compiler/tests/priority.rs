@@ -37,6 +37,7 @@ fn rule(name: &str, host: Option<&str>, path: PathSpec, conditions: &[ConditionS
             affinity: None,
         }),
         hsts: None,
+        policy: None,
     }
 }
 

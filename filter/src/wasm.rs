@@ -20,13 +20,14 @@ use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
+use switchyard_table::policy::TOO_LARGE;
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::headers::HeaderBlock;
 use switchyard_request::host::{Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
 use switchyard_request::random::Random;
-use switchyard_request::request::{Outcome, ResponseAdditions, RuleRef};
+use switchyard_request::request::{Followup, Outcome, RuleRef};
 use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
 
 proxy_wasm::main! {{
@@ -233,7 +234,7 @@ impl RootContext for Root {
             table: self.table.clone(),
             shared: Rc::clone(&self.shared),
             rule: None,
-            response: ResponseAdditions::default(),
+            followup: Followup::default(),
         }))
     }
 
@@ -247,9 +248,10 @@ struct Http {
     shared: Rc<Shared>,
     /// The winning rule, kept only when the table asks for the debug response header.
     rule: Option<RuleRef>,
-    /// What the upstream's response gets: `Strict-Transport-Security` (ROUTING.md §8.4), an
-    /// affinity's `Set-Cookie`.
-    response: ResponseAdditions,
+    /// What comes later in the request's life: what the upstream's response gets
+    /// (`Strict-Transport-Security`, ROUTING.md §8.4; an affinity's `Set-Cookie`), and the body
+    /// limit the request's body is counted against.
+    followup: Followup,
 }
 
 impl Context for Http {}
@@ -276,7 +278,7 @@ impl HttpContext for Http {
                 if table.debug_rule_header() {
                     self.rule = winner;
                 }
-                self.response = handled.response;
+                self.followup = handled.response;
                 Action::Continue
             }
             Outcome::ClusterNotSet { error, .. } => {
@@ -310,8 +312,24 @@ impl HttpContext for Http {
         }
     }
 
+    fn on_http_request_body(&mut self, body_size: usize, _end_of_stream: bool) -> Action {
+        // Envoy hands each chunk as it comes (the filter never buffers): its size is counted.
+        if self.followup.body_chunk(body_size as u64) {
+            return Action::Continue;
+        }
+        self.followup.body = None;
+        // A local reply, counted as one (the request was counted routed when its headers were).
+        Metrics::increment(self.shared.metrics.direct);
+        let _ = hostcalls::send_http_response(
+            u32::from(TOO_LARGE),
+            vec![("content-type", "text/plain")],
+            Some(b"413 request body too large\n"),
+        );
+        Action::Pause
+    }
+
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
-        let ResponseAdditions { hsts, set_cookie } = std::mem::take(&mut self.response);
+        let Followup { hsts, set_cookie, .. } = std::mem::take(&mut self.followup);
         if let Some(value) = hsts {
             let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, HSTS_HEADER, Some(value.as_str()));
         }

@@ -22,7 +22,7 @@ use crate::abi::{
 };
 use crate::cluster_specifier::ClusterSpecifier;
 use crate::envoy_host::{ActionsHost, EnvoyHost};
-use crate::request::{Outcome, ResponseAdditions};
+use crate::request::{Followup, Outcome};
 use crate::state::{next_random, Counted, ModuleConfig, Stream};
 
 /// Runs `hook`, answering `default` if it panics (the panic hook has logged it).
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
         let stream = Stream {
             config: config as *const ModuleConfig,
             rule: std::cell::Cell::new(None),
-            response: std::cell::Cell::new(ResponseAdditions::default()),
+            followup: std::cell::Cell::new(Followup::default()),
         };
         Box::into_raw(Box::new(stream)) as *const c_void
     })
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
             abi::log(abi::LOG_ERROR, &format!("a request could not be routed: {error}"));
         }
         let (outcome, rule) = (handled.outcome, handled.rule);
-        stream.response.set(handled.response);
+        stream.followup.set(handled.response);
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
         let status = match outcome {
@@ -211,7 +211,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
         let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
             return CONTINUE;
         };
-        let ResponseAdditions { hsts, set_cookie } = stream.response.take();
+        let Followup { hsts, set_cookie, .. } = stream.followup.take();
         if let Some(value) = hsts {
             // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
             unsafe {

@@ -20,7 +20,7 @@ use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, 
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
 use crate::loaded::load;
 use crate::random::Random;
-use crate::request::{ResponseAdditions, RuleRef};
+use crate::request::{Followup, RuleRef};
 use crate::shared_table::{SharedTable, Table};
 
 /// The metrics, named as the wasm filter's (Envoy prefixes them with the filter's metrics
@@ -276,8 +276,9 @@ pub struct Stream {
     /// The winning rule, kept only when the table asks for the debug response header.
     pub rule: Cell<Option<RuleRef>>,
     /// What the upstream's response gets: `Strict-Transport-Security` (ROUTING.md §8.4), an
-    /// affinity's `Set-Cookie`.
-    pub response: Cell<ResponseAdditions>,
+    /// affinity's `Set-Cookie`. (A body limit the request's headers did not settle is not counted
+    /// by the module: docs/deploy-envoy.md, "The wasm filter or the native module".)
+    pub followup: Cell<Followup>,
 }
 
 thread_local! {

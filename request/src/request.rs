@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
 use switchyard_table::format::{HSTS_HEADER, RULE_NAME_HEADER};
+use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
 
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::ShardedTable;
@@ -135,20 +136,33 @@ pub fn handle_request(host: &mut impl Host, table: &RouteTable, random: u64) -> 
 }
 
 /// [`handle_request`], with what the response of a routed request gets ([`Handled::response`]).
-pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, ResponseAdditions) {
+pub fn handle_whole(host: &mut impl Host, table: &RouteTable, random: u64) -> (Outcome, Followup) {
     let request = HostRequest::new(&*host, table.cluster_header());
     let decision = table.route(&request, random);
     answer(host, table, &request, (decision.map(|d| (d.position, d)), random))
 }
 
-/// What the filter adds to the upstream's response of a routed request.
+/// What the filter does later in a routed request's life: the headers it adds to the upstream's
+/// response, and the body limit it counts the request's body against.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResponseAdditions {
+pub struct Followup {
     /// The `Strict-Transport-Security` value (ROUTING.md §8.4): the table's shared string.
     pub hsts: Option<Arc<String>>,
     /// A cookie affinity's new key, a `Set-Cookie` added beside the upstream's own
     /// ([`switchyard_table::affinity`]).
     pub set_cookie: Option<String>,
+    /// The rule's body limit, when the request's headers did not settle it
+    /// ([`switchyard_table::policy`]).
+    pub body: Option<BodyBudget>,
+}
+
+impl Followup {
+    /// Counts a chunk of the request's body of `bytes`; `false` once the body is over the
+    /// rule's limit (the caller answers `switchyard_table::policy::TOO_LARGE` and sends nothing
+    /// more upstream).
+    pub fn body_chunk(&mut self, bytes: u64) -> bool {
+        self.body.as_mut().is_none_or(|budget| budget.take(bytes))
+    }
 }
 
 /// ROUTING.md §8.4: the `Strict-Transport-Security` value of `rule` for `request`, when it came
@@ -196,7 +210,7 @@ pub struct Handled {
     /// What the filter adds to the upstream's response of a routed request (`Strict-Transport-Security`,
     /// ROUTING.md §8.4; an affinity's `Set-Cookie`); nothing for a local reply, which carries its
     /// own.
-    pub response: ResponseAdditions,
+    pub response: Followup,
 }
 
 /// [`handle_request`] with a table held in shards, decoded as requests need them (inflated by
@@ -204,7 +218,7 @@ pub struct Handled {
 pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, inflater: &dyn Inflater) -> Handled {
     let request = HostRequest::new(&*host, table.cluster_header());
     let mut rule = None;
-    let mut response = ResponseAdditions::default();
+    let mut response = Followup::default();
     let routed = table.route(&request, random, inflater, |winner| {
         let outcome;
         (outcome, response) = answer(
@@ -239,7 +253,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
                 },
                 rule: None,
                 error: Some(error),
-                response: ResponseAdditions::default(),
+                response: Followup::default(),
             }
         }
     }
@@ -254,7 +268,7 @@ fn answer(
     table: &RouteTable,
     request: &HostRequest<'_>,
     (decision, random): (Option<(usize, Decision<'_>)>, u64),
-) -> (Outcome, ResponseAdditions) {
+) -> (Outcome, Followup) {
     let Some((position, decision)) = decision else {
         let outcome = match table.no_route() {
             NoRoute::Pass => {
@@ -267,12 +281,12 @@ fn answer(
                 Outcome::NotFound
             }
         };
-        return (outcome, ResponseAdditions::default());
+        return (outcome, Followup::default());
     };
     let rule = decision.rule;
     let hsts = hsts(rule, request);
     let header = hsts.as_deref().map(|value| (HSTS_HEADER, value.as_str()));
-    let mut set_cookie = None;
+    let (mut set_cookie, mut body) = (None, None);
     let outcome = match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
@@ -297,7 +311,7 @@ fn answer(
             let Some((status, location)) = rule.redirect_for(request) else {
                 // Unreachable for a validated table (every redirect rule has its template).
                 host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
-                return (Outcome::Direct { position, status: 500 }, ResponseAdditions::default());
+                return (Outcome::Direct { position, status: 500 }, Followup::default());
             };
             let mut headers = vec![("location", location.as_str())];
             if table.debug_rule_header() {
@@ -308,6 +322,26 @@ fn answer(
             Outcome::Direct { position, status }
         }
         ActionSpec::Route(route) => {
+            match rule
+                .spec()
+                .policy
+                .as_deref()
+                .map(|policy| check_headers(policy, request))
+            {
+                None | Some(HeadersVerdict::Pass(None)) => {}
+                Some(HeadersVerdict::Pass(budget)) => body = budget,
+                Some(HeadersVerdict::Refuse(status)) => {
+                    host.remove_request_header(table.cluster_header());
+                    let body = short_body(status, request);
+                    let mut headers = vec![("content-type", "text/plain")];
+                    if table.debug_rule_header() {
+                        headers.push((RULE_NAME_HEADER, rule.name()));
+                    }
+                    headers.extend(header);
+                    host.send_response(status, &headers, &body);
+                    return (Outcome::Direct { position, status }, Followup::default());
+                }
+            }
             // A regex rewrite may set headers with the path's groups (ingress-nginx's
             // `x-forwarded-prefix`); a prefix rewrite sets the path alone.
             let rewritten = rule.rewrite(request.path());
@@ -346,8 +380,8 @@ fn answer(
         }
     };
     let additions = match outcome {
-        Outcome::Routed { .. } => ResponseAdditions { hsts, set_cookie },
-        _ => ResponseAdditions::default(),
+        Outcome::Routed { .. } => Followup { hsts, set_cookie, body },
+        _ => Followup::default(),
     };
     (outcome, additions)
 }
@@ -377,6 +411,7 @@ fn key_by(
 fn short_body(status: u16, request: &impl RequestView) -> String {
     let meaning = match status {
         404 => "no route",
+        413 => "request body too large",
         502 => "bad gateway",
         503 => "service unavailable",
         _ => "answered by the proxy",
@@ -587,9 +622,10 @@ pub(crate) mod tests {
             handle_whole(&mut https, &table, 0),
             (
                 Outcome::Routed { position: 1 },
-                ResponseAdditions {
+                Followup {
                     hsts: Some(Arc::new("max-age=60".to_owned())),
-                    set_cookie: None
+                    set_cookie: None,
+                    body: None
                 }
             )
         );

@@ -170,11 +170,12 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
     assert!(has("k8s.nginx.org", "transportservers/status", "patch"));
     assert!(has("events.k8s.io", "events", "create"));
     // In istio-system: the Istio objects we are told to manage, by name (create cannot be limited
-    // by name), and the certificate copies of --istio-gateway (Secrets: create, patch, delete).
+    // by name: the table's EnvoyFilter and --istio-clusters's), and the certificate copies of
+    // --istio-gateway (Secrets: create, patch, delete).
     assert_eq!(
         role_rules(role("Role")),
         [
-            "networking.istio.io/envoyfilters [switchyard] get,list,watch,patch",
+            "networking.istio.io/envoyfilters [switchyard,switchyard-clusters] get,list,watch,patch",
             "extensions.istio.io/wasmplugins [switchyard] get,list,watch,patch",
             "networking.istio.io/gateways,virtualservices [switchyard] get,list,watch,patch,delete",
             "networking.istio.io/envoyfilters create",

@@ -80,6 +80,22 @@ pub struct RuleSpec {
     /// it), so that it costs a rule a pointer.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared_text")]
     pub hsts: Option<Arc<String>>,
+    /// What the rule asks of a request before a route action sends it upstream ([`Policy`]).
+    /// Shared as `hsts` is: every rule of a table with the same policy holds one.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared_policy")]
+    pub policy: Option<Arc<Policy>>,
+}
+
+/// What a rule asks of a request before its route action sends it upstream (issue "Policies beyond
+/// the route"; a redirect or a direct response answers first, as nginx's rewrite phase does):
+/// checked per request by the filter ([`crate::policy`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    /// The largest request body, in bytes: a larger `content-length` is answered 413 at once, and a
+    /// body without one is counted as it streams and answered 413 when it passes the limit
+    /// (ingress-nginx's `proxy-body-size`, NGINX's `client-max-body-size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_body_bytes: Option<u64>,
 }
 
 /// How a rule matches the request path (the query string is never part of it).
@@ -359,6 +375,13 @@ pub struct Redirect {
 fn shared_text<S: serde::Serializer>(value: &Option<Arc<String>>, serializer: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(text) => serializer.serialize_str(text),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn shared_policy<S: serde::Serializer>(value: &Option<Arc<Policy>>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(policy) => policy.serialize(serializer),
         None => serializer.serialize_none(),
     }
 }

@@ -18,6 +18,7 @@
 //! - [`redirect`]: redirect locations, `${scheme}`, `${host}`, `${request_uri}`, `${http_host}`,
 //!   `${args}`, the path regex's groups … filled in per request (NGINX's and ingress-nginx's forms).
 //! - [`canary`]: ingress-nginx's canary, decided per request by header, cookie and weight.
+//! - [`policy`]: a rule's policies (the body limit) per request.
 //! - [`affinity`]: the key a route's request is hashed to one endpoint by (cookie affinity, request
 //!   hashes), made per request.
 //! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
@@ -41,6 +42,7 @@ mod index;
 pub mod json;
 pub mod oracle;
 mod path;
+pub mod policy;
 pub mod precedence;
 mod read;
 pub mod redirect;
@@ -55,8 +57,8 @@ pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
-    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec,
-    TableSpec,
+    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite, RouteAction,
+    RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

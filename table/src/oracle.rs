@@ -147,6 +147,7 @@ pub fn rule(choose: &mut impl FnMut(usize) -> usize, i: usize) -> RuleSpec {
         conditions,
         action: ActionSpec::Route(RouteAction::to("c".to_owned())),
         hsts: None,
+        policy: None,
     }
 }
 

@@ -19,8 +19,8 @@ use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
-    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Redirect, RegexRewrite, RouteAction, RuleSpec,
-    TableSpec, DEFAULT_CLUSTER_HEADER,
+    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite, RouteAction,
+    RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -324,6 +324,17 @@ impl FromDoc for RuleSpec {
                 conditions: f.or("conditions", Vec::new())?,
                 action: f.required("action")?,
                 hsts: f.optional::<String>("hsts")?.map(std::sync::Arc::new),
+                policy: f.optional::<Policy>("policy")?.map(std::sync::Arc::new),
+            })
+        })
+    }
+}
+
+impl FromDoc for Policy {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Policy {
+                max_body_bytes: f.optional("max_body_bytes")?,
             })
         })
     }

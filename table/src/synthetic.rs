@@ -120,6 +120,7 @@ fn spec(name: &str, host: Option<&str>, path: PathSpec) -> RuleSpec {
         conditions: Vec::new(),
         action: ActionSpec::Route(RouteAction::to(format!("bench/{name}:80"))),
         hsts: None,
+        policy: None,
     }
 }
 

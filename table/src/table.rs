@@ -294,9 +294,10 @@ impl TryFrom<TableSpec> for RouteTable {
         drop(first_position);
         let mut index = HostIndex::default();
         let mut rules = Vec::with_capacity(spec.rules.len());
-        let mut shared = Vec::new();
+        let (mut shared, mut policies) = (Vec::new(), Vec::new());
         for (position, mut rule_spec) in spec.rules.into_iter().enumerate() {
             intern(&mut rule_spec.hsts, &mut shared);
+            intern(&mut rule_spec.policy, &mut policies);
             let rule = Rule::compile(rule_spec, position)?;
             let id = RuleId::try_from(position).map_err(|_| {
                 TableError::rule(
@@ -323,8 +324,8 @@ impl TryFrom<TableSpec> for RouteTable {
 
 /// Replaces `text` by the equal string `shared` holds, or adds it there: the table's rules then hold
 /// one copy of each value (a handful at most: ingress-nginx's HSTS value).
-fn intern(text: &mut Option<Arc<String>>, shared: &mut Vec<Arc<String>>) {
-    let Some(value) = text else { return };
+fn intern<T: PartialEq>(value: &mut Option<Arc<T>>, shared: &mut Vec<Arc<T>>) {
+    let Some(value) = value else { return };
     match shared.iter().find(|s| ***s == **value) {
         Some(same) => *value = Arc::clone(same),
         None => shared.push(Arc::clone(value)),

@@ -5,7 +5,7 @@
 use switchyard_table::compact::{self, Encoder};
 use switchyard_table::{
     ActionSpec, Affinity, AffinityCookie, Backend, ConditionSource, ConditionSpec, DirectResponse, HashPart,
-    HeaderValue, MatchOp, NoRoute, PathSpec, Redirect, RouteAction, RuleSpec, TableSpec,
+    HeaderValue, MatchOp, NoRoute, PathSpec, Policy, Redirect, RouteAction, RuleSpec, TableSpec,
 };
 
 /// Rule `i` of a table like the compiler's: mostly routes, some with conditions, rewrites, direct
@@ -69,6 +69,12 @@ fn rule(i: usize, salt: &str) -> RuleSpec {
         conditions,
         action,
         hsts: None,
+        // Every seventh rule a body limit, one of two: the encoders share what repeats.
+        policy: (i % 7 == 2).then(|| {
+            std::sync::Arc::new(Policy {
+                max_body_bytes: Some(1_048_576 << (i % 2)),
+            })
+        }),
     }
 }
 

@@ -62,6 +62,7 @@ pub fn https_redirect(rule: &RuleSpec, status: u16) -> RuleSpec {
             status,
         }),
         hsts: None,
+        policy: None,
     }
 }
 

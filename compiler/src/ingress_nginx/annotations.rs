@@ -79,6 +79,9 @@ pub struct IngressNginxAnnotations {
     pub proxy_ssl: ProxySsl,
     /// `load-balance`.
     pub load_balance: Balance,
+    /// `proxy-body-size` in bytes, `Some(None)` for `0` (no limit); `None` when absent or invalid
+    /// (the ConfigMap's stands).
+    pub proxy_body_size: Option<Option<u64>>,
     /// `affinity: cookie` with `session-cookie-*`, or `upstream-hash-by`.
     pub affinity: Option<IngressAffinity>,
     /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
@@ -107,6 +110,7 @@ const READ: &[&str] = &[
     "backend-protocol",
     "proxy-connect-timeout",
     "service-upstream",
+    "proxy-body-size",
 ];
 
 /// ROUTING.md §7.9: annotations ingress-nginx v1.15 itself does not read: removed from it
@@ -296,6 +300,20 @@ impl IngressNginxAnnotations {
                 });
             }
             ms
+        });
+        out.proxy_body_size = mine.get("proxy-body-size").and_then(|value| {
+            let size = super::configmap::nginx_size(value);
+            if size.is_none() {
+                out.problems.push(Problem {
+                    name: "proxy-body-size".to_owned(),
+                    reason: Reason::AnnotationInvalid,
+                    message: format!(
+                        "{prefix}/proxy-body-size: {value:?} is not a size (bytes, or with k, m or g); the ConfigMap's \
+                         (1m by default) stands"
+                    ),
+                });
+            }
+            size
         });
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);

@@ -168,6 +168,7 @@ mod tests {
                 ..DirectResponse::default()
             }),
             hsts: None,
+            policy: None,
         }
     }
 

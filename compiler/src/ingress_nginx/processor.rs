@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::{ActionSpec, DirectResponse, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, DirectResponse, Policy, RouteAction, RuleSpec};
 
 use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
@@ -319,6 +319,10 @@ fn draft(
             }
         },
     };
+    let policy = match &action {
+        ActionSpec::Route(_) => body_limit(owner, inputs.options),
+        _ => None,
+    };
     let rule = RuleSpec {
         name: laid.name,
         host: laid.host,
@@ -326,6 +330,7 @@ fn draft(
         conditions: laid.conditions,
         action,
         hsts: None,
+        policy,
     };
     if let Err(why) = validator.rule(&rule) {
         let message = format!("{}: {why}; this path is not routed", laid.at);
@@ -503,6 +508,15 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
         ..Variant::default()
     }
     .under(options)
+}
+
+/// The body limit of a member's locations (`proxy-body-size`, else the ConfigMap's: 1 MiB unless
+/// it says otherwise; none for `0`).
+fn body_limit(member: &Member<'_>, options: &Options) -> Option<Arc<Policy>> {
+    let size = (member.annotations.proxy_body_size).unwrap_or(options.ingress_nginx_config.proxy_body_size)?;
+    Some(Arc::new(Policy {
+        max_body_bytes: Some(size),
+    }))
 }
 
 /// Why a member's backends cannot be reached as its `proxy-ssl-verify: on` asks (fail closed: its

@@ -77,6 +77,7 @@ impl ServerTls {
                     status: *status,
                 }),
                 hsts: None,
+                policy: None,
             }),
         }
     }

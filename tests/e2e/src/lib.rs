@@ -75,6 +75,32 @@ impl Backend {
     }
 }
 
+/// A chunked body, read to its last chunk and trailers; `None` when the connection ends first.
+fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let size = usize::from_str_radix(line.trim().split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            // Trailers, to the empty line.
+            loop {
+                let mut trailer = String::new();
+                if reader.read_line(&mut trailer).ok()? == 0 || trailer.trim().is_empty() {
+                    return Some(body);
+                }
+            }
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..]).ok()?;
+        let mut crlf = [0; 2];
+        reader.read_exact(&mut crlf).ok()?;
+    }
+}
+
 fn serve_connection(name: &str, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let Ok(write_half) = stream.try_clone() else { return };
@@ -111,10 +137,22 @@ fn serve_connection(name: &str, stream: TcpStream) {
                 headers.push((key, value));
             }
         }
-        let mut body_in = vec![0; content_length];
-        if reader.read_exact(&mut body_in).is_err() {
-            return;
-        }
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+        let body_in = match chunked {
+            true => match read_chunked(&mut reader) {
+                Some(body) => body,
+                None => return,
+            },
+            false => {
+                let mut body = vec![0; content_length];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                body
+            }
+        };
         let mut body = format!("backend: {name}\npath: {path}\n");
         for (key, value) in &headers {
             body.push_str(&format!("header: {key}: {value}\n"));
