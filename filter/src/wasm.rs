@@ -24,7 +24,7 @@ use switchyard_table::policy::TOO_LARGE;
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::headers::HeaderBlock;
-use switchyard_request::host::{Host, HostCallFailed};
+use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
 use switchyard_request::random::Random;
 use switchyard_request::request::{Followup, Outcome, RuleRef};
@@ -418,5 +418,10 @@ impl Host for ProxyHost {
 
     fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
         let _ = hostcalls::send_http_response(u32::from(status), headers.to_vec(), Some(body.as_bytes()));
+    }
+
+    fn client_address(&self) -> Option<std::net::IpAddr> {
+        let bytes = hostcalls::get_property(vec!["source", "address"]).ok()??;
+        parse_client_address(std::str::from_utf8(&bytes).ok()?)
     }
 }

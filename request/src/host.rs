@@ -19,4 +19,20 @@ pub trait Host {
     fn remove_request_header(&mut self, name: &str);
     /// Answers locally; the request goes no further.
     fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str);
+    /// The client's address as the proxy derives it (Envoy's `source.address`: the connection's
+    /// peer, or the address `x-forwarded-for` gives under `use_remote_address` and
+    /// `xff_num_trusted_hops`); `None` when the host cannot tell, which a rule's address ranges
+    /// refuse. Asked only by a rule with address ranges.
+    fn client_address(&self) -> Option<std::net::IpAddr> {
+        None
+    }
+}
+
+/// The address of Envoy's `source.address` (`ip:port`, `[ip6]:port`, or an address alone).
+pub fn parse_client_address(text: &str) -> Option<std::net::IpAddr> {
+    let text = text.trim();
+    text.parse::<std::net::SocketAddr>()
+        .map(|socket| socket.ip())
+        .or_else(|_| text.parse::<std::net::IpAddr>())
+        .ok()
 }

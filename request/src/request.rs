@@ -322,12 +322,8 @@ fn answer(
             Outcome::Direct { position, status }
         }
         ActionSpec::Route(route) => {
-            match rule
-                .spec()
-                .policy
-                .as_deref()
-                .map(|policy| check_headers(policy, request))
-            {
+            let policy = rule.spec().policy.as_deref();
+            match policy.map(|policy| check_headers(policy, request, || host.client_address())) {
                 None | Some(HeadersVerdict::Pass(None)) => {}
                 Some(HeadersVerdict::Pass(budget)) => body = budget,
                 Some(HeadersVerdict::Refuse(status)) => {
@@ -411,6 +407,7 @@ fn key_by(
 fn short_body(status: u16, request: &impl RequestView) -> String {
     let meaning = match status {
         404 => "no route",
+        403 => "forbidden",
         413 => "request body too large",
         502 => "bad gateway",
         503 => "service unavailable",

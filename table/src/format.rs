@@ -96,6 +96,86 @@ pub struct Policy {
     /// (ingress-nginx's `proxy-body-size`, NGINX's `client-max-body-size`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_body_bytes: Option<u64>,
+    /// The client addresses that may pass (empty: any); another is answered 403 (ingress-nginx's
+    /// `whitelist-source-range`). The address is the client's as Envoy derives it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<IpRange>,
+    /// The client addresses answered 403, checked before `allow` (ingress-nginx's
+    /// `denylist-source-range`, its ConfigMap's `block-cidrs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<IpRange>,
+}
+
+/// An address range, `10.0.0.0/8` or `2001:db8::/32` (a bare address is the range of itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IpRange {
+    /// The range's first address (its host bits zero).
+    pub network: std::net::IpAddr,
+    /// The prefix length.
+    pub prefix: u8,
+}
+
+impl IpRange {
+    /// Parses `10.0.0.0/8`, `10.1.2.3` or `2001:db8::/32`; host bits set under the prefix are
+    /// cleared (`10.1.2.3/8` is `10.0.0.0/8`, as nginx reads it).
+    pub fn parse(text: &str) -> Option<IpRange> {
+        let text = text.trim();
+        let (address, prefix) = match text.split_once('/') {
+            Some((address, prefix)) => (address, Some(prefix.parse::<u8>().ok()?)),
+            None => (text, None),
+        };
+        let address: std::net::IpAddr = address.parse().ok()?;
+        let bits = if address.is_ipv4() { 32 } else { 128 };
+        let prefix = prefix.unwrap_or(bits);
+        if prefix > bits {
+            return None;
+        }
+        let range = IpRange {
+            network: address,
+            prefix,
+        };
+        Some(IpRange {
+            network: range.masked(address)?,
+            prefix,
+        })
+    }
+
+    /// Whether `address` is in the range (an IPv4-mapped IPv6 address is its IPv4 address).
+    pub fn contains(&self, address: std::net::IpAddr) -> bool {
+        let address = match address {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        self.masked(address) == Some(self.network)
+    }
+
+    /// `address` with the bits past the prefix cleared; `None` for another family.
+    fn masked(&self, address: std::net::IpAddr) -> Option<std::net::IpAddr> {
+        use std::net::IpAddr::{V4, V6};
+        match (self.network, address) {
+            (V4(_), V4(a)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                Some(V4((u32::from(a) & mask).into()))
+            }
+            (V6(_), V6(a)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                Some(V6((u128::from(a) & mask).into()))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for IpRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.network, self.prefix)
+    }
+}
+
+impl Serialize for IpRange {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// How a rule matches the request path (the query string is never part of it).

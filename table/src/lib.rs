@@ -57,8 +57,8 @@ pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
-    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite, RouteAction,
-    RuleSpec, TableSpec,
+    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite,
+    RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

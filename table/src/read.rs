@@ -19,8 +19,8 @@ use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
-    DirectResponse, HashPart, HeaderValue, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite, RouteAction,
-    RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite,
+    RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -330,11 +330,20 @@ impl FromDoc for RuleSpec {
     }
 }
 
+impl FromDoc for IpRange {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let text = text(value, doc, at)?;
+        IpRange::parse(text).ok_or_else(|| at.error(format_args!("{text:?} is not an address range")))
+    }
+}
+
 impl FromDoc for Policy {
     fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
         object(value, doc, at, |f| {
             Ok(Policy {
                 max_body_bytes: f.optional("max_body_bytes")?,
+                allow: f.or("allow", Vec::new())?,
+                deny: f.or("deny", Vec::new())?,
             })
         })
     }

@@ -73,6 +73,7 @@ fn rule(i: usize, salt: &str) -> RuleSpec {
         policy: (i % 7 == 2).then(|| {
             std::sync::Arc::new(Policy {
                 max_body_bytes: Some(1_048_576 << (i % 2)),
+                ..Policy::default()
             })
         }),
     }

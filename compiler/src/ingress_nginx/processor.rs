@@ -516,6 +516,7 @@ fn body_limit(member: &Member<'_>, options: &Options) -> Option<Arc<Policy>> {
     let size = (member.annotations.proxy_body_size).unwrap_or(options.ingress_nginx_config.proxy_body_size)?;
     Some(Arc::new(Policy {
         max_body_bytes: Some(size),
+        ..Policy::default()
     }))
 }
 

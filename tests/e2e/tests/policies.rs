@@ -1,7 +1,9 @@
 //! Policies beyond the route through a real Envoy (issue "Policies beyond the route"): a rule's body
 //! limit (ingress-nginx's `proxy-body-size`, 1 MiB by default) answers 413 for a body over it,
 //! declared by its `content-length` or counted as it streams, and lets one within it reach the
-//! backend whole; a rule without a policy takes any body.
+//! backend whole; a rule without a policy takes any body. A rule's address ranges are checked
+//! against the client's address as Envoy knows it (`source.address`: here the test's own
+//! connection, 127.0.0.1).
 //!
 //! Needs `ENVOY_BIN` and the filter (`make test-envoy` sets them).
 
@@ -95,4 +97,37 @@ fn a_streamed_body_without_content_length_is_counted_and_refused_once_over_the_l
         .find_map(|l| l.strip_prefix("body: "))
         .map_or(0, str::len);
     assert_eq!(echoed, 768 << 10);
+}
+
+#[test]
+fn address_ranges_are_checked_against_the_address_envoy_gives_the_filter() {
+    let ranged = |name: &str, policy: serde_json::Value| {
+        let mut rule = rule(&format!("Ingress/shop/{name}#0"))
+            .host(&format!("{name}.example"))
+            .prefix("/")
+            .to(SERVICE);
+        rule["policy"] = policy;
+        rule
+    };
+    let rules = vec![
+        ranged("loopback", json!({ "allow": ["127.0.0.0/8"] })),
+        ranged("private", json!({ "allow": ["10.0.0.0/8"] })),
+        ranged("denied", json!({ "allow": ["127.0.0.0/8"], "deny": ["127.0.0.1"] })),
+    ];
+    let envoy = Envoy::start(&table("ranges", rules), &[SERVICE]);
+    let answer = |host: &str| {
+        let response = envoy.send(&get(host, "/"));
+        (response.status, response.backend().map(str::to_owned))
+    };
+    assert_eq!(
+        answer("loopback.example"),
+        (200, Some("api".to_owned())),
+        "127.0.0.1 is in 127.0.0.0/8"
+    );
+    assert_eq!(
+        answer("private.example"),
+        (403, None),
+        "127.0.0.1 is outside 10.0.0.0/8"
+    );
+    assert_eq!(answer("denied.example"), (403, None), "denied before allowed");
 }
