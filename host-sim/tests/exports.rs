@@ -1,6 +1,7 @@
 //! The shipped filter exports exactly what `filter/exports.json` keeps (the graph `make build-wasm`
 //! hands to `wasm-metadce`), and works without the callbacks it dropped: a host that finds no
-//! `proxy_on_request_body` or `proxy_on_request_trailers` goes on with the request, as Envoy does.
+//! `proxy_on_request_trailers` or `proxy_on_response_body` goes on with the request, as Envoy does.
+//! `proxy_on_request_body` is kept: it counts a body against its rule's limit.
 
 mod common;
 
@@ -43,8 +44,8 @@ fn every_kept_export_is_a_root_and_says_why() {
         assert!(node["why"].as_str().is_some_and(|why| why.len() > 20), "{node}");
     }
     for gone in [
-        "proxy_on_request_body",
         "proxy_on_request_trailers",
+        "proxy_on_response_body",
         "proxy_on_grpc_receive",
         "proxy_on_tick",
     ] {
@@ -53,7 +54,8 @@ fn every_kept_export_is_a_root_and_says_why() {
 }
 
 /// A request with a body and trailers, and a response with a body: the filter routes it from its
-/// headers, and the body and trailer phases, which it no longer exports, let everything through.
+/// headers, lets the body through (a rule without a limit counts nothing), and the trailer and
+/// response body phases, which it does not export, let everything through.
 #[test]
 fn a_request_with_a_body_and_trailers_is_routed_without_body_callbacks() {
     let mut sim = Sim::load(common::filter_wasm()).unwrap();
@@ -73,7 +75,26 @@ fn a_request_with_a_body_and_trailers_is_routed_without_body_callbacks() {
         phases,
         [
             (Phase::RequestHeaders, Action::Continue),
+            (Phase::RequestBody, Action::Continue),
             (Phase::ResponseHeaders, Action::Continue)
         ]
     );
+}
+
+/// A rule's body limit (issue "Policies beyond the route") on a body that comes without a
+/// `content-length`: counted in the body phase, answered 413 once over the limit, never forwarded;
+/// one within the limit goes on.
+#[test]
+fn a_body_over_its_rules_limit_is_answered_413_in_the_body_phase() {
+    let mut sim = Sim::load(common::filter_wasm()).unwrap();
+    let mut limited = rule("I/a/x#0").segment_prefix("/upload").to("a/up:80");
+    limited["policy"] = json!({ "max_body_bytes": 10 });
+    let table = json!({ "version": 1, "rules": [limited] });
+    assert!(sim.configure(table.to_string()));
+    let over = sim.request(Request::new("POST", "http://example.net/upload").body("eleven byte"));
+    assert!(over.error.is_none(), "{:?}", over.error);
+    assert_eq!(over.local_status(), Some(413), "{over:?}");
+    assert!(!over.forwarded);
+    let within = sim.request(Request::new("POST", "http://example.net/upload").body("ten bytes."));
+    assert!(within.forwarded, "{within:?}");
 }
