@@ -102,7 +102,7 @@ metadata:
   annotations:
     nginx.ingress.kubernetes.io/use-regex: \"true\"
     nginx.ingress.kubernetes.io/rewrite-target: /$2
-    nginx.ingress.kubernetes.io/proxy-body-size: 8m
+    nginx.ingress.kubernetes.io/proxy-read-timeout: \"120\"
     nginx.ingress.kubernetes.io/enable-cors: \"true\"
 spec:
   ingressClassName: nginx
@@ -233,7 +233,7 @@ async fn an_ingress_nginx_rewrite_is_routed_with_its_rewrite_and_gets_its_load_b
             .collect();
         match not_honoured.len() == 2
             && not_honoured[0].contains("nginx.ingress.kubernetes.io/enable-cors")
-            && not_honoured[1].contains("nginx.ingress.kubernetes.io/proxy-body-size")
+            && not_honoured[1].contains("nginx.ingress.kubernetes.io/proxy-read-timeout")
         {
             true => Ok(()),
             false => Err(format!("{events:?}")),
@@ -423,7 +423,7 @@ async fn the_status_lists_each_annotation_an_ingress_nginx_ingress_carries_that_
         "{entry}"
     );
     assert!(
-        not_honoured[1].contains("nginx.ingress.kubernetes.io/proxy-body-size"),
+        not_honoured[1].contains("nginx.ingress.kubernetes.io/proxy-read-timeout"),
         "{entry}"
     );
     assert!(
