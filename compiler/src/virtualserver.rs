@@ -639,7 +639,7 @@ impl Server {
                 conditions: plan.conditions,
                 action: plan.action,
                 hsts: None,
-                policy: None,
+                policy: plan.policy,
             };
             validator.rule(&rule).map_err(|why| format!("{at}: {why}"))?;
             if plan.branch.is_none() && rule.path == PathSpec::Prefix("/".to_owned()) {

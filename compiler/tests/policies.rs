@@ -80,3 +80,57 @@ fn identical_policies_are_held_once_by_the_table() {
         "one shared policy"
     );
 }
+
+/// A VirtualServer `v` routing `/` to upstream `api` with `extra` (YAML of the upstream), and `/old`
+/// answered with a redirect.
+fn virtual_server(extra: &str) -> String {
+    format!(
+        "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {{name: v, namespace: shop}}\nspec:\n  host: v.example.com\n  upstreams:\n  - {{name: api, service: api, port: 80{extra}}}\n  routes:\n  - {{path: /, action: {{pass: api}}}}\n  - {{path: /old, action: {{redirect: {{url: \"https://v.example.com/\"}}}}}}\n"
+    )
+}
+
+/// The body limit of each rule of VirtualServer shop/v, by rule name.
+fn vs_limits(yaml: &str) -> Vec<(String, Option<u64>)> {
+    let compiled = compile_yaml(yaml, &switchyard_compiler::Options::default());
+    (compiled.table.rules.iter())
+        .filter(|r| r.name.starts_with("VirtualServer/shop/v"))
+        .map(|r| (r.name.clone(), r.policy.as_deref().and_then(|p| p.max_body_bytes)))
+        .collect()
+}
+
+#[test]
+fn a_virtualserver_upstream_takes_nginxs_one_mebibyte_body_unless_its_client_max_body_size_says() {
+    let limits = vs_limits(&virtual_server(""));
+    let of = |limits: &[(String, Option<u64>)], suffix: &str| {
+        limits
+            .iter()
+            .find(|(n, _)| n.ends_with(suffix))
+            .map(|(_, l)| *l)
+            .unwrap()
+    };
+    assert_eq!(of(&limits, "#0"), Some(1 << 20), "{limits:?}");
+    assert_eq!(
+        of(&limits, "#1"),
+        None,
+        "a redirect answers before the body: {limits:?}"
+    );
+    let limits = vs_limits(&virtual_server(", client-max-body-size: 20m"));
+    assert_eq!(of(&limits, "#0"), Some(20 << 20), "{limits:?}");
+    let limits = vs_limits(&virtual_server(", client-max-body-size: \"0\""));
+    assert_eq!(of(&limits, "#0"), None, "0: no limit");
+}
+
+#[test]
+fn an_invalid_client_max_body_size_makes_the_virtualserver_invalid() {
+    let compiled = compile_yaml(
+        &virtual_server(", client-max-body-size: lots"),
+        &switchyard_compiler::Options::default(),
+    );
+    let status = status_of(&compiled, "VirtualServer", "shop", "v");
+    assert_eq!(
+        status.status,
+        switchyard_compiler::status::Status::Invalid,
+        "{status:?}"
+    );
+    assert!(format!("{status:?}").contains("client-max-body-size"), "{status:?}");
+}

@@ -114,6 +114,9 @@ pub struct Upstream {
     /// `connect-timeout`: an nginx time (`30s`).
     #[serde(default, rename = "connect-timeout", skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<String>,
+    /// `client-max-body-size`: an nginx size (`10m`; `0`: no limit); NGINX's 1 MiB when absent.
+    #[serde(default, rename = "client-max-body-size", skip_serializing_if = "Option::is_none")]
+    pub client_max_body_size: Option<String>,
     /// `lb-method`: `round_robin`, `least_conn`, `random`, `random two [least_conn]`, `ip_hash`,
     /// `hash <key> [consistent]`, … (NGINX's `random two least_conn` when absent).
     #[serde(default, rename = "lb-method", skip_serializing_if = "Option::is_none")]

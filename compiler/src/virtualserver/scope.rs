@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use switchyard_table::{
-    ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, Redirect, RegexRewrite, RouteAction,
+    ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, Policy, Redirect, RegexRewrite, RouteAction,
 };
 
 use crate::model::Options;
@@ -43,6 +43,8 @@ pub(super) struct Planned {
     pub(super) branch: Option<usize>,
     pub(super) conditions: Vec<ConditionSpec>,
     pub(super) action: ActionSpec,
+    /// What the rule asks of a request before it is proxied (the upstream's body limit).
+    pub(super) policy: Option<Arc<Policy>>,
 }
 
 /// The resource whose routes are being compiled (the VirtualServer, or one of its
@@ -54,6 +56,9 @@ pub(super) struct Scope<'s> {
     services: &'s ServicePorts,
     options: &'s Options,
     pub(super) notes: Vec<Note>,
+    /// The policy of the action [`Scope::choice`] made last (a proxying one's), taken by
+    /// [`Scope::route`] into its [`Planned`].
+    policy: Option<Arc<Policy>>,
 }
 
 impl<'s> Scope<'s> {
@@ -85,12 +90,14 @@ impl<'s> Scope<'s> {
             services,
             options,
             notes: Vec::new(),
+            policy: None,
         })
     }
 
     /// The rules of one route: each match in order, then the route's own action (or splits).
     pub(super) fn route(&mut self, at: &str, route: &Route, location: &Location) -> Result<Vec<Planned>, Fault> {
         let own = self.choice(at, route.action.as_ref(), &route.splits, location)?;
+        let own_policy = self.policy.take();
         let mut planned = Vec::with_capacity(route.matches.len() + 1);
         for (mi, m) in route.matches.iter().enumerate() {
             let at = format!("{at}.matches[{mi}]");
@@ -115,12 +122,14 @@ impl<'s> Scope<'s> {
                 branch: Some(mi),
                 conditions,
                 action,
+                policy: self.policy.take(),
             });
         }
         planned.push(Planned {
             branch: None,
             conditions: Vec::new(),
             action: own,
+            policy: own_policy,
         });
         Ok(planned)
     }
@@ -133,6 +142,8 @@ impl<'s> Scope<'s> {
         splits: &[Split],
         location: &Location,
     ) -> Result<ActionSpec, Fault> {
+        // Only a proxying action sets it again ([`Scope::forward`]).
+        self.policy = None;
         match (action, splits.is_empty()) {
             (Some(action), true) => self.action(&format!("{at}.action"), action, location),
             (None, false) => self.splits(&format!("{at}.splits"), splits),
@@ -281,6 +292,13 @@ impl<'s> Scope<'s> {
         set_headers: Vec<HeaderValue>,
     ) -> Result<ActionSpec, Fault> {
         let (mut backends, mut affinity) = (Vec::new(), None);
+        // The first upstream's body limit is the route's (one check per request, as its key).
+        if let Some(first) = upstreams
+            .first()
+            .and_then(|(name, _)| self.upstreams.get(name).copied())
+        {
+            self.policy = body_limit(first, at)?;
+        }
         for (name, weight) in upstreams {
             let upstream =
                 self.upstreams.get(name).copied().ok_or_else(|| {
@@ -342,4 +360,25 @@ impl<'s> Scope<'s> {
             affinity,
         }))
     }
+}
+
+/// NGINX's `client_max_body_size` of an upstream: its `client-max-body-size` (an nginx size; `0`:
+/// no limit), else the NGINX Ingress Controller's default, 1 MiB. An invalid size makes the
+/// VirtualServer invalid, as NGINX's validation does.
+fn body_limit(upstream: &Upstream, at: &str) -> Result<Option<Arc<Policy>>, Fault> {
+    let size = match &upstream.client_max_body_size {
+        None => Some(1 << 20),
+        Some(text) => crate::ingress_nginx::configmap::nginx_size(text).ok_or_else(|| {
+            Fault::Invalid(format!(
+                "{at}: upstream {:?}: client-max-body-size {text:?} is not a size (bytes, or with k, m or g)",
+                upstream.name
+            ))
+        })?,
+    };
+    Ok(size.map(|bytes| {
+        Arc::new(Policy {
+            max_body_bytes: Some(bytes),
+            ..Policy::default()
+        })
+    }))
 }
