@@ -510,7 +510,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 let message = format!(
                     "{at}.services[{si}]: its protocol, validation and the route's timeoutPolicy.idleConnection, \
                      loadBalancerPolicy and healthCheckPolicy need a cluster of its own, which only a gateway whose \
-                     clusters come from switchyard watch --clusters-dir has; the service is spoken to with its \
+                     clusters come from switchyard watch --clusters-dir or --istio-clusters has; the service is spoken to with its \
                      cluster's own settings"
                 );
                 let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);

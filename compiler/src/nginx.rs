@@ -1,6 +1,6 @@
 //! NGINX's VirtualServer syntax in the table's terms (ROUTING.md §6): locations (`/x`, `=/x`, `~re`,
 //! `~*re`, `^~/x`), match condition values (plain, `!`, `~re`, `~*re`, `""`), the order NGINX
-//! picks locations and matches in ([`NginxRank`]), and its times ([`time_ms`]). A leaf: it reads the CRD types and the table's
+//! picks locations and matches in ([`NginxRank`]), and its times and sizes ([`time_ms`], [`size_bytes`]). A leaf: it reads the CRD types and the table's
 //! format, nothing else; [`crate::virtualserver`] uses it.
 
 use std::cmp::Reverse;
@@ -325,6 +325,23 @@ pub fn why_ranked_lower(winner: &RuleSpec, loser: &RuleSpec) -> Option<&'static 
     })
 }
 
+/// An nginx size (`client_max_body_size`): bytes, or a number with `k`, `m` or `g` (any case);
+/// `Some(None)` for `0`, no limit; `None` when it is no size.
+pub fn size_bytes(text: &str) -> Option<Option<u64>> {
+    let text = text.trim();
+    let (number, scale) = match text.char_indices().last()? {
+        (at, 'k' | 'K') => (&text[..at], 1u64 << 10),
+        (at, 'm' | 'M') => (&text[..at], 1 << 20),
+        (at, 'g' | 'G') => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let bytes = number.parse::<u64>().ok()?.checked_mul(scale)?;
+    Some((bytes > 0).then_some(bytes))
+}
+
 /// An nginx time (`500ms`, `30s`, `1m30s`, `2h`; a bare number is seconds) in milliseconds;
 /// `None` when it is not one, is zero, or exceeds `u32` milliseconds.
 pub fn time_ms(text: &str) -> Option<u32> {
@@ -356,6 +373,23 @@ pub fn time_ms(text: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nginx_sizes_are_bytes_kibibytes_mebibytes_or_gibibytes_and_zero_is_no_limit() {
+        use super::size_bytes;
+        for (text, size) in [
+            ("512", Some(512)),
+            ("64k", Some(64 << 10)),
+            ("8m", Some(8 << 20)),
+            ("2G", Some(2 << 30)),
+            ("0m", None),
+        ] {
+            assert_eq!(size_bytes(text), Some(size), "{text}");
+        }
+        for text in ["", "m", "1.5m", "-1", "10mb"] {
+            assert_eq!(size_bytes(text), None, "{text}");
+        }
+    }
+
     #[test]
     fn nginx_times_are_milliseconds_seconds_minutes_hours_and_days_combined() {
         use super::time_ms;

@@ -179,11 +179,7 @@ fn nginx_api(annotations: &str) -> String {
 }
 
 fn nginx_compiled(yaml: &str) -> (switchyard_compiler::Compiled, Upstream) {
-    let loaded = load(yaml);
-    let options = with_variants(nginx_options());
-    let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
-    let upstream = plan(&loaded.objects, &compiled.table, &compiled.l4, &options);
-    (compiled, upstream)
+    planned_with(yaml, nginx_options())
 }
 
 fn routed_cluster(compiled: &switchyard_compiler::Compiled) -> String {
@@ -671,8 +667,13 @@ fn load_balance_ewma_is_least_request_and_round_robin_the_template() {
 
 /// Compiles and plans `yaml` with variant clusters.
 fn planned(yaml: &str) -> (switchyard_compiler::Compiled, Upstream) {
+    planned_with(yaml, Options::default())
+}
+
+/// Compiles and plans `yaml` under `options`, with variant clusters.
+fn planned_with(yaml: &str, options: Options) -> (switchyard_compiler::Compiled, Upstream) {
     let loaded = load(yaml);
-    let options = with_variants(Options::default());
+    let options = with_variants(options);
     let compiled = switchyard_compiler::compile(&loaded.objects, &options).unwrap();
     let upstream = plan(&loaded.objects, &compiled.table, &compiled.l4, &options);
     (compiled, upstream)

@@ -96,13 +96,7 @@ fn health_check(policy: &HttpHealthCheckPolicy) -> Result<HealthCheck, String> {
     if !policy.path.starts_with('/') {
         return Err(format!("path {:?} is not an absolute path", policy.path));
     }
-    let positive = |value: Option<i64>, default: u32, field: &str| match value {
-        None => Ok(default),
-        Some(n) => u32::try_from(n)
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{field} {n} is not a positive number")),
-    };
+    let positive = HealthCheck::positive;
     let seconds = |value, default, field| Ok::<u32, String>(positive(value, default, field)?.saturating_mul(1000));
     Ok(HealthCheck {
         path: policy.path.clone(),

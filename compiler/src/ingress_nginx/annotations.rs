@@ -302,7 +302,7 @@ impl IngressNginxAnnotations {
             ms
         });
         out.proxy_body_size = mine.get("proxy-body-size").and_then(|value| {
-            let size = super::configmap::nginx_size(value);
+            let size = crate::nginx::size_bytes(value);
             if size.is_none() {
                 out.problems.push(Problem {
                     name: "proxy-body-size".to_owned(),

@@ -5,23 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::https::TlsRange;
-
-/// nginx's size (`client_max_body_size`): bytes, or a number with `k`, `m` or `g` (any case);
-/// `Some(None)` for `0`, no limit; `None` when it is no size.
-pub fn nginx_size(text: &str) -> Option<Option<u64>> {
-    let text = text.trim();
-    let (number, scale) = match text.char_indices().last()? {
-        (at, 'k' | 'K') => (&text[..at], 1u64 << 10),
-        (at, 'm' | 'M') => (&text[..at], 1 << 20),
-        (at, 'g' | 'G') => (&text[..at], 1 << 30),
-        _ => (text, 1),
-    };
-    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let bytes = number.parse::<u64>().ok()?.checked_mul(scale)?;
-    Some((bytes > 0).then_some(bytes))
-}
+use crate::nginx::size_bytes;
 
 /// The ConfigMap keys that protect every Ingress of the class (ROUTING.md §9; [`super::access`]
 /// makes them fields of each Ingress).
@@ -107,7 +91,7 @@ impl ControllerConfig {
                 "hsts-include-subdomains" => value.parse().map(|v| out.hsts_include_subdomains = v).is_ok(),
                 "hsts-preload" => value.parse().map(|v| out.hsts_preload = v).is_ok(),
                 "proxy-connect-timeout" => seconds_ms(value).map(|v| out.proxy_connect_timeout_ms = v).is_some(),
-                "proxy-body-size" => nginx_size(value).map(|v| out.proxy_body_size = v).is_some(),
+                "proxy-body-size" => size_bytes(value).map(|v| out.proxy_body_size = v).is_some(),
                 "http-redirect-code" => match value.parse() {
                     Ok(code @ (301 | 302 | 307 | 308)) => {
                         out.http_redirect_code = code;
@@ -243,17 +227,6 @@ mod tests {
     fn proxy_body_size_is_an_nginx_size_and_zero_is_no_limit() {
         assert_eq!(read(&[("proxy-body-size", "8m")]).proxy_body_size, Some(8 << 20));
         assert_eq!(read(&[("proxy-body-size", "0")]).proxy_body_size, None);
-        for (text, size) in [
-            ("512", Some(512)),
-            ("64k", Some(64 << 10)),
-            ("2G", Some(2 << 30)),
-            ("0m", None),
-        ] {
-            assert_eq!(nginx_size(text), Some(size), "{text}");
-        }
-        for text in ["", "m", "1.5m", "-1", "10mb"] {
-            assert_eq!(nginx_size(text), None, "{text}");
-        }
     }
 
     #[test]

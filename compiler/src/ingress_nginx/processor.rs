@@ -48,7 +48,7 @@ impl Processor for IngressNginxServers {
 /// The processor's work over `ingresses` (ingress-nginx's, in any order).
 fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
     let prefix = inputs.options.ingress_nginx.annotations_prefix.clone();
-    let (members, canaries) = members(ingresses, (&prefix, inputs.options.upstream_variants), inputs.book);
+    let (members, canaries) = members(ingresses, (&prefix, inputs.options), inputs.book);
     let guard = guard(
         &members,
         &prefix,
@@ -122,9 +122,11 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
 /// reported here; a canary's by [`canary_settings`]): the non-canaries, and the canaries (§7.6).
 fn members<'o>(
     ingresses: &'o [Arc<Ingress>],
-    (prefix, variants): (&str, bool),
+    (prefix, options): (&str, &Options),
     book: &mut StatusBook,
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
+    // The ConfigMap's body limit, one policy for every Ingress that sets none of its own.
+    let default_policy = body_limit(options.ingress_nginx_config.proxy_body_size);
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -139,14 +141,21 @@ fn members<'o>(
         let empty = Default::default();
         let mut annotations =
             IngressNginxAnnotations::parse(ingress.metadata.annotations.as_ref().unwrap_or(&empty), prefix);
-        if !variants {
+        if !options.upstream_variants {
             without_variants(&mut annotations, prefix);
         }
+        let policy = match annotations.proxy_body_size {
+            Some(size) => body_limit(size),
+            None => default_policy.clone(),
+        };
+        let unverifiable = unverifiable(&annotations, &key.namespace, options);
         let member = Member {
             age: Arc::new(Age::of(Kind::Ingress, &ingress.metadata)),
             key,
             ingress,
             annotations,
+            unverifiable,
+            policy,
         };
         if member.annotations.is_canary() {
             canaries.push(member);
@@ -275,8 +284,8 @@ fn draft(
             status: 404,
             ..DirectResponse::default()
         }),
-        Act::Route { .. } if unverifiable(owner, inputs.options).is_some() => {
-            let why = unverifiable(owner, inputs.options).unwrap_or_default();
+        Act::Route { .. } if owner.unverifiable.is_some() => {
+            let why = owner.unverifiable.as_deref().unwrap_or_default();
             inputs.book.error(
                 &owner.key,
                 Status::Accepted,
@@ -320,7 +329,7 @@ fn draft(
         },
     };
     let policy = match &action {
-        ActionSpec::Route(_) => body_limit(owner, inputs.options),
+        ActionSpec::Route(_) => owner.policy.clone(),
         _ => None,
     };
     let rule = RuleSpec {
@@ -360,7 +369,7 @@ fn table_canary(
     inputs: &mut Inputs<'_>,
 ) -> Option<switchyard_table::Canary> {
     let key = &canaries.members[c].key;
-    if let Some(why) = unverifiable(&canaries.members[c], inputs.options) {
+    if let Some(why) = &canaries.members[c].unverifiable {
         let message = format!("the canary's backend: {why}; the location's requests all go to its main backend");
         inputs
             .book
@@ -510,30 +519,29 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
     .under(options)
 }
 
-/// The body limit of a member's locations (`proxy-body-size`, else the ConfigMap's: 1 MiB unless
-/// it says otherwise; none for `0`).
-fn body_limit(member: &Member<'_>, options: &Options) -> Option<Arc<Policy>> {
-    let size = (member.annotations.proxy_body_size).unwrap_or(options.ingress_nginx_config.proxy_body_size)?;
+/// The policy of a body limit of `size` bytes (`None`: no limit, no policy).
+fn body_limit(size: Option<u64>) -> Option<Arc<Policy>> {
     Some(Arc::new(Policy {
-        max_body_bytes: Some(size),
+        max_body_bytes: Some(size?),
         ..Policy::default()
     }))
 }
 
-/// Why a member's backends cannot be reached as its `proxy-ssl-verify: on` asks (fail closed: its
-/// locations answer 503): the check cannot be made (no `proxy-ssl-secret`, or one of another
-/// namespace), or this gateway has no variant clusters to make it with. `None` when the
-/// annotation is off, or the backend is not spoken to over TLS (nginx checks nothing then).
-fn unverifiable(member: &Member<'_>, options: &Options) -> Option<String> {
-    let check = member.annotations.proxy_ssl.check(&member.key.namespace)?;
+/// Why the backends of an Ingress in `namespace` with `annotations` cannot be reached as its
+/// `proxy-ssl-verify: on` asks (fail closed: its locations answer 503): the check cannot be made
+/// (no `proxy-ssl-secret`, or one of another namespace), or this gateway has no variant clusters
+/// to make it with. `None` when the annotation is off, or the backend is not spoken to over TLS
+/// (nginx checks nothing then).
+fn unverifiable(annotations: &IngressNginxAnnotations, namespace: &str, options: &Options) -> Option<String> {
+    let check = annotations.proxy_ssl.check(namespace)?;
     if !options.upstream_variants {
         return Some(
             "proxy-ssl-verify \"on\" asks for the backend's certificate to be checked, which needs a cluster of its \
-             own, which only a gateway whose clusters come from switchyard watch --clusters-dir has"
+             own, which only a gateway whose clusters come from switchyard watch --clusters-dir or --istio-clusters has"
                 .to_owned(),
         );
     }
-    match (member.annotations.backend_protocol.tls(), check) {
+    match (annotations.backend_protocol.tls(), check) {
         (true, Err(why)) => Some(why),
         _ => None,
     }
@@ -566,7 +574,7 @@ fn without_variants(annotations: &mut IngressNginxAnnotations, prefix: &str) {
                 reason: Reason::AnnotationNotHonored,
                 message: format!(
                     "{prefix}/{name} needs a cluster of its own, which only a gateway whose clusters come from \
-                     switchyard watch --clusters-dir has; the backend is spoken to with its cluster's own settings"
+                     switchyard watch --clusters-dir or --istio-clusters has; the backend is spoken to with its cluster's own settings"
                 ),
             });
         }

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+use switchyard_table::Policy;
 
 use super::annotations::IngressNginxAnnotations;
 use super::paths::{self, PathType};
@@ -27,6 +28,11 @@ pub struct Member<'o> {
     pub ingress: &'o Ingress,
     /// Its annotations (§7.5, §7.7).
     pub annotations: IngressNginxAnnotations,
+    /// Why its backends cannot be reached as its `proxy-ssl-verify: on` asks, when they cannot (its
+    /// locations answer 503).
+    pub unverifiable: Option<String>,
+    /// What its locations ask of a request (the body limit), shared by its rules.
+    pub policy: Option<Arc<Policy>>,
 }
 
 /// Where a location sends a request.

@@ -197,6 +197,18 @@ pub struct HealthCheck {
     pub healthy: u32,
 }
 
+impl HealthCheck {
+    /// A manifest's count or number of seconds (`field`, for the message): `default` when absent,
+    /// else a positive number that fits a `u32`.
+    pub fn positive(value: Option<i64>, default: u32, field: &str) -> Result<u32, String> {
+        match value {
+            None => Ok(default),
+            Some(n) => (u32::try_from(n).ok().filter(|n| *n > 0))
+                .ok_or_else(|| format!("{field} {n} is not a positive number")),
+        }
+    }
+}
+
 impl Default for Variant {
     fn default() -> Self {
         Variant {

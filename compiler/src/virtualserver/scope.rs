@@ -330,7 +330,7 @@ impl<'s> Scope<'s> {
                             Reason::UpstreamSettingNotHonored,
                             format!(
                                 "{at}: upstream {name:?}: tls, connect-timeout, lb-method, healthCheck and sessionCookie need a cluster of their own, which \
-                                 only a gateway whose clusters come from switchyard watch --clusters-dir has; it is \
+                                 only a gateway whose clusters come from switchyard watch --clusters-dir or --istio-clusters has; it is \
                                  spoken to with its cluster's own settings"
                             ),
                         ));
@@ -368,7 +368,7 @@ impl<'s> Scope<'s> {
 fn body_limit(upstream: &Upstream, at: &str) -> Result<Option<Arc<Policy>>, Fault> {
     let size = match &upstream.client_max_body_size {
         None => Some(1 << 20),
-        Some(text) => crate::ingress_nginx::configmap::nginx_size(text).ok_or_else(|| {
+        Some(text) => crate::nginx::size_bytes(text).ok_or_else(|| {
             Fault::Invalid(format!(
                 "{at}: upstream {:?}: client-max-body-size {text:?} is not a size (bytes, or with k, m or g)",
                 upstream.name

@@ -105,13 +105,6 @@ fn health_check(check: &UpstreamHealthCheck) -> Result<HealthCheck, String> {
         None => Ok(default),
         Some(text) => time_ms(text).ok_or_else(|| format!("{field} {text:?} is not an nginx time")),
     };
-    let count = |value: Option<i64>, field: &str| match value {
-        None => Ok(1),
-        Some(n) => u32::try_from(n)
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{field} {n} is not a positive number")),
-    };
     let path = check.path.clone().unwrap_or_else(|| "/".to_owned());
     if !path.starts_with('/') {
         return Err(format!("path {path:?} is not an absolute path"));
@@ -121,7 +114,7 @@ fn health_check(check: &UpstreamHealthCheck) -> Result<HealthCheck, String> {
         host: None,
         interval_ms: time(&check.interval, "interval", 5_000)?,
         timeout_ms: time(&check.read_timeout, "read-timeout", 60_000)?,
-        unhealthy: count(check.fails, "fails")?,
-        healthy: count(check.passes, "passes")?,
+        unhealthy: HealthCheck::positive(check.fails, 1, "fails")?,
+        healthy: HealthCheck::positive(check.passes, 1, "passes")?,
     })
 }
