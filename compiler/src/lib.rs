@@ -37,6 +37,8 @@
 //!   compiling only the hosts they touch (the sidecar's `watch` keeps one); it splices its table in
 //!   place (`insert`).
 //! - [`explain`]: the decision for one request, from the same matcher the filter runs.
+//! - [`upstream`] and [`route_config`]: what the gateway needs beside the table: a cluster per
+//!   backend, and a route per rule's timeouts and retries.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod access;
@@ -60,6 +62,7 @@ pub mod objects;
 pub mod order;
 pub mod pipeline;
 pub mod processor;
+pub mod route_config;
 pub mod services;
 pub mod status;
 pub mod transportserver;

@@ -60,6 +60,10 @@ pub struct Options {
     /// clusters come from the sidecar (`--clusters-dir`), which makes them. Otherwise those
     /// settings are reported as not honoured and the template's cluster is used, as before.
     pub upstream_variants: bool,
+    /// Whether the gateway's routes are Switchyard's ([`crate::route_config`]): a rule's timeouts
+    /// and retries get a route of their own (`--clusters-dir` writes the route configuration beside
+    /// the clusters). Otherwise those settings are reported as not honoured: the gateway's route applies.
+    pub gateway_routes: bool,
 }
 
 /// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
@@ -87,6 +91,7 @@ impl Default for Options {
             ingress_nginx_config: ControllerConfig::default(),
             default_certificate: None,
             upstream_variants: false,
+            gateway_routes: false,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use std::sync::Arc;
 use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
-use switchyard_table::format::{HSTS_HEADER, RULE_NAME_HEADER};
+use switchyard_table::format::{HSTS_HEADER, ROUTE_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
 
 use switchyard_table::compact::Inflater;
@@ -358,6 +358,7 @@ fn answer(
             if let Some(affinity) = &route.affinity {
                 set_cookie = key_by(host, request, affinity, random);
             }
+            name_route(host, request, policy.and_then(|policy| policy.route.as_deref()));
             match decision.backend {
                 // Last, so no header action can overwrite it; it replaces any value the client sent.
                 Some(backend) => match host.set_request_header(table.cluster_header(), &backend.cluster) {
@@ -380,6 +381,15 @@ fn answer(
         _ => Followup::default(),
     };
     (outcome, additions)
+}
+
+/// Names the rule's gateway route (its timeouts and retries) in [`ROUTE_HEADER`], or removes the
+/// header a client sent: only the table picks a route.
+fn name_route(host: &mut impl Host, request: &HostRequest<'_>, route: Option<&str>) {
+    let set = route.is_some_and(|route| host.set_request_header(ROUTE_HEADER, route).is_ok());
+    if !set && request.any_header_value(ROUTE_HEADER, &mut |_| true) {
+        host.remove_request_header(ROUTE_HEADER);
+    }
 }
 
 /// Sets the affinity's key of `request` in its header (removing any value a client sent for
@@ -851,5 +861,23 @@ pub(crate) mod tests {
             host.get("x-switchyard-hash").is_empty(),
             "the client may not pick an endpoint"
         );
+    }
+
+    #[test]
+    fn a_rule_with_a_route_names_it_and_a_client_cannot_name_one() {
+        let json = r#"{"version":1,"rules":[
+            {"name":"n#0","host":"a.example","path":{"type":"prefix","value":"/slow"},
+             "policy":{"route":"idle=300000ms+timeout=0ms"},
+             "action":{"route":{"backends":[{"cluster":"shop/web:80"}]}}},
+            {"name":"n#1","host":"a.example","path":{"type":"prefix","value":"/"},
+             "action":{"route":{"backends":[{"cluster":"shop/web:80"}]}}}]}"#;
+        let table = RouteTable::from_json(json.as_bytes()).unwrap();
+        let forged = [("x-switchyard-route", "idle=99999999ms")];
+        let mut slow = FakeHost::new("a.example", "/slow", &forged);
+        assert_eq!(handle_request(&mut slow, &table, 0), Outcome::Routed { position: 0 });
+        assert_eq!(slow.get("x-switchyard-route"), ["idle=300000ms+timeout=0ms"]);
+        let mut plain = FakeHost::new("a.example", "/", &forged);
+        assert_eq!(handle_request(&mut plain, &table, 0), Outcome::Routed { position: 1 });
+        assert!(plain.get("x-switchyard-route").is_empty(), "{:?}", plain.headers);
     }
 }

@@ -160,6 +160,13 @@ pub struct TableArgs {
     /// honoured and the template's cluster serves the backend.
     #[arg(long)]
     variant_clusters: bool,
+    /// Give a rule whose timeouts or retries are not the gateway route's (ingress-nginx's
+    /// proxy-read-timeout, proxy-send-timeout, proxy-next-upstream*, and its 60 s defaults) a
+    /// route of its own, named in its policy. Only a gateway whose routes come from `switchyard
+    /// watch --clusters-dir` (DIR/rds.json) has them, and that sets this itself; without it those
+    /// settings are reported as not honoured and the gateway's route applies.
+    #[arg(long)]
+    gateway_routes: bool,
     /// The request header the filter sets to the cluster name.
     #[arg(long, default_value = switchyard_table::format::DEFAULT_CLUSTER_HEADER, value_name = "NAME")]
     cluster_header: String,
@@ -279,6 +286,7 @@ impl TableArgs {
             ingress_nginx_config: ControllerConfig::default(),
             default_certificate: (self.default_certificate.as_ref()).map(|(ns, name)| format!("{ns}/{name}")),
             upstream_variants: self.variant_clusters,
+            gateway_routes: self.gateway_routes,
         })
     }
 

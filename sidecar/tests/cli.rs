@@ -502,6 +502,7 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
     use switchyard_compiler::https::listener::HttpsOptions;
     use switchyard_compiler::https::{HostTls, Https, SecretRef, Served, TlsRange};
     use switchyard_compiler::lds::{https_document, LdsOptions};
+    use switchyard_compiler::route_config::GatewayRoutes;
     let dir = tempfile::tempdir().unwrap();
     let manifests = dir.path().join("web.yaml");
     std::fs::write(
@@ -536,7 +537,10 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
             filter_name: "switchyard".into(),
             ecds_path: "/run/filter.json".into(),
             filter_type_url: "t".into(),
-            cluster_header: "x-route-cluster".into(),
+            routes: GatewayRoutes {
+                cluster_header: "x-route-cluster".into(),
+                names: Vec::new(),
+            },
             sds_folder: "/run/sds".into(),
             reject_unknown_sni: false,
         }),

@@ -29,6 +29,11 @@ pub const HSTS_HEADER: &str = "strict-transport-security";
 /// The response header that carries the winning rule's name when [`TableSpec::debug_rule_header`] is on.
 pub const RULE_NAME_HEADER: &str = "x-switchyard-rule";
 
+/// The request header the filter names a rule's gateway route in ([`Policy::route`]); the route
+/// configuration matches it (docs/routing.md, "Timeouts and retries"). A value a client sent is
+/// removed.
+pub const ROUTE_HEADER: &str = "x-switchyard-route";
+
 /// A whole route table: rules in priority order plus table-wide settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TableSpec {
@@ -104,6 +109,11 @@ pub struct Policy {
     /// `denylist-source-range`, its ConfigMap's `block-cidrs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deny: Vec<IpRange>,
+    /// The gateway route that carries the rule's timeouts and retries, which Envoy's router applies
+    /// per route: its name, which spells them (`idle=60000ms+timeout=0ms+retry=…`; the compiler's
+    /// `routes` module reads it back to write the route). The filter puts it in [`ROUTE_HEADER`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
 }
 
 /// An address range, `10.0.0.0/8` or `2001:db8::/32` (a bare address is the range of itself).

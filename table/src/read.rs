@@ -344,6 +344,7 @@ impl FromDoc for Policy {
                 max_body_bytes: f.optional("max_body_bytes")?,
                 allow: f.or("allow", Vec::new())?,
                 deny: f.or("deny", Vec::new())?,
+                route: f.optional("route")?,
             })
         })
     }

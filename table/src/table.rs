@@ -347,6 +347,10 @@ impl Rule {
         }
         // The name becomes the debug response header's value.
         field_value(&spec.name).map_err(|fault| fail("name".into(), bad_value(&spec.name, fault)))?;
+        if let Some(route) = spec.policy.as_ref().and_then(|policy| policy.route.as_deref()) {
+            // The route's name becomes a request header's value.
+            field_value(route).map_err(|fault| fail("policy.route".into(), bad_value(route, fault)))?;
+        }
         let host = HostPattern::parse(spec.host.as_deref()).map_err(|p| fail("host".into(), p))?;
         let path = PathPattern::compile(&spec.path).map_err(|p| fail("path.value".into(), p))?;
         let conditions = spec

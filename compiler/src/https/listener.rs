@@ -18,6 +18,7 @@
 use serde_json::{json, Value};
 
 use crate::https::{Https, Presented, Served, TlsRange};
+use crate::route_config::GatewayRoutes;
 
 /// The SDS name of the default certificate.
 pub const DEFAULT_CERTIFICATE: &str = "switchyard-default-certificate";
@@ -31,8 +32,9 @@ pub struct HttpsOptions {
     pub ecds_path: String,
     /// The filter configuration's type URL (the wasm filter's or the dynamic module's).
     pub filter_type_url: String,
-    /// The header the filter sets to the winning cluster.
-    pub cluster_header: String,
+    /// The routes of the HTTP it serves, as the plain listener's: to the cluster the filter names
+    /// in the cluster header, with a route per rule's timeouts and retries.
+    pub routes: GatewayRoutes,
     /// The folder of the SDS files.
     pub sds_folder: String,
     /// `--reject-unknown-sni` (ROUTING.md §8.1.2): no default chain, so a handshake without SNI or
@@ -186,25 +188,10 @@ fn misdirected_host(domains: &[&str]) -> Value {
     })
 }
 
-/// The route configuration of a terminating chain: the filter's route for the hosts its connections
-/// may ask for, 421 for the others.
-fn route_config(misdirected: Misdirected<'_>, cluster_header: &str) -> Value {
-    let routed = |name: &str, domains: &[&str]| {
-        json!({
-            "name": name,
-            "domains": domains,
-            "routes": [
-                {
-                    "match": { "prefix": "/", "headers": [{ "name": cluster_header, "present_match": true }] },
-                    "route": { "cluster_header": cluster_header }
-                },
-                {
-                    "match": { "prefix": "/" },
-                    "direct_response": { "status": 404, "body": { "inline_string": "no route\n" } }
-                }
-            ]
-        })
-    };
+/// The route configuration of a terminating chain: the filter's routes for the hosts its
+/// connections may ask for, 421 for the others.
+fn route_config(misdirected: Misdirected<'_>, routes: &GatewayRoutes) -> Value {
+    let routed = |name: &str, domains: &[&str]| json!({ "name": name, "domains": domains, "routes": routes.routes() });
     let virtual_hosts = match misdirected {
         Misdirected::AllBut(served) => vec![routed("served", served), misdirected_host(&["*"])],
         Misdirected::Only([]) => vec![routed("all", &["*"])],
@@ -240,7 +227,7 @@ fn terminating_chain(name: &str, range: TlsRange, misdirected: Misdirected<'_>, 
                 }
             }
         },
-        "filters": [http_connection_manager(options, route_config(misdirected, &options.cluster_header))],
+        "filters": [http_connection_manager(options, route_config(misdirected, &options.routes))],
     })
 }
 
@@ -330,7 +317,10 @@ mod tests {
                 filter_name: "switchyard".to_owned(),
                 ecds_path: "/run/ecds/filter.pb".to_owned(),
                 filter_type_url: "t".to_owned(),
-                cluster_header: "x-route-cluster".to_owned(),
+                routes: GatewayRoutes {
+                    cluster_header: "x-route-cluster".to_owned(),
+                    names: Vec::new(),
+                },
                 sds_folder: "/run/sds".to_owned(),
                 reject_unknown_sni,
             }),

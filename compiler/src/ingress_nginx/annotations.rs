@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
+use super::proxying::{self, Setting};
 use super::upstream::{self, IngressAffinity, ProxySsl};
 use crate::status::{ConditionKind, Reason};
 use crate::upstream::variant::{Balance, UpstreamProtocol};
@@ -82,6 +83,8 @@ pub struct IngressNginxAnnotations {
     /// `proxy-body-size` in bytes, `Some(None)` for `0` (no limit); `None` when absent or invalid
     /// (the ConfigMap's stands).
     pub proxy_body_size: Option<Option<u64>>,
+    /// The timeouts and retries set (`proxy-read-timeout`, …), over the ConfigMap's.
+    pub proxying: Vec<Setting>,
     /// `affinity: cookie` with `session-cookie-*`, or `upstream-hash-by`.
     pub affinity: Option<IngressAffinity>,
     /// The canary's annotations (§7.6, read by [`super::canary::read`]), name without prefix → value.
@@ -186,6 +189,7 @@ impl IngressNginxAnnotations {
                 });
             } else if !READ.contains(&name)
                 && !upstream::READ.contains(&name)
+                && !proxying::READ.contains(&name)
                 && !is_access_annotation(name)
                 && name != ENABLE_GLOBAL_AUTH
             {
@@ -316,6 +320,7 @@ impl IngressNginxAnnotations {
             size
         });
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
+        out.proxying = Setting::annotations(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
         out.affinity = IngressAffinity::read(&mine, prefix, &mut out.problems);
         out.server_alias = (mine.get("server-alias").into_iter())

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::proxying::Proxying;
 use crate::https::TlsRange;
 use crate::nginx::size_bytes;
 
@@ -47,6 +48,9 @@ pub struct ControllerConfig {
     /// `proxy-body-size` (default `1m`), in bytes, `None` for `0` (no limit): every Ingress's unless
     /// its annotation says otherwise.
     pub proxy_body_size: Option<u64>,
+    /// The timeouts and retries (`proxy-read-timeout`, `proxy-send-timeout`, `proxy-next-upstream*`,
+    /// `retry-non-idempotent`): every Ingress's unless its annotations say otherwise.
+    pub proxying: Proxying,
     /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
@@ -69,6 +73,7 @@ impl Default for ControllerConfig {
             hsts_preload: false,
             proxy_connect_timeout_ms: 5_000,
             proxy_body_size: Some(1 << 20),
+            proxying: Proxying::default(),
             access: Vec::new(),
             not_honored: Vec::new(),
         }
@@ -81,6 +86,12 @@ impl ControllerConfig {
         let mut out = ControllerConfig::default();
         for (key, value) in data {
             let value = value.trim();
+            if let Some(ok) = out.proxying.read_key(key, value) {
+                if !ok {
+                    out.not_honored.push(key.clone());
+                }
+                continue;
+            }
             let ok = match key.as_str() {
                 "ssl-redirect" => value.parse().map(|v| out.ssl_redirect = v).is_ok(),
                 "force-ssl-redirect" => value.parse().map(|v| out.force_ssl_redirect = v).is_ok(),

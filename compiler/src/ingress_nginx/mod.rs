@@ -7,7 +7,8 @@
 //! - [`annotations`]: §7.5, §7.7, §7.9, an Ingress's annotations read once into
 //!   [`annotations::IngressNginxAnnotations`], each invalid one (`AnnotationInvalid`) and each one
 //!   not honoured (`AnnotationNotHonored`) listed; [`canary`]: §7.6's settings and the table's
-//!   canary; [`configmap`]: §7.8, the controller's ConfigMap.
+//!   canary; [`configmap`]: §7.8, the controller's ConfigMap; [`upstream`] and [`proxying`]: how
+//!   the backend is spoken to, and the timeouts and retries of a request.
 //! - [`paths`]: §7.2–7.4's building blocks: ingress-nginx's Ingress order, path normalisation,
 //!   location order, the trailing-slash redirect, each location's table path.
 //! - [`server`]: the Ingresses gathered into one server per host (`PathTaken`, the root, regex
@@ -30,5 +31,6 @@ pub mod layout;
 pub mod passthrough;
 pub mod paths;
 pub mod processor;
+pub mod proxying;
 pub mod server;
 pub mod upstream;

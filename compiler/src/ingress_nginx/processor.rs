@@ -19,6 +19,7 @@ use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
 use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
+use super::proxying::Setting;
 use super::server::{self, Member, Server};
 use super::upstream::IngressAffinity;
 use crate::access::Guard;
@@ -125,8 +126,9 @@ fn members<'o>(
     (prefix, options): (&str, &Options),
     book: &mut StatusBook,
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
-    // The ConfigMap's body limit, one policy for every Ingress that sets none of its own.
-    let default_policy = body_limit(options.ingress_nginx_config.proxy_body_size);
+    // The ConfigMap's body limit and route, one policy for every Ingress that sets none of its own.
+    let config = &options.ingress_nginx_config;
+    let default_policy = ingress_policy(config.proxy_body_size, &[], options);
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -144,9 +146,12 @@ fn members<'o>(
         if !options.upstream_variants {
             without_variants(&mut annotations, prefix);
         }
-        let policy = match annotations.proxy_body_size {
-            Some(size) => body_limit(size),
-            None => default_policy.clone(),
+        if !options.gateway_routes {
+            without_gateway_routes(&mut annotations, prefix);
+        }
+        let policy = match (annotations.proxy_body_size, annotations.proxying.is_empty()) {
+            (None, true) => default_policy.clone(),
+            (size, _) => ingress_policy(size.unwrap_or(config.proxy_body_size), &annotations.proxying, options),
         };
         let unverifiable = unverifiable(&annotations, &key.namespace, options);
         let member = Member {
@@ -519,12 +524,36 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
     .under(options)
 }
 
-/// The policy of a body limit of `size` bytes (`None`: no limit, no policy).
-fn body_limit(size: Option<u64>) -> Option<Arc<Policy>> {
-    Some(Arc::new(Policy {
-        max_body_bytes: Some(size?),
+/// The policy of a body limit of `size` bytes (`None`: no limit) and, on a gateway whose routes
+/// are Switchyard's ([`Options::gateway_routes`]), the route of the ConfigMap's timeouts and retries
+/// with `proxying` over them; `None` when it asks nothing.
+fn ingress_policy(size: Option<u64>, proxying: &[Setting], options: &Options) -> Option<Arc<Policy>> {
+    let route = (options.gateway_routes)
+        .then(|| options.ingress_nginx_config.proxying.with(proxying).route().name())
+        .flatten();
+    let policy = Policy {
+        max_body_bytes: size,
+        route,
         ..Policy::default()
-    }))
+    };
+    (policy != Policy::default()).then(|| Arc::new(policy))
+}
+
+/// Without the gateway's routes ([`Options::gateway_routes`]), the timeouts and retries an Ingress
+/// sets are reported as not honoured (the gateway's own route applies).
+fn without_gateway_routes(annotations: &mut IngressNginxAnnotations, prefix: &str) {
+    for setting in std::mem::take(&mut annotations.proxying) {
+        let name = setting.name();
+        annotations.problems.push(Problem {
+            name: name.to_owned(),
+            reason: Reason::AnnotationNotHonored,
+            message: format!(
+                "{prefix}/{name} needs a route of its own, which only a gateway whose routes come from switchyard \
+                 watch --clusters-dir has; the gateway's route applies"
+            ),
+        });
+    }
+    annotations.problems.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 /// Why the backends of an Ingress in `namespace` with `annotations` cannot be reached as its

@@ -34,6 +34,7 @@ use crate::l4::L4Routes;
 use crate::model::Options;
 use crate::objects::secret::CA_CERTIFICATE;
 use crate::objects::Objects;
+use crate::route_config::GatewayRoutes;
 use crate::upstream::endpoints::{Endpoint, EndpointIndex};
 use crate::upstream::variant::Variant;
 
@@ -50,6 +51,8 @@ pub struct Upstream {
     /// rather than reach a backend unchecked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_ca: Vec<String>,
+    /// The gateway's routes the table's rules need (their timeouts and retries).
+    pub routes: GatewayRoutes,
 }
 
 /// One cluster: its name and where its endpoints come from.
@@ -94,6 +97,10 @@ pub enum Endpoints {
 /// The clusters of `table` and `l4` under `options`' template, from the Services and
 /// EndpointSlices of `objects`.
 pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Options) -> Upstream {
+    let mut upstream = Upstream {
+        routes: GatewayRoutes::of(table),
+        ..Upstream::default()
+    };
     let wanted = cluster_names(table, l4);
     let bases: BTreeSet<&str> = wanted.iter().map(|name| Variant::of_cluster(name).0).collect();
     let mut ports: BTreeMap<String, (&Service, i32)> = BTreeMap::new();
@@ -106,7 +113,6 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
         }
     }
     let index = EndpointIndex::new(&objects.endpoint_slices);
-    let mut upstream = Upstream::default();
     for name in wanted {
         let (base, variant) = Variant::of_cluster(name);
         let Some((service, port)) = ports.get(base) else {
@@ -155,7 +161,10 @@ fn trusted_ca(objects: &Objects, reference: &SecretRef) -> Option<String> {
 /// the template's cluster ([`Endpoints::ControlPlane`]). The template's own clusters are the
 /// control plane's; a variant's Service need not be among `objects` (istiod knows it).
 pub fn plan_variants(objects: &Objects, table: &TableSpec, l4: &L4Routes) -> Upstream {
-    let mut upstream = Upstream::default();
+    let mut upstream = Upstream {
+        routes: GatewayRoutes::of(table),
+        ..Upstream::default()
+    };
     for name in cluster_names(table, l4) {
         let (base, variant) = Variant::of_cluster(name);
         if variant == Variant::default() {

@@ -193,7 +193,10 @@ pub struct WatchArgs {
     /// Give Envoy its clusters (issue "The upstream side"): DIR/cds.json (CDS, Envoy's
     /// `cds_config.path_config_source`) holds one cluster for every backend the table and the L4
     /// routes name (the --cluster-template's names); each takes its endpoints over ADS from
-    /// --ads-listen (an ExternalName Service is a DNS cluster).
+    /// --ads-listen (an ExternalName Service is a DNS cluster). And its routes: DIR/rds.json
+    /// (RDS, the listener's `rds.config_source.path_config_source`, route configuration
+    /// `switchyard`) holds a route per rule's timeouts and retries (ingress-nginx's
+    /// proxy-read-timeout and its 60 s default, proxy-next-upstream*) before the default route.
     #[arg(long, value_name = "DIR", requires = "ads_listen")]
     pub clusters_dir: Option<PathBuf>,
     /// With --clusters-dir: serve the clusters' endpoints here over ADS (gRPC; Envoy's

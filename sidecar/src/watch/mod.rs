@@ -156,6 +156,8 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
     let mut options = args.table.options(&args.l4)?;
     // The clusters this watch makes include the variants (docs/routing.md, "The upstream side").
     options.upstream_variants |= args.clusters_dir.is_some() || args.istio_clusters.is_some();
+    // And the routes, beside the clusters (docs/routing.md, "Timeouts and retries").
+    options.gateway_routes |= args.clusters_dir.is_some();
     let dashboard = args.dashboard()?;
     let controller_name = options.controller_name.clone();
     let state = Shared::default();

@@ -1034,6 +1034,26 @@ static_resources:
     yaml
 }
 
+/// A bootstrap of [`envoy_config_reading`] whose listener takes its routes from the RDS file `rds`
+/// (route configuration `switchyard`), as `deploy/envoy/` does: `switchyard watch --clusters-dir`
+/// writes it beside the CDS file.
+pub fn routes_from_file(yaml: &str, rds: &Path) -> String {
+    let (Some(start), Some(end)) = (
+        yaml.find("          route_config:\n"),
+        yaml.find("          http_filters:\n"),
+    ) else {
+        panic!("not a bootstrap of envoy_config_reading:\n{yaml}");
+    };
+    let folder = rds.parent().unwrap_or(Path::new("."));
+    format!(
+        "{}          rds:\n            route_config_name: switchyard\n            config_source:\n              path_config_source: {{path: {}, watched_directory: {{path: {}}}}}\n              resource_api_version: V3\n{}",
+        &yaml[..start],
+        rds.display(),
+        folder.display(),
+        &yaml[end..]
+    )
+}
+
 /// One static cluster of a bootstrap's `static_resources.clusters` (YAML, indented to sit under it):
 /// `name` sends to the one endpoint `addr`.
 pub fn static_cluster(name: &str, addr: SocketAddr) -> String {

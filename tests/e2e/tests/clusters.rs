@@ -1,6 +1,7 @@
 //! `switchyard watch --clusters-dir --ads-listen` with a real Envoy (issue "The upstream side"):
 //! Envoy has no cluster of its own; the watch gives it one per backend through the CDS file and the
-//! endpoints of each over ADS, from the Services and EndpointSlices among the manifests (the same
+//! endpoints of each over ADS, and its routes through the RDS file (a route per rule's timeouts
+//! and retries), from the Services and EndpointSlices among the manifests (the same
 //! objects the watch follows in a cluster: `sidecar/tests/envtest_gateway.rs` shows the API
 //! server's reach Envoy the same way). Endpoints come and go without any cluster being re-created;
 //! a backend named by no rule any more loses its cluster.
@@ -19,7 +20,8 @@ use switchyard_e2e::l4::free_port;
 use switchyard_e2e::protocol::protocol_backends;
 
 use switchyard_e2e::{
-    envoy_config_reading, fresh_dir, get, required_path, set_module_search_path, Backend, EcdsFile, Envoy, FilterForm,
+    envoy_config_reading, fresh_dir, get, required_path, routes_from_file, set_module_search_path, Backend, EcdsFile,
+    Envoy, FilterForm,
 };
 use watch_setup::{ingress, Watch, FOLLOW_WITHIN};
 
@@ -68,7 +70,9 @@ impl Scene {
         }
         let clusters = dir.join("clusters");
         let ads = free_port(false);
-        let mut bootstrap = envoy_config_reading(&dir, &[], 0, 0, form, EcdsFile::Json);
+        // The routes from the watch's RDS file, as deploy/envoy/ takes them.
+        let reading = envoy_config_reading(&dir, &[], 0, 0, form, EcdsFile::Json);
+        let mut bootstrap = routes_from_file(&reading, &clusters.join("rds.json"));
         bootstrap.push_str(&ads_bootstrap(&clusters.join("cds.json"), ads));
         std::fs::write(dir.join("envoy.yaml"), bootstrap).unwrap();
         let mut extra = vec![
@@ -802,4 +806,143 @@ fn affinity_holds_a_client_on_one_endpoint_while_another_spreads() {
     let by_address: BTreeSet<Option<String>> = (0..30).map(|_| answer("sticky-vs.example.com", "/", None).0).collect();
     assert_eq!(by_address.len(), 1, "{by_address:?}");
     assert_eq!(scene.stat("cluster_manager.cds.update_rejected"), 0);
+}
+
+/// A backend on a free port of 127.0.0.1 that reads each request's head, waits `delay`, then
+/// answers 200 (`x-backend: slow`).
+fn slow_backend(delay: Duration) -> Backend {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                    line.clear();
+                }
+                thread::sleep(delay);
+                let mut stream = stream;
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nx-backend: slow\r\ncontent-length: 3\r\n\r\nok\n");
+            });
+        }
+    });
+    Backend {
+        name: "slow".to_owned(),
+        addr,
+    }
+}
+
+/// ingress-nginx's read timeout (issue "Policies beyond the route"): `proxy-read-timeout: 1` is
+/// each try's idle timeout, so a backend silent for 2 s is answered 504 after a second; the
+/// same backend behind an Ingress with the 60 s default answers, and that route has no total
+/// timeout (Envoy's 15 s default would cut a long poll ingress-nginx keeps).
+#[test]
+fn proxy_read_timeout_bounds_each_try_and_no_total_timeout_applies() {
+    let backend = slow_backend(Duration::from_secs(2));
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        (
+            "slow.yaml",
+            format!("{}---\n{}", service("slow"), slice("slow", "slow", &backend, true)),
+        ),
+        (
+            "quick.yaml",
+            nginx_ingress(
+                "quick",
+                "slow",
+                &[("proxy-read-timeout", "1"), ("proxy-send-timeout", "1")],
+            ),
+        ),
+        ("patient.yaml", nginx_ingress("patient", "slow", &[])),
+    ];
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    scene.eventually("the patient host answered by the slow backend", || {
+        scene.envoy.send(&get("patient.example.com", "/")).header("x-backend") == Some("slow")
+    });
+    let started = Instant::now();
+    let quick = scene.envoy.send(&get("quick.example.com", "/"));
+    let waited = started.elapsed();
+    assert_eq!(quick.status, 504, "{quick:?}");
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+    assert!(scene.stat("cluster.shop/slow_80.upstream_rq_per_try_idle_timeout") >= 1);
+    let rds = std::fs::read_to_string(scene.dir.join("clusters/rds.json")).unwrap();
+    let rds: serde_json::Value = serde_json::from_str(&rds).unwrap();
+    let routes = rds["resources"][0]["virtual_hosts"][0]["routes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let timeouts: BTreeSet<(String, String, String)> = (routes.iter())
+        .filter(|r| r.get("name").is_some())
+        .map(|r| {
+            let route = &r["route"];
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+            let upstream_idle = &route["retry_policy"]["per_try_idle_timeout"];
+            (
+                text(&route["timeout"]),
+                text(&route["idle_timeout"]),
+                text(upstream_idle),
+            )
+        })
+        .collect();
+    let timeout = |idle: &str| ("0s".to_owned(), idle.to_owned(), idle.to_owned());
+    assert_eq!(timeouts, [timeout("1s"), timeout("60s")].into(), "{routes:?}");
+    assert_eq!(scene.envoy.stat("http.ingress.rds.switchyard.update_success"), Some(1));
+}
+
+/// ingress-nginx's retries (`proxy-next-upstream`, default `error timeout` with 3 tries): of a
+/// Service's two endpoints, one refusing connections, every GET is answered (a connect failure is
+/// retried on the other endpoint), a POST is not retried (nginx retries no non-idempotent
+/// request) unless `non_idempotent`, and `proxy-next-upstream: off` retries nothing.
+#[test]
+fn proxy_next_upstream_retries_a_get_on_another_endpoint_and_a_post_only_when_asked() {
+    let live = Backend::start("live").unwrap();
+    let dead = Backend {
+        name: "dead".to_owned(),
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], free_port(false))),
+    };
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        (
+            "pair.yaml",
+            format!(
+                "{}---\n{}---\n{}",
+                service("pair"),
+                slice("pair-live", "pair", &live, true),
+                slice("pair-dead", "pair", &dead, true)
+            ),
+        ),
+        ("retried.yaml", nginx_ingress("retried", "pair", &[])),
+        (
+            "posts.yaml",
+            nginx_ingress(
+                "posts",
+                "pair",
+                &[("proxy-next-upstream", "error timeout non_idempotent")],
+            ),
+        ),
+        (
+            "off.yaml",
+            nginx_ingress("off", "pair", &[("proxy-next-upstream", "off")]),
+        ),
+    ];
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    scene.eventually("the retried host answered", || {
+        scene.envoy.send(&get("retried.example.com", "/")).backend() == Some("live")
+    });
+    let statuses = |host: &str, method: &str| -> BTreeSet<u16> {
+        (0..10)
+            .map(|_| scene.envoy.send(&get(host, "/").method(method)).status)
+            .collect()
+    };
+    assert_eq!(statuses("retried.example.com", "GET"), [200].into());
+    assert!(
+        statuses("retried.example.com", "POST").contains(&503),
+        "a POST is not retried"
+    );
+    assert_eq!(statuses("posts.example.com", "POST"), [200].into());
+    assert!(statuses("off.example.com", "GET").contains(&503), "off retries nothing");
+    // Envoy's stat names have `_` for `:`.
+    assert!(scene.stat("cluster.shop/pair_80.upstream_rq_retry_success") > 0);
 }

@@ -1,6 +1,7 @@
 //! `--clusters-dir DIR`: the clusters as Envoy's CDS file, `DIR/cds.json`
-//! ([`switchyard_compiler::upstream::cds`]; `docs/deploy-envoy.md`, "Clusters and endpoints"),
-//! replaced atomically and only when it changed: a backend added or removed. The clusters'
+//! ([`switchyard_compiler::upstream::cds`]; `docs/deploy-envoy.md`, "Clusters and endpoints"), and
+//! the gateway's routes as its RDS file, `DIR/rds.json` ([`switchyard_compiler::route_config`]; a
+//! route per rule's timeouts and retries), each replaced atomically and only when it changed. The clusters'
 //! endpoints go over ADS ([`crate::watch::sink::ads`]), which is handed each output first, so a
 //! new cluster finds its endpoints when Envoy asks.
 //!
@@ -17,14 +18,16 @@ use crate::watch::sink::ecds::write_atomically;
 
 /// The CDS file's name in the folder.
 pub const CDS_FILE: &str = "cds.json";
+/// The RDS file's name in the folder.
+pub const RDS_FILE: &str = "rds.json";
 
 /// The folder of the CDS file.
 #[derive(Debug)]
 pub struct ClustersDir {
     /// The folder.
     pub path: PathBuf,
-    /// A hash of what the file holds now.
-    written: Mutex<Option<u64>>,
+    /// A hash of what each file holds now: the CDS file's, the RDS file's.
+    written: Mutex<[Option<u64>; 2]>,
 }
 
 impl ClustersDir {
@@ -41,16 +44,21 @@ impl ClustersDir {
         format!("clusters-dir {}", self.path.display())
     }
 
-    /// Writes the CDS file of `upstream` if it changed.
+    /// Writes the RDS and the CDS files of `upstream`, each if it changed: the RDS file first, so
+    /// that it is there when the CDS file is (the gateway's Envoy starts once the CDS file is).
     pub fn write(&self, upstream: &Upstream) -> Result<(), String> {
-        let document = cds_document(upstream);
-        let hash = fnv1a(document.as_bytes());
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        if *written == Some(hash) {
-            return Ok(());
+        let [cds, rds] = &mut *written;
+        for (file, document, hash) in [
+            (RDS_FILE, upstream.routes.rds_document(), rds),
+            (CDS_FILE, cds_document(upstream), cds),
+        ] {
+            let new = fnv1a(document.as_bytes());
+            if *hash != Some(new) {
+                write_atomically(&self.path.join(file), document.as_bytes())?;
+                *hash = Some(new);
+            }
         }
-        write_atomically(&self.path.join(CDS_FILE), document.as_bytes())?;
-        *written = Some(hash);
         Ok(())
     }
 }

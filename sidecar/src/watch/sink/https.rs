@@ -21,6 +21,7 @@ use switchyard_compiler::https::listener::{sds_document, sds_file_name, HttpsOpt
 use switchyard_compiler::https::{Https, LastServed, SecretRef};
 use switchyard_compiler::objects::secret::{Secret, CERTIFICATE, PRIVATE_KEY};
 use switchyard_compiler::order::fnv1a;
+use switchyard_compiler::route_config::GatewayRoutes;
 
 use crate::watch::sink::ecds::write_file;
 
@@ -96,7 +97,10 @@ impl SdsFolder {
                 filter_name: filter_name.to_owned(),
                 ecds_path: absolute(ecds_path).display().to_string(),
                 filter_type_url: filter_type_url.to_owned(),
-                cluster_header: cluster_header.to_owned(),
+                routes: GatewayRoutes {
+                    cluster_header: cluster_header.to_owned(),
+                    names: Vec::new(),
+                },
                 sds_folder: absolute(&path).display().to_string(),
                 reject_unknown_sni,
             },

@@ -22,9 +22,11 @@ use std::sync::Arc;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::Value;
+use switchyard_compiler::https::listener::HttpsOptions;
 use switchyard_compiler::l4::L4Routes;
 use switchyard_compiler::l4_istio::{gateway, unsupported, virtual_service, IstioGatewayOptions};
 use switchyard_compiler::lds::{self, LdsOptions};
+use switchyard_compiler::route_config::GatewayRoutes;
 use tracing::warn;
 
 use crate::watch::cluster::FIELD_MANAGER;
@@ -51,14 +53,20 @@ impl LdsFile {
     }
 
     /// Writes the certificates of `https` (when serving HTTPS), then the listeners of `routes`
-    /// that name them.
-    pub fn write(&self, routes: &L4Routes, https: &HttpsOutput) -> Result<(), String> {
+    /// that name them, the HTTPS listener's HTTP routed by `gateway` (as the plain listener's).
+    pub fn write(&self, routes: &L4Routes, https: &HttpsOutput, gateway: &GatewayRoutes) -> Result<(), String> {
         let Some(sds) = &self.sds else {
             return write_atomically(&self.path, lds::document(routes, &self.options).as_bytes());
         };
         sds.write(https)?;
         let options = LdsOptions {
-            https: Some(sds.options.clone()),
+            https: Some(HttpsOptions {
+                routes: GatewayRoutes {
+                    names: gateway.names.clone(),
+                    ..sds.options.routes.clone()
+                },
+                ..sds.options.clone()
+            }),
             ..self.options.clone()
         };
         write_atomically(

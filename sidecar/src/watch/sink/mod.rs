@@ -73,7 +73,8 @@ pub struct Output {
 pub enum Part {
     /// The HTTP route table.
     Table,
-    /// The L4 routes and the HTTPS listener (the listeners and their certificates).
+    /// The L4 routes and the HTTPS listener (the listeners and their certificates; its HTTP
+    /// routes, which are the gateway's).
     L4,
     /// The clusters and their endpoints.
     Clusters,
@@ -84,7 +85,7 @@ impl Part {
     pub fn same(self, a: &Output, b: &Output) -> bool {
         match self {
             Part::Table => a.table.generation == b.table.generation,
-            Part::L4 => a.l4 == b.l4 && a.https == b.https,
+            Part::L4 => a.l4 == b.l4 && a.https == b.https && a.upstream.routes == b.upstream.routes,
             Part::Clusters => a.upstream == b.upstream,
         }
     }
@@ -177,7 +178,7 @@ impl Sink {
             Sink::Ecds(ecds) => Ok(ecds.write(output.config).await?),
             Sink::TableFile(path) => Ok(write_atomically(path, output.pretty.as_bytes())?),
             Sink::Istio(istio) => istio.apply(output.config).await,
-            Sink::Lds(lds) => Ok(lds.write(&output.output.l4, &output.output.https)?),
+            Sink::Lds(lds) => Ok(lds.write(&output.output.l4, &output.output.https, &output.output.upstream.routes)?),
             Sink::IstioGateway(gateway) => Ok(gateway.apply(&output.output.l4, &output.output.https).await?),
             Sink::Ads(ads) => {
                 ads.publish(&output.output.upstream);
