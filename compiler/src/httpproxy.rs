@@ -17,11 +17,12 @@ use std::sync::Arc;
 
 use switchyard_table::{
     ActionSpec, Affinity, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, HostPattern, MatchOp,
-    PathSpec, RouteAction, RuleSpec,
+    PathSpec, Policy, RouteAction, RuleSpec,
 };
 
 use crate::access::{is_set, Field, Guard, Reach};
 mod passthrough;
+mod timing;
 mod upstream;
 
 use crate::https::httpproxy::{check as check_tls, RootTls};
@@ -343,6 +344,9 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return;
             }
         }
+        let Some(policy) = self.route_policy(key, &at, route) else {
+            return;
+        };
         let Some((backends, affinity)) = self.backends(key, &at, route) else {
             return;
         };
@@ -360,9 +364,42 @@ impl<'a> HTTPProxyProcessor<'a> {
             conditions,
             action,
             hsts: None,
-            policy: None,
+            policy,
         };
         self.push_valid(key, age, n, (rule, route.permit_insecure), context, &at);
+    }
+
+    /// The policy of a route's rule: its timeouts and retries as a gateway route of its own
+    /// ([`timing`]), on a gateway whose routes are Switchyard's (elsewhere they are reported not
+    /// honoured). `None` (reported) when they are not valid: the route is skipped.
+    fn route_policy(&mut self, key: &ResourceKey, at: &str, route: &ProxyRoute) -> Option<Option<Arc<Policy>>> {
+        let settings = match timing::route_settings(route, at) {
+            Ok(settings) => settings,
+            Err(why) => {
+                let reason = match why.contains(".retryPolicy.") {
+                    true => Reason::RetryPolicyNotValid,
+                    false => Reason::TimeoutPolicyNotValid,
+                };
+                self.invalid(key, reason, format!("{why}; the route is skipped"));
+                return None;
+            }
+        };
+        let Some(name) = settings.name() else {
+            return Some(None);
+        };
+        if !self.inputs.options.gateway_routes {
+            let message = format!(
+                "{at}: its timeoutPolicy.response and .idle and its retryPolicy need a route of its own, which only \
+                 a gateway whose routes come from switchyard watch --clusters-dir has; the gateway's route applies"
+            );
+            let why = (ConditionKind::Warning, Reason::RouteSettingNotHonored);
+            self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
+            return Some(None);
+        }
+        Some(Some(Arc::new(Policy {
+            route: Some(name),
+            ..Policy::default()
+        })))
     }
 
     /// What a route matches: its path after the inherited prefix, and the inherited and its own

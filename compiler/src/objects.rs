@@ -359,10 +359,13 @@ pub struct ProxyRoute {
     /// On a TLS root: whether plain HTTP is served too, instead of a 301 to https (ROUTING.md §8.5).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub permit_insecure: bool,
-    /// `timeoutPolicy` (only `idleConnection` is read here: how long an idle upstream connection is
-    /// kept; a Go duration or `infinity`).
+    /// `timeoutPolicy`: the response and idle timeouts of its requests, and how long an idle
+    /// upstream connection is kept (Go durations or `infinity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_policy: Option<TimeoutPolicy>,
+    /// `retryPolicy`: when and how often a failed request is tried again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_policy: Option<RetryPolicy>,
     /// How an endpoint of the route's services is picked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_balancer_policy: Option<LoadBalancerPolicy>,
@@ -570,9 +573,33 @@ pub struct UpstreamValidation {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TimeoutPolicy {
+    /// How long the whole response may take (Envoy's route `timeout`; 15 s when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    /// How long a request's stream may stay without a byte either way (the route's `idle_timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
     /// How long a connection to the service is kept with no request on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_connection: Option<String>,
+}
+
+/// A route's `retryPolicy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryPolicy {
+    /// How many retries (`-1`: none; `0` or absent: Envoy's 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
+    /// Each try's own timeout (a Go duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_try_timeout: Option<String>,
+    /// Envoy's retry conditions (`5xx` when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retry_on: Vec<String>,
+    /// The statuses `retriable-status-codes` retries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retriable_status_codes: Vec<u32>,
 }
 
 /// `pathRewritePolicy`.

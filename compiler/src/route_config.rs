@@ -80,11 +80,21 @@ pub enum RetryOn {
     Retriable4xx,
     /// An HTTP/2 stream refused by the backend.
     RefusedStream,
+    /// A gRPC status `CANCELLED`.
+    Cancelled,
+    /// A gRPC status `DEADLINE_EXCEEDED`.
+    DeadlineExceeded,
+    /// A gRPC status `INTERNAL`.
+    Internal,
+    /// A gRPC status `RESOURCE_EXHAUSTED`.
+    ResourceExhausted,
+    /// A gRPC status `UNAVAILABLE`.
+    Unavailable,
 }
 
 impl RetryOn {
     /// Every condition.
-    pub const ALL: [RetryOn; 7] = [
+    pub const ALL: [RetryOn; 12] = [
         RetryOn::ConnectFailure,
         RetryOn::Reset,
         RetryOn::FiveXx,
@@ -92,6 +102,11 @@ impl RetryOn {
         RetryOn::RetriableStatusCodes,
         RetryOn::Retriable4xx,
         RetryOn::RefusedStream,
+        RetryOn::Cancelled,
+        RetryOn::DeadlineExceeded,
+        RetryOn::Internal,
+        RetryOn::ResourceExhausted,
+        RetryOn::Unavailable,
     ];
 
     /// Envoy's word for it.
@@ -104,6 +119,11 @@ impl RetryOn {
             RetryOn::RetriableStatusCodes => "retriable-status-codes",
             RetryOn::Retriable4xx => "retriable-4xx",
             RetryOn::RefusedStream => "refused-stream",
+            RetryOn::Cancelled => "cancelled",
+            RetryOn::DeadlineExceeded => "deadline-exceeded",
+            RetryOn::Internal => "internal",
+            RetryOn::ResourceExhausted => "resource-exhausted",
+            RetryOn::Unavailable => "unavailable",
         }
     }
 

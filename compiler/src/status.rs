@@ -226,6 +226,13 @@ vocabulary! {
         /// An HTTPProxy route's `timeoutPolicy` holds a value that is no duration (Contour's
         /// `TimeoutPolicyNotValid`): the route is skipped.
         TimeoutPolicyNotValid,
+        /// An HTTPProxy route's `retryPolicy` holds a condition or a count Contour refuses (its
+        /// `RetryPolicyNotValid`): the route is skipped.
+        RetryPolicyNotValid,
+        /// A rule's timeouts or retries, which need a gateway route of its own, on a gateway whose
+        /// routes are not Switchyard's (docs/routing.md, "Timeouts and retries"): the gateway's
+        /// route applies.
+        RouteSettingNotHonored,
         /// A backend's upstream setting (a protocol, a connect timeout) that needs a variant cluster,
         /// which only a gateway whose clusters come from the sidecar has (`--clusters-dir`;
         /// docs/routing.md, "The upstream side"): the backend is spoken to with its cluster's own

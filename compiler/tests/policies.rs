@@ -1,11 +1,13 @@
 //! Policies beyond the route (issue "Policies beyond the route") as the compiler writes them into
 //! the table: ingress-nginx's body limit, `proxy-body-size` or the ConfigMap's (1 MiB by default),
-//! on the rules that send upstream.
+//! on the rules that send upstream; the gateway route of each rule's timeouts and retries
+//! (ingress-nginx's, HTTPProxy's, a VirtualServer upstream's).
 
 mod common;
 
 use common::*;
 use switchyard_compiler::ingress_nginx::configmap::ControllerConfig;
+use switchyard_compiler::route_config::{RetryOn, RouteSettings};
 use switchyard_compiler::status::Reason;
 use switchyard_table::{ActionSpec, Policy};
 
@@ -133,4 +135,125 @@ fn an_invalid_client_max_body_size_makes_the_virtualserver_invalid() {
         "{status:?}"
     );
     assert!(format!("{status:?}").contains("client-max-body-size"), "{status:?}");
+}
+
+/// The route names of the rules of `kind/shop/name` that send upstream, compiled with `options`
+/// on a gateway whose routes are Switchyard's.
+fn routes_of(yaml: &str, options: &switchyard_compiler::Options, resource: &str) -> Vec<Option<String>> {
+    let options = switchyard_compiler::Options {
+        gateway_routes: true,
+        ..options.clone()
+    };
+    let compiled = compile_yaml(yaml, &options);
+    (compiled.table.rules.iter())
+        .filter(|r| r.name.starts_with(resource) && matches!(r.action, ActionSpec::Route(_)))
+        .map(|r| r.policy.as_ref().and_then(|p| p.route.clone()))
+        .collect()
+}
+
+/// The settings of a route name.
+fn settings(name: &Option<String>) -> RouteSettings {
+    RouteSettings::of_name(name.as_deref().unwrap()).unwrap()
+}
+
+#[test]
+fn every_ingress_nginx_location_names_a_route_without_envoys_15s_timeout() {
+    let routes = routes_of(&api(""), &nginx_options(), "Ingress/shop/api");
+    let route = settings(&routes[0]);
+    assert_eq!(route.timeout_ms, Some(0), "no total timeout");
+    assert_eq!(
+        (route.idle_timeout_ms, route.upstream_idle_timeout_ms),
+        (Some(60_000), Some(60_000))
+    );
+    assert_eq!(route.retry.unwrap().retries, 2);
+}
+
+#[test]
+fn proxy_timeouts_and_next_upstream_shape_the_route_and_the_configmap_sets_the_defaults() {
+    let annotations = "    nginx.ingress.kubernetes.io/proxy-read-timeout: \"3600\"\n    nginx.ingress.kubernetes.io/proxy-next-upstream: \"off\"\n";
+    let route = settings(&routes_of(&api(annotations), &nginx_options(), "Ingress/shop/api")[0]);
+    assert_eq!(route.upstream_idle_timeout_ms, Some(3_600_000));
+    assert_eq!(route.retry, None);
+    let mut options = nginx_options();
+    let data = [("proxy-read-timeout".to_owned(), "120".to_owned())]
+        .into_iter()
+        .collect();
+    options.ingress_nginx_config = ControllerConfig::from_data(&data);
+    let route = settings(&routes_of(&api(""), &options, "Ingress/shop/api")[0]);
+    assert_eq!(route.upstream_idle_timeout_ms, Some(120_000));
+}
+
+#[test]
+fn without_the_gateways_routes_timeouts_are_reported_not_honoured_and_no_route_is_named() {
+    let annotation = "    nginx.ingress.kubernetes.io/proxy-read-timeout: \"3600\"\n";
+    let compiled = compile_yaml(&api(annotation), &nginx_options());
+    assert!(compiled
+        .table
+        .rules
+        .iter()
+        .all(|r| r.policy.as_ref().is_none_or(|p| p.route.is_none())));
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AnnotationNotHonored).contains("proxy-read-timeout"),
+        "{status:?}"
+    );
+}
+
+/// An HTTPProxy `p` routing `/` to `api:80`, its route with `extra` (YAML fields of the route).
+fn proxy(extra: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services: [{{name: api, port: 80}}]\n{extra}---\n"
+    )
+}
+
+#[test]
+fn an_httpproxy_routes_timeout_and_retry_policies_are_its_route_and_without_them_envoys_defaults_stand() {
+    let options = switchyard_compiler::Options::default();
+    assert_eq!(routes_of(&proxy(""), &options, "HTTPProxy/shop/p"), [None]);
+    let extra = "    timeoutPolicy: {response: 30s, idle: 5m}\n    retryPolicy: {count: 2, retryOn: [gateway-error]}\n";
+    let route = settings(&routes_of(&proxy(extra), &options, "HTTPProxy/shop/p")[0]);
+    assert_eq!((route.timeout_ms, route.idle_timeout_ms), (Some(30_000), Some(300_000)));
+    let retry = route.retry.unwrap();
+    assert_eq!((retry.retries, retry.on), (2, [RetryOn::GatewayError].into()));
+}
+
+#[test]
+fn an_invalid_retry_policy_skips_the_route() {
+    let compiled = compile_yaml(
+        &proxy("    retryPolicy: {retryOn: [sometimes]}\n"),
+        &switchyard_compiler::Options::default(),
+    );
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::RetryPolicyNotValid).contains("retryOn"),
+        "{status:?}"
+    );
+    assert!(!compiled
+        .table
+        .rules
+        .iter()
+        .any(|r| r.name.starts_with("HTTPProxy/shop/p")));
+}
+
+#[test]
+fn a_virtualserver_upstreams_timeouts_and_next_upstream_are_its_route() {
+    let options = switchyard_compiler::Options::default();
+    let default = settings(&routes_of(&virtual_server(""), &options, "VirtualServer/shop/v")[0]);
+    assert_eq!(default.upstream_idle_timeout_ms, Some(60_000));
+    assert_eq!(default.retry.unwrap().retries, 5, "next-upstream-tries 0: no limit");
+    let extra = ", read-timeout: 2m, send-timeout: 30s, next-upstream: \"error http_503\", next-upstream-tries: 2";
+    let route = settings(&routes_of(&virtual_server(extra), &options, "VirtualServer/shop/v")[0]);
+    assert_eq!(
+        (route.upstream_idle_timeout_ms, route.idle_timeout_ms),
+        (Some(120_000), Some(120_000))
+    );
+    let retry = route.retry.unwrap();
+    assert_eq!((retry.retries, retry.status_codes), (1, [503].into()));
+    let compiled = compile_yaml(&virtual_server(", read-timeout: soon"), &options);
+    let status = status_of(&compiled, "VirtualServer", "shop", "v");
+    assert_eq!(
+        status.status,
+        switchyard_compiler::status::Status::Invalid,
+        "{status:?}"
+    );
 }

@@ -114,6 +114,21 @@ pub struct Upstream {
     /// `connect-timeout`: an nginx time (`30s`).
     #[serde(default, rename = "connect-timeout", skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<String>,
+    /// `read-timeout`: an nginx time (`60s` when absent).
+    #[serde(default, rename = "read-timeout", skip_serializing_if = "Option::is_none")]
+    pub read_timeout: Option<String>,
+    /// `send-timeout`: an nginx time (`60s` when absent).
+    #[serde(default, rename = "send-timeout", skip_serializing_if = "Option::is_none")]
+    pub send_timeout: Option<String>,
+    /// `next-upstream`: nginx's `proxy_next_upstream` cases (`error timeout` when absent).
+    #[serde(default, rename = "next-upstream", skip_serializing_if = "Option::is_none")]
+    pub next_upstream: Option<String>,
+    /// `next-upstream-tries` (`0`, no limit, when absent).
+    #[serde(default, rename = "next-upstream-tries", skip_serializing_if = "Option::is_none")]
+    pub next_upstream_tries: Option<i64>,
+    /// `next-upstream-timeout`: an nginx time (`0`, no limit, when absent).
+    #[serde(default, rename = "next-upstream-timeout", skip_serializing_if = "Option::is_none")]
+    pub next_upstream_timeout: Option<String>,
     /// `client-max-body-size`: an nginx size (`10m`; `0`: no limit); NGINX's 1 MiB when absent.
     #[serde(default, rename = "client-max-body-size", skip_serializing_if = "Option::is_none")]
     pub client_max_body_size: Option<String>,

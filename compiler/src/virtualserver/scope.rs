@@ -11,6 +11,7 @@ use switchyard_table::{
     ActionSpec, Backend, ConditionSpec, DirectResponse, HeaderValue, Policy, Redirect, RegexRewrite, RouteAction,
 };
 
+use crate::ingress_nginx::proxying::{NextUpstream, Proxying};
 use crate::model::Options;
 use crate::nginx::{self, ConditionFault, Location};
 use crate::objects::nginx::{Action, Route, Split, Upstream};
@@ -282,6 +283,53 @@ impl<'s> Scope<'s> {
         self.forward(at, &weighted, PathRewrite::default(), Vec::new())
     }
 
+    /// The policy of the rules that proxy to `upstream`: its body limit and, on a gateway whose
+    /// routes are Switchyard's, the gateway route of its timeouts and retries (elsewhere noted as
+    /// not honoured when they are set).
+    fn upstream_policy(&mut self, upstream: &Upstream, at: &str) -> Result<Option<Arc<Policy>>, Fault> {
+        let max_body_bytes = body_limit(upstream, at)?;
+        let proxying = proxying(upstream, at)?;
+        if upstream
+            .next_upstream_timeout
+            .as_deref()
+            .and_then(nginx::time_ms)
+            .is_some()
+        {
+            self.notes.push((
+                Reason::UpstreamSettingNotHonored,
+                format!(
+                    "{at}: upstream {:?}: next-upstream-timeout: Envoy's router bounds each try, not the time spent \
+                     retrying; the retries are bounded by next-upstream-tries alone",
+                    upstream.name
+                ),
+            ));
+        }
+        let route = match self.options.gateway_routes {
+            true => proxying.route().name(),
+            false => {
+                let set = [&upstream.read_timeout, &upstream.send_timeout, &upstream.next_upstream];
+                if set.iter().any(|field| field.is_some()) || upstream.next_upstream_tries.is_some() {
+                    self.notes.push((
+                        Reason::RouteSettingNotHonored,
+                        format!(
+                            "{at}: upstream {:?}: read-timeout, send-timeout and next-upstream need a route of their own, \
+                             which only a gateway whose routes come from switchyard watch --clusters-dir has; the \
+                             gateway's route applies",
+                            upstream.name
+                        ),
+                    ));
+                }
+                None
+            }
+        };
+        let policy = Policy {
+            max_body_bytes,
+            route,
+            ..Policy::default()
+        };
+        Ok((policy != Policy::default()).then(|| Arc::new(policy)))
+    }
+
     /// Forwarding to weighted upstreams; a service whose port cannot be resolved gets no traffic
     /// (warning `ServicePortNotFound`), and the route answers 503 when none is left.
     fn forward(
@@ -297,7 +345,7 @@ impl<'s> Scope<'s> {
             .first()
             .and_then(|(name, _)| self.upstreams.get(name).copied())
         {
-            self.policy = body_limit(first, at)?;
+            self.policy = self.upstream_policy(first, at)?;
         }
         for (name, weight) in upstreams {
             let upstream =
@@ -365,20 +413,45 @@ impl<'s> Scope<'s> {
 /// NGINX's `client_max_body_size` of an upstream: its `client-max-body-size` (an nginx size; `0`:
 /// no limit), else the NGINX Ingress Controller's default, 1 MiB. An invalid size makes the
 /// VirtualServer invalid, as NGINX's validation does.
-fn body_limit(upstream: &Upstream, at: &str) -> Result<Option<Arc<Policy>>, Fault> {
-    let size = match &upstream.client_max_body_size {
-        None => Some(1 << 20),
-        Some(text) => crate::nginx::size_bytes(text).ok_or_else(|| {
+fn body_limit(upstream: &Upstream, at: &str) -> Result<Option<u64>, Fault> {
+    match &upstream.client_max_body_size {
+        None => Ok(Some(1 << 20)),
+        Some(text) => nginx::size_bytes(text).ok_or_else(|| {
             Fault::Invalid(format!(
                 "{at}: upstream {:?}: client-max-body-size {text:?} is not a size (bytes, or with k, m or g)",
                 upstream.name
             ))
-        })?,
+        }),
+    }
+}
+
+/// NGINX's timeouts and retries of an upstream (`read-timeout`, `send-timeout`, `next-upstream`,
+/// `next-upstream-tries`), with the NGINX Ingress Controller's defaults (60 s, 60 s, `error
+/// timeout`, no limit), as ingress-nginx's are made a gateway route
+/// ([`crate::ingress_nginx::proxying`]). An invalid value makes the VirtualServer invalid.
+fn proxying(upstream: &Upstream, at: &str) -> Result<Proxying, Fault> {
+    let invalid = |field: &str, text: &dyn std::fmt::Debug| {
+        Fault::Invalid(format!(
+            "{at}: upstream {:?}: {field} {text:?} is not valid",
+            upstream.name
+        ))
     };
-    Ok(size.map(|bytes| {
-        Arc::new(Policy {
-            max_body_bytes: Some(bytes),
-            ..Policy::default()
-        })
-    }))
+    let time = |field: &str, text: &Option<String>| -> Result<Option<u64>, Fault> {
+        text.as_ref()
+            .map(|t| nginx::time_ms(t).map(u64::from).ok_or_else(|| invalid(field, t)))
+            .transpose()
+    };
+    let mut out = Proxying {
+        next_upstream_tries: 0,
+        ..Proxying::default()
+    };
+    out.read_timeout_ms = time("read-timeout", &upstream.read_timeout)?.unwrap_or(out.read_timeout_ms);
+    out.send_timeout_ms = time("send-timeout", &upstream.send_timeout)?.unwrap_or(out.send_timeout_ms);
+    if let Some(text) = &upstream.next_upstream {
+        out.next_upstream = NextUpstream::parse(text).ok_or_else(|| invalid("next-upstream", text))?;
+    }
+    if let Some(tries) = upstream.next_upstream_tries {
+        out.next_upstream_tries = u32::try_from(tries).map_err(|_| invalid("next-upstream-tries", &tries))?;
+    }
+    Ok(out)
 }
