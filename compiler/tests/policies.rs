@@ -257,3 +257,24 @@ fn a_virtualserver_upstreams_timeouts_and_next_upstream_are_its_route() {
         "{status:?}"
     );
 }
+
+#[test]
+fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
+    let annotations = "    nginx.ingress.kubernetes.io/enable-cors: \"true\"\n    nginx.ingress.kubernetes.io/cors-allow-origin: \"https://app.example.com, https://*.example.org\"\n    nginx.ingress.kubernetes.io/cors-max-age: \"600\"\n";
+    let compiled = compile_yaml(&api(annotations), &nginx_options());
+    let rule = (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
+        .unwrap();
+    let cors = rule
+        .policy
+        .as_ref()
+        .and_then(|p| p.cors.clone())
+        .expect("a CORS policy");
+    assert_eq!(cors.allow_origin, ["https://app.example.com", "https://*.example.org"]);
+    assert_eq!(cors.max_age, 600);
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        !format!("{status:?}").contains("cors"),
+        "honoured, not reported: {status:?}"
+    );
+}

@@ -329,7 +329,14 @@ impl HttpContext for Http {
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
-        let Followup { hsts, set_cookie, .. } = std::mem::take(&mut self.followup);
+        let Followup {
+            hsts, set_cookie, cors, ..
+        } = std::mem::take(&mut self.followup);
+        if let Some(cors) = cors {
+            cors.each(|name, value| {
+                let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, name, Some(value));
+            });
+        }
         if let Some(value) = hsts {
             let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, HSTS_HEADER, Some(value.as_str()));
         }

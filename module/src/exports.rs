@@ -211,7 +211,22 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
         let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
             return CONTINUE;
         };
-        let Followup { hsts, set_cookie, .. } = stream.followup.take();
+        let Followup {
+            hsts, set_cookie, cors, ..
+        } = stream.followup.take();
+        if let Some(cors) = cors {
+            cors.each(|name, value| {
+                // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
+                unsafe {
+                    abi::envoy_dynamic_module_callback_http_set_header(
+                        filter_envoy,
+                        RESPONSE_HEADER,
+                        ModuleBuffer::of(name),
+                        ModuleBuffer::of(value),
+                    );
+                }
+            });
+        }
         if let Some(value) = hsts {
             // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
             unsafe {

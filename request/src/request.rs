@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use std::sync::Arc;
 use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
+use switchyard_table::cors::{self, CorsHeaders, CorsVerdict};
 use switchyard_table::format::{HSTS_HEADER, ROUTE_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
 
@@ -154,6 +155,8 @@ pub struct Followup {
     /// The rule's body limit, when the request's headers did not settle it
     /// ([`switchyard_table::policy`]).
     pub body: Option<BodyBudget>,
+    /// The CORS headers of the response ([`switchyard_table::cors`]).
+    pub cors: Option<CorsHeaders>,
 }
 
 impl Followup {
@@ -285,8 +288,11 @@ fn answer(
     };
     let rule = decision.rule;
     let hsts = hsts(rule, request);
-    let header = hsts.as_deref().map(|value| (HSTS_HEADER, value.as_str()));
-    let (mut set_cookie, mut body) = (None, None);
+    let reply = LocalReply {
+        rule_name: table.debug_rule_header().then(|| rule.name()),
+        hsts: hsts.as_deref().map(|value| value.as_str()),
+    };
+    let (mut set_cookie, mut body, mut cors) = (None, None, None);
     let outcome = match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
@@ -296,11 +302,7 @@ fn answer(
             let content_type = direct.content_type.as_deref().unwrap_or("text/plain");
             let mut headers = vec![("content-type", content_type)];
             headers.extend(direct.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())));
-            if table.debug_rule_header() {
-                headers.push((RULE_NAME_HEADER, rule.name()));
-            }
-            headers.extend(header);
-            host.send_response(direct.status, &headers, &body);
+            reply.send(host, direct.status, headers, &body);
             Outcome::Direct {
                 position,
                 status: direct.status,
@@ -313,28 +315,40 @@ fn answer(
                 host.send_response(500, &[("content-type", "text/plain")], "redirect without a location\n");
                 return (Outcome::Direct { position, status: 500 }, Followup::default());
             };
-            let mut headers = vec![("location", location.as_str())];
-            if table.debug_rule_header() {
-                headers.push((RULE_NAME_HEADER, rule.name()));
-            }
-            headers.extend(header);
-            host.send_response(status, &headers, "");
+            reply.send(host, status, vec![("location", location.as_str())], "");
             Outcome::Direct { position, status }
         }
         ActionSpec::Route(route) => {
             let policy = rule.spec().policy.as_deref();
+            // A preflight is answered first, as nginx's rewrite phase answers before its access phase.
+            match policy
+                .and_then(|policy| policy.cors.as_ref())
+                .map(|c| cors::check(c, request))
+            {
+                None | Some(CorsVerdict::None) => {}
+                Some(CorsVerdict::Response(headers)) => cors = Some(headers),
+                Some(CorsVerdict::Preflight(answer)) => {
+                    host.remove_request_header(table.cluster_header());
+                    let mut owned = Vec::new();
+                    answer.each(|name, value| owned.push((name.to_owned(), value.to_owned())));
+                    let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                    headers.push(("content-type", cors::PREFLIGHT_CONTENT_TYPE));
+                    reply.send(host, cors::PREFLIGHT, headers, "");
+                    let status = cors::PREFLIGHT;
+                    return (Outcome::Direct { position, status }, Followup::default());
+                }
+            }
             match policy.map(|policy| check_headers(policy, request, || host.client_address())) {
                 None | Some(HeadersVerdict::Pass(None)) => {}
                 Some(HeadersVerdict::Pass(budget)) => body = budget,
                 Some(HeadersVerdict::Refuse(status)) => {
                     host.remove_request_header(table.cluster_header());
-                    let body = short_body(status, request);
-                    let mut headers = vec![("content-type", "text/plain")];
-                    if table.debug_rule_header() {
-                        headers.push((RULE_NAME_HEADER, rule.name()));
-                    }
-                    headers.extend(header);
-                    host.send_response(status, &headers, &body);
+                    reply.send(
+                        host,
+                        status,
+                        vec![("content-type", "text/plain")],
+                        &short_body(status, request),
+                    );
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
             }
@@ -377,10 +391,31 @@ fn answer(
         }
     };
     let additions = match outcome {
-        Outcome::Routed { .. } => Followup { hsts, set_cookie, body },
+        Outcome::Routed { .. } => Followup {
+            hsts,
+            set_cookie,
+            body,
+            cors,
+        },
         _ => Followup::default(),
     };
     (outcome, additions)
+}
+
+/// What every local reply to a rule's request ends with: the debug header naming the rule (when
+/// the table asks for it) and the rule's `Strict-Transport-Security` (ROUTING.md §8.4).
+struct LocalReply<'a> {
+    rule_name: Option<&'a str>,
+    hsts: Option<&'a str>,
+}
+
+impl LocalReply<'_> {
+    /// Answers `status` with `headers`, then the closing ones, and `body`.
+    fn send<'h>(&'h self, host: &mut impl Host, status: u16, mut headers: Vec<(&'h str, &'h str)>, body: &str) {
+        headers.extend(self.rule_name.map(|name| (RULE_NAME_HEADER, name)));
+        headers.extend(self.hsts.map(|value| (HSTS_HEADER, value)));
+        host.send_response(status, &headers, body);
+    }
 }
 
 /// Names the rule's gateway route (its timeouts and retries) in [`ROUTE_HEADER`], or removes the
@@ -632,7 +667,8 @@ pub(crate) mod tests {
                 Followup {
                     hsts: Some(Arc::new("max-age=60".to_owned())),
                     set_cookie: None,
-                    body: None
+                    body: None,
+                    cors: None
                 }
             )
         );

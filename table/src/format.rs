@@ -87,7 +87,7 @@ pub struct RuleSpec {
     pub hsts: Option<Arc<String>>,
     /// What the rule asks of a request before a route action sends it upstream ([`Policy`]).
     /// Shared as `hsts` is: every rule of a table with the same policy holds one.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared_policy")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub policy: Option<Arc<Policy>>,
 }
 
@@ -114,6 +114,29 @@ pub struct Policy {
     /// `routes` module reads it back to write the route). The filter puts it in [`ROUTE_HEADER`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// Cross-origin requests allowed (ingress-nginx's `enable-cors`): a preflight from an allowed
+    /// origin answered at once, the CORS headers on the other responses ([`crate::cors`]).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub cors: Option<Arc<Cors>>,
+}
+
+/// A rule's CORS, as ingress-nginx's `cors-*` annotations set it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Cors {
+    /// The origins allowed: `*` (every one), or origins (`https://app.example.com:8443`, `null`), a
+    /// `*` standing for one label (`https://*.example.com`).
+    pub allow_origin: Vec<String>,
+    /// `Access-Control-Allow-Methods`.
+    pub allow_methods: String,
+    /// `Access-Control-Allow-Headers`.
+    pub allow_headers: String,
+    /// `Access-Control-Expose-Headers` (none when empty).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub expose_headers: String,
+    /// `Access-Control-Allow-Credentials: true`.
+    pub allow_credentials: bool,
+    /// `Access-Control-Max-Age`, in seconds.
+    pub max_age: u64,
 }
 
 /// An address range, `10.0.0.0/8` or `2001:db8::/32` (a bare address is the range of itself).
@@ -469,9 +492,10 @@ fn shared_text<S: serde::Serializer>(value: &Option<Arc<String>>, serializer: S)
     }
 }
 
-fn shared_policy<S: serde::Serializer>(value: &Option<Arc<Policy>>, serializer: S) -> Result<S::Ok, S::Error> {
+/// A shared value serialized as the value itself.
+fn shared<S: serde::Serializer, T: Serialize>(value: &Option<Arc<T>>, serializer: S) -> Result<S::Ok, S::Error> {
     match value {
-        Some(policy) => policy.serialize(serializer),
+        Some(value) => value.serialize(serializer),
         None => serializer.serialize_none(),
     }
 }

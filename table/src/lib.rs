@@ -18,7 +18,8 @@
 //! - [`redirect`]: redirect locations, `${scheme}`, `${host}`, `${request_uri}`, `${http_host}`,
 //!   `${args}`, the path regex's groups … filled in per request (NGINX's and ingress-nginx's forms).
 //! - [`canary`]: ingress-nginx's canary, decided per request by header, cookie and weight.
-//! - [`policy`]: a rule's policies (the body limit) per request.
+//! - [`policy`]: a rule's policies (the body limit, address ranges) per request; [`cors`]: its
+//!   CORS answers.
 //! - [`affinity`]: the key a route's request is hashed to one endpoint by (cookie affinity, request
 //!   hashes), made per request.
 //! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
@@ -32,6 +33,7 @@ pub mod affinity;
 pub mod canary;
 pub mod compact;
 mod condition;
+pub mod cors;
 pub mod doc;
 mod error;
 pub mod field;
@@ -56,7 +58,7 @@ mod table;
 pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
-    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
     DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite,
     RouteAction, RuleSpec, TableSpec,
 };

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
-    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
     DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite,
     RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
@@ -345,6 +345,22 @@ impl FromDoc for Policy {
                 allow: f.or("allow", Vec::new())?,
                 deny: f.or("deny", Vec::new())?,
                 route: f.optional("route")?,
+                cors: f.optional::<Cors>("cors")?.map(std::sync::Arc::new),
+            })
+        })
+    }
+}
+
+impl FromDoc for Cors {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Cors {
+                allow_origin: f.required("allow_origin")?,
+                allow_methods: f.required("allow_methods")?,
+                allow_headers: f.required("allow_headers")?,
+                expose_headers: f.or("expose_headers", String::new())?,
+                allow_credentials: f.or("allow_credentials", false)?,
+                max_age: f.required("max_age")?,
             })
         })
     }

@@ -347,9 +347,28 @@ impl Rule {
         }
         // The name becomes the debug response header's value.
         field_value(&spec.name).map_err(|fault| fail("name".into(), bad_value(&spec.name, fault)))?;
-        if let Some(route) = spec.policy.as_ref().and_then(|policy| policy.route.as_deref()) {
-            // The route's name becomes a request header's value.
-            field_value(route).map_err(|fault| fail("policy.route".into(), bad_value(route, fault)))?;
+        if let Some(policy) = &spec.policy {
+            // The route's name becomes a request header's value, and the CORS values response
+            // headers' values.
+            let cors = policy.cors.as_deref();
+            let values = [("policy.route", policy.route.as_deref())].into_iter().chain(
+                [
+                    ("policy.cors.allow_methods", cors.map(|c| c.allow_methods.as_str())),
+                    ("policy.cors.allow_headers", cors.map(|c| c.allow_headers.as_str())),
+                    ("policy.cors.expose_headers", cors.map(|c| c.expose_headers.as_str())),
+                ]
+                .into_iter()
+                .chain(
+                    cors.into_iter()
+                        .flat_map(|c| c.allow_origin.iter())
+                        .map(|o| ("policy.cors.allow_origin", Some(o.as_str()))),
+                ),
+            );
+            for (field, value) in values {
+                if let Some(value) = value {
+                    field_value(value).map_err(|fault| fail(field.into(), bad_value(value, fault)))?;
+                }
+            }
         }
         let host = HostPattern::parse(spec.host.as_deref()).map_err(|p| fail("host".into(), p))?;
         let path = PathPattern::compile(&spec.path).map_err(|p| fail("path.value".into(), p))?;

@@ -7,10 +7,12 @@
 use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
+use super::cors;
 use super::proxying::{self, Setting};
 use super::upstream::{self, IngressAffinity, ProxySsl};
 use crate::status::{ConditionKind, Reason};
 use crate::upstream::variant::{Balance, UpstreamProtocol};
+use switchyard_table::Cors;
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +85,8 @@ pub struct IngressNginxAnnotations {
     /// `proxy-body-size` in bytes, `Some(None)` for `0` (no limit); `None` when absent or invalid
     /// (the ConfigMap's stands).
     pub proxy_body_size: Option<Option<u64>>,
+    /// `enable-cors` with the `cors-*` annotations.
+    pub cors: Option<Cors>,
     /// The timeouts and retries set (`proxy-read-timeout`, …), over the ConfigMap's.
     pub proxying: Vec<Setting>,
     /// `affinity: cookie` with `session-cookie-*`, or `upstream-hash-by`.
@@ -190,6 +194,7 @@ impl IngressNginxAnnotations {
             } else if !READ.contains(&name)
                 && !upstream::READ.contains(&name)
                 && !proxying::READ.contains(&name)
+                && !cors::READ.contains(&name)
                 && !is_access_annotation(name)
                 && name != ENABLE_GLOBAL_AUTH
             {
@@ -321,6 +326,7 @@ impl IngressNginxAnnotations {
         });
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
         out.proxying = Setting::annotations(&mine, prefix, &mut out.problems);
+        out.cors = cors::read(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
         out.affinity = IngressAffinity::read(&mine, prefix, &mut out.problems);
         out.server_alias = (mine.get("server-alias").into_iter())
@@ -373,7 +379,7 @@ pub fn not_honored_message(prefix: &str, name: &str) -> String {
 }
 
 /// Go's `strconv.ParseBool`, which ingress-nginx reads booleans with.
-fn parse_bool(value: &str) -> Option<bool> {
+pub(super) fn parse_bool(value: &str) -> Option<bool> {
     match value {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),

@@ -8,7 +8,7 @@
 //!   [`annotations::IngressNginxAnnotations`], each invalid one (`AnnotationInvalid`) and each one
 //!   not honoured (`AnnotationNotHonored`) listed; [`canary`]: §7.6's settings and the table's
 //!   canary; [`configmap`]: §7.8, the controller's ConfigMap; [`upstream`] and [`proxying`]: how
-//!   the backend is spoken to, and the timeouts and retries of a request.
+//!   the backend is spoken to, and the timeouts and retries of a request; [`cors`]: its CORS.
 //! - [`paths`]: §7.2–7.4's building blocks: ingress-nginx's Ingress order, path normalisation,
 //!   location order, the trailing-slash redirect, each location's table path.
 //! - [`server`]: the Ingresses gathered into one server per host (`PathTaken`, the root, regex
@@ -25,6 +25,7 @@ pub mod annotations;
 pub mod canary;
 pub mod class;
 pub mod configmap;
+pub mod cors;
 pub mod explain;
 pub mod flags;
 pub mod layout;

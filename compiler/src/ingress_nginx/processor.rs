@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::{ActionSpec, DirectResponse, Policy, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, Cors, DirectResponse, Policy, RouteAction, RuleSpec};
 
 use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
@@ -128,7 +128,7 @@ fn members<'o>(
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
     // The ConfigMap's body limit and route, one policy for every Ingress that sets none of its own.
     let config = &options.ingress_nginx_config;
-    let default_policy = ingress_policy(config.proxy_body_size, &[], options);
+    let default_policy = ingress_policy(config.proxy_body_size, (&[], None), options);
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -149,9 +149,15 @@ fn members<'o>(
         if !options.gateway_routes {
             without_gateway_routes(&mut annotations, prefix);
         }
-        let policy = match (annotations.proxy_body_size, annotations.proxying.is_empty()) {
-            (None, true) => default_policy.clone(),
-            (size, _) => ingress_policy(size.unwrap_or(config.proxy_body_size), &annotations.proxying, options),
+        let own =
+            annotations.proxy_body_size.is_some() || !annotations.proxying.is_empty() || annotations.cors.is_some();
+        let policy = match own {
+            false => default_policy.clone(),
+            true => ingress_policy(
+                annotations.proxy_body_size.unwrap_or(config.proxy_body_size),
+                (&annotations.proxying, annotations.cors.clone()),
+                options,
+            ),
         };
         let unverifiable = unverifiable(&annotations, &key.namespace, options);
         let member = Member {
@@ -524,16 +530,21 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
     .under(options)
 }
 
-/// The policy of a body limit of `size` bytes (`None`: no limit) and, on a gateway whose routes
-/// are Switchyard's ([`Options::gateway_routes`]), the route of the ConfigMap's timeouts and retries
-/// with `proxying` over them; `None` when it asks nothing.
-fn ingress_policy(size: Option<u64>, proxying: &[Setting], options: &Options) -> Option<Arc<Policy>> {
+/// The policy of a body limit of `size` bytes (`None`: no limit), `cors` and, on a gateway whose
+/// routes are Switchyard's ([`Options::gateway_routes`]), the route of the ConfigMap's timeouts and
+/// retries with `proxying` over them; `None` when it asks nothing.
+fn ingress_policy(
+    size: Option<u64>,
+    (proxying, cors): (&[Setting], Option<Cors>),
+    options: &Options,
+) -> Option<Arc<Policy>> {
     let route = (options.gateway_routes)
         .then(|| options.ingress_nginx_config.proxying.with(proxying).route().name())
         .flatten();
     let policy = Policy {
         max_body_bytes: size,
         route,
+        cors: cors.map(Arc::new),
         ..Policy::default()
     };
     (policy != Policy::default()).then(|| Arc::new(policy))

@@ -3,9 +3,10 @@
 //! declared by its `content-length` or counted as it streams, and lets one within it reach the
 //! backend whole; a rule without a policy takes any body. A rule's address ranges are checked
 //! against the client's address as Envoy knows it (`source.address`: here the test's own
-//! connection, 127.0.0.1).
+//! connection, 127.0.0.1). A rule's CORS answers preflights and marks responses, in both filter
+//! forms.
 //!
-//! Needs `ENVOY_BIN` and the filter (`make test-envoy` sets them).
+//! Needs `ENVOY_BIN`, the filter and the module (`make test-envoy` sets them).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchyard_cases::rule;
 use switchyard_e2e::table::table;
-use switchyard_e2e::{get, Envoy};
+use switchyard_e2e::{get, ConfigForm, Envoy, FilterForm};
 
 const SERVICE: &str = "shop/api:80";
 
@@ -130,4 +131,47 @@ fn address_ranges_are_checked_against_the_address_envoy_gives_the_filter() {
         "127.0.0.1 is outside 10.0.0.0/8"
     );
     assert_eq!(answer("denied.example"), (403, None), "denied before allowed");
+}
+
+/// CORS (ingress-nginx's `enable-cors`, issue "Policies beyond the route"), in both filter forms:
+/// a preflight from an allowed origin is answered 204 with the CORS headers and never reaches the
+/// backend; another request from it reaches the backend and its response carries them; a request
+/// from an origin not allowed is left as it is (its preflight reaches the backend).
+#[test]
+fn a_preflight_from_an_allowed_origin_is_answered_and_the_responses_carry_the_cors_headers() {
+    let mut shared = rule("Ingress/shop/cors#0").host("cors.example").prefix("/").to(SERVICE);
+    shared["policy"] = json!({ "cors": {
+        "allow_origin": ["https://*.example.com"], "allow_methods": "GET, POST", "allow_headers": "X-Token",
+        "allow_credentials": true, "max_age": 600
+    } });
+    let table = table("cors", vec![shared]);
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let envoy = Envoy::start_filter(&table, &[SERVICE], ConfigForm::StringValue, 1, form);
+        let from =
+            |origin: &str, method: &str| envoy.send(&get("cors.example", "/x").method(method).header("origin", origin));
+        let preflight = from("https://app.example.com", "OPTIONS");
+        assert_eq!(
+            (preflight.status, preflight.backend()),
+            (204, None),
+            "{form:?}: {preflight:?}"
+        );
+        let cors_headers = |response: &switchyard_e2e::Response| {
+            [
+                "access-control-allow-origin",
+                "access-control-allow-credentials",
+                "access-control-allow-methods",
+                "access-control-allow-headers",
+                "access-control-max-age",
+            ]
+            .map(|name| response.header(name).map(str::to_owned))
+        };
+        let wanted = ["https://app.example.com", "true", "GET, POST", "X-Token", "600"].map(|v| Some(v.to_owned()));
+        assert_eq!(cors_headers(&preflight), wanted, "{form:?}");
+        let get = from("https://app.example.com", "GET");
+        assert_eq!((get.status, get.backend()), (200, Some("api")), "{form:?}");
+        assert_eq!(cors_headers(&get), wanted, "{form:?}");
+        let foreign = from("https://evil.net", "OPTIONS");
+        assert_eq!((foreign.status, foreign.backend()), (200, Some("api")), "{form:?}");
+        assert_eq!(cors_headers(&foreign), [None, None, None, None, None], "{form:?}");
+    }
 }
