@@ -238,6 +238,9 @@ vocabulary! {
         /// docs/routing.md, "The upstream side"): the backend is spoken to with its cluster's own
         /// settings.
         UpstreamSettingNotHonored,
+        /// An ingress-nginx annotation Envoy needs no setting for: what it asks of nginx (its
+        /// buffers) is what Envoy does anyway (docs/routing.md, "Buffering"); a note saying why.
+        AnnotationEquivalent,
         /// §7.9: an annotation ingress-nginx v1.15 itself does not read (removed, or a ConfigMap key
         /// written as an annotation): ignored as it ignored it, a note.
         AnnotationNotRead,

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
-use super::cors;
 use super::proxying::{self, Setting};
 use super::upstream::{self, IngressAffinity, ProxySsl};
+use super::{buffering, cors};
 use crate::status::{ConditionKind, Reason};
 use crate::upstream::variant::{Balance, UpstreamProtocol};
 use switchyard_table::Cors;
@@ -165,7 +165,7 @@ impl Problem {
     /// otherwise.
     pub fn kind(&self) -> ConditionKind {
         match self.reason {
-            Reason::AnnotationNotRead => ConditionKind::Info,
+            Reason::AnnotationNotRead | Reason::AnnotationEquivalent => ConditionKind::Info,
             _ => ConditionKind::Warning,
         }
     }
@@ -195,6 +195,7 @@ impl IngressNginxAnnotations {
                 && !upstream::READ.contains(&name)
                 && !proxying::READ.contains(&name)
                 && !cors::READ.contains(&name)
+                && !buffering::reads(name)
                 && !is_access_annotation(name)
                 && name != ENABLE_GLOBAL_AUTH
             {
@@ -327,6 +328,7 @@ impl IngressNginxAnnotations {
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
         out.proxying = Setting::annotations(&mine, prefix, &mut out.problems);
         out.cors = cors::read(&mine, prefix, &mut out.problems);
+        buffering::report(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
         out.affinity = IngressAffinity::read(&mine, prefix, &mut out.problems);
         out.server_alias = (mine.get("server-alias").into_iter())

@@ -8,7 +8,8 @@
 //!   [`annotations::IngressNginxAnnotations`], each invalid one (`AnnotationInvalid`) and each one
 //!   not honoured (`AnnotationNotHonored`) listed; [`canary`]: §7.6's settings and the table's
 //!   canary; [`configmap`]: §7.8, the controller's ConfigMap; [`upstream`] and [`proxying`]: how
-//!   the backend is spoken to, and the timeouts and retries of a request; [`cors`]: its CORS.
+//!   the backend is spoken to, and the timeouts and retries of a request; [`cors`]: its CORS;
+//!   [`buffering`]: the buffering annotations, equivalent to Envoy's streaming.
 //! - [`paths`]: §7.2–7.4's building blocks: ingress-nginx's Ingress order, path normalisation,
 //!   location order, the trailing-slash redirect, each location's table path.
 //! - [`server`]: the Ingresses gathered into one server per host (`PathTaken`, the root, regex
@@ -22,6 +23,7 @@
 
 pub mod access;
 pub mod annotations;
+pub mod buffering;
 pub mod canary;
 pub mod class;
 pub mod configmap;
