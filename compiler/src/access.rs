@@ -41,6 +41,9 @@ pub struct Field {
     pub reach: Reach,
     /// What it asks for, for the status (`Policy default/allow-office`).
     pub detail: Option<String>,
+    /// Whether this gateway enforces it (the rule's policy does): it denies nothing, and a waiver
+    /// naming it opens nothing.
+    pub enforced: bool,
 }
 
 /// Which rules a field protects.
@@ -61,7 +64,14 @@ impl Field {
             short: None,
             reach,
             detail: None,
+            enforced: false,
         }
+    }
+
+    /// The same field, enforced by this gateway.
+    pub fn enforced(mut self) -> Field {
+        self.enforced = true;
+        self
     }
 
     /// The same field, saying what it asks for.
@@ -124,6 +134,18 @@ impl Guard {
         let mut used = vec![false; waived.len()];
         for field in fields {
             let waiver = waived.iter().position(|w| field.named_by(w));
+            if field.enforced {
+                // Enforced: nothing to deny, and nothing for a waiver to open.
+                if let Some(i) = waiver {
+                    used[i] = true;
+                    let message = format!(
+                        "{WAIVER} names {}, which this gateway enforces: it stays enforced",
+                        field.described()
+                    );
+                    book.add(key, status, ConditionKind::Info, Reason::AccessControlWaived, message);
+                }
+                continue;
+            }
             let (why, message) = match waiver {
                 Some(i) => {
                     used[i] = true;

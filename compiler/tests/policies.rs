@@ -278,3 +278,38 @@ fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
         "honoured, not reported: {status:?}"
     );
 }
+
+#[test]
+fn an_ingress_nginx_source_range_is_the_rules_policy_and_denies_nothing_else() {
+    let annotation = "    nginx.ingress.kubernetes.io/whitelist-source-range: \"10.0.0.0/8, 192.168.1.7\"\n";
+    let compiled = compile_yaml(&api(annotation), &nginx_options());
+    let rule = (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
+        .expect("routed: the range is enforced, not denied");
+    let policy = rule.policy.as_deref().unwrap();
+    let allow: Vec<String> = policy
+        .allow
+        .iter()
+        .map(|r| format!("{}/{}", r.network, r.prefix))
+        .collect();
+    assert_eq!(allow, ["10.0.0.0/8", "192.168.1.7/32"]);
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        !format!("{status:?}").contains("AccessControlNotEnforced"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_source_range_on_an_ingress_of_switchyards_own_semantics_still_denies() {
+    let yaml = api("    nginx.ingress.kubernetes.io/whitelist-source-range: 10.0.0.0/8\n")
+        .replace("  ingressClassName: nginx\n", "");
+    let compiled = compile_yaml(&yaml, &switchyard_compiler::Options::default());
+    let rule = (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("Ingress/shop/api"))
+        .unwrap();
+    assert!(
+        matches!(&rule.action, ActionSpec::DirectResponse(d) if d.status == 403),
+        "{rule:?}"
+    );
+}

@@ -490,7 +490,7 @@ async fn an_ingress_nginx_ingress_moved_to_another_class_has_our_load_balancer_r
     .await;
 }
 
-/// An ingress-nginx Ingress with `auth-url` and `whitelist-source-range` (ROUTING.md §9) in a real API
+/// An ingress-nginx Ingress with `auth-url` and `auth-signin` (ROUTING.md §9) in a real API
 /// server: its rule answers 403 naming the fields, `/status` lists it as blocked, and `kubectl
 /// describe ingress` shows an `AccessControlNotEnforced` event per field; once its owner waives
 /// exactly those fields it routes, with `AccessControlWaived` events.
@@ -502,7 +502,7 @@ async fn an_access_control_is_never_served_open_and_its_waiver_is_said_in_events
         format!(
             "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: admin\n  namespace: {ns}\n  \
              annotations:\n    nginx.ingress.kubernetes.io/auth-url: http://oauth2-proxy.auth.svc/oauth2/auth\n    \
-             nginx.ingress.kubernetes.io/whitelist-source-range: 10.0.0.0/8\n{waiver}spec:\n  ingressClassName: nginx\n  \
+             nginx.ingress.kubernetes.io/auth-signin: https://login.example/start\n{waiver}spec:\n  ingressClassName: nginx\n  \
              rules:\n  - host: admin.example\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, \
              backend: {{service: {{name: admin, port: {{number: 80}}}}}}}}\n"
         )
@@ -517,7 +517,7 @@ async fn an_access_control_is_never_served_open_and_its_waiver_is_said_in_events
         || sy.log(),
     )
     .await;
-    let fields = "nginx.ingress.kubernetes.io/auth-url, nginx.ingress.kubernetes.io/whitelist-source-range";
+    let fields = "nginx.ingress.kubernetes.io/auth-signin, nginx.ingress.kubernetes.io/auth-url";
     assert_eq!(
         reply["action"]["direct_response"],
         json!({"status": 403, "body": format!("{fields} are not enforced by this gateway\n")}),
@@ -526,13 +526,13 @@ async fn an_access_control_is_never_served_open_and_its_waiver_is_said_in_events
     assert_eq!(
         sy.status()["access"]["blocked"],
         json!([{"resource": format!("Ingress {ns}/admin"), "fields": [
-            "nginx.ingress.kubernetes.io/auth-url", "nginx.ingress.kubernetes.io/whitelist-source-range"
+            "nginx.ingress.kubernetes.io/auth-signin", "nginx.ingress.kubernetes.io/auth-url"
         ]}])
     );
     let events = || two_field_events(&admin, &ns, "AccessControlNotEnforced");
     eventually_async("an event per field not enforced", PATIENCE, events, || sy.log()).await;
 
-    let waiver = "    switchyard.io/serve-without-access-control: auth-url, whitelist-source-range\n";
+    let waiver = "    switchyard.io/serve-without-access-control: auth-url, auth-signin\n";
     admin_apply(&admin, &protected(waiver)).await;
     sy.eventually_routes("admin.example", Some(&format!("{ns}/admin:80")), PATIENCE)
         .await;
@@ -541,14 +541,14 @@ async fn an_access_control_is_never_served_open_and_its_waiver_is_said_in_events
     assert_eq!(sy.status()["access"]["blocked"], json!([]));
 }
 
-/// `Ok` when the Ingress `admin` has two events of `reason`, about `auth-url` and
-/// `whitelist-source-range`; else what it has.
+/// `Ok` when the Ingress `admin` has two events of `reason`, about `auth-signin` and `auth-url`;
+/// else what it has.
 async fn two_field_events(admin: &Client, ns: &str, reason: &str) -> Result<(), String> {
     let events = events_of(admin, ns, "admin").await;
     let notes: Vec<&String> = events.iter().filter(|(r, _)| r == reason).map(|(_, n)| n).collect();
     match notes.len() == 2
-        && notes[0].starts_with("nginx.ingress.kubernetes.io/auth-url")
-        && notes[1].starts_with("nginx.ingress.kubernetes.io/whitelist-source-range")
+        && notes[0].starts_with("nginx.ingress.kubernetes.io/auth-signin")
+        && notes[1].starts_with("nginx.ingress.kubernetes.io/auth-url")
     {
         true => Ok(()),
         false => Err(format!("{events:?}")),

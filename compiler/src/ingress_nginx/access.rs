@@ -1,13 +1,88 @@
 //! ROUTING.md §9 for ingress-nginx: the access-control annotations of an Ingress (`auth-*`,
 //! `whitelist-source-range`, `denylist-source-range`, `satisfy`) and the ConfigMap's keys that
 //! protect every Ingress of the class (`global-auth-url`, `whitelist-source-range`,
-//! `denylist-source-range`, `block-cidrs`, `block-user-agents`, `block-referers`), as
-//! [`crate::access::Field`]s. None of them is ever "not honoured" (§7.9): each is enforced or
-//! denies.
+//! `denylist-source-range`, `block-cidrs`, `block-user-agents`, `block-referers`). None of them is
+//! ever "not honoured" (§7.9): each is enforced or denies.
+//!
+//! The source ranges are enforced ([`SourceRanges`]: the rule's policy, checked by the filter
+//! against the client's address); the others are [`crate::access::Field`]s that deny. A range
+//! field whose value is not a list of ranges is not enforced: it denies too.
 
 use std::collections::BTreeMap;
 
+use switchyard_table::IpRange;
+
 use crate::access::{Field, Reach};
+
+/// The source-range annotations and ConfigMap keys this gateway enforces.
+const RANGES: &[&str] = &["whitelist-source-range", "denylist-source-range", "block-cidrs"];
+
+/// The client addresses an Ingress's locations let through, as ingress-nginx's template writes
+/// them: the `deny` lines (the ConfigMap's `block-cidrs`, then the Ingress's
+/// `denylist-source-range`, else the ConfigMap's), then the `allow` lines with `deny all` (its
+/// `whitelist-source-range`, else the ConfigMap's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceRanges {
+    /// The ranges allowed (empty: any).
+    pub allow: Vec<IpRange>,
+    /// The ranges denied, checked first.
+    pub deny: Vec<IpRange>,
+}
+
+/// The ranges of a list (`10.0.0.0/8, 192.168.1.7`); `None` when an entry is no range.
+fn range_list(value: &str) -> Option<Vec<IpRange>> {
+    (value.split(',').map(str::trim))
+        .filter(|entry| !entry.is_empty())
+        .map(IpRange::parse)
+        .collect()
+}
+
+/// The source ranges of an Ingress with these annotations (under `prefix`) and the ConfigMap's
+/// keys `configmap` (key → value, blank values left out): the ranges, and the fields whose value
+/// is not a list of ranges (which stay access controls that deny).
+pub fn source_ranges(
+    annotations: &BTreeMap<String, String>,
+    prefix: &str,
+    configmap: &[(String, String)],
+) -> (SourceRanges, Vec<String>) {
+    let annotation = |name: &str| {
+        let key = format!("{prefix}/{name}");
+        annotations
+            .get(&key)
+            .filter(|v| !v.trim().is_empty())
+            .map(|value| (key, value.as_str()))
+    };
+    let key = |name: &str| {
+        (configmap.iter())
+            .find(|(key, _)| key == name)
+            .map(|(key, value)| (format!("configmap/{key}"), value.as_str()))
+    };
+    let mut out = SourceRanges::default();
+    let mut unusable = Vec::new();
+    let mut take = |field: Option<(String, &str)>, into: &mut Vec<IpRange>| {
+        let Some((name, value)) = field else { return };
+        match range_list(value) {
+            Some(ranges) => into.extend(ranges),
+            None => unusable.push(name),
+        }
+    };
+    take(key("block-cidrs"), &mut out.deny);
+    take(
+        annotation("denylist-source-range").or_else(|| key("denylist-source-range")),
+        &mut out.deny,
+    );
+    take(
+        annotation("whitelist-source-range").or_else(|| key("whitelist-source-range")),
+        &mut out.allow,
+    );
+    (out, unusable)
+}
+
+/// Whether `name` (an annotation without its prefix, or a ConfigMap key) is a source range this
+/// gateway enforces when its value is a list of ranges.
+fn is_range(name: &str) -> bool {
+    RANGES.contains(&name)
+}
 
 /// The Ingress annotation (without its prefix) by which ingress-nginx lets an Ingress out of the
 /// ConfigMap's `global-auth-url`.
@@ -24,6 +99,8 @@ pub fn is_access_annotation(name: &str) -> bool {
 /// `auth-tls-*` annotation asks for a client certificate on the whole server (ingress-nginx sets it
 /// per server), the others per location.
 pub fn fields(annotations: &BTreeMap<String, String>, prefix: &str, configmap: &[(String, String)]) -> Vec<Field> {
+    let (_, unusable) = source_ranges(annotations, prefix, configmap);
+    let enforced = |field: &str, name: &str| is_range(name) && !unusable.iter().any(|u| u == field);
     let mut out = Vec::new();
     let mut global_auth = true;
     for (key, value) in annotations {
@@ -40,16 +117,24 @@ pub fn fields(annotations: &BTreeMap<String, String>, prefix: &str, configmap: &
             true => Reach::Host,
             false => Reach::OwnRules,
         };
-        out.push(Field::new(key.clone(), reach).or_named(name));
+        let field = Field::new(key.clone(), reach).or_named(name);
+        out.push(match enforced(key, name) {
+            true => field.enforced(),
+            false => field,
+        });
     }
     for (key, value) in configmap {
         if key == "global-auth-url" && !global_auth {
             continue;
         }
-        let field = Field::new(format!("configmap/{key}"), Reach::OwnRules).saying(format!(
+        let name = format!("configmap/{key}");
+        let field = Field::new(name.clone(), Reach::OwnRules).saying(format!(
             "ingress-nginx's ConfigMap sets {key}: {value:?} for every Ingress"
         ));
-        out.push(field);
+        out.push(match enforced(&name, key) {
+            true => field.enforced(),
+            false => field,
+        });
     }
     out
 }
@@ -71,19 +156,20 @@ mod tests {
             .collect();
         fields(&annotations, P, &configmap)
             .into_iter()
+            .filter(|f| !f.enforced)
             .map(|f| f.name)
             .collect()
     }
 
     #[test]
-    fn every_auth_annotation_and_source_range_is_an_access_control() {
+    fn every_auth_annotation_and_unusable_source_range_is_an_access_control_that_denies() {
         let got = names(
             &[
                 ("auth-url", "http://auth"),
                 ("auth-signin", "https://login"),
                 ("auth-tls-secret", "ns/ca"),
                 ("whitelist-source-range", "10.0.0.0/8"),
-                ("denylist-source-range", "1.2.3.4"),
+                ("denylist-source-range", "1.2.3.4, not-a-range"),
                 ("satisfy", "any"),
                 ("rewrite-target", "/"),
             ],
@@ -97,7 +183,6 @@ mod tests {
                 "auth-url",
                 "denylist-source-range",
                 "satisfy",
-                "whitelist-source-range"
             ]
             .map(|n| format!("{P}/{n}"))
         );
@@ -118,14 +203,59 @@ mod tests {
 
     #[test]
     fn enable_global_auth_false_lets_an_ingress_out_of_global_auth_url_only() {
-        let configmap = [("global-auth-url", "http://auth"), ("block-cidrs", "1.2.3.4")];
+        let configmap = [("global-auth-url", "http://auth"), ("block-user-agents", "curl")];
         assert_eq!(
             names(&[], &configmap),
-            ["configmap/global-auth-url", "configmap/block-cidrs"]
+            ["configmap/global-auth-url", "configmap/block-user-agents"]
         );
         assert_eq!(
             names(&[("enable-global-auth", "false")], &configmap),
-            ["configmap/block-cidrs"]
+            ["configmap/block-user-agents"]
+        );
+    }
+
+    fn ranges(annotations: &[(&str, &str)], configmap: &[(&str, &str)]) -> (SourceRanges, Vec<String>) {
+        let annotations = annotations
+            .iter()
+            .map(|(k, v)| (format!("{P}/{k}"), (*v).to_owned()))
+            .collect();
+        let configmap: Vec<(String, String)> = configmap
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        source_ranges(&annotations, P, &configmap)
+    }
+
+    fn parsed(list: &[&str]) -> Vec<IpRange> {
+        list.iter().filter_map(|r| IpRange::parse(r)).collect()
+    }
+
+    #[test]
+    fn an_ingresss_source_ranges_override_the_configmaps_and_block_cidrs_always_deny() {
+        let configmap = [
+            ("whitelist-source-range", "10.0.0.0/8"),
+            ("denylist-source-range", "10.1.0.0/16"),
+            ("block-cidrs", "192.0.2.1"),
+        ];
+        let (own, unusable) = ranges(&[("whitelist-source-range", "172.16.0.0/12, 127.0.0.1")], &configmap);
+        assert!(unusable.is_empty());
+        assert_eq!(own.allow, parsed(&["172.16.0.0/12", "127.0.0.1"]));
+        assert_eq!(own.deny, parsed(&["192.0.2.1", "10.1.0.0/16"]));
+        let (inherited, _) = ranges(&[], &configmap);
+        assert_eq!(inherited.allow, parsed(&["10.0.0.0/8"]));
+        assert!(
+            names(&[("whitelist-source-range", "10.0.0.0/8")], &configmap).is_empty(),
+            "all enforced"
+        );
+    }
+
+    #[test]
+    fn a_source_range_that_is_no_range_is_not_enforced_and_denies() {
+        let (_, unusable) = ranges(&[("whitelist-source-range", "10.0.0.0/33")], &[]);
+        assert_eq!(unusable, [format!("{P}/whitelist-source-range")]);
+        assert_eq!(
+            names(&[("whitelist-source-range", "office")], &[]),
+            [format!("{P}/whitelist-source-range")]
         );
     }
 

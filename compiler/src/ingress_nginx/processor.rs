@@ -14,7 +14,7 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::Ingress;
 use switchyard_table::{ActionSpec, Cors, DirectResponse, Policy, RouteAction, RuleSpec};
 
-use super::access;
+use super::access::{self, SourceRanges};
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
 use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
@@ -128,7 +128,8 @@ fn members<'o>(
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
     // The ConfigMap's body limit and route, one policy for every Ingress that sets none of its own.
     let config = &options.ingress_nginx_config;
-    let default_policy = ingress_policy(config.proxy_body_size, (&[], None), options);
+    let (default_ranges, _) = access::source_ranges(&Default::default(), prefix, &config.access);
+    let default_policy = ingress_policy(config.proxy_body_size, (&[], None, default_ranges), options);
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -149,13 +150,21 @@ fn members<'o>(
         if !options.gateway_routes {
             without_gateway_routes(&mut annotations, prefix);
         }
-        let own =
-            annotations.proxy_body_size.is_some() || !annotations.proxying.is_empty() || annotations.cors.is_some();
+        let empty = Default::default();
+        let (ranges, _) = access::source_ranges(
+            ingress.metadata.annotations.as_ref().unwrap_or(&empty),
+            prefix,
+            &config.access,
+        );
+        let own = annotations.proxy_body_size.is_some()
+            || !annotations.proxying.is_empty()
+            || annotations.cors.is_some()
+            || (default_policy.as_ref()).is_none_or(|p| (&p.allow, &p.deny) != (&ranges.allow, &ranges.deny));
         let policy = match own {
             false => default_policy.clone(),
             true => ingress_policy(
                 annotations.proxy_body_size.unwrap_or(config.proxy_body_size),
-                (&annotations.proxying, annotations.cors.clone()),
+                (&annotations.proxying, annotations.cors.clone(), ranges),
                 options,
             ),
         };
@@ -530,12 +539,12 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
     .under(options)
 }
 
-/// The policy of a body limit of `size` bytes (`None`: no limit), `cors` and, on a gateway whose
-/// routes are Switchyard's ([`Options::gateway_routes`]), the route of the ConfigMap's timeouts and
-/// retries with `proxying` over them; `None` when it asks nothing.
+/// The policy of a body limit of `size` bytes (`None`: no limit), `cors`, the source `ranges` and,
+/// on a gateway whose routes are Switchyard's ([`Options::gateway_routes`]), the route of the
+/// ConfigMap's timeouts and retries with `proxying` over them; `None` when it asks nothing.
 fn ingress_policy(
     size: Option<u64>,
-    (proxying, cors): (&[Setting], Option<Cors>),
+    (proxying, cors, ranges): (&[Setting], Option<Cors>, SourceRanges),
     options: &Options,
 ) -> Option<Arc<Policy>> {
     let route = (options.gateway_routes)
@@ -545,7 +554,8 @@ fn ingress_policy(
         max_body_bytes: size,
         route,
         cors: cors.map(Arc::new),
-        ..Policy::default()
+        allow: ranges.allow,
+        deny: ranges.deny,
     };
     (policy != Policy::default()).then(|| Arc::new(policy))
 }

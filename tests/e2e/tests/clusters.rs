@@ -946,3 +946,43 @@ fn proxy_next_upstream_retries_a_get_on_another_endpoint_and_a_post_only_when_as
     // Envoy's stat names have `_` for `:`.
     assert!(scene.stat("cluster.shop/pair_80.upstream_rq_retry_success") > 0);
 }
+
+/// ingress-nginx's source ranges enforced through Envoy (issue "Policies beyond the route"): the
+/// client here is 127.0.0.1 (`source.address`); an Ingress whose `whitelist-source-range` holds it
+/// is served, one whose ranges leave it out, or whose `denylist-source-range` holds it, is
+/// answered 403, never reaching the backend.
+#[test]
+fn source_ranges_let_the_client_through_or_answer_403_by_its_address() {
+    let backend = Backend::start("web").unwrap();
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        (
+            "web.yaml",
+            format!("{}---\n{}", service("web"), slice("web", "web", &backend, true)),
+        ),
+        (
+            "inside.yaml",
+            nginx_ingress("inside", "web", &[("whitelist-source-range", "10.0.0.0/8, 127.0.0.1")]),
+        ),
+        (
+            "outside.yaml",
+            nginx_ingress("outside", "web", &[("whitelist-source-range", "10.0.0.0/8")]),
+        ),
+        (
+            "denied.yaml",
+            nginx_ingress("denied", "web", &[("denylist-source-range", "127.0.0.0/8")]),
+        ),
+    ];
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    scene.eventually("the inside host served", || {
+        scene.envoy.send(&get("inside.example.com", "/")).backend() == Some("web")
+    });
+    for host in ["outside.example.com", "denied.example.com"] {
+        let response = scene.envoy.send(&get(host, "/"));
+        assert_eq!(
+            (response.status, response.backend()),
+            (403, None),
+            "{host}: {response:?}"
+        );
+    }
+}
