@@ -71,12 +71,16 @@ Examples:
   switchyard explain --table table.json http://example.net/bar/foo \\
       -H 'Header-key: value' --cookie 'cookie-key=value'
   switchyard explain --table table.json --json -X POST 'http://shop.example.org/api?v=2'
+  switchyard explain --table table.json -X POST -H 'Content-Length: 3145728' \\
+      --client-address 10.1.2.3 http://shop.example.org/upload
 
 JSON form: {\"rule\": name or null, \"cluster\": name or null, \"status\": 200|404|502|..., \"path\": the
 path sent upstream}. status is 200 when the request is routed (or passed through with --no-route
-pass), otherwise the local reply the filter sends. The human form names the winner, then every
-other rule whose host and path matched and why it lost: a failed condition, or the priority key
-that ranked it lower.";
+pass), otherwise the local reply the filter sends; \"policy\" says why the winner's policy answered
+it (a CORS preflight 204, an address outside its ranges 403, a declared body over its limit 413).
+The human form names the winner and its policy (body limit, address ranges, CORS, timeouts and
+retries), then every other rule whose host and path matched and why it lost: a failed condition,
+or the priority key that ranked it lower.";
 
 #[derive(Debug, Parser)]
 #[command(name = "switchyard", version, about = "Compile Kubernetes ingress manifests into Switchyard's route table, explain its decisions, and keep Envoy or Istio up to date.", after_help = AFTER_HELP)]
@@ -167,6 +171,11 @@ struct ExplainArgs {
     /// handshake without SNI. The request itself routes by its URL's host, whatever the SNI.
     #[arg(long, value_name = "HOST", requires = "l4")]
     sni: Option<String>,
+    /// The client's address, as Envoy derives it (the connection's peer, or from a trusted
+    /// X-Forwarded-For): decides the winner's address ranges (ingress-nginx's
+    /// whitelist-source-range); without it they are described, not decided.
+    #[arg(long, value_name = "IP")]
+    client_address: Option<std::net::IpAddr>,
 }
 
 /// Runs the command line; returns the exit code.
@@ -383,7 +392,7 @@ fn run_explain(args: &ExplainArgs) -> Result<(), String> {
     let bytes = std::fs::read(&args.table).map_err(|e| format!("{}: cannot read: {e}", args.table.display()))?;
     let table = RouteTable::from_json(&bytes).map_err(|e| format!("{}: {e}", args.table.display()))?;
     let request = switchyard_compiler::explain::request(&args.url, &args.method, &args.headers, &args.cookies)?;
-    let explanation = switchyard_compiler::explain::explain(&table, &request);
+    let explanation = switchyard_compiler::explain::explain_from(&table, &request, args.client_address);
     let passthrough = match &args.l4 {
         Some(path) => passthrough_of(path, &request)?,
         None => None,

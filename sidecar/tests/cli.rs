@@ -571,3 +571,85 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
     );
     assert!(explain("").starts_with("TLS without SNI: the default certificate"));
 }
+
+/// An ingress-nginx Ingress with a source range and CORS, compiled into `dir`'s table (with the
+/// gateway's routes: its timeouts too).
+fn policy_table(dir: &Path) -> String {
+    let manifests = dir.join("api.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n---\n\
+         apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: api\n  namespace: shop\n  annotations:\n    \
+         nginx.ingress.kubernetes.io/whitelist-source-range: 10.0.0.0/8\n    nginx.ingress.kubernetes.io/enable-cors: \"true\"\n\
+         spec:\n  ingressClassName: nginx\n  rules:\n  - host: shop.example.org\n    http:\n      paths:\n      \
+         - {path: /, pathType: Prefix, backend: {service: {name: api, port: {number: 80}}}}\n",
+    )
+    .unwrap();
+    let table = dir.join("table.json");
+    let out = switchyard(&[
+        "compile",
+        manifests.to_str().unwrap(),
+        "--ingress-nginx-class",
+        "nginx",
+        "--gateway-routes",
+        "-o",
+        table.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    table.display().to_string()
+}
+
+#[test]
+fn explain_says_which_policy_answered_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = policy_table(dir.path());
+    let decide = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["explain", "--table", &table, "--json"];
+        all.extend(args);
+        let out = switchyard(&all);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let upload = [
+        "-X",
+        "POST",
+        "-H",
+        "Content-Length: 3145728",
+        "--client-address",
+        "10.1.2.3",
+    ];
+    let body = decide(&[&upload[..], &["http://shop.example.org/upload"]].concat());
+    assert_eq!(body["status"], 413);
+    assert_eq!(
+        body["policy"],
+        "a body of 3145728 bytes, over proxy-body-size 1m of Ingress shop/api"
+    );
+    let outside = decide(&["--client-address", "192.0.2.9", "http://shop.example.org/"]);
+    assert_eq!(
+        (outside["status"].as_u64(), outside["cluster"].is_null()),
+        (Some(403), true)
+    );
+    let inside = decide(&["--client-address", "10.1.2.3", "http://shop.example.org/"]);
+    assert_eq!(
+        (inside["status"].as_u64(), &inside["cluster"]),
+        (Some(200), &serde_json::json!("shop/api:80"))
+    );
+    let preflight = decide(&[
+        "-X",
+        "OPTIONS",
+        "-H",
+        "Origin: https://app.example",
+        "http://shop.example.org/",
+    ]);
+    assert_eq!(preflight["status"], 204, "{preflight}");
+    let human = switchyard(&["explain", "--table", &table, "http://shop.example.org/"]);
+    let human = text(&human.stdout);
+    assert!(
+        human.contains("  policy: body limit 1m (1048576 bytes, proxy-body-size)"),
+        "{human}"
+    );
+    assert!(
+        human.contains("  policy: gateway route: total timeout none; idle timeout 60 s"),
+        "{human}"
+    );
+}

@@ -158,6 +158,9 @@ pub struct Asked {
     /// `name=value` cookies.
     #[serde(default)]
     pub cookies: Vec<String>,
+    /// The client's address, which decides the winner's address ranges (none: described only).
+    #[serde(default)]
+    pub client_address: Option<std::net::IpAddr>,
 }
 
 fn get_method() -> String {
@@ -169,13 +172,14 @@ fn get_method() -> String {
 pub fn explain_json(table: &RouteTable, generation: u64, asked: &Asked) -> Result<serde_json::Value, String> {
     use switchyard_compiler::explain;
     let request = explain::request(&asked.url, &asked.method, &asked.headers, &asked.cookies)?;
-    let explanation = explain::explain(table, &request);
+    let explanation = explain::explain_from(table, &request, asked.client_address);
     Ok(serde_json::json!({
         "generation": generation,
         "table": table.generation(),
         "decision": explanation.decision,
         "winner_detail": explanation.winner_detail,
         "losers": explanation.losers,
+        "policies": explanation.policies,
         "text": explain::render(&explanation, &request),
     }))
 }

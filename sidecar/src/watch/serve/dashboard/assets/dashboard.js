@@ -403,7 +403,11 @@ async function explain(asked) {
   replace("explain-result",
     el("p", { class: "meta" }, "On generation ", answer.generation, " (table ",
       el("code", { id: "explain-table" }, answer.table), ")"),
-    winner, answer.winner_detail ? el("p", { class: "meta" }, answer.winner_detail) : null, losers,
+    winner, answer.winner_detail ? el("p", { class: "meta" }, answer.winner_detail) : null,
+    d.policy ? el("p", { id: "explain-policy", class: "problem" }, "Answered by its policy: ", d.policy) : null,
+    answer.policies && answer.policies.length
+      ? el("ul", { id: "explain-policies" }, answer.policies.map((p) => el("li", {}, p))) : null,
+    losers,
     el("details", {}, el("summary", {}, "As switchyard explain prints it"), el("pre", { id: "explain-text" }, answer.text)));
 }
 

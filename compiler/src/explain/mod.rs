@@ -1,5 +1,10 @@
 //! `switchyard explain`: the decision for one request, from the same matcher the filter runs
-//! ([`RouteTable::route`] and [`RouteTable::candidates`]), and why every other candidate lost.
+//! ([`RouteTable::route`] and [`RouteTable::candidates`]), and why every other candidate lost; the
+//! winner's policy and which part of it answered ([`policy`]).
+
+pub mod policy;
+
+use std::net::IpAddr;
 
 use serde::Serialize;
 use switchyard_table::canary::{CanaryDecision, CanaryStep};
@@ -31,6 +36,10 @@ pub struct Decision {
     /// not enforce, ROUTING.md §9).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// Why the winner's policy answered the request itself (`413: a body of … over proxy-body-size
+    /// 1m of Ingress shop/api`), when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// A candidate that lost, and why.
@@ -53,6 +62,9 @@ pub struct Explanation {
     pub winner_detail: Option<String>,
     /// Every other rule whose host and path matched, in table order.
     pub losers: Vec<Loser>,
+    /// What the winner's policy asks of a request, one line per part.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<String>,
 }
 
 /// Builds a request from the command line's pieces: URL, method, `Name: value` headers and
@@ -80,6 +92,12 @@ pub fn request(url: &str, method: &str, headers: &[String], cookies: &[String]) 
 
 /// Explains the table's decision for `request`.
 pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
+    explain_from(table, request, None)
+}
+
+/// [`explain`] for a request from the client address `client` (`None`: address ranges are
+/// described, not decided).
+pub fn explain_from(table: &RouteTable, request: &SimpleRequest, client: Option<IpAddr>) -> Explanation {
     let full_path = request.path().to_owned();
     let decision = table.route(request, 0);
     let candidates = table.candidates(request);
@@ -105,9 +123,11 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 location: None,
                 canary: None,
                 body: None,
+                policy: None,
             },
             winner_detail: None,
             losers,
+            policies: Vec::new(),
         };
     };
     let spec = winner.rule.spec();
@@ -133,6 +153,15 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
                 .unwrap_or_else(|| full_path.clone()),
         ),
     };
+    let (mut status, mut cluster) = (status, cluster);
+    let policies = (spec.policy.as_deref()).map_or_else(Vec::new, |p| policy::describe(p, &spec.name));
+    let answered = match (&spec.action, spec.policy.as_deref()) {
+        (ActionSpec::Route(_), Some(p)) => policy::answer(p, &spec.name, request, client),
+        _ => None,
+    };
+    if let Some((answer, _)) = &answered {
+        (status, cluster) = (*answer, None);
+    }
     let winner_precedence = Precedence::of(spec);
     let losers = candidates
         .iter()
@@ -185,9 +214,11 @@ pub fn explain(table: &RouteTable, request: &SimpleRequest) -> Explanation {
             location,
             canary: winner.canary.map(|d| canary_step(spec, d, request)),
             body,
+            policy: answered.map(|(_, why)| why),
         },
         winner_detail: Some(detail),
         losers,
+        policies,
     }
 }
 
@@ -272,6 +303,12 @@ pub fn render(explanation: &Explanation, request: &SimpleRequest) -> String {
             }
             if let Some(canary) = &d.canary {
                 out.push_str(&format!("  canary decision: {canary}\n"));
+            }
+            for line in &explanation.policies {
+                out.push_str(&format!("  policy: {line}\n"));
+            }
+            if let Some(why) = &d.policy {
+                out.push_str(&format!("  answered by its policy: {why}\n"));
             }
         }
         _ => out.push_str(&format!(
