@@ -267,6 +267,7 @@ mod tests {
             method: "GET".into(),
             headers: vec!["Key: value".into()],
             cookies: vec![],
+            client_address: None,
         };
         let answer = explain_json(&table, 3, &asked).unwrap();
         assert_eq!(answer["decision"]["rule"], "Ingress/p/with-key#0");
