@@ -313,3 +313,27 @@ fn a_source_range_on_an_ingress_of_switchyards_own_semantics_still_denies() {
         "{rule:?}"
     );
 }
+
+#[test]
+fn limit_rps_is_the_ingresss_rate_limit_answered_with_the_configmaps_status() {
+    let annotations = "    nginx.ingress.kubernetes.io/limit-rps: \"5\"\n    nginx.ingress.kubernetes.io/limit-whitelist: 10.0.0.0/8\n";
+    let mut options = nginx_options();
+    let data = [("limit-req-status-code".to_owned(), "429".to_owned())]
+        .into_iter()
+        .collect();
+    options.ingress_nginx_config = ControllerConfig::from_data(&data);
+    let compiled = compile_yaml(&api(annotations), &options);
+    let rule = (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
+        .unwrap();
+    let limit = rule
+        .policy
+        .as_ref()
+        .and_then(|p| p.rate_limit.clone())
+        .expect("a rate limit");
+    assert_eq!((limit.zone.as_str(), limit.status), ("shop/api", 429));
+    assert_eq!(limit.per_second.map(|r| (r.requests, r.burst)), Some((5, 25)));
+    assert_eq!(limit.exempt.len(), 1);
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(!format!("{status:?}").contains("limit-rps"), "honoured: {status:?}");
+}

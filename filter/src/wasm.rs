@@ -21,6 +21,7 @@ use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::TOO_LARGE;
+use switchyard_table::ratelimit::Counters;
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::headers::HeaderBlock;
@@ -430,5 +431,32 @@ impl Host for ProxyHost {
     fn client_address(&self) -> Option<std::net::IpAddr> {
         let bytes = hostcalls::get_property(vec!["source", "address"]).ok()??;
         parse_client_address(std::str::from_utf8(&bytes).ok()?)
+    }
+
+    fn rate_counters(&self) -> Option<&dyn Counters> {
+        Some(&HostSharedData)
+    }
+
+    fn now_ms(&self) -> u64 {
+        let now = hostcalls::get_current_time().ok();
+        let since = now.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        since.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A rate limit's counts in the host's shared data, written with its version: the worker VMs of
+/// one Envoy count together.
+impl Counters for HostSharedData {
+    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+        match hostcalls::get_shared_data(key).ok()? {
+            (Some(value), Some(version)) => Some((value, version)),
+            _ => None,
+        }
+    }
+
+    fn set(&self, key: &str, value: &[u8], version: Option<u32>) -> bool {
+        // Envoy's shared data: a version of 0 writes whatever is there; a key not there yet is
+        // written with none.
+        hostcalls::set_shared_data(key, Some(value), version).is_ok()
     }
 }

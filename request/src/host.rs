@@ -2,6 +2,8 @@
 //! a test double in the tests of `request.rs`. Every call is a host call in Envoy, so the filter
 //! makes as few as it can.
 
+use switchyard_table::ratelimit::Counters;
+
 use crate::headers::HeaderBlock;
 
 /// A host call the proxy answered with a status other than `Ok`: the proxy-wasm ABI's status code
@@ -25,6 +27,16 @@ pub trait Host {
     /// refuse. Asked only by a rule with address ranges.
     fn client_address(&self) -> Option<std::net::IpAddr> {
         None
+    }
+    /// The counts a rule's rate limit keeps, shared by the proxy's workers
+    /// ([`switchyard_table::ratelimit`]); `None` when the host keeps none (the rate limit is not
+    /// applied).
+    fn rate_counters(&self) -> Option<&dyn Counters> {
+        None
+    }
+    /// The proxy's clock, in milliseconds (asked only by a rule with a rate limit).
+    fn now_ms(&self) -> u64 {
+        0
     }
 }
 

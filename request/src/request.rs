@@ -8,6 +8,7 @@ use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
 use switchyard_table::cors::{self, CorsHeaders, CorsVerdict};
 use switchyard_table::format::{HSTS_HEADER, ROUTE_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
+use switchyard_table::ratelimit::{self, Admission};
 
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::ShardedTable;
@@ -335,6 +336,22 @@ fn answer(
                     headers.push(("content-type", cors::PREFLIGHT_CONTENT_TYPE));
                     reply.send(host, cors::PREFLIGHT, headers, "");
                     let status = cors::PREFLIGHT;
+                    return (Outcome::Direct { position, status }, Followup::default());
+                }
+            }
+            // The rate limit before the address ranges, as nginx's preaccess phase before its access.
+            if let Some(limit) = policy.and_then(|policy| policy.rate_limit.as_ref()) {
+                let admission = host
+                    .rate_counters()
+                    .map(|counters| ratelimit::admit(limit, counters, host.client_address(), host.now_ms()));
+                if let Some(Admission::Refuse(status)) = admission {
+                    host.remove_request_header(table.cluster_header());
+                    reply.send(
+                        host,
+                        status,
+                        vec![("content-type", "text/plain")],
+                        &short_body(status, request),
+                    );
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
             }

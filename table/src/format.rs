@@ -118,6 +118,38 @@ pub struct Policy {
     /// origin answered at once, the CORS headers on the other responses ([`crate::cors`]).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub cors: Option<Arc<Cors>>,
+    /// Requests per client address limited (ingress-nginx's `limit-rps`, `limit-rpm`): a request
+    /// over the rate and its burst is answered at once ([`crate::ratelimit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// A rule's request rates per client address, counted per gateway replica and shared by its
+/// worker VMs, as each ingress-nginx pod counted on its own (nginx's `limit_req` with `nodelay`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RateLimit {
+    /// What shares one count per address (ingress-nginx: the Ingress, `shop/api`).
+    pub zone: String,
+    /// Requests per second, and the burst taken at once above it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<Rate>,
+    /// Requests per minute, and its burst.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_minute: Option<Rate>,
+    /// Client addresses never limited (`limit-whitelist`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exempt: Vec<IpRange>,
+    /// The status a request over the limit is answered with (`limit-req-status-code`).
+    pub status: u16,
+}
+
+/// A rate: so many requests per period, with a burst above it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Rate {
+    /// Requests per period.
+    pub requests: u32,
+    /// Requests taken at once above the rate (nginx's `burst`, with `nodelay`).
+    pub burst: u32,
 }
 
 /// A rule's CORS, as ingress-nginx's `cors-*` annotations set it.

@@ -19,7 +19,7 @@
 //!   `${args}`, the path regex's groups … filled in per request (NGINX's and ingress-nginx's forms).
 //! - [`canary`]: ingress-nginx's canary, decided per request by header, cookie and weight.
 //! - [`policy`]: a rule's policies (the body limit, address ranges) per request; [`cors`]: its
-//!   CORS answers.
+//!   CORS answers; [`ratelimit`]: its request rates per client address.
 //! - [`affinity`]: the key a route's request is hashed to one endpoint by (cookie affinity, request
 //!   hashes), made per request.
 //! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
@@ -46,6 +46,7 @@ pub mod oracle;
 mod path;
 pub mod policy;
 pub mod precedence;
+pub mod ratelimit;
 mod read;
 pub mod redirect;
 mod request;
@@ -59,8 +60,8 @@ pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
-    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite,
-    RouteAction, RuleSpec, TableSpec,
+    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
+    RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

@@ -19,8 +19,8 @@ use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
-    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Redirect, RegexRewrite,
-    RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
+    RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -346,6 +346,32 @@ impl FromDoc for Policy {
                 deny: f.or("deny", Vec::new())?,
                 route: f.optional("route")?,
                 cors: f.optional::<Cors>("cors")?.map(std::sync::Arc::new),
+                rate_limit: f.optional("rate_limit")?,
+            })
+        })
+    }
+}
+
+impl FromDoc for RateLimit {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(RateLimit {
+                zone: f.required("zone")?,
+                per_second: f.optional("per_second")?,
+                per_minute: f.optional("per_minute")?,
+                exempt: f.or("exempt", Vec::new())?,
+                status: f.or("status", 503)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for Rate {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Rate {
+                requests: f.required("requests")?,
+                burst: f.or("burst", 0)?,
             })
         })
     }

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use super::access::{is_access_annotation, ENABLE_GLOBAL_AUTH};
 use super::proxying::{self, Setting};
 use super::upstream::{self, IngressAffinity, ProxySsl};
-use super::{buffering, cors};
+use super::{buffering, cors, ratelimit};
 use crate::status::{ConditionKind, Reason};
 use crate::upstream::variant::{Balance, UpstreamProtocol};
-use switchyard_table::Cors;
+use switchyard_table::{Cors, RateLimit};
 
 /// One annotation reported on its Ingress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +87,9 @@ pub struct IngressNginxAnnotations {
     pub proxy_body_size: Option<Option<u64>>,
     /// `enable-cors` with the `cors-*` annotations.
     pub cors: Option<Cors>,
+    /// `limit-rps`, `limit-rpm` with `limit-burst-multiplier` and `limit-whitelist` (its zone and
+    /// status are the processor's: the Ingress, the ConfigMap's `limit-req-status-code`).
+    pub rate_limit: Option<RateLimit>,
     /// The timeouts and retries set (`proxy-read-timeout`, …), over the ConfigMap's.
     pub proxying: Vec<Setting>,
     /// `affinity: cookie` with `session-cookie-*`, or `upstream-hash-by`.
@@ -195,6 +198,7 @@ impl IngressNginxAnnotations {
                 && !upstream::READ.contains(&name)
                 && !proxying::READ.contains(&name)
                 && !cors::READ.contains(&name)
+                && !ratelimit::READ.contains(&name)
                 && !buffering::reads(name)
                 && !is_access_annotation(name)
                 && name != ENABLE_GLOBAL_AUTH
@@ -328,6 +332,7 @@ impl IngressNginxAnnotations {
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
         out.proxying = Setting::annotations(&mine, prefix, &mut out.problems);
         out.cors = cors::read(&mine, prefix, &mut out.problems);
+        out.rate_limit = ratelimit::read(&mine, (prefix, String::new()), 503, &mut out.problems);
         buffering::report(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
         out.affinity = IngressAffinity::read(&mine, prefix, &mut out.problems);
@@ -560,7 +565,7 @@ mod tests {
     fn every_other_annotation_with_the_prefix_but_access_controls_is_not_honored_one_warning_each() {
         let a = parse(&[
             ("auth-url", "http://auth"),
-            ("limit-rps", "5"),
+            ("limit-connections", "5"),
             ("configuration-snippet", "x"),
             ("use-regex", "true"),
         ]);
@@ -568,7 +573,7 @@ mod tests {
             reasons(&a),
             [
                 ("configuration-snippet", Reason::AnnotationNotHonored),
-                ("limit-rps", Reason::AnnotationNotHonored),
+                ("limit-connections", Reason::AnnotationNotHonored),
             ]
         );
     }
@@ -578,13 +583,13 @@ mod tests {
         let a = parse(&[
             ("grpc-backend", "true"),
             ("ssl-protocols", "TLSv1.3"),
-            ("limit-rps", "5"),
+            ("limit-connections", "5"),
         ]);
         assert_eq!(
             reasons(&a),
             [
                 ("grpc-backend", Reason::AnnotationNotRead),
-                ("limit-rps", Reason::AnnotationNotHonored),
+                ("limit-connections", Reason::AnnotationNotHonored),
                 ("ssl-protocols", Reason::AnnotationNotRead),
             ]
         );

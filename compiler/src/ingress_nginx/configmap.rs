@@ -51,6 +51,8 @@ pub struct ControllerConfig {
     /// The timeouts and retries (`proxy-read-timeout`, `proxy-send-timeout`, `proxy-next-upstream*`,
     /// `retry-non-idempotent`): every Ingress's unless its annotations say otherwise.
     pub proxying: Proxying,
+    /// `limit-req-status-code` (default 503): the answer to a request over a rate limit.
+    pub limit_req_status_code: u16,
     /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
@@ -74,6 +76,7 @@ impl Default for ControllerConfig {
             proxy_connect_timeout_ms: 5_000,
             proxy_body_size: Some(1 << 20),
             proxying: Proxying::default(),
+            limit_req_status_code: 503,
             access: Vec::new(),
             not_honored: Vec::new(),
         }
@@ -103,6 +106,13 @@ impl ControllerConfig {
                 "hsts-preload" => value.parse().map(|v| out.hsts_preload = v).is_ok(),
                 "proxy-connect-timeout" => seconds_ms(value).map(|v| out.proxy_connect_timeout_ms = v).is_some(),
                 "proxy-body-size" => size_bytes(value).map(|v| out.proxy_body_size = v).is_some(),
+                "limit-req-status-code" => match value.parse() {
+                    Ok(code @ 100..=599) => {
+                        out.limit_req_status_code = code;
+                        true
+                    }
+                    _ => false,
+                },
                 "http-redirect-code" => match value.parse() {
                     Ok(code @ (301 | 302 | 307 | 308)) => {
                         out.http_redirect_code = code;

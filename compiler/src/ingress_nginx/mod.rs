@@ -9,7 +9,8 @@
 //!   not honoured (`AnnotationNotHonored`) listed; [`canary`]: §7.6's settings and the table's
 //!   canary; [`configmap`]: §7.8, the controller's ConfigMap; [`upstream`] and [`proxying`]: how
 //!   the backend is spoken to, and the timeouts and retries of a request; [`cors`]: its CORS;
-//!   [`buffering`]: the buffering annotations, equivalent to Envoy's streaming.
+//!   [`buffering`]: the buffering annotations, equivalent to Envoy's streaming; [`ratelimit`]: its
+//!   request rates.
 //! - [`paths`]: §7.2–7.4's building blocks: ingress-nginx's Ingress order, path normalisation,
 //!   location order, the trailing-slash redirect, each location's table path.
 //! - [`server`]: the Ingresses gathered into one server per host (`PathTaken`, the root, regex
@@ -35,5 +36,6 @@ pub mod passthrough;
 pub mod paths;
 pub mod processor;
 pub mod proxying;
+pub mod ratelimit;
 pub mod server;
 pub mod upstream;

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::{ActionSpec, Cors, DirectResponse, Policy, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, Cors, DirectResponse, Policy, RateLimit, RouteAction, RuleSpec};
 
 use super::access::{self, SourceRanges};
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
@@ -129,7 +129,7 @@ fn members<'o>(
     // The ConfigMap's body limit and route, one policy for every Ingress that sets none of its own.
     let config = &options.ingress_nginx_config;
     let (default_ranges, _) = access::source_ranges(&Default::default(), prefix, &config.access);
-    let default_policy = ingress_policy(config.proxy_body_size, (&[], None, default_ranges), options);
+    let default_policy = ingress_policy(config.proxy_body_size, (&[], None, default_ranges, None), options);
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -156,15 +156,21 @@ fn members<'o>(
             prefix,
             &config.access,
         );
+        let rate_limit = annotations.rate_limit.clone().map(|limit| RateLimit {
+            zone: format!("{}/{}", key.namespace, key.name),
+            status: config.limit_req_status_code,
+            ..limit
+        });
         let own = annotations.proxy_body_size.is_some()
             || !annotations.proxying.is_empty()
             || annotations.cors.is_some()
+            || rate_limit.is_some()
             || (default_policy.as_ref()).is_none_or(|p| (&p.allow, &p.deny) != (&ranges.allow, &ranges.deny));
         let policy = match own {
             false => default_policy.clone(),
             true => ingress_policy(
                 annotations.proxy_body_size.unwrap_or(config.proxy_body_size),
-                (&annotations.proxying, annotations.cors.clone(), ranges),
+                (&annotations.proxying, annotations.cors.clone(), ranges, rate_limit),
                 options,
             ),
         };
@@ -539,12 +545,13 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
     .under(options)
 }
 
-/// The policy of a body limit of `size` bytes (`None`: no limit), `cors`, the source `ranges` and,
-/// on a gateway whose routes are Switchyard's ([`Options::gateway_routes`]), the route of the
-/// ConfigMap's timeouts and retries with `proxying` over them; `None` when it asks nothing.
+/// The policy of a body limit of `size` bytes (`None`: no limit), `cors`, the source `ranges`, the
+/// `rate_limit` and, on a gateway whose routes are Switchyard's ([`Options::gateway_routes`]), the
+/// route of the ConfigMap's timeouts and retries with `proxying` over them; `None` when it asks
+/// nothing.
 fn ingress_policy(
     size: Option<u64>,
-    (proxying, cors, ranges): (&[Setting], Option<Cors>, SourceRanges),
+    (proxying, cors, ranges, rate_limit): (&[Setting], Option<Cors>, SourceRanges, Option<RateLimit>),
     options: &Options,
 ) -> Option<Arc<Policy>> {
     let route = (options.gateway_routes)
@@ -556,6 +563,7 @@ fn ingress_policy(
         cors: cors.map(Arc::new),
         allow: ranges.allow,
         deny: ranges.deny,
+        rate_limit,
     };
     (policy != Policy::default()).then(|| Arc::new(policy))
 }

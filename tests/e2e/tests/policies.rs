@@ -175,3 +175,28 @@ fn a_preflight_from_an_allowed_origin_is_answered_and_the_responses_carry_the_co
         assert_eq!(cors_headers(&foreign), [None, None, None, None, None], "{form:?}");
     }
 }
+
+/// A rate limit (ingress-nginx's `limit-rps: 2` with its burst of 10) counted per client address
+/// across Envoy's two workers, as one ingress-nginx pod counted across its workers: of 30 quick
+/// requests from 127.0.0.1, each on its own connection (spread over both workers), the first and
+/// the burst pass (a request or two more as the rate drains meanwhile) and the others are
+/// answered 503; workers counting apart would let twice the burst through.
+#[test]
+fn a_rate_limit_is_counted_per_client_address_across_the_workers() {
+    let mut limited = rule("Ingress/shop/limited#0")
+        .host("limited.example")
+        .prefix("/")
+        .to(SERVICE);
+    limited["policy"] = json!({ "rate_limit": {
+        "zone": "shop/limited", "per_second": { "requests": 2, "burst": 10 }, "status": 503
+    } });
+    let envoy = Envoy::start_with(&table("rate", vec![limited]), &[SERVICE], ConfigForm::StringValue, 2);
+    let statuses: Vec<u16> = (0..30)
+        .map(|_| envoy.send(&get("limited.example", "/")).status)
+        .collect();
+    let passed = statuses.iter().filter(|s| **s == 200).count();
+    assert!((11..=14).contains(&passed), "{passed} passed: {statuses:?}");
+    assert!(statuses.iter().all(|s| matches!(s, 200 | 503)), "{statuses:?}");
+    assert_eq!(statuses[0], 200);
+    assert_eq!(*statuses.last().unwrap(), 503, "{statuses:?}");
+}

@@ -1,0 +1,230 @@
+//! A rule's request rates per client address ([`RateLimit`], issue "Policies beyond the route"),
+//! counted as nginx's `limit_req` with `nodelay` counts (ingress-nginx's `limit-rps`,
+//! `limit-rpm`): per address, an excess that drains at the rate; a request that would take it over
+//! the burst is answered at once ([`RateLimit::status`], 503 by default) and counts nothing.
+//!
+//! The counts live in the host's shared data ([`Counters`]), so the worker VMs of one Envoy share
+//! them, as the workers of one nginx did; each gateway replica counts on its own, as each
+//! ingress-nginx pod did. An address's count sits in one of [`SLOTS`] slots per zone and rate (a
+//! bounded store, as nginx's zone is): an address whose slot another address holds with a count
+//! not drained yet shares that count (it may be limited sooner, never later). A count that cannot
+//! be written after a few tries (other workers writing the same slot) lets the request through:
+//! a rate limit protects the backend's capacity, not access (that is the address ranges').
+
+use std::net::IpAddr;
+
+use crate::format::{Rate, RateLimit};
+
+/// The slots of one zone and rate.
+pub const SLOTS: u64 = 4096;
+/// The tries at writing a count before the request is let through.
+const TRIES: usize = 4;
+
+/// The host's shared counts: values with a version, written only if the version is unchanged.
+pub trait Counters {
+    /// The value at `key`, and its version.
+    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)>;
+    /// Writes `value` at `key` if its version is still `version` (`None`: absent before); `false`
+    /// when another write came first, or the host refused.
+    fn set(&self, key: &str, value: &[u8], version: Option<u32>) -> bool;
+}
+
+/// What a rate limit says of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// It goes on.
+    Pass,
+    /// Answer with this status.
+    Refuse(u16),
+}
+
+/// One slot's count: the excess in thousandths of a request, when it was counted, and whose it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Count {
+    excess: u64,
+    at_ms: u64,
+    address: [u8; 16],
+}
+
+impl Count {
+    const BYTES: usize = 32;
+
+    fn encode(&self) -> [u8; Count::BYTES] {
+        let mut out = [0; Count::BYTES];
+        out[..8].copy_from_slice(&self.excess.to_le_bytes());
+        out[8..16].copy_from_slice(&self.at_ms.to_le_bytes());
+        out[16..].copy_from_slice(&self.address);
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Count> {
+        let word = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+        Some(Count {
+            excess: word(0)?,
+            at_ms: word(8)?,
+            address: bytes.get(16..32)?.try_into().ok()?,
+        })
+    }
+}
+
+/// `request`'s admission under `limit`, for the client `client` (`None`, an address the host
+/// cannot tell: let through, uncounted) at `now_ms`.
+pub fn admit<C: Counters + ?Sized>(limit: &RateLimit, counters: &C, client: Option<IpAddr>, now_ms: u64) -> Admission {
+    let Some(client) = client else {
+        return Admission::Pass;
+    };
+    if limit.exempt.iter().any(|range| range.contains(client)) {
+        return Admission::Pass;
+    }
+    let address = match client {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    };
+    let rates = [("s", limit.per_second, 1_000u64), ("m", limit.per_minute, 60_000)];
+    for (period, rate, period_ms) in rates {
+        let Some(rate) = rate else { continue };
+        let key = format!("switchyard.rate/{}/{period}/{}", limit.zone, slot(&address));
+        if !take(counters, &key, (rate, period_ms), address, now_ms) {
+            return Admission::Refuse(limit.status);
+        }
+    }
+    Admission::Pass
+}
+
+/// The slot of `address` (FNV-1a).
+fn slot(address: &[u8; 16]) -> u64 {
+    let hash = address.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    hash % SLOTS
+}
+
+/// Counts a request at `key`; `false` when it takes the excess over the burst (nothing written).
+/// nginx's arithmetic: the excess, in thousandths of a request, drains at the rate; a request adds
+/// a thousand; over the burst's thousands it is refused; an address's first request counts zero.
+fn take<C: Counters + ?Sized>(
+    counters: &C,
+    key: &str,
+    (rate, period_ms): (Rate, u64),
+    address: [u8; 16],
+    now_ms: u64,
+) -> bool {
+    let drain = |count: &Count| {
+        let elapsed = now_ms.saturating_sub(count.at_ms);
+        u64::from(rate.requests).saturating_mul(1000).saturating_mul(elapsed) / period_ms
+    };
+    for _ in 0..TRIES {
+        let stored = counters.get(key);
+        let version = stored.as_ref().map(|(_, version)| *version);
+        // Another address's count in the slot is taken over once it drained, else shared.
+        let before = (stored.and_then(|(bytes, _)| Count::decode(&bytes)))
+            .filter(|count| count.address == address || count.excess > drain(count));
+        let excess = match &before {
+            None => 0,
+            Some(count) => (count.excess + 1000).saturating_sub(drain(count)),
+        };
+        if before.is_some() && excess > u64::from(rate.burst).saturating_mul(1000) {
+            return false;
+        }
+        let count = Count {
+            excess,
+            at_ms: now_ms,
+            address,
+        };
+        if counters.set(key, &count.encode(), version) {
+            return true;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct Memory(RefCell<HashMap<String, (Vec<u8>, u32)>>);
+
+    impl Counters for Memory {
+        fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+            self.0.borrow().get(key).cloned()
+        }
+
+        fn set(&self, key: &str, value: &[u8], version: Option<u32>) -> bool {
+            let mut map = self.0.borrow_mut();
+            let current = map.get(key).map(|(_, v)| *v);
+            if current != version {
+                return false;
+            }
+            map.insert(key.to_owned(), (value.to_vec(), current.map_or(1, |v| v + 1)));
+            true
+        }
+    }
+
+    fn limit(requests: u32, burst: u32) -> RateLimit {
+        RateLimit {
+            zone: "shop/api".to_owned(),
+            per_second: Some(Rate { requests, burst }),
+            per_minute: None,
+            exempt: Vec::new(),
+            status: 503,
+        }
+    }
+
+    fn passed(limit: &RateLimit, counters: &Memory, from: &str, at_ms: &[u64]) -> usize {
+        let client = from.parse().ok();
+        at_ms
+            .iter()
+            .filter(|at| admit(limit, counters, client, **at) == Admission::Pass)
+            .count()
+    }
+
+    #[test]
+    fn a_burst_is_taken_at_once_and_the_rest_refused_until_the_rate_drains_it() {
+        let (limit, counters) = (limit(2, 10), Memory::default());
+        assert_eq!(
+            passed(&limit, &counters, "10.0.0.1", &[0; 30]),
+            11,
+            "one, then the burst of 10"
+        );
+        assert_eq!(
+            passed(&limit, &counters, "10.0.0.1", &[500]),
+            1,
+            "half a second drains one"
+        );
+        assert_eq!(passed(&limit, &counters, "10.0.0.1", &[500]), 0);
+        assert_eq!(
+            passed(&limit, &counters, "10.0.0.2", &[500; 3]),
+            3,
+            "another address counts apart"
+        );
+    }
+
+    #[test]
+    fn without_a_burst_one_request_per_period_of_the_rate() {
+        let (limit, counters) = (limit(2, 0), Memory::default());
+        assert_eq!(passed(&limit, &counters, "10.0.0.1", &[0, 0, 100, 500, 600, 1000]), 3);
+    }
+
+    #[test]
+    fn an_exempt_or_unknown_address_is_never_limited() {
+        let mut limit = limit(1, 0);
+        limit.exempt = vec![crate::format::IpRange::parse("10.0.0.0/8").unwrap()];
+        let counters = Memory::default();
+        assert_eq!(passed(&limit, &counters, "10.9.9.9", &[0; 5]), 5);
+        assert_eq!(passed(&limit, &counters, "not an address", &[0; 5]), 5);
+        assert_eq!(passed(&limit, &counters, "192.0.2.1", &[0; 5]), 1);
+    }
+
+    #[test]
+    fn a_refused_request_answers_the_limits_status() {
+        let mut limit = limit(1, 0);
+        limit.status = 429;
+        let counters = Memory::default();
+        let client = "10.0.0.1".parse().ok();
+        assert_eq!(admit(&limit, &counters, client, 0), Admission::Pass);
+        assert_eq!(admit(&limit, &counters, client, 0), Admission::Refuse(429));
+    }
+}
