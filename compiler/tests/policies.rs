@@ -201,9 +201,7 @@ fn without_the_gateways_routes_timeouts_are_reported_not_honoured_and_no_route_i
 
 /// An HTTPProxy `p` routing `/` to `api:80`, its route with `extra` (YAML fields of the route).
 fn proxy(extra: &str) -> String {
-    format!(
-        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services: [{{name: api, port: 80}}]\n{extra}---\n"
-    )
+    httpproxy(" [{name: api, port: 80}]\n", extra)
 }
 
 #[test]

@@ -286,9 +286,7 @@ fn proxy_ssl_verify_on_without_a_proxy_ssl_secret_answers_503_never_unchecked() 
 
 /// An HTTPProxy root `p` routing `/` to `services` (YAML list items).
 fn proxy(services: &str) -> String {
-    format!(
-        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services:\n{services}---\n"
-    )
+    httpproxy(&format!("\n{services}"), "")
 }
 
 fn clusters_of(compiled: &switchyard_compiler::Compiled, owner: &str) -> Vec<String> {

@@ -345,13 +345,7 @@ fn answer(
                     .rate_counters()
                     .map(|counters| ratelimit::admit(limit, counters, host.client_address(), host.now_ms()));
                 if let Some(Admission::Refuse(status)) = admission {
-                    host.remove_request_header(table.cluster_header());
-                    reply.send(
-                        host,
-                        status,
-                        vec![("content-type", "text/plain")],
-                        &short_body(status, request),
-                    );
+                    reply.refuse(host, (table, request), status);
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
             }
@@ -359,13 +353,7 @@ fn answer(
                 None | Some(HeadersVerdict::Pass(None)) => {}
                 Some(HeadersVerdict::Pass(budget)) => body = budget,
                 Some(HeadersVerdict::Refuse(status)) => {
-                    host.remove_request_header(table.cluster_header());
-                    reply.send(
-                        host,
-                        status,
-                        vec![("content-type", "text/plain")],
-                        &short_body(status, request),
-                    );
+                    reply.refuse(host, (table, request), status);
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
             }
@@ -432,6 +420,17 @@ impl LocalReply<'_> {
         headers.extend(self.rule_name.map(|name| (RULE_NAME_HEADER, name)));
         headers.extend(self.hsts.map(|value| (HSTS_HEADER, value)));
         host.send_response(status, &headers, body);
+    }
+
+    /// Refuses a request its rule's policy stops: no cluster named, `status` with its short body.
+    fn refuse(&self, host: &mut impl Host, (table, request): (&RouteTable, &HostRequest<'_>), status: u16) {
+        host.remove_request_header(table.cluster_header());
+        self.send(
+            host,
+            status,
+            vec![("content-type", "text/plain")],
+            &short_body(status, request),
+        );
     }
 }
 

@@ -145,15 +145,24 @@ mod tests {
 
     const P: &str = "nginx.ingress.kubernetes.io";
 
-    fn names(annotations: &[(&str, &str)], configmap: &[(&str, &str)]) -> Vec<String> {
+    /// The annotations (with the prefix) and the ConfigMap's keys of the pairs given.
+    fn inputs(
+        annotations: &[(&str, &str)],
+        configmap: &[(&str, &str)],
+    ) -> (BTreeMap<String, String>, Vec<(String, String)>) {
         let annotations = annotations
             .iter()
             .map(|(k, v)| (format!("{P}/{k}"), (*v).to_owned()))
             .collect();
-        let configmap: Vec<(String, String)> = configmap
+        let configmap = configmap
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
+        (annotations, configmap)
+    }
+
+    fn names(annotations: &[(&str, &str)], configmap: &[(&str, &str)]) -> Vec<String> {
+        let (annotations, configmap) = inputs(annotations, configmap);
         fields(&annotations, P, &configmap)
             .into_iter()
             .filter(|f| !f.enforced)
@@ -215,14 +224,7 @@ mod tests {
     }
 
     fn ranges(annotations: &[(&str, &str)], configmap: &[(&str, &str)]) -> (SourceRanges, Vec<String>) {
-        let annotations = annotations
-            .iter()
-            .map(|(k, v)| (format!("{P}/{k}"), (*v).to_owned()))
-            .collect();
-        let configmap: Vec<(String, String)> = configmap
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        let (annotations, configmap) = inputs(annotations, configmap);
         source_ranges(&annotations, P, &configmap)
     }
 

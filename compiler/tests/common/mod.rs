@@ -203,3 +203,11 @@ pub fn nginx_options() -> Options {
     options.ingress_nginx.class = Some("nginx".to_owned());
     options
 }
+
+/// An HTTPProxy root `shop/p` for `p.example.com` routing `/` to `services` (YAML of the route's
+/// `services:` value, flow or block), the route with `extra` (YAML lines of more route fields).
+pub fn httpproxy(services: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services:{services}{extra}---\n"
+    )
+}
