@@ -111,6 +111,12 @@ pub const REQUEST_HEADER: HeaderType = 0;
 /// The response headers.
 pub const RESPONSE_HEADER: HeaderType = 2;
 
+/// `envoy_dynamic_module_type_attribute_id`: which of Envoy's attributes a callback reads.
+pub type AttributeId = u32;
+/// `source.address`: the client's address as Envoy derives it (the connection's peer, or from a
+/// trusted `x-forwarded-for`), `ip:port`.
+pub const SOURCE_ADDRESS: AttributeId = 24;
+
 /// `envoy_dynamic_module_type_log_level`.
 pub type LogLevel = u32;
 /// `Info`.
@@ -147,7 +153,7 @@ pub type SelectionEnvoyPtr = *mut c_void;
 /// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
 /// callback an Envoy of another version lacks would only fail at its first call, and take the
 /// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
-pub const CALLBACKS: [&std::ffi::CStr; 15] = [
+pub const CALLBACKS: [&std::ffi::CStr; 17] = [
     c"envoy_dynamic_module_callback_log",
     c"envoy_dynamic_module_callback_http_filter_config_define_counter",
     c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
@@ -159,6 +165,8 @@ pub const CALLBACKS: [&std::ffi::CStr; 15] = [
     c"envoy_dynamic_module_callback_http_set_header",
     c"envoy_dynamic_module_callback_http_send_response",
     c"envoy_dynamic_module_callback_http_clear_route_cache",
+    c"envoy_dynamic_module_callback_http_add_header",
+    c"envoy_dynamic_module_callback_http_filter_get_attribute_string",
     c"envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size",
     c"envoy_dynamic_module_callback_cluster_specifier_get_request_headers",
     c"envoy_dynamic_module_callback_cluster_specifier_get_random_value",
@@ -276,6 +284,13 @@ extern "C" {
 
     /// Makes Envoy pick the route again (after the cluster header or the path changed).
     pub fn envoy_dynamic_module_callback_http_clear_route_cache(filter: FilterEnvoyPtr);
+
+    /// One of Envoy's attributes as text (`false` when it has none, or it is no text).
+    pub fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
+        filter: FilterEnvoyPtr,
+        attribute: AttributeId,
+        result: *mut EnvoyBuffer,
+    ) -> bool;
 
     /// The number of request headers a cluster selection sees.
     pub fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size(
@@ -395,6 +410,13 @@ mod stand_ins {
     ) {
     }
     pub unsafe fn envoy_dynamic_module_callback_http_clear_route_cache(_: FilterEnvoyPtr) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
+        _: FilterEnvoyPtr,
+        _: AttributeId,
+        _: *mut EnvoyBuffer,
+    ) -> bool {
+        false
+    }
     pub unsafe fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size(
         _: SelectionEnvoyPtr,
     ) -> usize {

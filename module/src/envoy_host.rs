@@ -12,9 +12,12 @@
 
 use std::cell::Cell;
 
-use crate::abi::{self, FilterEnvoyPtr, HttpHeader, ModuleBuffer, REQUEST_HEADER};
+use crate::abi::{self, EnvoyBuffer, FilterEnvoyPtr, HttpHeader, ModuleBuffer, REQUEST_HEADER};
 use crate::headers::HeaderBlock;
-use crate::host::{Host, HostCallFailed};
+use switchyard_table::ratelimit::Counters;
+
+use crate::counters::ProcessCounters;
+use crate::host::{parse_client_address, Host, HostCallFailed};
 
 /// What a refused header change is reported as: proxy-wasm's `InternalFailure`, the status the
 /// wasm filter's logs and tests use for a host that refused a call.
@@ -84,6 +87,36 @@ impl Host for EnvoyHost {
                 ModuleBuffer::NULL,
             );
         }
+    }
+
+    fn rate_counters(&self) -> Option<&dyn Counters> {
+        Some(ProcessCounters::get())
+    }
+
+    fn now_ms(&self) -> u64 {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn client_address(&self) -> Option<std::net::IpAddr> {
+        let mut result = EnvoyBuffer {
+            ptr: std::ptr::null(),
+            length: 0,
+        };
+        // SAFETY: `filter` is the running hook's; Envoy fills `result` with bytes it keeps for the
+        // hook, read before it returns.
+        let found = unsafe {
+            abi::envoy_dynamic_module_callback_http_filter_get_attribute_string(
+                self.filter,
+                abi::SOURCE_ADDRESS,
+                &mut result,
+            )
+        };
+        // SAFETY: as above.
+        let bytes = unsafe { result.bytes() };
+        found
+            .then(|| parse_client_address(std::str::from_utf8(bytes).ok()?))
+            .flatten()
     }
 
     fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
@@ -183,5 +216,17 @@ impl Host for ActionsHost<'_> {
 
     fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
         self.envoy.send_response(status, headers, body);
+    }
+
+    fn client_address(&self) -> Option<std::net::IpAddr> {
+        self.envoy.client_address()
+    }
+
+    fn rate_counters(&self) -> Option<&dyn Counters> {
+        self.envoy.rate_counters()
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.envoy.now_ms()
     }
 }

@@ -18,6 +18,7 @@
 //! - [`shared_table`]: that `Arc`'s table, freed off the request path when it is large;
 //! - [`background`]: the module's own threads, at a lower priority than Envoy's, which decode a
 //!   large pushed table and free an old one;
+//! - [`counters`]: the rate limits' counts, one store for the process;
 //! - [`cluster_specifier`]: the module as Envoy's cluster specifier, picking the cluster during the
 //!   route match by the table of the filter beside it;
 //! - [`exports`]: the event hooks Envoy calls, each catching any unwind.
@@ -30,6 +31,7 @@ pub use switchyard_request::{config, headers, host, loaded, protobuf, random, re
 pub mod abi;
 pub mod background;
 pub mod cluster_specifier;
+pub mod counters;
 pub mod envoy_host;
 pub mod exports;
 pub mod shared_table;

@@ -180,7 +180,8 @@ fn a_preflight_from_an_allowed_origin_is_answered_and_the_responses_carry_the_co
 /// across Envoy's two workers, as one ingress-nginx pod counted across its workers: of 30 quick
 /// requests from 127.0.0.1, each on its own connection (spread over both workers), the first and
 /// the burst pass (a request or two more as the rate drains meanwhile) and the others are
-/// answered 503; workers counting apart would let twice the burst through.
+/// answered 503; workers counting apart would let twice the burst through. In both filter forms
+/// (the wasm filter's VMs share Envoy's shared data; the module's workers, its process).
 #[test]
 fn a_rate_limit_is_counted_per_client_address_across_the_workers() {
     let mut limited = rule("Ingress/shop/limited#0")
@@ -190,13 +191,19 @@ fn a_rate_limit_is_counted_per_client_address_across_the_workers() {
     limited["policy"] = json!({ "rate_limit": {
         "zone": "shop/limited", "per_second": { "requests": 2, "burst": 10 }, "status": 503
     } });
-    let envoy = Envoy::start_with(&table("rate", vec![limited]), &[SERVICE], ConfigForm::StringValue, 2);
-    let statuses: Vec<u16> = (0..30)
-        .map(|_| envoy.send(&get("limited.example", "/")).status)
-        .collect();
-    let passed = statuses.iter().filter(|s| **s == 200).count();
-    assert!((11..=14).contains(&passed), "{passed} passed: {statuses:?}");
-    assert!(statuses.iter().all(|s| matches!(s, 200 | 503)), "{statuses:?}");
-    assert_eq!(statuses[0], 200);
-    assert_eq!(*statuses.last().unwrap(), 503, "{statuses:?}");
+    let table = table("rate", vec![limited]);
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let envoy = Envoy::start_filter(&table, &[SERVICE], ConfigForm::StringValue, 2, form);
+        let statuses: Vec<u16> = (0..30)
+            .map(|_| envoy.send(&get("limited.example", "/")).status)
+            .collect();
+        let passed = statuses.iter().filter(|s| **s == 200).count();
+        assert!((11..=14).contains(&passed), "{form:?}: {passed} passed: {statuses:?}");
+        assert!(
+            statuses.iter().all(|s| matches!(s, 200 | 503)),
+            "{form:?}: {statuses:?}"
+        );
+        assert_eq!(statuses[0], 200, "{form:?}");
+        assert_eq!(*statuses.last().unwrap(), 503, "{form:?}: {statuses:?}");
+    }
 }
