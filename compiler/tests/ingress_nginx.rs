@@ -279,7 +279,7 @@ fn every_other_annotation_with_the_prefix_is_reported_once_each_and_the_ingress_
             "n",
             "a",
             1,
-            "{nginx.ingress.kubernetes.io/proxy-read-timeout: '120', nginx.ingress.kubernetes.io/limit-connections: '5', \
+            "{nginx.ingress.kubernetes.io/proxy-read-timeout: '120', nginx.ingress.kubernetes.io/limit-rate: '100', \
              nginx.ingress.kubernetes.io/configuration-snippet: 'more_set_headers x'}",
             "n.example",
             &["/"]

@@ -21,7 +21,7 @@ use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::TOO_LARGE;
-use switchyard_table::ratelimit::Counters;
+use switchyard_table::ratelimit::{self, Counters, Held};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::headers::HeaderBlock;
@@ -236,6 +236,7 @@ impl RootContext for Root {
             shared: Rc::clone(&self.shared),
             rule: None,
             followup: Followup::default(),
+            held: None,
         }))
     }
 
@@ -253,9 +254,20 @@ struct Http {
     /// (`Strict-Transport-Security`, ROUTING.md §8.4; an affinity's `Set-Cookie`), and the body
     /// limit the request's body is counted against.
     followup: Followup,
+    /// The request's place among its address's requests in flight (a rate limit's
+    /// `limit-connections`), let go when the context goes, however the stream ended.
+    held: Option<Held>,
 }
 
 impl Context for Http {}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        if let Some(place) = self.held.take() {
+            ratelimit::leave(&HostSharedData, &place);
+        }
+    }
+}
 
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
@@ -280,6 +292,7 @@ impl HttpContext for Http {
                     self.rule = winner;
                 }
                 self.followup = handled.response;
+                self.held = self.followup.held.take();
                 Action::Continue
             }
             Outcome::ClusterNotSet { error, .. } => {

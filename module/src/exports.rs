@@ -107,6 +107,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
             config: config as *const ModuleConfig,
             rule: std::cell::Cell::new(None),
             followup: std::cell::Cell::new(Followup::default()),
+            held: std::cell::Cell::new(None),
         };
         Box::into_raw(Box::new(stream)) as *const c_void
     })
@@ -160,7 +161,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
             abi::log(abi::LOG_ERROR, &format!("a request could not be routed: {error}"));
         }
         let (outcome, rule) = (handled.outcome, handled.rule);
-        stream.followup.set(handled.response);
+        let mut response = handled.response;
+        stream.held.set(response.held.take());
+        stream.followup.set(response);
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
         let status = match outcome {

@@ -20,6 +20,9 @@ use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, 
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
 use crate::loaded::load;
 use crate::random::Random;
+use switchyard_table::ratelimit::{self, Held};
+
+use crate::counters::ProcessCounters;
 use crate::request::{Followup, RuleRef};
 use crate::shared_table::{SharedTable, Table};
 
@@ -279,6 +282,17 @@ pub struct Stream {
     /// affinity's `Set-Cookie`. (A body limit the request's headers did not settle is not counted
     /// by the module: docs/deploy-envoy.md, "The wasm filter or the native module".)
     pub followup: Cell<Followup>,
+    /// The request's place among its address's requests in flight (a rate limit's
+    /// `limit-connections`), let go when the stream goes, however it ended.
+    pub held: Cell<Option<Held>>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Some(place) = self.held.take() {
+            ratelimit::leave(ProcessCounters::get(), &place);
+        }
+    }
 }
 
 thread_local! {

@@ -8,7 +8,7 @@ use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
 use switchyard_table::cors::{self, CorsHeaders, CorsVerdict};
 use switchyard_table::format::{HSTS_HEADER, ROUTE_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
-use switchyard_table::ratelimit::{self, Admission};
+use switchyard_table::ratelimit::{self, Admission, Held};
 
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::ShardedTable;
@@ -158,6 +158,9 @@ pub struct Followup {
     pub body: Option<BodyBudget>,
     /// The CORS headers of the response ([`switchyard_table::cors`]).
     pub cors: Option<CorsHeaders>,
+    /// The request's place among its address's requests in flight, which the caller lets go
+    /// (`switchyard_table::ratelimit::leave`) when the stream ends, however it ends.
+    pub held: Option<Held>,
 }
 
 impl Followup {
@@ -293,7 +296,7 @@ fn answer(
         rule_name: table.debug_rule_header().then(|| rule.name()),
         hsts: hsts.as_deref().map(|value| value.as_str()),
     };
-    let (mut set_cookie, mut body, mut cors) = (None, None, None);
+    let (mut set_cookie, mut body, mut cors, mut held) = (None, None, None, None);
     let outcome = match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
@@ -357,6 +360,20 @@ fn answer(
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
             }
+            // Last of the checks, so that only a request that goes upstream holds a place.
+            if let Some(limit) = policy.and_then(|policy| policy.rate_limit.as_ref()) {
+                let entered = host
+                    .rate_counters()
+                    .map(|counters| ratelimit::enter(limit, counters, host.client_address()));
+                match entered {
+                    Some(Err(status)) => {
+                        reply.refuse(host, (table, request), status);
+                        return (Outcome::Direct { position, status }, Followup::default());
+                    }
+                    Some(Ok(place)) => held = place,
+                    None => {}
+                }
+            }
             // A regex rewrite may set headers with the path's groups (ingress-nginx's
             // `x-forwarded-prefix`); a prefix rewrite sets the path alone.
             let rewritten = rule.rewrite(request.path());
@@ -401,8 +418,15 @@ fn answer(
             set_cookie,
             body,
             cors,
+            held,
         },
-        _ => Followup::default(),
+        _ => {
+            // Only a routed request's place is let go at its stream's end: any other, now.
+            if let (Some(place), Some(counters)) = (&held, host.rate_counters()) {
+                ratelimit::leave(counters, place);
+            }
+            Followup::default()
+        }
     };
     (outcome, additions)
 }
@@ -684,7 +708,8 @@ pub(crate) mod tests {
                     hsts: Some(Arc::new("max-age=60".to_owned())),
                     set_cookie: None,
                     body: None,
-                    cors: None
+                    cors: None,
+                    held: None
                 }
             )
         );

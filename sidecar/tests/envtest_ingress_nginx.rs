@@ -103,7 +103,7 @@ metadata:
     nginx.ingress.kubernetes.io/use-regex: \"true\"
     nginx.ingress.kubernetes.io/rewrite-target: /$2
     nginx.ingress.kubernetes.io/proxy-read-timeout: \"120\"
-    nginx.ingress.kubernetes.io/limit-connections: \"10\"
+    nginx.ingress.kubernetes.io/limit-rate: \"100\"
 spec:
   ingressClassName: nginx
 {tls}  rules:
@@ -232,7 +232,7 @@ async fn an_ingress_nginx_rewrite_is_routed_with_its_rewrite_and_gets_its_load_b
             .map(|(_, note)| note)
             .collect();
         match not_honoured.len() == 2
-            && not_honoured[0].contains("nginx.ingress.kubernetes.io/limit-connections")
+            && not_honoured[0].contains("nginx.ingress.kubernetes.io/limit-rate")
             && not_honoured[1].contains("nginx.ingress.kubernetes.io/proxy-read-timeout")
         {
             true => Ok(()),
@@ -419,7 +419,7 @@ async fn the_status_lists_each_annotation_an_ingress_nginx_ingress_carries_that_
     let not_honoured = reasons("AnnotationNotHonored");
     assert_eq!(not_honoured.len(), 2, "{entry}");
     assert!(
-        not_honoured[0].contains("nginx.ingress.kubernetes.io/limit-connections"),
+        not_honoured[0].contains("nginx.ingress.kubernetes.io/limit-rate"),
         "{entry}"
     );
     assert!(

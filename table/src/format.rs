@@ -136,11 +136,16 @@ pub struct RateLimit {
     /// Requests per minute, and its burst.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_minute: Option<Rate>,
+    /// Requests in flight at once (`limit-connections`, nginx's `limit_conn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<u32>,
     /// Client addresses never limited (`limit-whitelist`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exempt: Vec<IpRange>,
-    /// The status a request over the limit is answered with (`limit-req-status-code`).
+    /// The status a request over a rate is answered with (`limit-req-status-code`).
     pub status: u16,
+    /// The status a request over the requests in flight is answered with (`limit-conn-status-code`).
+    pub in_flight_status: u16,
 }
 
 /// A rate: so many requests per period, with a burst above it.

@@ -10,6 +10,10 @@
 //! not drained yet shares that count (it may be limited sooner, never later). A count that cannot
 //! be written after a few tries (other workers writing the same slot) lets the request through:
 //! a rate limit protects the backend's capacity, not access (that is the address ranges').
+//!
+//! The requests in flight per address (`limit-connections`, nginx's `limit_conn`) are counted the
+//! same way: [`enter`] holds one while a request is in flight (refused past the limit), and
+//! [`leave`] lets it go when the stream ends.
 
 use std::net::IpAddr;
 
@@ -76,10 +80,7 @@ pub fn admit<C: Counters + ?Sized>(limit: &RateLimit, counters: &C, client: Opti
     if limit.exempt.iter().any(|range| range.contains(client)) {
         return Admission::Pass;
     }
-    let address = match client {
-        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
-        IpAddr::V6(v6) => v6.octets(),
-    };
+    let address = octets(client);
     let rates = [("s", limit.per_second, 1_000u64), ("m", limit.per_minute, 60_000)];
     for (period, rate, period_ms) in rates {
         let Some(rate) = rate else { continue };
@@ -89,6 +90,71 @@ pub fn admit<C: Counters + ?Sized>(limit: &RateLimit, counters: &C, client: Opti
         }
     }
     Admission::Pass
+}
+
+/// A request in flight, held against its address's limit until [`leave`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    key: String,
+}
+
+/// The address as 16 bytes (an IPv4 address mapped).
+fn octets(client: IpAddr) -> [u8; 16] {
+    match client {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+/// Holds one of `limit`'s requests in flight for `client`: `Ok(None)` when none is counted (no
+/// limit, an exempt or unknown address, a count that could not be written), `Err(status)` when the
+/// address has the limit in flight already.
+pub fn enter<C: Counters + ?Sized>(
+    limit: &RateLimit,
+    counters: &C,
+    client: Option<IpAddr>,
+) -> Result<Option<Held>, u16> {
+    let (Some(max), Some(client)) = (limit.in_flight, client) else {
+        return Ok(None);
+    };
+    if limit.exempt.iter().any(|range| range.contains(client)) {
+        return Ok(None);
+    }
+    let key = format!("switchyard.in-flight/{}/{}", limit.zone, slot(&octets(client)));
+    for _ in 0..TRIES {
+        let (count, version) = in_flight(counters, &key);
+        if count >= max {
+            return Err(limit.in_flight_status);
+        }
+        if counters.set(&key, &(count + 1).to_le_bytes(), version) {
+            return Ok(Some(Held { key }));
+        }
+    }
+    Ok(None)
+}
+
+/// Lets a held request go.
+pub fn leave<C: Counters + ?Sized>(counters: &C, held: &Held) {
+    for _ in 0..TRIES {
+        let (count, version) = in_flight(counters, &held.key);
+        if counters.set(&held.key, &count.saturating_sub(1).to_le_bytes(), version) {
+            return;
+        }
+    }
+}
+
+/// The requests in flight at `key`, and the value's version.
+fn in_flight<C: Counters + ?Sized>(counters: &C, key: &str) -> (u32, Option<u32>) {
+    match counters.get(key) {
+        Some((bytes, version)) => {
+            let count = bytes
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u32::from_le_bytes);
+            (count, Some(version))
+        }
+        None => (0, None),
+    }
 }
 
 /// The slot of `address` (FNV-1a).
@@ -168,8 +234,10 @@ mod tests {
             zone: "shop/api".to_owned(),
             per_second: Some(Rate { requests, burst }),
             per_minute: None,
+            in_flight: None,
             exempt: Vec::new(),
             status: 503,
+            in_flight_status: 503,
         }
     }
 
@@ -216,6 +284,32 @@ mod tests {
         assert_eq!(passed(&limit, &counters, "10.9.9.9", &[0; 5]), 5);
         assert_eq!(passed(&limit, &counters, "not an address", &[0; 5]), 5);
         assert_eq!(passed(&limit, &counters, "192.0.2.1", &[0; 5]), 1);
+    }
+
+    #[test]
+    fn requests_in_flight_are_held_to_the_limit_and_a_leaving_one_frees_its_place() {
+        let limit = RateLimit {
+            per_second: None,
+            in_flight: Some(2),
+            in_flight_status: 429,
+            ..limit(1, 0)
+        };
+        let counters = Memory::default();
+        let client = "10.0.0.1".parse().ok();
+        let first = enter(&limit, &counters, client).unwrap().unwrap();
+        let _second = enter(&limit, &counters, client).unwrap().unwrap();
+        assert_eq!(enter(&limit, &counters, client), Err(429));
+        assert!(
+            enter(&limit, &counters, "10.0.0.2".parse().ok()).unwrap().is_some(),
+            "another address"
+        );
+        leave(&counters, &first);
+        assert!(enter(&limit, &counters, client).unwrap().is_some());
+        assert_eq!(
+            enter(&limit, &counters, None),
+            Ok(None),
+            "an unknown address is not counted"
+        );
     }
 
     #[test]

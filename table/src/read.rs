@@ -359,8 +359,10 @@ impl FromDoc for RateLimit {
                 zone: f.required("zone")?,
                 per_second: f.optional("per_second")?,
                 per_minute: f.optional("per_minute")?,
+                in_flight: f.optional("in_flight")?,
                 exempt: f.or("exempt", Vec::new())?,
                 status: f.or("status", 503)?,
+                in_flight_status: f.or("in_flight_status", 503)?,
             })
         })
     }

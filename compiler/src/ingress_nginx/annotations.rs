@@ -87,8 +87,9 @@ pub struct IngressNginxAnnotations {
     pub proxy_body_size: Option<Option<u64>>,
     /// `enable-cors` with the `cors-*` annotations.
     pub cors: Option<Cors>,
-    /// `limit-rps`, `limit-rpm` with `limit-burst-multiplier` and `limit-whitelist` (its zone and
-    /// status are the processor's: the Ingress, the ConfigMap's `limit-req-status-code`).
+    /// `limit-rps`, `limit-rpm` with `limit-burst-multiplier`, `limit-connections` and
+    /// `limit-whitelist` (its zone and statuses are the processor's: the Ingress, the ConfigMap's
+    /// `limit-req-status-code` and `limit-conn-status-code`).
     pub rate_limit: Option<RateLimit>,
     /// The timeouts and retries set (`proxy-read-timeout`, …), over the ConfigMap's.
     pub proxying: Vec<Setting>,
@@ -332,7 +333,7 @@ impl IngressNginxAnnotations {
         out.proxy_ssl = ProxySsl::read(&mine, prefix, &mut out.problems);
         out.proxying = Setting::annotations(&mine, prefix, &mut out.problems);
         out.cors = cors::read(&mine, prefix, &mut out.problems);
-        out.rate_limit = ratelimit::read(&mine, (prefix, String::new()), 503, &mut out.problems);
+        out.rate_limit = ratelimit::read(&mine, (prefix, String::new()), (503, 503), &mut out.problems);
         buffering::report(&mine, prefix, &mut out.problems);
         out.load_balance = upstream::load_balance(&mine, prefix, &mut out.problems);
         out.affinity = IngressAffinity::read(&mine, prefix, &mut out.problems);
@@ -565,7 +566,7 @@ mod tests {
     fn every_other_annotation_with_the_prefix_but_access_controls_is_not_honored_one_warning_each() {
         let a = parse(&[
             ("auth-url", "http://auth"),
-            ("limit-connections", "5"),
+            ("limit-rate", "100"),
             ("configuration-snippet", "x"),
             ("use-regex", "true"),
         ]);
@@ -573,7 +574,7 @@ mod tests {
             reasons(&a),
             [
                 ("configuration-snippet", Reason::AnnotationNotHonored),
-                ("limit-connections", Reason::AnnotationNotHonored),
+                ("limit-rate", Reason::AnnotationNotHonored),
             ]
         );
     }
@@ -583,13 +584,13 @@ mod tests {
         let a = parse(&[
             ("grpc-backend", "true"),
             ("ssl-protocols", "TLSv1.3"),
-            ("limit-connections", "5"),
+            ("limit-rate", "100"),
         ]);
         assert_eq!(
             reasons(&a),
             [
                 ("grpc-backend", Reason::AnnotationNotRead),
-                ("limit-connections", Reason::AnnotationNotHonored),
+                ("limit-rate", Reason::AnnotationNotHonored),
                 ("ssl-protocols", Reason::AnnotationNotRead),
             ]
         );

@@ -53,6 +53,8 @@ pub struct ControllerConfig {
     pub proxying: Proxying,
     /// `limit-req-status-code` (default 503): the answer to a request over a rate limit.
     pub limit_req_status_code: u16,
+    /// `limit-conn-status-code` (default 503): the answer to a request over `limit-connections`.
+    pub limit_conn_status_code: u16,
     /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
@@ -77,6 +79,7 @@ impl Default for ControllerConfig {
             proxy_body_size: Some(1 << 20),
             proxying: Proxying::default(),
             limit_req_status_code: 503,
+            limit_conn_status_code: 503,
             access: Vec::new(),
             not_honored: Vec::new(),
         }
@@ -106,13 +109,8 @@ impl ControllerConfig {
                 "hsts-preload" => value.parse().map(|v| out.hsts_preload = v).is_ok(),
                 "proxy-connect-timeout" => seconds_ms(value).map(|v| out.proxy_connect_timeout_ms = v).is_some(),
                 "proxy-body-size" => size_bytes(value).map(|v| out.proxy_body_size = v).is_some(),
-                "limit-req-status-code" => match value.parse() {
-                    Ok(code @ 100..=599) => {
-                        out.limit_req_status_code = code;
-                        true
-                    }
-                    _ => false,
-                },
+                "limit-req-status-code" => status_code(value).map(|v| out.limit_req_status_code = v).is_some(),
+                "limit-conn-status-code" => status_code(value).map(|v| out.limit_conn_status_code = v).is_some(),
                 "http-redirect-code" => match value.parse() {
                     Ok(code @ (301 | 302 | 307 | 308)) => {
                         out.http_redirect_code = code;
@@ -175,6 +173,11 @@ impl ControllerConfig {
             .iter()
             .any(|l| path.starts_with(l.as_str()))
     }
+}
+
+/// An HTTP status, 100 to 599.
+fn status_code(value: &str) -> Option<u16> {
+    value.trim().parse().ok().filter(|code| (100..=599).contains(code))
 }
 
 /// ingress-nginx's timeouts in seconds (an integer, as its annotation parser reads them), in

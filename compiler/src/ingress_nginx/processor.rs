@@ -159,6 +159,7 @@ fn members<'o>(
         let rate_limit = annotations.rate_limit.clone().map(|limit| RateLimit {
             zone: format!("{}/{}", key.namespace, key.name),
             status: config.limit_req_status_code,
+            in_flight_status: config.limit_conn_status_code,
             ..limit
         });
         let own = annotations.proxy_body_size.is_some()

@@ -1,9 +1,10 @@
 //! An Ingress's request rates (issue "Policies beyond the route"): `limit-rps`, `limit-rpm`,
-//! `limit-burst-multiplier` and `limit-whitelist`, read as ingress-nginx v1.15's `ratelimit`
-//! parser reads them, into the table's [`RateLimit`] (nginx's `limit_req … burst=… nodelay`, the
-//! burst the rate times the multiplier, 5 by default; one zone per Ingress), answered with the
-//! ConfigMap's `limit-req-status-code` (503 by default). `limit-connections` and `limit-rate*` are
-//! not read here: they stay not honoured.
+//! `limit-burst-multiplier`, `limit-connections` and `limit-whitelist`, read as ingress-nginx
+//! v1.15's `ratelimit` parser reads them, into the table's [`RateLimit`] (nginx's `limit_req …
+//! burst=… nodelay`, the burst the rate times the multiplier, 5 by default; `limit_conn`; one zone
+//! per Ingress), answered with the ConfigMap's `limit-req-status-code` and
+//! `limit-conn-status-code` (503 by default). `limit-rate*` (bandwidth) is not read here: it stays
+//! not honoured.
 
 use std::collections::BTreeMap;
 
@@ -13,18 +14,25 @@ use super::annotations::Problem;
 use crate::status::Reason;
 
 /// The annotations this module reads.
-pub const READ: &[&str] = &["limit-rps", "limit-rpm", "limit-burst-multiplier", "limit-whitelist"];
+pub const READ: &[&str] = &[
+    "limit-rps",
+    "limit-rpm",
+    "limit-burst-multiplier",
+    "limit-connections",
+    "limit-whitelist",
+];
 
 /// ingress-nginx's burst multiplier when none is given.
 const DEFAULT_BURST_MULTIPLIER: u32 = 5;
 
 /// The rate limit `mine` (annotation names without the prefix) asks for on Ingress
-/// `namespace/name`, answered with `status`; `None` without a rate. Each refused value is reported
+/// `namespace/name`, answered with `status` (a rate's and the requests in flight's); `None`
+/// without a rate or a limit in flight. Each refused value is reported
 /// in `problems` (a rate ingress-nginx refuses is no rate, as there).
 pub fn read(
     mine: &BTreeMap<&str, &str>,
     (prefix, zone): (&str, String),
-    status: u16,
+    (status, in_flight_status): (u16, u16),
     problems: &mut Vec<Problem>,
 ) -> Option<RateLimit> {
     let mut invalid = |name: &str, value: &str, then: &str| {
@@ -44,6 +52,7 @@ pub fn read(
     };
     let per_second = number("limit-rps", "no rate per second").filter(|r| *r > 0);
     let per_minute = number("limit-rpm", "no rate per minute").filter(|r| *r > 0);
+    let in_flight = number("limit-connections", "no limit in flight").filter(|r| *r > 0);
     let multiplier = number("limit-burst-multiplier", "the multiplier is 5").unwrap_or(DEFAULT_BURST_MULTIPLIER);
     let exempt = match mine.get("limit-whitelist") {
         None => Vec::new(),
@@ -58,7 +67,7 @@ pub fn read(
             })
         }
     };
-    if per_second.is_none() && per_minute.is_none() {
+    if per_second.is_none() && per_minute.is_none() && in_flight.is_none() {
         return None;
     }
     let rate = |requests: u32| Rate {
@@ -69,8 +78,10 @@ pub fn read(
         zone,
         per_second: per_second.map(rate),
         per_minute: per_minute.map(rate),
+        in_flight,
         exempt,
         status,
+        in_flight_status,
     })
 }
 
@@ -82,7 +93,7 @@ mod tests {
         let mine: BTreeMap<&str, &str> = pairs.iter().copied().collect();
         let mut problems = Vec::new();
         let zone = ("nginx.ingress.kubernetes.io", "shop/api".to_owned());
-        (read(&mine, zone, 503, &mut problems), problems)
+        (read(&mine, zone, (503, 503), &mut problems), problems)
     }
 
     #[test]
@@ -106,6 +117,13 @@ mod tests {
                 burst: 60
             })
         );
+    }
+
+    #[test]
+    fn limit_connections_is_the_requests_in_flight() {
+        let (limit, _) = limit(&[("limit-connections", "3")]);
+        let limit = limit.unwrap();
+        assert_eq!((limit.in_flight, limit.per_second), (Some(3), None));
     }
 
     #[test]

@@ -986,3 +986,34 @@ fn source_ranges_let_the_client_through_or_answer_403_by_its_address() {
         );
     }
 }
+
+/// ingress-nginx's `limit-connections: 1` through Envoy (issue "Policies beyond the route"): while
+/// one request from 127.0.0.1 waits on a slow backend, a second is answered 503; once the first
+/// ended, its place is free again.
+#[test]
+fn limit_connections_holds_a_place_while_a_request_is_in_flight_and_frees_it_after() {
+    let backend = slow_backend(Duration::from_millis(1_500));
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        (
+            "slow.yaml",
+            format!("{}---\n{}", service("slow"), slice("slow", "slow", &backend, true)),
+        ),
+        ("one.yaml", nginx_ingress("one", "slow", &[("limit-connections", "1")])),
+    ];
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    scene.eventually("the host served", || {
+        scene.envoy.send(&get("one.example.com", "/")).status == 200
+    });
+    let addr = scene.envoy.addr;
+    let first = thread::spawn(move || switchyard_e2e::send(addr, &get("one.example.com", "/")).unwrap().status);
+    thread::sleep(Duration::from_millis(400));
+    let second = scene.envoy.send(&get("one.example.com", "/"));
+    assert_eq!(second.status, 503, "{second:?}");
+    assert_eq!(first.join().unwrap(), 200);
+    assert_eq!(
+        scene.envoy.send(&get("one.example.com", "/")).status,
+        200,
+        "the place is free again"
+    );
+}
