@@ -13,7 +13,7 @@ use switchyard_table::ratelimit::{self, Admission, Held};
 use switchyard_table::compact::Inflater;
 use switchyard_table::shards::ShardedTable;
 use switchyard_table::{
-    normalize_authority, request_path, ActionSpec, Decision, NoRoute, RequestView, RouteTable, TableError,
+    normalize_authority, request_path, ActionSpec, Decision, NoRoute, Policy, RequestView, RouteTable, TableError,
 };
 
 use crate::headers::{HeaderBlock, Span};
@@ -324,14 +324,10 @@ fn answer(
         }
         ActionSpec::Route(route) => {
             let policy = rule.spec().policy.as_deref();
-            // A preflight is answered first, as nginx's rewrite phase answers before its access phase.
-            match policy
-                .and_then(|policy| policy.cors.as_ref())
-                .map(|c| cors::check(c, request))
-            {
-                None | Some(CorsVerdict::None) => {}
-                Some(CorsVerdict::Response(headers)) => cors = Some(headers),
-                Some(CorsVerdict::Preflight(answer)) => {
+            match policy.map(|policy| admit(host, policy, request)) {
+                None => {}
+                Some(Admitted::Pass(passed)) => (body, cors, held) = (passed.body, passed.cors, passed.held),
+                Some(Admitted::Preflight(answer)) => {
                     host.remove_request_header(table.cluster_header());
                     let mut owned = Vec::new();
                     answer.each(|name, value| owned.push((name.to_owned(), value.to_owned())));
@@ -341,37 +337,9 @@ fn answer(
                     let status = cors::PREFLIGHT;
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
-            }
-            // The rate limit before the address ranges, as nginx's preaccess phase before its access.
-            if let Some(limit) = policy.and_then(|policy| policy.rate_limit.as_ref()) {
-                let admission = host
-                    .rate_counters()
-                    .map(|counters| ratelimit::admit(limit, counters, host.client_address(), host.now_ms()));
-                if let Some(Admission::Refuse(status)) = admission {
+                Some(Admitted::Refused(status)) => {
                     reply.refuse(host, (table, request), status);
                     return (Outcome::Direct { position, status }, Followup::default());
-                }
-            }
-            match policy.map(|policy| check_headers(policy, request, || host.client_address())) {
-                None | Some(HeadersVerdict::Pass(None)) => {}
-                Some(HeadersVerdict::Pass(budget)) => body = budget,
-                Some(HeadersVerdict::Refuse(status)) => {
-                    reply.refuse(host, (table, request), status);
-                    return (Outcome::Direct { position, status }, Followup::default());
-                }
-            }
-            // Last of the checks, so that only a request that goes upstream holds a place.
-            if let Some(limit) = policy.and_then(|policy| policy.rate_limit.as_ref()) {
-                let entered = host
-                    .rate_counters()
-                    .map(|counters| ratelimit::enter(limit, counters, host.client_address()));
-                match entered {
-                    Some(Err(status)) => {
-                        reply.refuse(host, (table, request), status);
-                        return (Outcome::Direct { position, status }, Followup::default());
-                    }
-                    Some(Ok(place)) => held = place,
-                    None => {}
                 }
             }
             // A regex rewrite may set headers with the path's groups (ingress-nginx's
@@ -429,6 +397,57 @@ fn answer(
         }
     };
     (outcome, additions)
+}
+
+/// What a rule's policy makes of a request ([`admit`]).
+enum Admitted {
+    /// It goes upstream, with what comes later in its life.
+    Pass(Passed),
+    /// A CORS preflight, answered with these headers.
+    Preflight(CorsHeaders),
+    /// Refused with this status.
+    Refused(u16),
+}
+
+/// What a request a policy let through takes along.
+#[derive(Default)]
+struct Passed {
+    body: Option<BodyBudget>,
+    cors: Option<CorsHeaders>,
+    held: Option<Held>,
+}
+
+/// `policy` on `request`, in nginx's phase order: a CORS preflight answered (its rewrite phase),
+/// the request rates (preaccess), the address ranges and a declared body (access), then, last, a
+/// place among the address's requests in flight, so that only a request that goes upstream holds
+/// one. The client's address is asked of the host once, and only by a policy that reads it.
+fn admit(host: &impl Host, policy: &Policy, request: &HostRequest<'_>) -> Admitted {
+    let mut passed = Passed::default();
+    match policy.cors.as_ref().map(|c| cors::check(c, request)) {
+        None | Some(CorsVerdict::None) => {}
+        Some(CorsVerdict::Response(headers)) => passed.cors = Some(headers),
+        Some(CorsVerdict::Preflight(answer)) => return Admitted::Preflight(answer),
+    }
+    let reads_address = policy.rate_limit.is_some() || !(policy.allow.is_empty() && policy.deny.is_empty());
+    let client = if reads_address { host.client_address() } else { None };
+    let limit = policy.rate_limit.as_ref();
+    let counters = limit.and_then(|_| host.rate_counters());
+    if let (Some(limit), Some(counters)) = (limit, counters) {
+        if let Admission::Refuse(status) = ratelimit::admit(limit, counters, client, host.now_ms()) {
+            return Admitted::Refused(status);
+        }
+    }
+    match check_headers(policy, request, || client) {
+        HeadersVerdict::Pass(budget) => passed.body = budget,
+        HeadersVerdict::Refuse(status) => return Admitted::Refused(status),
+    }
+    if let (Some(limit), Some(counters)) = (limit, counters) {
+        match ratelimit::enter(limit, counters, client) {
+            Ok(place) => passed.held = place,
+            Err(status) => return Admitted::Refused(status),
+        }
+    }
+    Admitted::Pass(passed)
 }
 
 /// What every local reply to a rule's request ends with: the debug header naming the rule (when
