@@ -100,6 +100,9 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
             cors.max_age
         ));
     }
+    if let Some(limit) = &policy.rate_limit {
+        lines.push(describe_rate_limit(limit));
+    }
     if let Some(route) = &policy.route {
         lines.push(match RouteSettings::of_name(route) {
             Some(settings) => format!("gateway route: {}", describe_route(&settings)),
@@ -107,6 +110,36 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
         });
     }
     lines
+}
+
+/// A rate limit for people.
+fn describe_rate_limit(limit: &switchyard_table::RateLimit) -> String {
+    let mut parts = Vec::new();
+    for (rate, per) in [(limit.per_second, "second"), (limit.per_minute, "minute")] {
+        if let Some(rate) = rate {
+            parts.push(format!("{} requests per {per}, burst {}", rate.requests, rate.burst));
+        }
+    }
+    if let Some(max) = limit.in_flight {
+        parts.push(format!("{max} in flight (answered {} past it)", limit.in_flight_status));
+    }
+    let mut line = format!(
+        "rate limit per client address, zone {}: {}",
+        limit.zone,
+        parts.join("; ")
+    );
+    if limit.per_second.is_some() || limit.per_minute.is_some() {
+        line.push_str(&format!(" (answered {} over it)", limit.status));
+    }
+    if !limit.exempt.is_empty() {
+        let exempt: Vec<String> = limit
+            .exempt
+            .iter()
+            .map(|r| format!("{}/{}", r.network, r.prefix))
+            .collect();
+        line.push_str(&format!("; exempt {}", exempt.join(", ")));
+    }
+    line
 }
 
 /// A route's settings for people.
@@ -242,6 +275,29 @@ mod tests {
         );
         let inside: IpAddr = "10.1.2.3".parse().unwrap();
         assert_eq!(answer(&policy(), "Ingress/shop/api#0", &request, Some(inside)), None);
+    }
+
+    #[test]
+    fn a_rate_limit_is_described_with_its_zone_rates_and_exemptions() {
+        let limited = Policy {
+            rate_limit: Some(switchyard_table::RateLimit {
+                zone: "shop/api".to_owned(),
+                per_second: Some(switchyard_table::Rate { requests: 5, burst: 25 }),
+                per_minute: None,
+                in_flight: Some(3),
+                exempt: vec![switchyard_table::IpRange::parse("10.0.0.0/8").unwrap()],
+                status: 503,
+                in_flight_status: 503,
+            }),
+            ..Policy::default()
+        };
+        assert_eq!(
+            describe(&limited, "Ingress/shop/api#0"),
+            [
+                "rate limit per client address, zone shop/api: 5 requests per second, burst 25; 3 in flight \
+              (answered 503 past it) (answered 503 over it); exempt 10.0.0.0/8"
+            ]
+        );
     }
 
     #[test]
