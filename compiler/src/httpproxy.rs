@@ -17,11 +17,12 @@ use std::sync::Arc;
 
 use switchyard_table::{
     ActionSpec, Affinity, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, HostPattern, MatchOp,
-    PathSpec, Policy, RouteAction, RuleSpec,
+    PathSpec, Policy, RateLimit, RouteAction, RuleSpec,
 };
 
 use crate::access::{is_set, Field, Guard, Reach};
 mod passthrough;
+mod ratelimit;
 mod timing;
 mod upstream;
 
@@ -32,7 +33,7 @@ use crate::model::{normalize_host, validate_rule, Claiming, Draft, HostOrder};
 use crate::objects::secret::Secret;
 use crate::objects::{
     key_of, Age, HTTPProxy, HTTPProxySpec, HeaderMatch, Include, Kind, MatchCondition, Objects, ProxyRoute, QueryMatch,
-    ResourceKey,
+    RateLimitPolicy, ResourceKey,
 };
 use crate::processor::{Ignored, Inputs, Output, Processor};
 use crate::services::{service_unavailable, PortRef};
@@ -96,6 +97,9 @@ struct Context {
     /// unless they permit it; a root without (or passing TLS through) serves its routes on plain
     /// HTTP only.
     terminates_tls: bool,
+    /// The root's `virtualhost.rateLimitPolicy.local`: the bucket every route of the host shares
+    /// unless it has its own.
+    rate_limit: Option<RateLimit>,
 }
 
 impl Context {
@@ -234,6 +238,25 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
         };
+        self.note_global_rate_limit(key, vhost.rate_limit_policy.as_ref(), "spec.virtualhost");
+        let local = vhost.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
+        let zone = format!("{}/virtualhost", key.display());
+        let rate_limit =
+            match local.map(|policy| ratelimit::local(policy, zone, "spec.virtualhost.rateLimitPolicy.local")) {
+                None => None,
+                Some(Ok((limit, note))) => {
+                    self.note_rate_limit(key, note);
+                    Some(limit)
+                }
+                Some(Err(why)) => {
+                    self.invalid(
+                        key,
+                        Reason::RateLimitPolicyNotValid,
+                        format!("{why}; the proxy routes nothing"),
+                    );
+                    return None;
+                }
+            };
         Some(Context {
             root: key.clone(),
             root_age: Arc::new(Age::of(Kind::HTTPProxy, &proxy.metadata)),
@@ -242,6 +265,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             blocks: Vec::new(),
             stack: vec![key.clone()],
             terminates_tls,
+            rate_limit,
         })
     }
 
@@ -344,7 +368,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return;
             }
         }
-        let Some(policy) = self.route_policy(key, &at, route) else {
+        let Some(policy) = self.route_policy(key, &at, (route, context)) else {
             return;
         };
         let Some((backends, affinity)) = self.backends(key, &at, route) else {
@@ -371,8 +395,14 @@ impl<'a> HTTPProxyProcessor<'a> {
 
     /// The policy of a route's rule: its timeouts and retries as a gateway route of its own
     /// ([`timing`]), on a gateway whose routes are Switchyard's (elsewhere they are reported not
-    /// honoured). `None` (reported) when they are not valid: the route is skipped.
-    fn route_policy(&mut self, key: &ResourceKey, at: &str, route: &ProxyRoute) -> Option<Option<Arc<Policy>>> {
+    /// honoured), and its local rate limit ([`ratelimit`]: its own, else its host's). `None`
+    /// (reported) when they are not valid: the route is skipped.
+    fn route_policy(
+        &mut self,
+        key: &ResourceKey,
+        at: &str,
+        (route, context): (&ProxyRoute, &Context),
+    ) -> Option<Option<Arc<Policy>>> {
         let settings = match timing::route_settings(route, at) {
             Ok(settings) => settings,
             Err(why) => {
@@ -384,22 +414,58 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
         };
-        let Some(name) = settings.name() else {
-            return Some(None);
-        };
-        if !self.inputs.options.gateway_routes {
+        self.note_global_rate_limit(key, route.rate_limit_policy.as_ref(), at);
+        let local = route.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
+        let zone = format!("{}/{at}", key.display());
+        let rate_limit =
+            match local.map(|policy| ratelimit::local(policy, zone, &format!("{at}.rateLimitPolicy.local"))) {
+                None => context.rate_limit.clone(),
+                Some(Ok((limit, note))) => {
+                    self.note_rate_limit(key, note);
+                    Some(limit)
+                }
+                Some(Err(why)) => {
+                    self.invalid(
+                        key,
+                        Reason::RateLimitPolicyNotValid,
+                        format!("{why}; the route is skipped"),
+                    );
+                    return None;
+                }
+            };
+        let name = settings.name();
+        if name.is_some() && !self.inputs.options.gateway_routes {
             let message = format!(
                 "{at}: its timeoutPolicy.response and .idle and its retryPolicy need a route of its own, which only \
                  a gateway whose routes come from switchyard watch --clusters-dir has; the gateway's route applies"
             );
             let why = (ConditionKind::Warning, Reason::RouteSettingNotHonored);
             self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
-            return Some(None);
         }
-        Some(Some(Arc::new(Policy {
-            route: Some(name),
+        let policy = Policy {
+            route: name.filter(|_| self.inputs.options.gateway_routes),
+            rate_limit,
             ..Policy::default()
-        })))
+        };
+        Some((policy != Policy::default()).then(|| Arc::new(policy)))
+    }
+
+    /// Notes a `rateLimitPolicy.global` at `at`, which needs a rate limit service: not read.
+    fn note_global_rate_limit(&mut self, key: &ResourceKey, policy: Option<&RateLimitPolicy>, at: &str) {
+        if policy.is_some_and(|p| is_set(p.global.as_ref())) {
+            let note = format!(
+                "{at}.rateLimitPolicy.global: it needs a rate limit service, which this gateway has not; not applied"
+            );
+            self.note_rate_limit(key, Some(note));
+        }
+    }
+
+    /// Notes what a rate limit leaves out (its `responseHeadersToAdd`).
+    fn note_rate_limit(&mut self, key: &ResourceKey, note: Option<String>) {
+        if let Some(note) = note {
+            let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
+            self.inputs.book.add(key, Status::Valid, why.0, why.1, note);
+        }
     }
 
     /// What a route matches: its path after the inherited prefix, and the inherited and its own

@@ -284,6 +284,9 @@ pub struct VirtualHost {
     /// Client addresses denied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_deny_policy: Option<serde_json::Value>,
+    /// `rateLimitPolicy`: only `local` is read (every route of the host shares its bucket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_policy: Option<RateLimitPolicy>,
     /// TLS: only `clientValidation` is read here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<VirtualHostTls>,
@@ -366,6 +369,9 @@ pub struct ProxyRoute {
     /// `retryPolicy`: when and how often a failed request is tried again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<RetryPolicy>,
+    /// `rateLimitPolicy`: only `local` is read (the route's own bucket, in place of the host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_policy: Option<RateLimitPolicy>,
     /// How an endpoint of the route's services is picked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_balancer_policy: Option<LoadBalancerPolicy>,
@@ -582,6 +588,39 @@ pub struct TimeoutPolicy {
     /// How long a connection to the service is kept with no request on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_connection: Option<String>,
+}
+
+/// A `rateLimitPolicy` (its `global` part is not read: it needs a rate limit service).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateLimitPolicy {
+    /// Envoy's local rate limit: one token bucket per Envoy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalRateLimitPolicy>,
+    /// Descriptors for a global rate limit service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global: Option<serde_json::Value>,
+}
+
+/// `rateLimitPolicy.local`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalRateLimitPolicy {
+    /// Requests per unit.
+    #[serde(default)]
+    pub requests: i64,
+    /// `second`, `minute` or `hour`.
+    #[serde(default)]
+    pub unit: String,
+    /// Requests taken at once above the rate.
+    #[serde(default)]
+    pub burst: i64,
+    /// The status of a request over the limit (429 when 0).
+    #[serde(default)]
+    pub response_status_code: i64,
+    /// Headers added to that answer (not honoured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub response_headers_to_add: Vec<serde_json::Value>,
 }
 
 /// A route's `retryPolicy`.

@@ -229,6 +229,9 @@ vocabulary! {
         /// An HTTPProxy route's `retryPolicy` holds a condition or a count Contour refuses (its
         /// `RetryPolicyNotValid`): the route is skipped.
         RetryPolicyNotValid,
+        /// An HTTPProxy's `rateLimitPolicy.local` holds a value Contour refuses: on the virtual
+        /// host the proxy routes nothing; on a route the route is skipped.
+        RateLimitPolicyNotValid,
         /// A rule's timeouts or retries, which need a gateway route of its own, on a gateway whose
         /// routes are not Switchyard's (docs/routing.md, "Timeouts and retries"): the gateway's
         /// route applies.

@@ -335,3 +335,55 @@ fn limit_rps_is_the_ingresss_rate_limit_answered_with_the_configmaps_status() {
     let status = status_of(&compiled, "Ingress", "shop", "api");
     assert!(!format!("{status:?}").contains("limit-rps"), "honoured: {status:?}");
 }
+
+#[test]
+fn an_httpproxy_local_rate_limit_is_shared_by_the_hosts_routes_unless_a_route_has_its_own() {
+    let options = switchyard_compiler::Options::default();
+    let yaml = httpproxy(" [{name: api, port: 80}]\n", "  - conditions: [{prefix: /own}]\n    services: [{name: api, port: 80}]\n    rateLimitPolicy: {local: {requests: 2, unit: second}}\n")
+        .replace(
+            "virtualhost: {fqdn: p.example.com}",
+            "virtualhost:\n    fqdn: p.example.com\n    rateLimitPolicy: {local: {requests: 100, unit: minute, burst: 20}}",
+        );
+    let compiled = compile_yaml(&yaml, &options);
+    let limits: Vec<switchyard_table::RateLimit> = (compiled.table.rules.iter())
+        .filter(|r| r.name.starts_with("HTTPProxy/shop/p") && matches!(r.action, ActionSpec::Route(_)))
+        .filter_map(|r| r.policy.as_ref()?.rate_limit.clone())
+        .collect();
+    assert_eq!(limits.len(), 2, "{:?}", compiled.statuses);
+    let host = limits
+        .iter()
+        .find(|l| l.zone.ends_with("/virtualhost"))
+        .expect("the host's bucket");
+    assert_eq!(host.per_minute.map(|r| (r.requests, r.burst)), Some((100, 119)));
+    assert!(!host.per_client);
+    assert_eq!(host.status, 429);
+    let own = limits
+        .iter()
+        .find(|l| l.zone.ends_with("spec.routes[1]"))
+        .expect("the route's own");
+    assert_eq!(own.per_second.map(|r| r.requests), Some(2));
+}
+
+#[test]
+fn an_invalid_local_rate_limit_skips_its_route_or_its_whole_proxy() {
+    let options = switchyard_compiler::Options::default();
+    let compiled = compile_yaml(
+        &proxy("    rateLimitPolicy: {local: {requests: 0, unit: second}}\n"),
+        &options,
+    );
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::RateLimitPolicyNotValid).contains("requests"),
+        "{status:?}"
+    );
+    let yaml = proxy("").replace(
+        "virtualhost: {fqdn: p.example.com}",
+        "virtualhost:\n    fqdn: p.example.com\n    rateLimitPolicy: {local: {requests: 1, unit: fortnight}}",
+    );
+    let compiled = compile_yaml(&yaml, &options);
+    assert!(!compiled
+        .table
+        .rules
+        .iter()
+        .any(|r| r.name.starts_with("HTTPProxy/shop/p")));
+}

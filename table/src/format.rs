@@ -124,9 +124,10 @@ pub struct Policy {
     pub rate_limit: Option<RateLimit>,
 }
 
-/// A rule's request rates per client address, counted per gateway replica and shared by its
-/// worker VMs, as each ingress-nginx pod counted on its own (nginx's `limit_req` with `nodelay`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// A rule's request rates per client address (or for every client together), counted per gateway
+/// replica and shared by its worker VMs, as each ingress-nginx pod counted on its own (nginx's
+/// `limit_req` with `nodelay`; Envoy's local rate limit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RateLimit {
     /// What shares one count per address (ingress-nginx: the Ingress, `shop/api`).
     pub zone: String,
@@ -136,6 +137,13 @@ pub struct RateLimit {
     /// Requests per minute, and its burst.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_minute: Option<Rate>,
+    /// Requests per hour, and its burst.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_hour: Option<Rate>,
+    /// Whether every client address counts on its own (nginx's `limit_req` keyed by address);
+    /// `false`: every request of the zone counts together (Envoy's local rate limit, Contour's).
+    #[serde(skip_serializing_if = "is_true")]
+    pub per_client: bool,
     /// Requests in flight at once (`limit-connections`, nginx's `limit_conn`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<u32>,
@@ -146,6 +154,22 @@ pub struct RateLimit {
     pub status: u16,
     /// The status a request over the requests in flight is answered with (`limit-conn-status-code`).
     pub in_flight_status: u16,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit {
+            zone: String::new(),
+            per_second: None,
+            per_minute: None,
+            per_hour: None,
+            per_client: true,
+            in_flight: None,
+            exempt: Vec::new(),
+            status: 503,
+            in_flight_status: 503,
+        }
+    }
 }
 
 /// A rate: so many requests per period, with a burst above it.
@@ -527,6 +551,11 @@ fn shared_text<S: serde::Serializer>(value: &Option<Arc<String>>, serializer: S)
         Some(text) => serializer.serialize_str(text),
         None => serializer.serialize_none(),
     }
+}
+
+/// Whether a flag is `true` (left out of the JSON then: its default).
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// A shared value serialized as the value itself.

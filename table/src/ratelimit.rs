@@ -72,16 +72,22 @@ impl Count {
 }
 
 /// `request`'s admission under `limit`, for the client `client` (`None`, an address the host
-/// cannot tell: let through, uncounted) at `now_ms`.
+/// cannot tell: let through, uncounted by a zone per address) at `now_ms`.
 pub fn admit<C: Counters + ?Sized>(limit: &RateLimit, counters: &C, client: Option<IpAddr>, now_ms: u64) -> Admission {
-    let Some(client) = client else {
-        return Admission::Pass;
-    };
-    if limit.exempt.iter().any(|range| range.contains(client)) {
+    if client.is_some_and(|client| limit.exempt.iter().any(|range| range.contains(client))) {
         return Admission::Pass;
     }
-    let address = octets(client);
-    let rates = [("s", limit.per_second, 1_000u64), ("m", limit.per_minute, 60_000)];
+    // A zone that counts every client together counts them all in one slot of one key.
+    let address = match (limit.per_client, client) {
+        (false, _) => [0; 16],
+        (true, Some(client)) => octets(client),
+        (true, None) => return Admission::Pass,
+    };
+    let rates = [
+        ("s", limit.per_second, 1_000u64),
+        ("m", limit.per_minute, 60_000),
+        ("h", limit.per_hour, 3_600_000),
+    ];
     for (period, rate, period_ms) in rates {
         let Some(rate) = rate else { continue };
         let key = format!("switchyard.rate/{}/{period}/{}", limit.zone, slot(&address));
@@ -233,11 +239,7 @@ mod tests {
         RateLimit {
             zone: "shop/api".to_owned(),
             per_second: Some(Rate { requests, burst }),
-            per_minute: None,
-            in_flight: None,
-            exempt: Vec::new(),
-            status: 503,
-            in_flight_status: 503,
+            ..RateLimit::default()
         }
     }
 
@@ -310,6 +312,20 @@ mod tests {
             Ok(None),
             "an unknown address is not counted"
         );
+    }
+
+    #[test]
+    fn a_zone_of_every_client_counts_them_together() {
+        let limit = RateLimit {
+            per_client: false,
+            ..limit(1, 2)
+        };
+        let counters = Memory::default();
+        let passed = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+            .iter()
+            .filter(|from| admit(&limit, &counters, from.parse().ok(), 0) == Admission::Pass)
+            .count();
+        assert_eq!(passed, 3, "one and the burst of two, whoever sends them");
     }
 
     #[test]

@@ -359,6 +359,8 @@ impl FromDoc for RateLimit {
                 zone: f.required("zone")?,
                 per_second: f.optional("per_second")?,
                 per_minute: f.optional("per_minute")?,
+                per_hour: f.optional("per_hour")?,
+                per_client: f.or("per_client", true)?,
                 in_flight: f.optional("in_flight")?,
                 exempt: f.or("exempt", Vec::new())?,
                 status: f.or("status", 503)?,

@@ -115,7 +115,11 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
 /// A rate limit for people.
 fn describe_rate_limit(limit: &switchyard_table::RateLimit) -> String {
     let mut parts = Vec::new();
-    for (rate, per) in [(limit.per_second, "second"), (limit.per_minute, "minute")] {
+    for (rate, per) in [
+        (limit.per_second, "second"),
+        (limit.per_minute, "minute"),
+        (limit.per_hour, "hour"),
+    ] {
         if let Some(rate) = rate {
             parts.push(format!("{} requests per {per}, burst {}", rate.requests, rate.burst));
         }
@@ -123,12 +127,12 @@ fn describe_rate_limit(limit: &switchyard_table::RateLimit) -> String {
     if let Some(max) = limit.in_flight {
         parts.push(format!("{max} in flight (answered {} past it)", limit.in_flight_status));
     }
-    let mut line = format!(
-        "rate limit per client address, zone {}: {}",
-        limit.zone,
-        parts.join("; ")
-    );
-    if limit.per_second.is_some() || limit.per_minute.is_some() {
+    let whom = match limit.per_client {
+        true => "per client address",
+        false => "for every client together",
+    };
+    let mut line = format!("rate limit {whom}, zone {}: {}", limit.zone, parts.join("; "));
+    if limit.per_second.is_some() || limit.per_minute.is_some() || limit.per_hour.is_some() {
         line.push_str(&format!(" (answered {} over it)", limit.status));
     }
     if !limit.exempt.is_empty() {
@@ -286,8 +290,7 @@ mod tests {
                 per_minute: None,
                 in_flight: Some(3),
                 exempt: vec![switchyard_table::IpRange::parse("10.0.0.0/8").unwrap()],
-                status: 503,
-                in_flight_status: 503,
+                ..switchyard_table::RateLimit::default()
             }),
             ..Policy::default()
         };

@@ -82,6 +82,7 @@ pub fn read(
         exempt,
         status,
         in_flight_status,
+        ..RateLimit::default()
     })
 }
 
