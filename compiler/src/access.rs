@@ -68,12 +68,6 @@ impl Field {
         }
     }
 
-    /// The same field, enforced by this gateway.
-    pub fn enforced(mut self) -> Field {
-        self.enforced = true;
-        self
-    }
-
     /// The same field, saying what it asks for.
     pub fn saying(mut self, detail: impl Into<String>) -> Field {
         self.detail = Some(detail.into());

@@ -238,25 +238,12 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
         };
-        self.note_global_rate_limit(key, vhost.rate_limit_policy.as_ref(), "spec.virtualhost");
-        let local = vhost.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
         let zone = format!("{}/virtualhost", key.display());
-        let rate_limit =
-            match local.map(|policy| ratelimit::local(policy, zone, "spec.virtualhost.rateLimitPolicy.local")) {
-                None => None,
-                Some(Ok((limit, note))) => {
-                    self.note_rate_limit(key, note);
-                    Some(limit)
-                }
-                Some(Err(why)) => {
-                    self.invalid(
-                        key,
-                        Reason::RateLimitPolicyNotValid,
-                        format!("{why}; the proxy routes nothing"),
-                    );
-                    return None;
-                }
-            };
+        let policy = vhost.rate_limit_policy.as_ref();
+        let Ok(rate_limit) = self.local_rate_limit(key, policy, ("spec.virtualhost", zone, "the proxy routes nothing"))
+        else {
+            return None;
+        };
         Some(Context {
             root: key.clone(),
             root_age: Arc::new(Age::of(Kind::HTTPProxy, &proxy.metadata)),
@@ -414,25 +401,16 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
         };
-        self.note_global_rate_limit(key, route.rate_limit_policy.as_ref(), at);
-        let local = route.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
         let zone = format!("{}/{at}", key.display());
-        let rate_limit =
-            match local.map(|policy| ratelimit::local(policy, zone, &format!("{at}.rateLimitPolicy.local"))) {
-                None => context.rate_limit.clone(),
-                Some(Ok((limit, note))) => {
-                    self.note_rate_limit(key, note);
-                    Some(limit)
-                }
-                Some(Err(why)) => {
-                    self.invalid(
-                        key,
-                        Reason::RateLimitPolicyNotValid,
-                        format!("{why}; the route is skipped"),
-                    );
-                    return None;
-                }
-            };
+        let own = self.local_rate_limit(
+            key,
+            route.rate_limit_policy.as_ref(),
+            (at, zone, "the route is skipped"),
+        );
+        let Ok(own) = own else {
+            return None;
+        };
+        let rate_limit = own.or_else(|| context.rate_limit.clone());
         let name = settings.name();
         if name.is_some() && !self.inputs.options.gateway_routes {
             let message = format!(
@@ -450,22 +428,42 @@ impl<'a> HTTPProxyProcessor<'a> {
         Some((policy != Policy::default()).then(|| Arc::new(policy)))
     }
 
-    /// Notes a `rateLimitPolicy.global` at `at`, which needs a rate limit service: not read.
-    fn note_global_rate_limit(&mut self, key: &ResourceKey, policy: Option<&RateLimitPolicy>, at: &str) {
+    /// The bucket of a `rateLimitPolicy` at `at` counted in `zone` ([`ratelimit`]): its `local`
+    /// part, `None` without one; its `global` part and a `responseHeadersToAdd` are noted as not
+    /// applied. `Err` (reported `RateLimitPolicyNotValid`, with `consequence`) when Contour refuses it.
+    fn local_rate_limit(
+        &mut self,
+        key: &ResourceKey,
+        policy: Option<&RateLimitPolicy>,
+        (at, zone, consequence): (&str, String, &str),
+    ) -> Result<Option<RateLimit>, ()> {
         if policy.is_some_and(|p| is_set(p.global.as_ref())) {
-            let note = format!(
-                "{at}.rateLimitPolicy.global: it needs a rate limit service, which this gateway has not; not applied"
+            self.not_applied(
+                key,
+                format!("{at}.rateLimitPolicy.global: it needs a rate limit service, which this gateway has not; not applied"),
             );
-            self.note_rate_limit(key, Some(note));
         }
+        let local = policy.and_then(|p| p.local.as_ref());
+        let limit = match local.map(|local| ratelimit::local(local, zone, &format!("{at}.rateLimitPolicy.local"))) {
+            None => None,
+            Some(Ok((limit, note))) => {
+                if let Some(note) = note {
+                    self.not_applied(key, note);
+                }
+                Some(limit)
+            }
+            Some(Err(why)) => {
+                self.invalid(key, Reason::RateLimitPolicyNotValid, format!("{why}; {consequence}"));
+                return Err(());
+            }
+        };
+        Ok(limit)
     }
 
-    /// Notes what a rate limit leaves out (its `responseHeadersToAdd`).
-    fn note_rate_limit(&mut self, key: &ResourceKey, note: Option<String>) {
-        if let Some(note) = note {
-            let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
-            self.inputs.book.add(key, Status::Valid, why.0, why.1, note);
-        }
+    /// Notes a setting of `key` that is not applied (`UpstreamSettingNotHonored`).
+    fn not_applied(&mut self, key: &ResourceKey, message: String) {
+        let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
+        self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
     }
 
     /// What a route matches: its path after the inherited prefix, and the inherited and its own
@@ -616,8 +614,7 @@ impl<'a> HTTPProxyProcessor<'a> {
                      clusters come from switchyard watch --clusters-dir or --istio-clusters has; the service is spoken to with its \
                      cluster's own settings"
                 );
-                let why = (ConditionKind::Warning, Reason::UpstreamSettingNotHonored);
-                self.inputs.book.add(key, Status::Valid, why.0, why.1, message);
+                self.not_applied(key, message);
             }
             if wanted.verify.is_some() && variant.verify.is_none() {
                 // Fail closed: never reach a service unchecked that asked for its certificate to be.

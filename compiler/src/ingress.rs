@@ -205,7 +205,8 @@ impl<'a> IngressProcessor<'a> {
     }
 
     /// ROUTING.md §9: the access-control annotations an Ingress carries (ingress-nginx's, which a
-    /// migrated Ingress keeps, its source ranges included), judged against its waiver; the rules it drafted from `first` on answer
+    /// migrated Ingress keeps, its source ranges included: this processor enforces none), judged
+    /// against its waiver; the rules it drafted from `first` on answer
     /// 403 while one is not waived. Each reaches the Ingress's own rules only: Ingresses that share a
     /// host are separate resources here.
     fn guard(&mut self, key: &ResourceKey, ingress: &Ingress, first: usize) {
@@ -213,13 +214,10 @@ impl<'a> IngressProcessor<'a> {
             return;
         };
         let prefix = &self.inputs.options.ingress_nginx.annotations_prefix;
-        // Nothing is enforced here (the source ranges are, on ingress-nginx's Ingresses only: this
-        // processor writes no policy): every field denies.
         let fields: Vec<Field> = access::fields(annotations, prefix, &[])
             .into_iter()
             .map(|field| Field {
                 reach: Reach::OwnRules,
-                enforced: false,
                 ..field
             })
             .collect();

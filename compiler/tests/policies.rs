@@ -128,13 +128,7 @@ fn an_invalid_client_max_body_size_makes_the_virtualserver_invalid() {
         &virtual_server(", client-max-body-size: lots"),
         &switchyard_compiler::Options::default(),
     );
-    let status = status_of(&compiled, "VirtualServer", "shop", "v");
-    assert_eq!(
-        status.status,
-        switchyard_compiler::status::Status::Invalid,
-        "{status:?}"
-    );
-    assert!(format!("{status:?}").contains("client-max-body-size"), "{status:?}");
+    assert_invalid_naming(&compiled, ("VirtualServer", "shop", "v"), "client-max-body-size");
 }
 
 /// The route names of the rules of `kind/shop/name` that send upstream, compiled with `options`
@@ -248,12 +242,7 @@ fn a_virtualserver_upstreams_timeouts_and_next_upstream_are_its_route() {
     let retry = route.retry.unwrap();
     assert_eq!((retry.retries, retry.status_codes), (1, [503].into()));
     let compiled = compile_yaml(&virtual_server(", read-timeout: soon"), &options);
-    let status = status_of(&compiled, "VirtualServer", "shop", "v");
-    assert_eq!(
-        status.status,
-        switchyard_compiler::status::Status::Invalid,
-        "{status:?}"
-    );
+    assert_invalid_naming(&compiled, ("VirtualServer", "shop", "v"), "read-timeout");
 }
 
 #[test]

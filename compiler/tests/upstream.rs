@@ -419,13 +419,7 @@ fn a_virtualserver_upstream_connect_timeout_is_an_nginx_time_and_an_invalid_one_
         .rules
         .iter()
         .any(|r| r.name.starts_with("VirtualServer/shop/v")));
-    let status = status_of(&compiled, "VirtualServer", "shop", "v");
-    assert_eq!(
-        status.status,
-        switchyard_compiler::status::Status::Invalid,
-        "{status:?}"
-    );
-    assert!(format!("{status:?}").contains("connect-timeout"), "{status:?}");
+    assert_invalid_naming(&compiled, ("VirtualServer", "shop", "v"), "connect-timeout");
 }
 
 #[test]
@@ -815,12 +809,7 @@ fn a_virtualserver_lb_method_is_envoys_lb_policy_and_an_unknown_one_makes_it_inv
         assert_eq!(clusters_of(&compiled, "VirtualServer/shop/v"), [name], "{method}");
     }
     let compiled = compile_yaml(&virtual_server(", lb-method: fastest"), &variants);
-    let status = status_of(&compiled, "VirtualServer", "shop", "v");
-    assert_eq!(
-        status.status,
-        switchyard_compiler::status::Status::Invalid,
-        "{status:?}"
-    );
+    assert_invalid_naming(&compiled, ("VirtualServer", "shop", "v"), "lb-method");
 }
 
 #[test]

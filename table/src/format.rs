@@ -110,16 +110,18 @@ pub struct Policy {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deny: Vec<IpRange>,
     /// The gateway route that carries the rule's timeouts and retries, which Envoy's router applies
-    /// per route: its name, which spells them (`idle=60000ms+timeout=0ms+retry=…`; the compiler's
-    /// `routes` module reads it back to write the route). The filter puts it in [`ROUTE_HEADER`].
+    /// per route: its name, which spells them (`timeout=0ms+idle=60000ms+retry=…`; the compiler's
+    /// `route_config` module reads it back to write the route). The filter puts it in
+    /// [`ROUTE_HEADER`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
     /// Cross-origin requests allowed (ingress-nginx's `enable-cors`): a preflight from an allowed
     /// origin answered at once, the CORS headers on the other responses ([`crate::cors`]).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub cors: Option<Arc<Cors>>,
-    /// Requests per client address limited (ingress-nginx's `limit-rps`, `limit-rpm`): a request
-    /// over the rate and its burst is answered at once ([`crate::ratelimit`]).
+    /// Request rates and requests in flight limited (ingress-nginx's `limit-rps`, `limit-rpm`,
+    /// `limit-connections`; HTTPProxy's `rateLimitPolicy.local`): a request over them is answered
+    /// at once ([`crate::ratelimit`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
 }

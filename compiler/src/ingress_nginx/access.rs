@@ -4,9 +4,10 @@
 //! `denylist-source-range`, `block-cidrs`, `block-user-agents`, `block-referers`). None of them is
 //! ever "not honoured" (§7.9): each is enforced or denies.
 //!
-//! The source ranges are enforced ([`SourceRanges`]: the rule's policy, checked by the filter
-//! against the client's address); the others are [`crate::access::Field`]s that deny. A range
-//! field whose value is not a list of ranges is not enforced: it denies too.
+//! All are [`crate::access::Field`]s ([`fields`]). The source ranges are enforced by the
+//! ingress-nginx processor ([`SourceRanges`]: the rule's policy, checked by the filter against the
+//! client's address; [`enforce_ranges`] marks them); the others deny, as a range whose value is
+//! not a list of ranges does, and as every range does on an Ingress of another processor.
 
 use std::collections::BTreeMap;
 
@@ -78,12 +79,6 @@ pub fn source_ranges(
     (out, unusable)
 }
 
-/// Whether `name` (an annotation without its prefix, or a ConfigMap key) is a source range this
-/// gateway enforces when its value is a list of ranges.
-fn is_range(name: &str) -> bool {
-    RANGES.contains(&name)
-}
-
 /// The Ingress annotation (without its prefix) by which ingress-nginx lets an Ingress out of the
 /// ConfigMap's `global-auth-url`.
 pub const ENABLE_GLOBAL_AUTH: &str = "enable-global-auth";
@@ -99,8 +94,6 @@ pub fn is_access_annotation(name: &str) -> bool {
 /// `auth-tls-*` annotation asks for a client certificate on the whole server (ingress-nginx sets it
 /// per server), the others per location.
 pub fn fields(annotations: &BTreeMap<String, String>, prefix: &str, configmap: &[(String, String)]) -> Vec<Field> {
-    let (_, unusable) = source_ranges(annotations, prefix, configmap);
-    let enforced = |field: &str, name: &str| is_range(name) && !unusable.iter().any(|u| u == field);
     let mut out = Vec::new();
     let mut global_auth = true;
     for (key, value) in annotations {
@@ -117,26 +110,31 @@ pub fn fields(annotations: &BTreeMap<String, String>, prefix: &str, configmap: &
             true => Reach::Host,
             false => Reach::OwnRules,
         };
-        let field = Field::new(key.clone(), reach).or_named(name);
-        out.push(match enforced(key, name) {
-            true => field.enforced(),
-            false => field,
-        });
+        out.push(Field::new(key.clone(), reach).or_named(name));
     }
     for (key, value) in configmap {
         if key == "global-auth-url" && !global_auth {
             continue;
         }
-        let name = format!("configmap/{key}");
-        let field = Field::new(name.clone(), Reach::OwnRules).saying(format!(
+        out.push(Field::new(format!("configmap/{key}"), Reach::OwnRules).saying(format!(
             "ingress-nginx's ConfigMap sets {key}: {value:?} for every Ingress"
-        ));
-        out.push(match enforced(&name, key) {
-            true => field.enforced(),
-            false => field,
-        });
+        )));
     }
     out
+}
+
+/// Marks the source ranges among `fields` that the rule's policy enforces: every one but the
+/// `unusable` ones ([`source_ranges`]), which deny as the other fields do. Only a processor that
+/// writes the ranges into its rules' policy calls this.
+pub fn enforce_ranges(fields: &mut [Field], unusable: &[String]) {
+    for field in fields {
+        // An annotation's short name, or a ConfigMap key.
+        let name = field.short.as_deref().or_else(|| field.name.strip_prefix("configmap/"));
+        let range = name.is_some_and(|name| RANGES.contains(&name));
+        if range && !unusable.contains(&field.name) {
+            field.enforced = true;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -161,13 +159,14 @@ mod tests {
         (annotations, configmap)
     }
 
+    /// The names of the fields that deny, the source ranges enforced as the ingress-nginx
+    /// processor enforces them.
     fn names(annotations: &[(&str, &str)], configmap: &[(&str, &str)]) -> Vec<String> {
         let (annotations, configmap) = inputs(annotations, configmap);
-        fields(&annotations, P, &configmap)
-            .into_iter()
-            .filter(|f| !f.enforced)
-            .map(|f| f.name)
-            .collect()
+        let (_, unusable) = source_ranges(&annotations, P, &configmap);
+        let mut fields = fields(&annotations, P, &configmap);
+        enforce_ranges(&mut fields, &unusable);
+        fields.into_iter().filter(|f| !f.enforced).map(|f| f.name).collect()
     }
 
     #[test]

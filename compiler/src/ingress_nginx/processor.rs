@@ -151,7 +151,7 @@ fn members<'o>(
             without_gateway_routes(&mut annotations, prefix);
         }
         let empty = Default::default();
-        let (ranges, _) = access::source_ranges(
+        let (ranges, unusable_ranges) = access::source_ranges(
             ingress.metadata.annotations.as_ref().unwrap_or(&empty),
             prefix,
             &config.access,
@@ -183,6 +183,7 @@ fn members<'o>(
             annotations,
             unverifiable,
             policy,
+            unusable_ranges,
         };
         if member.annotations.is_canary() {
             canaries.push(member);
@@ -217,7 +218,8 @@ fn guard(members: &[Member<'_>], prefix: &str, configmap: &[(String, String)], b
     for member in members {
         let empty = Default::default();
         let annotations = member.ingress.metadata.annotations.as_ref().unwrap_or(&empty);
-        let fields = access::fields(annotations, prefix, configmap);
+        let mut fields = access::fields(annotations, prefix, configmap);
+        access::enforce_ranges(&mut fields, &member.unusable_ranges);
         guard.judge(&member.key, &member.ingress.metadata, fields, book, Status::Accepted);
     }
     guard

@@ -33,6 +33,9 @@ pub struct Member<'o> {
     pub unverifiable: Option<String>,
     /// What its locations ask of a request (the body limit), shared by its rules.
     pub policy: Option<Arc<Policy>>,
+    /// Its source-range fields whose value is not a list of ranges: not enforced by `policy`, they
+    /// deny ([`super::access::source_ranges`]).
+    pub unusable_ranges: Vec<String>,
 }
 
 /// Where a location sends a request.

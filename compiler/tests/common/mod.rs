@@ -211,3 +211,14 @@ pub fn httpproxy(services: &str, extra: &str) -> String {
         "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: shop}}\nspec:\n  virtualhost: {{fqdn: p.example.com}}\n  routes:\n  - conditions: [{{prefix: /}}]\n    services:{services}{extra}---\n"
     )
 }
+
+/// Asserts that resource `kind` `namespace/name` is invalid, its status saying `field`.
+pub fn assert_invalid_naming(compiled: &Compiled, (kind, namespace, name): (&str, &str, &str), field: &str) {
+    let status = status_of(compiled, kind, namespace, name);
+    assert_eq!(
+        status.status,
+        switchyard_compiler::status::Status::Invalid,
+        "{status:?}"
+    );
+    assert!(format!("{status:?}").contains(field), "{field}: {status:?}");
+}
