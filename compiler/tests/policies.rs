@@ -20,13 +20,20 @@ fn api(annotations: &str) -> String {
     )
 }
 
+/// The rule of Ingress shop/api that sends upstream.
+fn routed_rule(compiled: &switchyard_compiler::Compiled) -> &switchyard_table::RuleSpec {
+    (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
+        .expect("a routed rule of Ingress shop/api")
+}
+
 /// The body limit of the routed rule of Ingress shop/api, under `options`.
 fn limit(yaml: &str, options: &switchyard_compiler::Options) -> (Option<u64>, switchyard_compiler::Compiled) {
     let compiled = compile_yaml(yaml, options);
-    let rule = (compiled.table.rules.iter())
-        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
-        .unwrap();
-    let limit = rule.policy.as_deref().and_then(|p: &Policy| p.max_body_bytes);
+    let limit = routed_rule(&compiled)
+        .policy
+        .as_deref()
+        .and_then(|p: &Policy| p.max_body_bytes);
     (limit, compiled)
 }
 
@@ -249,9 +256,7 @@ fn a_virtualserver_upstreams_timeouts_and_next_upstream_are_its_route() {
 fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
     let annotations = "    nginx.ingress.kubernetes.io/enable-cors: \"true\"\n    nginx.ingress.kubernetes.io/cors-allow-origin: \"https://app.example.com, https://*.example.org\"\n    nginx.ingress.kubernetes.io/cors-max-age: \"600\"\n";
     let compiled = compile_yaml(&api(annotations), &nginx_options());
-    let rule = (compiled.table.rules.iter())
-        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
-        .unwrap();
+    let rule = routed_rule(&compiled);
     let cors = rule
         .policy
         .as_ref()
@@ -270,9 +275,7 @@ fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
 fn an_ingress_nginx_source_range_is_the_rules_policy_and_denies_nothing_else() {
     let annotation = "    nginx.ingress.kubernetes.io/whitelist-source-range: \"10.0.0.0/8, 192.168.1.7\"\n";
     let compiled = compile_yaml(&api(annotation), &nginx_options());
-    let rule = (compiled.table.rules.iter())
-        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
-        .expect("routed: the range is enforced, not denied");
+    let rule = routed_rule(&compiled);
     let policy = rule.policy.as_deref().unwrap();
     let allow: Vec<String> = policy
         .allow
@@ -310,9 +313,7 @@ fn limit_rps_is_the_ingresss_rate_limit_answered_with_the_configmaps_status() {
         .collect();
     options.ingress_nginx_config = ControllerConfig::from_data(&data);
     let compiled = compile_yaml(&api(annotations), &options);
-    let rule = (compiled.table.rules.iter())
-        .find(|r| r.name.starts_with("Ingress/shop/api") && matches!(r.action, ActionSpec::Route(_)))
-        .unwrap();
+    let rule = routed_rule(&compiled);
     let limit = rule
         .policy
         .as_ref()
