@@ -49,6 +49,7 @@ use crate::ingress_nginx::processor::IngressNginxServers;
 use crate::insert::insert_at;
 use crate::l4::L4Routes;
 use crate::model::{normalize_host, Claiming, CompileError, Draft, HostOrder, Options};
+use crate::objects::secret::Secret;
 use crate::objects::{key_of, EachKind, Kind, Object, Objects, ResourceKey};
 use crate::order::{self, Ages, SortKey};
 use crate::pipeline;
@@ -91,7 +92,8 @@ pub enum Why {
     IngressClasses,
     /// Services changed: the backend ports of every resource.
     Services,
-    /// Secrets changed: the certificates of every HTTPS host (ROUTING.md §8).
+    /// Secrets holding basic authentication's users changed (a certificate's change reaches the
+    /// HTTPS listener without compiling the rules).
     Secrets,
     /// EndpointSlices changed: the clusters' endpoints, never a rule.
     Endpoints,
@@ -632,9 +634,23 @@ impl State {
             return Err(error);
         }
         // The first by precedence: class eligibility, then backend ports, then the rest.
-        Ok([Why::IngressClasses, Why::Services, Why::OtherKinds]
+        let first = [Why::IngressClasses, Why::Services, Why::OtherKinds]
             .into_iter()
-            .find(|why| compare.changed.contains(why)))
+            .find(|why| compare.changed.contains(why));
+        if first.is_some() || !compare.changed.contains(&Why::Secrets) {
+            return Ok(first);
+        }
+        // A certificate's change reaches the listener without the rules; a basic
+        // authentication's users are in the rules.
+        let credentials = |objects: &Objects| -> Vec<Arc<Secret>> {
+            objects
+                .secrets
+                .iter()
+                .filter(|s| s.holds_credentials())
+                .cloned()
+                .collect()
+        };
+        Ok((!same(&credentials(objects), &credentials(&self.others))?).then_some(Why::Secrets))
     }
 
     /// Which Ingresses changed, what the processor makes of them now, and which hosts that touches.
@@ -847,8 +863,10 @@ impl State {
         if !others.is_empty() {
             return None;
         }
+        // The other objects as last compiled: the processor reads their Secrets (basic
+        // authentication's users; a change of them compiles everything).
         let output = IngressNginxServers.run(
-            &Objects::default(),
+            &self.others,
             Inputs {
                 classes: &self.classes,
                 services: &self.services,

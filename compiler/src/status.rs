@@ -232,6 +232,9 @@ vocabulary! {
         /// An HTTPProxy's `rateLimitPolicy.local` holds a value Contour refuses: on the virtual
         /// host the proxy routes nothing; on a route the route is skipped.
         RateLimitPolicyNotValid,
+        /// A basic authentication's Secret lists users whose password hash is of no scheme the
+        /// gateway checks: they never get in.
+        BasicAuthUserUnusable,
         /// A rule's timeouts or retries, which need a gateway route of its own, on a gateway whose
         /// routes are not Switchyard's (docs/routing.md, "Timeouts and retries"): the gateway's
         /// route applies.

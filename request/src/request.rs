@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use std::sync::Arc;
 use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
+use switchyard_table::basic_auth;
 use switchyard_table::cors::{self, CorsHeaders, CorsVerdict};
 use switchyard_table::format::{HSTS_HEADER, ROUTE_HEADER, RULE_NAME_HEADER};
 use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
@@ -326,19 +327,25 @@ fn answer(
             let policy = rule.spec().policy.as_deref();
             match policy.map(|policy| admit(host, policy, request)) {
                 None => {}
-                Some(Admitted::Pass(passed)) => (body, cors, held) = (passed.body, passed.cors, passed.held),
+                Some(Admitted::Pass(passed)) => {
+                    if passed.authenticated {
+                        // ingress-nginx's template: the credential stops at the gateway.
+                        host.remove_request_header("authorization");
+                    }
+                    (body, cors, held) = (passed.body, passed.cors, passed.held);
+                }
                 Some(Admitted::Preflight(answer)) => {
                     host.remove_request_header(table.cluster_header());
-                    let mut owned = Vec::new();
-                    answer.each(|name, value| owned.push((name.to_owned(), value.to_owned())));
-                    let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                    let owned = cors_pairs(Some(&answer));
+                    let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
                     headers.push(("content-type", cors::PREFLIGHT_CONTENT_TYPE));
                     reply.send(host, cors::PREFLIGHT, headers, "");
                     let status = cors::PREFLIGHT;
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
-                Some(Admitted::Refused(status)) => {
-                    reply.refuse(host, (table, request), status);
+                Some(Admitted::Refused(refusal)) => {
+                    reply.refuse(host, (table, request), &refusal);
+                    let status = refusal.status;
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
             }
@@ -405,8 +412,18 @@ enum Admitted {
     Pass(Passed),
     /// A CORS preflight, answered with these headers.
     Preflight(CorsHeaders),
-    /// Refused with this status.
-    Refused(u16),
+    /// Refused.
+    Refused(Refusal),
+}
+
+/// How a policy refuses a request.
+struct Refusal {
+    status: u16,
+    /// A basic authentication's `WWW-Authenticate` (a 401).
+    challenge: Option<String>,
+    /// The CORS headers of a CORS request: every answer to one carries them, as ingress-nginx's
+    /// `more_set_headers` adds them whatever the status.
+    cors: Option<CorsHeaders>,
 }
 
 /// What a request a policy let through takes along.
@@ -415,12 +432,26 @@ struct Passed {
     body: Option<BodyBudget>,
     cors: Option<CorsHeaders>,
     held: Option<Held>,
+    /// Whether it passed a basic authentication (its credential is not sent upstream).
+    authenticated: bool,
+}
+
+impl Passed {
+    /// Refused with `status`, with the CORS headers found so far.
+    fn refused(self, status: u16) -> Admitted {
+        Admitted::Refused(Refusal {
+            status,
+            challenge: None,
+            cors: self.cors,
+        })
+    }
 }
 
 /// `policy` on `request`, in nginx's phase order: a CORS preflight answered (its rewrite phase),
-/// the request rates (preaccess), the address ranges and a declared body (access), then, last, a
-/// place among the address's requests in flight, so that only a request that goes upstream holds
-/// one. The client's address is asked of the host once, and only by a policy that reads it.
+/// the request rates (preaccess), the address ranges and a declared body, then the basic
+/// authentication (access), then, last, a place among the address's requests in flight, so that
+/// only a request that goes upstream holds one. The client's address is asked of the host once,
+/// and only by a policy that reads it.
 fn admit(host: &impl Host, policy: &Policy, request: &HostRequest<'_>) -> Admitted {
     let mut passed = Passed::default();
     match policy.cors.as_ref().map(|c| cors::check(c, request)) {
@@ -434,17 +465,29 @@ fn admit(host: &impl Host, policy: &Policy, request: &HostRequest<'_>) -> Admitt
     let counters = limit.and_then(|_| host.rate_counters());
     if let (Some(limit), Some(counters)) = (limit, counters) {
         if let Admission::Refuse(status) = ratelimit::admit(limit, counters, client, host.now_ms()) {
-            return Admitted::Refused(status);
+            return passed.refused(status);
         }
     }
     match check_headers(policy, request, || client) {
         HeadersVerdict::Pass(budget) => passed.body = budget,
-        HeadersVerdict::Refuse(status) => return Admitted::Refused(status),
+        HeadersVerdict::Refuse(status) => return passed.refused(status),
+    }
+    if let Some(auth) = &policy.basic_auth {
+        if !basic_auth::admits(auth, request) {
+            let challenge = Some(basic_auth::challenge(auth));
+            let cors = passed.cors;
+            return Admitted::Refused(Refusal {
+                status: basic_auth::UNAUTHORIZED,
+                challenge,
+                cors,
+            });
+        }
+        passed.authenticated = true;
     }
     if let (Some(limit), Some(counters)) = (limit, counters) {
         match ratelimit::enter(limit, counters, client) {
             Ok(place) => passed.held = place,
-            Err(status) => return Admitted::Refused(status),
+            Err(status) => return passed.refused(status),
         }
     }
     Admitted::Pass(passed)
@@ -465,16 +508,26 @@ impl LocalReply<'_> {
         host.send_response(status, &headers, body);
     }
 
-    /// Refuses a request its rule's policy stops: no cluster named, `status` with its short body.
-    fn refuse(&self, host: &mut impl Host, (table, request): (&RouteTable, &HostRequest<'_>), status: u16) {
+    /// Refuses a request its rule's policy stops: no cluster named, the refusal's status with its
+    /// short body, its challenge and CORS headers.
+    fn refuse(&self, host: &mut impl Host, (table, request): (&RouteTable, &HostRequest<'_>), refusal: &Refusal) {
         host.remove_request_header(table.cluster_header());
-        self.send(
-            host,
-            status,
-            vec![("content-type", "text/plain")],
-            &short_body(status, request),
-        );
+        let cors = cors_pairs(refusal.cors.as_ref());
+        let mut headers = vec![("content-type", "text/plain")];
+        headers.extend(refusal.challenge.as_deref().map(|value| ("www-authenticate", value)));
+        headers.extend(cors.iter().map(|(name, value)| (*name, value.as_str())));
+        let status = refusal.status;
+        self.send(host, status, headers, &short_body(status, request));
     }
+}
+
+/// The CORS headers' names and values, owned for a local reply.
+fn cors_pairs(headers: Option<&CorsHeaders>) -> Vec<(&'static str, String)> {
+    let mut pairs = Vec::new();
+    if let Some(headers) = headers {
+        headers.each(|name, value| pairs.push((name, value.to_owned())));
+    }
+    pairs
 }
 
 /// Names the rule's gateway route (its timeouts and retries) in [`ROUTE_HEADER`], or removes the
@@ -511,6 +564,7 @@ fn key_by(
 fn short_body(status: u16, request: &impl RequestView) -> String {
     let meaning = match status {
         404 => "no route",
+        401 => "authorization required",
         403 => "forbidden",
         413 => "request body too large",
         502 => "bad gateway",
@@ -957,6 +1011,42 @@ pub(crate) mod tests {
             host.get("x-switchyard-hash").is_empty(),
             "the client may not pick an endpoint"
         );
+    }
+
+    #[test]
+    fn basic_auth_challenges_with_the_realm_and_cors_headers_and_strips_a_passing_credential() {
+        let json = r#"{"version":1,"rules":[
+            {"name":"b#0","host":"a.example","path":{"type":"prefix","value":"/"},
+             "policy":{"basic_auth":{"realm":"Staff","users":[{"user":"alice","hash":"{PLAIN}s3cret"}]},
+                       "cors":{"allow_origin":["*"],"allow_methods":"GET","allow_headers":"X","max_age":5}},
+             "action":{"route":{"backends":[{"cluster":"shop/web:80"}]}}}]}"#;
+        let table = RouteTable::from_json(json.as_bytes()).unwrap();
+        let mut anonymous = FakeHost::new("a.example", "/", &[("origin", "https://x.example")]);
+        let outcome = handle_request(&mut anonymous, &table, 0);
+        assert_eq!(
+            outcome,
+            Outcome::Direct {
+                position: 0,
+                status: 401
+            }
+        );
+        let (_, headers, body) = anonymous.response.clone().unwrap();
+        let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+        assert_eq!(header("www-authenticate"), Some("Basic realm=\"Staff\""));
+        assert_eq!(
+            header("access-control-allow-origin"),
+            Some("*"),
+            "a CORS request's answer"
+        );
+        assert!(body.starts_with("401 authorization required"), "{body}");
+        // "alice:s3cret" in base64.
+        let mut alice = FakeHost::new("a.example", "/", &[("authorization", "Basic YWxpY2U6czNjcmV0")]);
+        assert_eq!(handle_request(&mut alice, &table, 0), Outcome::Routed { position: 0 });
+        assert!(
+            alice.get("authorization").is_empty(),
+            "the credential stops at the gateway"
+        );
+        assert_eq!(alice.get("x-route-cluster"), ["shop/web:80"]);
     }
 
     #[test]

@@ -153,3 +153,102 @@ fn folder_mode_routes_ingress_nginxs_rewrite_and_follows_its_configmap_from_miss
         watch.log()
     );
 }
+
+/// An Ingress of basic authentication (`auth-type: basic`) and its Secret's htpasswd file, with
+/// `hash` for alice.
+fn basic_auth(hash: &str) -> String {
+    format!(
+        "\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: staff
+  namespace: shop
+  annotations:
+    nginx.ingress.kubernetes.io/auth-type: basic
+    nginx.ingress.kubernetes.io/auth-secret: basic-auth
+    nginx.ingress.kubernetes.io/auth-realm: Staff only
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: staff.example
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {{service: {{name: web, port: {{number: 80}}}}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: basic-auth, namespace: shop}}
+stringData:
+  auth: |
+    alice:{hash}
+"
+    )
+}
+
+/// Basic authentication from a Secret in folder mode: the users' hashes reach the table file (the
+/// gateway's configuration, which checks them) and nowhere people read (`/table`, `/status`, the
+/// log); an edited Secret is followed; a Secret gone leaves the Ingress's rules answering 403,
+/// its status saying why (ROUTING.md §9), never served open.
+#[test]
+fn basic_auth_hashes_reach_the_gateways_table_only_and_a_missing_secret_denies() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("m");
+    std::fs::create_dir(&manifests).unwrap();
+    // `openssl passwd -apr1 -salt kw3V9Mq. s3cret`, then of "n3w".
+    let (first, second) = (
+        "$apr1$kw3V9Mq.$KxEn69LI7peZ2wh1MU6Ce/",
+        "$apr1$kw3V9Mq.$WXLPabiEtmJDN6a4P4d4I.",
+    );
+    let written = INGRESS.split("---").next().unwrap().to_owned() + "---\n" + &basic_auth(first);
+    std::fs::write(manifests.join("staff.yaml"), &written).unwrap();
+    let output = dir.path().join("table.json");
+    let mut watch = start(dir.path());
+    let staff = "Ingress/shop/staff#0";
+    let hash_of = |output: &Path| rule(output, staff)["policy"]["basic_auth"]["users"][0]["hash"].clone();
+    watch.wait_until("alice's hash in the table file", PATIENCE, |_| {
+        hash_of(&output) == first
+    });
+    let auth = &rule(&output, staff)["policy"]["basic_auth"];
+    assert_eq!(auth["realm"], "Staff only", "{auth}");
+    assert_eq!(auth["source"], "Secret shop/basic-auth", "{auth}");
+
+    watch.wait_for_address(Address::Dashboard, PATIENCE);
+    let shown = watch.get("/table").unwrap().body;
+    assert!(shown.contains("\"alice\"") && shown.contains("(hidden)"), "{shown}");
+    let status = watch.get("/status").unwrap().body;
+    for seen in [&shown, &status, &watch.log()] {
+        assert!(
+            !seen.contains("KxEn69LI7peZ2wh1MU6Ce"),
+            "a hash where people read: {seen}"
+        );
+    }
+
+    std::fs::write(manifests.join("staff.yaml"), written.replace(first, second)).unwrap();
+    watch.wait_until("the edited Secret's hash", PATIENCE, |_| hash_of(&output) == second);
+    // The Ingress alone edited (compiled incrementally): its users are still read from the Secret.
+    let renamed = written.replace(first, second).replace("Staff only", "Staff");
+    std::fs::write(manifests.join("staff.yaml"), &renamed).unwrap();
+    watch.wait_until("the new realm, the same users", PATIENCE, |_| {
+        let auth = &rule(&output, staff)["policy"]["basic_auth"];
+        auth["realm"] == "Staff" && auth["users"][0]["hash"] == second
+    });
+    assert!(watch.log().contains("path=\"incremental\""), "{}", watch.log());
+
+    let without_secret = renamed
+        .split("---\napiVersion: v1\nkind: Secret")
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(manifests.join("staff.yaml"), without_secret).unwrap();
+    watch.wait_until("the rules answer 403 without the Secret", PATIENCE, |_| {
+        rule(&output, staff)["action"]["direct_response"]["status"] == 403
+    });
+    let status = watch.get("/status").unwrap().body;
+    assert!(
+        status.contains("AccessControlNotEnforced") && status.contains("Secret shop/basic-auth does not exist"),
+        "{status}"
+    );
+}

@@ -43,7 +43,7 @@ pub struct CorsHeaders {
 
 impl CorsHeaders {
     /// Calls `set` with each header's name and value, in the template's order.
-    pub fn each(&self, mut set: impl FnMut(&str, &str)) {
+    pub fn each(&self, mut set: impl FnMut(&'static str, &str)) {
         let cors = &self.cors;
         set("access-control-allow-origin", &self.origin);
         if cors.allow_credentials {

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::basic_auth::BasicAuth;
+
 /// The only table format version this crate reads and writes.
 pub const VERSION: u32 = 1;
 
@@ -124,6 +126,12 @@ pub struct Policy {
     /// at once ([`crate::ratelimit`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// The users allowed in, with their passwords' hashes (ingress-nginx's `auth-type: basic`): a
+    /// request without one's credential is answered 401 ([`crate::basic_auth`]). The hashes travel
+    /// in the table to the gateway and nowhere else: `/table` and `explain` show the users only
+    /// ([`TableSpec::without_credentials`]).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub basic_auth: Option<Arc<BasicAuth>>,
 }
 
 /// A rule's request rates per client address (or for every client together), counted per gateway
@@ -585,6 +593,23 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl TableSpec {
+    /// The table as people may read it (`/table`, the dashboard, a saved explanation): every basic
+    /// auth's hashes replaced by [`crate::basic_auth::HIDDEN`]. Borrowed when no rule has one.
+    pub fn without_credentials(&self) -> std::borrow::Cow<'_, TableSpec> {
+        let has_credentials = |rule: &RuleSpec| rule.policy.as_ref().is_some_and(|p| p.basic_auth.is_some());
+        if !self.rules.iter().any(has_credentials) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut table = self.clone();
+        for policy in table.rules.iter_mut().filter_map(|rule| rule.policy.as_mut()) {
+            if let Some(auth) = &policy.basic_auth {
+                let hidden = Arc::new(auth.without_hashes());
+                Arc::make_mut(policy).basic_auth = Some(hidden);
+            }
+        }
+        std::borrow::Cow::Owned(table)
+    }
+
     /// The number of distinct hosts (exact and wildcard) the rules name, as
     /// [`crate::RouteTable::host_count`] counts them once the table is indexed (host names are
     /// case-insensitive), without indexing it.

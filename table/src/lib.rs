@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod affinity;
+pub mod basic_auth;
 pub mod canary;
 pub mod compact;
 mod condition;

@@ -15,6 +15,7 @@
 
 use serde_json::Value;
 
+use crate::basic_auth::{BasicAuth, Credential};
 use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::format::{
@@ -347,6 +348,7 @@ impl FromDoc for Policy {
                 route: f.optional("route")?,
                 cors: f.optional::<Cors>("cors")?.map(std::sync::Arc::new),
                 rate_limit: f.optional("rate_limit")?,
+                basic_auth: f.optional::<BasicAuth>("basic_auth")?.map(std::sync::Arc::new),
             })
         })
     }
@@ -376,6 +378,29 @@ impl FromDoc for Rate {
             Ok(Rate {
                 requests: f.required("requests")?,
                 burst: f.or("burst", 0)?,
+            })
+        })
+    }
+}
+
+impl FromDoc for BasicAuth {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(BasicAuth {
+                realm: f.or("realm", String::new())?,
+                source: f.or("source", String::new())?,
+                users: f.required("users")?,
+            })
+        })
+    }
+}
+
+impl FromDoc for Credential {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(Credential {
+                user: f.required("user")?,
+                hash: f.required("hash")?,
             })
         })
     }

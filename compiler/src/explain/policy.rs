@@ -7,6 +7,7 @@
 
 use std::net::IpAddr;
 
+use switchyard_table::basic_auth;
 use switchyard_table::cors::{self, CorsVerdict};
 use switchyard_table::policy::{check_headers, HeadersVerdict};
 use switchyard_table::{Policy, RequestView};
@@ -103,6 +104,15 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
     if let Some(limit) = &policy.rate_limit {
         lines.push(describe_rate_limit(limit));
     }
+    if let Some(auth) = &policy.basic_auth {
+        // The users are counted, never listed with their hashes.
+        lines.push(format!(
+            "basic auth, realm {:?}: {} users of {} (auth-type basic)",
+            auth.realm,
+            auth.users.len(),
+            auth.source
+        ));
+    }
     if let Some(route) = &policy.route {
         lines.push(match RouteSettings::of_name(route) {
             Some(settings) => format!("gateway route: {}", describe_route(&settings)),
@@ -181,7 +191,7 @@ fn describe_route(settings: &RouteSettings) -> String {
 
 /// Which part of `policy` answers `request` locally and why, as the filter decides: a CORS
 /// preflight (204), an address outside the ranges (403, only with `client` given), a declared body
-/// over the limit (413). `None`: the request goes upstream (its body, if it has no
+/// over the limit (413), no credential of a basic authentication's users (401). `None`: the request goes upstream (its body, if it has no
 /// `content-length`, counted as it streams).
 pub fn answer(
     policy: &Policy,
@@ -212,7 +222,16 @@ pub fn answer(
         ..policy.clone()
     };
     match check_headers(&checked, request, || client) {
-        HeadersVerdict::Pass(_) => None,
+        HeadersVerdict::Pass(_) => match &policy.basic_auth {
+            Some(auth) if !basic_auth::admits(auth, request) => Some((
+                basic_auth::UNAUTHORIZED,
+                format!(
+                    "no credential of a user of {} (auth-type basic of {resource}): challenged for realm {:?}",
+                    auth.source, auth.realm
+                ),
+            )),
+            _ => None,
+        },
         HeadersVerdict::Refuse(status) if status == switchyard_table::policy::FORBIDDEN && ranged => Some((
             status,
             format!(
@@ -323,5 +342,36 @@ mod tests {
             describe(&route, "Ingress/shop/api#0"),
             ["gateway route: total timeout none; idle timeout 60 s; each try idle at most 5 s; up to 2 retries on connect-failure, not for POST, LOCK or PATCH"]
         );
+    }
+
+    #[test]
+    fn basic_auth_is_described_without_its_hashes_and_a_request_without_a_credential_is_answered_401() {
+        let auth = switchyard_table::basic_auth::BasicAuth {
+            realm: "Staff".to_owned(),
+            source: "Secret shop/basic-auth".to_owned(),
+            users: vec![switchyard_table::basic_auth::Credential {
+                user: "alice".to_owned(),
+                hash: "{PLAIN}s3cret".to_owned(),
+            }],
+        };
+        let policy = Policy {
+            basic_auth: Some(std::sync::Arc::new(auth)),
+            ..Policy::default()
+        };
+        let lines = describe(&policy, "Ingress/shop/api#0");
+        assert_eq!(
+            lines,
+            ["basic auth, realm \"Staff\": 1 users of Secret shop/basic-auth (auth-type basic)"]
+        );
+        let anonymous = SimpleRequest::get("h", "/");
+        let (status, why) = answer(&policy, "Ingress/shop/api#0", &anonymous, None).unwrap();
+        assert_eq!(status, 401);
+        assert!(
+            why.contains("Secret shop/basic-auth") && why.contains("Ingress shop/api"),
+            "{why}"
+        );
+        assert!(!why.contains("s3cret"));
+        let alice = SimpleRequest::get("h", "/").header("authorization", "Basic YWxpY2U6czNjcmV0");
+        assert_eq!(answer(&policy, "Ingress/shop/api#0", &alice, None), None);
     }
 }

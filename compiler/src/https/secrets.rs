@@ -58,6 +58,11 @@ impl<'o> Secrets<'o> {
         }
     }
 
+    /// Secret `namespace/name`, if the input has it.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<&'o Secret> {
+        self.by_name.get(&(namespace, name)).copied()
+    }
+
     /// The certificate of Secret `namespace/name`, given the types its user's kind accepts.
     pub fn certificate(
         &mut self,

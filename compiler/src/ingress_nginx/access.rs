@@ -127,14 +127,30 @@ pub fn fields(annotations: &BTreeMap<String, String>, prefix: &str, configmap: &
 /// `unusable` ones ([`source_ranges`]), which deny as the other fields do. Only a processor that
 /// writes the ranges into its rules' policy calls this.
 pub fn enforce_ranges(fields: &mut [Field], unusable: &[String]) {
-    for field in fields {
-        // An annotation's short name, or a ConfigMap key.
-        let name = field.short.as_deref().or_else(|| field.name.strip_prefix("configmap/"));
-        let range = name.is_some_and(|name| RANGES.contains(&name));
-        if range && !unusable.contains(&field.name) {
+    for field in named(fields, RANGES) {
+        if !unusable.contains(&field.name) {
             field.enforced = true;
         }
     }
+}
+
+/// Marks the basic-authentication annotations among `fields` ([`super::basic_auth::ANNOTATIONS`])
+/// as the rule's policy enforces them, or, when they cannot be, says why they deny.
+pub fn enforce_basic_auth(fields: &mut [Field], read: Result<(), &str>) {
+    for field in named(fields, super::basic_auth::ANNOTATIONS) {
+        match read {
+            Ok(()) => field.enforced = true,
+            Err(why) => field.detail = Some(why.to_owned()),
+        }
+    }
+}
+
+/// The fields among `fields` an annotation (without its prefix) or a ConfigMap key of `names` names.
+fn named<'f>(fields: &'f mut [Field], names: &'f [&str]) -> impl Iterator<Item = &'f mut Field> {
+    fields.iter_mut().filter(|field| {
+        let name = field.short.as_deref().or_else(|| field.name.strip_prefix("configmap/"));
+        name.is_some_and(|name| names.contains(&name))
+    })
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 
 pub mod access;
 pub mod annotations;
+pub mod basic_auth;
 pub mod buffering;
 pub mod canary;
 pub mod class;

@@ -12,10 +12,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::{ActionSpec, Cors, DirectResponse, Policy, RateLimit, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, DirectResponse, Policy, RateLimit, RouteAction, RuleSpec};
 
-use super::access::{self, SourceRanges};
+use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
+use super::basic_auth::{self, BasicAuthRead};
 use super::canary::{self, CanarySettings};
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
@@ -24,6 +25,7 @@ use super::server::{self, Member, Server};
 use super::upstream::IngressAffinity;
 use crate::access::Guard;
 use crate::collisions::{loses_everything, record_all_hosts_taken, record_host_taken, HostWinners};
+use crate::https::secrets::Secrets;
 use crate::ingress::{backend_cluster, NoCluster};
 use crate::l4::{L4Route, L4Routes};
 use crate::model::{Claiming, Draft, HostOrder, Options, RuleValidator};
@@ -37,19 +39,20 @@ use crate::upstream::variant::{Balance, UpstreamProtocol, Variant};
 pub struct IngressNginxServers;
 
 impl Processor for IngressNginxServers {
-    fn run(&self, _ours: &Objects, inputs: Inputs<'_>) -> Output {
+    fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
         if inputs.ingress_nginx.is_empty() {
             return Output::default();
         }
         let ingresses = inputs.ingress_nginx;
-        run(ingresses, inputs)
+        run(ingresses, &Secrets::new(&ours.secrets), inputs)
     }
 }
 
-/// The processor's work over `ingresses` (ingress-nginx's, in any order).
-fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
+/// The processor's work over `ingresses` (ingress-nginx's, in any order), with the input's
+/// `secrets` (basic authentication's users).
+fn run(ingresses: &[Arc<Ingress>], secrets: &Secrets<'_>, mut inputs: Inputs<'_>) -> Output {
     let prefix = inputs.options.ingress_nginx.annotations_prefix.clone();
-    let (members, canaries) = members(ingresses, (&prefix, inputs.options), inputs.book);
+    let (members, canaries) = members(ingresses, (&prefix, inputs.options, secrets), inputs.book);
     let guard = guard(
         &members,
         &prefix,
@@ -123,13 +126,18 @@ fn run(ingresses: &[Arc<Ingress>], mut inputs: Inputs<'_>) -> Output {
 /// reported here; a canary's by [`canary_settings`]): the non-canaries, and the canaries (§7.6).
 fn members<'o>(
     ingresses: &'o [Arc<Ingress>],
-    (prefix, options): (&str, &Options),
+    (prefix, options, secrets): (&str, &Options, &Secrets<'_>),
     book: &mut StatusBook,
 ) -> (Vec<Member<'o>>, Vec<Member<'o>>) {
     // The ConfigMap's body limit and route, one policy for every Ingress that sets none of its own.
     let config = &options.ingress_nginx_config;
     let (default_ranges, _) = access::source_ranges(&Default::default(), prefix, &config.access);
-    let default_policy = ingress_policy(config.proxy_body_size, (&[], None, default_ranges, None), options);
+    let default_ranges = Policy {
+        allow: default_ranges.allow,
+        deny: default_ranges.deny,
+        ..Policy::default()
+    };
+    let default_policy = ingress_policy(config.proxy_body_size, &[], default_ranges, options);
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -151,11 +159,11 @@ fn members<'o>(
             without_gateway_routes(&mut annotations, prefix);
         }
         let empty = Default::default();
-        let (ranges, unusable_ranges) = access::source_ranges(
-            ingress.metadata.annotations.as_ref().unwrap_or(&empty),
-            prefix,
-            &config.access,
-        );
+        let written = ingress.metadata.annotations.as_ref().unwrap_or(&empty);
+        let (ranges, unusable_ranges) = access::source_ranges(written, prefix, &config.access);
+        let basic_auth = basic_auth::read(written, prefix, &key.namespace, secrets);
+        report_unusable_users(&key, basic_auth.as_ref(), prefix, book);
+        let basic_auth = basic_auth.map(|read| read.auth);
         let rate_limit = annotations.rate_limit.clone().map(|limit| RateLimit {
             zone: format!("{}/{}", key.namespace, key.name),
             status: config.limit_req_status_code,
@@ -166,14 +174,22 @@ fn members<'o>(
             || !annotations.proxying.is_empty()
             || annotations.cors.is_some()
             || rate_limit.is_some()
+            || matches!(basic_auth, Some(Ok(_)))
             || (default_policy.as_ref()).is_none_or(|p| (&p.allow, &p.deny) != (&ranges.allow, &ranges.deny));
         let policy = match own {
             false => default_policy.clone(),
-            true => ingress_policy(
-                annotations.proxy_body_size.unwrap_or(config.proxy_body_size),
-                (&annotations.proxying, annotations.cors.clone(), ranges, rate_limit),
-                options,
-            ),
+            true => {
+                let asked = Policy {
+                    allow: ranges.allow,
+                    deny: ranges.deny,
+                    cors: annotations.cors.clone().map(Arc::new),
+                    rate_limit,
+                    basic_auth: basic_auth.clone().and_then(Result::ok),
+                    ..Policy::default()
+                };
+                let size = annotations.proxy_body_size.unwrap_or(config.proxy_body_size);
+                ingress_policy(size, &annotations.proxying, asked, options)
+            }
         };
         let unverifiable = unverifiable(&annotations, &key.namespace, options);
         let member = Member {
@@ -184,6 +200,7 @@ fn members<'o>(
             unverifiable,
             policy,
             unusable_ranges,
+            basic_auth,
         };
         if member.annotations.is_canary() {
             canaries.push(member);
@@ -220,6 +237,9 @@ fn guard(members: &[Member<'_>], prefix: &str, configmap: &[(String, String)], b
         let annotations = member.ingress.metadata.annotations.as_ref().unwrap_or(&empty);
         let mut fields = access::fields(annotations, prefix, configmap);
         access::enforce_ranges(&mut fields, &member.unusable_ranges);
+        if let Some(read) = &member.basic_auth {
+            access::enforce_basic_auth(&mut fields, read.as_ref().map(|_| ()).map_err(|why| why.0.as_str()));
+        }
         guard.judge(&member.key, &member.ingress.metadata, fields, book, Status::Accepted);
     }
     guard
@@ -552,23 +572,32 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
 /// `rate_limit` and, on a gateway whose routes are Switchyard's ([`Options::gateway_routes`]), the
 /// route of the ConfigMap's timeouts and retries with `proxying` over them; `None` when it asks
 /// nothing.
-fn ingress_policy(
-    size: Option<u64>,
-    (proxying, cors, ranges, rate_limit): (&[Setting], Option<Cors>, SourceRanges, Option<RateLimit>),
-    options: &Options,
-) -> Option<Arc<Policy>> {
+fn ingress_policy(size: Option<u64>, proxying: &[Setting], asked: Policy, options: &Options) -> Option<Arc<Policy>> {
     let route = (options.gateway_routes)
         .then(|| options.ingress_nginx_config.proxying.with(proxying).route().name())
         .flatten();
     let policy = Policy {
         max_body_bytes: size,
         route,
-        cors: cors.map(Arc::new),
-        allow: ranges.allow,
-        deny: ranges.deny,
-        rate_limit,
+        ..asked
     };
     (policy != Policy::default()).then(|| Arc::new(policy))
+}
+
+/// Warns of the users of an Ingress's basic authentication whose hash no scheme checks: they
+/// never get in (nginx's `crypt` fails on them too).
+fn report_unusable_users(key: &ResourceKey, read: Option<&BasicAuthRead>, prefix: &str, book: &mut StatusBook) {
+    let Some(read) = read.filter(|r| !r.unusable_users.is_empty()) else {
+        return;
+    };
+    let source = read.auth.as_ref().map_or("", |auth| auth.source.as_str());
+    let message = format!(
+        "{source} (auth-secret) lists users whose password hash is of no scheme nginx checks (bcrypt, $apr1$, $1$, \
+         $5$, $6$, {{SHA}}, {{SSHA}}, {{PLAIN}}): {} never get in",
+        read.unusable_users.join(", ")
+    );
+    let why = (ConditionKind::Warning, Reason::BasicAuthUserUnusable);
+    book.add_about(key, Status::Accepted, why, annotation(prefix, "auth-secret"), message);
 }
 
 /// Without the gateway's routes ([`Options::gateway_routes`]), the timeouts and retries an Ingress

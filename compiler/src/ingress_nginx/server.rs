@@ -9,9 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+use switchyard_table::basic_auth::BasicAuth;
 use switchyard_table::Policy;
 
 use super::annotations::IngressNginxAnnotations;
+use super::basic_auth::Unenforceable;
 use super::paths::{self, PathType};
 use crate::model::normalize_host;
 use crate::objects::{Age, ResourceKey};
@@ -36,6 +38,9 @@ pub struct Member<'o> {
     /// Its source-range fields whose value is not a list of ranges: not enforced by `policy`, they
     /// deny ([`super::access::source_ranges`]).
     pub unusable_ranges: Vec<String>,
+    /// Its basic authentication (`auth-type: basic`): the users and realm its rules' policy
+    /// checks, or why it cannot be enforced (its rules then deny, ROUTING.md §9).
+    pub basic_auth: Option<Result<Arc<BasicAuth>, Unenforceable>>,
 }
 
 /// Where a location sends a request.

@@ -1,5 +1,7 @@
 //! `v1` Secrets, as the HTTPS stage reads them (ROUTING.md §8.2): the type and the `tls.crt` and
-//! `tls.key` entries, and the `ca.crt` a backend's certificate is checked against; nothing else.
+//! `tls.key` entries, and the `ca.crt` a backend's certificate is checked against; and as basic
+//! authentication reads them: the `auth` entry (an htpasswd file) and every entry whose value is a
+//! password hash (an `auth-map`, [`Scheme::of`]); nothing else.
 //!
 //! Declared here rather than taken from `k8s-openapi` for two reasons:
 //! - **Nothing else is kept.** A cluster's Secrets hold service-account tokens, Helm releases and
@@ -16,6 +18,7 @@ use std::fmt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
 use serde::{Deserialize, Deserializer, Serialize};
+use switchyard_table::basic_auth::Scheme;
 
 /// The entry holding the PEM certificate chain.
 pub const CERTIFICATE: &str = "tls.crt";
@@ -53,6 +56,12 @@ impl Secret {
         self.data.get(key).map(|b| b.0.as_slice())
     }
 
+    /// Whether it holds basic authentication's users (an htpasswd file or password hashes), which
+    /// the rules read, and not only a certificate, which the HTTPS listener reads.
+    pub fn holds_credentials(&self) -> bool {
+        (self.data.keys()).any(|key| ![CERTIFICATE, PRIVATE_KEY, CA_CERTIFICATE].contains(&key.as_str()))
+    }
+
     /// Whether two versions hold the same certificate (what a recompilation depends on).
     pub fn same_content(&self, other: &Secret) -> bool {
         self.type_ == other.type_ && self.data == other.data
@@ -84,16 +93,25 @@ struct Wire {
     string_data: Option<BTreeMap<String, String>>,
 }
 
+/// The entry holding a basic authentication's htpasswd file (ingress-nginx's `auth-file`).
+pub const HTPASSWD: &str = "auth";
+
+/// Whether entry `key` with `value` is kept: a certificate's, a key's, an htpasswd file, or a
+/// password hash.
+fn kept(key: &str, value: &[u8]) -> bool {
+    let hash = std::str::from_utf8(value).is_ok_and(|text| Scheme::of(text.trim()).is_some());
+    [CERTIFICATE, PRIVATE_KEY, CA_CERTIFICATE, HTPASSWD].contains(&key) || hash
+}
+
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire = Wire::deserialize(deserializer)?;
-        let kept = |key: &String| key == CERTIFICATE || key == PRIVATE_KEY || key == CA_CERTIFICATE;
         let mut data: BTreeMap<String, ByteString> = (wire.data.unwrap_or_default().into_iter())
-            .filter(|(k, _)| kept(k))
+            .filter(|(k, v)| kept(k, &v.0))
             .collect();
         // `stringData` wins over `data`, as the API server merges them.
         for (key, text) in wire.string_data.unwrap_or_default() {
-            if kept(&key) {
+            if kept(&key, text.as_bytes()) {
                 data.insert(key, ByteString(text.into_bytes()));
             }
         }
@@ -157,5 +175,18 @@ mod tests {
             "{printed}"
         );
         assert!(printed.contains("tls.key") && printed.contains("shop-tls"), "{printed}");
+    }
+
+    #[test]
+    fn a_secret_keeps_its_htpasswd_file_and_password_hashes_never_a_plain_value() {
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "users", "namespace": "shop"},
+            "stringData": {
+                "auth": "alice:$apr1$x$y", "bob": "$2y$05$abc", "carol": "{SHA}abc=", "token": "hunter2"
+            }
+        }))
+        .unwrap();
+        let kept: Vec<&str> = secret.data.keys().map(String::as_str).collect();
+        assert_eq!(kept, ["auth", "bob", "carol"]);
     }
 }

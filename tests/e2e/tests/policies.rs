@@ -3,8 +3,8 @@
 //! declared by its `content-length` or counted as it streams, and lets one within it reach the
 //! backend whole; a rule without a policy takes any body. A rule's address ranges are checked
 //! against the client's address as Envoy knows it (`source.address`: here the test's own
-//! connection, 127.0.0.1). A rule's CORS answers preflights and marks responses, in both filter
-//! forms.
+//! connection, 127.0.0.1). A rule's CORS answers preflights and marks responses, and its basic
+//! authentication challenges a request without a listed user's password, in both filter forms.
 //!
 //! Needs `ENVOY_BIN`, the filter and the module (`make test-envoy` sets them).
 
@@ -12,6 +12,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use serde_json::json;
 use switchyard_cases::rule;
 use switchyard_e2e::table::table;
@@ -205,5 +207,64 @@ fn a_rate_limit_is_counted_per_client_address_across_the_workers() {
         );
         assert_eq!(statuses[0], 200, "{form:?}");
         assert_eq!(*statuses.last().unwrap(), 503, "{form:?}: {statuses:?}");
+    }
+}
+
+/// Basic authentication (ingress-nginx's `auth-type: basic`), in both filter forms: a request
+/// without a credential, or with a wrong one, is answered 401 with the realm's challenge and
+/// never reaches the backend; one with a listed user's password (an `htpasswd` bcrypt hash and
+/// Apache's MD5) reaches it, without its `Authorization` header, as ingress-nginx's template
+/// strips it.
+#[test]
+fn basic_auth_answers_401_with_the_realm_and_lets_a_listed_user_through_without_the_credential() {
+    let mut guarded = rule("Ingress/shop/basic#0")
+        .host("basic.example")
+        .prefix("/")
+        .to(SERVICE);
+    // A bcrypt hash of cost 5 (`htpasswd -B`'s) and `openssl passwd -apr1 -salt kw3V9Mq. s3cret`.
+    let bcrypt = bcrypt::hash("s3cret", 5).unwrap();
+    let apr1 = "$apr1$kw3V9Mq.$KxEn69LI7peZ2wh1MU6Ce/";
+    guarded["policy"] = json!({ "basic_auth": {
+        "realm": "Shop staff", "source": "Secret shop/basic-auth",
+        "users": [{ "user": "alice", "hash": bcrypt }, { "user": "bob", "hash": apr1 }]
+    } });
+    let table = table("basic", vec![guarded]);
+    let credential = |pair: &str| format!("Basic {}", STANDARD.encode(pair));
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let envoy = Envoy::start_filter(&table, &[SERVICE], ConfigForm::StringValue, 1, form);
+        let with = |value: Option<&str>| {
+            let request = get("basic.example", "/x");
+            envoy.send(&match value {
+                Some(value) => request.header("authorization", value),
+                None => request,
+            })
+        };
+        for refused in [
+            with(None),
+            with(Some(&credential("alice:wrong"))),
+            with(Some("Bearer x")),
+        ] {
+            assert_eq!(
+                (refused.status, refused.backend()),
+                (401, None),
+                "{form:?}: {refused:?}"
+            );
+            assert_eq!(
+                refused.header("www-authenticate"),
+                Some("Basic realm=\"Shop staff\""),
+                "{form:?}"
+            );
+        }
+        for user in ["alice", "bob"] {
+            for _ in 0..2 {
+                let passed = with(Some(&credential(&format!("{user}:s3cret"))));
+                assert_eq!((passed.status, passed.backend()), (200, Some("api")), "{form:?} {user}");
+                assert!(
+                    !passed.body.contains("header: authorization"),
+                    "{form:?}: {}",
+                    passed.body
+                );
+            }
+        }
     }
 }
