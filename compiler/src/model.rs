@@ -64,7 +64,14 @@ pub struct Options {
     /// and retries get a route of their own (`--clusters-dir` writes the route configuration beside
     /// the clusters). Otherwise those settings are reported as not honoured: the gateway's route applies.
     pub gateway_routes: bool,
+    /// How long the filter waits for an auth service's answer (ingress-nginx's `auth-url`), in
+    /// milliseconds; none in time is a `500`.
+    pub external_auth_timeout_ms: u64,
 }
+
+/// How long an auth service may take by default: nginx's 60 s, which ingress-nginx's auth
+/// location inherits (it sets no timeout of its own).
+pub const DEFAULT_EXTERNAL_AUTH_TIMEOUT_MS: u64 = 60_000;
 
 /// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
 pub const DEFAULT_TLS_PASSTHROUGH_PORT: u16 = 443;
@@ -92,6 +99,7 @@ impl Default for Options {
             default_certificate: None,
             upstream_variants: false,
             gateway_routes: false,
+            external_auth_timeout_ms: DEFAULT_EXTERNAL_AUTH_TIMEOUT_MS,
         }
     }
 }

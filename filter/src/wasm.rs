@@ -24,6 +24,7 @@ use switchyard_table::policy::TOO_LARGE;
 use switchyard_table::ratelimit::{self, Counters, Held};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
+use switchyard_request::auth::{self, AuthCall};
 use switchyard_request::headers::HeaderBlock;
 use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
@@ -149,6 +150,8 @@ struct Shared {
     random: Cell<Random>,
     /// Whether a refused cluster header was logged: once per VM, not per request.
     route_failure_logged: Cell<bool>,
+    /// Whether an auth service's cluster the host refused was logged: once per VM.
+    auth_failure_logged: Cell<bool>,
 }
 
 impl Shared {
@@ -171,6 +174,7 @@ impl Root {
             metrics: Metrics::define(),
             random: Cell::new(Random::from_entropy()),
             route_failure_logged: Cell::new(false),
+            auth_failure_logged: Cell::new(false),
         };
         Root {
             table: None,
@@ -237,6 +241,7 @@ impl RootContext for Root {
             rule: None,
             followup: Followup::default(),
             held: None,
+            auth: None,
         }))
     }
 
@@ -257,9 +262,42 @@ struct Http {
     /// The request's place among its address's requests in flight (a rate limit's
     /// `limit-connections`), let go when the context goes, however the stream ended.
     held: Option<Held>,
+    /// The subrequest to the rule's auth service while its answer is awaited, with its token:
+    /// the request is held until then.
+    auth: Option<(u32, AuthCall)>,
 }
 
-impl Context for Http {}
+impl Context for Http {
+    fn on_http_call_response(&mut self, token: u32, _num_headers: usize, _body_size: usize, _num_trailers: usize) {
+        let Some((awaited, call)) = self.auth.take() else {
+            return;
+        };
+        if awaited != token {
+            self.auth = Some((awaited, call));
+            return;
+        }
+        // No answer (a reset: no headers) is a status of none: the service did not decide.
+        // SAFETY: the two pointers are `host_bytes`'s locals.
+        let bytes = host_bytes(|data, size| unsafe {
+            proxy_get_header_map_pairs(MapType::HttpCallResponseHeaders as u32, data, size)
+        });
+        let block = bytes.ok().and_then(HeaderBlock::decode).unwrap_or_default();
+        let headers: Vec<(String, String)> = block.iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect();
+        let status = block
+            .iter()
+            .find(|(n, _)| *n == ":status")
+            .and_then(|(_, v)| v.parse().ok());
+        let verdict = call.verdict(status, &headers);
+        let (goes_on, cookies) = auth::act(&mut ProxyHost, &call, verdict);
+        if goes_on {
+            self.followup.auth_cookies = cookies;
+            // SAFETY: a plain host call without pointers.
+            unsafe { proxy_continue_stream(STREAM_HTTP_REQUEST) };
+        } else {
+            Metrics::increment(self.shared.metrics.direct);
+        }
+    }
+}
 
 impl Drop for Http {
     fn drop(&mut self) {
@@ -293,7 +331,10 @@ impl HttpContext for Http {
                 }
                 self.followup = handled.response;
                 self.held = self.followup.held.take();
-                Action::Continue
+                match self.followup.auth.take() {
+                    None => Action::Continue,
+                    Some(call) => self.ask(call),
+                }
             }
             Outcome::ClusterNotSet { error, .. } => {
                 Metrics::increment(metrics.route_failed);
@@ -329,8 +370,15 @@ impl HttpContext for Http {
     fn on_http_request_body(&mut self, body_size: usize, _end_of_stream: bool) -> Action {
         // Envoy hands each chunk as it comes (the filter never buffers): its size is counted.
         if self.followup.body_chunk(body_size as u64) {
-            return Action::Continue;
+            // While the auth service decides, the body waits in Envoy's buffer: continuing here
+            // would send the request on. (Envoy stops a paused request's body before it reaches
+            // the filter anyway; a host that hands it over must not carry the request on.)
+            return match self.auth {
+                Some(_) => Action::Pause,
+                None => Action::Continue,
+            };
         }
+        self.auth = None;
         self.followup.body = None;
         // A local reply, counted as one (the request was counted routed when its headers were).
         Metrics::increment(self.shared.metrics.direct);
@@ -344,8 +392,21 @@ impl HttpContext for Http {
 
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         let Followup {
-            hsts, set_cookie, cors, ..
+            hsts,
+            set_cookie,
+            cors,
+            auth_cookies,
+            ..
         } = std::mem::take(&mut self.followup);
+        if let Some(auth_cookies) = auth_cookies {
+            let status = hostcalls::get_map_value(MapType::HttpResponseHeaders, ":status")
+                .ok()
+                .flatten();
+            let status = status.and_then(|s| s.parse().ok()).unwrap_or(0);
+            for cookie in auth_cookies.for_status(status) {
+                let _ = hostcalls::add_map_value(MapType::HttpResponseHeaders, "set-cookie", cookie);
+            }
+        }
         if let Some(cors) = cors {
             cors.each(|name, value| {
                 let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, name, Some(value));
@@ -367,8 +428,47 @@ impl HttpContext for Http {
     }
 }
 
+impl Http {
+    /// Sends `call` to the auth service and holds the request for its answer; a call the host
+    /// refuses (no such cluster) is answered 500 at once: the service decides, or nobody passes.
+    fn ask(&mut self, call: AuthCall) -> Action {
+        let headers: Vec<(&str, &str)> = call.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let timeout = std::time::Duration::from_millis(call.auth.timeout_ms);
+        match hostcalls::dispatch_http_call(&call.auth.cluster, headers, None, Vec::new(), timeout) {
+            Ok(token) => {
+                self.auth = Some((token, call));
+                Action::Pause
+            }
+            Err(status) => {
+                if !self.shared.auth_failure_logged.replace(true) {
+                    log(
+                        LogLevel::Error,
+                        &format!(
+                            "the auth service's cluster {:?} cannot be called (proxy-wasm status {}): its \
+                             requests are answered 500; logged once",
+                            call.auth.cluster, status as u32
+                        ),
+                    );
+                }
+                let verdict = call.verdict(None, &[]);
+                let _ = auth::act(&mut ProxyHost, &call, verdict);
+                Metrics::increment(self.shared.metrics.direct);
+                Action::Pause
+            }
+        }
+    }
+}
+
+/// `proxy_continue_stream`'s stream type of the request.
+const STREAM_HTTP_REQUEST: u32 = 0;
+
 #[link(wasm_import_module = "env")]
 extern "C" {
+    /// The ABI's `proxy_continue_stream`, declared here with a plain status code: the SDK's
+    /// `hostcalls::resume_http_request` panics on a status other than `Ok` (a stream already
+    /// gone), and the filter never traps.
+    fn proxy_continue_stream(stream_type: u32) -> u32;
+
     /// The ABI's `proxy_call_foreign_function`, declared here with a plain status code: the SDK's
     /// `hostcalls::call_foreign_function` panics on a status its enum lacks, and a host without
     /// foreign functions may answer `Unimplemented` (12); the filter refuses the table instead.

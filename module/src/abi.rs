@@ -137,6 +137,15 @@ pub type FilterStatus = u32;
 pub const CONTINUE: FilterStatus = 0;
 /// `StopIteration` (headers): after a local reply, nothing goes further.
 pub const STOP_ITERATION: FilterStatus = 1;
+/// `envoy_dynamic_module_type_on_http_filter_request_body_status_StopIterationAndBuffer`: the body
+/// waits in Envoy's buffer until the module continues the stream.
+pub const STOP_AND_BUFFER: FilterStatus = 1;
+
+/// `envoy_dynamic_module_type_http_callout_init_result`: 0 is `Success` (the others: missing
+/// headers, no such cluster, a duplicate id, a request that cannot be made).
+pub type CalloutInit = u32;
+/// The callout was sent.
+pub const CALLOUT_SENT: CalloutInit = 0;
 
 /// `envoy_dynamic_module_type_http_filter_config_envoy_ptr`.
 pub type ConfigEnvoyPtr = *mut c_void;
@@ -153,7 +162,7 @@ pub type SelectionEnvoyPtr = *mut c_void;
 /// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
 /// callback an Envoy of another version lacks would only fail at its first call, and take the
 /// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
-pub const CALLBACKS: [&std::ffi::CStr; 17] = [
+pub const CALLBACKS: [&std::ffi::CStr; 19] = [
     c"envoy_dynamic_module_callback_log",
     c"envoy_dynamic_module_callback_http_filter_config_define_counter",
     c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
@@ -171,6 +180,8 @@ pub const CALLBACKS: [&std::ffi::CStr; 17] = [
     c"envoy_dynamic_module_callback_cluster_specifier_get_request_headers",
     c"envoy_dynamic_module_callback_cluster_specifier_get_random_value",
     c"envoy_dynamic_module_callback_cluster_specifier_set_cluster_name",
+    c"envoy_dynamic_module_callback_http_filter_http_callout",
+    c"envoy_dynamic_module_callback_http_filter_continue_decoding",
 ];
 
 /// The first of [`CALLBACKS`] the process does not export (`None`: Envoy has them all).
@@ -284,6 +295,22 @@ extern "C" {
 
     /// Makes Envoy pick the route again (after the cluster header or the path changed).
     pub fn envoy_dynamic_module_callback_http_clear_route_cache(filter: FilterEnvoyPtr);
+
+    /// Sends a request (`headers` with `:method`, `:path` and `host`, `body`) to cluster
+    /// `cluster`; its answer comes to `on_http_filter_http_callout_done` with `callout_id`, on
+    /// this stream's worker.
+    pub fn envoy_dynamic_module_callback_http_filter_http_callout(
+        filter: FilterEnvoyPtr,
+        callout_id: *mut u64,
+        cluster: ModuleBuffer,
+        headers: *mut HttpHeader,
+        headers_length: usize,
+        body: ModuleBuffer,
+        timeout_ms: u64,
+    ) -> CalloutInit;
+
+    /// Resumes a request the module stopped.
+    pub fn envoy_dynamic_module_callback_http_filter_continue_decoding(filter: FilterEnvoyPtr);
 
     /// One of Envoy's attributes as text (`false` when it has none, or it is no text).
     pub fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
@@ -410,6 +437,18 @@ mod stand_ins {
     ) {
     }
     pub unsafe fn envoy_dynamic_module_callback_http_clear_route_cache(_: FilterEnvoyPtr) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_http_callout(
+        _: FilterEnvoyPtr,
+        _: *mut u64,
+        _: ModuleBuffer,
+        _: *mut HttpHeader,
+        _: usize,
+        _: ModuleBuffer,
+        _: u64,
+    ) -> CalloutInit {
+        4
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_continue_decoding(_: FilterEnvoyPtr) {}
     pub unsafe fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
         _: FilterEnvoyPtr,
         _: AttributeId,

@@ -18,10 +18,11 @@ use switchyard_table::format::{HSTS_HEADER, RULE_NAME_HEADER};
 
 use crate::abi::{
     self, ClusterSpecifierConfigEnvoyPtr, ConfigEnvoyPtr, EnvoyBuffer, FilterEnvoyPtr, FilterStatus, HttpHeader,
-    ModuleBuffer, SelectionEnvoyPtr, ABI_VERSION, CONTINUE, RESPONSE_HEADER, STOP_ITERATION,
+    ModuleBuffer, SelectionEnvoyPtr, ABI_VERSION, CONTINUE, RESPONSE_HEADER, STOP_AND_BUFFER, STOP_ITERATION,
 };
+use crate::auth_callout;
 use crate::cluster_specifier::ClusterSpecifier;
-use crate::envoy_host::{ActionsHost, EnvoyHost};
+use crate::envoy_host::{read_headers, ActionsHost, EnvoyHost};
 use crate::request::{Followup, Outcome};
 use crate::state::{next_random, Counted, ModuleConfig, Stream};
 
@@ -107,6 +108,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
             config: config as *const ModuleConfig,
             rule: std::cell::Cell::new(None),
             followup: std::cell::Cell::new(Followup::default()),
+            auth: std::cell::Cell::new(None),
             held: std::cell::Cell::new(None),
         };
         Box::into_raw(Box::new(stream)) as *const c_void
@@ -163,6 +165,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
         let (outcome, rule) = (handled.outcome, handled.rule);
         let mut response = handled.response;
         stream.held.set(response.held.take());
+        let auth = response.auth.take();
         stream.followup.set(response);
         let metrics = &config.metrics;
         // SAFETY (every `count` below): `filter_envoy` is this hook's stream, of `config`.
@@ -192,6 +195,11 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
                 STOP_ITERATION
             }
         };
+        if let (CONTINUE, Some(call)) = (status, auth) {
+            // The route is picked again once the auth service lets the request on.
+            // SAFETY: this hook's filter and stream, of `config`.
+            return unsafe { auth_callout::ask(filter_envoy, (stream, config), call, repick.is_some()) };
+        }
         if let (CONTINUE, Some(host)) = (status, repick) {
             host.clear_route_cache();
         }
@@ -215,8 +223,36 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
             return CONTINUE;
         };
         let Followup {
-            hsts, set_cookie, cors, ..
+            hsts,
+            set_cookie,
+            cors,
+            auth_cookies,
+            ..
         } = stream.followup.take();
+        if let Some(auth_cookies) = auth_cookies {
+            // SAFETY: this hook's stream; `fill` gets an array of the length Envoy reported.
+            let response = unsafe {
+                read_headers(
+                    abi::envoy_dynamic_module_callback_http_get_headers_size(filter_envoy, RESPONSE_HEADER),
+                    |array| abi::envoy_dynamic_module_callback_http_get_headers(filter_envoy, RESPONSE_HEADER, array),
+                )
+            };
+            let status = response
+                .iter()
+                .find(|(n, _)| *n == ":status")
+                .and_then(|(_, v)| v.parse().ok());
+            for cookie in auth_cookies.for_status(status.unwrap_or(0)) {
+                // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
+                unsafe {
+                    abi::envoy_dynamic_module_callback_http_add_header(
+                        filter_envoy,
+                        RESPONSE_HEADER,
+                        ModuleBuffer::of("set-cookie"),
+                        ModuleBuffer::of(cookie),
+                    );
+                }
+            }
+        }
         if let Some(cors) = cors {
             cors.each(|name, value| {
                 // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
@@ -338,14 +374,27 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_cluster_specifier_select(
 
 // ---- hooks Envoy requires and Switchyard has no use for -------------------------------------
 
-/// Request body: continue.
+/// Request body: continue, but while the auth service decides: then it waits in Envoy's buffer
+/// (continuing would send the request on).
+///
+/// # Safety
+/// As `on_http_filter_request_headers`.
 #[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
     _filter_envoy: FilterEnvoyPtr,
-    _stream: *const c_void,
+    stream: *const c_void,
     _end_of_stream: bool,
 ) -> FilterStatus {
-    CONTINUE
+    guarded(CONTINUE, || {
+        // SAFETY: as in `request_headers`.
+        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
+            return CONTINUE;
+        };
+        let pending = stream.auth.take();
+        let status = if pending.is_some() { STOP_AND_BUFFER } else { CONTINUE };
+        stream.auth.set(pending);
+        status
+    })
 }
 
 /// Request trailers: continue.
@@ -384,18 +433,31 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
 ) {
 }
 
-/// An HTTP callout finished: the module starts none.
+/// An HTTP callout finished: the auth service's answer ([`auth_callout::answered`]); `result` 0
+/// is a response, another a failure (a reset, an answer too large).
+///
+/// # Safety
+/// Envoy's contract: `filter_envoy` and `stream` are the stream's, `headers` its `headers_size`
+/// live headers.
 #[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
-    _filter_envoy: FilterEnvoyPtr,
-    _stream: *const c_void,
-    _callout_id: u64,
-    _result: u32,
-    _headers: *const HttpHeader,
-    _headers_size: usize,
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
+    filter_envoy: FilterEnvoyPtr,
+    stream: *const c_void,
+    callout_id: u64,
+    result: u32,
+    headers: *const HttpHeader,
+    headers_size: usize,
     _body_chunks: *const EnvoyBuffer,
     _body_chunks_size: usize,
 ) {
+    guarded((), || {
+        // SAFETY: as in `request_headers`.
+        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
+            return;
+        };
+        // SAFETY: Envoy's, for this hook.
+        unsafe { auth_callout::answered(filter_envoy, stream, (callout_id, result == 0), (headers, headers_size)) }
+    })
 }
 
 /// A callout stream's headers: the module starts none.

@@ -19,6 +19,7 @@
 //! - [`background`]: the module's own threads, at a lower priority than Envoy's, which decode a
 //!   large pushed table and free an old one;
 //! - [`counters`]: the rate limits' counts, one store for the process;
+//! - [`auth_callout`]: external authentication's subrequest over Envoy's HTTP callout;
 //! - [`cluster_specifier`]: the module as Envoy's cluster specifier, picking the cluster during the
 //!   route match by the table of the filter beside it;
 //! - [`exports`]: the event hooks Envoy calls, each catching any unwind.
@@ -29,6 +30,7 @@
 pub use switchyard_request::{config, headers, host, loaded, protobuf, random, request};
 
 pub mod abi;
+pub mod auth_callout;
 pub mod background;
 pub mod cluster_specifier;
 pub mod counters;

@@ -9,6 +9,8 @@
 //! keeps the others, decoded). Workers only read it: nothing per request or per worker copies it.
 
 use std::cell::Cell;
+
+use crate::auth_callout::PendingAuth;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Instant;
@@ -146,6 +148,8 @@ pub struct ModuleConfig {
     pub metrics: Metrics,
     /// Whether a refused cluster header was logged (once per configuration, not per request).
     pub route_failure_logged: AtomicBool,
+    /// Whether a refused auth-service callout was logged (once per configuration).
+    pub auth_failure_logged: AtomicBool,
     /// Beside the cluster specifier (the filter's name says so: [`is_actions_filter`]): the slot the
     /// table is published in; the filter then answers actions only. `None`: the filter routes by
     /// the cluster header.
@@ -238,6 +242,7 @@ impl ModuleConfig {
                     table,
                     metrics,
                     route_failure_logged: AtomicBool::new(false),
+                    auth_failure_logged: AtomicBool::new(false),
                     published,
                 })
             }
@@ -272,6 +277,22 @@ impl ModuleConfig {
     }
 }
 
+impl ModuleConfig {
+    /// Logs a callout to an auth service's cluster that Envoy refused, the first time only.
+    pub fn log_auth_failure(&self, cluster: &str, code: u32) {
+        if self.auth_failure_logged.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        abi::log(
+            LOG_ERROR,
+            &format!(
+                "the auth service's cluster {cluster:?} cannot be called (callout result {code}): its requests are \
+                 answered 500; logged once"
+            ),
+        );
+    }
+}
+
 /// One HTTP stream's state.
 pub struct Stream {
     /// The configuration that created the stream; Envoy keeps it alive while the stream lives.
@@ -285,6 +306,8 @@ pub struct Stream {
     /// The request's place among its address's requests in flight (a rate limit's
     /// `limit-connections`), let go when the stream goes, however it ended.
     pub held: Cell<Option<Held>>,
+    /// The subrequest to the rule's auth service while the request waits for its answer.
+    pub auth: Cell<Option<PendingAuth>>,
 }
 
 impl Drop for Stream {

@@ -10,6 +10,7 @@
 //! - [`request`]: one request's trip (strip the client's cluster header, match, set the cluster
 //!   header and the rule's actions, or answer locally), over the [`host::Host`] trait, so it is
 //!   tested natively.
+//! - [`auth`]: external authentication's subrequest and what its answer does.
 //! - [`random`]: SplitMix64 for weighted backends.
 //! - [`uncompress`]: the compact form's zlib stream inflated by the proxy's foreign function
 //!   `uncompress`, so the `.wasm` links no inflater.
@@ -17,6 +18,7 @@
 //! Semantics: ROUTING.md §5.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod auth;
 pub mod config;
 pub mod headers;
 pub mod host;

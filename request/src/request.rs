@@ -17,6 +17,7 @@ use switchyard_table::{
     normalize_authority, request_path, ActionSpec, Decision, NoRoute, Policy, RequestView, RouteTable, TableError,
 };
 
+use crate::auth::{AuthCall, AuthCookies};
 use crate::headers::{HeaderBlock, Span};
 use crate::host::{Host, HostCallFailed};
 
@@ -118,6 +119,13 @@ impl RequestView for HostRequest<'_> {
 }
 
 impl HostRequest<'_> {
+    /// Every header but the hidden cluster header and Switchyard's own (the gateway route's, the
+    /// affinity keys'): what the request itself carries.
+    pub fn forwardable_headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        let own = [self.hidden, ROUTE_HEADER, HASH_HEADER, HASH_WITH_ADDRESS_HEADER];
+        (self.headers.iter()).filter(move |(name, _)| !own.iter().any(|o| o.eq_ignore_ascii_case(name)))
+    }
+
     /// Every value of header `name` except the hidden cluster header's.
     fn values<'s, 'n>(&'s self, name: &'n str) -> impl Iterator<Item = &'s str> + use<'s, 'n> {
         let hidden = name.eq_ignore_ascii_case(self.hidden);
@@ -162,6 +170,11 @@ pub struct Followup {
     /// The request's place among its address's requests in flight, which the caller lets go
     /// (`switchyard_table::ratelimit::leave`) when the stream ends, however it ends.
     pub held: Option<Held>,
+    /// The subrequest to the rule's auth service, which the caller sends at once, holding the
+    /// request until the answer decides it ([`crate::auth`]).
+    pub auth: Option<AuthCall>,
+    /// The auth service's cookies for the response, once it let the request through.
+    pub auth_cookies: Option<AuthCookies>,
 }
 
 impl Followup {
@@ -297,7 +310,7 @@ fn answer(
         rule_name: table.debug_rule_header().then(|| rule.name()),
         hsts: hsts.as_deref().map(|value| value.as_str()),
     };
-    let (mut set_cookie, mut body, mut cors, mut held) = (None, None, None, None);
+    let (mut set_cookie, mut body, mut cors, mut held, mut auth) = (None, None, None, None, None);
     let outcome = match rule.action() {
         ActionSpec::DirectResponse(direct) => {
             let body = direct
@@ -332,7 +345,7 @@ fn answer(
                         // ingress-nginx's template: the credential stops at the gateway.
                         host.remove_request_header("authorization");
                     }
-                    (body, cors, held) = (passed.body, passed.cors, passed.held);
+                    (body, cors, held, auth) = (passed.body, passed.cors, passed.held, passed.auth);
                 }
                 Some(Admitted::Preflight(answer)) => {
                     host.remove_request_header(table.cluster_header());
@@ -394,6 +407,8 @@ fn answer(
             body,
             cors,
             held,
+            auth,
+            auth_cookies: None,
         },
         _ => {
             // Only a routed request's place is let go at its stream's end: any other, now.
@@ -434,6 +449,8 @@ struct Passed {
     held: Option<Held>,
     /// Whether it passed a basic authentication (its credential is not sent upstream).
     authenticated: bool,
+    /// The subrequest its external authentication asks.
+    auth: Option<AuthCall>,
 }
 
 impl Passed {
@@ -459,7 +476,9 @@ fn admit(host: &impl Host, policy: &Policy, request: &HostRequest<'_>) -> Admitt
         Some(CorsVerdict::Response(headers)) => passed.cors = Some(headers),
         Some(CorsVerdict::Preflight(answer)) => return Admitted::Preflight(answer),
     }
-    let reads_address = policy.rate_limit.is_some() || !(policy.allow.is_empty() && policy.deny.is_empty());
+    let reads_address = policy.rate_limit.is_some()
+        || policy.external_auth.is_some()
+        || !(policy.allow.is_empty() && policy.deny.is_empty());
     let client = if reads_address { host.client_address() } else { None };
     let limit = policy.rate_limit.as_ref();
     let counters = limit.and_then(|_| host.rate_counters());
@@ -483,6 +502,9 @@ fn admit(host: &impl Host, policy: &Policy, request: &HostRequest<'_>) -> Admitt
             });
         }
         passed.authenticated = true;
+    }
+    if let Some(auth) = &policy.external_auth {
+        passed.auth = Some(AuthCall::new(auth, request, request.forwardable_headers(), client));
     }
     if let (Some(limit), Some(counters)) = (limit, counters) {
         match ratelimit::enter(limit, counters, client) {
@@ -781,8 +803,7 @@ pub(crate) mod tests {
                     hsts: Some(Arc::new("max-age=60".to_owned())),
                     set_cookie: None,
                     body: None,
-                    cors: None,
-                    held: None
+                    ..Followup::default()
                 }
             )
         );

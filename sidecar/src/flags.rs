@@ -167,6 +167,12 @@ pub struct TableArgs {
     /// settings are reported as not honoured and the gateway's route applies.
     #[arg(long)]
     gateway_routes: bool,
+    /// How long the filter waits for an auth service (ingress-nginx's auth-url) before answering
+    /// the request 500, in milliseconds (nginx's 60 s by default). The service's cluster exists
+    /// only on a gateway whose clusters come from `switchyard watch --clusters-dir` or
+    /// `--istio-clusters`; elsewhere auth-url is not enforced and its rules answer 403.
+    #[arg(long, default_value_t = switchyard_compiler::model::DEFAULT_EXTERNAL_AUTH_TIMEOUT_MS, value_name = "MS")]
+    external_auth_timeout_ms: u64,
     /// The request header the filter sets to the cluster name.
     #[arg(long, default_value = switchyard_table::format::DEFAULT_CLUSTER_HEADER, value_name = "NAME")]
     cluster_header: String,
@@ -287,6 +293,7 @@ impl TableArgs {
             default_certificate: (self.default_certificate.as_ref()).map(|(ns, name)| format!("{ns}/{name}")),
             upstream_variants: self.variant_clusters,
             gateway_routes: self.gateway_routes,
+            external_auth_timeout_ms: self.external_auth_timeout_ms,
         })
     }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::basic_auth::BasicAuth;
+use crate::external_auth::ExternalAuth;
 
 /// The only table format version this crate reads and writes.
 pub const VERSION: u32 = 1;
@@ -132,6 +133,10 @@ pub struct Policy {
     /// ([`TableSpec::without_credentials`]).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub basic_auth: Option<Arc<BasicAuth>>,
+    /// The auth service asked before the request goes upstream (ingress-nginx's `auth-url`): its
+    /// answer lets the request on or answers it ([`crate::external_auth`]).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub external_auth: Option<Arc<ExternalAuth>>,
 }
 
 /// A rule's request rates per client address (or for every client together), counted per gateway

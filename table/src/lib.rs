@@ -37,6 +37,7 @@ mod condition;
 pub mod cors;
 pub mod doc;
 mod error;
+pub mod external_auth;
 pub mod field;
 pub mod format;
 mod forms;

@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::basic_auth::{BasicAuth, Credential};
 use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
+use crate::external_auth::ExternalAuth;
 use crate::format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
     DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
@@ -349,6 +350,7 @@ impl FromDoc for Policy {
                 cors: f.optional::<Cors>("cors")?.map(std::sync::Arc::new),
                 rate_limit: f.optional("rate_limit")?,
                 basic_auth: f.optional::<BasicAuth>("basic_auth")?.map(std::sync::Arc::new),
+                external_auth: f.optional::<ExternalAuth>("external_auth")?.map(std::sync::Arc::new),
             })
         })
     }
@@ -390,6 +392,25 @@ impl FromDoc for BasicAuth {
                 realm: f.or("realm", String::new())?,
                 source: f.or("source", String::new())?,
                 users: f.required("users")?,
+            })
+        })
+    }
+}
+
+impl FromDoc for ExternalAuth {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(ExternalAuth {
+                cluster: f.required("cluster")?,
+                url: f.or("url", String::new())?,
+                authority: f.required("authority")?,
+                path: f.required("path")?,
+                method: f.optional("method")?,
+                signin: f.optional("signin")?,
+                response_headers: f.or("response_headers", Vec::new())?,
+                request_redirect: f.optional("request_redirect")?,
+                always_set_cookie: f.or("always_set_cookie", false)?,
+                timeout_ms: f.required("timeout_ms")?,
             })
         })
     }

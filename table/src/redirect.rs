@@ -33,13 +33,17 @@ pub enum Variable {
     IsArgs,
     /// `${args}`: the query string, without `?` (NGINX's `$args`).
     Args,
+    /// `${escaped_request_uri}`: `${request_uri}` escaped as one URL component, every byte but
+    /// letters, digits and `-._~` as `%XX` (ingress-nginx's `set_escape_uri`, for `auth-signin`'s
+    /// `rd`).
+    EscapedRequestUri,
     /// `${0}`…`${9}`: the groups of the rule's path regex (empty for an unmatched group, a group
     /// the regex does not have, or a path that is not a regex).
     Group(u8),
 }
 
 impl Variable {
-    const NAMED: [(Variable, &'static str); 9] = [
+    const NAMED: [(Variable, &'static str); 10] = [
         (Variable::Scheme, "scheme"),
         (Variable::ForwardedProto, "http_x_forwarded_proto"),
         (Variable::Host, "host"),
@@ -49,6 +53,7 @@ impl Variable {
         (Variable::Uri, "uri"),
         (Variable::IsArgs, "is_args"),
         (Variable::Args, "args"),
+        (Variable::EscapedRequestUri, "escaped_request_uri"),
     ];
 
     fn named(name: &str) -> Option<Variable> {
@@ -167,6 +172,11 @@ impl RedirectTemplate {
         let args = crate::path::query_string(parts.request_uri);
         let mut out = String::new();
         for piece in &self.pieces {
+            if let Piece::Var(Variable::EscapedRequestUri, _) = piece {
+                let escaped = percent_encoding::utf8_percent_encode(parts.request_uri, URI_COMPONENT);
+                out.extend(escaped);
+                continue;
+            }
             let (value, trim) = match piece {
                 Piece::Text(text) => (text.as_str(), false),
                 Piece::Var(variable, trim) => (
@@ -182,6 +192,8 @@ impl RedirectTemplate {
                         Variable::IsArgs => "?",
                         Variable::Args => args,
                         Variable::Group(n) => more.groups.get(usize::from(*n)).copied().unwrap_or(""),
+                        // Written above.
+                        Variable::EscapedRequestUri => "",
                     },
                     *trim,
                 ),
@@ -195,6 +207,13 @@ impl RedirectTemplate {
         out
     }
 }
+
+/// What `${escaped_request_uri}` escapes: all but the unreserved characters of RFC 3986.
+const URI_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 #[cold]
 fn unknown_variable(name: &str) -> String {

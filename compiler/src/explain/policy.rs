@@ -113,6 +113,9 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
             auth.source
         ));
     }
+    if let Some(auth) = &policy.external_auth {
+        lines.push(describe_external_auth(auth));
+    }
     if let Some(route) = &policy.route {
         lines.push(match RouteSettings::of_name(route) {
             Some(settings) => format!("gateway route: {}", describe_route(&settings)),
@@ -120,6 +123,25 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
         });
     }
     lines
+}
+
+/// An external authentication for people (`explain` never asks the service: it says who decides).
+fn describe_external_auth(auth: &switchyard_table::external_auth::ExternalAuth) -> String {
+    let mut line = format!(
+        "external auth: {} decides (auth-url; {} at most, else 500)",
+        auth.url,
+        time(auth.timeout_ms)
+    );
+    if let Some(method) = &auth.method {
+        line.push_str(&format!("; asked with {method}"));
+    }
+    if !auth.response_headers.is_empty() {
+        line.push_str(&format!("; its {} go upstream", auth.response_headers.join(", ")));
+    }
+    if let Some(signin) = &auth.signin {
+        line.push_str(&format!("; a 401 redirects to {signin}"));
+    }
+    line
 }
 
 /// A rate limit for people.
@@ -373,5 +395,25 @@ mod tests {
         assert!(!why.contains("s3cret"));
         let alice = SimpleRequest::get("h", "/").header("authorization", "Basic YWxpY2U6czNjcmV0");
         assert_eq!(answer(&policy, "Ingress/shop/api#0", &alice, None), None);
+    }
+
+    #[test]
+    fn external_auth_is_described_as_the_service_that_decides() {
+        let auth = switchyard_table::external_auth::ExternalAuth {
+            cluster: "external-auth|http|auth|80".to_owned(),
+            url: "http://auth/check".to_owned(),
+            response_headers: vec!["x-user".to_owned()],
+            signin: Some("https://login/?rd=${escaped_request_uri}".to_owned()),
+            timeout_ms: 60_000,
+            ..Default::default()
+        };
+        let policy = Policy {
+            external_auth: Some(std::sync::Arc::new(auth)),
+            ..Policy::default()
+        };
+        assert_eq!(
+            describe(&policy, "Ingress/shop/api#0"),
+            ["external auth: http://auth/check decides (auth-url; 60 s at most, else 500); its x-user go upstream; a 401 redirects to https://login/?rd=${escaped_request_uri}"]
+        );
     }
 }

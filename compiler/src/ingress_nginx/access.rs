@@ -134,10 +134,17 @@ pub fn enforce_ranges(fields: &mut [Field], unusable: &[String]) {
     }
 }
 
-/// Marks the basic-authentication annotations among `fields` ([`super::basic_auth::ANNOTATIONS`])
-/// as the rule's policy enforces them, or, when they cannot be, says why they deny.
-pub fn enforce_basic_auth(fields: &mut [Field], read: Result<(), &str>) {
-    for field in named(fields, super::basic_auth::ANNOTATIONS) {
+/// Why an Ingress's access-control annotations of one family (basic or external authentication)
+/// cannot be enforced as written: they deny, the status saying this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unenforceable(pub String);
+
+/// Marks the annotations of one family among `fields` (`names`: [`super::basic_auth::ANNOTATIONS`],
+/// [`super::external_auth::ANNOTATIONS`]) as the rule's policy enforces them, or, when they cannot
+/// be, says why they deny.
+pub fn enforce_family<T>(fields: &mut [Field], names: &[&str], read: &Result<T, Unenforceable>) {
+    let read = read.as_ref().map(|_| ()).map_err(|why| why.0.as_str());
+    for field in named(fields, names) {
         match read {
             Ok(()) => field.enforced = true,
             Err(why) => field.detail = Some(why.to_owned()),

@@ -14,15 +14,12 @@ use std::sync::Arc;
 
 use switchyard_table::basic_auth::{BasicAuth, Credential, Scheme};
 
+use super::access::Unenforceable;
 use crate::https::secrets::Secrets;
 use crate::objects::secret::HTPASSWD;
 
 /// The annotations (without the prefix) that basic authentication enforces when it is read.
 pub const ANNOTATIONS: &[&str] = &["auth-type", "auth-secret", "auth-secret-type", "auth-realm"];
-
-/// Why an Ingress's basic authentication cannot be enforced (ingress-nginx denies its locations).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unenforceable(pub String);
 
 /// What an Ingress's basic authentication is read to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,7 @@ pub mod class;
 pub mod configmap;
 pub mod cors;
 pub mod explain;
+pub mod external_auth;
 pub mod flags;
 pub mod layout;
 pub mod passthrough;

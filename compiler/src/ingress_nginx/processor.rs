@@ -18,6 +18,7 @@ use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
 use super::basic_auth::{self, BasicAuthRead};
 use super::canary::{self, CanarySettings};
+use super::external_auth;
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
 use super::proxying::Setting;
@@ -164,6 +165,8 @@ fn members<'o>(
         let basic_auth = basic_auth::read(written, prefix, &key.namespace, secrets);
         report_unusable_users(&key, basic_auth.as_ref(), prefix, book);
         let basic_auth = basic_auth.map(|read| read.auth);
+        let reach = (options.upstream_variants, options.external_auth_timeout_ms);
+        let external_auth = external_auth::read(written, prefix, reach).map(|read| read.map(Arc::new));
         let rate_limit = annotations.rate_limit.clone().map(|limit| RateLimit {
             zone: format!("{}/{}", key.namespace, key.name),
             status: config.limit_req_status_code,
@@ -175,6 +178,7 @@ fn members<'o>(
             || annotations.cors.is_some()
             || rate_limit.is_some()
             || matches!(basic_auth, Some(Ok(_)))
+            || matches!(external_auth, Some(Ok(_)))
             || (default_policy.as_ref()).is_none_or(|p| (&p.allow, &p.deny) != (&ranges.allow, &ranges.deny));
         let policy = match own {
             false => default_policy.clone(),
@@ -185,6 +189,7 @@ fn members<'o>(
                     cors: annotations.cors.clone().map(Arc::new),
                     rate_limit,
                     basic_auth: basic_auth.clone().and_then(Result::ok),
+                    external_auth: external_auth.clone().and_then(Result::ok),
                     ..Policy::default()
                 };
                 let size = annotations.proxy_body_size.unwrap_or(config.proxy_body_size);
@@ -201,6 +206,7 @@ fn members<'o>(
             policy,
             unusable_ranges,
             basic_auth,
+            external_auth,
         };
         if member.annotations.is_canary() {
             canaries.push(member);
@@ -238,7 +244,10 @@ fn guard(members: &[Member<'_>], prefix: &str, configmap: &[(String, String)], b
         let mut fields = access::fields(annotations, prefix, configmap);
         access::enforce_ranges(&mut fields, &member.unusable_ranges);
         if let Some(read) = &member.basic_auth {
-            access::enforce_basic_auth(&mut fields, read.as_ref().map(|_| ()).map_err(|why| why.0.as_str()));
+            access::enforce_family(&mut fields, basic_auth::ANNOTATIONS, read);
+        }
+        if let Some(read) = &member.external_auth {
+            access::enforce_family(&mut fields, external_auth::ANNOTATIONS, read);
         }
         guard.judge(&member.key, &member.ingress.metadata, fields, book, Status::Accepted);
     }

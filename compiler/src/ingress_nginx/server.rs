@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 use switchyard_table::basic_auth::BasicAuth;
+use switchyard_table::external_auth::ExternalAuth;
 use switchyard_table::Policy;
 
+use super::access::Unenforceable;
 use super::annotations::IngressNginxAnnotations;
-use super::basic_auth::Unenforceable;
 use super::paths::{self, PathType};
 use crate::model::normalize_host;
 use crate::objects::{Age, ResourceKey};
@@ -41,6 +42,9 @@ pub struct Member<'o> {
     /// Its basic authentication (`auth-type: basic`): the users and realm its rules' policy
     /// checks, or why it cannot be enforced (its rules then deny, ROUTING.md §9).
     pub basic_auth: Option<Result<Arc<BasicAuth>, Unenforceable>>,
+    /// Its external authentication (`auth-url`): the service its rules' policy asks, or why it
+    /// cannot be enforced (its rules then deny).
+    pub external_auth: Option<Result<Arc<ExternalAuth>, Unenforceable>>,
 }
 
 /// Where a location sends a request.

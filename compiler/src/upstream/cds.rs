@@ -121,6 +121,8 @@ fn transport_socket(cluster: &UpstreamCluster) -> Value {
         if let Some(sni) = &verify.sni {
             context["sni"] = json!(sni);
         }
+    } else if let Some(name) = &cluster.server_name {
+        context["sni"] = json!(name);
     }
     context["@type"] = json!("type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext");
     json!({ "name": "envoy.transport_sockets.tls", "typed_config": context })

@@ -18,6 +18,7 @@
 //! [`cds`] writes what Envoy reads.
 
 pub mod affinity;
+pub mod auth_service;
 pub mod cds;
 pub mod endpoints;
 pub mod istio;
@@ -35,8 +36,9 @@ use crate::model::Options;
 use crate::objects::secret::CA_CERTIFICATE;
 use crate::objects::Objects;
 use crate::route_config::GatewayRoutes;
+use crate::upstream::auth_service::AuthService;
 use crate::upstream::endpoints::{Endpoint, EndpointIndex};
-use crate::upstream::variant::Variant;
+use crate::upstream::variant::{UpstreamProtocol, Variant};
 
 /// Every cluster the gateway needs, in name order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -70,6 +72,10 @@ pub struct UpstreamCluster {
     /// Secret's `ca.crt`).
     #[serde(skip)]
     pub trusted_ca: Option<String>,
+    /// The server name a TLS handshake sends without a [`variant::Verify`] (an auth service's
+    /// host, as nginx's `proxy_ssl_server_name on` sends it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
 }
 
 /// Where a cluster's endpoints come from.
@@ -141,9 +147,41 @@ pub fn plan(objects: &Objects, table: &TableSpec, l4: &L4Routes, options: &Optio
             variant,
             source,
             trusted_ca,
+            server_name: None,
         });
     }
+    upstream.clusters.extend(auth_clusters(table));
+    upstream.clusters.sort_by(|a, b| a.name.cmp(&b.name));
     upstream
+}
+
+/// The clusters of the auth services the rules' policies ask ([`AuthService`]).
+fn auth_clusters(table: &TableSpec) -> Vec<UpstreamCluster> {
+    let names: BTreeSet<&str> = (table.rules.iter())
+        .filter_map(|rule| rule.policy.as_ref()?.external_auth.as_ref())
+        .map(|auth| auth.cluster.as_str())
+        .collect();
+    (names.into_iter())
+        .filter_map(|name| Some((name, AuthService::of_cluster(name)?)))
+        .map(|(name, service)| UpstreamCluster {
+            name: name.to_owned(),
+            service: format!("auth service {}:{}", service.host, service.port),
+            variant: Variant {
+                protocol: if service.tls {
+                    UpstreamProtocol::Tls
+                } else {
+                    UpstreamProtocol::Http
+                },
+                ..Variant::default()
+            },
+            server_name: service.tls.then(|| service.host.clone()),
+            source: Endpoints::Dns {
+                host: service.host,
+                port: service.port,
+            },
+            trusted_ca: None,
+        })
+        .collect()
 }
 
 /// The `ca.crt` of Secret `reference`, when it is in the input and holds one.
@@ -181,8 +219,11 @@ pub fn plan_variants(objects: &Objects, table: &TableSpec, l4: &L4Routes) -> Ups
                 service_name: base.to_owned(),
             },
             trusted_ca,
+            server_name: None,
         });
     }
+    upstream.clusters.extend(auth_clusters(table));
+    upstream.clusters.sort_by(|a, b| a.name.cmp(&b.name));
     upstream
 }
 

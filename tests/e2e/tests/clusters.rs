@@ -55,8 +55,12 @@ impl Scene {
 
     /// [`Scene::start`] with more arguments for the watch.
     fn start_with(manifests: &[(&str, String)], flags: &[&str]) -> Scene {
+        Scene::start_form(manifests, flags, FilterForm::from_env())
+    }
+
+    /// [`Scene::start_with`] with the filter in `form`.
+    fn start_form(manifests: &[(&str, String)], flags: &[&str], form: FilterForm) -> Scene {
         let envoy_bin = required_path("ENVOY_BIN");
-        let form = FilterForm::from_env();
         let file = required_path(form.variable());
         if form.is_module() {
             set_module_search_path(&file);
@@ -1016,4 +1020,173 @@ fn limit_connections_holds_a_place_while_a_request_is_in_flight_and_frees_it_aft
         200,
         "the place is free again"
     );
+}
+
+/// An auth service on a free port of 127.0.0.1, as ingress-nginx's e2e tests use httpbun's: it
+/// answers by the request's `Authorization` (`Bearer good`: 200 with `X-User: alice` and a
+/// cookie; `Bearer forbidden`: 403; `Bearer slow`: 200 after 3 s; `Bearer late`: 401 after
+/// 300 ms; anything else: 401 with a challenge), and keeps the last request's head for the test to read.
+fn auth_service() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<String>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let last = seen.clone();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let last = last.clone();
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut head = String::new();
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                        head.push_str(&line.to_ascii_lowercase());
+                        line.clear();
+                    }
+                    if head.is_empty() {
+                        return;
+                    }
+                    *last.lock().unwrap() = head.clone();
+                    let answer = if head.contains("authorization: bearer good") {
+                        "HTTP/1.1 200 OK\r\nx-user: alice\r\nset-cookie: session=1\r\ncontent-length: 0\r\n\r\n"
+                    } else if head.contains("authorization: bearer forbidden") {
+                        "HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n"
+                    } else if head.contains("authorization: bearer slow") {
+                        thread::sleep(Duration::from_secs(3));
+                        "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+                    } else if head.contains("authorization: bearer late") {
+                        thread::sleep(Duration::from_millis(300));
+                        "HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n"
+                    } else {
+                        "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm=\"shop\"\r\ncontent-length: 0\r\n\r\n"
+                    };
+                    if stream.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// ingress-nginx's external authentication (`auth-url`, issue "Policies beyond the route") through
+/// Envoy, in both filter forms, the auth service reached through the cluster the watch makes for
+/// it: a request the service lets through reaches the backend with its `auth-response-headers`
+/// (a client's own value replaced) and its body, and the response carries the service's cookie;
+/// its 401 is passed on with its challenge, or redirected to `auth-signin` with `rd`; its 403 is
+/// 403; a service that answers too late (`--external-auth-timeout-ms`) or not at all is 500.
+#[test]
+fn an_auth_service_decides_each_request_and_a_silent_or_dead_one_lets_nobody_through() {
+    let backend = Backend::start("web").unwrap();
+    let (auth, seen) = auth_service();
+    let dead = free_port(false);
+    let url = format!("http://127.0.0.1:{}/check", auth.port());
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        (
+            "web.yaml",
+            format!("{}---\n{}", service("web"), slice("web", "web", &backend, true)),
+        ),
+        (
+            "guarded.yaml",
+            nginx_ingress(
+                "guarded",
+                "web",
+                &[("auth-url", &url), ("auth-response-headers", "X-User")],
+            ),
+        ),
+        (
+            "signin.yaml",
+            nginx_ingress(
+                "signin",
+                "web",
+                &[("auth-url", &url), ("auth-signin", "https://login.example.com/start")],
+            ),
+        ),
+        (
+            "dead.yaml",
+            nginx_ingress(
+                "dead",
+                "web",
+                &[("auth-url", &format!("http://127.0.0.1:{dead}/check"))],
+            ),
+        ),
+    ];
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let flags = ["--ingress-nginx-class", "nginx", "--external-auth-timeout-ms", "1000"];
+        let scene = Scene::start_form(&manifests, &flags, form);
+        let with = |host: &str, token: &str| {
+            let request = get(host, "/cart?id=2").header("authorization", &format!("Bearer {token}"));
+            scene.envoy.send(&request.header("x-user", "mallory"))
+        };
+        scene.eventually("a request the auth service lets through", || {
+            with("guarded.example.com", "good").backend() == Some("web")
+        });
+        let passed = with("guarded.example.com", "good");
+        assert!(
+            passed.body.contains("header: x-user: alice\n"),
+            "{form:?}: {}",
+            passed.body
+        );
+        assert!(!passed.body.contains("mallory"), "{form:?}: {}", passed.body);
+        assert_eq!(passed.header("set-cookie"), Some("session=1"), "{form:?}");
+        let asked = seen.lock().unwrap().clone();
+        for line in [
+            "get /check http/1.1",
+            "x-original-url: http://guarded.example.com/cart?id=2",
+            "x-original-method: get",
+            "x-auth-request-redirect: /cart?id=2",
+            "x-sent-from: nginx-ingress-controller",
+        ] {
+            assert!(asked.contains(line), "{form:?}: {line} in {asked}");
+        }
+        let posted = scene.envoy.send(
+            &get("guarded.example.com", "/upload")
+                .method("POST")
+                .header("authorization", "Bearer good")
+                .body("hello"),
+        );
+        assert_eq!(
+            (posted.status, posted.upstream_body()),
+            (200, Some("hello")),
+            "{form:?}: the body waited"
+        );
+        // A body that comes while the service decides must not carry the request on.
+        let sneaking = scene.envoy.send(
+            &get("guarded.example.com", "/upload")
+                .method("POST")
+                .header("authorization", "Bearer late")
+                .body(&"x".repeat(64 << 10)),
+        );
+        assert_eq!((sneaking.status, sneaking.backend()), (401, None), "{form:?}");
+
+        let refused = with("guarded.example.com", "bad");
+        assert_eq!((refused.status, refused.backend()), (401, None), "{form:?}");
+        assert_eq!(
+            refused.header("www-authenticate"),
+            Some("Bearer realm=\"shop\""),
+            "{form:?}"
+        );
+        let redirected = with("signin.example.com", "bad");
+        assert_eq!(redirected.status, 302, "{form:?}");
+        assert_eq!(
+            redirected.header("location"),
+            Some("https://login.example.com/start?rd=http://signin.example.com%2Fcart%3Fid%3D2"),
+            "{form:?}"
+        );
+        assert_eq!(with("guarded.example.com", "forbidden").status, 403, "{form:?}");
+        let started = Instant::now();
+        let slow = with("guarded.example.com", "slow");
+        assert_eq!((slow.status, slow.backend()), (500, None), "{form:?}: too late");
+        assert!(
+            started.elapsed() < Duration::from_millis(2500),
+            "{form:?}: {:?}",
+            started.elapsed()
+        );
+        let nobody = with("dead.example.com", "good");
+        assert_eq!((nobody.status, nobody.backend()), (500, None), "{form:?}: no service");
+    }
 }

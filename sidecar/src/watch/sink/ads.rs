@@ -255,6 +255,7 @@ mod tests {
                     service: "shop/api:80".into(),
                     variant: Default::default(),
                     trusted_ca: None,
+                    server_name: None,
                     source: Endpoints::Slices(vec![endpoint(&"10.0.0.9")]),
                 },
                 UpstreamCluster {
@@ -262,6 +263,7 @@ mod tests {
                     service: "shop/ext:443".into(),
                     variant: Default::default(),
                     trusted_ca: None,
+                    server_name: None,
                     source: Endpoints::Dns {
                         host: "api.example.org".into(),
                         port: 443,
@@ -272,6 +274,7 @@ mod tests {
                     service: "shop/web:80".into(),
                     variant: Default::default(),
                     trusted_ca: None,
+                    server_name: None,
                     source: Endpoints::Slices(web.iter().map(endpoint).collect()),
                 },
             ],
