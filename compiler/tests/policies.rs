@@ -377,3 +377,93 @@ fn an_invalid_local_rate_limit_skips_its_route_or_its_whole_proxy() {
         .iter()
         .any(|r| r.name.starts_with("HTTPProxy/shop/p")));
 }
+
+/// The options of a gateway whose clusters come from the sidecar (`--clusters-dir`), with
+/// ingress-nginx's ConfigMap `data`.
+fn with_clusters(data: &[(&str, &str)]) -> switchyard_compiler::Options {
+    let mut options = nginx_options();
+    options.upstream_variants = true;
+    let data = data.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    options.ingress_nginx_config = ControllerConfig::from_data(&data);
+    options
+}
+
+/// The auth URL of Ingress shop/api's routed rule, if it asks a service.
+fn auth_url(compiled: &switchyard_compiler::Compiled) -> Option<String> {
+    let policy = routed_rule(compiled).policy.as_deref()?;
+    policy.external_auth.as_ref().map(|auth| auth.url.clone())
+}
+
+#[test]
+fn the_configmaps_global_auth_url_asks_its_service_unless_the_ingress_has_its_own_or_turns_it_off() {
+    let options = with_clusters(&[
+        ("global-auth-url", "http://auth.global/check"),
+        ("global-auth-method", "GET"),
+    ]);
+    let compiled = compile_yaml(&api(""), &options);
+    assert_eq!(auth_url(&compiled).as_deref(), Some("http://auth.global/check"));
+    let method = routed_rule(&compiled)
+        .policy
+        .as_deref()
+        .and_then(|p| p.external_auth.clone());
+    assert_eq!(
+        method.and_then(|a| a.method.clone()).as_deref(),
+        Some("GET"),
+        "global-auth-method"
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        !format!("{status:?}").contains("AccessControlNotEnforced"),
+        "{status:?}"
+    );
+    let own = api("    nginx.ingress.kubernetes.io/auth-url: http://own.auth/check\n");
+    assert_eq!(
+        auth_url(&compile_yaml(&own, &options)).as_deref(),
+        Some("http://own.auth/check")
+    );
+    let off = api("    nginx.ingress.kubernetes.io/enable-global-auth: \"false\"\n");
+    assert_eq!(auth_url(&compile_yaml(&off, &options)), None);
+}
+
+#[test]
+fn an_unusable_global_auth_url_denies_every_ingress_it_covers() {
+    let options = with_clusters(&[("global-auth-url", "auth.global/check")]);
+    let compiled = compile_yaml(&api(""), &options);
+    let rule = routed_rule_or_denied(&compiled);
+    assert!(
+        matches!(&rule.action, ActionSpec::DirectResponse(d) if d.status == 403),
+        "{rule:?}"
+    );
+    let status = status_of(&compiled, "Ingress", "shop", "api");
+    assert!(
+        message(status, Reason::AccessControlNotEnforced).contains("no scheme"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn no_auth_locations_are_authenticated_by_nothing() {
+    let yaml = api("    nginx.ingress.kubernetes.io/auth-url: http://own.auth/check\n").replace(
+        "      - {path: /, pathType: Prefix",
+        "      - {path: /.well-known/acme-challenge/x, pathType: Prefix, backend: {service: {name: api, port: {number: 80}}}}\n      - {path: /, pathType: Prefix",
+    );
+    let compiled = compile_yaml(&yaml, &with_clusters(&[]));
+    let asks = |path: &str| {
+        let rule = (compiled.table.rules.iter())
+            .find(|r| matches!(&r.path, switchyard_table::PathSpec::SegmentPrefix(p) if p == path))
+            .unwrap_or_else(|| panic!("a rule for {path}: {:?}", compiled.table.rules));
+        rule.policy.as_deref().is_some_and(|p| p.external_auth.is_some())
+    };
+    assert!(asks("/"));
+    assert!(
+        !asks("/.well-known/acme-challenge/x"),
+        "the ConfigMap's default no-auth-locations"
+    );
+}
+
+/// The first rule of Ingress shop/api, routed or denied.
+fn routed_rule_or_denied(compiled: &switchyard_compiler::Compiled) -> &switchyard_table::RuleSpec {
+    (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("Ingress/shop/api"))
+        .expect("a rule of Ingress shop/api")
+}

@@ -19,6 +19,15 @@ pub const ACCESS_KEYS: &[&str] = &[
     "block-referers",
 ];
 
+/// A comma-separated list of locations, blanks left out.
+fn locations(value: &str) -> Vec<String> {
+    (value.split(','))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The ConfigMap's routing settings, with ingress-nginx's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerConfig {
@@ -58,6 +67,13 @@ pub struct ControllerConfig {
     /// The access-control keys that are set (ROUTING.md §9, [`ACCESS_KEYS`]), key
     /// and value, in key order: they protect every Ingress of the class.
     pub access: Vec<(String, String)>,
+    /// The global external authentication's other keys (`global-auth-method`, `-signin`, …),
+    /// key and value: they go with `global-auth-url` ([`super::external_auth::read_global`]).
+    pub global_auth: BTreeMap<String, String>,
+    /// `no-auth-locations` (default `/.well-known/acme-challenge`), split on `,`: the locations
+    /// whose path starts with one are authenticated by nothing (no `auth-url`, global or own, no
+    /// basic authentication).
+    pub no_auth_locations: Vec<String>,
     /// Keys that are not routing (or whose value is invalid, then the default stands), in order.
     pub not_honored: Vec<String>,
 }
@@ -81,6 +97,8 @@ impl Default for ControllerConfig {
             limit_req_status_code: 503,
             limit_conn_status_code: 503,
             access: Vec::new(),
+            global_auth: BTreeMap::new(),
+            no_auth_locations: vec!["/.well-known/acme-challenge".to_owned()],
             not_honored: Vec::new(),
         }
     }
@@ -119,12 +137,17 @@ impl ControllerConfig {
                     _ => false,
                 },
                 "no-tls-redirect-locations" => {
-                    out.no_tls_redirect_locations = value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty())
-                        .map(str::to_owned)
-                        .collect();
+                    out.no_tls_redirect_locations = locations(value);
+                    true
+                }
+                "no-auth-locations" => {
+                    out.no_auth_locations = locations(value);
+                    true
+                }
+                key if key.starts_with("global-auth-") && !ACCESS_KEYS.contains(&key) => {
+                    if !value.is_empty() {
+                        out.global_auth.insert(key.to_owned(), value.to_owned());
+                    }
                     true
                 }
                 key if ACCESS_KEYS.contains(&key) => {

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use switchyard_table::external_auth::ExternalAuth;
 
 use super::access::Unenforceable;
+use super::configmap::ControllerConfig;
 use crate::upstream::auth_service::AuthService;
 
 /// The annotations (without the prefix) external authentication enforces when it is read.
@@ -43,6 +44,9 @@ pub const ANNOTATIONS: &[&str] = &[
     "auth-keepalive-timeout",
     "auth-keepalive-share-vars",
 ];
+
+/// The ConfigMap key of the global external authentication's URL, a §9 field of every Ingress.
+pub const GLOBAL_URL: &str = "global-auth-url";
 
 /// The methods `auth-method` may name (v1.15's validator).
 const METHODS: &[&str] = &[
@@ -134,6 +138,22 @@ pub fn read(
         timeout_ms,
     }))
 }
+
+/// The ConfigMap's global external authentication (`global-auth-url` with its `global-auth-*`
+/// keys, read as the annotations without `global-`); `None` without `global-auth-url`.
+/// *Decision:* a key ingress-nginx would drop with a warning (an invalid URL, which turns global
+/// authentication off there) is not enforceable here: every Ingress it covers denies.
+pub fn read_global(config: &ControllerConfig, reach: (bool, u64)) -> Option<Result<ExternalAuth, Unenforceable>> {
+    let url = (config.access.iter()).find(|(key, _)| key == GLOBAL_URL)?;
+    let global = std::iter::once((&url.0, &url.1)).chain(config.global_auth.iter());
+    let annotations: BTreeMap<String, String> = global
+        .filter_map(|(key, value)| Some((format!("{GLOBAL}/{}", key.strip_prefix("global-")?), value.clone())))
+        .collect();
+    read(&annotations, GLOBAL, reach)
+}
+
+/// The prefix [`read_global`] reads the ConfigMap's keys under.
+const GLOBAL: &str = "configmap";
 
 /// An `auth-url`'s service and its path with the query (`/` when it has none).
 fn parse_url(url: &str) -> Result<(AuthService, String), &'static str> {

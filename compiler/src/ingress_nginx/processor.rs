@@ -12,12 +12,13 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use switchyard_table::{ActionSpec, DirectResponse, Policy, RateLimit, RouteAction, RuleSpec};
+use switchyard_table::{ActionSpec, DirectResponse, PathSpec, Policy, RateLimit, RouteAction, RuleSpec};
 
 use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
 use super::basic_auth::{self, BasicAuthRead};
 use super::canary::{self, CanarySettings};
+use super::configmap::ControllerConfig;
 use super::external_auth;
 use super::layout::{self, Act, Laid};
 use super::paths::{ingress_order, IngressAge};
@@ -139,6 +140,8 @@ fn members<'o>(
         ..Policy::default()
     };
     let default_policy = ingress_policy(config.proxy_body_size, &[], default_ranges, options);
+    let reach = (options.upstream_variants, options.external_auth_timeout_ms);
+    let global_auth = external_auth::read_global(config, reach).map(|read| read.map(Arc::new));
     let age = |i: &'o Ingress| IngressAge {
         created: Age::of(Kind::Ingress, &i.metadata).created,
         namespace: i.metadata.namespace.as_deref().unwrap_or("default"),
@@ -165,8 +168,14 @@ fn members<'o>(
         let basic_auth = basic_auth::read(written, prefix, &key.namespace, secrets);
         report_unusable_users(&key, basic_auth.as_ref(), prefix, book);
         let basic_auth = basic_auth.map(|read| read.auth);
-        let reach = (options.upstream_variants, options.external_auth_timeout_ms);
-        let external_auth = external_auth::read(written, prefix, reach).map(|read| read.map(Arc::new));
+        let own_auth = external_auth::read(written, prefix, reach).map(|read| read.map(Arc::new));
+        // ingress-nginx's `shouldApplyGlobalAuth`: the ConfigMap's unless the Ingress has its own
+        // or turns it off.
+        let global_on = written
+            .get(&format!("{prefix}/{}", access::ENABLE_GLOBAL_AUTH))
+            .map(|v| v.trim())
+            != Some("false");
+        let external_auth = own_auth.or_else(|| global_auth.clone().filter(|_| global_on));
         let rate_limit = annotations.rate_limit.clone().map(|limit| RateLimit {
             zone: format!("{}/{}", key.namespace, key.name),
             status: config.limit_req_status_code,
@@ -248,6 +257,7 @@ fn guard(members: &[Member<'_>], prefix: &str, configmap: &[(String, String)], b
         }
         if let Some(read) = &member.external_auth {
             access::enforce_family(&mut fields, external_auth::ANNOTATIONS, read);
+            access::enforce_family(&mut fields, &[external_auth::GLOBAL_URL], read);
         }
         guard.judge(&member.key, &member.ingress.metadata, fields, book, Status::Accepted);
     }
@@ -387,7 +397,9 @@ fn draft(
         },
     };
     let policy = match &action {
-        ActionSpec::Route(_) => owner.policy.clone(),
+        ActionSpec::Route(_) => {
+            without_auth_at(owner.policy.as_ref(), &laid.path, &inputs.options.ingress_nginx_config)
+        }
         _ => None,
     };
     let rule = RuleSpec {
@@ -591,6 +603,24 @@ fn ingress_policy(size: Option<u64>, proxying: &[Setting], asked: Policy, option
         ..asked
     };
     (policy != Policy::default()).then(|| Arc::new(policy))
+}
+
+/// The policy of a location at `path`: `policy`, without its authentication when the path starts
+/// with one of the ConfigMap's `no-auth-locations` (ingress-nginx's `isLocationInLocationList`,
+/// which turns off every `auth_request` and `auth_basic` of such a location).
+fn without_auth_at(policy: Option<&Arc<Policy>>, path: &PathSpec, config: &ControllerConfig) -> Option<Arc<Policy>> {
+    let policy = policy?;
+    let (PathSpec::Exact(path) | PathSpec::SegmentPrefix(path) | PathSpec::Prefix(path) | PathSpec::Regex(path)) = path;
+    let authenticated = policy.basic_auth.is_some() || policy.external_auth.is_some();
+    if !authenticated || !config.no_auth_locations.iter().any(|l| path.starts_with(l.as_str())) {
+        return Some(Arc::clone(policy));
+    }
+    let open = Policy {
+        basic_auth: None,
+        external_auth: None,
+        ..(**policy).clone()
+    };
+    (open != Policy::default()).then(|| Arc::new(open))
 }
 
 /// Warns of the users of an Ingress's basic authentication whose hash no scheme checks: they
