@@ -26,7 +26,7 @@ use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::auth::{self, AuthCall};
 use switchyard_request::headers::HeaderBlock;
-use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
+use switchyard_request::host::{parse_client_address, Host, HostCallFailed, NO_RULE};
 use switchyard_request::loaded::{load, Loaded};
 use switchyard_request::random::Random;
 use switchyard_request::request::{Followup, Outcome, RuleRef};
@@ -312,6 +312,7 @@ impl HttpContext for Http {
         let metrics = &self.shared.metrics;
         let mut host = ProxyHost;
         let Some(loaded) = self.table.as_deref() else {
+            host.note_winner(NO_RULE, NO_RULE);
             host.remove_request_header(DEFAULT_CLUSTER_HEADER);
             host.send_response(503, &[("content-type", "text/plain")], "503 no route table loaded\n");
             Metrics::increment(metrics.not_routed);
@@ -469,6 +470,10 @@ extern "C" {
     /// gone), and the filter never traps.
     fn proxy_continue_stream(stream_type: u32) -> u32;
 
+    /// The ABI's `proxy_set_property`, declared here with a plain status code: the SDK's
+    /// `hostcalls::set_property` panics on a status other than `Ok`.
+    fn proxy_set_property(path: *const u8, path_size: usize, value: *const u8, value_size: usize) -> u32;
+
     /// The ABI's `proxy_call_foreign_function`, declared here with a plain status code: the SDK's
     /// `hostcalls::call_foreign_function` panics on a status its enum lacks, and a host without
     /// foreign functions may answer `Unimplemented` (12); the filter refuses the table instead.
@@ -548,6 +553,15 @@ impl Host for ProxyHost {
 
     fn rate_counters(&self) -> Option<&dyn Counters> {
         Some(&HostSharedData)
+    }
+
+    fn note_winner(&mut self, rule: &str, resource: &str) {
+        // Envoy keeps a property under `wasm.` in the stream's filter state (WINNER_RULE,
+        // WINNER_RESOURCE); a refused call leaves the access log's field empty, nothing else.
+        for (property, value) in [("switchyard.rule", rule), ("switchyard.resource", resource)] {
+            // SAFETY: both pointers and sizes are those of live `&str`s.
+            unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
+        }
     }
 
     fn now_ms(&self) -> u64 {

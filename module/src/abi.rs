@@ -162,7 +162,7 @@ pub type SelectionEnvoyPtr = *mut c_void;
 /// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
 /// callback an Envoy of another version lacks would only fail at its first call, and take the
 /// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
-pub const CALLBACKS: [&std::ffi::CStr; 19] = [
+pub const CALLBACKS: [&std::ffi::CStr; 20] = [
     c"envoy_dynamic_module_callback_log",
     c"envoy_dynamic_module_callback_http_filter_config_define_counter",
     c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
@@ -182,6 +182,7 @@ pub const CALLBACKS: [&std::ffi::CStr; 19] = [
     c"envoy_dynamic_module_callback_cluster_specifier_set_cluster_name",
     c"envoy_dynamic_module_callback_http_filter_http_callout",
     c"envoy_dynamic_module_callback_http_filter_continue_decoding",
+    c"envoy_dynamic_module_callback_http_set_filter_state_bytes",
 ];
 
 /// The first of [`CALLBACKS`] the process does not export (`None`: Envoy has them all).
@@ -311,6 +312,14 @@ extern "C" {
 
     /// Resumes a request the module stopped.
     pub fn envoy_dynamic_module_callback_http_filter_continue_decoding(filter: FilterEnvoyPtr);
+
+    /// Sets the stream's filter state `key` to the bytes `value` (what the access log's
+    /// `%FILTER_STATE(key:PLAIN)%` prints).
+    pub fn envoy_dynamic_module_callback_http_set_filter_state_bytes(
+        filter: FilterEnvoyPtr,
+        key: ModuleBuffer,
+        value: ModuleBuffer,
+    ) -> bool;
 
     /// One of Envoy's attributes as text (`false` when it has none, or it is no text).
     pub fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
@@ -449,6 +458,13 @@ mod stand_ins {
         4
     }
     pub unsafe fn envoy_dynamic_module_callback_http_filter_continue_decoding(_: FilterEnvoyPtr) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_set_filter_state_bytes(
+        _: FilterEnvoyPtr,
+        _: ModuleBuffer,
+        _: ModuleBuffer,
+    ) -> bool {
+        false
+    }
     pub unsafe fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
         _: FilterEnvoyPtr,
         _: AttributeId,

@@ -17,7 +17,7 @@ use crate::headers::HeaderBlock;
 use switchyard_table::ratelimit::Counters;
 
 use crate::counters::ProcessCounters;
-use crate::host::{parse_client_address, Host, HostCallFailed};
+use crate::host::{parse_client_address, Host, HostCallFailed, WINNER_RESOURCE, WINNER_RULE};
 
 /// What a refused header change is reported as: proxy-wasm's `InternalFailure`, the status the
 /// wasm filter's logs and tests use for a host that refused a call.
@@ -86,6 +86,19 @@ impl Host for EnvoyHost {
                 ModuleBuffer::of(name),
                 ModuleBuffer::NULL,
             );
+        }
+    }
+
+    fn note_winner(&mut self, rule: &str, resource: &str) {
+        for (key, value) in [(WINNER_RULE, rule), (WINNER_RESOURCE, resource)] {
+            // SAFETY: `filter` is the running hook's; both buffers lend live `&str`s for the call.
+            unsafe {
+                abi::envoy_dynamic_module_callback_http_set_filter_state_bytes(
+                    self.filter,
+                    ModuleBuffer::of(key),
+                    ModuleBuffer::of(value),
+                );
+            }
         }
     }
 
@@ -228,5 +241,9 @@ impl Host for ActionsHost<'_> {
 
     fn now_ms(&self) -> u64 {
         self.envoy.now_ms()
+    }
+
+    fn note_winner(&mut self, rule: &str, resource: &str) {
+        self.envoy.note_winner(rule, resource);
     }
 }

@@ -19,7 +19,7 @@ use switchyard_table::{
 
 use crate::auth::{AuthCall, AuthCookies};
 use crate::headers::{HeaderBlock, Span};
-use crate::host::{Host, HostCallFailed};
+use crate::host::{resource_of, Host, HostCallFailed, NO_RULE};
 
 /// What the filter did with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,6 +261,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
             response,
         },
         Err(error) => {
+            host.note_winner(NO_RULE, NO_RULE);
             host.remove_request_header(table.cluster_header());
             host.send_response(
                 503,
@@ -290,6 +291,10 @@ fn answer(
     request: &HostRequest<'_>,
     (decision, random): (Option<(usize, Decision<'_>)>, u64),
 ) -> (Outcome, Followup) {
+    match &decision {
+        Some((_, decision)) => host.note_winner(decision.rule.name(), resource_of(decision.rule.name())),
+        None => host.note_winner(NO_RULE, NO_RULE),
+    }
     let Some((position, decision)) = decision else {
         let outcome = match table.no_route() {
             NoRoute::Pass => {
@@ -615,6 +620,8 @@ pub(crate) mod tests {
         map_fetches: Cell<usize>,
         response: Option<Reply>,
         refuse: Option<&'static str>,
+        /// The winner the filter noted: rule and resource.
+        winner: Option<(String, String)>,
     }
 
     impl FakeHost {
@@ -655,6 +662,9 @@ pub(crate) mod tests {
         }
         fn remove_request_header(&mut self, name: &str) {
             self.headers.retain(|(k, _)| k != name);
+        }
+        fn note_winner(&mut self, rule: &str, resource: &str) {
+            self.winner = Some((rule.to_owned(), resource.to_owned()));
         }
         fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
             let headers = headers
@@ -1068,6 +1078,24 @@ pub(crate) mod tests {
             "the credential stops at the gateway"
         );
         assert_eq!(alice.get("x-route-cluster"), ["shop/web:80"]);
+    }
+
+    #[test]
+    fn the_winner_and_its_resource_are_noted_and_none_when_no_rule_took_the_request() {
+        let table = table("404");
+        let mut routed = FakeHost::new("example.net", "/app/x", &[]);
+        handle_request(&mut routed, &table, 0);
+        assert_eq!(routed.winner, Some(("a#2".to_owned(), "a".to_owned())));
+        let mut direct = FakeHost::new("root.example.org", "/missing", &[]);
+        handle_request(&mut direct, &table, 0);
+        assert_eq!(
+            direct.winner,
+            Some(("a#3".to_owned(), "a".to_owned())),
+            "a local reply's rule too"
+        );
+        let mut nobody = FakeHost::new("nowhere.example", "/", &[]);
+        assert_eq!(handle_request(&mut nobody, &table, 0), Outcome::NotFound);
+        assert_eq!(nobody.winner, Some(("none".to_owned(), "none".to_owned())));
     }
 
     #[test]

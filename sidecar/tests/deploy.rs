@@ -205,6 +205,25 @@ fn istio_and_envoy_normalise_paths_the_same_way() {
     assert_eq!(hcm["path_with_escaped_slashes_action"], "UNESCAPE_AND_FORWARD");
 }
 
+/// The HTTP listener of `make run`'s envoy.yaml, and of deploy/envoy/'s bootstrap (a ConfigMap's
+/// text), write the access log that names each request's rule and resource (issue "Which Ingress
+/// served this request"; the HTTPS listener the sidecar writes carries the same): one format,
+/// `switchyard_table::format::ACCESS_LOG_FORMAT`, which `tests/e2e/tests/observability.rs` runs.
+#[test]
+fn envoy_yaml_and_the_envoy_deployment_log_the_winning_rule_in_one_format() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let quoted = serde_json::to_string(switchyard_table::format::ACCESS_LOG_FORMAT).unwrap();
+    let envoy: Value = serde_yaml::from_str(&std::fs::read_to_string(root.join("envoy.yaml")).unwrap()).unwrap();
+    let hcm = &envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let format = &hcm["access_log"][0]["typed_config"]["log_format"]["text_format_source"]["inline_string"];
+    assert_eq!(format, switchyard_table::format::ACCESS_LOG_FORMAT);
+    let deployed = std::fs::read_to_string(root.join("deploy/envoy/envoy-config.yaml")).unwrap();
+    assert!(
+        deployed.contains(&format!("inline_string: {quoted}")),
+        "deploy/envoy/envoy-config.yaml"
+    );
+}
+
 /// The manifest files `kubectl apply -f FOLDER` reads in deploy/FOLDER (not its subfolders).
 fn kubectl_files(folder: &str) -> Vec<String> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(folder);

@@ -16,6 +16,7 @@
 //! without the listener changing, so no connection drains.
 
 use serde_json::{json, Value};
+use switchyard_table::format::ACCESS_LOG_FORMAT;
 
 use crate::https::{Https, Presented, Served, TlsRange};
 use crate::route_config::GatewayRoutes;
@@ -241,6 +242,18 @@ fn refusing_chain() -> Value {
     })
 }
 
+/// The access log every listener of the gateway writes to Envoy's standard output: the request,
+/// its answer and the rule and resource that won it ([`ACCESS_LOG_FORMAT`]).
+pub fn stdout_access_log() -> Value {
+    json!({
+        "name": "envoy.access_loggers.stdout",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+            "log_format": { "text_format_source": { "inline_string": ACCESS_LOG_FORMAT } },
+        }
+    })
+}
+
 /// The plain listener's HTTP connection manager (`envoy.yaml`, `deploy/`): the same path
 /// normalisation, the filter from the same ECDS source, `route_config` (the route to the cluster
 /// the filter names). A host's port is not part of its match (`strip_any_host_port`).
@@ -255,6 +268,7 @@ fn http_connection_manager(options: &HttpsOptions, route_config: Value) -> Value
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
             "stat_prefix": "ingress_https",
+            "access_log": [stdout_access_log()],
             "normalize_path": true,
             "merge_slashes": true,
             "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",

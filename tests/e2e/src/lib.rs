@@ -777,6 +777,25 @@ impl Envoy {
     /// As [`Envoy::start_with`], choosing the filter's form too: the dynamic module
     /// (`SWITCHYARD_MODULE`) in the wasm filter's place, with the same listener, routes and ECDS file.
     pub fn start_filter(table: &str, clusters: &[&str], form: ConfigForm, workers: usize, filter: FilterForm) -> Envoy {
+        Envoy::start_configured(table, clusters, (form, workers, filter), |yaml| yaml)
+    }
+
+    /// [`Envoy::start_filter`] (one worker, the `StringValue` form) whose listener writes the access
+    /// log of `deploy/` ([`ACCESS_LOG_FORMAT`]) to `<dir>/access.log` ([`Envoy::access_log`]).
+    pub fn start_logged(table: &str, clusters: &[&str], filter: FilterForm) -> Envoy {
+        let form = (ConfigForm::StringValue, 1, filter);
+        Envoy::start_configured(table, clusters, form, |yaml| {
+            with_access_log(&yaml, Path::new("access.log"))
+        })
+    }
+
+    /// [`Envoy::start_filter`] with its bootstrap passed through `edit`.
+    fn start_configured(
+        table: &str,
+        clusters: &[&str],
+        (form, workers, filter): (ConfigForm, usize, FilterForm),
+        edit: impl FnOnce(String) -> String,
+    ) -> Envoy {
         let envoy_bin = required_path("ENVOY_BIN");
         let wasm = required_path(filter.variable());
         if filter.is_module() {
@@ -790,7 +809,11 @@ impl Envoy {
             backends.insert((*cluster).to_owned(), backend);
         }
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
-        write_file(&dir.join("envoy.yaml"), &envoy_config_for(&dir, &ports, 0, 0, filter));
+        let bootstrap = edit(envoy_config_for(&dir, &ports, 0, 0, filter));
+        write_file(
+            &dir.join("envoy.yaml"),
+            &bootstrap.replace("{access_log_dir}", &dir.display().to_string()),
+        );
         let (table, probe) = with_probe(table);
         write_file(
             &dir.join("ecds/filter.json"),
@@ -923,6 +946,22 @@ impl Envoy {
         self.process.log()
     }
 
+    /// The access log's lines (an Envoy of [`Envoy::start_logged`]) once every text of `wanted`
+    /// is in one of them: Envoy flushes the log every second, so this waits for up to 10 s.
+    pub fn access_log(&self, wanted: &[&str]) -> Vec<String> {
+        let path = self.process.dir.join("access.log");
+        let started = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let complete = wanted.iter().all(|w| lines.iter().any(|l| l.contains(w)));
+            if complete || started.elapsed() > Duration::from_secs(10) {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn log_tail(&self) -> String {
         self.process.log_tail()
     }
@@ -1032,6 +1071,26 @@ static_resources:
         yaml.push_str(&static_cluster(name, SocketAddr::from(([127, 0, 0, 1], *port))));
     }
     yaml
+}
+
+/// The access log format of `envoy.yaml` and `deploy/` (issue "Which Ingress served this
+/// request").
+pub use switchyard_table::format::ACCESS_LOG_FORMAT;
+
+/// A bootstrap of [`envoy_config_reading`] whose listener writes the access log to `file` (relative
+/// to Envoy's folder) in [`ACCESS_LOG_FORMAT`].
+pub fn with_access_log(yaml: &str, file: &Path) -> String {
+    let anchor = "          stat_prefix: ingress\n";
+    let Some(at) = yaml.find(anchor) else {
+        panic!("not a bootstrap of envoy_config_reading:\n{yaml}");
+    };
+    let log = format!(
+        "          access_log:\n          - name: envoy.access_loggers.file\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n              path: {{access_log_dir}}/{}\n              log_format: {{text_format_source: {{inline_string: {}}}}}\n",
+        file.display(),
+        serde_json::to_string(ACCESS_LOG_FORMAT).unwrap_or_default()
+    );
+    let end = at + anchor.len();
+    format!("{}{log}{}", &yaml[..end], &yaml[end..])
 }
 
 /// A bootstrap of [`envoy_config_reading`] whose listener takes its routes from the RDS file `rds`
