@@ -442,6 +442,33 @@ fn typed<T: serde::de::DeserializeOwned>(
         })
 }
 
+/// A warning's subject and its note, as the loader (and the sidecar's sources) write them,
+/// `FILE:LINE: Kind namespace/name: note` or `Subject: note`: the subject, and the note without
+/// a count in parentheses at its end, so that the same note about many resources reads once
+/// (`apiVersion extensions/v1beta1 is converted to networking.k8s.io/v1`, 16 Ingresses).
+pub fn warning_parts(warning: &str) -> (&str, &str) {
+    let mut parts = warning.splitn(3, ": ");
+    let first = parts.next().unwrap_or_default();
+    // `FILE:LINE`: the loader's, whose subject goes on to the resource.
+    let at_line = first
+        .rsplit_once(':')
+        .is_some_and(|(_, line)| !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()));
+    let (subject_len, note) = match (parts.next(), parts.next()) {
+        (Some(what), Some(note)) if at_line => (first.len() + 2 + what.len(), note),
+        (Some(_), _) => (first.len(), &warning[first.len() + 2..]),
+        _ => (0, warning),
+    };
+    (&warning[..subject_len], without_count(note))
+}
+
+/// A note without the count in parentheses at its end (`… read as ImplementationSpecific (3)`).
+fn without_count(note: &str) -> &str {
+    match note.strip_suffix(')').and_then(|n| n.rsplit_once(" (")) {
+        Some((text, count)) if !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit()) => text,
+        _ => note,
+    }
+}
+
 /// Converts an old Ingress (`extensions/v1beta1`, `networking.k8s.io/v1beta1`, or a v1 Ingress with
 /// the old backend fields) to `networking.k8s.io/v1`, with a warning for each kind of change.
 fn upgrade_ingress(object: &mut Map<String, Value>, api_version: &str, what: &str, warnings: &mut Vec<String>) {
@@ -482,12 +509,12 @@ fn upgrade_ingress(object: &mut Map<String, Value>, api_version: &str, what: &st
     }
     if old_backends > 0 {
         warnings.push(format!(
-            "{what}: {old_backends} backend(s) use the old serviceName/servicePort fields; read as service.name/service.port"
+            "{what}: backends use the old serviceName/servicePort fields; read as service.name/service.port ({old_backends})"
         ));
     }
     if missing_path_type > 0 && !old_version {
         warnings.push(format!(
-            "{what}: {missing_path_type} path(s) have no pathType; read as ImplementationSpecific"
+            "{what}: paths have no pathType; read as ImplementationSpecific ({missing_path_type})"
         ));
     }
 }
@@ -539,5 +566,33 @@ mod tests {
     #[test]
     fn unquoted_star_is_quoted_in_the_hint() {
         assert_eq!(quote_star("    - host: *.net"), "    - host: \"*.net\"");
+    }
+
+    #[test]
+    fn a_warning_splits_into_its_subject_and_a_note_the_same_for_every_resource() {
+        assert_eq!(
+            warning_parts(
+                "m/a.yaml:12: Ingress shop/a: apiVersion extensions/v1beta1 is converted to networking.k8s.io/v1"
+            ),
+            (
+                "m/a.yaml:12: Ingress shop/a",
+                "apiVersion extensions/v1beta1 is converted to networking.k8s.io/v1"
+            )
+        );
+        assert_eq!(
+            warning_parts("m/b.yaml:3: Ingress shop/b: paths have no pathType; read as ImplementationSpecific (2)"),
+            (
+                "m/b.yaml:3: Ingress shop/b",
+                "paths have no pathType; read as ImplementationSpecific"
+            )
+        );
+        assert_eq!(
+            warning_parts("ConfigMap n/c: not honoured (not routing, or an invalid value: the default stands): x"),
+            (
+                "ConfigMap n/c",
+                "not honoured (not routing, or an invalid value: the default stands): x"
+            )
+        );
+        assert_eq!(warning_parts("no subject"), ("", "no subject"));
     }
 }

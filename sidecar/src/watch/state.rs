@@ -387,6 +387,8 @@ impl State {
             "hosts": self.hosts,
             "errors": self.errors,
             "warnings": self.class_warning.iter().chain(&self.warnings).collect::<Vec<_>>(),
+            // The same warnings by note, most frequent first: what the dashboard shows.
+            "warning_groups": warning_groups(self.class_warning.iter().chain(&self.warnings)),
             "sources_down": self.down,
             "sinks_refused": self.refused,
             "envoy_refused": { "count": self.envoy_refused.0, "last": self.envoy_refused.1 },
@@ -548,4 +550,34 @@ mod tests {
         assert!(!failing.recover("sink"));
         assert!(failing.fail("sink", "refused".into()));
     }
+}
+
+/// Warnings of one note (`switchyard_compiler::load::warning_parts`), with what each is about.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WarningGroup {
+    /// The note.
+    pub note: String,
+    /// How many warnings say it.
+    pub count: usize,
+    /// What each is about (`m/a.yaml:12: Ingress shop/a`; empty for a warning without a subject).
+    pub about: Vec<String>,
+}
+
+/// `warnings` grouped by note, the most frequent note first (then by note), each group's subjects
+/// in the warnings' order.
+pub fn warning_groups<'w>(warnings: impl Iterator<Item = &'w String>) -> Vec<WarningGroup> {
+    let mut by_note: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for warning in warnings {
+        let (about, note) = switchyard_compiler::load::warning_parts(warning);
+        by_note.entry(note).or_default().push(about);
+    }
+    let mut groups: Vec<WarningGroup> = (by_note.into_iter())
+        .map(|(note, about)| WarningGroup {
+            note: note.to_owned(),
+            count: about.len(),
+            about: about.into_iter().filter(|a| !a.is_empty()).map(str::to_owned).collect(),
+        })
+        .collect();
+    groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.note.cmp(&b.note)));
+    groups
 }

@@ -164,6 +164,7 @@ async fn the_page_lists_the_example_hosts_and_rules() {
         "resources",
         "errors",
         "warnings",
+        "warning_groups",
         "sources_down",
         "sinks_refused",
         "sinks",
@@ -533,6 +534,38 @@ async fn a_broken_manifest_shows_its_error() {
             "return document.getElementById('source-errors') === null;",
         )
         .await;
+    browser.close().await;
+}
+
+/// Repeated warnings read once (issue "Which Ingress served this request"): three Ingresses of the
+/// old API are one line, the note with its count, the Ingresses behind a click.
+#[tokio::test(flavor = "current_thread")]
+async fn repeated_warnings_are_one_line_with_a_count_and_their_resources_behind_a_click() {
+    let old = |name: &str| {
+        (
+            format!("{name}.yaml"),
+            format!(
+                "apiVersion: networking.k8s.io/v1beta1\nkind: Ingress\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  rules:\n  - host: {name}.example\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{serviceName: web, servicePort: 80}}}}\n"
+            ),
+        )
+    };
+    let watch = Watch::start(&[old("a"), old("b"), old("c")], &[]);
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let shown = browser
+        .until(
+            "the grouped warnings",
+            "const rows = [...document.querySelectorAll('#warnings .warning-group')]; \
+             return rows.length > 0 && rows.map(r => [r.firstChild.textContent, r.querySelectorAll('details li').length]);",
+        )
+        .await;
+    let rows = shown.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "two notes, not six lines: {shown}");
+    for row in rows {
+        assert_eq!(row[0], "3× ", "{shown}");
+        assert_eq!(row[1], 3, "the three Ingresses behind the click: {shown}");
+    }
+    assert_eq!(status(&watch)["warnings"].as_array().unwrap().len(), 6);
     browser.close().await;
 }
 

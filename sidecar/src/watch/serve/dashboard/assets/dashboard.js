@@ -81,7 +81,7 @@ function objectTable(caption, rows, firstColumn) {
 // ---- overview --------------------------------------------------------------------------------
 
 // /status fields drawn in their own places; every other field is listed as it comes.
-const DRAWN = new Set(["access", "resources", "errors", "warnings", "sources_down", "sinks_refused", "sinks", "push_log", "l4", "https"]);
+const DRAWN = new Set(["access", "resources", "errors", "warnings", "warning_groups", "sources_down", "sinks_refused", "sinks", "push_log", "l4", "https"]);
 
 function renderOverview(status) {
   const summary = [
@@ -117,9 +117,15 @@ function renderOverview(status) {
       el("ul", {}, status.errors.map((e) => el("li", { class: "source-error" },
         el("code", {}, e.source), ": ", el("span", { class: "message" }, e.message))))));
   }
-  if ((status.warnings || []).length) {
+  // One line per kind of note, with its count; what each is about behind a click.
+  const groups = status.warning_groups || [];
+  if (groups.length) {
     problems.push(el("div", { class: "problem warning", id: "warnings" },
-      el("h3", {}, "Warnings"), el("ul", {}, status.warnings.map((w) => el("li", {}, w)))));
+      el("h3", {}, `Warnings (${(status.warnings || []).length})`),
+      el("ul", {}, groups.map((g) => el("li", { class: "warning-group" },
+        g.count > 1 ? el("strong", {}, `${g.count}× `) : null, g.note,
+        g.about.length ? el("details", {}, el("summary", {}, g.about.length > 1 ? `${g.about.length} resources` : "about"),
+          el("ul", {}, g.about.map((a) => el("li", {}, el("code", {}, a))))) : null)))));
   }
   for (const [key, caption, column] of [["sources_down", "Sources down", "source"],
     ["sinks_refused", "Sinks refusing the newest table", "sink"]]) {
