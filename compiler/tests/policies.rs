@@ -263,7 +263,7 @@ fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
         .and_then(|p| p.cors.clone())
         .expect("a CORS policy");
     assert_eq!(cors.allow_origin, ["https://app.example.com", "https://*.example.org"]);
-    assert_eq!(cors.max_age, 600);
+    assert_eq!(cors.max_age, Some(600));
     let status = status_of(&compiled, "Ingress", "shop", "api");
     assert!(
         !format!("{status:?}").contains("cors"),

@@ -61,7 +61,7 @@ mod table;
 pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
-    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors, CorsSemantics, OriginRegex,
     DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
     RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
