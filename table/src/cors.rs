@@ -363,7 +363,10 @@ mod tests {
         let verdict = check(&Arc::new(policy), &request);
         let got = headers(&verdict);
         assert_eq!(got[2], ("access-control-allow-methods".to_owned(), "PUT".to_owned()));
-        assert_eq!(got[3], ("access-control-allow-headers".to_owned(), "x-one, x-two".to_owned()));
+        assert_eq!(
+            got[3],
+            ("access-control-allow-headers".to_owned(), "x-one, x-two".to_owned())
+        );
         assert_eq!(got.len(), 4, "no max age, no private network not asked: {got:?}");
     }
 
@@ -382,7 +385,13 @@ mod tests {
         let keys: Vec<&String> = nginx.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["allow_credentials", "allow_headers", "allow_methods", "allow_origin", "max_age"]
+            [
+                "allow_credentials",
+                "allow_headers",
+                "allow_methods",
+                "allow_origin",
+                "max_age"
+            ]
         );
         let envoy = envoy(&["*"], &[r"https://.*\.example\.org"]);
         let back = read_back(&envoy).unwrap().unwrap();
@@ -390,7 +399,10 @@ mod tests {
         assert!(back.allow_origin_regex[0].is_match("https://a.example.org"));
         let mut bad = (*cors(&["*"])).clone();
         bad.allow_private_network = true;
-        assert!(read_back(&bad).is_err(), "Envoy's fields under ingress-nginx's semantics");
+        assert!(
+            read_back(&bad).is_err(),
+            "Envoy's fields under ingress-nginx's semantics"
+        );
     }
 
     #[test]
@@ -399,7 +411,10 @@ mod tests {
         let CorsVerdict::Preflight(answer) = check(&cors(&["*"]), &request) else {
             panic!("a preflight");
         };
-        assert_eq!((answer.status(), answer.content_type()), (204, Some("text/plain charset=UTF-8")));
+        assert_eq!(
+            (answer.status(), answer.content_type()),
+            (204, Some("text/plain charset=UTF-8"))
+        );
     }
 
     fn headers(verdict: &CorsVerdict) -> Vec<(String, String)> {

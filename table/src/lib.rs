@@ -61,9 +61,9 @@ mod table;
 pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
-    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors, CorsSemantics, OriginRegex,
-    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
-    RegexRewrite, RouteAction, RuleSpec, TableSpec,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
+    CorsSemantics, DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, OriginRegex, PathSpec, Policy,
+    Rate, RateLimit, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

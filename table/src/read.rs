@@ -20,9 +20,9 @@ use crate::doc::{Doc, Item, Node};
 use crate::error::TableError;
 use crate::external_auth::ExternalAuth;
 use crate::format::{
-    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors, CorsSemantics, OriginRegex,
-    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
-    RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
+    CorsSemantics, DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, OriginRegex, PathSpec, Policy,
+    Rate, RateLimit, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.

@@ -94,9 +94,14 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
             true => "credentials allowed",
             false => "no credentials",
         };
-        let regexes = cors.allow_origin_regex.iter().map(|r| format!("{} (regex)", r.as_str()));
+        let regexes = cors
+            .allow_origin_regex
+            .iter()
+            .map(|r| format!("{} (regex)", r.as_str()));
         let origins: Vec<String> = cors.allow_origin.iter().cloned().chain(regexes).collect();
-        let age = cors.max_age.map_or("no max age".to_owned(), |age| format!("max age {age} s"));
+        let age = cors
+            .max_age
+            .map_or("no max age".to_owned(), |age| format!("max age {age} s"));
         lines.push(format!(
             "CORS from {}: methods {}; {credentials}; {age}",
             origins.join(", "),
