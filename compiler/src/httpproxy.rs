@@ -16,11 +16,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use switchyard_table::{
-    ActionSpec, Affinity, Backend, ConditionSource, ConditionSpec, DirectResponse, HeaderValue, HostPattern, MatchOp,
-    PathSpec, Policy, RateLimit, RouteAction, RuleSpec,
+    ActionSpec, Affinity, Backend, ConditionSource, ConditionSpec, Cors, DirectResponse, HeaderValue, HostPattern,
+    MatchOp, PathSpec, Policy, RateLimit, RouteAction, RuleSpec,
 };
 
 use crate::access::{is_set, Field, Guard, Reach};
+mod cors;
 mod passthrough;
 mod ratelimit;
 mod timing;
@@ -100,6 +101,8 @@ struct Context {
     /// The root's `virtualhost.rateLimitPolicy.local`: the bucket every route of the host shares
     /// unless it has its own.
     rate_limit: Option<RateLimit>,
+    /// The root's `virtualhost.corsPolicy` ([`cors`]): every route of the host answers with it.
+    cors: Option<Arc<Cors>>,
 }
 
 impl Context {
@@ -238,6 +241,22 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
         };
+        let cors = match vhost
+            .cors_policy
+            .as_ref()
+            .map(|p| cors::read(p, "spec.virtualhost.corsPolicy"))
+        {
+            None => None,
+            Some(Ok(cors)) => Some(Arc::new(cors)),
+            Some(Err(why)) => {
+                self.invalid(
+                    key,
+                    Reason::PolicyDidNotParse,
+                    format!("{why}; the proxy routes nothing"),
+                );
+                return None;
+            }
+        };
         let zone = format!("{}/virtualhost", key.display());
         let policy = vhost.rate_limit_policy.as_ref();
         let Ok(rate_limit) = self.local_rate_limit(key, policy, ("spec.virtualhost", zone, "the proxy routes nothing"))
@@ -253,6 +272,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             stack: vec![key.clone()],
             terminates_tls,
             rate_limit,
+            cors,
         })
     }
 
@@ -382,8 +402,8 @@ impl<'a> HTTPProxyProcessor<'a> {
 
     /// The policy of a route's rule: its timeouts and retries as a gateway route of its own
     /// ([`timing`]), on a gateway whose routes are Switchyard's (elsewhere they are reported not
-    /// honoured), and its local rate limit ([`ratelimit`]: its own, else its host's). `None`
-    /// (reported) when they are not valid: the route is skipped.
+    /// honoured), its local rate limit ([`ratelimit`]: its own, else its host's) and its host's CORS
+    /// ([`cors`]). `None` (reported) when they are not valid: the route is skipped.
     fn route_policy(
         &mut self,
         key: &ResourceKey,
@@ -423,6 +443,7 @@ impl<'a> HTTPProxyProcessor<'a> {
         let policy = Policy {
             route: name.filter(|_| self.inputs.options.gateway_routes),
             rate_limit,
+            cors: context.cors.clone(),
             ..Policy::default()
         };
         Some((policy != Policy::default()).then(|| Arc::new(policy)))
@@ -1203,9 +1224,19 @@ fn service_protocol(protocol: Option<&str>) -> Option<UpstreamProtocol> {
 /// Contour's durations: `infinity` (or `infinite`) is 0, for ever; otherwise Go's (`90s`, `1h30m`,
 /// `1.5s`, `250ms`), in milliseconds; `None` when it is neither.
 fn go_duration_ms(text: &str) -> Option<u32> {
-    let text = text.trim();
-    if matches!(text, "infinity" | "infinite" | "0") {
+    if matches!(text.trim(), "infinity" | "infinite") {
         return Some(0);
+    }
+    let total = go_duration(text)?;
+    (total < f64::from(u32::MAX)).then_some(total.round() as u32)
+}
+
+/// A Go duration (`90s`, `1h30m`, `1.5s`, `250ms`, `0`; no sign), in milliseconds; `None` when it
+/// is not one.
+fn go_duration(text: &str) -> Option<f64> {
+    let text = text.trim();
+    if text == "0" {
+        return Some(0.0);
     }
     let mut total = 0.0_f64;
     let mut rest = text;
@@ -1226,7 +1257,7 @@ fn go_duration_ms(text: &str) -> Option<u32> {
         total += number * scale;
         rest = &rest[number_len + unit_len..];
     }
-    (total < f64::from(u32::MAX)).then_some(total.round() as u32)
+    Some(total)
 }
 
 #[cfg(test)]

@@ -287,6 +287,9 @@ pub struct VirtualHost {
     /// `rateLimitPolicy`: only `local` is read (every route of the host shares its bucket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_policy: Option<RateLimitPolicy>,
+    /// The host's CORS, for every route of the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors_policy: Option<CorsPolicy>,
     /// TLS: only `clientValidation` is read here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<VirtualHostTls>,
@@ -600,6 +603,33 @@ pub struct RateLimitPolicy {
     /// Descriptors for a global rate limit service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub global: Option<serde_json::Value>,
+}
+
+/// `virtualhost.corsPolicy`, as Contour's CRD writes it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CorsPolicy {
+    /// `Access-Control-Allow-Credentials: true`.
+    #[serde(default)]
+    pub allow_credentials: bool,
+    /// `*`, exact origins (`scheme://host[:port]`), or regexes.
+    #[serde(default)]
+    pub allow_origin: Vec<String>,
+    /// `Access-Control-Allow-Methods`.
+    #[serde(default)]
+    pub allow_methods: Vec<String>,
+    /// `Access-Control-Allow-Headers`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_headers: Vec<String>,
+    /// `Access-Control-Expose-Headers`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expose_headers: Vec<String>,
+    /// How long a preflight's answer may be cached: a Go duration, `0s` not at all.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub max_age: String,
+    /// Whether a preflight asking for the private network is allowed it.
+    #[serde(default)]
+    pub allow_private_network: bool,
 }
 
 /// `rateLimitPolicy.local`.

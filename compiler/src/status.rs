@@ -232,6 +232,9 @@ vocabulary! {
         /// An HTTPProxy's `rateLimitPolicy.local` holds a value Contour refuses: on the virtual
         /// host the proxy routes nothing; on a route the route is skipped.
         RateLimitPolicyNotValid,
+        /// An HTTPProxy's `virtualhost.corsPolicy` holds a value Contour refuses (its reason under
+        /// its `CORSError` condition): the proxy routes nothing.
+        PolicyDidNotParse,
         /// A basic authentication's Secret lists users whose password hash is of no scheme the
         /// gateway checks: they never get in.
         BasicAuthUserUnusable,

@@ -263,7 +263,7 @@ fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
         .and_then(|p| p.cors.clone())
         .expect("a CORS policy");
     assert_eq!(cors.allow_origin, ["https://app.example.com", "https://*.example.org"]);
-    assert_eq!(cors.max_age, 600);
+    assert_eq!(cors.max_age, Some(600));
     let status = status_of(&compiled, "Ingress", "shop", "api");
     assert!(
         !format!("{status:?}").contains("cors"),
@@ -466,4 +466,60 @@ fn routed_rule_or_denied(compiled: &switchyard_compiler::Compiled) -> &switchyar
     (compiled.table.rules.iter())
         .find(|r| r.name.starts_with("Ingress/shop/api"))
         .expect("a rule of Ingress shop/api")
+}
+
+/// `shop/p` for `p.example.com` with the virtual host's `corsPolicy` (YAML flow), routing `/` and
+/// including `shop/child`, which routes `/child`.
+fn proxy_with_cors(cors: &str) -> String {
+    let root = httpproxy(
+        " [{name: api, port: 80}]\n",
+        "  includes: [{name: child, conditions: [{prefix: /child}]}]\n",
+    )
+    .replace(
+        "virtualhost: {fqdn: p.example.com}",
+        &format!("virtualhost:\n    fqdn: p.example.com\n    corsPolicy: {cors}"),
+    );
+    let child = "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: child, namespace: shop}\nspec:\n  routes:\n  - services: [{name: api, port: 80}]\n---\n";
+    format!("{root}{child}")
+}
+
+#[test]
+fn an_httpproxy_cors_policy_is_envoys_on_every_route_of_its_host_includes_too() {
+    let cors = "{allowOrigin: ['https://app.example.com', 'https://.*\\.example\\.org'], allowMethods: [GET, PUT], allowHeaders: [x-a], maxAge: 10m, allowCredentials: true}";
+    let compiled = compile_yaml(&proxy_with_cors(cors), &switchyard_compiler::Options::default());
+    let routed: Vec<&switchyard_table::RuleSpec> = (compiled.table.rules.iter())
+        .filter(|r| r.host.as_deref() == Some("p.example.com") && matches!(r.action, ActionSpec::Route(_)))
+        .collect();
+    assert_eq!(routed.len(), 2, "{:?}", compiled.statuses);
+    for rule in routed {
+        let cors = rule
+            .policy
+            .as_ref()
+            .and_then(|p| p.cors.clone())
+            .expect("the host's CORS");
+        assert_eq!(cors.semantics, switchyard_table::CorsSemantics::Envoy);
+        assert_eq!(cors.allow_origin, ["https://app.example.com"]);
+        assert_eq!(cors.allow_origin_regex[0].as_str(), r"https://.*\.example\.org");
+        assert_eq!((cors.allow_methods.as_str(), cors.max_age), ("GET,PUT", Some(600)));
+    }
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert_eq!(status.status, switchyard_compiler::status::Status::Valid, "{status:?}");
+}
+
+#[test]
+fn an_invalid_httpproxy_cors_policy_makes_the_proxy_invalid_and_route_nothing() {
+    for (cors, field) in [
+        ("{allowOrigin: [], allowMethods: [GET]}", "allowOrigin"),
+        ("{allowOrigin: ['*'], allowMethods: [GET], maxAge: -1s}", "maxAge"),
+    ] {
+        let compiled = compile_yaml(&proxy_with_cors(cors), &switchyard_compiler::Options::default());
+        let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+        assert!(message(status, Reason::PolicyDidNotParse).contains(field), "{status:?}");
+        assert_invalid_naming(&compiled, ("HTTPProxy", "shop", "p"), "corsPolicy");
+        assert!(!compiled
+            .table
+            .rules
+            .iter()
+            .any(|r| r.host.as_deref() == Some("p.example.com")));
+    }
 }

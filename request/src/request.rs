@@ -356,9 +356,9 @@ fn answer(
                     host.remove_request_header(table.cluster_header());
                     let owned = cors_pairs(Some(&answer));
                     let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
-                    headers.push(("content-type", cors::PREFLIGHT_CONTENT_TYPE));
-                    reply.send(host, cors::PREFLIGHT, headers, "");
-                    let status = cors::PREFLIGHT;
+                    headers.extend(answer.content_type().map(|value| ("content-type", value)));
+                    let status = answer.status();
+                    reply.send(host, status, headers, "");
                     return (Outcome::Direct { position, status }, Followup::default());
                 }
                 Some(Admitted::Refused(refusal)) => {

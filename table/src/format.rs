@@ -212,23 +212,104 @@ pub struct Rate {
     pub burst: u32,
 }
 
-/// A rule's CORS, as ingress-nginx's `cors-*` annotations set it.
+/// A rule's CORS: as ingress-nginx's `cors-*` annotations set it, or as Contour sets Envoy's CORS
+/// filter from an HTTPProxy's `corsPolicy` ([`CorsSemantics`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Cors {
-    /// The origins allowed: `*` (every one), or origins (`https://app.example.com:8443`, `null`), a
-    /// `*` standing for one label (`https://*.example.com`).
+    /// The origins allowed. ingress-nginx's: `*` (every one), or origins (`https://app.example.com:8443`,
+    /// `null`), a `*` standing for one label (`https://*.example.com`), each matching the end of the
+    /// request's `Origin`. Envoy's: `*` (every one), or origins the request's `Origin` equals, case
+    /// ignored.
     pub allow_origin: Vec<String>,
-    /// `Access-Control-Allow-Methods`.
+    /// `Access-Control-Allow-Methods` (Envoy's: none when empty; `*` echoes the preflight's
+    /// `Access-Control-Request-Method`).
     pub allow_methods: String,
-    /// `Access-Control-Allow-Headers`.
+    /// `Access-Control-Allow-Headers` (Envoy's: none when empty; `*` echoes the preflight's
+    /// `Access-Control-Request-Headers`).
     pub allow_headers: String,
     /// `Access-Control-Expose-Headers` (none when empty).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub expose_headers: String,
     /// `Access-Control-Allow-Credentials: true`.
     pub allow_credentials: bool,
-    /// `Access-Control-Max-Age`, in seconds.
-    pub max_age: u64,
+    /// `Access-Control-Max-Age`, in seconds (none when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_age: Option<u64>,
+    /// Whose semantics the filter answers with (ingress-nginx's unless told).
+    #[serde(skip_serializing_if = "CorsSemantics::is_nginx")]
+    pub semantics: CorsSemantics,
+    /// Envoy's only: regexes the whole `Origin` may match instead (`https://.*\.example\.com`),
+    /// compiled when the table loads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_origin_regex: Vec<OriginRegex>,
+    /// Envoy's only: a preflight asking for the private network
+    /// (`Access-Control-Request-Private-Network: true`) is answered
+    /// `Access-Control-Allow-Private-Network: true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_private_network: bool,
+}
+
+/// Whose CORS a [`Cors`] answers as ([`crate::cors`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorsSemantics {
+    /// ingress-nginx's template: origins matched at the end of `Origin`, a preflight is any
+    /// `OPTIONS` and is answered `204`, every response gets every header.
+    #[default]
+    Nginx,
+    /// Envoy's CORS filter (as Contour programs it): origins matched whole, a preflight is an
+    /// `OPTIONS` with `Access-Control-Request-Method` and is answered `200`, the other responses
+    /// get `-Allow-Origin`, `-Allow-Credentials` and `-Expose-Headers`.
+    Envoy,
+}
+
+impl CorsSemantics {
+    /// Whether these are ingress-nginx's (the default, left out of the table's JSON).
+    pub fn is_nginx(&self) -> bool {
+        *self == CorsSemantics::Nginx
+    }
+}
+
+/// A regex an `Origin` must match whole (Envoy's `safe_regex`), compiled once.
+#[derive(Debug, Clone)]
+pub struct OriginRegex {
+    source: String,
+    regex: regex_lite::Regex,
+}
+
+impl OriginRegex {
+    /// `pattern` compiled, anchored at both ends; `None` when it does not compile.
+    pub fn new(pattern: &str) -> Option<OriginRegex> {
+        let regex = crate::path::anchored_regex(pattern).ok()?;
+        Some(OriginRegex {
+            source: pattern.to_owned(),
+            regex,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether `text` matches the pattern whole.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text)
+    }
+}
+
+impl PartialEq for OriginRegex {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for OriginRegex {}
+
+impl Serialize for OriginRegex {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.source)
+    }
 }
 
 /// An address range, `10.0.0.0/8` or `2001:db8::/32` (a bare address is the range of itself).

@@ -62,8 +62,8 @@ pub use condition::Condition;
 pub use error::{Problem, TableError};
 pub use format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
-    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
-    RegexRewrite, RouteAction, RuleSpec, TableSpec,
+    CorsSemantics, DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, OriginRegex, PathSpec, Policy,
+    Rate, RateLimit, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
 };
 pub use host::{normalize_authority, HostPattern};
 pub use path::{query_string, request_path, PathPattern};

@@ -21,8 +21,8 @@ use crate::error::TableError;
 use crate::external_auth::ExternalAuth;
 use crate::format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
-    DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, PathSpec, Policy, Rate, RateLimit, Redirect,
-    RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    CorsSemantics, DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, OriginRegex, PathSpec, Policy,
+    Rate, RateLimit, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -436,9 +436,37 @@ impl FromDoc for Cors {
                 allow_headers: f.required("allow_headers")?,
                 expose_headers: f.or("expose_headers", String::new())?,
                 allow_credentials: f.or("allow_credentials", false)?,
-                max_age: f.required("max_age")?,
+                max_age: f.optional("max_age")?,
+                semantics: f.or("semantics", CorsSemantics::Nginx)?,
+                allow_origin_regex: f.or("allow_origin_regex", Vec::new())?,
+                allow_private_network: f.or("allow_private_network", false)?,
             })
         })
+        .and_then(|cors| match cors.semantics {
+            CorsSemantics::Envoy => Ok(cors),
+            CorsSemantics::Nginx if cors.allow_origin_regex.is_empty() && !cors.allow_private_network => Ok(cors),
+            CorsSemantics::Nginx => Err(at.error(format_args!(
+                "allow_origin_regex and allow_private_network need semantics \"envoy\""
+            ))),
+        })
+    }
+}
+
+impl FromDoc for CorsSemantics {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        one_of(
+            value,
+            doc,
+            at,
+            &[("nginx", CorsSemantics::Nginx), ("envoy", CorsSemantics::Envoy)],
+        )
+    }
+}
+
+impl FromDoc for OriginRegex {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        let text = text(value, doc, at)?;
+        OriginRegex::new(text).ok_or_else(|| at.error(format_args!("{text:?} is not a regex that compiles")))
     }
 }
 

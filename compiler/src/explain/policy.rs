@@ -94,11 +94,18 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
             true => "credentials allowed",
             false => "no credentials",
         };
+        let regexes = cors
+            .allow_origin_regex
+            .iter()
+            .map(|r| format!("{} (regex)", r.as_str()));
+        let origins: Vec<String> = cors.allow_origin.iter().cloned().chain(regexes).collect();
+        let age = cors
+            .max_age
+            .map_or("no max age".to_owned(), |age| format!("max age {age} s"));
         lines.push(format!(
-            "CORS from {}: methods {}; {credentials}; max age {} s",
-            cors.allow_origin.join(", "),
+            "CORS from {}: methods {}; {credentials}; {age}",
+            origins.join(", "),
             cors.allow_methods,
-            cors.max_age
         ));
     }
     if let Some(limit) = &policy.rate_limit {
@@ -212,7 +219,7 @@ fn describe_route(settings: &RouteSettings) -> String {
 }
 
 /// Which part of `policy` answers `request` locally and why, as the filter decides: a CORS
-/// preflight (204), an address outside the ranges (403, only with `client` given), a declared body
+/// preflight (204, or 200 for Envoy's), an address outside the ranges (403, only with `client` given), a declared body
 /// over the limit (413), no credential of a basic authentication's users (401). `None`: the request goes upstream (its body, if it has no
 /// `content-length`, counted as it streams).
 pub fn answer(
@@ -223,9 +230,9 @@ pub fn answer(
 ) -> Option<(u16, String)> {
     let fields = fields_of(rule);
     let resource = resource_of(rule);
-    if let Some(CorsVerdict::Preflight(_)) = policy.cors.as_ref().map(|c| cors::check(c, request)) {
+    if let Some(CorsVerdict::Preflight(answer)) = policy.cors.as_ref().map(|c| cors::check(c, request)) {
         return Some((
-            cors::PREFLIGHT,
+            answer.status(),
             format!("a CORS preflight from an allowed origin, answered by {resource}'s CORS"),
         ));
     }

@@ -119,7 +119,8 @@ pub fn read(mine: &BTreeMap<&str, &str>, prefix: &str, problems: &mut Vec<Proble
         allow_headers,
         expose_headers,
         allow_credentials,
-        max_age,
+        max_age: Some(max_age),
+        ..Cors::default()
     })
 }
 
@@ -157,7 +158,7 @@ mod tests {
         assert_eq!(cors.allow_methods, DEFAULT_METHODS);
         assert_eq!(cors.allow_headers, DEFAULT_HEADERS);
         assert!(cors.allow_credentials);
-        assert_eq!(cors.max_age, 1_728_000);
+        assert_eq!(cors.max_age, Some(1_728_000));
         assert_eq!(self::cors(&[("cors-allow-origin", "*")]).0, None, "not enabled");
     }
 
@@ -189,7 +190,7 @@ mod tests {
         let cors = cors.unwrap();
         assert_eq!(cors.allow_origin, ["*"]);
         assert_eq!(cors.allow_methods, DEFAULT_METHODS);
-        assert_eq!(cors.max_age, DEFAULT_MAX_AGE);
+        assert_eq!(cors.max_age, Some(DEFAULT_MAX_AGE));
         let names: Vec<&str> = problems.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["cors-allow-origin", "cors-allow-methods", "cors-max-age"]);
     }

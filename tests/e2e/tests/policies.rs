@@ -178,6 +178,55 @@ fn a_preflight_from_an_allowed_origin_is_answered_and_the_responses_carry_the_co
     }
 }
 
+/// CORS with Envoy's semantics (an HTTPProxy's `virtualhost.corsPolicy`, as Contour programs
+/// Envoy's CORS filter), in both filter forms: a preflight (`OPTIONS` with
+/// `Access-Control-Request-Method`) from an allowed origin, exact or matching a regex, is answered
+/// 200 with the preflight's headers and never reaches the backend; another request from it reaches
+/// the backend and its response carries `-Allow-Origin`, `-Allow-Credentials` and
+/// `-Expose-Headers`; a preflight from an origin not allowed reaches the backend untouched.
+#[test]
+fn an_httpproxy_preflight_from_an_allowed_origin_is_answered_200_and_the_responses_carry_envoys_cors_headers() {
+    let mut shared = rule("HTTPProxy/shop/p#0").host("p.example").prefix("/").to(SERVICE);
+    shared["policy"] = json!({ "cors": {
+        "allow_origin": ["https://app.example.com"], "allow_origin_regex": ["https://[a-z]+\\.example\\.org"],
+        "allow_methods": "GET,PUT", "allow_headers": "x-token", "expose_headers": "x-trace",
+        "allow_credentials": true, "max_age": 600, "semantics": "envoy", "allow_private_network": true
+    } });
+    let table = table("cors-envoy", vec![shared]);
+    let names = [
+        "access-control-allow-origin",
+        "access-control-allow-credentials",
+        "access-control-allow-methods",
+        "access-control-allow-headers",
+        "access-control-max-age",
+        "access-control-allow-private-network",
+        "access-control-expose-headers",
+    ];
+    let cors_headers = |response: &switchyard_e2e::Response| names.map(|name| response.header(name).map(str::to_owned));
+    let some = |values: [&str; 7]| values.map(|v| (!v.is_empty()).then(|| v.to_owned()));
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let envoy = Envoy::start_filter(&table, &[SERVICE], ConfigForm::StringValue, 1, form);
+        let preflight = |origin: &str| {
+            let request = get("p.example", "/x").method("OPTIONS").header("origin", origin);
+            let request = request.header("access-control-request-method", "PUT");
+            envoy.send(&request.header("access-control-request-private-network", "true"))
+        };
+        for origin in ["https://app.example.com", "https://shop.example.org"] {
+            let answer = preflight(origin);
+            assert_eq!((answer.status, answer.backend()), (200, None), "{form:?}: {answer:?}");
+            let wanted = some([origin, "true", "GET,PUT", "x-token", "600", "true", ""]);
+            assert_eq!(cors_headers(&answer), wanted, "{form:?}");
+        }
+        let get = envoy.send(&get("p.example", "/x").header("origin", "https://app.example.com"));
+        assert_eq!((get.status, get.backend()), (200, Some("api")), "{form:?}");
+        let wanted = some(["https://app.example.com", "true", "", "", "", "", "x-trace"]);
+        assert_eq!(cors_headers(&get), wanted, "{form:?}");
+        let foreign = preflight("https://evil.net");
+        assert_eq!((foreign.status, foreign.backend()), (200, Some("api")), "{form:?}");
+        assert_eq!(cors_headers(&foreign), [const { None }; 7], "{form:?}");
+    }
+}
+
 /// A rate limit (ingress-nginx's `limit-rps: 2` with its burst of 10) counted per client address
 /// across Envoy's two workers, as one ingress-nginx pod counted across its workers: of 30 quick
 /// requests from 127.0.0.1, each on its own connection (spread over both workers), the first and
