@@ -20,8 +20,10 @@ use switchyard_table::{
     MatchOp, PathSpec, Policy, RateLimit, RouteAction, RuleSpec,
 };
 
+use self::ip_filter::{IpFilter, IpFilterRead};
 use crate::access::{is_set, Field, Guard, Reach};
 mod cors;
+mod ip_filter;
 mod passthrough;
 mod ratelimit;
 mod timing;
@@ -103,6 +105,9 @@ struct Context {
     rate_limit: Option<RateLimit>,
     /// The root's `virtualhost.corsPolicy` ([`cors`]): every route of the host answers with it.
     cors: Option<Arc<Cors>>,
+    /// The root's `virtualhost.ipAllowPolicy` / `ipDenyPolicy` ([`ip_filter`]): every route's
+    /// address ranges unless it has its own.
+    ip_filter: Option<IpFilter>,
 }
 
 impl Context {
@@ -150,7 +155,8 @@ impl<'a> HTTPProxyProcessor<'a> {
         self.report_unreported(&forest);
         let mut guard = Guard::default();
         for (key, proxy) in &forest.eligible {
-            let fields = access_fields(&proxy.spec);
+            let mut fields = access_fields(&proxy.spec);
+            enforce_ip_filters(&mut fields, &proxy.spec);
             guard.judge(key, &proxy.metadata, fields, self.inputs.book, Status::Valid);
         }
         let unroutable = self.unroutable;
@@ -257,6 +263,22 @@ impl<'a> HTTPProxyProcessor<'a> {
                 return None;
             }
         };
+        let ip_filter = match ip_filter::read(
+            vhost.ip_allow_policy.as_ref(),
+            vhost.ip_deny_policy.as_ref(),
+            "spec.virtualhost",
+        ) {
+            Ok(IpFilterRead::Enforced(filter)) => Some(filter),
+            Ok(_) => None,
+            Err(why) => {
+                self.invalid(
+                    key,
+                    Reason::PolicyDidNotParse,
+                    format!("{why}; the proxy routes nothing"),
+                );
+                return None;
+            }
+        };
         let zone = format!("{}/virtualhost", key.display());
         let policy = vhost.rate_limit_policy.as_ref();
         let Ok(rate_limit) = self.local_rate_limit(key, policy, ("spec.virtualhost", zone, "the proxy routes nothing"))
@@ -273,6 +295,7 @@ impl<'a> HTTPProxyProcessor<'a> {
             terminates_tls,
             rate_limit,
             cors,
+            ip_filter,
         })
     }
 
@@ -431,6 +454,16 @@ impl<'a> HTTPProxyProcessor<'a> {
             return None;
         };
         let rate_limit = own.or_else(|| context.rate_limit.clone());
+        let ip_filter = match ip_filter::read(route.ip_allow_policy.as_ref(), route.ip_deny_policy.as_ref(), at) {
+            Ok(IpFilterRead::Enforced(filter)) => Some(filter),
+            // A route's own list that is not enforced denies its rules (§9); none: the host's.
+            Ok(IpFilterRead::NotEnforced(_)) | Ok(IpFilterRead::None) => context.ip_filter.clone(),
+            Err(why) => {
+                self.invalid(key, Reason::PolicyDidNotParse, format!("{why}; the route is skipped"));
+                return None;
+            }
+        };
+        let (allow, deny) = ip_filter.map(|f| (f.allow, f.deny)).unwrap_or_default();
         let name = settings.name();
         if name.is_some() && !self.inputs.options.gateway_routes {
             let message = format!(
@@ -444,6 +477,8 @@ impl<'a> HTTPProxyProcessor<'a> {
             route: name.filter(|_| self.inputs.options.gateway_routes),
             rate_limit,
             cors: context.cors.clone(),
+            allow,
+            deny,
             ..Policy::default()
         };
         Some((policy != Policy::default()).then(|| Arc::new(policy)))
@@ -831,6 +866,38 @@ pub fn access_fields(spec: &HTTPProxySpec) -> Vec<Field> {
         }
     }
     fields
+}
+
+/// Marks the IP filters among `fields` that the rules' address ranges enforce ([`ip_filter`]), and
+/// says why one with a `source: Peer` entry is not. One Contour refuses leaves its rules unrouted.
+fn enforce_ip_filters(fields: &mut [Field], spec: &HTTPProxySpec) {
+    let mut places = Vec::new();
+    if let Some(vhost) = &spec.virtualhost {
+        places.push((
+            "spec.virtualhost".to_owned(),
+            vhost.ip_allow_policy.as_ref(),
+            vhost.ip_deny_policy.as_ref(),
+        ));
+    }
+    for (i, route) in spec.routes.iter().enumerate() {
+        places.push((
+            format!("spec.routes[{i}]"),
+            route.ip_allow_policy.as_ref(),
+            route.ip_deny_policy.as_ref(),
+        ));
+    }
+    for (at, allow, deny) in places {
+        let read = ip_filter::read(allow, deny, &at);
+        let named =
+            |field: &Field| field.name == format!("{at}.ipAllowPolicy") || field.name == format!("{at}.ipDenyPolicy");
+        for field in fields.iter_mut().filter(|f| named(f)) {
+            match &read {
+                Ok(IpFilterRead::Enforced(_)) | Err(_) => field.enforced = true,
+                Ok(IpFilterRead::NotEnforced(why)) => field.detail = Some(why.clone()),
+                Ok(IpFilterRead::None) => {}
+            }
+        }
+    }
 }
 
 /// The proxy an include names, or why the include is broken (reason, message): the proxy is
