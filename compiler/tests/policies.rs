@@ -523,3 +523,34 @@ fn an_invalid_httpproxy_cors_policy_makes_the_proxy_invalid_and_route_nothing() 
             .any(|r| r.host.as_deref() == Some("p.example.com")));
     }
 }
+
+#[test]
+fn an_httpproxys_remote_ip_filter_is_its_routes_address_ranges_and_a_peer_one_still_denies() {
+    let remote = httpproxy(" [{name: api, port: 80}]\n", "").replace(
+        "virtualhost: {fqdn: p.example.com}",
+        "virtualhost: {fqdn: p.example.com, ipAllowPolicy: [{cidr: 10.0.0.0/8, source: Remote}]}",
+    );
+    let compiled = compile_yaml(&remote, &switchyard_compiler::Options::default());
+    let rule = (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("HTTPProxy/shop/p"))
+        .unwrap();
+    let allow: Vec<String> = (rule.policy.as_deref().unwrap().allow.iter())
+        .map(|r| format!("{}/{}", r.network, r.prefix))
+        .collect();
+    assert_eq!(allow, ["10.0.0.0/8"], "{rule:?}");
+    assert!(matches!(rule.action, ActionSpec::Route(_)), "{rule:?}");
+    let peer = remote.replace("source: Remote", "source: Peer");
+    let compiled = compile_yaml(&peer, &switchyard_compiler::Options::default());
+    let rule = (compiled.table.rules.iter())
+        .find(|r| r.name.starts_with("HTTPProxy/shop/p"))
+        .unwrap();
+    assert!(
+        matches!(&rule.action, ActionSpec::DirectResponse(d) if d.status == 403),
+        "{rule:?}"
+    );
+    let status = status_of(&compiled, "HTTPProxy", "shop", "p");
+    assert!(
+        message(status, Reason::AccessControlNotEnforced).contains("source Peer"),
+        "{status:?}"
+    );
+}
