@@ -187,11 +187,16 @@ mod tests {
         let secret: Secret = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "users", "namespace": "shop"},
             "stringData": {
-                "auth": "alice:$apr1$x$y", "bob": "$2y$05$abc", "carol": "{SHA}abc=", "token": "hunter2"
+                "auth": "alice:$apr1$x$y", "bob": "$2y$05$abc", "carol": "{SHA}abc=", "token": "hunter2",
+                "htpasswd": "dave:$apr1$x$y"
             }
         }))
         .unwrap();
         let kept: Vec<&str> = secret.data.keys().map(String::as_str).collect();
-        assert_eq!(kept, ["auth", "bob", "carol"]);
+        assert_eq!(
+            kept,
+            ["auth", "bob", "carol", "htpasswd"],
+            "htpasswd: an NGINX basicAuth Policy's file"
+        );
     }
 }
