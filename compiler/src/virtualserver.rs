@@ -18,8 +18,10 @@
 //! [`VirtualServerProcessor::run`] computes one VirtualServer at a time (`compute_virtual_server`,
 //! `compute_reference`), each route's rules planned by `scope` (matches, actions, upstreams);
 //! [`settle`] gives VirtualServerRoutes their status once the host contest is decided (orphaned
-//! when no winning VirtualServer uses them). A `policies` reference (ROUTING.md §9, `policy_fields`)
-//! turns the rules it protects into 403s unless waived.
+//! when no winning VirtualServer uses them). `policies` lists name NGINX Policies ([`policies`]):
+//! `accessControl`, `rateLimit` and `basicAuth` go into the rules' table policy (a route's own kind
+//! replacing the server's, as nginx inherits directives); a list with a reference that cannot be
+//! enforced (ROUTING.md §9, `policy_fields`) turns the rules it protects into 403s unless waived.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
