@@ -611,7 +611,8 @@ impl State {
                     | Kind::VirtualServer
                     | Kind::VirtualServerRoute
                     | Kind::TransportServer
-                    | Kind::GlobalConfiguration => Why::OtherKinds,
+                    | Kind::GlobalConfiguration
+                    | Kind::Policy => Why::OtherKinds,
                 };
                 if self.failed.is_some() || self.changed.contains(&why) {
                     return;

@@ -398,7 +398,8 @@ fn add_object(value: Value, file: &str, line: usize, loaded: &mut Loaded) -> Res
         | Kind::VirtualServer
         | Kind::VirtualServerRoute
         | Kind::TransportServer
-        | Kind::GlobalConfiguration => {}
+        | Kind::GlobalConfiguration
+        | Kind::Policy => {}
     }
     /// Decodes the object into its kind's type and adds it to its vector.
     struct Add<'l, F> {

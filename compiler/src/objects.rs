@@ -11,6 +11,8 @@ pub mod transport;
 
 pub mod secret;
 
+pub mod policy;
+
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -138,6 +140,8 @@ objects! {
     /// EndpointSlices: the endpoints of the Services the table names, for the clusters the
     /// sidecar gives Envoy ([`crate::upstream`]); they change no rule.
     endpoint_slices: EndpointSlice => EndpointSlice same(same_endpoints),
+    /// NGINX Policies, which VirtualServers and VirtualServerRoutes reference ([`policy`]).
+    policies: policy::Policy => Policy,
 }
 
 /// Whether two versions of an EndpointSlice hold the same endpoints and ports (an EndpointSlice has
@@ -742,6 +746,8 @@ crate::vocabulary! {
         Secret,
         /// `discovery.k8s.io/v1` EndpointSlice (a Service's endpoints; no status).
         EndpointSlice,
+        /// `k8s.nginx.org/v1` Policy (what VirtualServers' `policies` reference; no status).
+        Policy,
     }
 }
 
@@ -757,9 +763,11 @@ impl Kind {
         match self {
             Kind::Ingress | Kind::IngressClass => "networking.k8s.io/v1",
             Kind::HTTPProxy => "projectcontour.io/v1",
-            Kind::VirtualServer | Kind::VirtualServerRoute | Kind::TransportServer | Kind::GlobalConfiguration => {
-                "k8s.nginx.org/v1"
-            }
+            Kind::VirtualServer
+            | Kind::VirtualServerRoute
+            | Kind::TransportServer
+            | Kind::GlobalConfiguration
+            | Kind::Policy => "k8s.nginx.org/v1",
             Kind::Service | Kind::Secret => "v1",
             Kind::EndpointSlice => "discovery.k8s.io/v1",
         }
@@ -777,7 +785,8 @@ impl Kind {
             | Kind::GlobalConfiguration
             | Kind::Service
             | Kind::Secret
-            | Kind::EndpointSlice => &[],
+            | Kind::EndpointSlice
+            | Kind::Policy => &[],
         }
     }
 
@@ -794,6 +803,7 @@ impl Kind {
             Kind::Service => "services",
             Kind::Secret => "secrets",
             Kind::EndpointSlice => "endpointslices",
+            Kind::Policy => "policies",
         }
     }
 
@@ -809,7 +819,8 @@ impl Kind {
             | Kind::GlobalConfiguration
             | Kind::Service
             | Kind::Secret
-            | Kind::EndpointSlice => true,
+            | Kind::EndpointSlice
+            | Kind::Policy => true,
         }
     }
 
@@ -822,9 +833,12 @@ impl Kind {
             | Kind::VirtualServer
             | Kind::VirtualServerRoute
             | Kind::TransportServer => true,
-            Kind::IngressClass | Kind::GlobalConfiguration | Kind::Service | Kind::Secret | Kind::EndpointSlice => {
-                false
-            }
+            Kind::IngressClass
+            | Kind::GlobalConfiguration
+            | Kind::Service
+            | Kind::Secret
+            | Kind::EndpointSlice
+            | Kind::Policy => false,
         }
     }
 
@@ -838,7 +852,8 @@ impl Kind {
             | Kind::GlobalConfiguration
             | Kind::Service
             | Kind::Secret
-            | Kind::EndpointSlice => 2,
+            | Kind::EndpointSlice
+            | Kind::Policy => 2,
             Kind::VirtualServer => 3,
             Kind::VirtualServerRoute => 4,
         }

@@ -62,7 +62,7 @@ pub fn compile(objects: &Objects, options: &Options) -> Result<Compiled, Compile
 
 /// The processors of each kind: each a [`Processor`] over the objects the class check let in (an
 /// Ingress has two: Switchyard's, and ingress-nginx's of ROUTING.md §7). The pipeline runs them in
-/// [`Kind`]'s order (which is also the order their drafts are listed). None for a kind another kind's processor reads (VirtualServerRoute,
+/// [`Kind`]'s order (which is also the order their drafts are listed). None for a kind another kind's processor reads (VirtualServerRoute, Policy,
 /// GlobalConfiguration) or that no processor reads (IngressClass: the class stage; Service: the
 /// backend ports). Exhaustive: a new kind does not compile until it says which.
 pub fn processors_of(kind: Kind) -> &'static [&'static dyn Processor] {
@@ -74,6 +74,7 @@ pub fn processors_of(kind: Kind) -> &'static [&'static dyn Processor] {
         Kind::TransportServer => &[&TransportServers],
         Kind::VirtualServerRoute
         | Kind::GlobalConfiguration
+        | Kind::Policy
         | Kind::IngressClass
         | Kind::Service
         | Kind::Secret

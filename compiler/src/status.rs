@@ -259,6 +259,14 @@ vocabulary! {
         /// §9: an access-control field its owner waived with `switchyard.io/serve-without-access-control`:
         /// served without it.
         AccessControlWaived,
+        /// An NGINX Policy's setting this gateway does not apply (a rate limit keyed other than by
+        /// the client's address, a second `rateLimit` of a list): noted, never silently dropped.
+        PolicySettingNotHonored,
+        /// NGINX ignores a Policy of a list, as here (a second `basicAuth`), with its warning.
+        PolicyIgnored,
+        /// NGINX overrides a Policy of a list by another, as here (`deny` ranges under `allow`
+        /// ranges), with its warning.
+        PolicyOverridden,
         /// §7.6: a canary path with no location of the same host, path and pathType.
         CanaryWithoutMain,
         /// §7.6: a location that already has a canary: this one is ignored.
@@ -692,6 +700,7 @@ impl Kind {
             | Kind::VirtualServerRoute
             | Kind::IngressClass
             | Kind::GlobalConfiguration
+            | Kind::Policy
             | Kind::Service
             | Kind::Secret
             | Kind::EndpointSlice => None,
@@ -713,6 +722,7 @@ impl Kind {
             | Kind::VirtualServerRoute
             | Kind::TransportServer
             | Kind::GlobalConfiguration
+            | Kind::Policy
             | Kind::Service
             | Kind::Secret
             | Kind::EndpointSlice => HostStatuses {

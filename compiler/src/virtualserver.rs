@@ -18,8 +18,10 @@
 //! [`VirtualServerProcessor::run`] computes one VirtualServer at a time (`compute_virtual_server`,
 //! `compute_reference`), each route's rules planned by `scope` (matches, actions, upstreams);
 //! [`settle`] gives VirtualServerRoutes their status once the host contest is decided (orphaned
-//! when no winning VirtualServer uses them). A `policies` reference (ROUTING.md §9, `policy_fields`)
-//! turns the rules it protects into 403s unless waived.
+//! when no winning VirtualServer uses them). `policies` lists name NGINX Policies ([`policies`]):
+//! `accessControl`, `rateLimit` and `basicAuth` go into the rules' table policy (a route's own kind
+//! replacing the server's, as nginx inherits directives); a list with a reference that cannot be
+//! enforced (ROUTING.md §9, `policy_fields`) turns the rules it protects into 403s unless waived.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,10 +41,12 @@ use crate::processor::{Inputs, Output, Processor, Settle};
 
 use crate::status::{ConditionKind, Reason, Status, StatusBook};
 
+mod policies;
 mod scope;
 mod tls;
 mod upstream;
 
+use policies::{Asked, PolicyBook};
 use scope::{Fault, Note, Scope};
 use tls::ServerTls;
 
@@ -58,6 +62,13 @@ pub struct Delegations {
     /// VirtualServerRoutes valid on their own whose subroutes do not fit a route that references
     /// them: each VirtualServer that ignored one, and why.
     misfits: BTreeMap<ResourceKey, Vec<(ResourceKey, String)>>,
+}
+
+/// A VirtualServer route that references a VirtualServerRoute: its location, and what its own
+/// `policies` ask of the subroutes that have none.
+struct Referrer<'r> {
+    location: &'r Location,
+    asked: &'r Asked,
 }
 
 /// Why a VirtualServerRoute's subroutes cannot serve the route that references them.
@@ -77,8 +88,9 @@ pub struct VirtualServers;
 
 impl Processor for VirtualServers {
     fn run(&self, ours: &Objects, inputs: Inputs<'_>) -> Output {
+        let policies = PolicyBook::new(&ours.policies, &ours.secrets);
         let (drafts, delegations) =
-            VirtualServerProcessor::new(inputs).run(&ours.virtual_servers, &ours.virtual_server_routes);
+            VirtualServerProcessor::new(inputs, policies).run(&ours.virtual_servers, &ours.virtual_server_routes);
         Output {
             drafts,
             claims: Vec::new(),
@@ -96,6 +108,8 @@ impl Settle for Delegations {
 /// The VirtualServer processor.
 pub struct VirtualServerProcessor<'a> {
     inputs: Inputs<'a>,
+    /// The Policies `policies` references name.
+    policies: PolicyBook<'a>,
     drafts: Vec<Draft>,
     delegations: Delegations,
     validator: RuleValidator,
@@ -120,13 +134,17 @@ struct Server {
     covers_all: bool,
     /// What its `tls` changes in its rules (ROUTING.md §8.6).
     tls: ServerTls,
+    /// What its `spec.policies` asks of every rule (what a route's own policies do not replace).
+    asked: Asked,
 }
 
 impl<'a> VirtualServerProcessor<'a> {
-    /// A processor reading and reporting through `inputs`.
-    pub fn new(inputs: Inputs<'a>) -> VirtualServerProcessor<'a> {
+    /// A processor reading and reporting through `inputs`, resolving `policies` references in
+    /// `policies`.
+    fn new(inputs: Inputs<'a>, policies: PolicyBook<'a>) -> VirtualServerProcessor<'a> {
         VirtualServerProcessor {
             inputs,
+            policies,
             drafts: Vec::new(),
             delegations: Delegations::default(),
             validator: RuleValidator::default(),
@@ -147,12 +165,12 @@ impl<'a> VirtualServerProcessor<'a> {
         let mut guard = Guard::default();
         for server in servers {
             let key = key_of(Kind::VirtualServer, &server.metadata);
-            let fields = policy_fields(server.spec.policies.as_ref(), &server.spec.routes, "routes", &key);
+            let fields = policy_fields(&self.policies, server.spec.policies.as_ref(), &server.spec.routes, &key);
             guard.judge(&key, &server.metadata, fields, self.inputs.book, Status::Valid);
         }
         for route in routes {
             let key = key_of(Kind::VirtualServerRoute, &route.metadata);
-            let fields = policy_fields(None, &route.spec.subroutes, "subroutes", &key);
+            let fields = policy_fields(&self.policies, None, &route.spec.subroutes, &key);
             guard.judge(&key, &route.metadata, fields, self.inputs.book, Status::Valid);
         }
         guard.apply(&mut self.drafts);
@@ -201,6 +219,9 @@ impl<'a> VirtualServerProcessor<'a> {
             (Ok(scope), Ok(tls)) => (scope, tls),
             (Err(why), _) | (_, Err(why)) => return self.invalid(&key, why),
         };
+        let spec_policies = self
+            .policies
+            .resolve(vs.spec.policies.as_ref(), "spec.policies", &key.namespace, &key);
         let mut server = Server {
             key: key.clone(),
             age,
@@ -212,7 +233,9 @@ impl<'a> VirtualServerProcessor<'a> {
             used: BTreeMap::new(),
             covers_all: false,
             tls,
+            asked: spec_policies.asked,
         };
+        server.notes.extend(spec_policies.notes);
         // `/x` and `^~/x` are one location (as NGINX says): compared as table paths.
         let mut seen: BTreeMap<PathSpec, usize> = BTreeMap::new();
         for (ri, route) in vs.spec.routes.iter().enumerate() {
@@ -228,16 +251,28 @@ impl<'a> VirtualServerProcessor<'a> {
                 let why = format!("{at}.path: {:?} is also the path of spec.routes[{first}]", route.path);
                 return self.invalid(&key, why);
             }
+            let route_policies =
+                self.policies
+                    .resolve(route.policies.as_ref(), &format!("{at}.policies"), &key.namespace, &key);
+            server.notes.extend(route_policies.notes);
             let outcome = match &route.route {
                 Some(reference) => {
                     if route.action.is_some() || !route.splits.is_empty() || !route.matches.is_empty() {
                         let why = format!("{at}: a route with `route` may have no action, splits or matches");
                         return self.invalid(&key, why);
                     }
-                    self.compute_reference(&mut server, ri, reference, &location, routes);
+                    let referrer = Referrer {
+                        location: &location,
+                        asked: &route_policies.asked,
+                    };
+                    self.compute_reference(&mut server, ri, reference, &referrer, routes);
                     Ok(())
                 }
-                None => server.add_route(&mut scope, &mut self.validator, &key, ri, &at, route, &location),
+                None => {
+                    let asked = route_policies.asked.over(&server.asked);
+                    let at = (ri, at.as_str(), &asked);
+                    server.add_route(&mut scope, &mut self.validator, &key, at, route, &location)
+                }
             };
             if let Err(why) = outcome {
                 return self.invalid(&key, why);
@@ -254,9 +289,10 @@ impl<'a> VirtualServerProcessor<'a> {
         server: &mut Server,
         ri: usize,
         reference: &str,
-        location: &Location,
+        referrer: &Referrer<'_>,
         routes: &BTreeMap<ResourceKey, &VirtualServerRoute>,
     ) {
+        let location = referrer.location;
         let at = format!("spec.routes[{ri}].route");
         let (namespace, name) = match reference.split_once('/') {
             Some((ns, name)) => (ns.to_owned(), name.to_owned()),
@@ -280,7 +316,7 @@ impl<'a> VirtualServerProcessor<'a> {
                 "VirtualServerRoute {}/{} is already used by another route of this VirtualServer",
                 target.namespace, target.name
             )),
-            Some(vsr) => self.compute_subroutes(server, &target, vsr, location),
+            Some(vsr) => self.compute_subroutes(server, &target, vsr, referrer),
         };
         if let Err(why) = usable {
             let message = format!("{at}: {why}; requests for path {:?} get 502", location_text(location));
@@ -310,7 +346,7 @@ impl<'a> VirtualServerProcessor<'a> {
         server: &mut Server,
         key: &ResourceKey,
         vsr: &VirtualServerRoute,
-        location: &Location,
+        referrer: &Referrer<'_>,
     ) -> Result<(), String> {
         let host = normalize_host(&vsr.spec.host);
         if host != server.host {
@@ -330,7 +366,7 @@ impl<'a> VirtualServerProcessor<'a> {
         // An unusable VirtualServerRoute leaves the server as it was: what was added is taken back.
         let (drafts, position, covers_all) = (server.drafts.len(), server.position, server.covers_all);
         let added = scope.map_err(Unusable::Invalid).and_then(|mut scope| {
-            self.add_subroutes(server, &mut scope, key, vsr, location)?;
+            self.add_subroutes(server, &mut scope, key, vsr, referrer)?;
             Ok(scope.notes)
         });
         let why = match added {
@@ -370,8 +406,9 @@ impl<'a> VirtualServerProcessor<'a> {
         scope: &mut Scope<'_>,
         key: &ResourceKey,
         vsr: &VirtualServerRoute,
-        location: &Location,
+        referrer: &Referrer<'_>,
     ) -> Result<(), Unusable> {
+        let location = referrer.location;
         let mut seen: BTreeMap<PathSpec, usize> = BTreeMap::new();
         let mut misfit = None;
         let mut first_kind = None;
@@ -404,11 +441,31 @@ impl<'a> VirtualServerProcessor<'a> {
                     location_text(location)
                 ));
             }
+            let asked = self.subroute_asked(server, scope, &at, subroute, referrer);
             server
-                .add_route(scope, &mut self.validator, key, si, &at, subroute, &sub)
+                .add_route(scope, &mut self.validator, key, (si, &at, &asked), subroute, &sub)
                 .map_err(Unusable::Invalid)?;
         }
         misfit.map_or(Ok(()), |why| Err(Unusable::Misfit(why)))
+    }
+
+    /// What a subroute's rules ask: its own `policies`, else those of the route that references
+    /// its VirtualServerRoute (as NGINX takes them when a subroute has none), over the server's.
+    fn subroute_asked(
+        &self,
+        server: &Server,
+        scope: &mut Scope<'_>,
+        at: &str,
+        subroute: &Route,
+        referrer: &Referrer<'_>,
+    ) -> Asked {
+        if !is_set(subroute.policies.as_ref()) {
+            return referrer.asked.over(&server.asked);
+        }
+        let at = format!("{at}.policies");
+        let own = (self.policies).resolve(subroute.policies.as_ref(), &at, &scope.key.namespace, &server.key);
+        scope.notes.extend(own.notes);
+        own.asked.over(&server.asked)
     }
 
     /// Records a VirtualServer as Invalid (it routes nothing).
@@ -469,33 +526,48 @@ impl<'a> VirtualServerProcessor<'a> {
     }
 }
 
-/// ROUTING.md §9: every `policies` reference of a VirtualServer (`spec.policies`, reaching every
-/// rule of its host, the VirtualServerRoutes' included) or of its routes (`spec.{routes}[i].policies`,
-/// reaching the rules of the resource that holds the route). Switchyard does not read `Policy`
-/// objects, so it cannot tell an access control (`accessControl`, `basicAuth`, `jwt`, `oidc`,
-/// `ingressMTLS`, `apiKey`, `waf`) from another kind, nor resolve a reference: every reference denies,
-/// as NGINX denies one it cannot resolve.
+/// ROUTING.md §9: every `policies` list of a VirtualServer (`spec.policies`, reaching every rule
+/// of its host, the VirtualServerRoutes' included) or of its routes (`spec.routes[i].policies`) or
+/// of a VirtualServerRoute's subroutes (`spec.subroutes[i].policies`), reaching the rules of the
+/// resource that holds the route, or every rule of the host when the route hands its policies to a
+/// VirtualServerRoute. A list whose every reference the rules' policy enforces ([`PolicyBook`])
+/// is enforced; one with a reference that cannot be (missing, invalid, a kind not enforced)
+/// denies, saying why.
 fn policy_fields(
+    policies: &PolicyBook<'_>,
     spec: Option<&serde_json::Value>,
     routes: &[Route],
-    routes_at: &str,
     owner: &ResourceKey,
 ) -> Vec<Field> {
+    let routes_at = match owner.kind {
+        Kind::VirtualServerRoute => "subroutes",
+        _ => "routes",
+    };
     let mut fields = Vec::new();
     let mut add = |value: Option<&serde_json::Value>, name: String, reach: Reach| {
         if is_set(value) {
-            let named = policy_names(value, &owner.namespace);
-            fields.push(Field::new(name, reach).saying(format!(
-                "Policy {named}: Switchyard does not read Policy objects, so every reference denies"
-            )));
+            let resolved = policies.resolve(value, &name, &owner.namespace, owner);
+            let mut field = Field::new(name, reach);
+            match resolved.unenforced.is_empty() {
+                true => {
+                    field.enforced = true;
+                    field.detail = Some(format!("Policy {}", policy_names(value, &owner.namespace)));
+                }
+                false => field.detail = Some(resolved.unenforced.join("; ")),
+            }
+            fields.push(field);
         }
     };
     add(spec, "spec.policies".to_owned(), Reach::Host);
     for (i, route) in routes.iter().enumerate() {
+        let reach = match route.route {
+            Some(_) => Reach::Host,
+            None => Reach::OwnRules,
+        };
         add(
             route.policies.as_ref(),
             format!("spec.{routes_at}[{i}].policies"),
-            Reach::OwnRules,
+            reach,
         );
     }
     fields
@@ -610,8 +682,7 @@ impl Server {
         scope: &mut Scope<'_>,
         validator: &mut RuleValidator,
         owner: &ResourceKey,
-        index: usize,
-        at: &str,
+        (index, at, asked): (usize, &str, &Asked),
         route: &Route,
         location: &Location,
     ) -> Result<(), String> {
@@ -632,6 +703,10 @@ impl Server {
                 .branch
                 .map(|m| format!("{}{m}", nginx::MATCH_SUFFIX))
                 .unwrap_or_default();
+            let policy = match &plan.action {
+                ActionSpec::Route(_) => asked.apply(plan.policy),
+                _ => plan.policy,
+            };
             let rule = RuleSpec {
                 name: format!("{}#{index}{suffix}", owner.display()),
                 host: Some(self.host.clone()),
@@ -639,7 +714,7 @@ impl Server {
                 conditions: plan.conditions,
                 action: plan.action,
                 hsts: None,
-                policy: plan.policy,
+                policy,
             };
             validator.rule(&rule).map_err(|why| format!("{at}: {why}"))?;
             if plan.branch.is_none() && rule.path == PathSpec::Prefix("/".to_owned()) {

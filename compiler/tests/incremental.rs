@@ -72,6 +72,9 @@ const PROXY_CHANGED: &str = "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\n
 const ON_PROXY_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: e, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: proxy.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: e, port: {number: 80}}}}\n";
 const OFF_PROXY_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: e, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: elsewhere.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: e, port: {number: 80}}}}\n";
 const VS: &str = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: cafe, namespace: shop, creationTimestamp: '2022-01-01T00:00:00Z'}\nspec:\n  host: cafe.example.com\n  upstreams: [{name: tea, service: tea, port: 80}]\n  routes:\n  - {path: /tea, action: {pass: tea}}\n  - {path: '=/tea/exact', action: {pass: tea}}\n";
+const VS_WITH_POLICY: &str = "apiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: cafe, namespace: shop, creationTimestamp: '2022-01-01T00:00:00Z'}\nspec:\n  host: cafe.example.com\n  policies: [{name: office}]\n  upstreams: [{name: tea, service: tea, port: 80}]\n  routes:\n  - {path: /tea, action: {pass: tea}}\n";
+const POLICY: &str = "apiVersion: k8s.nginx.org/v1\nkind: Policy\nmetadata: {name: office, namespace: shop}\nspec:\n  accessControl: {allow: [10.0.0.0/8]}\n";
+const POLICY_CHANGED: &str = "apiVersion: k8s.nginx.org/v1\nkind: Policy\nmetadata: {name: office, namespace: shop}\nspec:\n  accessControl: {deny: [10.0.0.0/8]}\n";
 const ON_VS_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: f, namespace: shop, creationTimestamp: '2024-01-01T00:00:00Z'}\nspec:\n  rules:\n  - host: cafe.example.com\n    http:\n      paths:\n      - {path: /coffee, pathType: Prefix, backend: {service: {name: f, port: {number: 80}}}}\n";
 const MASTER: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: master, namespace: shop, uid: '9', creationTimestamp: '2021-01-01T00:00:00Z', annotations: {nginx.org/mergeable-ingress-type: master}}\nspec:\n  rules:\n  - host: shop.example.com\n";
 const MASTER_ON_VS_HOST: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: master, namespace: shop, uid: '9', creationTimestamp: '2021-01-01T00:00:00Z', annotations: {nginx.org/mergeable-ingress-type: master}}\nspec:\n  rules:\n  - host: cafe.example.com\n";
@@ -200,6 +203,17 @@ const CASES: &[Case] = &[
             Delete("vs", "full"),
             Put("vs", VS, "full"),
             Delete("master", "full"),
+        ],
+    },
+    Case {
+        name: "a_policy_a_virtualserver_references_is_compiled_in_full_when_it_changes",
+        collision: HostCollision::Merge,
+        start: &[("vs", VS_WITH_POLICY), ("a", A)],
+        steps: &[
+            Put("policy", POLICY, "full"),
+            Put("policy", POLICY_CHANGED, "full"),
+            Put("b", B, "incremental"),
+            Delete("policy", "full"),
         ],
     },
     Case {

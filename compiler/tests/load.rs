@@ -85,10 +85,11 @@ fn multi_document_yaml_and_kind_list_are_read() {
 
 #[test]
 fn unknown_kinds_are_skipped_and_counted() {
-    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n---\napiVersion: k8s.nginx.org/v1\nkind: Policy\nmetadata: {name: p}\n---\napiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: vs}\nspec: {host: a.example.com}\n";
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n---\napiVersion: appprotect.f5.com/v1beta1\nkind: APPolicy\nmetadata: {name: p}\n---\napiVersion: k8s.nginx.org/v1\nkind: Policy\nmetadata: {name: p}\nspec: {accessControl: {allow: [10.0.0.0/8]}}\n---\napiVersion: k8s.nginx.org/v1\nkind: VirtualServer\nmetadata: {name: vs}\nspec: {host: a.example.com}\n";
     let loaded = parse(text, "x.yaml").unwrap();
     assert_eq!(loaded.skipped.get("v1 ConfigMap"), Some(&2));
-    assert_eq!(loaded.skipped.get("k8s.nginx.org/v1 Policy"), Some(&1));
+    assert_eq!(loaded.skipped.get("appprotect.f5.com/v1beta1 APPolicy"), Some(&1));
+    assert_eq!(loaded.objects.policies.len(), 1, "NGINX's Policy is read");
     assert_eq!(loaded.objects.virtual_servers.len(), 1);
 }
 

@@ -153,6 +153,7 @@ fn rbac_grants_reads_status_writes_events_named_istio_patches_and_istio_creates(
         ("k8s.nginx.org", "virtualserverroutes"),
         ("k8s.nginx.org", "transportservers"),
         ("k8s.nginx.org", "globalconfigurations"),
+        ("k8s.nginx.org", "policies"),
         ("discovery.k8s.io", "endpointslices"),
     ] {
         for verb in ["list", "watch"] {

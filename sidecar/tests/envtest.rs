@@ -1593,6 +1593,70 @@ async fn an_object_that_does_not_decode_is_reported_and_invalid_while_everything
     assert!(sy.log().lines().all(|l| l.len() < 1000), "{}", sy.log());
 }
 
+/// A Policy CRD (`policies.k8s.nginx.org`) that stores any spec: NGINX's own is not among the real
+/// CRDs of `../shared/envtest/crds`.
+const PERMISSIVE_POLICY_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+ "metadata": {"name": "policies.k8s.nginx.org"},
+ "spec": {"group": "k8s.nginx.org", "scope": "Namespaced",
+  "names": {"kind": "Policy", "listKind": "PolicyList", "plural": "policies", "singular": "policy"},
+  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+
+/// The rule of `host` in `table` that serves `/`, if any.
+fn root_rule(table: &Value, host: &str) -> Option<Value> {
+    let rules = table["rules"].as_array()?;
+    (rules.iter())
+        .find(|r| r["host"] == host && r["path"]["value"] == "/")
+        .cloned()
+}
+
+#[tokio::test]
+async fn a_virtualservers_access_control_policy_is_read_from_the_cluster_and_enforced_once_it_exists() {
+    let env = Envtest::start().await.unwrap();
+    let admin = env.admin().await;
+    switchyard_envtest::manifests::install_crds(&admin, PERMISSIVE_POLICY_CRD)
+        .await
+        .unwrap();
+    let ns = env.namespace("policies").await;
+    let mut vs: Value = serde_json::from_str(&virtual_server(
+        &ns,
+        "office",
+        "office.example.com",
+        json!([{"path": "/", "action": {"pass": "u"}}]),
+    ))
+    .unwrap();
+    vs["spec"]["policies"] = json!([{"name": "allow-office"}]);
+    admin_apply(&admin, &vs.to_string()).await;
+    let sy = watch(&env, &ns, &[]);
+    // No Policy yet: the reference denies (ROUTING.md §9).
+    let denied = |table: &Value| {
+        let rule = root_rule(table, "office.example.com")?;
+        (rule["action"]["direct_response"]["status"] == 403).then_some(())
+    };
+    eventually(
+        "a 403 while the Policy is missing",
+        PATIENCE,
+        || denied(&sy.table()),
+        || sy.log(),
+    )
+    .await;
+    let policy = json!({"apiVersion": "k8s.nginx.org/v1", "kind": "Policy",
+        "metadata": {"name": "allow-office", "namespace": ns},
+        "spec": {"accessControl": {"allow": ["10.0.0.0/8"]}}});
+    admin_apply(&admin, &policy.to_string()).await;
+    let enforced = |table: &Value| {
+        let rule = root_rule(table, "office.example.com")?;
+        (rule["action"].get("route").is_some() && rule["policy"]["allow"] == json!(["10.0.0.0/8"])).then_some(())
+    };
+    eventually(
+        "the Policy's ranges on the route",
+        PATIENCE,
+        || enforced(&sy.table()),
+        || sy.log(),
+    )
+    .await;
+}
+
 /// A TransportServer manifest in `namespace` on `listener` (`protocol`), for `host` when given,
 /// passing to Service `service` port `port`.
 fn transport_server(

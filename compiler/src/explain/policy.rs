@@ -20,6 +20,8 @@ struct Fields {
     body: &'static str,
     /// The address ranges'.
     ranges: &'static str,
+    /// Basic authentication's.
+    basic_auth: &'static str,
 }
 
 /// The fields of the resource of rule `rule` (`Ingress/shop/api#0`): ingress-nginx's annotations,
@@ -29,10 +31,12 @@ fn fields_of(rule: &str) -> Fields {
         Some("VirtualServer") | Some("VirtualServerRoute") => Fields {
             body: "client-max-body-size",
             ranges: "accessControl",
+            basic_auth: "basicAuth Policy",
         },
         _ => Fields {
             body: "proxy-body-size",
             ranges: "whitelist-source-range / denylist-source-range",
+            basic_auth: "auth-type basic",
         },
     }
 }
@@ -114,10 +118,11 @@ pub fn describe(policy: &Policy, rule: &str) -> Vec<String> {
     if let Some(auth) = &policy.basic_auth {
         // The users are counted, never listed with their hashes.
         lines.push(format!(
-            "basic auth, realm {:?}: {} users of {} (auth-type basic)",
+            "basic auth, realm {:?}: {} users of {} ({})",
             auth.realm,
             auth.users.len(),
-            auth.source
+            auth.source,
+            fields.basic_auth
         ));
     }
     if let Some(auth) = &policy.external_auth {
@@ -255,8 +260,10 @@ pub fn answer(
             Some(auth) if !basic_auth::admits(auth, request) => Some((
                 basic_auth::UNAUTHORIZED,
                 format!(
-                    "no credential of a user of {} (auth-type basic of {resource}): challenged for realm {:?}",
-                    auth.source, auth.realm
+                    "no credential of a user of {} ({} of {resource}): challenged for realm {:?}",
+                    auth.source,
+                    fields_of(rule).basic_auth,
+                    auth.realm
                 ),
             )),
             _ => None,
@@ -392,6 +399,8 @@ mod tests {
             lines,
             ["basic auth, realm \"Staff\": 1 users of Secret shop/basic-auth (auth-type basic)"]
         );
+        let nginx = describe(&policy, "VirtualServer/shop/api#0");
+        assert!(nginx[0].ends_with("(basicAuth Policy)"), "{nginx:?}");
         let anonymous = SimpleRequest::get("h", "/");
         let (status, why) = answer(&policy, "Ingress/shop/api#0", &anonymous, None).unwrap();
         assert_eq!(status, 401);

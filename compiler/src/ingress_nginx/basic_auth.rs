@@ -110,7 +110,7 @@ fn users(
 
 /// The users of an htpasswd file: `user:hash` lines, in order (blank lines and `#` comments left
 /// out, as nginx reads them).
-fn htpasswd(file: &str) -> Vec<Credential> {
+pub(crate) fn htpasswd(file: &str) -> Vec<Credential> {
     (file.lines())
         .map(|line| line.trim_end_matches('\r'))
         .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))

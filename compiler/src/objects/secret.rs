@@ -1,7 +1,8 @@
 //! `v1` Secrets, as the HTTPS stage reads them (ROUTING.md §8.2): the type and the `tls.crt` and
 //! `tls.key` entries, and the `ca.crt` a backend's certificate is checked against; and as basic
-//! authentication reads them: the `auth` entry (an htpasswd file) and every entry whose value is a
-//! password hash (an `auth-map`, [`Scheme::of`]); nothing else.
+//! authentication reads them: the `auth` entry (an htpasswd file), NGINX's `htpasswd` entry (a
+//! `basicAuth` Policy's file) and every entry whose value is a password hash (an `auth-map`,
+//! [`Scheme::of`]); nothing else.
 //!
 //! Declared here rather than taken from `k8s-openapi` for two reasons:
 //! - **Nothing else is kept.** A cluster's Secrets hold service-account tokens, Helm releases and
@@ -95,12 +96,16 @@ struct Wire {
 
 /// The entry holding a basic authentication's htpasswd file (ingress-nginx's `auth-file`).
 pub const HTPASSWD: &str = "auth";
+/// The entry holding the htpasswd file of an NGINX `basicAuth` Policy's Secret.
+pub const NGINX_HTPASSWD: &str = "htpasswd";
+/// The type of an NGINX `basicAuth` Policy's Secret.
+pub const NGINX_HTPASSWD_TYPE: &str = "nginx.org/htpasswd";
 
 /// Whether entry `key` with `value` is kept: a certificate's, a key's, an htpasswd file, or a
 /// password hash.
 fn kept(key: &str, value: &[u8]) -> bool {
     let hash = std::str::from_utf8(value).is_ok_and(|text| Scheme::of(text.trim()).is_some());
-    [CERTIFICATE, PRIVATE_KEY, CA_CERTIFICATE, HTPASSWD].contains(&key) || hash
+    [CERTIFICATE, PRIVATE_KEY, CA_CERTIFICATE, HTPASSWD, NGINX_HTPASSWD].contains(&key) || hash
 }
 
 impl<'de> Deserialize<'de> for Secret {
@@ -182,11 +187,16 @@ mod tests {
         let secret: Secret = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "users", "namespace": "shop"},
             "stringData": {
-                "auth": "alice:$apr1$x$y", "bob": "$2y$05$abc", "carol": "{SHA}abc=", "token": "hunter2"
+                "auth": "alice:$apr1$x$y", "bob": "$2y$05$abc", "carol": "{SHA}abc=", "token": "hunter2",
+                "htpasswd": "dave:$apr1$x$y"
             }
         }))
         .unwrap();
         let kept: Vec<&str> = secret.data.keys().map(String::as_str).collect();
-        assert_eq!(kept, ["auth", "bob", "carol"]);
+        assert_eq!(
+            kept,
+            ["auth", "bob", "carol", "htpasswd"],
+            "htpasswd: an NGINX basicAuth Policy's file"
+        );
     }
 }

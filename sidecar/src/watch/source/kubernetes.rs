@@ -38,7 +38,6 @@ use k8s_openapi::api::networking::v1::IngressClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
-use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
@@ -206,7 +205,7 @@ struct SourceTask<K> {
     state: Shared,
 }
 
-impl<K: DeserializeOwned> SourceTask<K> {
+impl<K: Object> SourceTask<K> {
     async fn run(self) {
         let stream = outliving(self.api.clone(), watcher::Config::default().page_size(LIST_PAGE));
         let mut stream = std::pin::pin!(stream);
@@ -220,8 +219,33 @@ impl<K: DeserializeOwned> SourceTask<K> {
                         self.label
                     );
                 }
+                // No Policy CRD: no Policies, so every reference to one denies (ROUTING.md §9).
+                Err(e) if K::KIND == Kind::Policy && not_found(&e) => self.absent(),
                 Err(e) => down(&self.state, &self.label, &e),
             }
+        }
+    }
+
+    /// The kind is not served by the API server (its CRD is not installed): the store is synced
+    /// and empty. Only for a kind whose absence opens nothing (Policy: a reference to a Policy that
+    /// does not exist denies).
+    fn absent(&self) {
+        let changed = {
+            let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let changed = !held.synced || !held.objects.is_empty() || !held.undecodable.is_empty();
+            if changed {
+                info!(
+                    "store {}: the API server does not serve this kind; read as none",
+                    self.label
+                );
+                held.relist();
+                held.relist_done();
+            }
+            changed
+        };
+        if changed {
+            delivered(&self.state, &self.label);
+            let _ = self.changes.try_send(());
         }
     }
 
@@ -357,6 +381,16 @@ impl ConfigMapStore {
     }
 }
 
+/// Whether the watcher failed because the API server does not serve the resource (404).
+fn not_found(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+            if status.code == 404
+    )
+}
+
 /// A watcher error in one short line: the API's status code and message, or the transport error,
 /// never a response body.
 fn short_reason(error: &watcher::Error) -> String {
@@ -406,7 +440,8 @@ fn undecodable_report(
             | Kind::Service
             | Kind::GlobalConfiguration
             | Kind::Secret
-            | Kind::EndpointSlice => continue,
+            | Kind::EndpointSlice
+            | Kind::Policy => continue,
         }
         if classes.decide(&object.metadata, object.class_name.as_deref()).is_ok() {
             let key = key_of(kind, &object.metadata);
@@ -473,7 +508,8 @@ impl Cluster {
                     Kind::Ingress | Kind::IngressClass | Kind::Service | Kind::Secret => true,
                     Kind::EndpointSlice => settings.endpoints,
                     Kind::HTTPProxy => settings.httpproxy,
-                    Kind::VirtualServer | Kind::VirtualServerRoute => settings.virtualserver,
+                    // Policies: what VirtualServers' `policies` reference.
+                    Kind::VirtualServer | Kind::VirtualServerRoute | Kind::Policy => settings.virtualserver,
                     Kind::TransportServer | Kind::GlobalConfiguration => settings.transportserver,
                 };
                 let namespaces: &[String] = if K::KIND.is_namespaced() {

@@ -294,9 +294,13 @@ impl StatusWriter {
                 Kind::VirtualServerRoute => self.write_nginx(status, routes.get(&at).copied()).await,
                 Kind::TransportServer => self.write_nginx(status, transport.get(&at).copied()).await,
                 // No status written: IngressClass's has no subresource we write; Services,
-                // GlobalConfigurations and Secrets have no status in the report.
-                Kind::IngressClass | Kind::Service | Kind::GlobalConfiguration | Kind::Secret | Kind::EndpointSlice => {
-                }
+                // GlobalConfigurations, Secrets and Policies have no status in the report.
+                Kind::IngressClass
+                | Kind::Service
+                | Kind::GlobalConfiguration
+                | Kind::Secret
+                | Kind::EndpointSlice
+                | Kind::Policy => {}
             }
         }
     }
