@@ -269,6 +269,9 @@ fn http_connection_manager(options: &HttpsOptions, route_config: Value) -> Value
             "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
             "stat_prefix": "ingress_https",
             "access_log": [stdout_access_log()],
+            // The client's address is the connection's peer, never a client's own
+            // x-forwarded-for (Envoy's default, false, believes it): address ranges read it.
+            "use_remote_address": true,
             "normalize_path": true,
             "merge_slashes": true,
             "path_with_escaped_slashes_action": "UNESCAPE_AND_FORWARD",

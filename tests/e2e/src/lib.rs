@@ -789,6 +789,18 @@ impl Envoy {
         })
     }
 
+    /// [`Envoy::start_filter`] (one worker, the `StringValue` form) whose listener derives the
+    /// client's address as `deploy/envoy/` does behind `hops` trusted proxies: `use_remote_address`
+    /// with `xff_num_trusted_hops` (docs/deploy-envoy.md, "Paths").
+    pub fn start_trusting(table: &str, clusters: &[&str], filter: FilterForm, hops: u32) -> Envoy {
+        let form = (ConfigForm::StringValue, 1, filter);
+        Envoy::start_configured(table, clusters, form, |yaml| {
+            let anchor = "          stat_prefix: ingress\n";
+            let trusting = format!("{anchor}          xff_num_trusted_hops: {hops}\n");
+            yaml.replacen(anchor, &trusting, 1)
+        })
+    }
+
     /// [`Envoy::start_filter`] with its bootstrap passed through `edit`.
     fn start_configured(
         table: &str,
@@ -1037,6 +1049,8 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
+          # As envoy.yaml: the client's address is the peer, never a client's own x-forwarded-for.
+          use_remote_address: true
           # As envoy.yaml: the path is normalised before any filter sees it (docs/deploy-envoy.md, "Paths").
           normalize_path: true
           merge_slashes: true

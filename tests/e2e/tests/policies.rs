@@ -135,6 +135,51 @@ fn address_ranges_are_checked_against_the_address_envoy_gives_the_filter() {
     assert_eq!(answer("denied.example"), (403, None), "denied before allowed");
 }
 
+/// A source range behind a trusted proxy (docs/deploy-envoy.md, "Paths"): with one trusted hop the
+/// client's address is the one `X-Forwarded-For` names, so an allowed client behind the proxy gets
+/// in and one without the header (the proxy's own address) does not; without trusted hops a
+/// client's `X-Forwarded-For` opens nothing. In both filter forms.
+#[test]
+fn a_source_range_reads_the_address_a_trusted_x_forwarded_for_names_and_no_other() {
+    let mut office = rule("Ingress/shop/office#0")
+        .host("office.example")
+        .prefix("/")
+        .to(SERVICE);
+    office["policy"] = json!({ "allow": ["10.0.0.0/8"] });
+    let table = table("xff", vec![office]);
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let trusting = Envoy::start_trusting(&table, &[SERVICE], form, 1);
+        let from = |envoy: &Envoy, forwarded: Option<&str>| {
+            let request = get("office.example", "/");
+            let request = match forwarded {
+                Some(address) => request.header("x-forwarded-for", address),
+                None => request,
+            };
+            let response = envoy.send(&request);
+            (response.status, response.backend().map(str::to_owned))
+        };
+        let api = Some("api".to_owned());
+        assert_eq!(
+            from(&trusting, Some("10.1.2.3")),
+            (200, api),
+            "{form:?}: behind the trusted hop"
+        );
+        assert_eq!(
+            from(&trusting, Some("192.0.2.9")),
+            (403, None),
+            "{form:?}: outside the range"
+        );
+        assert_eq!(
+            from(&trusting, None),
+            (403, None),
+            "{form:?}: the proxy's own 127.0.0.1"
+        );
+        drop(trusting);
+        let direct = Envoy::start_filter(&table, &[SERVICE], ConfigForm::StringValue, 1, form);
+        assert_eq!(from(&direct, Some("10.1.2.3")), (403, None), "{form:?}: no trusted hop");
+    }
+}
+
 /// CORS (ingress-nginx's `enable-cors`, issue "Policies beyond the route"), in both filter forms:
 /// a preflight from an allowed origin is answered 204 with the CORS headers and never reaches the
 /// backend; another request from it reaches the backend and its response carries them; a request
