@@ -605,8 +605,8 @@ async fn after_an_api_server_restart_ready_means_the_table_follows_the_cluster_a
     let log = sy.log();
     let down = down_lines(&log);
     // At most one line per kind watched: Ingress, IngressClass, Service, Secret, HTTPProxy,
-    // VirtualServer, VirtualServerRoute, TransportServer, GlobalConfiguration.
-    assert!(!down.is_empty() && down.len() <= 9, "{down:#?}");
+    // VirtualServer, VirtualServerRoute, TransportServer, GlobalConfiguration, Policy.
+    assert!(!down.is_empty() && down.len() <= 10, "{down:#?}");
     assert!(log.lines().all(|l| l.len() < 1000), "{log}");
 
     env.start_apiserver().await.unwrap();

@@ -243,8 +243,11 @@ impl<K: Object> SourceTask<K> {
             }
             changed
         };
-        if changed {
-            delivered(&self.state, &self.label);
+        // A source down before (the API server away, or not yet authorizing after a restart) is
+        // up again once the kind is known to be absent, even when nothing else changed.
+        let was_down = self.state.lock().down.contains_key(&self.label);
+        delivered(&self.state, &self.label);
+        if changed || was_down {
             let _ = self.changes.try_send(());
         }
     }
