@@ -62,6 +62,14 @@ impl std::fmt::Debug for Credential {
 pub const HIDDEN: &str = "(hidden)";
 
 impl BasicAuth {
+    /// The users whose hash is of no scheme ([`Scheme::of`]): they never get in.
+    pub fn unusable_users(&self) -> Vec<&str> {
+        (self.users.iter())
+            .filter(|c| Scheme::of(&c.hash).is_none())
+            .map(|c| c.user.as_str())
+            .collect()
+    }
+
     /// The same users, each hash replaced by [`HIDDEN`].
     pub fn without_hashes(&self) -> BasicAuth {
         let users = (self.users.iter())

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use switchyard_table::basic_auth::{BasicAuth, Credential, Scheme};
+use switchyard_table::basic_auth::{BasicAuth, Credential};
 
 use super::access::Unenforceable;
 use crate::https::secrets::Secrets;
@@ -21,23 +21,14 @@ use crate::objects::secret::HTPASSWD;
 /// The annotations (without the prefix) that basic authentication enforces when it is read.
 pub const ANNOTATIONS: &[&str] = &["auth-type", "auth-secret", "auth-secret-type", "auth-realm"];
 
-/// What an Ingress's basic authentication is read to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BasicAuthRead {
-    /// The users and realm, or why there are none.
-    pub auth: Result<Arc<BasicAuth>, Unenforceable>,
-    /// The users whose hash no scheme checks (they never get in), for a warning.
-    pub unusable_users: Vec<String>,
-}
-
-/// The basic authentication of an Ingress in `namespace` with `annotations` (under `prefix`);
-/// `None` when `auth-type` is not `basic`.
+/// The basic authentication of an Ingress in `namespace` with `annotations` (under `prefix`):
+/// its users and realm, or why it cannot be enforced; `None` when `auth-type` is not `basic`.
 pub fn read(
     annotations: &BTreeMap<String, String>,
     prefix: &str,
     namespace: &str,
     secrets: &Secrets<'_>,
-) -> Option<BasicAuthRead> {
+) -> Option<Result<Arc<BasicAuth>, Unenforceable>> {
     let annotation = |name: &str| annotations.get(&format!("{prefix}/{name}")).map(|v| v.trim());
     if annotation("auth-type") != Some("basic") {
         return None;
@@ -48,27 +39,12 @@ pub fn read(
         namespace,
         secrets,
     );
-    let read = match users {
-        Err(why) => BasicAuthRead {
-            auth: Err(why),
-            unusable_users: Vec::new(),
-        },
-        Ok((source, users)) => {
-            let unusable_users = (users.iter())
-                .filter(|c| Scheme::of(&c.hash).is_none())
-                .map(|c| c.user.clone())
-                .collect();
-            // Quotes and control characters would break the header nginx writes the realm into.
-            let realm = annotation("auth-realm").unwrap_or_default();
-            let realm = realm.chars().filter(|c| !c.is_control() && *c != '"').collect();
-            let auth = BasicAuth { realm, source, users };
-            BasicAuthRead {
-                auth: Ok(Arc::new(auth)),
-                unusable_users,
-            }
-        }
-    };
-    Some(read)
+    Some(users.map(|(source, users)| {
+        // Quotes and control characters would break the header nginx writes the realm into.
+        let realm = annotation("auth-realm").unwrap_or_default();
+        let realm = realm.chars().filter(|c| !c.is_control() && *c != '"').collect();
+        Arc::new(BasicAuth { realm, source, users })
+    }))
 }
 
 /// The Secret's description and its users, as `auth-secret` and `auth-secret-type` name them.
@@ -137,7 +113,10 @@ mod tests {
         Arc::new(serde_json::from_value(document).unwrap())
     }
 
-    fn read_with(annotations: &[(&str, &str)], secrets: &[Arc<Secret>]) -> Option<BasicAuthRead> {
+    fn read_with(
+        annotations: &[(&str, &str)],
+        secrets: &[Arc<Secret>],
+    ) -> Option<Result<Arc<BasicAuth>, Unenforceable>> {
         let annotations = (annotations.iter())
             .map(|(k, v)| (format!("{P}/{k}"), (*v).to_owned()))
             .collect();
@@ -158,12 +137,12 @@ mod tests {
             &secrets,
         )
         .unwrap();
-        let auth = read.auth.unwrap();
+        let auth = read.unwrap();
         assert_eq!(auth.realm, "Staff only");
         assert_eq!(auth.source, "Secret shop/basic-auth");
         let users: Vec<&str> = auth.users.iter().map(|c| c.user.as_str()).collect();
         assert_eq!(users, ["alice", "bob"]);
-        assert_eq!(read.unusable_users, ["bob"], "a DES hash is checked by no scheme");
+        assert_eq!(auth.unusable_users(), ["bob"], "a DES hash is checked by no scheme");
     }
 
     #[test]
@@ -177,7 +156,7 @@ mod tests {
             ],
             &secrets,
         );
-        let auth = read.unwrap().auth.unwrap();
+        let auth = read.unwrap().unwrap();
         assert_eq!(auth.users.len(), 2);
         assert_eq!(auth.realm, "", "no auth-realm: realm=\"\", as nginx sends it");
     }
@@ -185,7 +164,7 @@ mod tests {
     #[test]
     fn what_ingress_nginx_denies_the_location_for_cannot_be_enforced() {
         let secrets = [secret("no-file", &[("other", "x")])];
-        let why = |annotations: &[(&str, &str)]| read_with(annotations, &secrets).unwrap().auth.unwrap_err().0;
+        let why = |annotations: &[(&str, &str)]| read_with(annotations, &secrets).unwrap().unwrap_err().0;
         assert!(why(&[("auth-type", "basic")]).contains("without auth-secret"));
         assert!(why(&[("auth-type", "basic"), ("auth-secret", "missing")]).contains("shop/missing does not exist"));
         assert!(why(&[("auth-type", "basic"), ("auth-secret", "other/s")]).contains("another namespace"));

@@ -16,7 +16,7 @@ use switchyard_table::{ActionSpec, DirectResponse, PathSpec, Policy, RateLimit, 
 
 use super::access;
 use super::annotations::{not_honored_message, IngressNginxAnnotations, Problem};
-use super::basic_auth::{self, BasicAuthRead};
+use super::basic_auth;
 use super::canary::{self, CanarySettings};
 use super::configmap::ControllerConfig;
 use super::external_auth;
@@ -36,6 +36,7 @@ use crate::processor::{Inputs, Output, Processor, Settle};
 use crate::services::service_unavailable;
 use crate::status::{About, ConditionKind, Reason, Status, StatusBook};
 use crate::upstream::variant::{Balance, UpstreamProtocol, Variant};
+use switchyard_table::basic_auth::BasicAuth;
 
 /// The ingress-nginx processor in the pipeline's list: the Ingresses of [`Inputs::ingress_nginx`].
 pub struct IngressNginxServers;
@@ -166,8 +167,9 @@ fn members<'o>(
         let written = ingress.metadata.annotations.as_ref().unwrap_or(&empty);
         let (ranges, unusable_ranges) = access::source_ranges(written, prefix, &config.access);
         let basic_auth = basic_auth::read(written, prefix, &key.namespace, secrets);
-        report_unusable_users(&key, basic_auth.as_ref(), prefix, book);
-        let basic_auth = basic_auth.map(|read| read.auth);
+        if let Some(Ok(auth)) = &basic_auth {
+            report_unusable_users(&key, auth, prefix, book);
+        }
         let own_auth = external_auth::read(written, prefix, reach).map(|read| read.map(Arc::new));
         // ingress-nginx's `shouldApplyGlobalAuth`: the ConfigMap's unless the Ingress has its own
         // or turns it off.
@@ -625,15 +627,16 @@ fn without_auth_at(policy: Option<&Arc<Policy>>, path: &PathSpec, config: &Contr
 
 /// Warns of the users of an Ingress's basic authentication whose hash no scheme checks: they
 /// never get in (nginx's `crypt` fails on them too).
-fn report_unusable_users(key: &ResourceKey, read: Option<&BasicAuthRead>, prefix: &str, book: &mut StatusBook) {
-    let Some(read) = read.filter(|r| !r.unusable_users.is_empty()) else {
+fn report_unusable_users(key: &ResourceKey, auth: &BasicAuth, prefix: &str, book: &mut StatusBook) {
+    let unusable = auth.unusable_users();
+    if unusable.is_empty() {
         return;
-    };
-    let source = read.auth.as_ref().map_or("", |auth| auth.source.as_str());
+    }
     let message = format!(
-        "{source} (auth-secret) lists users whose password hash is of no scheme nginx checks (bcrypt, $apr1$, $1$, \
+        "{} (auth-secret) lists users whose password hash is of no scheme nginx checks (bcrypt, $apr1$, $1$, \
          $5$, $6$, {{SHA}}, {{SSHA}}, {{PLAIN}}): {} never get in",
-        read.unusable_users.join(", ")
+        auth.source,
+        unusable.join(", ")
     );
     let why = (ConditionKind::Warning, Reason::BasicAuthUserUnusable);
     book.add_about(key, Status::Accepted, why, annotation(prefix, "auth-secret"), message);

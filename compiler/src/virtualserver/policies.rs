@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchyard_table::basic_auth::{BasicAuth, Scheme};
+use switchyard_table::basic_auth::BasicAuth;
 use switchyard_table::{IpRange, Policy, Rate, RateLimit};
 
 use super::scope::Note;
@@ -161,10 +161,9 @@ impl<'a> PolicyBook<'a> {
         match self.users(namespace, &basic.secret) {
             Err(why) => resolved.unenforced.push(format!("{named}: {why}")),
             Ok((source, users)) => {
-                let unusable: Vec<&str> = (users.iter())
-                    .filter(|c| Scheme::of(&c.hash).is_none())
-                    .map(|c| c.user.as_str())
-                    .collect();
+                let realm = realm(basic.realm.as_deref().unwrap_or_default());
+                let auth = BasicAuth { realm, source, users };
+                let unusable = auth.unusable_users();
                 if !unusable.is_empty() {
                     resolved.notes.push((
                         Reason::BasicAuthUserUnusable,
@@ -174,8 +173,7 @@ impl<'a> PolicyBook<'a> {
                         ),
                     ));
                 }
-                let realm = realm(basic.realm.as_deref().unwrap_or_default());
-                resolved.asked.basic_auth = Some(Arc::new(BasicAuth { realm, source, users }));
+                resolved.asked.basic_auth = Some(Arc::new(auth));
             }
         }
     }
