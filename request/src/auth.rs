@@ -46,8 +46,19 @@ pub struct AuthCall {
     pub auth: Arc<ExternalAuth>,
     /// The subrequest's headers, pseudo-headers first.
     pub headers: Vec<(String, String)>,
-    /// Where a `401` redirects this request, with a sign-in page.
-    pub signin: Option<String>,
+    /// What this request's sign-in location is built from, with a sign-in page: built only if
+    /// the service answers `401` ([`AuthCall::signin`]).
+    signin: Option<SigninRequest>,
+}
+
+/// The parts of a request a sign-in location names, owned until the service answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SigninRequest {
+    scheme: &'static str,
+    forwarded_proto: String,
+    host: String,
+    request_uri: String,
+    http_host: String,
 }
 
 impl AuthCall {
@@ -93,25 +104,36 @@ impl AuthCall {
             add("x-original-uri", request_uri.to_owned());
             add("x-scheme", scheme.to_owned());
         }
-        let proto = forwarded_proto(request);
-        let host = normalize_authority(http_host);
-        let parts = RequestParts {
+        let signin = auth.signin.as_ref().map(|_| SigninRequest {
             scheme,
-            forwarded_proto: &proto,
-            host: &host,
-            request_uri,
-        };
+            forwarded_proto: forwarded_proto(request),
+            host: normalize_authority(http_host).into_owned(),
+            request_uri: request_uri.to_owned(),
+            http_host: http_host.to_owned(),
+        });
         AuthCall {
             auth: Arc::clone(auth),
             headers: out,
-            signin: external_auth::signin_location(auth, parts, http_host),
+            signin,
         }
+    }
+
+    /// Where a `401` redirects this request: its rule's sign-in page for it; `None` without one.
+    pub fn signin(&self) -> Option<String> {
+        let request = self.signin.as_ref()?;
+        let parts = RequestParts {
+            scheme: request.scheme,
+            forwarded_proto: &request.forwarded_proto,
+            host: &request.host,
+            request_uri: &request.request_uri,
+        };
+        external_auth::signin_location(&self.auth, parts, &request.http_host)
     }
 
     /// What the service's answer (`status`, `None` when none came; its headers) makes of the
     /// request.
     pub fn verdict(&self, status: Option<u16>, headers: &[(String, String)]) -> AuthVerdict {
-        external_auth::verdict(&self.auth, &AuthAnswer { status, headers }, self.signin.as_deref())
+        external_auth::verdict(&self.auth, &AuthAnswer { status, headers }, || self.signin())
     }
 }
 
@@ -218,7 +240,7 @@ mod tests {
         assert_eq!(get("x-sent-from"), ["nginx-ingress-controller"]);
         assert!(get("x-original-uri").is_empty(), "only with auth-method");
         assert_eq!(
-            call.signin.as_deref(),
+            call.signin().as_deref(),
             Some("https://login.example/?rd=http://shop.example%2Fcart%3Fid%3D2")
         );
     }

@@ -90,9 +90,9 @@ impl AuthAnswer<'_> {
     }
 }
 
-/// What `auth`'s service answering `answer` makes of the request; `signin` is its sign-in
-/// location for this request ([`signin_location`]).
-pub fn verdict(auth: &ExternalAuth, answer: &AuthAnswer<'_>, signin: Option<&str>) -> AuthVerdict {
+/// What `auth`'s service answering `answer` makes of the request; `signin` gives its sign-in
+/// location for this request ([`signin_location`]), asked only of a `401`.
+pub fn verdict(auth: &ExternalAuth, answer: &AuthAnswer<'_>, signin: impl FnOnce() -> Option<String>) -> AuthVerdict {
     let cookies: Vec<String> = answer.values("set-cookie").map(str::to_owned).collect();
     match answer.status {
         Some(200..=299) => AuthVerdict::Allow {
@@ -104,16 +104,18 @@ pub fn verdict(auth: &ExternalAuth, answer: &AuthAnswer<'_>, signin: Option<&str
                 .collect(),
             cookies,
         },
-        Some(401) if signin.is_some() => {
-            let mut headers = vec![("location".to_owned(), signin.unwrap_or_default().to_owned())];
-            headers.extend(cookies.into_iter().map(|c| ("set-cookie".to_owned(), c)));
-            AuthVerdict::Deny { status: 302, headers }
-        }
-        Some(401) => AuthVerdict::Deny {
-            status: 401,
-            headers: (answer.values("www-authenticate"))
-                .map(|v| ("www-authenticate".to_owned(), v.to_owned()))
-                .collect(),
+        Some(401) => match signin() {
+            Some(location) => {
+                let mut headers = vec![("location".to_owned(), location)];
+                headers.extend(cookies.into_iter().map(|c| ("set-cookie".to_owned(), c)));
+                AuthVerdict::Deny { status: 302, headers }
+            }
+            None => AuthVerdict::Deny {
+                status: 401,
+                headers: (answer.values("www-authenticate"))
+                    .map(|v| ("www-authenticate".to_owned(), v.to_owned()))
+                    .collect(),
+            },
         },
         Some(403) => AuthVerdict::Deny {
             status: 403,
@@ -176,7 +178,7 @@ mod tests {
                 status: Some(204),
                 headers: &headers,
             },
-            None,
+            || None,
         );
         assert_eq!(
             verdict,
@@ -195,7 +197,7 @@ mod tests {
             headers: &headers,
         };
         assert_eq!(
-            verdict(&auth(), &refused, None),
+            verdict(&auth(), &refused, || None),
             AuthVerdict::Deny {
                 status: 401,
                 headers: vec![("www-authenticate".into(), "Bearer".into())]
@@ -203,7 +205,7 @@ mod tests {
         );
         let to = "https://login.example/start?rd=http://a.example%2Fx%3Fy%3D1";
         assert_eq!(
-            verdict(&auth(), &refused, Some(to)),
+            verdict(&auth(), &refused, || Some(to.to_owned())),
             AuthVerdict::Deny {
                 status: 302,
                 headers: vec![("location".into(), to.into())]
@@ -214,7 +216,7 @@ mod tests {
     #[test]
     fn a_403_is_403_and_anything_else_or_no_answer_is_500() {
         let none: Vec<(String, String)> = Vec::new();
-        let of = |status| verdict(&auth(), &AuthAnswer { status, headers: &none }, Some("x"));
+        let of = |status| verdict(&auth(), &AuthAnswer { status, headers: &none }, || Some("x".to_owned()));
         assert_eq!(
             of(Some(403)),
             AuthVerdict::Deny {
