@@ -841,7 +841,9 @@ fn slow_backend(delay: Duration) -> Backend {
 /// ingress-nginx's read timeout (issue "Policies beyond the route"): `proxy-read-timeout: 1` is
 /// each try's idle timeout, so a backend silent for 2 s is answered 504 after a second; the
 /// same backend behind an Ingress with the 60 s default answers, and that route has no total
-/// timeout (Envoy's 15 s default would cut a long poll ingress-nginx keeps).
+/// timeout (Envoy's 15 s default would cut a long poll ingress-nginx keeps). The send timeout
+/// (10 s) sets the stream's idle timeout well past the read timeout, so the 504 can only come from
+/// the try's idle timeout (with both at 1 s, either could fire first).
 #[test]
 fn proxy_read_timeout_bounds_each_try_and_no_total_timeout_applies() {
     let backend = slow_backend(Duration::from_secs(2));
@@ -856,7 +858,7 @@ fn proxy_read_timeout_bounds_each_try_and_no_total_timeout_applies() {
             nginx_ingress(
                 "quick",
                 "slow",
-                &[("proxy-read-timeout", "1"), ("proxy-send-timeout", "1")],
+                &[("proxy-read-timeout", "1"), ("proxy-send-timeout", "10")],
             ),
         ),
         ("patient.yaml", nginx_ingress("patient", "slow", &[])),
@@ -890,8 +892,8 @@ fn proxy_read_timeout_bounds_each_try_and_no_total_timeout_applies() {
             )
         })
         .collect();
-    let timeout = |idle: &str| ("0s".to_owned(), idle.to_owned(), idle.to_owned());
-    assert_eq!(timeouts, [timeout("1s"), timeout("60s")].into(), "{routes:?}");
+    let timeout = |idle: &str, each_try: &str| ("0s".to_owned(), idle.to_owned(), each_try.to_owned());
+    assert_eq!(timeouts, [timeout("10s", "1s"), timeout("60s", "60s")].into(), "{routes:?}");
     assert_eq!(scene.envoy.stat("http.ingress.rds.switchyard.update_success"), Some(1));
 }
 
