@@ -893,7 +893,11 @@ fn proxy_read_timeout_bounds_each_try_and_no_total_timeout_applies() {
         })
         .collect();
     let timeout = |idle: &str, each_try: &str| ("0s".to_owned(), idle.to_owned(), each_try.to_owned());
-    assert_eq!(timeouts, [timeout("10s", "1s"), timeout("60s", "60s")].into(), "{routes:?}");
+    assert_eq!(
+        timeouts,
+        [timeout("10s", "1s"), timeout("60s", "60s")].into(),
+        "{routes:?}"
+    );
     assert_eq!(scene.envoy.stat("http.ingress.rds.switchyard.update_success"), Some(1));
 }
 
