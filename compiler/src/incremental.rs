@@ -40,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
+use switchyard_table::format::MetricsFold;
 use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::class::Classes;
@@ -177,6 +178,8 @@ struct State {
     group_ids: BTreeMap<Group, usize>,
     /// [`order::header_hash`] of the table.
     header: u64,
+    /// `--metrics-max-resources`: the table's fold follows its rules.
+    metrics_limit: usize,
     /// ingress-nginx's Ingresses and servers (empty while §7 is off).
     nginx: NginxState,
 }
@@ -568,6 +571,7 @@ impl State {
             });
         }
         let mut table = pipeline::header(options);
+        table.metrics_fold = MetricsFold::of(&rules, options.metrics_max_resources);
         let header = order::header_hash(&table)?;
         table.generation = order::generation_of(header, slots.iter().map(|s| s.hash));
         table.rules = rules;
@@ -584,6 +588,7 @@ impl State {
             slots,
             group_ids,
             header,
+            metrics_limit: options.metrics_max_resources,
             nginx,
         })
     }
@@ -1133,8 +1138,13 @@ impl State {
             .collect();
         insert_at(table, rules, &at);
         insert_at(&mut self.slots, slots, &at);
-        Arc::make_mut(&mut self.table).generation =
-            order::generation_of(self.header, self.slots.iter().map(|s| s.hash));
+        let table = Arc::make_mut(&mut self.table);
+        let fold = MetricsFold::of(&table.rules, self.metrics_limit);
+        if fold != table.metrics_fold {
+            table.metrics_fold = fold;
+            self.header = order::header_hash(table)?;
+        }
+        table.generation = order::generation_of(self.header, self.slots.iter().map(|s| s.hash));
         Ok(())
     }
 

@@ -45,6 +45,9 @@ pub struct Options {
     pub no_route: NoRoute,
     /// `--debug-rule-header`.
     pub debug_rule_header: bool,
+    /// `--metrics-max-resources`: how many resources have series of their own in the per-resource
+    /// request metrics ([`switchyard_table::format::MetricsFold`]).
+    pub metrics_max_resources: usize,
     /// `--tls-passthrough-port`: the port of the TLS passthrough listener, which no
     /// GlobalConfiguration listener may take over TCP ([`crate::transportserver`]).
     pub tls_passthrough_port: u16,
@@ -76,6 +79,10 @@ pub const DEFAULT_EXTERNAL_AUTH_TIMEOUT_MS: u64 = 60_000;
 /// The default TLS passthrough port (NGINX's tls-passthrough listener is its HTTPS port).
 pub const DEFAULT_TLS_PASSTHROUGH_PORT: u16 = 443;
 
+/// `--metrics-max-resources`'s default: the resources with series of their own in the
+/// per-resource request metrics, the rest counted together.
+pub const DEFAULT_METRICS_MAX_RESOURCES: usize = 1000;
+
 /// The default controller name.
 pub const DEFAULT_CONTROLLER: &str = "switchyard.io/ingress-controller";
 /// The default cluster template.
@@ -93,6 +100,7 @@ impl Default for Options {
             cluster_header: switchyard_table::format::DEFAULT_CLUSTER_HEADER.to_owned(),
             no_route: NoRoute::NotFound,
             debug_rule_header: false,
+            metrics_max_resources: DEFAULT_METRICS_MAX_RESOURCES,
             tls_passthrough_port: DEFAULT_TLS_PASSTHROUGH_PORT,
             ingress_nginx: IngressNginxFlags::default(),
             ingress_nginx_config: ControllerConfig::default(),

@@ -162,7 +162,8 @@ pub fn generation_of(header: u64, rules: impl IntoIterator<Item = u64>) -> Strin
     format!("{:016x}", hash.0)
 }
 
-/// FNV-1a of the table's JSON without its rules and with an empty generation: its settings.
+/// FNV-1a of the table's JSON without its rules and with an empty generation: its settings (the
+/// metrics' fold included, which its rules decide).
 pub fn header_hash(table: &TableSpec) -> Result<u64, CompileError> {
     let header = TableSpec {
         version: table.version,
@@ -170,6 +171,7 @@ pub fn header_hash(table: &TableSpec) -> Result<u64, CompileError> {
         cluster_header: table.cluster_header.clone(),
         no_route: table.no_route,
         debug_rule_header: table.debug_rule_header,
+        metrics_fold: table.metrics_fold.clone(),
         rules: Vec::new(),
     };
     json_hash(&header, "the table's settings (for its generation hash)")

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use switchyard_table::format::MetricsFold;
 use switchyard_table::{RuleSpec, TableSpec};
 
 use crate::class::Classes;
@@ -215,6 +216,7 @@ impl Processed {
 /// The table of `rules` (in table order) under `options`' settings, with its generation hash.
 pub(crate) fn table(options: &Options, rules: Vec<RuleSpec>) -> Result<TableSpec, CompileError> {
     let mut table = TableSpec {
+        metrics_fold: MetricsFold::of(&rules, options.metrics_max_resources),
         rules,
         ..header(options)
     };

@@ -20,14 +20,16 @@ use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
+use switchyard_table::metrics::{self, wasm_stat_name, DURATION_LABELS, REQUEST_LABELS, STATUS_CLASSES};
 use switchyard_table::policy::TOO_LARGE;
 use switchyard_table::ratelimit::{self, Counters, Held};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
 
 use switchyard_request::auth::{self, AuthCall};
 use switchyard_request::headers::HeaderBlock;
-use switchyard_request::host::{parse_client_address, Host, HostCallFailed, NO_RULE};
+use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
+use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Winner};
 use switchyard_request::random::Random;
 use switchyard_request::request::{Followup, Outcome, RuleRef};
 use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
@@ -42,6 +44,66 @@ thread_local! {
     /// in a new root context of the same VM, so a push decodes only the shards this VM lacks; and
     /// those another VM of the process validated, it takes from the shared catalogue.
     static SHARDS: RefCell<ShardStore> = RefCell::new(ShardStore::sharing(HostSharedData));
+
+    /// The VM's per-resource request metrics, kept across root contexts as the shards are: a
+    /// request counts into the series its winner noted.
+    static METER: RefCell<Meter> = RefCell::new(Meter::default());
+}
+
+/// The per-resource request metrics of a VM ([`switchyard_table::metrics`]): each series' stats,
+/// defined in Envoy the first time a request counts into them. The labels go in the stat's name,
+/// which the bootstrap's `stats_tags` turn back into tags.
+#[derive(Default)]
+struct Meter {
+    book: SeriesBook,
+    /// By series id: each status class's counter (0: not defined yet), then the duration
+    /// histogram.
+    stats: Vec<[u32; STATUS_CLASSES.len() + 1]>,
+}
+
+impl Meter {
+    /// The series of a request `winner` took.
+    fn series(&mut self, winner: Winner<'_>) -> SeriesId {
+        self.book.id(winner.series)
+    }
+
+    /// Counts a request of `series` that ended as `ended`.
+    fn count(&mut self, series: SeriesId, ended: Ended) {
+        let index = series.0 as usize;
+        if self.stats.len() <= index {
+            self.stats.resize(index + 1, [0; STATUS_CLASSES.len() + 1]);
+        }
+        let Meter { book, stats } = self;
+        let (Some(stats), labels) = (stats.get_mut(index), book.labels(series)) else {
+            return;
+        };
+        let class = ended.status_class.min(STATUS_CLASSES.len() - 1);
+        let requests = defined(&mut stats[class], MetricType::Counter, || {
+            let mut pairs: Vec<(&str, &str)> = REQUEST_LABELS.iter().copied().zip(labels).collect();
+            pairs.push((REQUEST_LABELS[4], STATUS_CLASSES[class]));
+            wasm_stat_name(metrics::REQUESTS, &pairs)
+        });
+        let duration = defined(&mut stats[STATUS_CLASSES.len()], MetricType::Histogram, || {
+            let pairs: Vec<(&str, &str)> = DURATION_LABELS.iter().copied().zip(labels).collect();
+            wasm_stat_name(metrics::DURATION, &pairs)
+        });
+        // A refused call loses this request's count, nothing else.
+        if requests != 0 {
+            let _ = hostcalls::increment_metric(requests, 1);
+        }
+        if duration != 0 {
+            let _ = hostcalls::record_metric(duration, ended.duration_ms);
+        }
+    }
+}
+
+/// The stat `*id` names, defined (as `kind`, named `name()`) when it is 0; 0 when the host
+/// refuses it (then asked again by the next request).
+fn defined(id: &mut u32, kind: MetricType, name: impl FnOnce() -> String) -> u32 {
+    if *id == 0 {
+        *id = hostcalls::define_metric(kind, &name()).unwrap_or(0);
+    }
+    *id
 }
 
 /// The host's shared data (one map per VM id, shared by the VMs of every thread): where the
@@ -114,7 +176,7 @@ fn log(level: LogLevel, message: &str) {
     let _ = hostcalls::log(level, message);
 }
 
-/// The filter's counters and gauge; Envoy shows them as `wasmcustom.<name>`.
+/// The filter's counters and gauges; Envoy shows them as `wasmcustom.<name>`.
 struct Metrics {
     routed: u32,
     route_failed: u32,
@@ -123,6 +185,7 @@ struct Metrics {
     accepted: u32,
     refused: u32,
     rules: u32,
+    folded: u32,
 }
 
 impl Metrics {
@@ -136,6 +199,7 @@ impl Metrics {
             accepted: counter("switchyard_tables_accepted"),
             refused: counter("switchyard_tables_refused"),
             rules: hostcalls::define_metric(MetricType::Gauge, "switchyard_rules").unwrap_or(u32::MAX),
+            folded: hostcalls::define_metric(MetricType::Gauge, metrics::FOLDED_RESOURCES).unwrap_or(u32::MAX),
         }
     }
 
@@ -216,6 +280,8 @@ impl RootContext for Root {
                     ),
                 );
                 let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rule_count() as u64);
+                let folded = table.head().metrics_fold().map_or(0, |fold| fold.folded);
+                let _ = hostcalls::record_metric(self.shared.metrics.folded, u64::from(folded));
                 Metrics::increment(self.shared.metrics.accepted);
                 self.table = Some(Rc::new(table));
                 true
@@ -242,6 +308,8 @@ impl RootContext for Root {
             followup: Followup::default(),
             held: None,
             auth: None,
+            series: None,
+            started: None,
         }))
     }
 
@@ -265,6 +333,10 @@ struct Http {
     /// The subrequest to the rule's auth service while its answer is awaited, with its token:
     /// the request is held until then.
     auth: Option<(u32, AuthCall)>,
+    /// The series the request is counted in when it ends (its winner's).
+    series: Option<SeriesId>,
+    /// When its headers reached the filter.
+    started: Option<std::time::SystemTime>,
 }
 
 impl Context for Http {
@@ -288,7 +360,7 @@ impl Context for Http {
             .find(|(n, _)| *n == ":status")
             .and_then(|(_, v)| v.parse().ok());
         let verdict = call.verdict(status, &headers);
-        let (goes_on, cookies) = auth::act(&mut ProxyHost, &call, verdict);
+        let (goes_on, cookies) = auth::act(&mut ProxyHost::default(), &call, verdict);
         if goes_on {
             self.followup.auth_cookies = cookies;
             // SAFETY: a plain host call without pointers.
@@ -310,9 +382,11 @@ impl Drop for Http {
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         let metrics = &self.shared.metrics;
-        let mut host = ProxyHost;
+        let mut host = ProxyHost::default();
+        self.started = hostcalls::get_current_time().ok();
         let Some(loaded) = self.table.as_deref() else {
-            host.note_winner(NO_RULE, NO_RULE);
+            host.note_winner(Winner::NONE);
+            self.series = host.series;
             host.remove_request_header(DEFAULT_CLUSTER_HEADER);
             host.send_response(503, &[("content-type", "text/plain")], "503 no route table loaded\n");
             Metrics::increment(metrics.not_routed);
@@ -320,6 +394,7 @@ impl HttpContext for Http {
         };
         let table = loaded.head();
         let handled = loaded.handle(&mut host, self.shared.next_random(), &HostUncompress(host_uncompress));
+        self.series = host.series;
         if let Some(error) = handled.error {
             log(LogLevel::Error, &format!("a request could not be routed: {error}"));
         }
@@ -427,9 +502,36 @@ impl HttpContext for Http {
         }
         Action::Continue
     }
+
+    fn on_log(&mut self) {
+        self.count_ended();
+    }
 }
 
 impl Http {
+    /// Counts the ended request in its series: its response code (Envoy's `response.code`, none
+    /// when the client went away first) and its duration.
+    fn count_ended(&self) {
+        let Some(series) = self.series else {
+            return;
+        };
+        let code = host_bytes(|data, size| {
+            // SAFETY: the path is a live constant; the two pointers are `host_bytes`'s locals.
+            unsafe { proxy_get_property(RESPONSE_CODE.as_ptr(), RESPONSE_CODE.len(), data, size) }
+        });
+        let code = code
+            .ok()
+            .and_then(|bytes| Some(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)));
+        let now = hostcalls::get_current_time().ok();
+        let duration = (self.started.zip(now)).and_then(|(started, now)| now.duration_since(started).ok());
+        let duration_ms = duration.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        METER.with(|meter| {
+            if let Ok(mut meter) = meter.try_borrow_mut() {
+                meter.count(series, Ended::new(code, duration_ms));
+            }
+        });
+    }
+
     /// Sends `call` to the auth service and holds the request for its answer; a call the host
     /// refuses (no such cluster) is answered 500 at once: the service decides, or nobody passes.
     fn ask(&mut self, call: AuthCall) -> Action {
@@ -452,7 +554,7 @@ impl Http {
                     );
                 }
                 let verdict = call.verdict(None, &[]);
-                let _ = auth::act(&mut ProxyHost, &call, verdict);
+                let _ = auth::act(&mut ProxyHost::default(), &call, verdict);
                 Metrics::increment(self.shared.metrics.direct);
                 Action::Pause
             }
@@ -462,6 +564,9 @@ impl Http {
 
 /// `proxy_continue_stream`'s stream type of the request.
 const STREAM_HTTP_REQUEST: u32 = 0;
+
+/// The property path of Envoy's `response.code` (a path's segments end with a NUL, but the last).
+const RESPONSE_CODE: &str = "response\0code";
 
 #[link(wasm_import_module = "env")]
 extern "C" {
@@ -486,6 +591,10 @@ extern "C" {
         results: *mut *mut u8,
         results_size: *mut usize,
     ) -> u32;
+
+    /// The ABI's `proxy_get_property`, declared here with a plain status code and a constant path:
+    /// the SDK's `hostcalls::get_property` builds the path anew on every call.
+    fn proxy_get_property(path: *const u8, path_size: usize, results: *mut *mut u8, results_size: *mut usize) -> u32;
 
     /// The ABI's `proxy_get_header_map_pairs`, declared here to keep the serialised map whole (the
     /// SDK's `hostcalls::get_map_bytes` splits it into two allocations per header).
@@ -523,7 +632,11 @@ fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
 }
 
 /// [`Host`] over proxy-wasm host calls. Header values that are not UTF-8 are read lossily.
-struct ProxyHost;
+#[derive(Default)]
+struct ProxyHost {
+    /// The series the request's winner is counted in, once noted.
+    series: Option<SeriesId>,
+}
 
 impl Host for ProxyHost {
     fn request_headers(&self) -> HeaderBlock {
@@ -555,13 +668,17 @@ impl Host for ProxyHost {
         Some(&HostSharedData)
     }
 
-    fn note_winner(&mut self, rule: &str, resource: &str) {
+    fn note_winner(&mut self, winner: Winner<'_>) {
         // Envoy keeps a property under `wasm.` in the stream's filter state (WINNER_RULE,
         // WINNER_RESOURCE); a refused call leaves the access log's field empty, nothing else.
-        for (property, value) in [("switchyard.rule", rule), ("switchyard.resource", resource)] {
+        for (property, value) in [
+            ("switchyard.rule", winner.rule),
+            ("switchyard.resource", winner.resource()),
+        ] {
             // SAFETY: both pointers and sizes are those of live `&str`s.
             unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
         }
+        self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.series(winner)));
     }
 
     fn now_ms(&self) -> u64 {

@@ -116,6 +116,8 @@ pub type AttributeId = u32;
 /// `source.address`: the client's address as Envoy derives it (the connection's peer, or from a
 /// trusted `x-forwarded-for`), `ip:port`.
 pub const SOURCE_ADDRESS: AttributeId = 24;
+/// `response.code`: the status the client was answered (none before a response).
+pub const RESPONSE_CODE: AttributeId = 15;
 
 /// `envoy_dynamic_module_type_log_level`.
 pub type LogLevel = u32;
@@ -162,7 +164,7 @@ pub type SelectionEnvoyPtr = *mut c_void;
 /// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
 /// callback an Envoy of another version lacks would only fail at its first call, and take the
 /// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
-pub const CALLBACKS: [&std::ffi::CStr; 20] = [
+pub const CALLBACKS: [&std::ffi::CStr; 23] = [
     c"envoy_dynamic_module_callback_log",
     c"envoy_dynamic_module_callback_http_filter_config_define_counter",
     c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
@@ -183,6 +185,9 @@ pub const CALLBACKS: [&std::ffi::CStr; 20] = [
     c"envoy_dynamic_module_callback_http_filter_http_callout",
     c"envoy_dynamic_module_callback_http_filter_continue_decoding",
     c"envoy_dynamic_module_callback_http_set_filter_state_bytes",
+    c"envoy_dynamic_module_callback_http_filter_config_define_histogram",
+    c"envoy_dynamic_module_callback_http_filter_record_histogram_value",
+    c"envoy_dynamic_module_callback_http_filter_get_attribute_int",
 ];
 
 /// The first of [`CALLBACKS`] the process does not export (`None`: Envoy has them all).
@@ -328,6 +333,31 @@ extern "C" {
         result: *mut EnvoyBuffer,
     ) -> bool;
 
+    /// One of Envoy's attributes as a number (`false` when it has none, or it is no number).
+    pub fn envoy_dynamic_module_callback_http_filter_get_attribute_int(
+        filter: FilterEnvoyPtr,
+        attribute: AttributeId,
+        result: *mut u64,
+    ) -> bool;
+
+    /// Defines a histogram with `label_names` in the filter configuration's stats scope.
+    pub fn envoy_dynamic_module_callback_http_filter_config_define_histogram(
+        config: ConfigEnvoyPtr,
+        name: ModuleBuffer,
+        label_names: *mut ModuleBuffer,
+        label_names_length: usize,
+        histogram_id: *mut usize,
+    ) -> MetricsResult;
+
+    /// Records a value in a histogram from a stream's filter.
+    pub fn envoy_dynamic_module_callback_http_filter_record_histogram_value(
+        filter: FilterEnvoyPtr,
+        id: usize,
+        label_values: *mut ModuleBuffer,
+        label_values_length: usize,
+        value: u64,
+    ) -> MetricsResult;
+
     /// The number of request headers a cluster selection sees.
     pub fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size(
         selection: SelectionEnvoyPtr,
@@ -402,6 +432,31 @@ mod stand_ins {
         1
     }
     pub unsafe fn envoy_dynamic_module_callback_http_filter_increment_counter(
+        _: FilterEnvoyPtr,
+        _: usize,
+        _: *mut ModuleBuffer,
+        _: usize,
+        _: u64,
+    ) -> MetricsResult {
+        1
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_get_attribute_int(
+        _: FilterEnvoyPtr,
+        _: AttributeId,
+        _: *mut u64,
+    ) -> bool {
+        false
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_config_define_histogram(
+        _: ConfigEnvoyPtr,
+        _: ModuleBuffer,
+        _: *mut ModuleBuffer,
+        _: usize,
+        _: *mut usize,
+    ) -> MetricsResult {
+        1
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_record_histogram_value(
         _: FilterEnvoyPtr,
         _: usize,
         _: *mut ModuleBuffer,

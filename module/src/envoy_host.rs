@@ -18,6 +18,7 @@ use switchyard_table::ratelimit::Counters;
 
 use crate::counters::ProcessCounters;
 use crate::host::{parse_client_address, Host, HostCallFailed, WINNER_RESOURCE, WINNER_RULE};
+use switchyard_request::meter::{SeriesId, Winner};
 
 /// What a refused header change is reported as: proxy-wasm's `InternalFailure`, the status the
 /// wasm filter's logs and tests use for a host that refused a call.
@@ -28,6 +29,8 @@ pub struct EnvoyHost {
     filter: FilterEnvoyPtr,
     /// Whether a request header was set or removed (the route must then be picked again).
     pub changed: bool,
+    /// The series the request's winner is counted in, once noted.
+    pub series: Option<SeriesId>,
 }
 
 impl EnvoyHost {
@@ -37,7 +40,11 @@ impl EnvoyHost {
     /// `filter` must be the `filter_envoy_ptr` Envoy passed to the running hook, and the value must
     /// be used only during that hook.
     pub unsafe fn new(filter: FilterEnvoyPtr) -> EnvoyHost {
-        EnvoyHost { filter, changed: false }
+        EnvoyHost {
+            filter,
+            changed: false,
+            series: None,
+        }
     }
 
     /// Makes Envoy pick the route again.
@@ -89,8 +96,8 @@ impl Host for EnvoyHost {
         }
     }
 
-    fn note_winner(&mut self, rule: &str, resource: &str) {
-        for (key, value) in [(WINNER_RULE, rule), (WINNER_RESOURCE, resource)] {
+    fn note_winner(&mut self, winner: Winner<'_>) {
+        for (key, value) in [(WINNER_RULE, winner.rule), (WINNER_RESOURCE, winner.resource())] {
             // SAFETY: `filter` is the running hook's; both buffers lend live `&str`s for the call.
             unsafe {
                 abi::envoy_dynamic_module_callback_http_set_filter_state_bytes(
@@ -100,6 +107,7 @@ impl Host for EnvoyHost {
                 );
             }
         }
+        self.series = crate::resource_metrics::note(winner);
     }
 
     fn rate_counters(&self) -> Option<&dyn Counters> {
@@ -243,7 +251,7 @@ impl Host for ActionsHost<'_> {
         self.envoy.now_ms()
     }
 
-    fn note_winner(&mut self, rule: &str, resource: &str) {
-        self.envoy.note_winner(rule, resource);
+    fn note_winner(&mut self, winner: Winner<'_>) {
+        self.envoy.note_winner(winner);
     }
 }

@@ -24,7 +24,9 @@ use crate::auth_callout;
 use crate::cluster_specifier::ClusterSpecifier;
 use crate::envoy_host::{read_headers, ActionsHost, EnvoyHost};
 use crate::request::{Followup, Outcome};
+use crate::resource_metrics;
 use crate::state::{next_random, Counted, ModuleConfig, Stream};
+use switchyard_request::meter::Ended;
 
 /// Runs `hook`, answering `default` if it panics (the panic hook has logged it).
 fn guarded<T>(default: T, hook: impl FnOnce() -> T) -> T {
@@ -109,6 +111,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
             rule: std::cell::Cell::new(None),
             followup: std::cell::Cell::new(Followup::default()),
             auth: std::cell::Cell::new(None),
+            series: std::cell::Cell::new(None),
             held: std::cell::Cell::new(None),
         };
         Box::into_raw(Box::new(stream)) as *const c_void
@@ -151,12 +154,16 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
         let table = &config.table;
         // Beside the cluster specifier the route match picked the cluster: no cluster header, and
         // the route is not picked again (that would match the rewritten request).
+        let started = std::time::Instant::now();
         let (handled, repick) = if config.published.is_some() {
             let mut host = ActionsHost::new(envoy, table.head().cluster_header());
-            (table.handle(&mut host, next_random(), &Miniz), None)
+            let handled = table.handle(&mut host, next_random(), &Miniz);
+            stream.series.set(host.envoy.series.map(|series| (series, started)));
+            (handled, None)
         } else {
             let mut host = envoy;
             let handled = table.handle(&mut host, next_random(), &Miniz);
+            stream.series.set(host.series.map(|series| (series, started)));
             (handled, host.changed.then_some(host))
         };
         if let Some(error) = &handled.error {
@@ -425,12 +432,31 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_response_trailers(
     CONTINUE
 }
 
-/// The stream is complete: nothing to do (the stream's state goes in `filter_destroy`).
+/// The stream is complete: its request is counted in its resource's metrics (the stream's state
+/// goes in `filter_destroy`).
+///
+/// # Safety
+/// As `on_http_filter_request_headers`.
 #[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
-    _filter_envoy: FilterEnvoyPtr,
-    _stream: *const c_void,
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
+    filter_envoy: FilterEnvoyPtr,
+    stream: *const c_void,
 ) {
+    guarded((), || {
+        // SAFETY: as in `on_http_filter_request_headers`.
+        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
+            return;
+        };
+        let (Some(config), Some((series, started))) = (unsafe { stream.config.as_ref() }, stream.series.take()) else {
+            return;
+        };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // SAFETY: `filter_envoy` is this hook's stream, of `config`.
+        unsafe {
+            let ended = Ended::new(resource_metrics::response_code(filter_envoy), duration_ms);
+            config.resource_metrics.count(filter_envoy, series, ended);
+        }
+    })
 }
 
 /// An HTTP callout finished: the auth service's answer ([`auth_callout::answered`]); `result` 0

@@ -26,7 +26,9 @@ use switchyard_table::ratelimit::{self, Held};
 
 use crate::counters::ProcessCounters;
 use crate::request::{Followup, RuleRef};
+use crate::resource_metrics::ResourceMetrics;
 use crate::shared_table::{SharedTable, Table};
+use switchyard_request::meter::SeriesId;
 
 /// The metrics, named as the wasm filter's (Envoy prefixes them with the filter's metrics
 /// namespace, `dynamicmodulescustom` by default, where the wasm filter's get `wasmcustom`).
@@ -146,6 +148,8 @@ pub struct ModuleConfig {
     pub table: SharedTable,
     /// The configuration's metrics.
     pub metrics: Metrics,
+    /// Its per-resource request metrics.
+    pub resource_metrics: ResourceMetrics,
     /// Whether a refused cluster header was logged (once per configuration, not per request).
     pub route_failure_logged: AtomicBool,
     /// Whether a refused auth-service callout was logged (once per configuration).
@@ -192,6 +196,8 @@ impl ModuleConfig {
     pub unsafe fn load(config_envoy: ConfigEnvoyPtr, name: &str, config: &[u8]) -> Option<ModuleConfig> {
         // SAFETY: the caller's contract.
         let metrics = unsafe { Metrics::define(config_envoy) };
+        // SAFETY: as above.
+        let resource_metrics = unsafe { ResourceMetrics::define(config_envoy) };
         let started = Instant::now();
         let decode = || {
             let mut store = SHARDS.lock().unwrap_or_else(PoisonError::into_inner);
@@ -232,6 +238,9 @@ impl ModuleConfig {
                         );
                     }
                 }
+                let folded = table.head().metrics_fold().map_or(0, |fold| fold.folded);
+                // SAFETY: as `config_count`.
+                unsafe { resource_metrics.set_folded(config_envoy, folded) };
                 let table = Table::shared(table);
                 let published = is_actions_filter(name).then(|| {
                     let slot = TableSlot::named(name);
@@ -241,6 +250,7 @@ impl ModuleConfig {
                 Some(ModuleConfig {
                     table,
                     metrics,
+                    resource_metrics,
                     route_failure_logged: AtomicBool::new(false),
                     auth_failure_logged: AtomicBool::new(false),
                     published,
@@ -308,6 +318,9 @@ pub struct Stream {
     pub held: Cell<Option<Held>>,
     /// The subrequest to the rule's auth service while the request waits for its answer.
     pub auth: Cell<Option<PendingAuth>>,
+    /// The series the request is counted in when the stream completes (its winner's), and when
+    /// its headers reached the module.
+    pub series: Cell<Option<(SeriesId, Instant)>>,
 }
 
 impl Drop for Stream {

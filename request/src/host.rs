@@ -5,6 +5,7 @@
 use switchyard_table::ratelimit::Counters;
 
 use crate::headers::HeaderBlock;
+use crate::meter::Winner;
 pub use switchyard_table::format::{NO_RULE, WINNER_RESOURCE, WINNER_RULE};
 
 /// A host call the proxy answered with a status other than `Ok`: the proxy-wasm ABI's status code
@@ -39,15 +40,11 @@ pub trait Host {
     fn now_ms(&self) -> u64 {
         0
     }
-    /// Leaves the request's winner where the proxy's access log and tracing read it: the rule's
-    /// name and its resource ([`WINNER_RULE`], [`WINNER_RESOURCE`]; [`NO_RULE`] for both when no
-    /// rule took the request). A host with nowhere to leave them does nothing.
-    fn note_winner(&mut self, _rule: &str, _resource: &str) {}
-}
-
-/// The resource of rule `name`: the name before its `#` (`Ingress/shop/api#0` → `Ingress/shop/api`).
-pub fn resource_of(name: &str) -> &str {
-    name.split_once('#').map_or(name, |(resource, _)| resource)
+    /// Leaves the request's winner where the proxy's access log and tracing read it (the rule's
+    /// name and its resource: [`WINNER_RULE`], [`WINNER_RESOURCE`]; [`NO_RULE`] for both when no
+    /// rule took the request), and notes the series its metrics count it in. A host with nowhere
+    /// to leave them does nothing.
+    fn note_winner(&mut self, _winner: Winner<'_>) {}
 }
 
 /// The address of Envoy's `source.address` (`ip:port`, `[ip6]:port`, or an address alone).

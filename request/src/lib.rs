@@ -10,6 +10,8 @@
 //! - [`request`]: one request's trip (strip the client's cluster header, match, set the cluster
 //!   header and the rule's actions, or answer locally), over the [`host::Host`] trait, so it is
 //!   tested natively.
+//! - [`meter`]: the per-resource request metrics: a request's series, kept from its winner to its
+//!   end.
 //! - [`auth`]: external authentication's subrequest and what its answer does.
 //! - [`random`]: SplitMix64 for weighted backends.
 //! - [`uncompress`]: the compact form's zlib stream inflated by the proxy's foreign function
@@ -23,6 +25,7 @@ pub mod config;
 pub mod headers;
 pub mod host;
 pub mod loaded;
+pub mod meter;
 pub mod protobuf;
 pub mod random;
 pub mod request;

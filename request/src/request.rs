@@ -8,6 +8,7 @@ use switchyard_table::affinity::{HASH_HEADER, HASH_WITH_ADDRESS_HEADER};
 use switchyard_table::basic_auth;
 use switchyard_table::cors::{self, CorsHeaders, CorsVerdict};
 use switchyard_table::format::{HSTS_HEADER, ROUTE_HEADER, RULE_NAME_HEADER};
+use switchyard_table::metrics::Series;
 use switchyard_table::policy::{check_headers, BodyBudget, HeadersVerdict};
 use switchyard_table::ratelimit::{self, Admission, Held};
 
@@ -19,7 +20,8 @@ use switchyard_table::{
 
 use crate::auth::{AuthCall, AuthCookies};
 use crate::headers::{HeaderBlock, Span};
-use crate::host::{resource_of, Host, HostCallFailed, NO_RULE};
+use crate::host::{Host, HostCallFailed};
+use crate::meter::Winner;
 
 /// What the filter did with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +263,7 @@ pub fn handle_sharded(host: &mut impl Host, table: &ShardedTable, random: u64, i
             response,
         },
         Err(error) => {
-            host.note_winner(NO_RULE, NO_RULE);
+            host.note_winner(Winner::NONE);
             host.remove_request_header(table.cluster_header());
             host.send_response(
                 503,
@@ -291,10 +293,16 @@ fn answer(
     request: &HostRequest<'_>,
     (decision, random): (Option<(usize, Decision<'_>)>, u64),
 ) -> (Outcome, Followup) {
-    match &decision {
-        Some((_, decision)) => host.note_winner(decision.rule.name(), resource_of(decision.rule.name())),
-        None => host.note_winner(NO_RULE, NO_RULE),
-    }
+    host.note_winner(match &decision {
+        Some((_, decision)) => {
+            let (rule, backend) = (decision.rule.name(), decision.backend.map(|b| b.cluster.as_str()));
+            Winner {
+                rule,
+                series: Series::of(rule, backend, table.metrics_fold()),
+            }
+        }
+        None => Winner::NONE,
+    });
     let Some((position, decision)) = decision else {
         let outcome = match table.no_route() {
             NoRoute::Pass => {
@@ -620,8 +628,8 @@ pub(crate) mod tests {
         map_fetches: Cell<usize>,
         response: Option<Reply>,
         refuse: Option<&'static str>,
-        /// The winner the filter noted: rule and resource.
-        winner: Option<(String, String)>,
+        /// The winner the filter noted: rule, resource and its series' labels.
+        winner: Option<(String, String, [String; 4])>,
     }
 
     impl FakeHost {
@@ -663,8 +671,9 @@ pub(crate) mod tests {
         fn remove_request_header(&mut self, name: &str) {
             self.headers.retain(|(k, _)| k != name);
         }
-        fn note_winner(&mut self, rule: &str, resource: &str) {
-            self.winner = Some((rule.to_owned(), resource.to_owned()));
+        fn note_winner(&mut self, winner: Winner<'_>) {
+            let labels = winner.series.labels().map(str::to_owned);
+            self.winner = Some((winner.rule.to_owned(), winner.resource().to_owned(), labels));
         }
         fn send_response(&mut self, status: u16, headers: &[(&str, &str)], body: &str) {
             let headers = headers
@@ -1083,19 +1092,42 @@ pub(crate) mod tests {
     #[test]
     fn the_winner_and_its_resource_are_noted_and_none_when_no_rule_took_the_request() {
         let table = table("404");
-        let mut routed = FakeHost::new("example.net", "/app/x", &[]);
-        handle_request(&mut routed, &table, 0);
-        assert_eq!(routed.winner, Some(("a#2".to_owned(), "a".to_owned())));
-        let mut direct = FakeHost::new("root.example.org", "/missing", &[]);
-        handle_request(&mut direct, &table, 0);
+        let noted = |host: &str, path: &str| {
+            let mut client = FakeHost::new(host, path, &[]);
+            handle_request(&mut client, &table, 0);
+            client.winner.unwrap()
+        };
+        let labels = |l: [&str; 4]| l.map(str::to_owned);
+        let routed = noted("example.net", "/app/x");
         assert_eq!(
-            direct.winner,
-            Some(("a#3".to_owned(), "a".to_owned())),
+            routed,
+            ("a#2".to_owned(), "a".to_owned(), labels(["", "", "a", "p/app:80"]))
+        );
+        let direct = noted("root.example.org", "/missing");
+        assert_eq!(
+            direct,
+            ("a#3".to_owned(), "a".to_owned(), labels(["", "", "a", "direct"])),
             "a local reply's rule too"
         );
-        let mut nobody = FakeHost::new("nowhere.example", "/", &[]);
-        assert_eq!(handle_request(&mut nobody, &table, 0), Outcome::NotFound);
-        assert_eq!(nobody.winner, Some(("none".to_owned(), "none".to_owned())));
+        let nobody = noted("nowhere.example", "/");
+        assert_eq!(nobody, ("none".to_owned(), "none".to_owned(), labels(["none"; 4])));
+    }
+
+    #[test]
+    fn a_resource_beyond_the_metrics_limit_is_counted_as_folded() {
+        let json = r#"{"version":1,"metrics_fold":{"last_own":"Ingress/a/x","folded":1},"rules":[
+            {"name":"Ingress/a/x#0","host":"a.example","path":{"type":"prefix","value":"/"},
+             "action":{"route":{"backends":[{"cluster":"a/x_80"}]}}},
+            {"name":"Ingress/b/y#0","host":"b.example","path":{"type":"prefix","value":"/"},
+             "action":{"route":{"backends":[{"cluster":"b/y_80"}]}}}]}"#;
+        let table = RouteTable::from_json(json.as_bytes()).unwrap();
+        let labels_of = |host: &str| {
+            let mut client = FakeHost::new(host, "/", &[]);
+            handle_request(&mut client, &table, 0);
+            client.winner.unwrap().2
+        };
+        assert_eq!(labels_of("a.example"), ["Ingress", "a", "x", "a/x_80"]);
+        assert_eq!(labels_of("b.example"), ["folded"; 4]);
     }
 
     #[test]

@@ -182,6 +182,12 @@ pub struct TableArgs {
     /// Make the filter add `x-switchyard-rule: <rule>` to responses.
     #[arg(long)]
     debug_rule_header: bool,
+    /// How many resources have series of their own in the gateway's per-resource request metrics
+    /// (switchyard_resource_requests_total, …; docs/operations.md): the first N in name order
+    /// (Kind/namespace/name); the rest are counted together as `folded`, and
+    /// switchyard_resources_folded says how many.
+    #[arg(long, default_value_t = switchyard_compiler::model::DEFAULT_METRICS_MAX_RESOURCES, value_name = "N")]
+    metrics_max_resources: usize,
     /// Serve the Ingresses of ingress-nginx's class NAME as ingress-nginx v1.15 routed them:
     /// its annotations, regex mode, redirects (ROUTING.md §7, docs/routing.md). Off when absent.
     #[arg(long, value_name = "NAME", help_heading = "ingress-nginx (ROUTING.md §7)")]
@@ -287,6 +293,7 @@ impl TableArgs {
                 NoRouteArg::Pass => NoRoute::Pass,
             },
             debug_rule_header: self.debug_rule_header,
+            metrics_max_resources: self.metrics_max_resources,
             tls_passthrough_port: l4.tls_passthrough_port,
             ingress_nginx: self.ingress_nginx_flags()?,
             ingress_nginx_config: ControllerConfig::default(),

@@ -225,6 +225,41 @@ fn envoy_yaml_and_the_envoy_deployment_log_the_winning_rule_in_one_format() {
     );
 }
 
+/// `make run`'s envoy.yaml and deploy/envoy/'s bootstrap take the per-resource request metrics'
+/// labels out of the wasm filter's stat names with the tags the code defines
+/// (`switchyard_table::metrics::stats_tags`), which the e2e harness uses too.
+#[test]
+fn envoy_yaml_and_the_envoy_deployment_tag_the_per_resource_metrics() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let expected: Vec<(String, String)> = (switchyard_table::metrics::stats_tags().into_iter())
+        .map(|(name, regex)| (name.to_owned(), regex))
+        .collect();
+    let tags_of = |bootstrap: &Value| -> Vec<(String, String)> {
+        let tags = bootstrap["stats_config"]["stats_tags"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        (tags.iter())
+            .map(|t| {
+                (
+                    t["tag_name"].as_str().unwrap().to_owned(),
+                    t["regex"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let envoy: Value = serde_yaml::from_str(&std::fs::read_to_string(root.join("envoy.yaml")).unwrap()).unwrap();
+    assert_eq!(tags_of(&envoy), expected, "envoy.yaml");
+    let config_map = &deploy("envoy/envoy-config.yaml")[0];
+    let deployed: Value = serde_yaml::from_str(config_map["data"]["envoy.yaml"].as_str().unwrap()).unwrap();
+    assert_eq!(tags_of(&deployed), expected, "deploy/envoy/envoy-config.yaml");
+    let strips = |bootstrap: &Value| {
+        let flag = "envoy.reloadable_features.dynamic_modules_strip_custom_stat_prefix";
+        bootstrap["layered_runtime"]["layers"][0]["static_layer"][flag] == true
+    };
+    assert!(strips(&envoy) && strips(&deployed), "the module's metrics are named as the wasm filter's");
+}
+
 /// The manifest files `kubectl apply -f FOLDER` reads in deploy/FOLDER (not its subfolders).
 fn kubectl_files(folder: &str) -> Vec<String> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(folder);

@@ -67,8 +67,24 @@ pub struct TableSpec {
     /// When true, responses carry the winning rule's name in [`RULE_NAME_HEADER`].
     #[serde(skip_serializing_if = "is_false")]
     pub debug_rule_header: bool,
+    /// The resources whose requests are counted together in the per-resource metrics, beyond the
+    /// gateway's limit of series ([`MetricsFold`]); absent when every resource has its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_fold: Option<MetricsFold>,
     /// The rules, highest priority first: the first rule that matches wins.
     pub rules: Vec<RuleSpec>,
+}
+
+/// Which resources' requests the per-resource metrics count together, as `folded`
+/// (docs/operations.md, "Per-resource request metrics"): those after [`MetricsFold::last_own`] in
+/// name order (`Kind/namespace/name`). The first resources in that order, up to the limit, each
+/// have series of their own ([`crate::metrics`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetricsFold {
+    /// The last resource, in name order, with series of its own.
+    pub last_own: String,
+    /// How many resources come after it (the `switchyard_resources_folded` gauge).
+    pub folded: u32,
 }
 
 /// What to do with a request that no rule matches.
@@ -738,6 +754,7 @@ impl Default for TableSpec {
             cluster_header: default_cluster_header(),
             no_route: NoRoute::NotFound,
             debug_rule_header: false,
+            metrics_fold: None,
             rules: Vec::new(),
         }
     }

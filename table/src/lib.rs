@@ -20,6 +20,8 @@
 //! - [`canary`]: ingress-nginx's canary, decided per request by header, cookie and weight.
 //! - [`policy`]: a rule's policies (the body limit, address ranges) per request; [`cors`]: its
 //!   CORS answers; [`ratelimit`]: its request rates per client address.
+//! - [`metrics`]: the per-resource request metrics' names, labels and series, for both filter
+//!   forms and the bootstraps that read them.
 //! - [`affinity`]: the key a route's request is hashed to one endpoint by (cookie affinity, request
 //!   hashes), made per request.
 //! - [`rewrite`]: regex rewrites (`rewrite_regex`), the path and headers rebuilt from a regex's groups
@@ -44,6 +46,7 @@ mod forms;
 mod host;
 mod index;
 pub mod json;
+pub mod metrics;
 pub mod oracle;
 mod path;
 pub mod policy;

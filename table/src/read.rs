@@ -21,8 +21,9 @@ use crate::error::TableError;
 use crate::external_auth::ExternalAuth;
 use crate::format::{
     ActionSpec, Affinity, AffinityCookie, Backend, Canary, CanaryHeader, ConditionSource, ConditionSpec, Cors,
-    CorsSemantics, DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, NoRoute, OriginRegex, PathSpec, Policy,
-    Rate, RateLimit, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec, DEFAULT_CLUSTER_HEADER,
+    CorsSemantics, DirectResponse, HashPart, HeaderValue, IpRange, MatchOp, MetricsFold, NoRoute, OriginRegex,
+    PathSpec, Policy, Rate, RateLimit, Redirect, RegexRewrite, RouteAction, RuleSpec, TableSpec,
+    DEFAULT_CLUSTER_HEADER,
 };
 
 /// Where a value sits in the document: rendered as `rules[3].path.type` only when an error needs it.
@@ -304,7 +305,19 @@ impl FromDoc for TableSpec {
                 cluster_header: f.or("cluster_header", DEFAULT_CLUSTER_HEADER.to_owned())?,
                 no_route: f.or("no_route", NoRoute::default())?,
                 debug_rule_header: f.or("debug_rule_header", false)?,
+                metrics_fold: f.optional("metrics_fold")?,
                 rules: f.or("rules", Vec::new())?,
+            })
+        })
+    }
+}
+
+impl FromDoc for MetricsFold {
+    fn from_doc<'d>(value: Node<'d>, doc: &Doc<'d>, at: &At<'_>) -> Result<Self, TableError> {
+        object(value, doc, at, |f| {
+            Ok(MetricsFold {
+                last_own: f.required("last_own")?,
+                folded: f.required("folded")?,
             })
         })
     }

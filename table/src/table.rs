@@ -8,7 +8,9 @@ use crate::canary::{CanaryDecision, CanaryPolicy};
 use crate::condition::Condition;
 use crate::error::{Problem, TableError};
 use crate::field::{field_value, is_token, FieldValueFault};
-use crate::format::{ActionSpec, Backend, DirectResponse, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION};
+use crate::format::{
+    ActionSpec, Backend, DirectResponse, MetricsFold, NoRoute, RouteAction, RuleSpec, TableSpec, VERSION,
+};
 use crate::host::{normalize_authority, HostPattern};
 use crate::index::{HostIndex, RuleId};
 use crate::path::{request_path, PathPattern};
@@ -24,6 +26,7 @@ pub struct RouteTable {
     cluster_header: String,
     no_route: NoRoute,
     debug_rule_header: bool,
+    metrics_fold: Option<MetricsFold>,
     rules: Vec<Rule>,
     index: HostIndex,
 }
@@ -88,6 +91,11 @@ impl RouteTable {
     /// Whether responses should name the winning rule.
     pub fn debug_rule_header(&self) -> bool {
         self.debug_rule_header
+    }
+
+    /// The resources the per-resource metrics count together, if any ([`MetricsFold`]).
+    pub fn metrics_fold(&self) -> Option<&MetricsFold> {
+        self.metrics_fold.as_ref()
     }
 
     /// The rules in table order.
@@ -316,6 +324,7 @@ impl TryFrom<TableSpec> for RouteTable {
             cluster_header,
             no_route: spec.no_route,
             debug_rule_header: spec.debug_rule_header,
+            metrics_fold: spec.metrics_fold,
             rules,
             index,
         })

@@ -110,6 +110,7 @@ impl ShardEncoder {
             cluster_header: table.cluster_header.clone(),
             no_route: table.no_route,
             debug_rule_header: table.debug_rule_header,
+            metrics_fold: table.metrics_fold.clone(),
             rules: Vec::new(),
         };
         let head = serde_json::to_string(&head).map_err(|e| EncodeError(e.to_string()))?;

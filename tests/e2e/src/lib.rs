@@ -530,6 +530,24 @@ pub fn static_bootstrap(
     static_bootstrap_routed(routes, filters, clusters)
 }
 
+/// The bootstrap's `stats_config`, as envoy.yaml's: the tags of the per-resource request metrics,
+/// which the wasm filter writes into each stat's name (`switchyard_table::metrics::stats_tags`).
+pub fn stats_config() -> serde_json::Value {
+    let tags: Vec<serde_json::Value> = (switchyard_table::metrics::stats_tags().into_iter())
+        .map(|(tag_name, regex)| serde_json::json!({ "tag_name": tag_name, "regex": regex }))
+        .collect();
+    serde_json::json!({ "stats_tags": tags })
+}
+
+/// The bootstrap's `layered_runtime`, as envoy.yaml's: the native module's metrics under the same
+/// names as the wasm filter's (its metrics namespace taken out of their Prometheus names, as
+/// Envoy does for `wasmcustom`, rather than `envoy_dynamicmodulescustom_…`).
+pub fn layered_runtime() -> serde_json::Value {
+    serde_json::json!({ "layers": [{ "name": "static", "static_layer": {
+        "envoy.reloadable_features.dynamic_modules_strip_custom_stat_prefix": true
+    }}]})
+}
+
 /// [`static_bootstrap`] with the listener's routes given as the connection manager's fields that
 /// say where they come from (`route_config`, or `rds`).
 pub fn static_bootstrap_routed(
@@ -570,6 +588,8 @@ pub fn static_bootstrap_routed(
         .collect();
     json!({
         "node": { "id": "switchyard-test", "cluster": "switchyard-test" },
+        "stats_config": stats_config(),
+        "layered_runtime": layered_runtime(),
         "admin": { "address": socket(0) },
         "static_resources": {
             "listeners": [{
@@ -1035,8 +1055,11 @@ pub fn envoy_config_reading(
     file: EcdsFile,
 ) -> String {
     let ecds = dir.join("ecds");
+    let (stats_config, runtime) = (stats_config(), layered_runtime());
     let mut yaml = format!(
         r#"node: {{id: switchyard, cluster: switchyard}}
+stats_config: {stats_config}
+layered_runtime: {runtime}
 admin:
   address: {{socket_address: {{address: 127.0.0.1, port_value: {admin_port}}}}}
 static_resources:

@@ -1,13 +1,17 @@
 //! Which Ingress served this request (issue "Which Ingress served this request"), through a real
 //! Envoy in both filter forms: the access log of `envoy.yaml` and `deploy/`
 //! ([`switchyard_e2e::ACCESS_LOG_FORMAT`]) names the rule and the resource that won each request,
-//! from the filter state the filter leaves, and says `none` for a request no rule took.
+//! from the filter state the filter leaves, and says `none` for a request no rule took; Envoy's
+//! Prometheus endpoint counts each resource's requests (`switchyard_table::metrics`).
 //!
 //! Needs `ENVOY_BIN`, the filter and the module (`make test-envoy` sets them).
 
+use std::collections::BTreeMap;
+
 use switchyard_cases::rule;
 use switchyard_e2e::table::table;
-use switchyard_e2e::{get, Envoy, FilterForm};
+use switchyard_e2e::{get, send, Envoy, FilterForm};
+use switchyard_table::metrics::{DURATION, FOLDED_RESOURCES, REQUESTS};
 
 #[test]
 fn the_access_log_names_the_rule_and_resource_that_won_and_none_when_no_rule_did() {
@@ -48,6 +52,187 @@ fn the_access_log_names_the_rule_and_resource_that_won_and_none_when_no_rule_did
         assert!(
             nobody.contains("rule=none resource=none") && nobody.contains(" 404 "),
             "{form:?}: {nobody}"
+        );
+    }
+}
+
+/// The samples of `metric` in Envoy's `/stats/prometheus`, each as its labels (`name="value"`,
+/// sorted) and value.
+fn samples(envoy: &Envoy, metric: &str) -> BTreeMap<String, u64> {
+    let text = send(envoy.admin, &get("admin", "/stats/prometheus")).unwrap().body;
+    (text.lines())
+        .filter_map(|line| {
+            let rest = line.strip_prefix(metric)?.strip_prefix('{')?;
+            let (labels, value) = rest.rsplit_once("} ")?;
+            let mut labels: Vec<&str> = labels.split(',').collect();
+            labels.sort();
+            Some((labels.join(","), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// What `metric`'s samples grew by since `before` (the harness's own probe requests, sent while
+/// Envoy starts, are in `before`), the series that did not grow left out.
+fn grown(envoy: &Envoy, metric: &str, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    (samples(envoy, metric).into_iter())
+        .map(|(labels, value)| {
+            let grown = value - before.get(&labels).copied().unwrap_or(0);
+            (labels, grown)
+        })
+        .filter(|(_, grown)| *grown > 0)
+        .collect()
+}
+
+/// The lines of Envoy's stats that name our metrics, for a failure's message.
+fn ours(envoy: &Envoy) -> String {
+    let text = send(envoy.admin, &get("admin", "/stats/prometheus")).unwrap().body;
+    text.lines().filter(|l| l.contains("switchyard_resource")).collect::<Vec<_>>().join("\n")
+}
+
+/// The labels of a series, as [`samples`] keys them.
+fn labels(pairs: &[(&str, &str)]) -> String {
+    let mut labels: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}=\"{v}\"")).collect();
+    labels.sort();
+    labels.join(",")
+}
+
+/// Envoy's Prometheus endpoint after known traffic (issue "Which Ingress served this request"):
+/// each Ingress's requests by backend and status class and its durations, a request no rule took
+/// as `none`, a redirect as `direct`; in both filter forms, under the same names and labels.
+#[test]
+fn prometheus_counts_each_resources_requests_by_backend_and_status_class_in_both_forms() {
+    let rules = vec![
+        rule("Ingress/shop/api#0")
+            .host("api.example")
+            .prefix("/")
+            .to("shop/api:80"),
+        rule("Ingress/blog/web#0")
+            .host("web.example")
+            .prefix("/")
+            .to("blog/gone:80"),
+        rule("Ingress/blog/old#0")
+            .host("old.example")
+            .prefix("/")
+            .action(serde_json::json!({ "redirect": { "url": "https://web.example/", "status": 301 } })),
+    ];
+    let table = table("metrics", rules);
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        // No cluster blog/gone:80 in Envoy: its requests are answered 503.
+        let envoy = Envoy::start_logged(&table, &["shop/api:80"], form);
+        let (before, durations_before) = (samples(&envoy, REQUESTS), samples(&envoy, &format!("{DURATION}_count")));
+        let sent = [
+            ("api.example", 3),
+            ("web.example", 2),
+            ("old.example", 1),
+            ("nobody.example", 1),
+        ];
+        for (host, times) in sent {
+            for _ in 0..times {
+                envoy.send(&get(host, "/x"));
+            }
+        }
+        let requests = grown(&envoy, REQUESTS, &before);
+        let series = |kind, namespace, resource, backend, class| {
+            let labels = labels(&[
+                ("kind", kind),
+                ("namespace", namespace),
+                ("resource", resource),
+                ("backend", backend),
+                ("status_class", class),
+            ]);
+            requests.get(&labels).copied()
+        };
+        assert_eq!(
+            series("Ingress", "shop", "api", "shop/api:80", "2xx"),
+            Some(3),
+            "{form:?}: {requests:#?}"
+        );
+        assert_eq!(
+            series("Ingress", "blog", "web", "blog/gone:80", "5xx"),
+            Some(2),
+            "{form:?}: {requests:#?}"
+        );
+        assert_eq!(
+            series("Ingress", "blog", "old", "direct", "3xx"),
+            Some(1),
+            "{form:?}: {requests:#?}"
+        );
+        assert_eq!(
+            series("none", "none", "none", "none", "4xx"),
+            Some(1),
+            "{form:?}: {requests:#?}"
+        );
+        assert_eq!(requests.len(), 4, "{form:?}: nothing else counted: {requests:#?}");
+        // Envoy merges its workers' histograms when it flushes its stats (every 5 s by default).
+        let api = labels(&[("kind", "Ingress"), ("namespace", "shop"), ("resource", "api")]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let durations = loop {
+            let durations = grown(&envoy, &format!("{DURATION}_count"), &durations_before);
+            if durations.get(&api).is_some() || std::time::Instant::now() > deadline {
+                break durations;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        };
+        assert_eq!(durations.get(&api), Some(&3), "{form:?}: {durations:#?}");
+        let folded = samples(&envoy, FOLDED_RESOURCES);
+        assert_eq!(folded, BTreeMap::from([(String::new(), 0)]), "{form:?}: no resource is folded");
+    }
+}
+
+/// Beyond the table's limit of series (`--metrics-max-resources`, the table's `metrics_fold`), a
+/// resource's requests are counted as `folded`, and the gauge says how many resources are.
+#[test]
+fn resources_beyond_the_limit_are_counted_together_as_folded() {
+    let rules = vec![
+        rule("Ingress/a/first#0")
+            .host("first.example")
+            .prefix("/")
+            .to("a/first:80"),
+        rule("Ingress/b/second#0")
+            .host("second.example")
+            .prefix("/")
+            .to("a/first:80"),
+        rule("Ingress/c/third#0")
+            .host("third.example")
+            .prefix("/")
+            .to("a/first:80"),
+    ];
+    let mut table: serde_json::Value = serde_json::from_str(&table("fold", rules)).unwrap();
+    table["metrics_fold"] = serde_json::json!({ "last_own": "Ingress/a/first", "folded": 2 });
+    let table = table.to_string();
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let envoy = Envoy::start_logged(&table, &["a/first:80"], form);
+        let before = samples(&envoy, REQUESTS);
+        for host in ["first.example", "second.example", "third.example"] {
+            assert_eq!(envoy.send(&get(host, "/")).status, 200, "{form:?}: {host}");
+        }
+        let requests = grown(&envoy, REQUESTS, &before);
+        let own = labels(&[
+            ("kind", "Ingress"),
+            ("namespace", "a"),
+            ("resource", "first"),
+            ("backend", "a/first:80"),
+            ("status_class", "2xx"),
+        ]);
+        let folded = labels(&[
+            ("kind", "folded"),
+            ("namespace", "folded"),
+            ("resource", "folded"),
+            ("backend", "folded"),
+            ("status_class", "2xx"),
+        ]);
+        assert_eq!(requests.get(&own), Some(&1), "{form:?}: {requests:#?}\n{}", ours(&envoy));
+        assert_eq!(requests.get(&folded), Some(&2), "{form:?}: {requests:#?}");
+        assert_eq!(requests.len(), 2, "{form:?}: {requests:#?}");
+        let text = send(envoy.admin, &get("admin", "/stats/prometheus")).unwrap().body;
+        assert!(
+            text.lines()
+                .any(|l| l == format!("{FOLDED_RESOURCES}{{}} 2") || l == format!("{FOLDED_RESOURCES} 2")),
+            "{form:?}: {}",
+            text.lines()
+                .filter(|l| l.contains("folded"))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
 }

@@ -1,0 +1,172 @@
+//! The per-resource request metrics, the part both filter forms share
+//! ([`switchyard_table::metrics`] names them): a request's series is found when its rule wins
+//! ([`Winner`]), kept as a small [`SeriesId`] while the request lives, and counted when it ends
+//! ([`Ended`]): its status class and its duration.
+//!
+//! A [`SeriesBook`] gives each series a VM (wasm) or a worker thread (module) has counted into
+//! its id; it grows with the series seen, which the table's fold bounds (one per resource and
+//! backend, up to the limit, and one `folded`).
+
+use std::collections::HashMap;
+
+use switchyard_table::metrics::{status_class, Series};
+
+use crate::host::NO_RULE;
+
+/// What a request's winner leaves for the access log and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Winner<'a> {
+    /// The winning rule's name ([`NO_RULE`] when no rule took the request).
+    pub rule: &'a str,
+    /// Whose requests it is counted with.
+    pub series: Series<'a>,
+}
+
+impl Winner<'_> {
+    /// The winner of a request no rule took.
+    pub const NONE: Winner<'static> = Winner {
+        rule: NO_RULE,
+        series: Series::Unrouted,
+    };
+
+    /// The winning rule's resource (`Ingress/shop/api`; [`NO_RULE`] when none).
+    pub fn resource(&self) -> &str {
+        switchyard_table::metrics::resource_of(self.rule)
+    }
+}
+
+/// A series in a [`SeriesBook`]: an index, which a request keeps until it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeriesId(pub u32);
+
+/// The series a VM or a worker counted into, by resource and backend.
+#[derive(Debug)]
+pub struct SeriesBook {
+    /// By resource, each backend's series (a resource has a handful: a linear search).
+    ids: HashMap<Box<str>, Vec<(Option<Box<str>>, SeriesId)>>,
+    /// Each series' `kind`, `namespace`, `resource` and `backend` labels, by id.
+    labels: Vec<[Box<str>; 4]>,
+}
+
+impl Default for SeriesBook {
+    fn default() -> Self {
+        let fixed = |series: Series<'_>| series.labels().map(Box::from);
+        SeriesBook {
+            ids: HashMap::new(),
+            labels: vec![fixed(Series::Unrouted), fixed(Series::Folded)],
+        }
+    }
+}
+
+impl SeriesBook {
+    /// The series of requests no rule took.
+    pub const UNROUTED: SeriesId = SeriesId(0);
+    /// The series of the resources beyond the limit.
+    pub const FOLDED: SeriesId = SeriesId(1);
+
+    /// The id of `series`, given it the first time.
+    pub fn id(&mut self, series: Series<'_>) -> SeriesId {
+        let (resource, backend) = match series {
+            Series::Unrouted => return Self::UNROUTED,
+            Series::Folded => return Self::FOLDED,
+            Series::Resource { resource, backend } => (resource, backend),
+        };
+        if let Some(backends) = self.ids.get(resource) {
+            if let Some((_, id)) = backends.iter().find(|(b, _)| b.as_deref() == backend) {
+                return *id;
+            }
+        }
+        let id = SeriesId(u32::try_from(self.labels.len()).unwrap_or(u32::MAX));
+        self.labels.push(series.labels().map(Box::from));
+        let backends = self.ids.entry(resource.into()).or_default();
+        backends.push((backend.map(Box::from), id));
+        id
+    }
+
+    /// The labels of series `id` (`kind`, `namespace`, `resource`, `backend`); those of
+    /// [`Self::UNROUTED`] for an id it never gave.
+    pub fn labels(&self, id: SeriesId) -> [&str; 4] {
+        let labels = self.labels.get(id.0 as usize).or(self.labels.first());
+        labels.map_or([NO_RULE; 4], |l| [&*l[0], &*l[1], &*l[2], &*l[3]])
+    }
+
+    /// How many series it holds.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Whether it holds only the two fixed series.
+    pub fn is_empty(&self) -> bool {
+        self.labels.len() <= 2
+    }
+}
+
+/// How a request ended, as its metrics count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// The index of its response code's class in
+    /// [`switchyard_table::metrics::STATUS_CLASSES`].
+    pub status_class: usize,
+    /// From its headers reaching the filter to its end, in milliseconds.
+    pub duration_ms: u64,
+}
+
+impl Ended {
+    /// A request answered `code` (none: `None`) `duration_ms` after its headers came.
+    pub fn new(code: Option<u64>, duration_ms: u64) -> Ended {
+        Ended {
+            status_class: status_class(code.unwrap_or(0)),
+            duration_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_keeps_its_id_and_each_backend_of_a_resource_has_its_own() {
+        let mut book = SeriesBook::default();
+        let api = |backend| Series::Resource {
+            resource: "Ingress/shop/api",
+            backend,
+        };
+        let (a, b, direct) = (
+            book.id(api(Some("shop/a_80"))),
+            book.id(api(Some("shop/b_80"))),
+            book.id(api(None)),
+        );
+        assert_eq!(book.id(api(Some("shop/a_80"))), a);
+        assert!(a != b && b != direct && a != direct);
+        assert_eq!(book.labels(b), ["Ingress", "shop", "api", "shop/b_80"]);
+        assert_eq!(book.labels(direct)[3], "direct");
+        assert_eq!(book.id(Series::Folded), SeriesBook::FOLDED);
+        assert_eq!(book.labels(SeriesBook::FOLDED), ["folded"; 4]);
+        assert_eq!(book.id(Series::Unrouted), SeriesBook::UNROUTED);
+        assert_eq!(book.labels(SeriesId(99)), [NO_RULE; 4]);
+        assert_eq!(book.len(), 5);
+    }
+
+    #[test]
+    fn a_request_ends_in_its_status_class_or_0xx_without_a_response() {
+        assert_eq!(
+            Ended::new(Some(503), 7),
+            Ended {
+                status_class: 5,
+                duration_ms: 7
+            }
+        );
+        assert_eq!(Ended::new(None, 0).status_class, 0);
+    }
+
+    #[test]
+    fn the_winner_names_its_resource() {
+        let winner = Winner {
+            rule: "Ingress/shop/api#2",
+            series: Series::Folded,
+        };
+        assert_eq!(winner.resource(), "Ingress/shop/api");
+        assert_eq!(Winner::NONE.resource(), NO_RULE);
+    }
+}
