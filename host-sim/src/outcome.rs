@@ -3,7 +3,7 @@
 //! got, logs, metric values and route-cache clears. Serializes to the JSON the `host-sim` command
 //! prints.
 
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -162,20 +162,25 @@ pub enum MetricKind {
     Histogram,
 }
 
-/// A metric's value: the count or level, or every value a histogram recorded.
+/// A metric's value: the count or level, or how many values a histogram recorded and the last
+/// [`HISTOGRAM_TAIL`] of them (a request's outcome carries every metric: a histogram's every
+/// value would make each request cost as many copies as requests came before it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetricValue {
     Counter(u64),
     Gauge(u64),
-    Histogram(Vec<u64>),
+    Histogram { count: u64, last: Vec<u64> },
 }
+
+/// How many of a histogram's last values a [`MetricValue`] carries.
+pub const HISTOGRAM_TAIL: usize = 16;
 
 impl MetricValue {
     /// A counter's or gauge's value; a histogram's number of records.
     pub fn value(&self) -> u64 {
         match self {
             MetricValue::Counter(v) | MetricValue::Gauge(v) => *v,
-            MetricValue::Histogram(r) => r.len() as u64,
+            MetricValue::Histogram { count, .. } => *count,
         }
     }
 }
@@ -184,12 +189,11 @@ impl Serialize for MetricValue {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             MetricValue::Counter(v) | MetricValue::Gauge(v) => s.serialize_u64(*v),
-            MetricValue::Histogram(records) => {
-                let mut seq = s.serialize_seq(Some(records.len()))?;
-                for r in records {
-                    seq.serialize_element(r)?;
-                }
-                seq.end()
+            MetricValue::Histogram { count, last } => {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("count", count)?;
+                map.serialize_entry("last", last)?;
+                map.end()
             }
         }
     }

@@ -14,6 +14,7 @@ use crate::error::SimError;
 use crate::host::ProcExit;
 use crate::outcome::{
     Action, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction, RouteCacheClears,
+    HISTOGRAM_TAIL,
 };
 use crate::request::{HttpCallResponse, Request};
 use crate::state::{Callout, GrpcCall, HeaderMap, Host, HttpCall, Shared, Stream};
@@ -808,7 +809,10 @@ fn value_of(m: &crate::state::Metric) -> MetricValue {
     match m.kind {
         MetricKind::Counter => MetricValue::Counter(m.value),
         MetricKind::Gauge => MetricValue::Gauge(m.value),
-        MetricKind::Histogram => MetricValue::Histogram(m.records.clone()),
+        MetricKind::Histogram => MetricValue::Histogram {
+            count: m.records.len() as u64,
+            last: m.records[m.records.len().saturating_sub(HISTOGRAM_TAIL)..].to_vec(),
+        },
     }
 }
 

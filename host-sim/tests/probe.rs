@@ -60,7 +60,10 @@ fn metrics_of_each_kind_are_counted() {
     );
     assert_eq!(
         outcome.metrics.get("probe.histogram"),
-        Some(&MetricValue::Histogram(vec![42, 42]))
+        Some(&MetricValue::Histogram {
+            count: 2,
+            last: vec![42, 42]
+        })
     );
     assert_eq!(sim.metric("probe.requests").map(|m| m.value()), Some(2));
 }

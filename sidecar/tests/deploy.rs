@@ -257,7 +257,30 @@ fn envoy_yaml_and_the_envoy_deployment_tag_the_per_resource_metrics() {
         let flag = "envoy.reloadable_features.dynamic_modules_strip_custom_stat_prefix";
         bootstrap["layered_runtime"]["layers"][0]["static_layer"][flag] == true
     };
-    assert!(strips(&envoy) && strips(&deployed), "the module's metrics are named as the wasm filter's");
+    assert!(
+        strips(&envoy) && strips(&deployed),
+        "the module's metrics are named as the wasm filter's"
+    );
+}
+
+/// Istio's mesh config (deploy/istio/mesh-config, both forms) asks every proxy for the per-resource
+/// metrics' tags: Istio writes `(TAG=\.=(.*?);\.;)` for each, the regex of
+/// `switchyard_table::metrics::stats_tags`.
+#[test]
+fn the_istio_mesh_config_asks_for_the_per_resource_metrics_tags() {
+    let expected: Vec<Value> = (switchyard_table::metrics::REQUEST_LABELS.iter())
+        .map(|l| Value::from(*l))
+        .collect();
+    let mesh = &deploy("istio/mesh-config/mesh.yaml")[0];
+    assert_eq!(mesh["defaultConfig"]["extraStatTags"], Value::from(expected.clone()));
+    let operator = &deploy("istio/mesh-config/istiooperator.yaml")[0];
+    assert_eq!(
+        operator["spec"]["meshConfig"]["defaultConfig"]["extraStatTags"],
+        Value::from(expected)
+    );
+    for (label, regex) in switchyard_table::metrics::stats_tags() {
+        assert_eq!(regex, format!(r"({label}=\.=(.*?);\.;)"), "Istio's form for {label}");
+    }
 }
 
 /// The manifest files `kubectl apply -f FOLDER` reads in deploy/FOLDER (not its subfolders).

@@ -86,7 +86,10 @@ fn grown(envoy: &Envoy, metric: &str, before: &BTreeMap<String, u64>) -> BTreeMa
 /// The lines of Envoy's stats that name our metrics, for a failure's message.
 fn ours(envoy: &Envoy) -> String {
     let text = send(envoy.admin, &get("admin", "/stats/prometheus")).unwrap().body;
-    text.lines().filter(|l| l.contains("switchyard_resource")).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .filter(|l| l.contains("switchyard_resource"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The labels of a series, as [`samples`] keys them.
@@ -175,7 +178,11 @@ fn prometheus_counts_each_resources_requests_by_backend_and_status_class_in_both
         };
         assert_eq!(durations.get(&api), Some(&3), "{form:?}: {durations:#?}");
         let folded = samples(&envoy, FOLDED_RESOURCES);
-        assert_eq!(folded, BTreeMap::from([(String::new(), 0)]), "{form:?}: no resource is folded");
+        assert_eq!(
+            folded,
+            BTreeMap::from([(String::new(), 0)]),
+            "{form:?}: no resource is folded"
+        );
     }
 }
 
@@ -221,7 +228,12 @@ fn resources_beyond_the_limit_are_counted_together_as_folded() {
             ("backend", "folded"),
             ("status_class", "2xx"),
         ]);
-        assert_eq!(requests.get(&own), Some(&1), "{form:?}: {requests:#?}\n{}", ours(&envoy));
+        assert_eq!(
+            requests.get(&own),
+            Some(&1),
+            "{form:?}: {requests:#?}\n{}",
+            ours(&envoy)
+        );
         assert_eq!(requests.get(&folded), Some(&2), "{form:?}: {requests:#?}");
         assert_eq!(requests.len(), 2, "{form:?}: {requests:#?}");
         let text = send(envoy.admin, &get("admin", "/stats/prometheus")).unwrap().body;
