@@ -141,6 +141,10 @@ pub struct WatchArgs {
     /// it, tables written faster than Envoy applies them pile up in its wasm VMs' memory.
     #[arg(long, value_name = "ADDR:PORT", requires = "ecds_file")]
     pub envoy_admin: Option<SocketAddr>,
+    /// With --envoy-admin and --dashboard-listen: how often the gateway's traffic per resource is
+    /// read from Envoy's stats (`/status` `traffic`, the dashboard) [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "envoy_admin")]
+    pub traffic_every: Option<Duration>,
     /// Which filter the ECDS file configures. wasm: the proxy-wasm filter (--wasm), for any Envoy
     /// version and any proxy-wasm host (Istio's WasmPlugin and EnvoyFilter sinks are always wasm).
     /// module: the native dynamic module (libswitchyard_module.so, `make build-module`) for a plain
