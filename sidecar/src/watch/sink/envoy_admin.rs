@@ -81,7 +81,8 @@ pub async fn get(addr: SocketAddr, path: &str) -> Result<String, String> {
         .map_err(|_| format!("Envoy admin {addr}: no answer within {} s", REQUEST_TIMEOUT.as_secs()))??;
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    if !head.starts_with("HTTP/1.1 200") {
+    let mut status_line = head.split_whitespace();
+    if !(status_line.next().is_some_and(|v| v.starts_with("HTTP/1.")) && status_line.next() == Some("200")) {
         let status = head.lines().next().unwrap_or_default();
         return Err(format!("Envoy admin {addr}{path}: {status}"));
     }
@@ -158,6 +159,14 @@ mod tests {
                 answering("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nm 1\r\n1\r\n\n\r\n0\r\n\r\n")
                     .await;
             assert_eq!(get(addr, "/stats/prometheus?filter=m").await.unwrap(), "m 1\n");
+            assert!(asked
+                .await
+                .unwrap()
+                .starts_with("GET /stats/prometheus?filter=m HTTP/1.1\r\n"));
+
+            // An HTTP/1.0 server's answer reads as well.
+            let (addr, asked) = answering("HTTP/1.0 200 OK\r\n\r\nm 2\n").await;
+            assert_eq!(get(addr, "/stats/prometheus?filter=m").await.unwrap(), "m 2\n");
             assert!(asked
                 .await
                 .unwrap()
