@@ -447,6 +447,19 @@ mod tests {
     }
 
     #[test]
+    fn the_traffic_is_read_only_from_an_envoy_admin_address() {
+        let ecds = ["--ecds-file", "/tmp/f.json", "--envoy-admin", "127.0.0.1:9901"];
+        assert_eq!(parse(&ecds).traffic_every, None);
+        let every = [&ecds[..], &["--traffic-every", "2s"]].concat();
+        assert_eq!(parse(&every).traffic_every, Some(Duration::from_secs(2)));
+        let alone = ["switchyard", "--kubernetes", "--traffic-every", "2s"];
+        assert!(Cli::try_parse_from(alone)
+            .unwrap_err()
+            .to_string()
+            .contains("--envoy-admin"));
+    }
+
+    #[test]
     fn durations_take_a_unit() {
         assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
