@@ -209,7 +209,7 @@ async fn the_page_lists_the_example_hosts_and_rules() {
         )
         .await;
     assert_eq!(health, json!(["Ready", status["reason"]]));
-    assert_eq!(status["traffic"]["known"], "off");
+    assert_eq!(status["traffic"]["state"], "off");
     let off = browser
         .js("return document.getElementById('traffic-off').textContent;", vec![])
         .await;
@@ -793,7 +793,7 @@ async fn each_resource_shows_its_request_rate_and_share_of_5xx_read_from_envoy()
         "/stats/prometheus?filter=switchyard_resource_requests_total"
     );
     let traffic = status(&watch)["traffic"].clone();
-    assert_eq!(traffic["known"], "known", "{traffic:#}");
+    assert_eq!(traffic["state"], "known", "{traffic:#}");
     assert!(traffic["source"].as_str().unwrap().contains(&admin), "{traffic:#}");
     let of = |traffic: &Value, name: &str| {
         traffic["resources"]

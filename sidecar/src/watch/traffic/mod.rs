@@ -42,7 +42,7 @@ pub const LAST_FIVE_MINUTES: f64 = 300.0;
 /// How the traffic reads now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Known {
+pub enum Reading {
     /// No source: `--envoy-admin` was not given.
     Off,
     /// Not read yet.
@@ -121,21 +121,21 @@ impl Traffic {
     }
 
     /// How the traffic reads now.
-    pub fn known(&self) -> Known {
+    pub fn reading(&self) -> Reading {
         match (&self.source, &self.last) {
-            (None, _) => Known::Off,
-            (Some(_), None) => Known::Waiting,
-            (Some(_), Some((_, Some(_)))) => Known::Unknown,
-            (Some(_), Some((_, None))) if self.history.total(LAST_MINUTE).is_none() => Known::Measuring,
-            (Some(_), Some((_, None))) => Known::Known,
+            (None, _) => Reading::Off,
+            (Some(_), None) => Reading::Waiting,
+            (Some(_), Some((_, Some(_)))) => Reading::Unknown,
+            (Some(_), Some((_, None))) if self.history.total(LAST_MINUTE).is_none() => Reading::Measuring,
+            (Some(_), Some((_, None))) => Reading::Known,
         }
     }
 
     /// The `/status` field `traffic`.
     pub fn report(&self) -> Report {
-        let known = self.known();
+        let state = self.reading();
         let rates_of = |target: &Target| rates(&self.history, target);
-        let shown = known == Known::Known;
+        let shown = state == Reading::Known;
         let resources = (self.history.newest().filter(|_| shown))
             .map(|point| point.tallies.keys().filter_map(|t| resource(t, rates_of(t)?)).collect())
             .unwrap_or_default();
@@ -150,7 +150,7 @@ impl Traffic {
                          gateway's traffic per resource"
                     .to_owned(),
             },
-            known,
+            state,
             error: match &self.last {
                 Some((_, Some(why))) => Some(format!("traffic unknown: {why}")),
                 _ => None,
@@ -201,8 +201,8 @@ fn resource(target: &Target, rates: Rates) -> Option<ResourceTraffic> {
 pub struct Report {
     /// Where the traffic comes from (Envoy's admin address), or why there is none.
     pub source: String,
-    /// How it reads now.
-    pub known: Known,
+    /// How it reads now: `off`, `waiting`, `unknown`, `measuring` or `known`.
+    pub state: Reading,
     /// `traffic unknown: <why>` while the last reading failed.
     pub error: Option<String>,
     /// When it was last read (or tried), in milliseconds since the Unix epoch.
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn without_a_source_the_report_says_how_to_get_one() {
         let report = json(&Traffic::default());
-        assert_eq!(report["known"], "off");
+        assert_eq!(report["state"], "off");
         assert!(report["source"].as_str().unwrap().contains("--envoy-admin"), "{report}");
         assert_eq!(report["resources"], serde_json::json!([]));
         assert_eq!(report["total"], serde_json::Value::Null);
@@ -303,12 +303,12 @@ mod tests {
     #[test]
     fn rates_per_resource_over_the_readings_with_folded_and_unrouted_apart() {
         let mut traffic = traffic();
-        assert_eq!(traffic.known(), Known::Waiting);
+        assert_eq!(traffic.reading(), Reading::Waiting);
         traffic.read(0.0, 1_000, answer(1000, 10, 5));
-        assert_eq!(traffic.known(), Known::Measuring);
+        assert_eq!(traffic.reading(), Reading::Measuring);
         assert_eq!(json(&traffic)["resources"], serde_json::json!([]));
         traffic.read(10.0, 11_000, answer(1090, 20, 25));
-        assert_eq!(traffic.known(), Known::Known);
+        assert_eq!(traffic.reading(), Reading::Known);
         let report = json(&traffic);
         assert_eq!(
             report["source"],
@@ -339,7 +339,7 @@ mod tests {
         traffic.read(10.0, 10_000, answer(100, 0, 0));
         traffic.read(20.0, 20_000, Err(format!("Envoy admin {ADMIN}: Connection refused")));
         let report = json(&traffic);
-        assert_eq!(report["known"], "unknown");
+        assert_eq!(report["state"], "unknown");
         assert_eq!(
             report["error"],
             format!("traffic unknown: Envoy admin {ADMIN}: Connection refused")
@@ -350,7 +350,7 @@ mod tests {
         // Envoy restarted meanwhile: its counters start again from zero.
         traffic.read(30.0, 30_000, answer(40, 20, 0));
         let report = json(&traffic);
-        assert_eq!(report["known"], "known");
+        assert_eq!(report["state"], "known");
         assert_eq!(report["error"], serde_json::Value::Null);
         // The minute covers 0 s to 30 s: 100 requests, then 60 after the restart.
         assert_eq!(report["resources"][0]["window_seconds"], 30.0);

@@ -94,8 +94,8 @@ function renderOverview(status) {
   const last = (status.push_log || [])[0];
   if (last) summary.push(" · pushed ", when(last.at_unix_ms));
   const traffic = status.traffic || NO_TRAFFIC;
-  if (traffic.known === "known" && traffic.total) summary.push(" · ", rateText(traffic.total));
-  if (traffic.known === "unknown") summary.push(" · traffic unknown");
+  if (traffic.state === "known" && traffic.total) summary.push(" · ", rateText(traffic.total));
+  if (traffic.state === "unknown") summary.push(" · traffic unknown");
   replace("summary", summary);
   renderHealth(status, last);
   renderTraffic(traffic);
@@ -156,7 +156,7 @@ function renderHealth(status, last) {
 }
 
 // /status `traffic` when the watch is older than it, or says nothing.
-const NO_TRAFFIC = { known: "off", source: "none", resources: [], total: null, folded: null, unrouted: null };
+const NO_TRAFFIC = { state: "off", source: "none", resources: [], total: null, folded: null, unrouted: null };
 
 function perSecond(x) {
   if (x === 0) return "0 req/s";
@@ -206,17 +206,17 @@ const TOP = 5;
 
 function renderTraffic(traffic) {
   const says = (id, cls, ...text) => replace("traffic", el("p", { id, class: cls }, ...text));
-  if (traffic.known === "off") {
+  if (traffic.state === "off") {
     return says("traffic-off", "meta", "Traffic per resource is not shown: it is read from Envoy's stats. Run ",
       el("code", {}, "switchyard watch"), " with ", el("code", {}, "--envoy-admin ADDR:PORT"),
       " (Envoy's admin address, beside --ecds-file) to see each resource's requests per second and share of 5xx here.");
   }
-  if (traffic.known === "waiting") return says("traffic-waiting", "meta", "Reading the traffic from ", traffic.source, "…");
-  if (traffic.known === "unknown") {
+  if (traffic.state === "waiting") return says("traffic-waiting", "meta", "Reading the traffic from ", traffic.source, "…");
+  if (traffic.state === "unknown") {
     const why = traffic.error || "traffic unknown";
     return says("traffic-unknown", "problem warning", why.charAt(0).toUpperCase() + why.slice(1));
   }
-  if (traffic.known === "measuring") {
+  if (traffic.state === "measuring") {
     return says("traffic-measuring", "meta", "Measuring the traffic: the first reading was taken",
       traffic.read_at_unix_ms ? [" ", when(traffic.read_at_unix_ms)] : null, "; rates come with the next one.");
   }
@@ -255,7 +255,7 @@ function trafficCell(r, traffic) {
       title: windowText(own) + "; five minutes: " + rateText(own.five_minutes) },
     perSecond(own.requests_per_second), own.error_rate === null ? null : [el("br"), percent(own.error_rate) + " 5xx"]);
   }
-  const words = { off: "—", waiting: "…", unknown: "unknown", measuring: "measuring…" }[traffic.known];
+  const words = { off: "—", waiting: "…", unknown: "unknown", measuring: "measuring…" }[traffic.state];
   if (words) return el("td", { class: "traffic meta" }, words);
   if (!rulesOf.has(id)) return el("td", { class: "traffic meta", title: "no rule of the live table" }, "—");
   return traffic.folded
