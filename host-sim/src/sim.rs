@@ -67,6 +67,8 @@ pub struct Sim {
     /// Logs from outside requests (start, configure, ticks), kept until taken.
     logs: Vec<LogEntry>,
     responder: Option<Responder>,
+    /// Whether each request's [`Outcome`] carries every metric ([`Sim::without_metrics_in_outcomes`]).
+    metrics_in_outcomes: bool,
 }
 
 impl Sim {
@@ -134,6 +136,7 @@ impl Sim {
             started: false,
             vm_started: false,
             configured: false,
+            metrics_in_outcomes: true,
             crashed: None,
             delivering: false,
             logs: Vec::new(),
@@ -172,6 +175,14 @@ impl Sim {
     /// Seeds `random_get` (the default seed is fixed, so runs are reproducible anyway).
     pub fn seed(&mut self, seed: u64) -> &mut Self {
         self.store.data_mut().rng = seed;
+        self
+    }
+
+    /// Leaves the metrics out of each request's [`Outcome`] ([`Sim::metrics`] still has them): a
+    /// request then costs no copy of every metric, which matters when a test sends many requests
+    /// and the module defines many metrics (a series per resource).
+    pub fn without_metrics_in_outcomes(&mut self) -> &mut Self {
+        self.metrics_in_outcomes = false;
         self
     }
 
@@ -408,7 +419,10 @@ impl Sim {
             local_response: stream.local_response,
             response_headers: stream.response_headers.0,
             logs,
-            metrics: self.metrics(),
+            metrics: match self.metrics_in_outcomes {
+                true => self.metrics(),
+                false => Metrics::default(),
+            },
             route_cache_clears: RouteCacheClears {
                 foreign_function: stream.foreign_clears,
                 header_mutations: stream.header_mutation_clears,

@@ -141,6 +141,10 @@ pub struct WatchArgs {
     /// it, tables written faster than Envoy applies them pile up in its wasm VMs' memory.
     #[arg(long, value_name = "ADDR:PORT", requires = "ecds_file")]
     pub envoy_admin: Option<SocketAddr>,
+    /// With --envoy-admin and --dashboard-listen: how often the gateway's traffic per resource is
+    /// read from Envoy's stats (`/status` `traffic`, the dashboard) [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "envoy_admin")]
+    pub traffic_every: Option<Duration>,
     /// Which filter the ECDS file configures. wasm: the proxy-wasm filter (--wasm), for any Envoy
     /// version and any proxy-wasm host (Istio's WasmPlugin and EnvoyFilter sinks are always wasm).
     /// module: the native dynamic module (libswitchyard_module.so, `make build-module`) for a plain
@@ -440,6 +444,19 @@ mod tests {
         assert!(guarded.dashboard().unwrap().unwrap().1.needs_token());
         assert_eq!(parse(&[]).dashboard().unwrap().map(|(addr, _)| addr), None);
         assert!(parse_dashboard_listen("localhost").unwrap_err().contains("ADDR:PORT"));
+    }
+
+    #[test]
+    fn the_traffic_is_read_only_from_an_envoy_admin_address() {
+        let ecds = ["--ecds-file", "/tmp/f.json", "--envoy-admin", "127.0.0.1:9901"];
+        assert_eq!(parse(&ecds).traffic_every, None);
+        let every = [&ecds[..], &["--traffic-every", "2s"]].concat();
+        assert_eq!(parse(&every).traffic_every, Some(Duration::from_secs(2)));
+        let alone = ["switchyard", "--kubernetes", "--traffic-every", "2s"];
+        assert!(Cli::try_parse_from(alone)
+            .unwrap_err()
+            .to_string()
+            .contains("--envoy-admin"));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! | [`serve`] | the two HTTP addresses: `--listen` (`/healthz`, `/readyz`, [`serve::metrics`]) and `--dashboard-listen` (`/table`, `/status`, the [`serve::dashboard`]) |
 //! | [`lead`] | replicas (`--leader-elect`): [`lead::lease`] elects, the [`lead::leader`] gate lets only the leader write to the cluster |
 //! | [`state`] | what the running watch knows about itself, shared by all of the above |
+//! | [`traffic`] | the gateway's traffic per resource, read from Envoy's stats (`--envoy-admin`): Prometheus text parsed, counter resets handled, rates over the last minutes |
 //! | [`cluster`] | what every room that talks to the API server shares: the field manager, watchers that outlive outages |
 //! | [`diff`] | what changed between two tables, for the push log |
 //!
@@ -39,6 +40,7 @@ pub mod sink;
 pub mod source;
 pub mod state;
 pub mod status;
+pub mod traffic;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -190,6 +192,14 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
         let router = serve::dashboard_router(state.clone(), access);
         let bound = listen("--dashboard-listen", addr, router).await?;
         info!("dashboard on http://{bound}/ (/table /status POST /explain; {guarded})");
+        if let Some(admin) = args.envoy_admin {
+            let every = args.traffic_every.unwrap_or(traffic::POLL_EVERY);
+            if every.is_zero() {
+                return Err("--traffic-every: give a duration above zero (10s, 500ms)".to_owned());
+            }
+            state.lock().traffic = traffic::Traffic::from_envoy(admin, every);
+            tokio::spawn(read_traffic(admin, every, state.clone()));
+        }
     }
     let leader = match (&client, args.leader_elect) {
         (_, false) => Leader::always(),
@@ -242,6 +252,23 @@ async fn watch(args: WatchArgs, elector: &Resigning) -> Result<(), String> {
             rebuild::follow(client, settings, engine, state, debounce).await
         }
         (true, None) => Err("give --manifests DIR or --kubernetes".to_owned()),
+    }
+}
+
+/// Reads the gateway's traffic from Envoy's admin API at `admin` every `every`, for as long as the
+/// watch runs ([`traffic`]).
+async fn read_traffic(admin: SocketAddr, every: Duration, state: Shared) {
+    let started = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let answer = sink::envoy_admin::get(admin, traffic::STATS_PATH).await;
+        let at_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let at = started.elapsed().as_secs_f64();
+        state.lock().traffic.read(at, at_unix_ms, answer);
     }
 }
 

@@ -297,6 +297,8 @@ pub struct State {
     pub internal_errors: u64,
     /// Whether this replica leads (always, without `--leader-elect`).
     pub leadership: Leadership,
+    /// The gateway's traffic per resource, read from Envoy (`--envoy-admin`; `/status` `traffic`).
+    pub traffic: crate::watch::traffic::Traffic,
 }
 
 impl State {
@@ -404,6 +406,8 @@ impl State {
                 "passthrough": self.l4.passthrough,
                 "listeners": self.l4.listeners,
             },
+            // Requests per second and the share of 5xx per resource, from Envoy's stats.
+            "traffic": self.traffic.report(),
         })
     }
 

@@ -1,15 +1,19 @@
 //! Test support for the dashboard's browser tests (tests/dashboard.rs): a `switchyard watch` process
 //! on a folder of real files with `--dashboard-listen 127.0.0.1:0` ([`Watch`], over
-//! `switchyard_watch_process`), and a real headless Chromium
-//! driven over W3C WebDriver by Debian's chromedriver ([`Browser`], through fantoccini).
+//! `switchyard_watch_process`), a real headless Chromium
+//! driven over W3C WebDriver by Debian's chromedriver ([`Browser`], through fantoccini), and a
+//! stand-in for Envoy's admin endpoint that serves per-resource request counters ([`StatsStandIn`]).
 //!
 //! Needs `SWITCHYARD_BIN`, `CHROMIUM_BIN` and `CHROMEDRIVER_BIN` (`make test-browser` sets them and
 //! installs chromium and chromium-driver); fails, never skips, without them.
 
 use std::future::Future;
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -293,4 +297,101 @@ pub async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, mut f: imp
         assert!(Instant::now() < deadline, "never happened: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A stand-in for Envoy's admin endpoint on 127.0.0.1, for `switchyard watch --envoy-admin`: it
+/// answers `GET /stats/prometheus...` with the Prometheus text `body(n)` for its `n`-th such request
+/// (from 1), and anything else (the ECDS pacing's `/stats?filter=...`) with 404, which the watch
+/// takes as an Envoy it need not wait for.
+///
+/// A stand-in, not Envoy: the filter's per-resource metrics (`switchyard_resource_requests_total`)
+/// land in Envoy's stats separately (issue 47), so these tests check the dashboard's side against
+/// counters of the metrics' contract; the test against a real Envoy running the filter is in
+/// tests/e2e. Dropped (or [`StatsStandIn::stop`]ped), it stops listening: a reading then fails with
+/// "connection refused".
+pub struct StatsStandIn {
+    /// Its address: what `--envoy-admin` is given.
+    pub addr: SocketAddr,
+    asked: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StatsStandIn {
+    /// Starts answering on a free port.
+    pub fn start(body: impl Fn(u64) -> String + Send + 'static) -> StatsStandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (asked, stop) = (asked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut served = 0;
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let Some(path) = request_path(&stream) else { continue };
+                    let (status, text) = if path.starts_with("/stats/prometheus") {
+                        served += 1;
+                        ("200 OK", body(served))
+                    } else {
+                        ("404 Not Found", String::new())
+                    };
+                    asked.lock().unwrap().push(path);
+                    let mut stream = stream;
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                        text.len()
+                    );
+                }
+            })
+        };
+        StatsStandIn {
+            addr,
+            asked,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The paths asked so far, in order.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    /// Stops listening: the watch's next reading fails.
+    pub fn stop(mut self) {
+        self.shut();
+    }
+
+    fn shut(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept up, so that the thread sees the flag and drops the listener.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for StatsStandIn {
+    fn drop(&mut self) {
+        self.shut();
+    }
+}
+
+/// The path of the request on `stream` (its head read to the blank line).
+fn request_path(stream: &TcpStream) -> Option<String> {
+    let mut reader = BufReader::new(stream);
+    let mut first = String::new();
+    reader.read_line(&mut first).ok()?;
+    let mut line = String::new();
+    while reader.read_line(&mut line).ok()? > 2 {
+        line.clear();
+    }
+    first.split_whitespace().nth(1).map(str::to_owned)
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use switchyard_browser::{eventually, repo_root, Browser, Watch};
+use switchyard_browser::{eventually, repo_root, Browser, StatsStandIn, Watch};
 
 const INGRESS: &str = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\nspec:\n  rules:\n  - host: HOST\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
 
@@ -17,8 +17,8 @@ const PAGE_HOSTS: &str = "return [...document.querySelectorAll('#host-list secti
 /// The page's resources table.
 const PAGE_RESOURCES: &str = "return [...document.querySelectorAll('#resource-rows tr.resource')].map(r => \
     ({kind: r.dataset.kind, namespace: r.cells[1].textContent, name: r.cells[2].textContent, \
-      status: r.cells[3].textContent, conditions: r.cells[4].textContent, \
-      rules: [...r.cells[5].querySelectorAll('a')].map(a => a.textContent)}));";
+      status: r.cells[3].textContent, traffic: r.cells[4].textContent, conditions: r.cells[5].textContent, \
+      rules: [...r.cells[6].querySelectorAll('a')].map(a => a.textContent)}));";
 
 /// The table hash the page shows (`null` before it shows one).
 const PAGE_TABLE: &str = "const t = document.getElementById('table-hash'); return t && t.textContent;";
@@ -160,6 +160,11 @@ async fn the_page_lists_the_example_hosts_and_rules() {
         )
         .await;
     let drawn_elsewhere = [
+        "ready",
+        "reason",
+        "generation",
+        "table",
+        "traffic",
         "access",
         "resources",
         "errors",
@@ -184,6 +189,35 @@ async fn the_page_lists_the_example_hosts_and_rules() {
     listed.sort_unstable();
     assert_eq!(listed, expected);
     assert!(listed.contains(&"leader"), "{listed:?}");
+
+    // The overview opens with health (ready, why, the generation), then the traffic, before any
+    // list of notes; without --envoy-admin it says how to see the traffic.
+    let order = browser
+        .js(
+            "return [...document.getElementById('overview').children].map(c => c.id);",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        order,
+        json!(["overview-heading", "health", "traffic", "problems", "status-fields"])
+    );
+    let health = browser
+        .js(
+            "return ['health-ready', 'health-reason'].map(id => document.getElementById(id).textContent);",
+            vec![],
+        )
+        .await;
+    assert_eq!(health, json!(["Ready", status["reason"]]));
+    assert_eq!(status["traffic"]["state"], "off");
+    let off = browser
+        .js("return document.getElementById('traffic-off').textContent;", vec![])
+        .await;
+    assert!(off.as_str().unwrap().contains("--envoy-admin ADDR:PORT"), "{off}");
+    assert!(
+        rows.as_array().unwrap().iter().all(|r| r["traffic"] == "—"),
+        "no traffic without a source: {rows:#}"
+    );
 
     let taken = rows
         .as_array()
@@ -683,6 +717,192 @@ async fn the_page_lists_the_l4_routes_of_the_transport_servers_and_where_they_ar
             "return document.getElementById('l4-routes').textContent === 'No TransportServer routes.';",
         )
         .await;
+    browser.close().await;
+}
+
+/// Envoy's counters as its admin endpoint writes them, for the `n`-th reading: each reading adds 8
+/// 2xx and 2 5xx answers of Ingress shop/web, 1 5xx of Ingress shop/broken, 3 requests of folded
+/// resources and 2 that no rule took.
+fn envoy_stats(n: u64) -> String {
+    let line = |kind: &str, namespace: &str, resource: &str, backend: &str, class: &str, count: u64| {
+        format!(
+            "switchyard_resource_requests_total{{kind=\"{kind}\",namespace=\"{namespace}\",resource=\"{resource}\",\
+             backend=\"{backend}\",status_class=\"{class}\"}} {count}\n"
+        )
+    };
+    [
+        "# TYPE switchyard_resource_requests_total counter\n".to_owned(),
+        line("Ingress", "shop", "web", "shop/web_80", "2xx", 8 * n),
+        line("Ingress", "shop", "web", "shop/web_80", "5xx", 2 * n),
+        line("Ingress", "shop", "broken", "shop/broken_80", "5xx", n),
+        line("folded", "folded", "folded", "folded", "2xx", 3 * n),
+        line("none", "none", "none", "none", "4xx", 2 * n),
+    ]
+    .concat()
+}
+
+/// The traffic cell of a resource's row: `[data-rps, data-error-rate, text]` (`false` before the
+/// page shows a rate there).
+fn traffic_cell(resource: &str) -> String {
+    format!(
+        "const td = document.querySelector('tr[id=\"resource:{resource}\"] td.traffic'); \
+         return td !== null && td.dataset.rps !== undefined && [td.dataset.rps, td.dataset.errorRate, td.textContent];"
+    )
+}
+
+/// Issue 47: each resource's requests per second and share of 5xx beside it under Resources, and
+/// the overview's total, busiest and most failing resources, as `/status` `traffic` has them, read
+/// with `--envoy-admin` from a stand-in for Envoy's admin endpoint ([`StatsStandIn`]: the filter's
+/// metrics land separately; a real Envoy's are tested in tests/e2e). When Envoy stops answering,
+/// the page says that the traffic is unknown, and why, instead of showing none.
+#[tokio::test(flavor = "current_thread")]
+async fn each_resource_shows_its_request_rate_and_share_of_5xx_read_from_envoy() {
+    let envoy = StatsStandIn::start(envoy_stats);
+    let admin = envoy.addr.to_string();
+    let ecds = tempfile::tempdir().unwrap();
+    let ecds_file = ecds.path().join("switchyard-filter.json");
+    let broken = INGRESS
+        .replace("HOST", "broken.example")
+        .replace("name: web", "name: broken");
+    let watch = Watch::start(
+        &[
+            ("web.yaml".into(), INGRESS.replace("HOST", "web.example")),
+            ("broken.yaml".into(), broken),
+        ],
+        &[
+            "--ecds-file",
+            ecds_file.to_str().unwrap(),
+            "--envoy-admin",
+            &admin,
+            "--traffic-every",
+            "1s",
+        ],
+    );
+    let browser = Browser::start().await;
+    open(&browser, &watch).await;
+    let web = "Ingress/shop/web";
+    let cell = browser.until("shop/web's traffic", &traffic_cell(web)).await;
+
+    // The stand-in was asked for the one counter only, and /status has each resource's rates.
+    assert_eq!(
+        envoy
+            .asked()
+            .iter()
+            .filter(|p| p.starts_with("/stats/prometheus"))
+            .collect::<Vec<_>>()[0],
+        "/stats/prometheus?filter=switchyard_resource_requests_total"
+    );
+    let traffic = status(&watch)["traffic"].clone();
+    assert_eq!(traffic["state"], "known", "{traffic:#}");
+    assert!(traffic["source"].as_str().unwrap().contains(&admin), "{traffic:#}");
+    let of = |traffic: &Value, name: &str| {
+        traffic["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {traffic:#}"))
+    };
+    assert_eq!(of(&traffic, "web")["error_rate"], 0.2);
+    assert_eq!(of(&traffic, "broken")["error_rate"], 1.0);
+    assert!(of(&traffic, "web")["requests_per_second"].as_f64().unwrap() > 0.0);
+    assert_eq!(traffic["total"]["error_rate"], 0.1875, "3 of 16: {traffic:#}");
+    assert!(
+        traffic["folded"]["requests_per_second"].as_f64().unwrap() > 0.0,
+        "{traffic:#}"
+    );
+    assert!(
+        traffic["unrouted"]["requests_per_second"].as_f64().unwrap() > 0.0,
+        "{traffic:#}"
+    );
+
+    // Beside each resource, the rate /status has (read again: the readings go on every second),
+    // and its share of 5xx.
+    assert!(cell[2].as_str().unwrap().contains("20 % 5xx"), "{cell}");
+    eventually("shop/web's rate on the page as /status has it", || async {
+        let before = of(&status(&watch)["traffic"], "web");
+        let cell = browser.js(&traffic_cell(web), vec![]).await;
+        let after = of(&status(&watch)["traffic"], "web");
+        let shown: f64 = cell[0].as_str()?.parse().ok()?;
+        let same = |r: &Value| r["requests_per_second"].as_f64() == Some(shown);
+        (same(&before) && same(&after)).then_some(())
+    })
+    .await;
+    let broken_cell = browser.js(&traffic_cell("Ingress/shop/broken"), vec![]).await;
+    assert_eq!(broken_cell[1], "1", "{broken_cell}");
+    assert!(broken_cell[2].as_str().unwrap().contains("100 % 5xx"), "{broken_cell}");
+
+    // The overview: the total, the busiest resources and those answering 5xx, the highest share
+    // first; folded resources and requests no rule took apart.
+    let overview = browser
+        .js(
+            "const rows = id => [...document.querySelectorAll('#' + id + ' tbody tr')].map(r => r.dataset.resource); \
+             return {total: document.getElementById('traffic-total').textContent, busiest: rows('traffic-busiest'), \
+               failing: rows('traffic-failing'), folded: document.getElementById('traffic-folded') !== null, \
+               unrouted: document.getElementById('traffic-unrouted') !== null, \
+               summary: document.getElementById('summary').textContent};",
+            vec![],
+        )
+        .await;
+    assert!(overview["total"].as_str().unwrap().contains("19 % 5xx"), "{overview}");
+    assert_eq!(overview["busiest"], json!([web, "Ingress/shop/broken"]), "{overview}");
+    assert_eq!(overview["failing"], json!(["Ingress/shop/broken", web]), "{overview}");
+    assert_eq!(
+        (overview["folded"].clone(), overview["unrouted"].clone()),
+        (json!(true), json!(true))
+    );
+    assert!(overview["summary"].as_str().unwrap().contains("19 % 5xx"), "{overview}");
+
+    // Ordered by traffic: the busiest first, then the most 5xx first.
+    let names = "return [...document.querySelectorAll('#resource-rows tr.resource')].map(r => r.cells[2].textContent);";
+    assert_eq!(
+        browser.js(names, vec![]).await,
+        json!(["broken", "web"]),
+        "as /status lists them"
+    );
+    browser
+        .client
+        .find(fantoccini::Locator::Id("resource-order"))
+        .await
+        .unwrap()
+        .select_by_value("busiest")
+        .await
+        .unwrap();
+    assert_eq!(browser.js(names, vec![]).await, json!(["web", "broken"]));
+    browser
+        .client
+        .find(fantoccini::Locator::Id("resource-order"))
+        .await
+        .unwrap()
+        .select_by_value("failing")
+        .await
+        .unwrap();
+    assert_eq!(browser.js(names, vec![]).await, json!(["broken", "web"]));
+
+    // Envoy stops answering: the traffic is unknown, and why; no resource shows a rate.
+    envoy.stop();
+    let unknown = browser
+        .until(
+            "the traffic unknown",
+            "const p = document.getElementById('traffic-unknown'); return p && p.textContent;",
+        )
+        .await;
+    assert!(
+        unknown
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Traffic unknown: Envoy admin {admin}: ")),
+        "{unknown}"
+    );
+    let cell = browser
+        .js(
+            &format!("return document.querySelector('tr[id=\"resource:{web}\"] td.traffic').textContent;"),
+            vec![],
+        )
+        .await;
+    assert_eq!(cell, "unknown");
+    assert_eq!(status(&watch)["traffic"]["resources"], json!([]));
     browser.close().await;
 }
 

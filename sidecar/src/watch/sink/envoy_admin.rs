@@ -60,34 +60,37 @@ impl EnvoyAdmin {
     }
 
     async fn get(&self, path: &str) -> Result<String, String> {
-        let fail = |e: std::io::Error| format!("Envoy admin {}: {e}", self.addr);
-        let exchange = async {
-            let mut stream = TcpStream::connect(self.addr).await.map_err(fail)?;
-            let request = format!("GET {path} HTTP/1.1\r\nHost: envoy-admin\r\nConnection: close\r\n\r\n");
-            stream.write_all(request.as_bytes()).await.map_err(fail)?;
-            let mut raw = Vec::new();
-            stream.read_to_end(&mut raw).await.map_err(fail)?;
-            Ok::<_, String>(raw)
-        };
-        let raw = tokio::time::timeout(REQUEST_TIMEOUT, exchange).await.map_err(|_| {
-            format!(
-                "Envoy admin {}: no answer within {} s",
-                self.addr,
-                REQUEST_TIMEOUT.as_secs()
-            )
-        })??;
-        let text = String::from_utf8_lossy(&raw);
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        if !head.starts_with("HTTP/1.1 200") {
-            let status = head.lines().next().unwrap_or_default();
-            return Err(format!("Envoy admin {}{path}: {status}", self.addr));
-        }
-        let chunked = head
-            .to_ascii_lowercase()
-            .lines()
-            .any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked"));
-        Ok(if chunked { dechunk(body) } else { body.to_owned() })
+        get(self.addr, path).await
     }
+}
+
+/// `GET path` of the admin API at `addr`: the body of a 200, else an error naming the address (and
+/// what Envoy answered). Also what the traffic of the dashboard is read with (`crate::watch::traffic`).
+pub async fn get(addr: SocketAddr, path: &str) -> Result<String, String> {
+    let fail = |e: std::io::Error| format!("Envoy admin {addr}: {e}");
+    let exchange = async {
+        let mut stream = TcpStream::connect(addr).await.map_err(fail)?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: envoy-admin\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.map_err(fail)?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.map_err(fail)?;
+        Ok::<_, String>(raw)
+    };
+    let raw = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+        .await
+        .map_err(|_| format!("Envoy admin {addr}: no answer within {} s", REQUEST_TIMEOUT.as_secs()))??;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut status_line = head.split_whitespace();
+    if !(status_line.next().is_some_and(|v| v.starts_with("HTTP/1.")) && status_line.next() == Some("200")) {
+        let status = head.lines().next().unwrap_or_default();
+        return Err(format!("Envoy admin {addr}{path}: {status}"));
+    }
+    let chunked = head
+        .to_ascii_lowercase()
+        .lines()
+        .any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked"));
+    Ok(if chunked { dechunk(body) } else { body.to_owned() })
 }
 
 /// The sum of `<prefix>update_success` and `<prefix>update_rejected` in Envoy's stats text.
@@ -132,6 +135,49 @@ mod tests {
             settled_count(stats, "extension_config_discovery.http_filter.switchyard."),
             9
         );
+    }
+
+    /// Serves one connection on 127.0.0.1 with `answer` (the whole HTTP response); returns the
+    /// address and what the client asked.
+    async fn answering(answer: &'static str) -> (SocketAddr, tokio::task::JoinHandle<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let asked = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = vec![0; 1024];
+            let n = stream.read(&mut head).await.unwrap();
+            stream.write_all(answer.as_bytes()).await.unwrap();
+            String::from_utf8_lossy(&head[..n]).into_owned()
+        });
+        (addr, asked)
+    }
+
+    #[test]
+    fn get_reads_a_chunked_body_and_names_the_address_of_an_error() {
+        crate::watch::block_on(async {
+            let (addr, asked) =
+                answering("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nm 1\r\n1\r\n\n\r\n0\r\n\r\n")
+                    .await;
+            assert_eq!(get(addr, "/stats/prometheus?filter=m").await.unwrap(), "m 1\n");
+            assert!(asked
+                .await
+                .unwrap()
+                .starts_with("GET /stats/prometheus?filter=m HTTP/1.1\r\n"));
+
+            // An HTTP/1.0 server's answer reads as well.
+            let (addr, asked) = answering("HTTP/1.0 200 OK\r\n\r\nm 2\n").await;
+            assert_eq!(get(addr, "/stats/prometheus?filter=m").await.unwrap(), "m 2\n");
+            assert!(asked
+                .await
+                .unwrap()
+                .starts_with("GET /stats/prometheus?filter=m HTTP/1.1\r\n"));
+
+            let (addr, _) = answering("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n").await;
+            assert_eq!(
+                get(addr, "/nothing").await.unwrap_err(),
+                format!("Envoy admin {addr}/nothing: HTTP/1.1 404 Not Found")
+            );
+        });
     }
 
     #[test]

@@ -206,10 +206,11 @@ async fn explain(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
 
 /// What the page shows changes only when one of these does: counts of what happened, and who leads
 /// (which changes without a compile). A field of `/status` that can change without a compile or a
-/// push must be part of it, or the page shows it only at the next compile.
+/// push must be part of it, or the page shows it only at the next compile: so are the readings of
+/// the traffic (every few seconds with `--envoy-admin`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Revision {
-    counts: [u64; 8],
+    counts: [u64; 9],
     leader: Leadership,
 }
 
@@ -225,6 +226,7 @@ fn revision(state: &State) -> Revision {
             state.down.len() as u64,
             u64::from(state.waiting.is_some()),
             u64::from(state.push_error.is_some()),
+            state.traffic.attempts(),
         ],
         leader: state.leadership.clone(),
     }
@@ -293,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn the_revision_moves_on_a_compile_a_source_going_down_and_a_new_leader() {
+    fn the_revision_moves_on_a_compile_a_source_going_down_a_new_leader_and_a_traffic_reading() {
         let mut state = State::default();
         let before = revision(&state);
         state.compiles += 1;
@@ -303,7 +305,10 @@ mod tests {
         let down = revision(&state);
         assert_ne!(compiled, down);
         state.leadership.holder = Some("another replica".into());
-        assert_ne!(down, revision(&state));
+        let led = revision(&state);
+        assert_ne!(down, led);
+        state.traffic.read(0.0, 0, Err("refused".into()));
+        assert_ne!(led, revision(&state));
     }
 
     #[test]

@@ -81,7 +81,8 @@ function objectTable(caption, rows, firstColumn) {
 // ---- overview --------------------------------------------------------------------------------
 
 // /status fields drawn in their own places; every other field is listed as it comes.
-const DRAWN = new Set(["access", "resources", "errors", "warnings", "warning_groups", "sources_down", "sinks_refused", "sinks", "push_log", "l4", "https"]);
+const DRAWN = new Set(["ready", "reason", "generation", "table", "traffic", "access", "resources", "errors", "warnings",
+  "warning_groups", "sources_down", "sinks_refused", "sinks", "push_log", "l4", "https"]);
 
 function renderOverview(status) {
   const summary = [
@@ -92,7 +93,12 @@ function renderOverview(status) {
   ];
   const last = (status.push_log || [])[0];
   if (last) summary.push(" · pushed ", when(last.at_unix_ms));
+  const traffic = status.traffic || NO_TRAFFIC;
+  if (traffic.state === "known" && traffic.total) summary.push(" · ", rateText(traffic.total));
+  if (traffic.state === "unknown") summary.push(" · traffic unknown");
   replace("summary", summary);
+  renderHealth(status, last);
+  renderTraffic(traffic);
 
   const fields = Object.keys(status).filter((k) => !DRAWN.has(k));
   replace("status-fields", fields.map((k) => [el("dt", {}, k), el("dd", { "data-field": k }, value(status[k]))]));
@@ -134,6 +140,128 @@ function renderOverview(status) {
     }
   }
   replace("problems", problems);
+}
+
+// ---- health and traffic ----------------------------------------------------------------------
+
+// Ready or not and why, and the table's generation: the first thing the overview says.
+function renderHealth(status, last) {
+  const ready = !!status.ready;
+  replace("health",
+    el("p", { id: "health-ready", class: ready ? "ready" : "not-ready" }, ready ? "Ready" : "Not ready",
+      (status.not_ready || []).length ? [" (", status.not_ready.join(", "), ")"] : null),
+    el("p", { id: "health-reason", class: "meta" }, status.reason),
+    el("p", {}, "Generation ", el("strong", {}, status.generation), " of the table ",
+      el("code", {}, status.table || "—"), last ? [", pushed ", when(last.at_unix_ms)] : ", not pushed yet"));
+}
+
+// /status `traffic` when the watch is older than it, or says nothing.
+const NO_TRAFFIC = { state: "off", source: "none", resources: [], total: null, folded: null, unrouted: null };
+
+function perSecond(x) {
+  if (x === 0) return "0 req/s";
+  if (x < 0.01) return "< 0.01 req/s";
+  return (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : String(Math.round(x))) + " req/s";
+}
+
+// A share (0 to 1) as a percentage; `null`: nothing to share.
+function percent(share) {
+  if (share === null || share === undefined) return "—";
+  const p = share * 100;
+  if (p === 0) return "0 %";
+  if (p < 0.1) return "< 0.1 %";
+  return (p < 10 ? p.toFixed(1) : String(Math.round(p))) + " %";
+}
+
+// `12.5 req/s, 2.0 % 5xx`, or `0 req/s` without a request.
+function rateText(rate) {
+  return perSecond(rate.requests_per_second) + (rate.error_rate === null ? "" : ", " + percent(rate.error_rate) + " 5xx");
+}
+
+function windowText(rate) {
+  const s = rate.window_seconds;
+  return s >= 90 ? "over the last " + Math.round(s / 60) + " min" : "over the last " + Math.round(s) + " s";
+}
+
+// Each resource's traffic by resource id, from the /status last drawn.
+let trafficOf = new Map();
+
+function indexTraffic(traffic) {
+  trafficOf = new Map(traffic.resources.map((r) => [resourceId(r.kind, r.namespace, r.name), r]));
+}
+
+// A list of resources with their rates, each linking to its row under Resources.
+function trafficTable(id, caption, rows) {
+  return el("table", { class: "grid", id },
+    el("caption", {}, caption),
+    el("thead", {}, el("tr", {}, ["Resource", "Requests", "5xx"].map((c) => el("th", { scope: "col" }, c)))),
+    el("tbody", {}, rows.map((r) => el("tr", { "data-resource": r.kind + "/" + r.namespace + "/" + r.name },
+      el("th", { scope: "row" }, link(resourceId(r.kind, r.namespace, r.name), resourceLabel(r))),
+      el("td", { class: "num" }, perSecond(r.requests_per_second)),
+      el("td", { class: "num" }, percent(r.error_rate))))));
+}
+
+// How many resources the overview names as the busiest and the most failing.
+const TOP = 5;
+
+function renderTraffic(traffic) {
+  const says = (id, cls, ...text) => replace("traffic", el("p", { id, class: cls }, ...text));
+  if (traffic.state === "off") {
+    return says("traffic-off", "meta", "Traffic per resource is not shown: it is read from Envoy's stats. Run ",
+      el("code", {}, "switchyard watch"), " with ", el("code", {}, "--envoy-admin ADDR:PORT"),
+      " (Envoy's admin address, beside --ecds-file) to see each resource's requests per second and share of 5xx here.");
+  }
+  if (traffic.state === "waiting") return says("traffic-waiting", "meta", "Reading the traffic from ", traffic.source, "…");
+  if (traffic.state === "unknown") {
+    const why = traffic.error || "traffic unknown";
+    return says("traffic-unknown", "problem warning", why.charAt(0).toUpperCase() + why.slice(1));
+  }
+  if (traffic.state === "measuring") {
+    return says("traffic-measuring", "meta", "Measuring the traffic: the first reading was taken",
+      traffic.read_at_unix_ms ? [" ", when(traffic.read_at_unix_ms)] : null, "; rates come with the next one.");
+  }
+  const total = traffic.total;
+  const fields = [
+    el("dt", {}, "Requests"), el("dd", { id: "traffic-total" }, rateText(total), " ", el("span", { class: "meta" },
+      windowText(total), " (five minutes: ", rateText(total.five_minutes), ")")),
+  ];
+  if (traffic.unrouted) {
+    fields.push(el("dt", {}, "No rule took"), el("dd", { id: "traffic-unrouted" }, rateText(traffic.unrouted),
+      el("span", { class: "meta" }, " (the filter's 404, or passed through)")));
+  }
+  if (traffic.folded) {
+    fields.push(el("dt", {}, "Folded"), el("dd", { id: "traffic-folded" }, rateText(traffic.folded),
+      el("span", { class: "meta" }, " (resources beyond the gateway's --metrics-max-resources, counted together)")));
+  }
+  const busy = traffic.resources.filter((r) => r.requests_per_second > 0)
+    .sort((a, b) => b.requests_per_second - a.requests_per_second).slice(0, TOP);
+  const failing = traffic.resources.filter((r) => r.errors_per_second > 0)
+    .sort((a, b) => b.error_rate - a.error_rate || b.errors_per_second - a.errors_per_second).slice(0, TOP);
+  replace("traffic",
+    el("dl", { class: "fields" }, fields),
+    busy.length ? trafficTable("traffic-busiest", "Busiest resources, last minute", busy)
+      : el("p", { id: "traffic-quiet" }, "No resource had a request in the last minute."),
+    failing.length ? trafficTable("traffic-failing", "Resources answering 5xx, the highest share first", failing) : null,
+    el("p", { class: "meta" }, "From ", traffic.source, ", read ", when(traffic.read_at_unix_ms), "."));
+}
+
+// A resource's traffic cell in the Resources table.
+function trafficCell(r, traffic) {
+  const id = resourceId(r.kind, r.namespace, r.name);
+  const own = trafficOf.get(id);
+  if (own) {
+    return el("td", { class: "traffic num", "data-rps": own.requests_per_second,
+      "data-error-rate": own.error_rate === null ? "" : own.error_rate,
+      title: windowText(own) + "; five minutes: " + rateText(own.five_minutes) },
+    perSecond(own.requests_per_second), own.error_rate === null ? null : [el("br"), percent(own.error_rate) + " 5xx"]);
+  }
+  const words = { off: "—", waiting: "…", unknown: "unknown", measuring: "measuring…" }[traffic.state];
+  if (words) return el("td", { class: "traffic meta" }, words);
+  if (!rulesOf.has(id)) return el("td", { class: "traffic meta", title: "no rule of the live table" }, "—");
+  return traffic.folded
+    ? el("td", { class: "traffic meta", title: "idle, or counted under folded (beyond the gateway's --metrics-max-resources)" },
+      "no requests of its own")
+    : el("td", { class: "traffic meta" }, "no requests");
 }
 
 // ---- hosts and rules -------------------------------------------------------------------------
@@ -278,6 +406,16 @@ function resourceText(r) {
     .join(" ").toLowerCase();
 }
 
+// Sorts the resources in place: as /status lists them, the busiest first, or the most 5xx first
+// (resources without traffic last, in their order).
+function ordered(resources, order) {
+  if (!order) return;
+  const of = (r) => trafficOf.get(resourceId(r.kind, r.namespace, r.name));
+  const key = order === "busiest" ? (t) => [t.requests_per_second, 0] : (t) => [t.error_rate || 0, t.errors_per_second];
+  const keys = new Map(resources.map((r) => [r, of(r) ? key(of(r)) : [-1, -1]]));
+  resources.sort((a, b) => keys.get(b)[0] - keys.get(a)[0] || keys.get(b)[1] - keys.get(a)[1]);
+}
+
 function renderResources() {
   const resources = shown.status ? shown.status.resources || [] : [];
   const unique = (xs) => [...new Set(xs)].sort();
@@ -288,6 +426,8 @@ function renderResources() {
   const status = $("resource-status").value;
   const matching = resources.filter((r) => (!kind || r.kind === kind) && (!status || r.status === status)
     && (!wanted || resourceText(r).includes(wanted)));
+  ordered(matching, $("resource-order").value);
+  const traffic = (shown.status && shown.status.traffic) || NO_TRAFFIC;
   const drawn = matching.slice(0, limit.resources);
   replace("resource-rows", drawn.map((r) => {
     const id = resourceId(r.kind, r.namespace, r.name);
@@ -295,6 +435,7 @@ function renderResources() {
     return el("tr", { id, class: "resource", "data-kind": r.kind, "data-status": r.status },
       el("td", {}, r.kind), el("td", {}, r.namespace || "—"), el("th", { scope: "row" }, r.name),
       el("td", {}, badge(r.status)),
+      trafficCell(r, traffic),
       el("td", {}, r.conditions.length ? el("ul", { class: "plain conditions" }, r.conditions.map((c) =>
         el("li", {}, badge(c.type), " ", el("strong", { class: "reason" }, c.reason), ": ", c.message))) : "—"),
       el("td", {}, own.length ? el("ul", { class: "plain" }, own.map((rule) =>
@@ -459,6 +600,7 @@ async function refresh() {
       const tableChanged = shown.rules && rules && shown.rules.table !== rules.table;
       shown.status = status;
       shown.statusText = text;
+      indexTraffic(status.traffic || NO_TRAFFIC);
       renderOverview(status);
       if (stale) {
         shown.rules = rules;
@@ -524,7 +666,7 @@ function reveal(event) {
 document.addEventListener("DOMContentLoaded", () => {
   for (const kind of ["input", "change"]) {
     $("rule-filter").addEventListener(kind, refilter("hosts", renderRules));
-    for (const id of ["resource-filter", "resource-kind", "resource-status"]) {
+    for (const id of ["resource-filter", "resource-kind", "resource-status", "resource-order"]) {
       $(id).addEventListener(kind, refilter("resources", renderResources));
     }
   }
