@@ -320,3 +320,40 @@ fn paced_pushes_wait_for_envoy_to_apply_them_and_lose_no_edit() {
     assert!(other.join("ecds/filter.json").is_file());
     assert_eq!(pushes(&waiting), 0, "{}", waiting.log());
 }
+
+/// The dashboard's traffic per resource (issue "Which Ingress served this request") read from the
+/// real Envoy beside the watch, in both filter forms: after known traffic, `/status` `traffic`
+/// gives the Ingress a request rate, without 5xx, and counts a request no rule took as unrouted.
+#[test]
+fn status_traffic_gives_each_ingress_its_rate_from_the_envoy_beside_the_watch() {
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let setup = Setup::reading_traffic(form, "200ms");
+        setup.change(
+            "a.yaml",
+            Some(&ingress("a", "a.example", "blue")),
+            "a.example",
+            Some("blue"),
+        );
+        // A first reading is only a starting point: traffic keeps coming until two have seen it.
+        let status = setup
+            .watch
+            .wait_status_for("the Ingress's traffic", Duration::from_secs(30), |status| {
+                for _ in 0..5 {
+                    setup.backend("a.example");
+                }
+                let _ = ask(setup.envoy.addr, "nobody.example");
+                let traffic = &status["traffic"];
+                let a = (traffic["resources"].as_array().into_iter().flatten())
+                    .find(|r| r["kind"] == "Ingress" && r["namespace"] == "shop" && r["name"] == "a");
+                let busy = a.is_some_and(|a| a["requests_per_second"].as_f64().unwrap_or(0.0) > 0.0);
+                let unrouted = traffic["unrouted"]["requests_per_second"].as_f64().unwrap_or(0.0) > 0.0;
+                busy && unrouted
+            });
+        let a = (status["traffic"]["resources"].as_array().into_iter().flatten())
+            .find(|r| r["name"] == "a")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(a["errors_per_second"], 0.0, "{form:?}: {a:#}");
+        assert_eq!(status["traffic"]["state"], "known", "{form:?}: {:#}", status["traffic"]);
+    }
+}

@@ -97,7 +97,17 @@ impl Watch {
 
     /// Waits until `/status` satisfies `check`.
     pub fn wait_status(&self, what: &str, check: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        self.wait_status_for(what, Duration::from_secs(10), check)
+    }
+
+    /// [`Watch::wait_status`] for up to `within`.
+    pub fn wait_status_for(
+        &self,
+        what: &str,
+        within: Duration,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + within;
         loop {
             let status = self.status();
             if check(&status) {
@@ -145,15 +155,21 @@ impl Setup {
 
     /// The watch writing the ECDS file in binary protobuf (`filter.pb`), and Envoy reading it.
     pub fn start_binary(form: FilterForm) -> Setup {
-        Setup::launch(false, form, EcdsFile::Binary)
+        Setup::launch(false, form, EcdsFile::Binary, &[])
     }
 
     /// With `paced`, Envoy's admin listens on a port chosen here and the watch gets `--envoy-admin`.
     pub fn start_with(paced: bool, form: FilterForm) -> Setup {
-        Setup::launch(paced, form, EcdsFile::Json)
+        Setup::launch(paced, form, EcdsFile::Json, &[])
     }
 
-    fn launch(paced: bool, form: FilterForm, ecds: EcdsFile) -> Setup {
+    /// [`Setup::start_with`] paced, the watch reading Envoy's traffic every `every` for its
+    /// `/status` and dashboard (`--traffic-every`).
+    pub fn reading_traffic(form: FilterForm, every: &str) -> Setup {
+        Setup::launch(true, form, EcdsFile::Json, &["--traffic-every", every])
+    }
+
+    fn launch(paced: bool, form: FilterForm, ecds: EcdsFile, more: &[&str]) -> Setup {
         let envoy_bin = required_path("ENVOY_BIN");
         let file = required_path(form.variable());
         if form.is_module() {
@@ -179,11 +195,12 @@ impl Setup {
         )
         .unwrap();
         // The watch writes the ECDS file before Envoy starts: Envoy's listener waits for it.
-        let extra = if paced {
+        let mut extra = if paced {
             vec!["--envoy-admin".to_owned(), format!("127.0.0.1:{admin_port}")]
         } else {
             Vec::new()
         };
+        extra.extend(more.iter().map(|m| (*m).to_owned()));
         let watch = Watch::start_with(&dir, form, ecds, &extra);
         let mut envoy = Envoy::spawn(&envoy_bin, dir.clone(), file, 1);
         envoy.backends = backends.into_iter().collect();
