@@ -14,7 +14,6 @@ use crate::error::SimError;
 use crate::host::ProcExit;
 use crate::outcome::{
     Action, LogEntry, LogLevel, MetricKind, MetricValue, Metrics, Outcome, Phase, PhaseAction, RouteCacheClears,
-    HISTOGRAM_TAIL,
 };
 use crate::request::{HttpCallResponse, Request};
 use crate::state::{Callout, GrpcCall, HeaderMap, Host, HttpCall, Shared, Stream};
@@ -824,8 +823,8 @@ fn value_of(m: &crate::state::Metric) -> MetricValue {
         MetricKind::Counter => MetricValue::Counter(m.value),
         MetricKind::Gauge => MetricValue::Gauge(m.value),
         MetricKind::Histogram => MetricValue::Histogram {
-            count: m.records.len() as u64,
-            last: m.records[m.records.len().saturating_sub(HISTOGRAM_TAIL)..].to_vec(),
+            count: m.value,
+            last: m.records.iter().copied().collect(),
         },
     }
 }

@@ -134,8 +134,11 @@ pub(crate) struct Queue {
 pub(crate) struct Metric {
     pub name: Arc<str>,
     pub kind: MetricKind,
+    /// A counter's or gauge's value; a histogram's number of records.
     pub value: u64,
-    pub records: Vec<u64>,
+    /// A histogram's last records (at most [`crate::outcome::HISTOGRAM_TAIL`]): what a test reads
+    /// back, while a long benchmark holds no more than that.
+    pub records: VecDeque<u64>,
 }
 
 /// The store's data.

@@ -1,12 +1,13 @@
 //! Metrics: `proxy_define_metric` (the same name gives the same id), `proxy_increment_metric`,
 //! `proxy_record_metric` and `proxy_get_metric`, with Envoy's rules: a counter only grows
 //! (a negative increment is `BadArgument`), a gauge moves both ways and is set by a record, a
-//! histogram keeps every recorded value and has no single value to get.
+//! histogram counts its records (keeping the last [`HISTOGRAM_TAIL`]) and has no single value to get.
 
 use crate::abi::status;
 use crate::memory::{finish, read_string, write_u32, write_u64, HostResult};
-use crate::outcome::MetricKind;
+use crate::outcome::{MetricKind, HISTOGRAM_TAIL};
 use crate::state::{Host, Metric};
+use std::collections::VecDeque;
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
@@ -53,7 +54,7 @@ fn define(c: &mut Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32) -> Ho
                 name: name.into(),
                 kind,
                 value: 0,
-                records: Vec::new(),
+                records: VecDeque::new(),
             });
             let metrics = &host.metrics;
             let mut order: Vec<usize> = (0..metrics.len()).collect();
@@ -88,7 +89,13 @@ fn record(host: &mut Host, id: u32, value: u64) -> i32 {
         // Envoy raises a counter to the recorded value; it never lowers it.
         MetricKind::Counter => m.value = m.value.max(value),
         MetricKind::Gauge => m.value = value,
-        MetricKind::Histogram => m.records.push(value),
+        MetricKind::Histogram => {
+            m.value += 1;
+            if m.records.len() == HISTOGRAM_TAIL {
+                m.records.pop_front();
+            }
+            m.records.push_back(value);
+        }
     }
     status::OK
 }
