@@ -39,11 +39,14 @@ impl Winner<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SeriesId(pub u32);
 
+/// A resource's series to one backend (`None`: the rule answers itself).
+type BackendSeries = (Option<Box<str>>, SeriesId);
+
 /// The series a VM or a worker counted into, by resource and backend.
 #[derive(Debug)]
 pub struct SeriesBook {
     /// By resource, each backend's series (a resource has a handful: a linear search).
-    ids: HashMap<Box<str>, Vec<(Option<Box<str>>, SeriesId)>>,
+    ids: HashMap<Box<str>, Vec<BackendSeries>>,
     /// Each series' `kind`, `namespace`, `resource` and `backend` labels, by id.
     labels: Vec<[Box<str>; 4]>,
 }

@@ -171,7 +171,7 @@ fn prometheus_counts_each_resources_requests_by_backend_and_status_class_in_both
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let durations = loop {
             let durations = grown(&envoy, &format!("{DURATION}_count"), &durations_before);
-            if durations.get(&api).is_some() || std::time::Instant::now() > deadline {
+            if durations.contains_key(&api) || std::time::Instant::now() > deadline {
                 break durations;
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
