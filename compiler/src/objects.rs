@@ -773,6 +773,13 @@ impl Kind {
         }
     }
 
+    /// Whether a cluster may not serve this kind (its CRD not installed) without anything opening:
+    /// a watch then reads it as none. True of Policy only: a reference to a Policy that does not
+    /// exist denies (ROUTING.md §9). Any other kind that is not served is a source down.
+    pub fn absence_is_none(self) -> bool {
+        matches!(self, Kind::Policy)
+    }
+
     /// The older `apiVersion`s [`crate::load`] accepts and converts.
     pub fn older_api_versions(self) -> &'static [&'static str] {
         match self {

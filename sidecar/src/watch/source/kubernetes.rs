@@ -219,16 +219,16 @@ impl<K: Object> SourceTask<K> {
                         self.label
                     );
                 }
-                // No Policy CRD: no Policies, so every reference to one denies (ROUTING.md §9).
-                Err(e) if K::KIND == Kind::Policy && not_found(&e) => self.absent(),
+                // A kind whose CRD is not installed and whose absence opens nothing (Policy: every
+                // reference to one denies, ROUTING.md §9) is read as none.
+                Err(e) if K::KIND.absence_is_none() && not_found(&e) => self.absent(),
                 Err(e) => down(&self.state, &self.label, &e),
             }
         }
     }
 
     /// The kind is not served by the API server (its CRD is not installed): the store is synced
-    /// and empty. Only for a kind whose absence opens nothing (Policy: a reference to a Policy that
-    /// does not exist denies).
+    /// and empty. Only for a kind whose absence opens nothing ([`Kind::absence_is_none`]).
     fn absent(&self) {
         let changed = {
             let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
