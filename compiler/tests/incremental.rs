@@ -661,3 +661,35 @@ fn regex_mode_hosts(incremental: &Incremental) -> BTreeSet<Option<String>> {
         .map(|r| r.host.clone())
         .collect()
 }
+
+/// The per-resource metrics' fold follows the rules in both compilers: past
+/// `--metrics-max-resources`, the resources after the limit in name order are counted as `folded`,
+/// and an update moves the fold (and the table's generation) as a full compilation does.
+#[test]
+fn the_metrics_fold_follows_the_resources_in_both_compilers() {
+    let options = Options {
+        metrics_max_resources: 1,
+        ..Options::default()
+    };
+    let mut incremental = Incremental::new(options);
+    let fold = |incremental: &Incremental| incremental.compiled().unwrap().table.metrics_fold.clone();
+    let a = BTreeMap::from([("a.yaml", A)]);
+    check(&mut incremental, &objects_of(&a), None, "a alone");
+    assert_eq!(fold(&incremental), None);
+    let generation = incremental.compiled().unwrap().table.generation.clone();
+    let both = BTreeMap::from([("a.yaml", A), ("proxy.yaml", PROXY)]);
+    check(&mut incremental, &objects_of(&both), None, "a and an HTTPProxy");
+    let folded = fold(&incremental).unwrap();
+    assert_eq!((folded.last_own.as_str(), folded.folded), ("HTTPProxy/shop/root", 1));
+    assert_ne!(incremental.compiled().unwrap().table.generation, generation);
+    let c = BTreeMap::from([("a.yaml", A), ("proxy.yaml", PROXY), ("b.yaml", B)]);
+    check(
+        &mut incremental,
+        &objects_of(&c),
+        Some("incremental"),
+        "an Ingress more, incrementally",
+    );
+    assert_eq!(fold(&incremental).map(|f| f.folded), Some(2));
+    check(&mut incremental, &objects_of(&a), None, "a alone again");
+    assert_eq!(fold(&incremental), None);
+}
