@@ -99,8 +99,12 @@ impl Traffic {
                 self.last = Some((at_unix_ms, None));
             }
             Err(why) => {
-                if !was_failing {
-                    tracing::warn!("traffic unknown (said once until a reading works): {why}");
+                // Before a first reading, Envoy is most likely still starting (deploy/envoy/'s
+                // starts once the watch has written its files): said, but not as a warning.
+                match (&self.last, was_failing) {
+                    (None, _) => tracing::info!("traffic: waiting for Envoy's admin (said once): {why}"),
+                    (Some(_), false) => tracing::warn!("traffic unknown (said once until a reading works): {why}"),
+                    (Some(_), true) => {}
                 }
                 self.last = Some((at_unix_ms, Some(why)));
             }
