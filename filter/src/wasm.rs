@@ -20,7 +20,9 @@ use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
-use switchyard_table::metrics::{self, wasm_stat_name, DURATION_LABELS, REQUEST_LABELS, STATUS_CLASSES};
+use switchyard_table::metrics::{
+    self, wasm_stat_name, BUCKET_LABEL, DURATION_BUCKETS, DURATION_LABELS, REQUEST_LABELS, STATUS_CLASSES,
+};
 use switchyard_table::policy::TOO_LARGE;
 use switchyard_table::ratelimit::{self, Counters, Held};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
@@ -29,7 +31,7 @@ use switchyard_request::auth::{self, AuthCall};
 use switchyard_request::headers::HeaderBlock;
 use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
-use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Winner};
+use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Tally, Winner};
 use switchyard_request::random::Random;
 use switchyard_request::request::{Followup, Outcome, RuleRef};
 use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
@@ -50,16 +52,34 @@ thread_local! {
     static METER: RefCell<Meter> = RefCell::new(Meter::default());
 }
 
-/// The per-resource request metrics of a VM ([`switchyard_table::metrics`]): each series' stats,
-/// defined in Envoy the first time a request counts into them. The labels go in the stat's name,
-/// which the bootstrap's `stats_tags` turn back into tags.
+/// The per-resource request metrics of a VM ([`switchyard_table::metrics`]). A request is counted
+/// in the VM ([`Tally`]); every [`FLUSH_EVERY`] the root hands Envoy what moved, one host call per
+/// stat, each stat defined the first time it moves. The labels go in the stat's name, which the
+/// bootstrap's `stats_tags` turn back into tags. The durations are counters shaped as a
+/// Prometheus histogram (`_bucket{le}`, `_sum`, `_count`), the buckets Envoy's own.
 #[derive(Default)]
 struct Meter {
     book: SeriesBook,
-    /// By series id: each status class's counter (0: not defined yet), then the duration
-    /// histogram.
-    stats: Vec<[u32; STATUS_CLASSES.len() + 1]>,
+    /// By series id: what was counted since the last flush.
+    tallies: Vec<Tally>,
+    /// The series counted into since the last flush.
+    touched: Vec<SeriesId>,
+    /// By series id: the ids of its stats in Envoy (0: not defined yet).
+    stats: Vec<SeriesStats>,
 }
+
+/// The ids of a series' stats in Envoy (0: not defined yet).
+#[derive(Clone, Copy, Default)]
+struct SeriesStats {
+    requests: [u32; STATUS_CLASSES.len()],
+    buckets: [u32; DURATION_BUCKETS.len()],
+    sum: u32,
+    count: u32,
+}
+
+/// How often the counts are handed to Envoy: what a scrape sees lags the requests by at most this
+/// (Envoy's own histograms lag by its stats flush, 5 s by default).
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Meter {
     /// The series of a request `winner` took.
@@ -70,40 +90,72 @@ impl Meter {
     /// Counts a request of `series` that ended as `ended`.
     fn count(&mut self, series: SeriesId, ended: Ended) {
         let index = series.0 as usize;
-        if self.stats.len() <= index {
-            self.stats.resize(index + 1, [0; STATUS_CLASSES.len() + 1]);
+        if self.tallies.len() <= index {
+            self.tallies.resize(index + 1, Tally::default());
         }
-        let Meter { book, stats } = self;
-        let (Some(stats), labels) = (stats.get_mut(index), book.labels(series)) else {
-            return;
-        };
-        let class = ended.status_class.min(STATUS_CLASSES.len() - 1);
-        let requests = defined(&mut stats[class], MetricType::Counter, || {
-            let mut pairs: Vec<(&str, &str)> = REQUEST_LABELS.iter().copied().zip(labels).collect();
-            pairs.push((REQUEST_LABELS[4], STATUS_CLASSES[class]));
-            wasm_stat_name(metrics::REQUESTS, &pairs)
-        });
-        let duration = defined(&mut stats[STATUS_CLASSES.len()], MetricType::Histogram, || {
-            let pairs: Vec<(&str, &str)> = DURATION_LABELS.iter().copied().zip(labels).collect();
-            wasm_stat_name(metrics::DURATION, &pairs)
-        });
-        // A refused call loses this request's count, nothing else.
-        if requests != 0 {
-            let _ = hostcalls::increment_metric(requests, 1);
+        if let Some(tally) = self.tallies.get_mut(index) {
+            if tally.count() == 0 {
+                self.touched.push(series);
+            }
+            tally.add(ended);
         }
-        if duration != 0 {
-            let _ = hostcalls::record_metric(duration, ended.duration_ms);
+    }
+
+    /// Hands Envoy what was counted since the last flush. A refused call loses that count, nothing
+    /// else.
+    fn flush(&mut self) {
+        let Meter {
+            book,
+            tallies,
+            touched,
+            stats,
+        } = self;
+        for series in touched.drain(..) {
+            let index = series.0 as usize;
+            let Some(tally) = tallies.get_mut(index).map(std::mem::take) else {
+                continue;
+            };
+            if stats.len() <= index {
+                stats.resize(index + 1, SeriesStats::default());
+            }
+            let Some(ids) = stats.get_mut(index) else {
+                continue;
+            };
+            let labels = book.labels(series);
+            let resource: Vec<(&str, &str)> = DURATION_LABELS.iter().copied().zip(labels).collect();
+            for (class, n) in tally.requests.iter().enumerate().filter(|(_, n)| **n > 0) {
+                add(&mut ids.requests[class], *n, || {
+                    let mut pairs: Vec<(&str, &str)> = REQUEST_LABELS.iter().copied().zip(labels).collect();
+                    pairs.push((REQUEST_LABELS[4], STATUS_CLASSES[class]));
+                    wasm_stat_name(metrics::REQUESTS, &pairs)
+                });
+            }
+            for (bucket, n) in tally.cumulative().iter().enumerate().filter(|(_, n)| **n > 0) {
+                add(&mut ids.buckets[bucket], *n, || {
+                    let mut pairs = resource.clone();
+                    pairs.push((BUCKET_LABEL, DURATION_BUCKETS[bucket].0));
+                    wasm_stat_name(&format!("{}_bucket", metrics::DURATION), &pairs)
+                });
+            }
+            add(&mut ids.sum, tally.sum_ms, || {
+                wasm_stat_name(&format!("{}_sum", metrics::DURATION), &resource)
+            });
+            add(&mut ids.count, tally.count(), || {
+                wasm_stat_name(&format!("{}_count", metrics::DURATION), &resource)
+            });
         }
     }
 }
 
-/// The stat `*id` names, defined (as `kind`, named `name()`) when it is 0; 0 when the host
-/// refuses it (then asked again by the next request).
-fn defined(id: &mut u32, kind: MetricType, name: impl FnOnce() -> String) -> u32 {
+/// Adds `n` to the counter `*id` names, defined (named `name()`) when it is 0; left 0 when the
+/// host refuses it (then asked again at the next flush). Adding 0 defines it (a sum of zeros).
+fn add(id: &mut u32, n: u64, name: impl FnOnce() -> String) {
     if *id == 0 {
-        *id = hostcalls::define_metric(kind, &name()).unwrap_or(0);
+        *id = hostcalls::define_metric(MetricType::Counter, &name()).unwrap_or(0);
     }
-    *id
+    if *id != 0 && n > 0 {
+        let _ = hostcalls::increment_metric(*id, i64::try_from(n).unwrap_or(i64::MAX));
+    }
 }
 
 /// The host's shared data (one map per VM id, shared by the VMs of every thread): where the
@@ -279,6 +331,8 @@ impl RootContext for Root {
                         micros
                     ),
                 );
+                // SAFETY: a plain host call without pointers. Refused: the counts stay in the VM.
+                unsafe { proxy_set_tick_period_milliseconds(FLUSH_EVERY.as_millis() as u32) };
                 let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rule_count() as u64);
                 let folded = table.head().metrics_fold().map_or(0, |fold| fold.folded);
                 let _ = hostcalls::record_metric(self.shared.metrics.folded, u64::from(folded));
@@ -298,6 +352,14 @@ impl RootContext for Root {
                 false
             }
         }
+    }
+
+    fn on_tick(&mut self) {
+        METER.with(|meter| {
+            if let Ok(mut meter) = meter.try_borrow_mut() {
+                meter.flush();
+            }
+        });
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
@@ -574,6 +636,10 @@ extern "C" {
     /// `hostcalls::resume_http_request` panics on a status other than `Ok` (a stream already
     /// gone), and the filter never traps.
     fn proxy_continue_stream(stream_type: u32) -> u32;
+
+    /// The ABI's `proxy_set_tick_period_milliseconds`, declared here with a plain status code: the
+    /// SDK's `hostcalls::set_tick_period` panics on a status other than `Ok`.
+    fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
 
     /// The ABI's `proxy_set_property`, declared here with a plain status code: the SDK's
     /// `hostcalls::set_property` panics on a status other than `Ok`.

@@ -600,20 +600,17 @@ impl Sim {
 
     /// One metric's value.
     pub fn metric(&self, name: &str) -> Option<MetricValue> {
-        self.store
-            .data()
-            .metrics
-            .iter()
-            .find(|m| &*m.name == name)
-            .map(value_of)
+        let host = self.store.data();
+        let index = *host.metric_ids.get(name)?;
+        host.metrics.get(index).map(value_of)
     }
 
     /// Every metric the module defined, sorted by name.
     pub fn metrics(&self) -> Metrics {
         let host = self.store.data();
         Metrics(
-            host.metric_order
-                .iter()
+            host.metric_ids
+                .values()
                 .map(|&i| (host.metrics[i].name.clone(), value_of(&host.metrics[i])))
                 .collect(),
         )

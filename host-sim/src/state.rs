@@ -168,8 +168,8 @@ pub(crate) struct Host {
     /// This simulator's queues written since it last delivered `on_queue_ready`.
     pub ready_queues: Vec<u32>,
     pub metrics: Vec<Metric>,
-    /// Indexes into `metrics`, sorted by name.
-    pub metric_order: Vec<usize>,
+    /// Indexes into `metrics`, by name (so sorted by name).
+    pub metric_ids: std::collections::BTreeMap<Arc<str>, usize>,
     pub tick_period_ms: u32,
     pub http_calls: Vec<HttpCall>,
     pub grpc_calls: Vec<GrpcCall>,
@@ -212,7 +212,7 @@ impl Host {
             shared,
             ready_queues: Vec::new(),
             metrics: Vec::new(),
-            metric_order: Vec::new(),
+            metric_ids: std::collections::BTreeMap::new(),
             tick_period_ms: 0,
             http_calls: Vec::new(),
             grpc_calls: Vec::new(),

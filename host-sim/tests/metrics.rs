@@ -55,9 +55,14 @@ fn each_request_counts_once_in_its_resources_series_by_status_class_with_its_dur
     }
     let nobody = sim.request(Request::get("http://nowhere.example/"));
     assert_eq!(nobody.local_status(), Some(404));
-    let metrics = nobody.metrics;
-    assert_eq!(metrics.get(&requests_of(1, "2xx")), Some(&MetricValue::Counter(2)));
-    assert_eq!(metrics.get(&requests_of(0, "2xx")), None, "no request, no series");
+    assert_eq!(
+        sim.metric(&requests_of(1, "2xx")),
+        None,
+        "counted in the VM until a tick"
+    );
+    sim.tick();
+    assert_eq!(sim.metric(&requests_of(1, "2xx")), Some(MetricValue::Counter(2)));
+    assert_eq!(sim.metric(&requests_of(0, "2xx")), None, "no request, no series");
     let none = [
         ("kind", "none"),
         ("namespace", "none"),
@@ -65,12 +70,17 @@ fn each_request_counts_once_in_its_resources_series_by_status_class_with_its_dur
         ("backend", "none"),
     ];
     let unrouted = wasm_stat_name(REQUESTS, &[&none[..], &[("status_class", "4xx")]].concat());
-    assert_eq!(metrics.get(&unrouted), Some(&MetricValue::Counter(1)));
-    let duration = wasm_stat_name(
-        DURATION,
-        &[("kind", "Ingress"), ("namespace", "ns"), ("resource", "svc00001")],
-    );
-    assert_eq!(metrics.get(&duration).map(MetricValue::value), Some(2));
+    assert_eq!(sim.metric(&unrouted), Some(MetricValue::Counter(1)));
+    let svc1 = [("kind", "Ingress"), ("namespace", "ns"), ("resource", "svc00001")];
+    let count = wasm_stat_name(&format!("{DURATION}_count"), &svc1);
+    assert_eq!(sim.metric(&count), Some(MetricValue::Counter(2)));
+    // host-sim's clock stands still: every duration is 0 ms, in the first bucket and every one after.
+    let bucket = |le: &str| wasm_stat_name(&format!("{DURATION}_bucket"), &[&svc1[..], &[("le", le)]].concat());
+    assert_eq!(sim.metric(&bucket("0.5")), Some(MetricValue::Counter(2)));
+    assert_eq!(sim.metric(&bucket("+Inf")), Some(MetricValue::Counter(2)));
+    // A tick with nothing new adds nothing.
+    sim.tick();
+    assert_eq!(sim.metric(&requests_of(1, "2xx")), Some(MetricValue::Counter(2)));
 }
 
 #[test]
@@ -78,7 +88,8 @@ fn resources_past_the_fold_count_as_folded() {
     let fold = json!({ "last_own": "Ingress/ns/svc00000", "folded": 1 });
     let mut sim = sim(table(2, Some(fold)));
     sim.request(Request::get("http://svc0.example/"));
-    let outcome = sim.request(Request::get("http://svc1.example/"));
+    sim.request(Request::get("http://svc1.example/"));
+    sim.tick();
     let folded = wasm_stat_name(
         REQUESTS,
         &[
@@ -89,16 +100,10 @@ fn resources_past_the_fold_count_as_folded() {
             ("status_class", "2xx"),
         ],
     );
-    assert_eq!(outcome.metrics.get(&folded), Some(&MetricValue::Counter(1)));
-    assert_eq!(
-        outcome.metrics.get(&requests_of(0, "2xx")),
-        Some(&MetricValue::Counter(1))
-    );
-    assert_eq!(outcome.metrics.get(&requests_of(1, "2xx")), None);
-    assert_eq!(
-        outcome.metrics.get("switchyard_resources_folded"),
-        Some(&MetricValue::Gauge(1))
-    );
+    assert_eq!(sim.metric(&folded), Some(MetricValue::Counter(1)));
+    assert_eq!(sim.metric(&requests_of(0, "2xx")), Some(MetricValue::Counter(1)));
+    assert_eq!(sim.metric(&requests_of(1, "2xx")), None);
+    assert_eq!(sim.metric("switchyard_resources_folded"), Some(MetricValue::Gauge(1)));
 }
 
 /// What a VM holds for the series of 10,000 resources, each of which a request reached: the
@@ -124,5 +129,6 @@ fn a_vm_holds_the_series_of_10000_resources_in_a_few_mib() {
     );
     assert!(grown < 8 << 20, "{grown} bytes for {N} resources' series");
     all.request(Request::get("http://svc9999.example/"));
+    all.tick();
     assert_eq!(all.metric(&requests_of(9999, "2xx")), Some(MetricValue::Counter(2)));
 }

@@ -268,7 +268,7 @@ fn envoy_yaml_and_the_envoy_deployment_tag_the_per_resource_metrics() {
 /// `switchyard_table::metrics::stats_tags`.
 #[test]
 fn the_istio_mesh_config_asks_for_the_per_resource_metrics_tags() {
-    let expected: Vec<Value> = (switchyard_table::metrics::REQUEST_LABELS.iter())
+    let expected: Vec<Value> = (switchyard_table::metrics::TAGS.iter())
         .map(|l| Value::from(*l))
         .collect();
     let mesh = &deploy("istio/mesh-config/mesh.yaml")[0];

@@ -22,6 +22,39 @@ pub const FOLDED_RESOURCES: &str = "switchyard_resources_folded";
 pub const REQUEST_LABELS: [&str; 5] = ["kind", "namespace", "resource", "backend", "status_class"];
 /// The labels of [`DURATION`]: the resource's three.
 pub const DURATION_LABELS: [&str; 3] = ["kind", "namespace", "resource"];
+/// The label of a duration bucket's upper bound (the wasm filter's buckets are counters).
+pub const BUCKET_LABEL: &str = "le";
+
+/// The upper bounds of the duration's buckets, in milliseconds: Envoy's default histogram buckets,
+/// as its Prometheus output writes them (`le`), then `+Inf`.
+pub const DURATION_BUCKETS: [(&str, u64); 20] = [
+    ("0.5", 0),
+    ("1", 1),
+    ("5", 5),
+    ("10", 10),
+    ("25", 25),
+    ("50", 50),
+    ("100", 100),
+    ("250", 250),
+    ("500", 500),
+    ("1000", 1_000),
+    ("2500", 2_500),
+    ("5000", 5_000),
+    ("10000", 10_000),
+    ("30000", 30_000),
+    ("60000", 60_000),
+    ("300000", 300_000),
+    ("600000", 600_000),
+    ("1800000", 1_800_000),
+    ("3600000", 3_600_000),
+    ("+Inf", u64::MAX),
+];
+
+/// The index in [`DURATION_BUCKETS`] of the first bucket a duration of `ms` whole milliseconds
+/// falls in (`0.5` holds 0 ms only).
+pub fn duration_bucket(ms: u64) -> usize {
+    DURATION_BUCKETS.partition_point(|(_, bound)| *bound < ms)
+}
 
 /// Every label of a series counted together beyond the limit.
 pub const FOLDED: &str = "folded";
@@ -127,12 +160,14 @@ pub fn wasm_stat_name(metric: &str, labels: &[(&str, &str)]) -> String {
     name
 }
 
-/// The bootstrap's `stats_config.stats_tags` for the wasm filter's labels: each label's name and
-/// the regex that takes it out of a stat's name (Envoy removes the regex's first group from the
-/// name and keeps the second as the tag's value).
+/// Every label the wasm filter writes into a stat's name: [`REQUEST_LABELS`] and [`BUCKET_LABEL`].
+pub const TAGS: [&str; 6] = ["kind", "namespace", "resource", "backend", "status_class", BUCKET_LABEL];
+
+/// The bootstrap's `stats_config.stats_tags` for the wasm filter's labels ([`TAGS`]): each label's
+/// name and the regex that takes it out of a stat's name (Envoy removes the regex's first group
+/// from the name and keeps the second as the tag's value).
 pub fn stats_tags() -> Vec<(&'static str, String)> {
-    REQUEST_LABELS
-        .iter()
+    TAGS.iter()
         .map(|label| (*label, format!(r"({label}=\.=(.*?);\.;)")))
         .collect()
 }
@@ -190,6 +225,14 @@ mod tests {
     }
 
     #[test]
+    fn a_duration_falls_in_the_first_bucket_whose_bound_holds_it() {
+        let buckets: Vec<&str> = [0, 1, 2, 5, 6, 3_600_000, 3_600_001]
+            .map(|ms| DURATION_BUCKETS[duration_bucket(ms)].0)
+            .into();
+        assert_eq!(buckets, ["0.5", "1", "5", "5", "10", "3600000", "+Inf"]);
+    }
+
+    #[test]
     fn each_label_is_written_in_the_name_so_that_its_stats_tag_takes_it_back() {
         let name = wasm_stat_name(REQUESTS, &[("kind", "Ingress"), ("backend", "a;b")]);
         assert_eq!(
@@ -197,7 +240,7 @@ mod tests {
             "kind=.=Ingress;.;backend=.=a_b;.;switchyard_resource_requests_total"
         );
         let tags = stats_tags();
-        assert_eq!(tags.len(), REQUEST_LABELS.len());
+        assert_eq!(tags.len(), REQUEST_LABELS.len() + 1);
         assert_eq!(tags[0], ("kind", r"(kind=\.=(.*?);\.;)".to_owned()));
     }
 }

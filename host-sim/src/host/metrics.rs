@@ -8,6 +8,7 @@ use crate::memory::{finish, read_string, write_u32, write_u64, HostResult};
 use crate::outcome::{MetricKind, HISTOGRAM_TAIL};
 use crate::state::{Host, Metric};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use wasmtime::{Caller, Linker};
 
 pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
@@ -47,19 +48,17 @@ fn define(c: &mut Caller<'_, Host>, kind: i32, np: i32, nl: i32, ret: i32) -> Ho
     };
     let name = read_string(c, np, nl)?;
     let host = c.data_mut();
-    let id = match host.metrics.iter().position(|m| *m.name == *name) {
-        Some(i) => i + 1,
+    let id = match host.metric_ids.get(name.as_str()) {
+        Some(&i) => i + 1,
         None => {
+            let name: Arc<str> = name.into();
             host.metrics.push(Metric {
-                name: name.into(),
+                name: Arc::clone(&name),
                 kind,
                 value: 0,
                 records: VecDeque::new(),
             });
-            let metrics = &host.metrics;
-            let mut order: Vec<usize> = (0..metrics.len()).collect();
-            order.sort_by(|&a, &b| metrics[a].name.cmp(&metrics[b].name));
-            host.metric_order = order;
+            host.metric_ids.insert(name, host.metrics.len() - 1);
             host.metrics.len()
         }
     };
