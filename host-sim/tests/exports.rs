@@ -47,7 +47,7 @@ fn every_kept_export_is_a_root_and_says_why() {
         "proxy_on_request_trailers",
         "proxy_on_response_body",
         "proxy_on_grpc_receive",
-        "proxy_on_tick",
+        "proxy_on_queue_ready",
     ] {
         assert!(!kept().contains(gone), "{gone}");
     }
