@@ -43,7 +43,7 @@ fn fields_of(rule: &str) -> Fields {
 
 /// The resource of rule `rule`, `Ingress shop/api`; the name itself for another shape.
 fn resource_of(rule: &str) -> String {
-    let base = rule.split('#').next().unwrap_or(rule);
+    let base = switchyard_table::metrics::resource_of(rule);
     match base.split_once('/') {
         Some((kind, rest)) => format!("{kind} {rest}"),
         None => base.to_owned(),

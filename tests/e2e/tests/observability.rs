@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use switchyard_cases::rule;
 use switchyard_e2e::table::table;
 use switchyard_e2e::{get, send, Envoy, FilterForm};
-use switchyard_table::metrics::{DURATION, FOLDED_RESOURCES, REQUESTS};
+use switchyard_table::metrics::{DURATION, FOLDED_RESOURCES, REQUESTS, REQUEST_LABELS};
 
 #[test]
 fn the_access_log_names_the_rule_and_resource_that_won_and_none_when_no_rule_did() {
@@ -110,6 +110,12 @@ fn settled(envoy: &Envoy, metric: &str, before: &BTreeMap<String, u64>, total: u
     }
 }
 
+/// The labels of a [`REQUESTS`] series (kind, namespace, resource, backend, status class), as
+/// [`samples`] keys them.
+fn requests_of(values: [&str; 5]) -> String {
+    labels(&REQUEST_LABELS.into_iter().zip(values).collect::<Vec<_>>())
+}
+
 /// The labels of a series, as [`samples`] keys them.
 fn labels(pairs: &[(&str, &str)]) -> String {
     let mut labels: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}=\"{v}\"")).collect();
@@ -153,37 +159,13 @@ fn prometheus_counts_each_resources_requests_by_backend_and_status_class_in_both
             }
         }
         let requests = settled(&envoy, REQUESTS, &before, 7);
-        let series = |kind, namespace, resource, backend, class| {
-            let labels = labels(&[
-                ("kind", kind),
-                ("namespace", namespace),
-                ("resource", resource),
-                ("backend", backend),
-                ("status_class", class),
-            ]);
-            requests.get(&labels).copied()
-        };
-        assert_eq!(
-            series("Ingress", "shop", "api", "shop/api:80", "2xx"),
-            Some(3),
-            "{form:?}: {requests:#?}"
-        );
-        assert_eq!(
-            series("Ingress", "blog", "web", "blog/gone:80", "5xx"),
-            Some(2),
-            "{form:?}: {requests:#?}"
-        );
-        assert_eq!(
-            series("Ingress", "blog", "old", "direct", "3xx"),
-            Some(1),
-            "{form:?}: {requests:#?}"
-        );
-        assert_eq!(
-            series("none", "none", "none", "none", "4xx"),
-            Some(1),
-            "{form:?}: {requests:#?}"
-        );
-        assert_eq!(requests.len(), 4, "{form:?}: nothing else counted: {requests:#?}");
+        let expected = BTreeMap::from([
+            (requests_of(["Ingress", "shop", "api", "shop/api:80", "2xx"]), 3),
+            (requests_of(["Ingress", "blog", "web", "blog/gone:80", "5xx"]), 2),
+            (requests_of(["Ingress", "blog", "old", "direct", "3xx"]), 1),
+            (requests_of(["none", "none", "none", "none", "4xx"]), 1),
+        ]);
+        assert_eq!(requests, expected, "{form:?}: each series, and nothing else counted");
         let api = labels(&[("kind", "Ingress"), ("namespace", "shop"), ("resource", "api")]);
         let durations = settled(&envoy, &format!("{DURATION}_count"), &durations_before, 7);
         assert_eq!(durations.get(&api), Some(&3), "{form:?}: {durations:#?}");
@@ -225,28 +207,10 @@ fn resources_beyond_the_limit_are_counted_together_as_folded() {
             assert_eq!(envoy.send(&get(host, "/")).status, 200, "{form:?}: {host}");
         }
         let requests = settled(&envoy, REQUESTS, &before, 3);
-        let own = labels(&[
-            ("kind", "VirtualServer"),
-            ("namespace", "a"),
-            ("resource", "first"),
-            ("backend", "a/first:80"),
-            ("status_class", "2xx"),
-        ]);
-        let folded = labels(&[
-            ("kind", "folded"),
-            ("namespace", "folded"),
-            ("resource", "folded"),
-            ("backend", "folded"),
-            ("status_class", "2xx"),
-        ]);
-        assert_eq!(
-            requests.get(&own),
-            Some(&1),
-            "{form:?}: {requests:#?}\n{}",
-            ours(&envoy)
-        );
-        assert_eq!(requests.get(&folded), Some(&2), "{form:?}: {requests:#?}");
-        assert_eq!(requests.len(), 2, "{form:?}: {requests:#?}");
+        let own = requests_of(["VirtualServer", "a", "first", "a/first:80", "2xx"]);
+        let folded = requests_of(["folded", "folded", "folded", "folded", "2xx"]);
+        let expected = BTreeMap::from([(own, 1), (folded, 2)]);
+        assert_eq!(requests, expected, "{form:?}\n{}", ours(&envoy));
         let text = send(envoy.admin, &get("admin", "/stats/prometheus")).unwrap().body;
         assert!(
             text.lines()
