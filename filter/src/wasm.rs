@@ -372,6 +372,7 @@ impl RootContext for Root {
             auth: None,
             series: None,
             started: None,
+            status: None,
         }))
     }
 
@@ -399,6 +400,10 @@ struct Http {
     series: Option<SeriesId>,
     /// When its headers reached the filter.
     started: Option<std::time::SystemTime>,
+    /// The response's status, read as its headers pass the filter (the upstream's, Envoy's own
+    /// local reply's or the filter's: a local reply goes through the filter chain too); none when
+    /// the client went away first.
+    status: Option<u16>,
 }
 
 impl Context for Http {
@@ -434,7 +439,10 @@ impl Context for Http {
 }
 
 impl Drop for Http {
+    /// The stream's end (`proxy_on_delete`, after Envoy's access log): the request is counted,
+    /// and its place among its address's requests let go.
     fn drop(&mut self) {
+        self.count_ended();
         if let Some(place) = self.held.take() {
             ratelimit::leave(&HostSharedData, &place);
         }
@@ -536,12 +544,14 @@ impl HttpContext for Http {
             auth_cookies,
             ..
         } = std::mem::take(&mut self.followup);
-        if let Some(auth_cookies) = auth_cookies {
-            let status = hostcalls::get_map_value(MapType::HttpResponseHeaders, ":status")
+        if self.series.is_some() || auth_cookies.is_some() {
+            self.status = hostcalls::get_map_value_bytes(MapType::HttpResponseHeaders, ":status")
                 .ok()
-                .flatten();
-            let status = status.and_then(|s| s.parse().ok()).unwrap_or(0);
-            for cookie in auth_cookies.for_status(status) {
+                .flatten()
+                .and_then(|status| std::str::from_utf8(&status).ok()?.parse().ok());
+        }
+        if let Some(auth_cookies) = auth_cookies {
+            for cookie in auth_cookies.for_status(self.status.unwrap_or(0)) {
                 let _ = hostcalls::add_map_value(MapType::HttpResponseHeaders, "set-cookie", cookie);
             }
         }
@@ -564,26 +574,15 @@ impl HttpContext for Http {
         }
         Action::Continue
     }
-
-    fn on_log(&mut self) {
-        self.count_ended();
-    }
 }
 
 impl Http {
-    /// Counts the ended request in its series: its response code (Envoy's `response.code`, none
-    /// when the client went away first) and its duration.
+    /// Counts the ended request in its series: its response's status and its duration.
     fn count_ended(&self) {
         let Some(series) = self.series else {
             return;
         };
-        let code = host_bytes(|data, size| {
-            // SAFETY: the path is a live constant; the two pointers are `host_bytes`'s locals.
-            unsafe { proxy_get_property(RESPONSE_CODE.as_ptr(), RESPONSE_CODE.len(), data, size) }
-        });
-        let code = code
-            .ok()
-            .and_then(|bytes| Some(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)));
+        let code = self.status.map(u64::from);
         let now = hostcalls::get_current_time().ok();
         let duration = (self.started.zip(now)).and_then(|(started, now)| now.duration_since(started).ok());
         let duration_ms = duration.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -627,8 +626,9 @@ impl Http {
 /// `proxy_continue_stream`'s stream type of the request.
 const STREAM_HTTP_REQUEST: u32 = 0;
 
-/// The property path of Envoy's `response.code` (a path's segments end with a NUL, but the last).
-const RESPONSE_CODE: &str = "response\0code";
+/// The property path of Envoy's `source.address`, the client's address (a path's segments end
+/// with a NUL, but the last).
+const SOURCE_ADDRESS: &str = "source\0address";
 
 #[link(wasm_import_module = "env")]
 extern "C" {
@@ -726,8 +726,11 @@ impl Host for ProxyHost {
     }
 
     fn client_address(&self) -> Option<std::net::IpAddr> {
-        let bytes = hostcalls::get_property(vec!["source", "address"]).ok()??;
-        parse_client_address(std::str::from_utf8(&bytes).ok()?)
+        let bytes = host_bytes(|data, size| {
+            // SAFETY: the path is a live constant; the two pointers are `host_bytes`'s locals.
+            unsafe { proxy_get_property(SOURCE_ADDRESS.as_ptr(), SOURCE_ADDRESS.len(), data, size) }
+        });
+        parse_client_address(std::str::from_utf8(&bytes.ok()?).ok()?)
     }
 
     fn rate_counters(&self) -> Option<&dyn Counters> {

@@ -4,6 +4,7 @@
 usage: table.py N > table.json
        table.py --regex-mode N > table.json
        table.py --canary N > table.json
+       table.py --policy N > table.json
 
 
 Rules are in priority order, as the compiler writes them: per host (svc<i>.example.net), ten
@@ -23,6 +24,12 @@ canary (ROUTING.md §7.6) by header `X-Canary`, by cookie `canary` and 10 in 100
 compiler writes it. Its request (printed as the URL and host-sim's -H/--cookie arguments) carries
 the header and the cookie with values that decide nothing (`X-Canary: maybe`, `canary=later`,
 among other cookies), so every step runs: the header, the cookie, then the weight.
+
+With --policy, the N-rule table with every rule under the policy `switchyard compile
+--ingress-nginx-class nginx --gateway-routes` writes for an Ingress with `enable-cors: "true"`,
+`whitelist-source-range: 0.0.0.0/0` and `limit-rps: "100000"` (issue 46's full policy: ingress-
+nginx's default body limit, an allowed range, CORS with its defaults, a rate limit, and the gateway
+route of its default timeouts and retries); the rate limit's zone is each rule's own.
 """
 import json
 import sys
@@ -112,6 +119,40 @@ if sys.argv[1] == "--canary":
     # Words for host-sim's command line (no spaces inside one).
     print(f"{url} -H X-Canary:maybe --cookie session=abc --cookie canary=later --cookie theme=dark",
           file=sys.stderr)
+    sys.exit(0)
+
+# What the compiler writes for the Ingress --policy describes (its zone set per rule below).
+FULL_POLICY = {
+    "max_body_bytes": 1048576,
+    "allow": ["0.0.0.0/0"],
+    "route": "timeout=0ms+idle=60000ms+upstream-idle=60000ms"
+             "+retry=connect-failure,reset,refused-stream+retries=2+idempotent+other-host",
+    "cors": {
+        "allow_origin": ["*"],
+        "allow_methods": "GET, PUT, POST, DELETE, PATCH, OPTIONS",
+        "allow_headers": "DNT,Keep-Alive,User-Agent,X-Requested-With,If-Modified-Since,Cache-Control,"
+                         "Content-Type,Range,Authorization",
+        "allow_credentials": True,
+        "max_age": 1728000,
+    },
+    "rate_limit": {
+        "zone": "",
+        "per_second": {"requests": 100000, "burst": 500000},
+        "status": 503,
+        "in_flight_status": 503,
+    },
+}
+
+if sys.argv[1] == "--policy":
+    table, url, _ = plain(int(sys.argv[2]))
+    table["generation"] = f"bench-policy-{sys.argv[2]}"
+    for rule in table["rules"]:
+        policy = json.loads(json.dumps(FULL_POLICY))
+        policy["rate_limit"]["zone"] = rule["name"].split("#")[0].split("/", 1)[1]
+        rule["policy"] = policy
+    json.dump(table, sys.stdout)
+    print()
+    print(url, file=sys.stderr)
     sys.exit(0)
 
 table, url, _ = plain(int(sys.argv[1]))

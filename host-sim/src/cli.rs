@@ -2,12 +2,10 @@
 //! run one request and print what happened as one JSON object, or time the whole request
 //! lifecycle. Other tools parse its output: keep the `request` JSON keys stable.
 
-use crate::{LogLevel, Outcome, Request, Sim, SimError};
+use crate::{bench, LogLevel, Outcome, Request, Sim, SimError};
 use clap::{Args, Parser, Subcommand};
-use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 const ABOUT: &str = "Run a proxy-wasm module (ABI 0.2.1) without Envoy.";
 
@@ -73,6 +71,15 @@ pub enum Command {
         /// How many requests to time (after 1000 untimed warm-up requests).
         #[arg(long, default_value_t = 100_000)]
         requests: u64,
+        /// Another .wasm to time side by side in this process, on the same configuration and
+        /// request: batches of --batch requests alternate between the two, and the report adds
+        /// `against`, with the difference and ratio of each pair of adjacent batches (min, median,
+        /// max). Each module runs --requests requests.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+        /// Requests per batch with --against.
+        #[arg(long, default_value_t = 10_000, requires = "against")]
+        batch: u64,
         #[command(flatten)]
         request: RequestArgs,
     },
@@ -127,30 +134,6 @@ impl RequestArgs {
     }
 }
 
-/// The JSON `bench` prints.
-#[derive(Debug, Serialize)]
-pub struct BenchReport {
-    pub configured: bool,
-    pub requests: u64,
-    /// Wall-clock time per request.
-    pub ns_per_request: f64,
-    /// CPU time of the benchmarking thread per request (Linux), which other processes competing
-    /// for the cores do not inflate.
-    pub cpu_ns_per_request: Option<f64>,
-    pub action: String,
-    pub forwarded: bool,
-    pub local_status: Option<u32>,
-    /// The module's linear memory after configuring and the timed requests, in bytes (wasm memory
-    /// never shrinks, so this is its peak: what each of a proxy's VMs holds for this table).
-    pub memory_bytes: usize,
-}
-
-/// The CPU time this thread has run, in nanoseconds (Linux's /proc/thread-self/schedstat).
-fn thread_cpu_ns() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    text.split_whitespace().next()?.parse().ok()
-}
-
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -174,10 +157,14 @@ pub fn run(cli: Cli) -> Result<(), String> {
         .as_ref()
         .map(|p| read(p, "VM configuration"))
         .transpose()?;
-    let mut sim = Sim::load(&cli.wasm).map_err(|e: SimError| e.to_string())?;
-    if let Some(vm_config) = vm_config {
-        sim.vm_config(vm_config);
-    }
+    let load = |path: &PathBuf| -> Result<Sim, String> {
+        let mut sim = Sim::load(path).map_err(|e: SimError| e.to_string())?;
+        if let Some(vm_config) = &vm_config {
+            sim.vm_config(vm_config.clone());
+        }
+        Ok(sim)
+    };
+    let mut sim = load(&cli.wasm)?;
     match &cli.command {
         Command::Request(args) => {
             let request = args.to_request()?;
@@ -189,47 +176,40 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let json = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
             println!("{json}");
         }
-        Command::Bench { requests, request } => {
+        Command::Bench {
+            requests,
+            against,
+            batch,
+            request,
+        } => {
             let request = request.to_request()?;
-            // Envoy logs at info by default; debug lines would be formatted and kept for nothing.
-            sim.log_level(LogLevel::Info);
-            let configured = sim.configure(config);
-            if !configured {
-                let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
-                return Err(format!(
-                    "the module refused the configuration; its logs: {}",
-                    logs.join(" | ")
-                ));
-            }
-            let mut last = None;
-            for _ in 0..1000 {
-                last = Some(sim.request_ref(&request));
-            }
-            let cpu_start = thread_cpu_ns();
-            let start = Instant::now();
-            for _ in 0..*requests {
-                last = Some(sim.request_ref(&request));
-            }
-            let elapsed = start.elapsed();
-            let cpu = cpu_start.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
-            let last = last.ok_or("no request ran")?;
-            if let Some(error) = &last.error {
-                return Err(format!("the module failed: {error}"));
-            }
-            let report = BenchReport {
-                configured,
-                requests: *requests,
-                ns_per_request: elapsed.as_nanos() as f64 / (*requests).max(1) as f64,
-                cpu_ns_per_request: cpu.map(|ns| ns as f64 / (*requests).max(1) as f64),
-                action: last.action.to_string(),
-                forwarded: last.forwarded,
-                local_status: last.local_status(),
-                memory_bytes: sim.memory_bytes(),
+            let first = bench_runner(sim, config.clone())?;
+            let report = match against {
+                None => bench::alone(first, &request, *requests)?,
+                Some(path) => {
+                    let second = bench_runner(load(path)?, config)?;
+                    let name = path.display().to_string();
+                    bench::side_by_side(first, second, name, &request, *requests, *batch)?
+                }
             };
             println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
         }
     }
     Ok(())
+}
+
+/// `sim` configured for the bench; an error with its logs when it refuses the configuration.
+fn bench_runner(mut sim: Sim, config: Vec<u8>) -> Result<bench::Runner, String> {
+    // Envoy logs at info by default; debug lines would be formatted and kept for nothing.
+    sim.log_level(LogLevel::Info);
+    if !sim.configure(config) {
+        let logs: Vec<String> = sim.take_logs().iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "the module refused the configuration; its logs: {}",
+            logs.join(" | ")
+        ));
+    }
+    Ok(bench::Runner::new(sim))
 }
 
 #[cfg(test)]

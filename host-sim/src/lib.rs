@@ -20,10 +20,12 @@
 //!
 //! Modules: [`abi`] (status codes, map serialization), `memory` (guest memory access), `host`
 //! (the host functions, by group), `state` (the store's data), `engine` (engine and module
-//! cache), [`sim`] (the lifecycle), [`request`] and [`outcome`] (the API's types), [`cli`] (the
+//! cache), [`sim`] (the lifecycle), [`request`] and [`outcome`] (the API's types), [`bench`] (timing
+//! requests, one module or two side by side), [`cli`] (the
 //! `host-sim` command).
 
 pub mod abi;
+pub mod bench;
 pub mod cli;
 mod engine;
 mod error;
