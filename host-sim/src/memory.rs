@@ -63,6 +63,31 @@ pub(crate) fn with_bytes<R>(
     Ok(f(bytes, host))
 }
 
+/// Calls `f` with the bytes at two places (read in place, no copy) and the host state.
+pub(crate) fn with_two<R>(
+    caller: &mut Caller<'_, Host>,
+    (p1, l1): (i32, i32),
+    (p2, l2): (i32, i32),
+    f: impl FnOnce(&[u8], &[u8], &mut Host) -> R,
+) -> Result<R, Fault> {
+    let mem = memory(caller)?;
+    let (data, host) = mem.data_and_store_mut(&mut *caller);
+    let at = |ptr, len| range(ptr, len).and_then(|r| data.get(r));
+    match (at(p1, l1), at(p2, l2)) {
+        (Some(first), Some(second)) => Ok(f(first, second, host)),
+        _ => Err(Fault::Status(status::INVALID_MEMORY_ACCESS)),
+    }
+}
+
+/// `bytes` as text: borrowed when they are UTF-8, else with U+FFFD in place of what is not.
+pub(crate) fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    // `from_utf8` first: its check runs a word at a time, `from_utf8_lossy`'s a chunk at a time.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Calls `f` with the module's memory at `ptr..ptr + len`, writable in place, and the host state.
 pub(crate) fn with_bytes_mut<R>(
     caller: &mut Caller<'_, Host>,

@@ -20,22 +20,27 @@ impl HeaderMap {
             .map(|(_, v)| v.as_str())
     }
     /// Envoy's `setCopy`: the first entry takes the value, later ones go; absent, it is appended.
-    pub fn replace(&mut self, name: &str, value: String) {
-        let name = name.to_ascii_lowercase();
-        match self.0.iter().position(|(k, _)| *k == name) {
-            Some(first) => {
-                self.0[first].1 = value;
-                let mut i = 0;
-                self.0.retain(|(k, _)| {
-                    i += 1;
-                    i - 1 == first || *k != name
-                });
-            }
-            None => self.0.push((name, value)),
+    pub fn replace(&mut self, name: &str, value: &str) {
+        let Some(first) = self.0.iter().position(|(k, _)| k.eq_ignore_ascii_case(name)) else {
+            return self.add(name, value);
+        };
+        let kept = &mut self.0[first].1;
+        kept.clear();
+        kept.push_str(value);
+        if self.0[first + 1..].iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            let mut i = 0;
+            self.0.retain(|(k, _)| {
+                i += 1;
+                i - 1 <= first || !k.eq_ignore_ascii_case(name)
+            });
         }
     }
-    pub fn add(&mut self, name: &str, value: String) {
-        self.0.push((name.to_ascii_lowercase(), value));
+    pub fn add(&mut self, name: &str, value: &str) {
+        let name = match name.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => name.to_ascii_lowercase(),
+            false => name.to_owned(),
+        };
+        self.0.push((name, value.to_owned()));
     }
     pub fn remove(&mut self, name: &str) {
         self.0.retain(|(k, _)| !k.eq_ignore_ascii_case(name));

@@ -40,23 +40,37 @@ impl Winner<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SeriesId(pub u32);
 
-/// FNV-1a, the series book's hash: its keys are the table's resource names (the cluster's
-/// objects, never a client's words), short, and looked up on every request, where SipHash's
-/// keyed rounds cost the wasm filter more than the rest of the lookup.
-#[derive(Debug, Clone, Copy)]
-struct Fnv(u64);
+/// The series book's hash: its keys are the table's resource names (the cluster's objects, never
+/// a client's words), short, and looked up on every request, where SipHash's keyed rounds cost the
+/// wasm filter more than the rest of the lookup. It takes eight bytes a step (a rotate, a xor and a
+/// multiply, as rustc's FxHash does); FNV's step of one byte cost twice the lookup.
+#[derive(Debug, Clone, Copy, Default)]
+struct WordHash(u64);
 
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
+impl WordHash {
+    fn step(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
-impl Hasher for Fnv {
+impl Hasher for WordHash {
     fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut eight = [0; 8];
+            eight.copy_from_slice(word);
+            self.step(u64::from_le_bytes(eight));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut eight = [0; 8];
+            eight[..rest.len()].copy_from_slice(rest);
+            self.step(u64::from_le_bytes(eight) ^ ((rest.len() as u64) << 56));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.step(u64::from(byte));
     }
 
     fn finish(&self) -> u64 {
@@ -71,7 +85,7 @@ type BackendSeries = (Option<Box<str>>, SeriesId);
 #[derive(Debug)]
 pub struct SeriesBook {
     /// By resource, each backend's series (a resource has a handful: a linear search).
-    ids: HashMap<Box<str>, Vec<BackendSeries>, BuildHasherDefault<Fnv>>,
+    ids: HashMap<Box<str>, Vec<BackendSeries>, BuildHasherDefault<WordHash>>,
     /// Each series' `kind`, `namespace`, `resource` and `backend` labels, by id.
     labels: Vec<[Box<str>; 4]>,
 }

@@ -6,7 +6,7 @@
 //! Envoy does; each mutation of the request headers counts as a route-cache clear.
 
 use crate::abi::{deserialize_map, map_type, serialize_map, status};
-use crate::memory::{finish, give, read, read_string, with_bytes, write_u32, Fault, HostResult};
+use crate::memory::{finish, give, lossy, read, with_bytes, with_two, write_u32, Fault, HostResult};
 use crate::state::{HeaderMap, Host};
 use wasmtime::{Caller, Linker};
 
@@ -155,27 +155,23 @@ fn mutate(
     value: Option<(i32, i32)>,
     edit: Edit,
 ) -> HostResult {
-    if let Edit::Remove = edit {
-        with_bytes(c, kp, kl, |key, host| -> Result<(), Fault> {
+    // Read in place: the map keeps its own copies, and nothing else is allocated.
+    with_two(
+        c,
+        (kp, kl),
+        value.unwrap_or((0, 0)),
+        |key, value, host| -> Result<(), Fault> {
+            let (key, value) = (lossy(key), lossy(value));
             freeze(host, map_type);
-            map(host, map_type, true)?.remove(&String::from_utf8_lossy(key));
+            let headers = map(host, map_type, true)?;
+            match edit {
+                Edit::Add => headers.add(&key, &value),
+                Edit::Replace => headers.replace(&key, &value),
+                Edit::Remove => headers.remove(&key),
+            }
             count_clear(host, map_type);
             Ok(())
-        })??;
-        return Ok(status::OK);
-    }
-    let key = read_string(c, kp, kl)?;
-    let value = match value {
-        Some((vp, vl)) => read_string(c, vp, vl)?,
-        None => String::new(),
-    };
-    freeze(c.data_mut(), map_type);
-    let headers = map(c.data_mut(), map_type, true)?;
-    match edit {
-        Edit::Add => headers.add(&key, value),
-        Edit::Replace => headers.replace(&key, value),
-        Edit::Remove => headers.remove(&key),
-    }
-    count_clear(c.data_mut(), map_type);
+        },
+    )??;
     Ok(status::OK)
 }

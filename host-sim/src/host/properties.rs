@@ -8,7 +8,7 @@
 //! Strings are raw bytes, integers 8-byte little-endian, booleans one byte, as Envoy encodes them.
 
 use crate::abi::{property_key, status};
-use crate::memory::{finish, give, read, HostResult};
+use crate::memory::{finish, give, read, with_bytes, HostResult};
 use crate::state::Host;
 use wasmtime::{Caller, Linker};
 
@@ -27,7 +27,7 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 }
 
 fn get(c: &mut Caller<'_, Host>, pp: i32, pl: i32, rp: i32, rl: i32) -> HostResult {
-    let key = property_key(&read(c, pp, pl)?);
+    let key = with_bytes(c, pp, pl, |path, _| property_key(path))?;
     match lookup(c.data(), &key) {
         Some(value) => give(c, &value, rp, rl),
         None => Ok(status::NOT_FOUND),
@@ -69,11 +69,11 @@ fn attribute(host: &Host, key: &str) -> Option<Vec<u8>> {
     }
     let stream = host.stream.as_ref()?;
     let request = &stream.request_headers;
-    let path = request.get(":path").unwrap_or("/");
+    let path = || request.get(":path").unwrap_or("/");
     match key {
-        "request.path" => text(path),
-        "request.url_path" => text(path.split('?').next().unwrap_or(path)),
-        "request.query" => text(path.split_once('?').map(|(_, q)| q).unwrap_or("")),
+        "request.path" => text(path()),
+        "request.url_path" => text(path().split('?').next().unwrap_or("/")),
+        "request.query" => text(path().split_once('?').map(|(_, q)| q).unwrap_or("")),
         "request.host" => text(request.get(":authority")?),
         "request.method" => text(request.get(":method")?),
         "request.scheme" => text(request.get(":scheme").unwrap_or("http")),

@@ -3,7 +3,7 @@
 //! `CasMismatch`), and every write issues a new token. The store belongs to the simulator.
 
 use crate::abi::status;
-use crate::memory::{finish, give, read, read_string, write_u32, HostResult};
+use crate::memory::{finish, give, lossy, with_bytes, with_two, write_u32, HostResult};
 use crate::state::Host;
 use wasmtime::{Caller, Linker};
 
@@ -26,8 +26,7 @@ pub(super) fn add(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 }
 
 fn get(c: &mut Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32) -> HostResult {
-    let key = read_string(c, kp, kl)?;
-    let found = c.data().shared().data.get(&key).cloned();
+    let found = with_bytes(c, kp, kl, |key, host| host.shared().data.get(&*lossy(key)).cloned())?;
     let Some((value, cas)) = found else {
         return Ok(status::NOT_FOUND);
     };
@@ -36,18 +35,26 @@ fn get(c: &mut Caller<'_, Host>, kp: i32, kl: i32, rp: i32, rl: i32, rcas: i32) 
 }
 
 fn set(c: &mut Caller<'_, Host>, kp: i32, kl: i32, vp: i32, vl: i32, cas: u32) -> HostResult {
-    let key = read_string(c, kp, kl)?;
-    let value = read(c, vp, vl)?;
-    let host = c.data();
-    let mut shared = host.shared();
-    if cas != 0 {
-        match shared.data.get(&key) {
-            Some((_, current)) if *current == cas => {}
-            _ => return Ok(status::CAS_MISMATCH),
+    with_two(c, (kp, kl), (vp, vl), |key, value, host| {
+        let key = lossy(key);
+        let mut shared = host.shared();
+        let current = shared.data.get(&*key).map(|(_, version)| *version);
+        if cas != 0 && current != Some(cas) {
+            return status::CAS_MISMATCH;
         }
-    }
-    shared.next_cas = shared.next_cas.wrapping_add(1).max(1);
-    let next = shared.next_cas;
-    shared.data.insert(key, (value, next));
-    Ok(status::OK)
+        shared.next_cas = shared.next_cas.wrapping_add(1).max(1);
+        let next = shared.next_cas;
+        match shared.data.get_mut(&*key) {
+            // Written in place: a key written again costs no new allocation.
+            Some((stored, version)) => {
+                stored.clear();
+                stored.extend_from_slice(value);
+                *version = next;
+            }
+            None => {
+                shared.data.insert(key.into_owned(), (value.to_vec(), next));
+            }
+        }
+        status::OK
+    })
 }
