@@ -251,3 +251,28 @@ impl Host {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::HeaderMap;
+
+    fn map(pairs: &[(&str, &str)]) -> HeaderMap {
+        HeaderMap(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn replace_gives_the_first_entry_the_value_and_drops_the_later_ones_as_envoys_set_copy() {
+        let mut headers = map(&[("a", "1"), ("set-cookie", "x"), ("b", "2"), ("set-cookie", "y")]);
+        headers.replace("Set-Cookie", "z");
+        assert_eq!(headers, map(&[("a", "1"), ("set-cookie", "z"), ("b", "2")]));
+        headers.replace("X-New", "v");
+        assert_eq!(headers.0.last(), Some(&("x-new".to_string(), "v".to_string())));
+    }
+
+    #[test]
+    fn add_keeps_what_is_there_and_stores_the_name_lower_case() {
+        let mut headers = map(&[("set-cookie", "x")]);
+        headers.add("Set-Cookie", "y");
+        assert_eq!(headers, map(&[("set-cookie", "x"), ("set-cookie", "y")]));
+    }
+}
