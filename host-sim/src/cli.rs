@@ -21,6 +21,8 @@ Examples:
   host-sim --wasm target/wasm32-wasip1/release/switchyard_filter.wasm --config table.json \\
       request http://example.net/bar -H 'X-Canary: 1' --cookie 'session=abc'
   host-sim --wasm filter.wasm --config table.json bench --requests 200000 http://example.net/bar
+  host-sim --wasm new.wasm --config table.json bench --requests 1000000 --against main.wasm \
+      http://example.net/bar
 
 `request` prints one JSON object:
   configured          whether proxy_on_configure accepted the configuration
@@ -77,6 +79,10 @@ pub enum Command {
         /// max). Each module runs --requests requests.
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
+        /// The plugin configuration of the --against module (--config's by default): the same
+        /// module on two tables compares the tables (a rule with a policy against one without).
+        #[arg(long, value_name = "FILE", requires = "against")]
+        against_config: Option<PathBuf>,
         /// Requests per batch with --against.
         #[arg(long, default_value_t = 10_000, requires = "against")]
         batch: u64,
@@ -179,6 +185,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Command::Bench {
             requests,
             against,
+            against_config,
             batch,
             request,
         } => {
@@ -187,8 +194,15 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let report = match against {
                 None => bench::alone(first, &request, *requests)?,
                 Some(path) => {
-                    let second = bench_runner(load(path)?, config)?;
-                    let name = path.display().to_string();
+                    let second_config = match against_config {
+                        Some(path) => read(path, "plugin configuration")?,
+                        None => config,
+                    };
+                    let second = bench_runner(load(path)?, second_config)?;
+                    let name = match against_config {
+                        Some(table) => format!("{} on {}", path.display(), table.display()),
+                        None => path.display().to_string(),
+                    };
                     bench::side_by_side(first, second, name, &request, *requests, *batch)?
                 }
             };
