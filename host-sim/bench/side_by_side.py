@@ -5,6 +5,10 @@ median (the machine is shared: the min is the least disturbed run).
 
 usage: side_by_side.py ROUNDS REQUESTS TABLE URL WASM...
 
+For two modules, `host-sim bench --against` is steadier: it alternates batches of requests in one
+process, so both see the machine at the same moment (rounds of whole processes here sit a second
+or more apart).
+
 Example (main's .wasm against this one, 10 rules):
   python3 host-sim/bench/table.py 10 > t.json 2> url
   python3 host-sim/bench/side_by_side.py 9 400000 t.json "$(cat url)" main.wasm \\
