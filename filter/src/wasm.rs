@@ -11,10 +11,11 @@
 //! `src/context.cc` checks it first: `onRequestBody` returns `FilterDataStatus::Continue`, `onDone`
 //! `true`, `onStart` `true`, `onLog` and `onDelete` nothing). Only the allocator is required.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -82,9 +83,9 @@ struct SeriesStats {
 const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Meter {
-    /// The series of a request `winner` took.
-    fn series(&mut self, winner: Winner<'_>) -> SeriesId {
-        self.book.id(winner.series)
+    /// The series of a request `winner` took, in `table`.
+    fn series(&mut self, winner: Winner<'_>, table: &Weak<dyn Any>) -> SeriesId {
+        self.book.winner_id(winner, table)
     }
 
     /// Counts a request of `series` that ended as `ended`.
@@ -454,7 +455,7 @@ impl HttpContext for Http {
         let metrics = &self.shared.metrics;
         let mut host = ProxyHost::default();
         self.started = hostcalls::get_current_time().ok();
-        let Some(loaded) = self.table.as_deref() else {
+        let Some(served) = &self.table else {
             host.note_winner(Winner::NONE);
             self.series = host.series;
             host.remove_request_header(DEFAULT_CLUSTER_HEADER);
@@ -462,6 +463,8 @@ impl HttpContext for Http {
             Metrics::increment(metrics.not_routed);
             return Action::Pause;
         };
+        host.table = Rc::downgrade(served) as Weak<dyn Any>;
+        let loaded: &Loaded = served;
         let table = loaded.head();
         let handled = loaded.handle(&mut host, self.shared.next_random(), &HostUncompress(host_uncompress));
         self.series = host.series;
@@ -698,10 +701,20 @@ fn host_uncompress(argument: &[u8]) -> Result<Vec<u8>, HostCallFailed> {
 }
 
 /// [`Host`] over proxy-wasm host calls. Header values that are not UTF-8 are read lossily.
-#[derive(Default)]
 struct ProxyHost {
     /// The series the request's winner is counted in, once noted.
     series: Option<SeriesId>,
+    /// The table the request is routed by: the series book finds a rule's series by its place in it.
+    table: Weak<dyn Any>,
+}
+
+impl Default for ProxyHost {
+    fn default() -> Self {
+        ProxyHost {
+            series: None,
+            table: Weak::<()>::new(),
+        }
+    }
 }
 
 impl Host for ProxyHost {
@@ -747,7 +760,7 @@ impl Host for ProxyHost {
             // SAFETY: both pointers and sizes are those of live `&str`s.
             unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
         }
-        self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.series(winner)));
+        self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.series(winner, &self.table)));
     }
 
     fn now_ms(&self) -> u64 {

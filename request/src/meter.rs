@@ -7,8 +7,10 @@
 //! its id; it grows with the series seen, which the table's fold bounds (one per resource and
 //! backend, up to the limit, and one `folded`).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Weak;
 
 use switchyard_table::metrics::{duration_bucket, status_class, Series, DURATION_BUCKETS, STATUS_CLASSES};
 
@@ -21,6 +23,9 @@ pub struct Winner<'a> {
     pub rule: &'a str,
     /// Whose requests it is counted with.
     pub series: Series<'a>,
+    /// The winning rule's place in its table (none when no rule took the request): what
+    /// [`SeriesBook::winner_id`] finds a series by once it found it by name.
+    pub place: Option<u32>,
 }
 
 impl Winner<'_> {
@@ -28,6 +33,7 @@ impl Winner<'_> {
     pub const NONE: Winner<'static> = Winner {
         rule: NO_RULE,
         series: Series::Unrouted,
+        place: None,
     };
 
     /// The winning rule's resource (`Ingress/shop/api`; [`NO_RULE`] when none).
@@ -88,6 +94,37 @@ pub struct SeriesBook {
     ids: HashMap<Box<str>, Vec<BackendSeries>, BuildHasherDefault<WordHash>>,
     /// Each series' `kind`, `namespace`, `resource` and `backend` labels, by id.
     labels: Vec<[Box<str>; 4]>,
+    /// One table's rules' series by their place.
+    places: Places,
+}
+
+/// The series of one table's rules by their place, for [`SeriesBook::winner_id`]: a rule that won
+/// before finds its series by an integer rather than by its resource's name. Kept for one table at
+/// a time (the last one asked of; another table starts it anew), which it holds weakly: while it
+/// holds the table's allocation no other table can take its address.
+struct Places {
+    table: Weak<dyn Any>,
+    /// By place, up to the furthest place that won ([`MAX_PLACES`] at most).
+    ids: Vec<Option<BackendSeries>>,
+}
+
+/// The places [`Places`] keeps a series for: 16 bytes each in wasm, 1 MiB at most; a rule further
+/// down a table is found by its name.
+const MAX_PLACES: usize = 65_536;
+
+impl std::fmt::Debug for Places {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Places").field("ids", &self.ids).finish_non_exhaustive()
+    }
+}
+
+impl Default for Places {
+    fn default() -> Self {
+        Places {
+            table: Weak::<()>::new(),
+            ids: Vec::new(),
+        }
+    }
 }
 
 impl Default for SeriesBook {
@@ -96,6 +133,7 @@ impl Default for SeriesBook {
         SeriesBook {
             ids: HashMap::default(),
             labels: vec![fixed(Series::Unrouted), fixed(Series::Folded)],
+            places: Places::default(),
         }
     }
 }
@@ -122,6 +160,34 @@ impl SeriesBook {
         self.labels.push(series.labels().map(Box::from));
         let backends = self.ids.entry(resource.into()).or_default();
         backends.push((backend.map(Box::from), id));
+        id
+    }
+
+    /// The id of `winner`'s series, its rule's place in `table` remembered: [`Self::id`] the first
+    /// time a place wins (or wins with another backend), an integer's lookup after that.
+    pub fn winner_id(&mut self, winner: Winner<'_>, table: &Weak<dyn Any>) -> SeriesId {
+        let (Some(place), Series::Resource { backend, .. }) = (winner.place, winner.series) else {
+            return self.id(winner.series);
+        };
+        if !self.places.table.ptr_eq(table) {
+            self.places = Places {
+                table: table.clone(),
+                ids: Vec::new(),
+            };
+        }
+        let place = place as usize;
+        if let Some(Some((known, id))) = self.places.ids.get(place) {
+            if known.as_deref() == backend {
+                return *id;
+            }
+        }
+        let id = self.id(winner.series);
+        if place < MAX_PLACES {
+            if self.places.ids.len() <= place {
+                self.places.ids.resize(place + 1, None);
+            }
+            self.places.ids[place] = Some((backend.map(Box::from), id));
+        }
         id
     }
 
@@ -208,6 +274,7 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::rc::Rc;
 
     #[test]
     fn a_series_keeps_its_id_and_each_backend_of_a_resource_has_its_own() {
@@ -230,6 +297,49 @@ mod tests {
         assert_eq!(book.id(Series::Unrouted), SeriesBook::UNROUTED);
         assert_eq!(book.labels(SeriesId(99)), [NO_RULE; 4]);
         assert_eq!(book.len(), 5);
+    }
+
+    #[test]
+    fn a_winners_place_finds_the_series_its_name_found_in_that_table_only() {
+        let mut book = SeriesBook::default();
+        let (first, second): (Rc<dyn Any>, Rc<dyn Any>) = (Rc::new(1u8), Rc::new(2u8));
+        let winner = |resource, backend, place| Winner {
+            rule: "r",
+            series: Series::Resource { resource, backend },
+            place: Some(place),
+        };
+        let api = book.winner_id(winner("Ingress/shop/api", Some("shop/a_80"), 3), &Rc::downgrade(&first));
+        assert_eq!(
+            book.winner_id(winner("Ingress/shop/api", Some("shop/a_80"), 3), &Rc::downgrade(&first)),
+            api
+        );
+        // The same place with another backend (a weighted rule) is that backend's series.
+        let b = book.winner_id(winner("Ingress/shop/api", Some("shop/b_80"), 3), &Rc::downgrade(&first));
+        assert_ne!(b, api);
+        assert_eq!(
+            book.id(Series::Resource {
+                resource: "Ingress/shop/api",
+                backend: Some("shop/b_80")
+            }),
+            b
+        );
+        // In another table, place 3 is another rule: found by its name, not by the first table's place.
+        let web = book.winner_id(
+            winner("Ingress/shop/web", Some("shop/web_80"), 3),
+            &Rc::downgrade(&second),
+        );
+        assert!(web != api && web != b);
+        assert_eq!(book.labels(web)[2], "web");
+        // A rule beyond the fold, and no rule, are their fixed series whatever their place.
+        let folded = Winner {
+            series: Series::Folded,
+            ..winner("Ingress/z/z", None, 9)
+        };
+        assert_eq!(book.winner_id(folded, &Rc::downgrade(&second)), SeriesBook::FOLDED);
+        assert_eq!(
+            book.winner_id(Winner::NONE, &Rc::downgrade(&second)),
+            SeriesBook::UNROUTED
+        );
     }
 
     #[test]
@@ -266,6 +376,7 @@ mod tests {
         let winner = Winner {
             rule: "Ingress/shop/api#2",
             series: Series::Folded,
+            place: None,
         };
         assert_eq!(winner.resource(), "Ingress/shop/api");
         assert_eq!(Winner::NONE.resource(), NO_RULE);

@@ -294,11 +294,12 @@ fn answer(
     (decision, random): (Option<(usize, Decision<'_>)>, u64),
 ) -> (Outcome, Followup) {
     host.note_winner(match &decision {
-        Some((_, decision)) => {
+        Some((position, decision)) => {
             let (rule, backend) = (decision.rule.name(), decision.backend.map(|b| b.cluster.as_str()));
             Winner {
                 rule,
                 series: Series::of(rule, backend, table.metrics_fold()),
+                place: u32::try_from(*position).ok(),
             }
         }
         None => Winner::NONE,
