@@ -399,8 +399,8 @@ struct Http {
     auth: Option<(u32, AuthCall)>,
     /// The series the request is counted in when it ends (its winner's).
     series: Option<SeriesId>,
-    /// When its headers reached the filter.
-    started: Option<std::time::SystemTime>,
+    /// When its headers reached the filter, in nanoseconds of the host's clock.
+    started: Option<u64>,
     /// The response's status, read as its headers pass the filter (the upstream's, Envoy's own
     /// local reply's or the filter's: a local reply goes through the filter chain too); none when
     /// the client went away first.
@@ -454,7 +454,7 @@ impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         let metrics = &self.shared.metrics;
         let mut host = ProxyHost::default();
-        self.started = hostcalls::get_current_time().ok();
+        self.started = now_ns();
         let Some(served) = &self.table else {
             host.note_winner(Winner::NONE);
             self.series = host.series;
@@ -586,9 +586,8 @@ impl Http {
             return;
         };
         let code = self.status.map(u64::from);
-        let now = hostcalls::get_current_time().ok();
-        let duration = (self.started.zip(now)).and_then(|(started, now)| now.duration_since(started).ok());
-        let duration_ms = duration.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let elapsed_ns = (self.started.zip(now_ns())).map(|(started, now)| now.saturating_sub(started));
+        let duration_ms = elapsed_ns.map_or(0, |ns| ns / 1_000_000);
         METER.with(|meter| {
             if let Ok(mut meter) = meter.try_borrow_mut() {
                 meter.count(series, Ended::new(code, duration_ms));
@@ -665,9 +664,20 @@ extern "C" {
     /// the SDK's `hostcalls::get_property` builds the path anew on every call.
     fn proxy_get_property(path: *const u8, path_size: usize, results: *mut *mut u8, results_size: *mut usize) -> u32;
 
+    /// The ABI's `proxy_get_current_time_nanoseconds`, declared here with a plain status code.
+    fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
+
     /// The ABI's `proxy_get_header_map_pairs`, declared here to keep the serialised map whole (the
     /// SDK's `hostcalls::get_map_bytes` splits it into two allocations per header).
     fn proxy_get_header_map_pairs(map_type: u32, results: *mut *mut u8, results_size: *mut usize) -> u32;
+}
+
+/// The host's clock, in nanoseconds since the epoch (none if the host refuses): the ABI's value as
+/// it comes, where the SDK's `get_current_time` builds a `SystemTime` (and panics on a refusal).
+fn now_ns() -> Option<u64> {
+    let mut now = 0u64;
+    // SAFETY: `now` is a live local the host writes eight bytes to.
+    (unsafe { proxy_get_current_time_nanoseconds(&mut now) } == 0).then_some(now)
 }
 
 /// What a host call that returns bytes answered: the bytes (none for a null answer) or its status.
@@ -764,9 +774,7 @@ impl Host for ProxyHost {
     }
 
     fn now_ms(&self) -> u64 {
-        let now = hostcalls::get_current_time().ok();
-        let since = now.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        since.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        now_ns().map_or(0, |ns| ns / 1_000_000)
     }
 }
 
