@@ -21,8 +21,10 @@ Examples:
   host-sim --wasm target/wasm32-wasip1/release/switchyard_filter.wasm --config table.json \\
       request http://example.net/bar -H 'X-Canary: 1' --cookie 'session=abc'
   host-sim --wasm filter.wasm --config table.json bench --requests 200000 http://example.net/bar
-  host-sim --wasm new.wasm --config table.json bench --requests 1000000 --against main.wasm \
+  host-sim --wasm new.wasm --config table.json bench --requests 1000000 --against main.wasm \\
       http://example.net/bar
+  host-sim --wasm filter.wasm --config policy.json bench --against filter.wasm \\
+      --against-config plain.json http://example.net/bar
 
 `request` prints one JSON object:
   configured          whether proxy_on_configure accepted the configuration
@@ -38,6 +40,13 @@ Examples:
                       header mutations (each of which clears Envoy's route cache under ABI 0.2.1)
   pending_http_calls  HTTP calls left unanswered (host-sim answers none from the command line)
   error               null, or why the module failed (a trap: a Rust panic)
+
+`bench` prints one JSON object: cpu_ns_per_request (this thread's CPU time), ns_per_request
+(wall clock), memory_bytes (the module's linear memory), the last request's action, forwarded and
+local_status; with --against, `against` too: the other module's cpu_ns_per_request, and per pair
+of adjacent batches difference_cpu_ns_per_request and ratio (min, median, max; the first module
+against the other). A batch of one module runs, then one of the other, in A B then B A order, so
+both see the machine at the same moments: read the median.
 
 Exit status: 0 when the request ran (a refused configuration is \"configured\": false), 1 when
 FILE cannot be loaded (the message lists every import host-sim lacks) or an input is unreadable.";
