@@ -48,3 +48,61 @@ fn a_module_that_fails_under_the_bench_is_an_error_not_a_figure() {
     let error = bench::alone(runner, &request, 10).unwrap_err();
     assert!(error.contains("the module failed"), "{error}");
 }
+
+/// The command line: `--against` with `--against-config` runs the same module on two tables, and
+/// the report names the second; `--against-config` alone is refused by the parser.
+#[test]
+fn the_bench_command_compares_one_module_on_two_tables() {
+    let dir = std::env::temp_dir().join(format!("host-sim-bench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rule = |policy: serde_json::Value| {
+        json!({ "version": 1, "rules": [{
+            "name": "Ingress/shop/api#0", "host": "shop.example",
+            "path": {"type": "prefix", "value": "/"},
+            "action": {"route": {"backends": [{"cluster": "shop/api:80"}]}},
+            "policy": policy
+        }] })
+    };
+    let (plain, limited) = (dir.join("plain.json"), dir.join("limited.json"));
+    std::fs::write(&plain, rule(json!({})).to_string()).unwrap();
+    std::fs::write(&limited, rule(json!({"max_body_bytes": 1024})).to_string()).unwrap();
+    let wasm = common::filter_wasm();
+    let host_sim = env!("CARGO_BIN_EXE_host-sim");
+    let args = |extra: &[&std::ffi::OsStr]| -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = ["--wasm".into(), wasm.clone().into_os_string()].into();
+        args.extend(["--config".into(), limited.clone().into_os_string()]);
+        args.extend(["bench", "--requests", "400"].map(std::ffi::OsString::from));
+        args.extend(extra.iter().map(|arg| arg.to_os_string()));
+        args.push("http://shop.example/cart".into());
+        args
+    };
+    let run = std::process::Command::new(host_sim)
+        .args(args(&[
+            "--batch".as_ref(),
+            "100".as_ref(),
+            "--against".as_ref(),
+            wasm.as_os_str(),
+            "--against-config".as_ref(),
+            plain.as_os_str(),
+        ]))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(report["requests"], 400);
+    assert_eq!(report["against"]["requests"], 400);
+    assert_eq!(report["against"]["batch"], 100);
+    let name = report["against"]["wasm"].as_str().unwrap();
+    assert!(name.ends_with(&format!(" on {}", plain.display())), "{name}");
+    let refused = std::process::Command::new(host_sim)
+        .args(args(&["--against-config".as_ref(), plain.as_os_str()]))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--against"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
