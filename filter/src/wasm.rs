@@ -83,11 +83,6 @@ struct SeriesStats {
 const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Meter {
-    /// The series of a request `winner` took, in `table`.
-    fn series(&mut self, winner: Winner<'_>, table: &Weak<dyn Any>) -> SeriesId {
-        self.book.winner_id(winner, table)
-    }
-
     /// Counts a request of `series` that ended as `ended`.
     fn count(&mut self, series: SeriesId, ended: Ended) {
         let index = series.0 as usize;
@@ -304,7 +299,7 @@ impl Context for Root {}
 
 impl RootContext for Root {
     fn on_configure(&mut self, plugin_configuration_size: usize) -> bool {
-        let started = hostcalls::get_current_time().ok();
+        let started = now_ns();
         let config = PluginConfiguration::of(plugin_configuration_size);
         let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
             Ok(mut store) => load(&config, &HostUncompress(host_uncompress), &mut store),
@@ -314,9 +309,7 @@ impl RootContext for Root {
         match loaded {
             Ok((table, stats)) => {
                 // Whole microseconds: float formatting would add ~15 KB to the module.
-                let micros = started
-                    .and_then(|t| hostcalls::get_current_time().ok()?.duration_since(t).ok())
-                    .map_or(0, |d| d.as_micros());
+                let micros = (started.zip(now_ns())).map_or(0, |(started, now)| now.saturating_sub(started) / 1_000);
                 let shards = stats.map_or(String::new(), |s| {
                     format!(
                         " ({} shards, {} new decoded, {} new from the catalogue)",
@@ -770,7 +763,7 @@ impl Host for ProxyHost {
             // SAFETY: both pointers and sizes are those of live `&str`s.
             unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
         }
-        self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.series(winner, &self.table)));
+        self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.book.winner_id(winner, &self.table)));
     }
 
     fn now_ms(&self) -> u64 {

@@ -41,7 +41,7 @@ pub struct BenchReport {
 pub struct Against {
     pub wasm: String,
     pub requests: u64,
-    pub cpu_ns_per_request: f64,
+    pub cpu_ns_per_request: Option<f64>,
     /// Requests per batch; each module ran `requests / batch` batches.
     pub batch: u64,
     /// Per pair of adjacent batches: the first module's CPU ns per request minus this one's.
@@ -110,14 +110,15 @@ impl Runner {
     }
 
     /// The report of `requests` requests that took `timing`; an error when the module failed.
-    fn report(&self, configured: bool, requests: u64, timing: Timing) -> Result<BenchReport, String> {
+    fn report(&self, requests: u64, timing: Timing) -> Result<BenchReport, String> {
         let last = self.last.as_ref().ok_or("no request ran")?;
         if let Some(error) = &last.error {
             return Err(format!("the module failed: {error}"));
         }
         let per_request = |ns: f64| ns / requests.max(1) as f64;
         Ok(BenchReport {
-            configured,
+            // A runner exists only for a module that took its configuration.
+            configured: true,
             requests,
             ns_per_request: per_request(timing.wall.as_nanos() as f64),
             cpu_ns_per_request: timing.cpu_ns.map(|ns| per_request(ns as f64)),
@@ -134,7 +135,7 @@ impl Runner {
 pub fn alone(mut runner: Runner, request: &Request, requests: u64) -> Result<BenchReport, String> {
     runner.run(request, WARM_UP);
     let timing = runner.run(request, requests);
-    runner.report(true, requests, timing)
+    runner.report(requests, timing)
 }
 
 /// Times `requests` requests through each of `first` and `second` (named `second_name` in the
@@ -173,13 +174,13 @@ pub fn side_by_side(
         }
     }
     let timed = requests / batch * batch;
-    let mut report = first.report(true, timed, totals[0])?;
-    let theirs = second.report(true, timed, totals[1])?;
+    let mut report = first.report(timed, totals[0])?;
+    let theirs = second.report(timed, totals[1])?;
     let spread = |figures: Vec<f64>| Spread::of(figures).ok_or("no batch was timed on the thread's CPU clock");
     report.against = Some(Against {
         wasm: second_name,
         requests: timed,
-        cpu_ns_per_request: theirs.cpu_ns_per_request.unwrap_or(theirs.ns_per_request),
+        cpu_ns_per_request: theirs.cpu_ns_per_request,
         batch,
         difference_cpu_ns_per_request: spread(differences)?,
         ratio: spread(ratios)?,

@@ -105,8 +105,7 @@ pub(crate) fn with_bytes_mut<R>(
 
 /// The bytes at `ptr` as text (lossy: header names and values are ASCII in practice).
 pub(crate) fn read_string(caller: &mut Caller<'_, Host>, ptr: i32, len: i32) -> Result<String, Fault> {
-    let bytes = read(caller, ptr, len)?;
-    Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    with_bytes(caller, ptr, len, |bytes, _| lossy(bytes).into_owned())
 }
 
 /// Writes `bytes` at `ptr`.

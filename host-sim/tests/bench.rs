@@ -37,6 +37,7 @@ fn side_by_side_runs_both_modules_in_alternating_batches_and_compares_each_pair(
     let spread = &against.difference_cpu_ns_per_request;
     assert!(spread.min <= spread.median && spread.median <= spread.max, "{spread:?}");
     assert!(against.ratio.min > 0.0, "{:?}", against.ratio);
+    assert!(against.cpu_ns_per_request.is_some_and(|ns| ns > 0.0), "{against:?}");
 }
 
 #[test]

@@ -102,6 +102,7 @@ pub struct SeriesBook {
 /// before finds its series by an integer rather than by its resource's name. Kept for one table at
 /// a time (the last one asked of; another table starts it anew), which it holds weakly: while it
 /// holds the table's allocation no other table can take its address.
+#[derive(Debug)]
 struct Places {
     table: Weak<dyn Any>,
     /// By place, up to the furthest place that won ([`MAX_PLACES`] at most).
@@ -111,12 +112,6 @@ struct Places {
 /// The places [`Places`] keeps a series for: 16 bytes each in wasm, 1 MiB at most; a rule further
 /// down a table is found by its name.
 const MAX_PLACES: usize = 65_536;
-
-impl std::fmt::Debug for Places {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Places").field("ids", &self.ids).finish_non_exhaustive()
-    }
-}
 
 impl Default for Places {
     fn default() -> Self {
@@ -164,11 +159,15 @@ impl SeriesBook {
     }
 
     /// The id of `winner`'s series, its rule's place in `table` remembered: [`Self::id`] the first
-    /// time a place wins (or wins with another backend), an integer's lookup after that.
+    /// time a place wins (or wins with another backend), an integer's lookup after that. A table
+    /// that is gone (or never was: `Weak::new()`) names no places: the series is found by name.
     pub fn winner_id(&mut self, winner: Winner<'_>, table: &Weak<dyn Any>) -> SeriesId {
         let (Some(place), Series::Resource { backend, .. }) = (winner.place, winner.series) else {
             return self.id(winner.series);
         };
+        if table.strong_count() == 0 {
+            return self.id(winner.series);
+        }
         if !self.places.table.ptr_eq(table) {
             self.places = Places {
                 table: table.clone(),
@@ -340,6 +339,11 @@ mod tests {
             book.winner_id(Winner::NONE, &Rc::downgrade(&second)),
             SeriesBook::UNROUTED
         );
+        // Without a table (`Weak::new()` is the same for every caller) a place names nothing.
+        let nowhere: Weak<dyn Any> = Weak::<()>::new();
+        let shop = book.winner_id(winner("Ingress/shop/api", Some("shop/a_80"), 7), &nowhere);
+        let other = book.winner_id(winner("Ingress/other/api", Some("other/a_80"), 7), &nowhere);
+        assert_eq!((shop, book.labels(other)[1]), (api, "other"));
     }
 
     #[test]
