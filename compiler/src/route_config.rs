@@ -9,7 +9,7 @@
 //! `timeout=0ms+idle=60000ms+upstream-idle=60000ms+retry=connect-failure,reset+retries=2+idempotent+other-host`, so the
 //! sidecar writes the routes from the table alone ([`RouteSettings::of_name`] reads a name back).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -44,6 +44,11 @@ pub struct RouteSettings {
     pub upstream_idle_timeout_ms: Option<u64>,
     /// Its retries.
     pub retry: Option<Retry>,
+    /// The digest ([`headers_digest`]) of the headers the route adds to every response (a rule's
+    /// CORS headers when they are the same for every response: `cors.by_route` in the table), so
+    /// that rules adding other headers take other routes. The headers themselves come from the
+    /// table's rules ([`GatewayRoutes::of`]).
+    pub response_headers: Option<u64>,
 }
 
 /// A route's retries (Envoy's `retry_policy`).
@@ -167,6 +172,7 @@ impl RouteSettings {
                 settings.push("other-host".to_owned());
             }
         }
+        settings.extend(self.response_headers.map(|digest| format!("headers={digest:016x}")));
         settings
     }
 
@@ -206,6 +212,7 @@ impl RouteSettings {
             }
             Some(("retries", value)) => self.retry.as_mut()?.retries = value.parse().ok()?,
             Some(("per-try", value)) => self.retry.as_mut()?.per_try_timeout_ms = Some(millis(value)?),
+            Some(("headers", value)) => self.response_headers = Some(u64::from_str_radix(value, 16).ok()?),
             Some(_) => return None,
         }
         Some(())
@@ -272,6 +279,16 @@ fn duration(ms: u64) -> String {
     }
 }
 
+/// The digest a route's name carries for the `headers` it adds to every response (FNV-1a over
+/// `name: value` lines).
+pub fn headers_digest(headers: &[(&str, String)]) -> u64 {
+    let lines: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\n"))
+        .collect();
+    fnv1a(lines.as_bytes())
+}
+
 /// The gateway's routes for a table: the route names its rules use, to the cluster it names in its
 /// cluster header.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -281,17 +298,32 @@ pub struct GatewayRoutes {
     /// The route names the rules use, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
+    /// The headers a route adds to every response, by route name: the CORS headers of the rules
+    /// that name it whose `cors.by_route` is set.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub response_headers: BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl GatewayRoutes {
     /// The routes `table` needs.
     pub fn of(table: &TableSpec) -> GatewayRoutes {
-        let names: BTreeSet<&str> = (table.rules.iter())
-            .filter_map(|rule| rule.policy.as_ref()?.route.as_deref())
-            .collect();
+        let mut names = BTreeSet::new();
+        let mut response_headers = BTreeMap::new();
+        for policy in table.rules.iter().filter_map(|rule| rule.policy.as_ref()) {
+            let Some(name) = &policy.route else { continue };
+            names.insert(name.clone());
+            let added = (policy.cors.as_ref())
+                .filter(|cors| cors.by_route)
+                .and_then(|cors| cors.every_response_headers());
+            if let Some(headers) = added {
+                let owned = headers.into_iter().map(|(name, value)| (name.to_owned(), value));
+                response_headers.entry(name.clone()).or_insert_with(|| owned.collect());
+            }
+        }
         GatewayRoutes {
             cluster_header: table.cluster_header.clone(),
-            names: names.into_iter().map(str::to_owned).collect(),
+            names: names.into_iter().collect(),
+            response_headers,
         }
     }
 
@@ -303,14 +335,18 @@ impl GatewayRoutes {
         let mut routes: Vec<Value> = (self.names.iter())
             .filter_map(|name| Some((name, RouteSettings::of_name(name)?)))
             .map(|(name, settings)| {
-                json!({
+                let mut route = json!({
                     "name": name,
                     "match": {
                         "prefix": "/",
                         "headers": [routed, { "name": ROUTE_HEADER, "string_match": { "exact": name } }]
                     },
                     "route": settings.action(default_action(&self.cluster_header)),
-                })
+                });
+                if let Some(headers) = self.response_headers.get(name) {
+                    route["response_headers_to_add"] = response_headers_to_add(headers);
+                }
+                route
             })
             .collect();
         routes.push(json!({
@@ -345,6 +381,21 @@ impl GatewayRoutes {
     }
 }
 
+/// Envoy's `response_headers_to_add` of `headers`, each replacing the backend's (as
+/// ingress-nginx's `more_set_headers` does). The router adds them to its own answers too (a 503
+/// without a healthy endpoint, a 504).
+fn response_headers_to_add(headers: &[(String, String)]) -> Value {
+    let options: Vec<Value> = (headers.iter())
+        .map(|(name, value)| {
+            json!({
+                "header": { "key": name, "value": value },
+                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"
+            })
+        })
+        .collect();
+    options.into()
+}
+
 /// The default route's action: to the cluster the filter names in `cluster_header`, hashed (for
 /// the clusters that hash, `~lb=ring-hash`) by the affinity key the filter sets, else the client's
 /// address (docs/routing.md, "Affinity").
@@ -367,6 +418,7 @@ mod tests {
         GatewayRoutes {
             cluster_header: "x-route-cluster".to_owned(),
             names: names.to_vec(),
+            ..GatewayRoutes::default()
         }
     }
 
@@ -383,6 +435,7 @@ mod tests {
                 idempotent_only: true,
                 other_host: true,
             }),
+            response_headers: None,
         }
     }
 

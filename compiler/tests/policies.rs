@@ -271,6 +271,90 @@ fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
     );
 }
 
+/// The CORS of the routed rule of Ingress shop/api and its route name, compiled on a gateway whose
+/// routes are Switchyard's.
+fn cors_and_route(annotations: &str) -> (std::sync::Arc<switchyard_table::Cors>, Option<String>) {
+    let options = switchyard_compiler::Options {
+        gateway_routes: true,
+        ..nginx_options()
+    };
+    let compiled = compile_yaml(&api(annotations), &options);
+    let policy = routed_rule(&compiled).policy.clone().expect("a policy");
+    (policy.cors.clone().expect("a CORS policy"), policy.route.clone())
+}
+
+#[test]
+fn cors_headers_the_same_for_every_response_are_added_by_the_gateways_route() {
+    let every = "    nginx.ingress.kubernetes.io/enable-cors: \"true\"\n";
+    let (cors, route) = cors_and_route(every);
+    assert!(cors.by_route, "allow-origin `*`: the route adds them");
+    let headers = cors.every_response_headers().expect("the same for every response");
+    let digest = switchyard_compiler::route_config::headers_digest(&headers);
+    assert_eq!(settings(&route).response_headers, Some(digest));
+    // Other headers, another route; the timeouts and retries are the same.
+    let credentials = format!("{every}    nginx.ingress.kubernetes.io/cors-allow-credentials: \"false\"\n");
+    let (_, other) = cors_and_route(&credentials);
+    assert_ne!(route, other);
+    let without = |name: &Option<String>| RouteSettings {
+        response_headers: None,
+        ..settings(name)
+    };
+    assert_eq!(without(&route), without(&other));
+    // An origin list: the answer echoes the request's `Origin`, so the filter adds them.
+    let listed = format!("{every}    nginx.ingress.kubernetes.io/cors-allow-origin: \"https://app.example.com\"\n");
+    let (cors, route) = cors_and_route(&listed);
+    assert!(!cors.by_route);
+    assert_eq!(settings(&route).response_headers, None);
+    // Without the gateway's routes the filter adds them too.
+    let compiled = compile_yaml(&api(every), &nginx_options());
+    let cors = routed_rule(&compiled).policy.as_ref().and_then(|p| p.cors.clone());
+    assert!(!cors.expect("a CORS policy").by_route);
+}
+
+#[test]
+fn the_gateways_route_adds_the_cors_headers_in_place_of_the_backends() {
+    let options = switchyard_compiler::Options {
+        gateway_routes: true,
+        ..nginx_options()
+    };
+    let annotations = "    nginx.ingress.kubernetes.io/enable-cors: \"true\"\n    nginx.ingress.kubernetes.io/cors-max-age: \"600\"\n";
+    let compiled = compile_yaml(&api(annotations), &options);
+    let name = routed_rule(&compiled).policy.as_ref().and_then(|p| p.route.clone());
+    let routes = switchyard_compiler::route_config::GatewayRoutes::of(&compiled.table).routes();
+    let route = (routes.iter())
+        .find(|route| route["name"].as_str() == name.as_deref())
+        .expect("the rule's route");
+    let added: Vec<(String, String, String)> = (route["response_headers_to_add"].as_array().expect("headers added"))
+        .iter()
+        .map(|option| {
+            let header = &option["header"];
+            let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+            (
+                text(&header["key"]),
+                text(&header["value"]),
+                text(&option["append_action"]),
+            )
+        })
+        .collect();
+    let replace = "OVERWRITE_IF_EXISTS_OR_ADD";
+    let owned = |(name, value, action): (&str, &str, &str)| (name.to_owned(), value.to_owned(), action.to_owned());
+    assert_eq!(
+        added,
+        [
+            ("access-control-allow-origin", "*", replace),
+            ("access-control-allow-credentials", "true", replace),
+            ("access-control-allow-methods", "GET, PUT, POST, DELETE, PATCH, OPTIONS", replace),
+            ("access-control-allow-headers", "DNT,Keep-Alive,User-Agent,X-Requested-With,If-Modified-Since,Cache-Control,Content-Type,Range,Authorization", replace),
+            ("access-control-max-age", "600", replace),
+        ]
+        .map(owned)
+    );
+    let others = routes.iter().filter(|route| route["name"].as_str() != name.as_deref());
+    assert!(others
+        .into_iter()
+        .all(|route| route.get("response_headers_to_add").is_none()));
+}
+
 #[test]
 fn an_ingress_nginx_source_range_is_the_rules_policy_and_denies_nothing_else() {
     let annotation = "    nginx.ingress.kubernetes.io/whitelist-source-range: \"10.0.0.0/8, 192.168.1.7\"\n";

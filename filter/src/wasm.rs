@@ -551,7 +551,8 @@ impl HttpContext for Http {
                 let _ = hostcalls::add_map_value(MapType::HttpResponseHeaders, "set-cookie", cookie);
             }
         }
-        if let Some(cors) = cors {
+        // Unless the gateway's route adds them (docs/routing.md, "CORS").
+        if let Some(cors) = cors.filter(|cors| !cors.added_by_route()) {
             cors.each(|name, value| {
                 let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, name, Some(value));
             });

@@ -83,24 +83,65 @@ struct Timing {
     wall: Duration,
 }
 
-/// One module under the bench: its simulator and the last request's outcome.
+/// How a request was answered, which every request of a bench must share: a figure that mixes
+/// two answers (a rate limit that fills up, a cache that starts refusing) times neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Answer {
+    forwarded: bool,
+    local_status: Option<u32>,
+}
+
+impl Answer {
+    fn of(outcome: &Outcome) -> Answer {
+        Answer {
+            forwarded: outcome.forwarded,
+            local_status: outcome.local_status(),
+        }
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.forwarded, self.local_status) {
+            (_, Some(status)) => write!(f, "locally with {status}"),
+            (true, None) => f.write_str("upstream"),
+            (false, None) => f.write_str("by neither (held)"),
+        }
+    }
+}
+
+/// One module under the bench: its simulator, the last request's outcome, the first request's
+/// answer and how many requests were answered otherwise.
 pub struct Runner {
     sim: Sim,
     last: Option<Outcome>,
+    first: Option<Answer>,
+    others: u64,
 }
 
 impl Runner {
     /// Prepares `sim` for timing: no metrics copied per request.
     pub fn new(mut sim: Sim) -> Runner {
         sim.without_metrics_in_outcomes();
-        Runner { sim, last: None }
+        Runner {
+            sim,
+            last: None,
+            first: None,
+            others: 0,
+        }
     }
 
     fn run(&mut self, request: &Request, n: u64) -> Timing {
         let cpu_start = thread_cpu_ns();
         let start = Instant::now();
         for _ in 0..n {
-            self.last = Some(self.sim.request_ref(request));
+            let outcome = self.sim.request_ref(request);
+            let answer = Answer::of(&outcome);
+            match self.first {
+                None => self.first = Some(answer),
+                Some(first) => self.others += u64::from(first != answer),
+            }
+            self.last = Some(outcome);
         }
         let wall = start.elapsed();
         Timing {
@@ -114,6 +155,14 @@ impl Runner {
         let last = self.last.as_ref().ok_or("no request ran")?;
         if let Some(error) = &last.error {
             return Err(format!("the module failed: {error}"));
+        }
+        if let (Some(first), true) = (self.first, self.others > 0) {
+            return Err(format!(
+                "the answer changed during the run: the first request was answered {first}, {} later ones \
+                 otherwise (the last {}); a bench times one answer (a rate limit that filled up?)",
+                self.others,
+                Answer::of(last)
+            ));
         }
         let per_request = |ns: f64| ns / requests.max(1) as f64;
         Ok(BenchReport {

@@ -46,7 +46,9 @@ Examples:
 local_status; with --against, `against` too: the other module's cpu_ns_per_request, and per pair
 of adjacent batches difference_cpu_ns_per_request and ratio (min, median, max; the first module
 against the other). A batch of one module runs, then one of the other, in A B then B A order, so
-both see the machine at the same moments: read the median.
+both see the machine at the same moments: read the median. Every request must be answered as
+the first was (upstream, or locally with one status): a run whose answer changes (a rate limit
+that fills up) prints an error naming both answers, not a figure.
 
 Exit status: 0 when the request ran (a refused configuration is \"configured\": false), 1 when
 FILE cannot be loaded (the message lists every import host-sim lacks) or an input is unreadable.";

@@ -50,6 +50,25 @@ fn a_module_that_fails_under_the_bench_is_an_error_not_a_figure() {
     assert!(error.contains("the module failed"), "{error}");
 }
 
+/// A bench whose requests stop being answered alike (a rate limit of 50 requests a second, burst
+/// 200, filling up) is an error naming both answers, not a figure of two answers mixed.
+#[test]
+fn a_bench_whose_answer_changes_is_an_error_not_a_figure() {
+    let table = json!({ "version": 1, "rules": [{
+        "name": "Ingress/shop/api#0", "host": "shop.example",
+        "path": {"type": "prefix", "value": "/"},
+        "policy": {"rate_limit": {"zone": "shop/api", "per_second": {"requests": 50, "burst": 200}}},
+        "action": {"route": {"backends": [{"cluster": "shop/api:80"}]}}
+    }] })
+    .to_string();
+    let request = Request::get("http://shop.example/cart");
+    let runner = configured(common::filter_wasm(), &table);
+    let error = bench::alone(runner, &request, 2_000).unwrap_err();
+    assert!(error.contains("the answer changed during the run"), "{error}");
+    assert!(error.contains("answered upstream"), "{error}");
+    assert!(error.contains("locally with 503"), "{error}");
+}
+
 /// The command line: `--against` with `--against-config` runs the same module on two tables, and
 /// the report names the second; `--against-config` alone is refused by the parser.
 #[test]

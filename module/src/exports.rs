@@ -260,7 +260,11 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
                 }
             }
         }
-        if let Some(cors) = cors {
+        // Unless the gateway's route adds them (docs/routing.md, "CORS"): beside the cluster
+        // specifier the route was matched before the table's, so its route adds none.
+        // SAFETY: the stream's configuration outlives it (as in `request_headers`).
+        let beside_specifier = (unsafe { stream.config.as_ref() }).is_some_and(|config| config.published.is_some());
+        if let Some(cors) = cors.filter(|cors| !cors.added_by_route() || beside_specifier) {
             cors.each(|name, value| {
                 // SAFETY: this hook's stream; both buffers lend live `&str`s for the call.
                 unsafe {

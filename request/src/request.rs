@@ -631,6 +631,8 @@ pub(crate) mod tests {
         refuse: Option<&'static str>,
         /// The winner the filter noted: rule, resource and its series' labels.
         winner: Option<(String, String, [String; 4])>,
+        /// The client's address, when the host can tell.
+        address: Option<std::net::IpAddr>,
     }
 
     impl FakeHost {
@@ -671,6 +673,9 @@ pub(crate) mod tests {
         }
         fn remove_request_header(&mut self, name: &str) {
             self.headers.retain(|(k, _)| k != name);
+        }
+        fn client_address(&self) -> Option<std::net::IpAddr> {
+            self.address
         }
         fn note_winner(&mut self, winner: Winner<'_>) {
             let labels = winner.series.labels().map(str::to_owned);
@@ -1088,6 +1093,63 @@ pub(crate) mod tests {
             "the credential stops at the gateway"
         );
         assert_eq!(alice.get("x-route-cluster"), ["shop/web:80"]);
+    }
+
+    #[test]
+    fn cors_headers_the_route_adds_are_left_to_it_and_the_filters_own_answers_carry_them() {
+        let json = r#"{"version":1,"rules":[
+            {"name":"c#0","host":"a.example","path":{"type":"prefix","value":"/"},
+             "policy":{"route":"headers=00000000000000aa","deny":["10.0.0.0/8"],
+                       "cors":{"allow_origin":["*"],"allow_methods":"GET","allow_headers":"X","by_route":true}},
+             "action":{"route":{"backends":[{"cluster":"shop/web:80"}]}}}]}"#;
+        let table = RouteTable::from_json(json.as_bytes()).unwrap();
+        let from = |address: [u8; 4]| FakeHost {
+            address: Some(address.into()),
+            ..FakeHost::new("a.example", "/", &[])
+        };
+        let mut client = from([192, 0, 2, 1]);
+        let (outcome, followup) = handle_whole(&mut client, &table, 0);
+        assert_eq!(outcome, Outcome::Routed { position: 0 });
+        let cors = followup.cors.expect("the CORS headers of the response");
+        assert!(
+            cors.added_by_route(),
+            "the gateway's route adds them: the filter leaves them to it"
+        );
+        assert_eq!(client.get(ROUTE_HEADER), ["headers=00000000000000aa"]);
+        let mut preflight = from([192, 0, 2, 1]);
+        preflight.headers[2].1 = "OPTIONS".to_owned();
+        handle_request(&mut preflight, &table, 0);
+        let (status, headers, _) = preflight.response.clone().unwrap();
+        assert_eq!(status, 204);
+        assert!(headers.contains(&("access-control-allow-origin".to_owned(), "*".to_owned())));
+        let mut denied = from([10, 1, 2, 3]);
+        handle_request(&mut denied, &table, 0);
+        let (status, headers, _) = denied.response.clone().unwrap();
+        assert_eq!(status, 403);
+        assert!(headers.contains(&("access-control-allow-methods".to_owned(), "GET".to_owned())));
+    }
+
+    #[test]
+    fn cors_by_route_is_refused_where_the_headers_differ_or_no_route_adds_them() {
+        let with = |policy: &str| {
+            let json = format!(
+                r#"{{"version":1,"rules":[{{"name":"c#0","host":"a.example","path":{{"type":"prefix","value":"/"}},
+                   "policy":{policy},"action":{{"route":{{"backends":[{{"cluster":"shop/web:80"}}]}}}}}}]}}"#
+            );
+            RouteTable::from_json(json.as_bytes())
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        };
+        let cors = |origin: &str| {
+            format!(r#"{{"allow_origin":["{origin}"],"allow_methods":"GET","allow_headers":"X","by_route":true}}"#)
+        };
+        assert_eq!(with(&format!(r#"{{"route":"r","cors":{}}}"#, cors("*"))), Ok(()));
+        let listed = with(&format!(r#"{{"route":"r","cors":{}}}"#, cors("https://app.example")));
+        assert!(listed
+            .unwrap_err()
+            .contains("by_route needs the headers of every response the same"));
+        let unrouted = with(&format!(r#"{{"cors":{}}}"#, cors("*")));
+        assert!(unrouted.unwrap_err().contains("cors.by_route needs a route"));
     }
 
     #[test]

@@ -539,7 +539,7 @@ fn explain_with_sni_says_which_certificate_the_https_listener_presents() {
             filter_type_url: "t".into(),
             routes: GatewayRoutes {
                 cluster_header: "x-route-cluster".into(),
-                names: Vec::new(),
+                ..GatewayRoutes::default()
             },
             sds_folder: "/run/sds".into(),
             reject_unknown_sni: false,

@@ -120,6 +120,38 @@ impl CorsHeaders {
     }
 }
 
+impl Cors {
+    /// Whether every response but a preflight's gets the same headers: ingress-nginx's semantics
+    /// with every origin allowed (`*`: the request's `Origin` is never read).
+    pub fn same_for_every_response(&self) -> bool {
+        self.semantics.is_nginx() && self.allow_origin.iter().any(|origin| origin == "*")
+    }
+
+    /// The headers of every response but a preflight's, in order, when they are the same for all
+    /// ([`Cors::same_for_every_response`]).
+    pub fn every_response_headers(self: &Arc<Cors>) -> Option<Vec<(&'static str, String)>> {
+        if !self.same_for_every_response() {
+            return None;
+        }
+        let headers = CorsHeaders {
+            cors: self.clone(),
+            origin: "*".to_owned(),
+            asked: None,
+        };
+        let mut pairs = Vec::new();
+        headers.each(|name, value| pairs.push((name, value.to_owned())));
+        Some(pairs)
+    }
+}
+
+impl CorsHeaders {
+    /// Whether the gateway's route adds these to the response ([`Cors::by_route`]): the filter
+    /// adds them only to its own answers.
+    pub fn added_by_route(&self) -> bool {
+        self.cors.by_route
+    }
+}
+
 /// `Access-Control-Expose-Headers`, when set.
 fn expose_headers(cors: &Cors, set: &mut impl FnMut(&'static str, &str)) {
     if !cors.expose_headers.is_empty() {
@@ -273,6 +305,7 @@ mod tests {
             max_age: Some(600),
             semantics: CorsSemantics::Envoy,
             allow_private_network: true,
+            by_route: false,
         })
     }
 

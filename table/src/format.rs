@@ -263,6 +263,12 @@ pub struct Cors {
     /// `Access-Control-Allow-Private-Network: true`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub allow_private_network: bool,
+    /// The gateway's route adds the headers of every response ([`Cors::same_for_every_response`]
+    /// only: ingress-nginx's semantics with every origin allowed), so the filter adds them to its
+    /// own answers alone (a preflight's, a refusal's). The compiler sets it for a gateway whose
+    /// routes are Switchyard's (docs/routing.md, "CORS").
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_route: bool,
 }
 
 /// Whose CORS a [`Cors`] answers as ([`crate::cors`]).

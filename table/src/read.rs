@@ -366,6 +366,12 @@ impl FromDoc for Policy {
                 external_auth: f.optional::<ExternalAuth>("external_auth")?.map(std::sync::Arc::new),
             })
         })
+        .and_then(|policy| {
+            match policy.cors.as_ref().is_some_and(|cors| cors.by_route) && policy.route.is_none() {
+                true => Err(at.error(format_args!("cors.by_route needs a route to add the headers"))),
+                false => Ok(policy),
+            }
+        })
     }
 }
 
@@ -453,9 +459,13 @@ impl FromDoc for Cors {
                 semantics: f.or("semantics", CorsSemantics::Nginx)?,
                 allow_origin_regex: f.or("allow_origin_regex", Vec::new())?,
                 allow_private_network: f.or("allow_private_network", false)?,
+                by_route: f.or("by_route", false)?,
             })
         })
         .and_then(|cors| match cors.semantics {
+            _ if cors.by_route && !cors.same_for_every_response() => Err(at.error(format_args!(
+                "by_route needs the headers of every response the same: semantics \"nginx\" and allow_origin \"*\""
+            ))),
             CorsSemantics::Envoy => Ok(cors),
             CorsSemantics::Nginx if cors.allow_origin_regex.is_empty() && !cors.allow_private_network => Ok(cors),
             CorsSemantics::Nginx => Err(at.error(format_args!(

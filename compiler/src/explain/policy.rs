@@ -220,6 +220,9 @@ fn describe_route(settings: &RouteSettings) -> String {
             parts.push(line);
         }
     }
+    if settings.response_headers.is_some() {
+        parts.push("the CORS headers added to every response".to_owned());
+    }
     parts.join("; ")
 }
 

@@ -45,6 +45,7 @@ pub fn read(policy: &CorsPolicy, at: &str) -> Result<Cors, String> {
         max_age: max_age(&policy.max_age, &format!("{at}.maxAge"))?,
         semantics: CorsSemantics::Envoy,
         allow_private_network: policy.allow_private_network,
+        by_route: false,
     })
 }
 

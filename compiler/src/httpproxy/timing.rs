@@ -32,6 +32,7 @@ pub fn route_settings(route: &ProxyRoute, at: &str) -> Result<RouteSettings, Str
             None => None,
             Some(policy) => retry(policy).map_err(|why| format!("{at}.retryPolicy.{why}"))?,
         },
+        response_headers: None,
     })
 }
 

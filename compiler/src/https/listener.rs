@@ -336,7 +336,7 @@ mod tests {
                 filter_type_url: "t".to_owned(),
                 routes: GatewayRoutes {
                     cluster_header: "x-route-cluster".to_owned(),
-                    names: Vec::new(),
+                    ..GatewayRoutes::default()
                 },
                 sds_folder: "/run/sds".to_owned(),
                 reject_unknown_sni,

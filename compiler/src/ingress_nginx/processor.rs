@@ -33,6 +33,7 @@ use crate::l4::{L4Route, L4Routes};
 use crate::model::{Claiming, Draft, HostOrder, Options, RuleValidator};
 use crate::objects::{key_of, Age, Kind, Objects, ResourceKey};
 use crate::processor::{Inputs, Output, Processor, Settle};
+use crate::route_config::{headers_digest, RouteSettings};
 use crate::services::service_unavailable;
 use crate::status::{About, ConditionKind, Reason, Status, StatusBook};
 use crate::upstream::variant::{Balance, UpstreamProtocol, Variant};
@@ -593,15 +594,26 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
 
 /// The policy of a body limit of `size` bytes (`None`: no limit), `cors`, the source `ranges`, the
 /// `rate_limit` and, on a gateway whose routes are Switchyard's ([`Options::gateway_routes`]), the
-/// route of the ConfigMap's timeouts and retries with `proxying` over them; `None` when it asks
-/// nothing.
+/// route of the ConfigMap's timeouts and retries with `proxying` over them, which adds the CORS
+/// headers when they are the same for every response; `None` when it asks nothing.
 fn ingress_policy(size: Option<u64>, proxying: &[Setting], asked: Policy, options: &Options) -> Option<Arc<Policy>> {
-    let route = (options.gateway_routes)
-        .then(|| options.ingress_nginx_config.proxying.with(proxying).route().name())
-        .flatten();
+    let mut cors = asked.cors.clone();
+    let mut route = None;
+    if options.gateway_routes {
+        let added = cors.as_ref().and_then(|cors| cors.every_response_headers());
+        if let (Some(cors), Some(_)) = (cors.as_mut(), &added) {
+            Arc::make_mut(cors).by_route = true;
+        }
+        route = RouteSettings {
+            response_headers: added.as_deref().map(headers_digest),
+            ..options.ingress_nginx_config.proxying.with(proxying).route()
+        }
+        .name();
+    }
     let policy = Policy {
         max_body_bytes: size,
         route,
+        cors,
         ..asked
     };
     (policy != Policy::default()).then(|| Arc::new(policy))

@@ -267,6 +267,7 @@ impl Proxying {
             idle_timeout_ms: Some(self.read_timeout_ms.max(self.send_timeout_ms)),
             upstream_idle_timeout_ms: Some(self.read_timeout_ms),
             retry: (self.next_upstream).retry(self.next_upstream_tries, self.retry_non_idempotent),
+            response_headers: None,
         }
     }
 }

@@ -815,6 +815,11 @@ fn affinity_holds_a_client_on_one_endpoint_while_another_spreads() {
 /// A backend on a free port of 127.0.0.1 that reads each request's head, waits `delay`, then
 /// answers 200 (`x-backend: slow`).
 fn slow_backend(delay: Duration) -> Backend {
+    scripted_backend(delay, "")
+}
+
+/// [`slow_backend`], its answer with the header lines `head` (each ending `\r\n`) too.
+fn scripted_backend(delay: Duration, head: &'static str) -> Backend {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -828,7 +833,8 @@ fn slow_backend(delay: Duration) -> Backend {
                 }
                 thread::sleep(delay);
                 let mut stream = stream;
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nx-backend: slow\r\ncontent-length: 3\r\n\r\nok\n");
+                let answer = format!("HTTP/1.1 200 OK\r\nx-backend: slow\r\n{head}content-length: 3\r\n\r\nok\n");
+                let _ = stream.write_all(answer.as_bytes());
             });
         }
     });
@@ -836,6 +842,82 @@ fn slow_backend(delay: Duration) -> Backend {
         name: "slow".to_owned(),
         addr,
     }
+}
+
+/// ingress-nginx's CORS for every origin (`enable-cors` alone; issue "Policies beyond the route"):
+/// the headers are the same on every response, so the gateway's route adds them (the filter
+/// leaves the response alone), as ingress-nginx's `more_set_headers` does: in place of the
+/// backend's own, and on Envoy's own answer too (a 503 when no endpoint is ready). The filter
+/// still answers the preflight, which never reaches the backend.
+#[test]
+fn cors_headers_for_every_origin_come_from_the_gateways_route_on_every_response() {
+    let backend = scripted_backend(
+        Duration::ZERO,
+        "access-control-allow-origin: https://backend.example\r\n",
+    );
+    let cors = [("enable-cors", "true"), ("cors-max-age", "600")];
+    let manifests = [
+        ("class.yaml", NGINX_CLASS.to_owned()),
+        (
+            "web.yaml",
+            format!("{}---\n{}", service("web"), slice("web", "web", &backend, true)),
+        ),
+        (
+            "down.yaml",
+            format!("{}---\n{}", service("down"), slice("down", "down", &backend, false)),
+        ),
+        ("open.yaml", nginx_ingress("open", "web", &cors)),
+        ("gone.yaml", nginx_ingress("gone", "down", &cors)),
+    ];
+    let scene = Scene::start_with(&manifests, &["--ingress-nginx-class", "nginx"]);
+    scene.eventually("the open host answered by the backend", || {
+        scene.envoy.send(&get("open.example.com", "/")).header("x-backend") == Some("slow")
+    });
+    let cors_headers = |response: &switchyard_e2e::Response| -> Vec<(String, String)> {
+        (response.headers.iter())
+            .filter(|(name, _)| name.starts_with("access-control-"))
+            .cloned()
+            .collect()
+    };
+    let wanted: Vec<(String, String)> = [
+        ("access-control-allow-origin", "*"),
+        ("access-control-allow-credentials", "true"),
+        ("access-control-allow-methods", "GET, PUT, POST, DELETE, PATCH, OPTIONS"),
+        (
+            "access-control-allow-headers",
+            "DNT,Keep-Alive,User-Agent,X-Requested-With,If-Modified-Since,Cache-Control,Content-Type,Range,Authorization",
+        ),
+        ("access-control-max-age", "600"),
+    ]
+    .map(|(name, value)| (name.to_owned(), value.to_owned()))
+    .into();
+    let answered = scene
+        .envoy
+        .send(&get("open.example.com", "/").header("origin", "https://app.example"));
+    assert_eq!(answered.status, 200, "{answered:?}");
+    let mut sorted = wanted.clone();
+    sorted.sort();
+    let mut got = cors_headers(&answered);
+    got.sort();
+    assert_eq!(got, sorted, "the route's, in place of the backend's: {answered:?}");
+    let unavailable = scene.envoy.send(&get("gone.example.com", "/"));
+    assert_eq!(unavailable.status, 503, "{unavailable:?}");
+    let mut got = cors_headers(&unavailable);
+    got.sort();
+    assert_eq!(got, sorted, "Envoy's own answer: {unavailable:?}");
+    let preflight = scene.envoy.send(&get("open.example.com", "/").method("OPTIONS"));
+    assert_eq!(
+        (preflight.status, preflight.header("x-backend")),
+        (204, None),
+        "{preflight:?}"
+    );
+    assert_eq!(cors_headers(&preflight), wanted, "the filter's answer");
+    let rds = std::fs::read_to_string(scene.dir.join("clusters/rds.json")).unwrap();
+    assert_eq!(
+        rds.matches("\"response_headers_to_add\"").count(),
+        1,
+        "one route adds them: {rds}"
+    );
 }
 
 /// ingress-nginx's read timeout (issue "Policies beyond the route"): `proxy-read-timeout: 1` is

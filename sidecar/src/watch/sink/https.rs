@@ -99,7 +99,7 @@ impl SdsFolder {
                 filter_type_url: filter_type_url.to_owned(),
                 routes: GatewayRoutes {
                     cluster_header: cluster_header.to_owned(),
-                    names: Vec::new(),
+                    ..GatewayRoutes::default()
                 },
                 sds_folder: absolute(&path).display().to_string(),
                 reject_unknown_sni,

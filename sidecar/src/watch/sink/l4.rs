@@ -62,8 +62,8 @@ impl LdsFile {
         let options = LdsOptions {
             https: Some(HttpsOptions {
                 routes: GatewayRoutes {
-                    names: gateway.names.clone(),
-                    ..sds.options.routes.clone()
+                    cluster_header: sds.options.routes.cluster_header.clone(),
+                    ..gateway.clone()
                 },
                 ..sds.options.clone()
             }),
