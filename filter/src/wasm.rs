@@ -446,8 +446,11 @@ impl Drop for Http {
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         let metrics = &self.shared.metrics;
-        let mut host = ProxyHost::default();
         self.started = now_ns();
+        let mut host = ProxyHost {
+            arrived_ns: self.started,
+            ..ProxyHost::default()
+        };
         let Some(served) = &self.table else {
             host.note_winner(Winner::NONE);
             self.series = host.series;
@@ -710,6 +713,9 @@ struct ProxyHost {
     series: Option<SeriesId>,
     /// The table the request is routed by: the series book finds a rule's series by its place in it.
     table: Weak<dyn Any>,
+    /// The host's clock when the request's headers came, read once for the request: its rate
+    /// limits count at that moment (none: read when asked).
+    arrived_ns: Option<u64>,
 }
 
 impl Default for ProxyHost {
@@ -717,6 +723,7 @@ impl Default for ProxyHost {
         ProxyHost {
             series: None,
             table: Weak::<()>::new(),
+            arrived_ns: None,
         }
     }
 }
@@ -768,7 +775,7 @@ impl Host for ProxyHost {
     }
 
     fn now_ms(&self) -> u64 {
-        now_ns().map_or(0, |ns| ns / 1_000_000)
+        self.arrived_ns.or_else(now_ns).map_or(0, |ns| ns / 1_000_000)
     }
 }
 
