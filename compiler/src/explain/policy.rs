@@ -381,6 +381,14 @@ mod tests {
             describe(&route, "Ingress/shop/api#0"),
             ["gateway route: total timeout none; idle timeout 60 s; each try idle at most 5 s; up to 2 retries on connect-failure, not for POST, LOCK or PATCH"]
         );
+        let with_headers = Policy {
+            route: Some("headers=b518cc837a6aeabe".to_owned()),
+            ..Policy::default()
+        };
+        assert_eq!(
+            describe(&with_headers, "Ingress/shop/api#0"),
+            ["gateway route: no retries; the CORS headers added to every response"]
+        );
     }
 
     #[test]
