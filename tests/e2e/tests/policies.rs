@@ -223,6 +223,33 @@ fn a_preflight_from_an_allowed_origin_is_answered_and_the_responses_carry_the_co
     }
 }
 
+/// CORS the gateway's route adds (`by_route`: every origin allowed, a gateway whose routes are
+/// Switchyard's; docs/routing.md, "CORS") with the module beside the cluster specifier: there
+/// Envoy matched its route before the table's, so no route of the table adds them, and the module
+/// adds them itself, to the backend's response as the filter would.
+#[test]
+fn beside_the_cluster_specifier_the_module_adds_the_cors_headers_a_route_would_have_added() {
+    let mut shared = rule("Ingress/shop/cors#0").host("cors.example").prefix("/").to(SERVICE);
+    shared["policy"] = json!({ "route": "headers=00000000000000aa", "cors": {
+        "allow_origin": ["*"], "allow_methods": "GET, POST", "allow_headers": "X-Token", "by_route": true
+    } });
+    let table = table("cors-by-route", vec![shared]);
+    let form = FilterForm::ModuleClusterSpecifier;
+    let envoy = Envoy::start_filter(&table, &[SERVICE], ConfigForm::StringValue, 1, form);
+    let answer = envoy.send(&get("cors.example", "/x"));
+    assert_eq!((answer.status, answer.backend()), (200, Some("api")), "{answer:?}");
+    let headers = [
+        "access-control-allow-origin",
+        "access-control-allow-methods",
+        "access-control-allow-headers",
+    ];
+    assert_eq!(
+        headers.map(|name| answer.header(name)),
+        [Some("*"), Some("GET, POST"), Some("X-Token")],
+        "{answer:?}"
+    );
+}
+
 /// CORS with Envoy's semantics (an HTTPProxy's `virtualhost.corsPolicy`, as Contour programs
 /// Envoy's CORS filter), in both filter forms: a preflight (`OPTIONS` with
 /// `Access-Control-Request-Method`) from an allowed origin, exact or matching a regex, is answered
