@@ -141,15 +141,20 @@ fn an_invalid_client_max_body_size_makes_the_virtualserver_invalid() {
 /// The route names of the rules of `kind/shop/name` that send upstream, compiled with `options`
 /// on a gateway whose routes are Switchyard's.
 fn routes_of(yaml: &str, options: &switchyard_compiler::Options, resource: &str) -> Vec<Option<String>> {
-    let options = switchyard_compiler::Options {
-        gateway_routes: true,
-        ..options.clone()
-    };
-    let compiled = compile_yaml(yaml, &options);
+    let compiled = compile_with_gateway_routes(yaml, options);
     (compiled.table.rules.iter())
         .filter(|r| r.name.starts_with(resource) && matches!(r.action, ActionSpec::Route(_)))
         .map(|r| r.policy.as_ref().and_then(|p| p.route.clone()))
         .collect()
+}
+
+/// `yaml` compiled with `options` on a gateway whose routes are Switchyard's.
+fn compile_with_gateway_routes(yaml: &str, options: &switchyard_compiler::Options) -> switchyard_compiler::Compiled {
+    let options = switchyard_compiler::Options {
+        gateway_routes: true,
+        ..options.clone()
+    };
+    compile_yaml(yaml, &options)
 }
 
 /// The settings of a route name.
@@ -274,11 +279,7 @@ fn enable_cors_puts_the_ingresss_cors_on_each_of_its_routed_rules() {
 /// The CORS of the routed rule of Ingress shop/api and its route name, compiled on a gateway whose
 /// routes are Switchyard's.
 fn cors_and_route(annotations: &str) -> (std::sync::Arc<switchyard_table::Cors>, Option<String>) {
-    let options = switchyard_compiler::Options {
-        gateway_routes: true,
-        ..nginx_options()
-    };
-    let compiled = compile_yaml(&api(annotations), &options);
+    let compiled = compile_with_gateway_routes(&api(annotations), &nginx_options());
     let policy = routed_rule(&compiled).policy.clone().expect("a policy");
     (policy.cors.clone().expect("a CORS policy"), policy.route.clone())
 }
@@ -313,12 +314,8 @@ fn cors_headers_the_same_for_every_response_are_added_by_the_gateways_route() {
 
 #[test]
 fn the_gateways_route_adds_the_cors_headers_in_place_of_the_backends() {
-    let options = switchyard_compiler::Options {
-        gateway_routes: true,
-        ..nginx_options()
-    };
     let annotations = "    nginx.ingress.kubernetes.io/enable-cors: \"true\"\n    nginx.ingress.kubernetes.io/cors-max-age: \"600\"\n";
-    let compiled = compile_yaml(&api(annotations), &options);
+    let compiled = compile_with_gateway_routes(&api(annotations), &nginx_options());
     let name = routed_rule(&compiled).policy.as_ref().and_then(|p| p.route.clone());
     let routes = switchyard_compiler::route_config::GatewayRoutes::of(&compiled.table).routes();
     let route = (routes.iter())

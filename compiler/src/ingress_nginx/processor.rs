@@ -597,7 +597,7 @@ fn variant(member: &Member<'_>, options: &Options) -> Variant {
 /// route of the ConfigMap's timeouts and retries with `proxying` over them, which adds the CORS
 /// headers when they are the same for every response; `None` when it asks nothing.
 fn ingress_policy(size: Option<u64>, proxying: &[Setting], asked: Policy, options: &Options) -> Option<Arc<Policy>> {
-    let mut cors = asked.cors.clone();
+    let Policy { mut cors, .. } = asked;
     let mut route = None;
     if options.gateway_routes {
         let added = cors.as_ref().and_then(|cors| cors.every_response_headers());
