@@ -16,12 +16,12 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use switchyard_e2e::l4::free_port;
 use switchyard_e2e::process::EnvoyProcess;
 use switchyard_e2e::{get, required_path, send, Backend};
 use switchyard_envtest::manifests::{apply, documents};
 use switchyard_envtest::watch::{eventually, Watch};
 use switchyard_envtest::{project_root, Envtest, User};
+use switchyard_free_port::free_port;
 
 /// How long the watch, Envoy and a route may take.
 const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -51,15 +51,6 @@ fn post(addr: SocketAddr, path: &str, headers: &[&str], body: &str) -> (u16, Str
     http(addr, "POST", path, headers, body).map_or((0, String::new()), |a| (a.code, a.body))
 }
 
-/// A port free on 127.0.0.1 just now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `deploy/deployment.yaml`'s value of `--flag=VALUE`.
 fn shipped_flag(flag: &str) -> String {
     let deployment =
@@ -110,7 +101,7 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
             .rsplit_once(':')
             .map(|(host, _)| format!("{host}:"))
             .unwrap_or_default();
-        format!("{host}{}", free_port())
+        format!("{host}{}", switchyard_free_port::free_port(false))
     };
     let listen = with_free_port(shipped_flag("--listen"));
     let dashboard_listen = with_free_port(shipped_flag("--dashboard-listen"));

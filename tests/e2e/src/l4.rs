@@ -13,42 +13,10 @@ use std::time::{Duration, Instant};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
+pub use switchyard_free_port::free_port;
+
 use crate::process::{EnvoyProcess, PATIENCE};
 use crate::{fresh_dir, get, required_path, send, write_file};
-
-/// A port free on 127.0.0.1 now (`udp`: for a UDP socket), for a listener Envoy binds later.
-///
-/// It is taken below the kernel's ephemeral range (`ip_local_port_range`), where neither an
-/// outgoing connection nor another `bind(":0")` can take it between this call and Envoy's bind
-/// (a port from `bind(":0")` could be, and once was: `Address already in use`). Each process
-/// starts at its own place in that range and never hands out the same port twice.
-pub fn free_port(udp: bool) -> u16 {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let (low, high) = (10_000u32, ephemeral_range_start().max(10_001));
-    let span = high - low;
-    let start = std::process::id().wrapping_mul(7919) % span;
-    for _ in 0..span {
-        let step = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let port = (low + (start + step) % span) as u16;
-        let free = if udp {
-            UdpSocket::bind(("127.0.0.1", port)).is_ok()
-        } else {
-            TcpListener::bind(("127.0.0.1", port)).is_ok()
-        };
-        if free {
-            return port;
-        }
-    }
-    panic!("no free port between {low} and {high}")
-}
-
-/// The first port of the kernel's ephemeral range (32768 where it cannot be read).
-fn ephemeral_range_start() -> u32 {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse().ok())
-        .unwrap_or(32_768)
-}
 
 fn crypto() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

@@ -39,7 +39,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 
 use crate::pki::Pki;
-use crate::process::{free_port, Proc};
+use switchyard_free_port::free_port;
+
+use crate::process::Proc;
 
 /// Who a client or kubeconfig acts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,8 +167,8 @@ impl Envtest {
             .keep();
         let pki = pki::write(&dir)?;
         let env = Envtest {
-            etcd_port: free_port()?,
-            port: free_port()?,
+            etcd_port: free_port(false),
+            port: free_port(false),
             dir,
             assets,
             pki,
@@ -201,7 +203,7 @@ impl Envtest {
     }
 
     fn start_etcd(&self) -> Result<(), String> {
-        let peer = free_port()?;
+        let peer = free_port(false);
         let client_url = format!("http://127.0.0.1:{}", self.etcd_port);
         let mut command = Command::new(self.assets.join("etcd"));
         command

@@ -4,7 +4,6 @@
 //! kills it when that thread (so the test process) ends, however it ends (a failed test, an abort,
 //! a killed `cargo test`). [`Proc`] also kills and reaps its child when dropped.
 
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::mpsc;
@@ -107,10 +106,4 @@ fn spawner() -> Result<mpsc::Sender<Request>, String> {
         Mutex::new(tx)
     });
     Ok(tx.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone())
-}
-
-/// A free TCP port on 127.0.0.1 (bound, then released for the child to take).
-pub fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }

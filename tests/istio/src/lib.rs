@@ -36,6 +36,7 @@ use switchyard_e2e::process::EnvoyProcess;
 use switchyard_e2e::{get, send, Request, Response};
 use switchyard_envtest::process::Proc;
 use switchyard_envtest::{manifests, project_root, Envtest};
+use switchyard_free_port::free_port;
 
 /// The namespace of istiod, the gateway and the mesh-wide objects.
 pub const ISTIO_SYSTEM: &str = "istio-system";
@@ -145,9 +146,9 @@ impl Istio {
         // JSON is YAML: istiod reads it as its mesh file.
         let mesh = write("mesh.yaml", &mesh_config()?.to_string())?;
         let networks = write("networks.yaml", "{}")?;
-        // Below the ephemeral range, as the listeners' ([`listener_port`]): a port from it can be
-        // taken by any outgoing connection before istiod binds it (seen: `bind: address already in use`).
-        let ports: Vec<u16> = (0..7).map(|_| listener_port()).collect::<Result<_, _>>()?;
+        // Below the ephemeral range, as the listeners': a port from it can be taken by any outgoing
+        // connection before istiod binds it (seen: `bind: address already in use`).
+        let ports: Vec<u16> = (0..7).map(|_| free_port(false)).collect();
         let addr = |port: u16| format!("127.0.0.1:{port}");
         let log = std::fs::File::create(dir.join("istiod.log")).map_err(|e| e.to_string())?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
@@ -333,30 +334,6 @@ impl Drop for Istio {
     fn drop(&mut self) {
         self.istiod.take();
     }
-}
-
-/// A free port on 127.0.0.1 for a listener istiod gives Envoy, below the kernel's ephemeral range
-/// (`ip_local_port_range`, 32768–60999 by default). A port from that range (what binding port 0
-/// gives) can be taken by any outgoing connection between our binding it and Envoy binding it, and
-/// etcd, kube-apiserver and istiod open many: Envoy then rejects the listener (`Address already in use`).
-pub fn listener_port() -> Result<u16, String> {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let (first, last) = (10_000u16, low.saturating_sub(1).max(10_001));
-    let span = usize::from(last - first);
-    // Spread the start by process so that parallel test binaries rarely probe the same ports.
-    let start = (std::process::id() as usize * 7919 + NEXT.fetch_add(1, Ordering::SeqCst) * 613) % span;
-    for i in 0..span {
-        let port = first + u16::try_from((start + i * 613) % span).unwrap_or(0);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            NEXT.fetch_add(1, Ordering::SeqCst);
-            return Ok(port);
-        }
-    }
-    Err(format!("no free port on 127.0.0.1 in {first}..={last}"))
 }
 
 /// The default gateway labels: `istio: ingressgateway`, what deploy/istio/ selects.

@@ -18,8 +18,9 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use switchyard_e2e::{get, required_path, Backend, Response};
+use switchyard_free_port::free_port;
 use switchyard_istio::objects::{gateway, gateway_service, server, service_entry, virtual_service};
-use switchyard_istio::{deploy, ingressgateway, listener_port, Gateway, Istio};
+use switchyard_istio::{deploy, ingressgateway, Gateway, Istio};
 
 /// The Gateway's hosts: one exact, one wildcard (a virtual host each, on each port).
 const HOSTS: [&str; 2] = ["shop.example.com", "*.example.org"];
@@ -78,7 +79,7 @@ async fn scene() -> Scene {
     let istio = Istio::start().await.unwrap_or_else(|e| panic!("{e}"));
     let a = Backend::start("backend-a").unwrap();
     let b = Backend::start("backend-b").unwrap();
-    let targets: BTreeMap<u16, u16> = PORTS.iter().map(|p| (*p, listener_port().unwrap())).collect();
+    let targets: BTreeMap<u16, u16> = PORTS.iter().map(|p| (*p, free_port(false))).collect();
     let selector = ingressgateway();
     let pairs: Vec<(u16, u16)> = targets.iter().map(|(p, t)| (*p, *t)).collect();
     istio

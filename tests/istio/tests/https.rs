@@ -22,8 +22,9 @@ use kube::api::ListParams;
 use kube::Api;
 use serde_json::{json, Value};
 use switchyard_e2e::https::TestCertificate;
+use switchyard_free_port::free_port;
 use switchyard_istio::objects::{secure_transport_server, service_entry};
-use switchyard_istio::{ingressgateway, listener_port, Gateway, Istio, PATIENCE};
+use switchyard_istio::{ingressgateway, Gateway, Istio, PATIENCE};
 
 /// The copies' label.
 const COPIES: &str = "app.kubernetes.io/managed-by=switchyard,switchyard.io/gateway=switchyard";
@@ -131,7 +132,7 @@ async fn an_ingress_tls_secret_is_copied_to_the_gateway_namespace_and_served_by_
         .unwrap_or_else(|e| panic!("{e}"));
 
     let gateway = istio.gateway("istio-ingressgateway-0", &ingressgateway());
-    let port = listener_port().unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port(false);
     let watch = istio.gateway_watch(&ns, port).await;
 
     let copy = format!("switchyard.{ns}.shop-tls");

@@ -13,8 +13,9 @@ use std::net::SocketAddr;
 
 use serde_json::json;
 use switchyard_e2e::l4::{tcp_ask, tcp_echo, tls_hello, TlsBackend};
+use switchyard_free_port::free_port;
 use switchyard_istio::objects::{secure_transport_server, service_entry};
-use switchyard_istio::{ingressgateway, listener_port, Istio};
+use switchyard_istio::{ingressgateway, Istio};
 
 #[tokio::test]
 async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
@@ -25,7 +26,7 @@ async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
     let ns = istio.env.namespace("l4").await;
     let tls = TlsBackend::start("tls-app", "secure.example.com");
     let echo = tcp_echo("echo");
-    let (passthrough, tcp) = (listener_port().unwrap(), listener_port().unwrap());
+    let (passthrough, tcp) = (free_port(false), free_port(false));
     let fqdn = |name: &str| format!("{name}.{ns}.svc.cluster.local");
     let global = json!({
         "apiVersion": "k8s.nginx.org/v1", "kind": "GlobalConfiguration",

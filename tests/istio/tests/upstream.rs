@@ -20,14 +20,14 @@ use kube::api::{Api, DynamicObject};
 use kube::discovery::pinned_kind;
 use serde_json::{json, Value};
 use switchyard_e2e::https::TestCa;
-use switchyard_e2e::l4::free_port;
 use switchyard_e2e::protocol::protocol_backends;
 use switchyard_e2e::{get, required_path, Backend, Response};
 use switchyard_envtest::manifests;
 use switchyard_envtest::watch::Watch;
 use switchyard_envtest::User;
+use switchyard_free_port::free_port;
 use switchyard_istio::objects::{gateway, gateway_service, server, service_entry};
-use switchyard_istio::{deploy, ingressgateway, listener_port, Gateway, Istio, ISTIO_SYSTEM, PATIENCE};
+use switchyard_istio::{deploy, ingressgateway, Gateway, Istio, ISTIO_SYSTEM, PATIENCE};
 
 /// Istio's cluster names, as deploy/deployment.yaml runs the watch.
 const CLUSTER_TEMPLATE: &str = "outbound|{port}||{service}.{namespace}.svc.cluster.local";
@@ -85,7 +85,7 @@ async fn variant_clusters_reach_a_checked_tls_backend_an_http2_backend_and_hold_
         .iter()
         .map(|n| Backend::start(n).unwrap())
         .collect();
-    let port = listener_port().unwrap();
+    let port = free_port(false);
     let selector = ingressgateway();
     let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
     let mut objects = vec![

@@ -30,8 +30,9 @@ use switchyard_e2e::{get, required_path, Backend, Request, Response};
 use switchyard_envtest::manifests;
 use switchyard_envtest::watch::Watch;
 use switchyard_envtest::User;
+use switchyard_free_port::free_port;
 use switchyard_istio::objects::{gateway, gateway_service, server, service_entry, virtual_service};
-use switchyard_istio::{deploy, ingressgateway, listener_port, Gateway, Istio, ISTIO_SYSTEM, PATIENCE};
+use switchyard_istio::{deploy, ingressgateway, Gateway, Istio, ISTIO_SYSTEM, PATIENCE};
 
 /// Istio's cluster names, as deploy/deployment.yaml runs the watch.
 const CLUSTER_TEMPLATE: &str = "outbound|{port}||{service}.{namespace}.svc.cluster.local";
@@ -208,7 +209,7 @@ async fn setup(sink: Sink) -> Scene {
         Backend::start("backend-b").unwrap(),
         Backend::start("backend-c").unwrap(),
     ];
-    let port = listener_port().unwrap();
+    let port = free_port(false);
     let selector = ingressgateway();
     let mut objects = vec![
         gateway_service("istio-ingressgateway", &selector, &[(80, port)]),

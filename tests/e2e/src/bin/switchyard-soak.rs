@@ -18,7 +18,7 @@
 //! after the first `SOAK_EVERY` pushes (warm: V8 has compiled the module, a table is loaded):
 //! flat when within 10 %. Exit 0 when flat, 1 otherwise.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -45,13 +45,6 @@ fn manifest_file(file: usize, edit: u64) -> String {
         ));
     }
     text
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
 /// `switchyard_pushes_total` summed over sinks, from the sidecar's /metrics.
@@ -92,7 +85,7 @@ fn main() {
     for file in 0..files {
         write_file(&manifests.join(format!("f{file}.yaml")), &manifest_file(file, 0));
     }
-    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let listen = SocketAddr::from(([127, 0, 0, 1], switchyard_free_port::free_port(false)));
     let mut command = Command::new(&switchyard);
     command
         .args(["watch", "--manifests"])
