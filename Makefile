@@ -43,7 +43,7 @@ WASM_BINDGEN_RUNNER  := $(TOOLS)/bin/wasm-bindgen-test-runner
 ISTIO_SHARED    ?= $(abspath ../shared/istio)
 PILOT_DISCOVERY := $(BUILD)/istio/pilot-discovery
 
-.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes kubernetes-suite test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy bench-clusters-envoy
+.PHONY: lint binaryen build build-wasm build-native test test-native test-browser bench-dashboard chromium test-kubernetes kubernetes-suite test-istio istio-suite bench-kubernetes test-wasm32 test-host-sim bench bench-host-sim setup clean envoy test-envoy run bench-envoy soak fuzz fuzz-build test-fuzz bench-load wasm-size bench-incremental bench-explain bench-push bench-ingress-nginx bench-https bench-https-envoy bench-clusters-envoy bench-envoy-instructions
 
 # ---- setup: what a fresh machine lacks -------------------------------------------------------
 setup: $(STAMPS)/rust-targets
@@ -333,6 +333,22 @@ bench-envoy: build-wasm build-module envoy
 	ls -l $(WASM)
 	ENVOY_BIN=$(abspath $(ENVOY)) SWITCHYARD_WASM=$(abspath $(WASM)) NOOP_WASM=$(abspath $(NOOP_WASM)) \
 	  SWITCHYARD_MODULE=$(abspath target/module/libswitchyard_module.so) target/release/switchyard-bench-envoy
+
+# What a request costs a real Envoy (one worker, V8) with the filter, in instructions under callgrind
+# (tests/e2e/bench/envoy_instructions.py): the same count from run to run, where requests per second
+# on this 2-core machine move by 30 %. 10 plain rules, then the same with a full policy on the rule
+# asked; AGAINST=other.wasm (main's, say) is counted first and the others compared with it.
+# Figures in BENCHMARKS.md ("Envoy's instructions per request").
+INSTRUCTIONS_DIR := target/bench-envoy-instructions
+COMMA := ,
+bench-envoy-instructions: build-wasm envoy
+	command -v valgrind >/dev/null || (apt-get update && apt-get install -y valgrind)
+	mkdir -p $(INSTRUCTIONS_DIR)
+	python3 host-sim/bench/table.py 10 > $(INSTRUCTIONS_DIR)/t.json 2> $(INSTRUCTIONS_DIR)/url
+	python3 host-sim/bench/table.py --policy 10 > $(INSTRUCTIONS_DIR)/tp.json 2> /dev/null
+	ENVOY_BIN=$(abspath $(ENVOY)) python3 tests/e2e/bench/envoy_instructions.py "$$(cat $(INSTRUCTIONS_DIR)/url)" \
+	  $(if $(AGAINST),$(AGAINST)$(COMMA)$(INSTRUCTIONS_DIR)/t.json) \
+	  $(WASM)$(COMMA)$(INSTRUCTIONS_DIR)/t.json $(WASM)$(COMMA)$(INSTRUCTIONS_DIR)/tp.json
 
 # How long the filter takes to load a 10,000-rule table in Envoy (V8), as JSON and in the compact form
 # (`switchyard convert`), from its `loaded in` log line; 5 rounds. Figures in BENCHMARKS.md ("Compact table").

@@ -629,6 +629,9 @@ const STREAM_HTTP_REQUEST: u32 = 0;
 /// with a NUL, but the last).
 const SOURCE_ADDRESS: &str = "source\0address";
 
+/// The property the winning rule is left in: Envoy keeps it under `wasm.`, as WINNER_RULE.
+const WINNER_PROPERTY: &str = "switchyard.rule";
+
 #[link(wasm_import_module = "env")]
 extern "C" {
     /// The ABI's `proxy_continue_stream`, declared here with a plain status code: the SDK's
@@ -762,15 +765,11 @@ impl Host for ProxyHost {
     }
 
     fn note_winner(&mut self, winner: Winner<'_>) {
-        // Envoy keeps a property under `wasm.` in the stream's filter state (WINNER_RULE,
-        // WINNER_RESOURCE); a refused call leaves the access log's field empty, nothing else.
-        for (property, value) in [
-            ("switchyard.rule", winner.rule),
-            ("switchyard.resource", winner.resource()),
-        ] {
-            // SAFETY: both pointers and sizes are those of live `&str`s.
-            unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
-        }
+        // Envoy keeps a property under `wasm.` in the stream's filter state (WINNER_RULE); a
+        // refused call leaves the access log's field empty, nothing else.
+        let (property, value) = (WINNER_PROPERTY, winner.rule);
+        // SAFETY: both pointers and sizes are those of live `&str`s.
+        unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
         self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.book.winner_id(winner, &self.table)));
     }
 

@@ -17,7 +17,7 @@ use crate::headers::HeaderBlock;
 use switchyard_table::ratelimit::Counters;
 
 use crate::counters::ProcessCounters;
-use crate::host::{parse_client_address, Host, HostCallFailed, WINNER_RESOURCE, WINNER_RULE};
+use crate::host::{parse_client_address, Host, HostCallFailed, WINNER_RULE};
 use switchyard_request::meter::{SeriesId, Winner};
 
 /// What a refused header change is reported as: proxy-wasm's `InternalFailure`, the status the
@@ -97,15 +97,13 @@ impl Host for EnvoyHost {
     }
 
     fn note_winner(&mut self, winner: Winner<'_>) {
-        for (key, value) in [(WINNER_RULE, winner.rule), (WINNER_RESOURCE, winner.resource())] {
-            // SAFETY: `filter` is the running hook's; both buffers lend live `&str`s for the call.
-            unsafe {
-                abi::envoy_dynamic_module_callback_http_set_filter_state_bytes(
-                    self.filter,
-                    ModuleBuffer::of(key),
-                    ModuleBuffer::of(value),
-                );
-            }
+        // SAFETY: `filter` is the running hook's; both buffers lend live `&str`s for the call.
+        unsafe {
+            abi::envoy_dynamic_module_callback_http_set_filter_state_bytes(
+                self.filter,
+                ModuleBuffer::of(WINNER_RULE),
+                ModuleBuffer::of(winner.rule),
+            );
         }
         self.series = crate::resource_metrics::note(winner);
     }

@@ -6,7 +6,7 @@ use switchyard_table::ratelimit::Counters;
 
 use crate::headers::HeaderBlock;
 use crate::meter::Winner;
-pub use switchyard_table::format::{NO_RULE, WINNER_RESOURCE, WINNER_RULE};
+pub use switchyard_table::format::{NO_RULE, WINNER_RULE};
 
 /// A host call the proxy answered with a status other than `Ok`: the proxy-wasm ABI's status code
 /// (1 `NotFound`, 2 `BadArgument`, ... 10 `InternalFailure`).
@@ -41,9 +41,9 @@ pub trait Host {
         0
     }
     /// Leaves the request's winner where the proxy's access log and tracing read it (the rule's
-    /// name and its resource: [`WINNER_RULE`], [`WINNER_RESOURCE`]; [`NO_RULE`] for both when no
-    /// rule took the request), and notes the series its metrics count it in. A host with nowhere
-    /// to leave them does nothing.
+    /// name, which names its resource: [`WINNER_RULE`]; [`NO_RULE`] when no rule took the
+    /// request), and notes the series its metrics count it in. A host with nowhere to leave them
+    /// does nothing.
     fn note_winner(&mut self, _winner: Winner<'_>) {}
 }
 

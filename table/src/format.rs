@@ -24,20 +24,20 @@ pub const VERSION: u32 = 1;
 pub const SHARDS_KEY: &str = "table_shards";
 
 /// The filter state key (Envoy's, as the access log's `%FILTER_STATE(…:PLAIN)%` names it) of a
-/// request's winning rule. The wasm filter sets the property `switchyard.rule`, which Envoy keeps
-/// under `wasm.`; the native module sets the same key.
+/// request's winning rule: its name, `Ingress/shop/api#0`, which names its resource too (before
+/// the `#`). The wasm filter sets the property `switchyard.rule`, which Envoy keeps under `wasm.`;
+/// the native module sets the same key. One key, not one for the rule and one for its resource:
+/// each costs Envoy about 4,000 instructions a request in the wasm filter, 2 % of a request
+/// (BENCHMARKS.md, "Envoy's instructions per request").
 pub const WINNER_RULE: &str = "wasm.switchyard.rule";
-/// The filter state key of the winning rule's resource (`Ingress/shop/api`).
-pub const WINNER_RESOURCE: &str = "wasm.switchyard.resource";
-/// The rule and resource of a request no rule took.
+/// The rule of a request no rule took.
 pub const NO_RULE: &str = "none";
 /// The access log format `envoy.yaml`, `deploy/` and the HTTPS listener write: the request, its
-/// answer, its upstream, and the rule and resource that won it ([`WINNER_RULE`],
-/// [`WINNER_RESOURCE`]; `none` when no rule took it).
+/// answer, its upstream, and the rule that won it ([`WINNER_RULE`]; `none` when no rule took it).
 pub const ACCESS_LOG_FORMAT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" \
 %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% \"%REQ(:AUTHORITY)%\" \
 %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT% rule=%FILTER_STATE(wasm.switchyard.rule:PLAIN)% \
-resource=%FILTER_STATE(wasm.switchyard.resource:PLAIN)% upstream=%UPSTREAM_CLUSTER%\n";
+upstream=%UPSTREAM_CLUSTER%\n";
 
 /// The header Envoy's `cluster_header` route reads, when the table names none.
 pub const DEFAULT_CLUSTER_HEADER: &str = "x-route-cluster";
