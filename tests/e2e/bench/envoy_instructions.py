@@ -7,10 +7,11 @@ generator shares its cores). Envoy's whole process is counted, its worker and it
 (V8's compiler and Envoy's pools settled) to the last: the count over REQUESTS is what a request
 costs Envoy, the wasm VM's calls and Envoy's own work together.
 
-usage: envoy_instructions.py [--requests N] URL WASM,TABLE [WASM,TABLE ...]
+usage: envoy_instructions.py [--requests N] URL FILTER,TABLE [FILTER,TABLE ...]
 
-Each pair gets its own Envoy: a listener whose HTTP filters are the .wasm (TABLE as its
-configuration) and the router; a route per `policy.route` name the table gives (matched on the
+FILTER is the wasm filter (`.wasm`, loaded under V8) or the native module (`libNAME.so`). Each
+pair gets its own Envoy: a listener whose HTTP filters are FILTER (TABLE as its configuration)
+and the router; a route per `policy.route` name the table gives (matched on the
 route header, with the CORS headers such a rule leaves to it), then the `cluster_header` route,
 then a 418; one static cluster per backend, all on one local backend that answers `200 ok`. The
 requests go one after another on one kept-alive connection, to URL's host and path, with an
@@ -120,25 +121,38 @@ def routes(table):
     return found
 
 
-def envoy_config(wasm, table_text, listen, admin, backend):
-    table = json.loads(table_text)
-    clusters = sorted({b["cluster"] for r in table["rules"] for b in (r["action"].get("route") or {}).get("backends", [])})
-    endpoint = {"address": {"socket_address": {"address": "127.0.0.1", "port_value": backend}}}
-    filter_config = {
+def filter_config(filter_file, table_text):
+    """The filter's configuration: the wasm filter under V8, or the native module (a `.so`)."""
+    table = {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": table_text}
+    if filter_file.endswith(".so"):
+        module = os.path.basename(filter_file).removeprefix("lib").removesuffix(".so")
+        return {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter",
+            "dynamic_module_config": {"name": module, "do_not_close": True},
+            "filter_name": "switchyard",
+            "filter_config": table,
+        }
+    return {
         "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
         "config": {
             "name": "switchyard",
             "root_id": "switchyard",
-            "vm_config": {"vm_id": "switchyard", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": wasm}}},
-            "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": table_text},
+            "vm_config": {"vm_id": "switchyard", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": filter_file}}},
+            "configuration": table,
         },
     }
+
+
+def envoy_config(filter_file, table_text, listen, admin, backend):
+    table = json.loads(table_text)
+    clusters = sorted({b["cluster"] for r in table["rules"] for b in (r["action"].get("route") or {}).get("backends", [])})
+    endpoint = {"address": {"socket_address": {"address": "127.0.0.1", "port_value": backend}}}
     manager = {
         "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
         "stat_prefix": "ingress",
         "route_config": {"virtual_hosts": [{"name": "all", "domains": ["*"], "routes": routes(table)}]},
         "http_filters": [
-            {"name": "switchyard", "typed_config": filter_config},
+            {"name": "switchyard", "typed_config": filter_config(filter_file, table_text)},
             {"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}},
         ],
     }
@@ -193,7 +207,7 @@ def control(pid, *args):
     subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
 
 
-def instructions(envoy_bin, wasm, table_path, url, requests):
+def instructions(envoy_bin, filter_file, table_path, url, requests):
     """Envoy's instructions for `requests` requests to `url`, and the answer they got."""
     target = urllib.parse.urlsplit(url)
     path = target.path + (f"?{target.query}" if target.query else "")
@@ -201,7 +215,7 @@ def instructions(envoy_bin, wasm, table_path, url, requests):
     threading.Thread(target=backend.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="envoy-instructions-") as work:
         listen, admin = free_port(), free_port()
-        config = envoy_config(os.path.abspath(wasm), open(table_path).read(), listen, admin, backend.server_address[1])
+        config = envoy_config(os.path.abspath(filter_file), open(table_path).read(), listen, admin, backend.server_address[1])
         with open(f"{work}/envoy.json", "w") as file:
             json.dump(config, file)
         log = f"{work}/envoy.log"
@@ -209,7 +223,9 @@ def instructions(envoy_bin, wasm, table_path, url, requests):
             "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={work}/callgrind.%p",
             envoy_bin, "-c", f"{work}/envoy.json", "--concurrency", "1", "--disable-hot-restart", "--log-level", "warn",
         ]
-        envoy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "w"), cwd=work)
+        # The native module is found on Envoy's search path, by its name.
+        environment = {**os.environ, "ENVOY_DYNAMIC_MODULES_SEARCH_PATH": os.path.dirname(os.path.abspath(filter_file))}
+        envoy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "w"), cwd=work, env=environment)
         try:
             wait_ready(envoy, admin, log)
             connection = http.client.HTTPConnection("127.0.0.1", listen, timeout=120)
@@ -232,7 +248,7 @@ def instructions(envoy_bin, wasm, table_path, url, requests):
                     if line.startswith("totals:"):
                         total += int(line.split()[1])
         if total == 0:
-            sys.exit(f"callgrind counted nothing for {wasm}:\n{open(log).read()[-3000:]}")
+            sys.exit(f"callgrind counted nothing for {filter_file}:\n{open(log).read()[-3000:]}")
         return total, answer
 
 
@@ -247,11 +263,11 @@ def main():
     first = None
     print(f"Envoy's instructions per request, {requests} requests each (callgrind):")
     for pair in args[1:]:
-        wasm, table = pair.split(",", 1)
-        total, (status, _) = instructions(envoy_bin, wasm, table, url, requests)
+        filter_file, table = pair.split(",", 1)
+        total, (status, _) = instructions(envoy_bin, filter_file, table, url, requests)
         per_request = total / requests
         first = first or per_request
-        print(f"  {wasm} on {table}: {per_request:,.0f} (answer {status}; x{per_request / first:.4f} of the first, {per_request - first:+,.0f})")
+        print(f"  {filter_file} on {table}: {per_request:,.0f} (answer {status}; x{per_request / first:.4f} of the first, {per_request - first:+,.0f})")
 
 
 if __name__ == "__main__":
