@@ -32,7 +32,7 @@ use switchyard_request::auth::{self, AuthCall};
 use switchyard_request::headers::HeaderBlock;
 use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
-use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Tally, Winner};
+use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Tallies, Winner};
 use switchyard_request::random::Random;
 use switchyard_request::request::{Followup, Outcome, RuleRef};
 use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
@@ -54,17 +54,15 @@ thread_local! {
 }
 
 /// The per-resource request metrics of a VM ([`switchyard_table::metrics`]). A request is counted
-/// in the VM ([`Tally`]); every [`FLUSH_EVERY`] the root hands Envoy what moved, one host call per
+/// in the VM ([`Tallies`]); every [`FLUSH_EVERY`] the root hands Envoy what moved, one host call per
 /// stat, each stat defined the first time it moves. The labels go in the stat's name, which the
 /// bootstrap's `stats_tags` turn back into tags. The durations are counters shaped as a
 /// Prometheus histogram (`_bucket{le}`, `_sum`, `_count`), the buckets Envoy's own.
 #[derive(Default)]
 struct Meter {
     book: SeriesBook,
-    /// By series id: what was counted since the last flush.
-    tallies: Vec<Tally>,
-    /// The series counted into since the last flush.
-    touched: Vec<SeriesId>,
+    /// What was counted since the last flush.
+    tallies: Tallies,
     /// By series id: the ids of its stats in Envoy (0: not defined yet).
     stats: Vec<SeriesStats>,
 }
@@ -85,32 +83,15 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 impl Meter {
     /// Counts a request of `series` that ended as `ended`.
     fn count(&mut self, series: SeriesId, ended: Ended) {
-        let index = series.0 as usize;
-        if self.tallies.len() <= index {
-            self.tallies.resize(index + 1, Tally::default());
-        }
-        if let Some(tally) = self.tallies.get_mut(index) {
-            if tally.count() == 0 {
-                self.touched.push(series);
-            }
-            tally.add(ended);
-        }
+        self.tallies.count(series, ended);
     }
 
     /// Hands Envoy what was counted since the last flush. A refused call loses that count, nothing
     /// else.
     fn flush(&mut self) {
-        let Meter {
-            book,
-            tallies,
-            touched,
-            stats,
-        } = self;
-        for series in touched.drain(..) {
+        let Meter { book, tallies, stats } = self;
+        for (series, tally) in tallies.drain() {
             let index = series.0 as usize;
-            let Some(tally) = tallies.get_mut(index).map(std::mem::take) else {
-                continue;
-            };
             if stats.len() <= index {
                 stats.resize(index + 1, SeriesStats::default());
             }

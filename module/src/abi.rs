@@ -123,6 +123,8 @@ pub const RESPONSE_CODE: AttributeId = 15;
 pub type LogLevel = u32;
 /// `Info`.
 pub const LOG_INFO: LogLevel = 2;
+/// `Warn`.
+pub const LOG_WARN: LogLevel = 3;
 /// `Error`.
 pub const LOG_ERROR: LogLevel = 4;
 /// `Critical`.
@@ -164,7 +166,7 @@ pub type SelectionEnvoyPtr = *mut c_void;
 /// Every callback the module calls. Envoy binds a module's symbols lazily (`RTLD_LAZY`): a
 /// callback an Envoy of another version lacks would only fail at its first call, and take the
 /// process down; [`missing_callback`] lets `on_program_init` refuse the module instead.
-pub const CALLBACKS: [&std::ffi::CStr; 23] = [
+pub const CALLBACKS: [&std::ffi::CStr; 24] = [
     c"envoy_dynamic_module_callback_log",
     c"envoy_dynamic_module_callback_http_filter_config_define_counter",
     c"envoy_dynamic_module_callback_http_filter_config_define_gauge",
@@ -185,9 +187,10 @@ pub const CALLBACKS: [&std::ffi::CStr; 23] = [
     c"envoy_dynamic_module_callback_http_filter_http_callout",
     c"envoy_dynamic_module_callback_http_filter_continue_decoding",
     c"envoy_dynamic_module_callback_http_set_filter_state_bytes",
-    c"envoy_dynamic_module_callback_http_filter_config_define_histogram",
-    c"envoy_dynamic_module_callback_http_filter_record_histogram_value",
     c"envoy_dynamic_module_callback_http_filter_get_attribute_int",
+    c"envoy_dynamic_module_callback_http_filter_config_scheduler_new",
+    c"envoy_dynamic_module_callback_http_filter_config_scheduler_commit",
+    c"envoy_dynamic_module_callback_http_filter_config_scheduler_delete",
 ];
 
 /// The first of [`CALLBACKS`] the process does not export (`None`: Envoy has them all).
@@ -340,23 +343,16 @@ extern "C" {
         result: *mut u64,
     ) -> bool;
 
-    /// Defines a histogram with `label_names` in the filter configuration's stats scope.
-    pub fn envoy_dynamic_module_callback_http_filter_config_define_histogram(
-        config: ConfigEnvoyPtr,
-        name: ModuleBuffer,
-        label_names: *mut ModuleBuffer,
-        label_names_length: usize,
-        histogram_id: *mut usize,
-    ) -> MetricsResult;
+    /// A scheduler of the configuration's events on Envoy's main thread (null: none); the module
+    /// deletes it.
+    pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_new(config: ConfigEnvoyPtr) -> *mut c_void;
 
-    /// Records a value in a histogram from a stream's filter.
-    pub fn envoy_dynamic_module_callback_http_filter_record_histogram_value(
-        filter: FilterEnvoyPtr,
-        id: usize,
-        label_values: *mut ModuleBuffer,
-        label_values_length: usize,
-        value: u64,
-    ) -> MetricsResult;
+    /// Has Envoy's main thread call `on_http_filter_config_scheduled` with `event_id` (from any
+    /// thread).
+    pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(scheduler: *mut c_void, event_id: u64);
+
+    /// Deletes a scheduler `scheduler_new` made.
+    pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(scheduler: *mut c_void);
 
     /// The number of request headers a cluster selection sees.
     pub fn envoy_dynamic_module_callback_cluster_specifier_get_request_headers_size(
@@ -447,24 +443,11 @@ mod stand_ins {
     ) -> bool {
         false
     }
-    pub unsafe fn envoy_dynamic_module_callback_http_filter_config_define_histogram(
-        _: ConfigEnvoyPtr,
-        _: ModuleBuffer,
-        _: *mut ModuleBuffer,
-        _: usize,
-        _: *mut usize,
-    ) -> MetricsResult {
-        1
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_new(_: ConfigEnvoyPtr) -> *mut c_void {
+        std::ptr::null_mut()
     }
-    pub unsafe fn envoy_dynamic_module_callback_http_filter_record_histogram_value(
-        _: FilterEnvoyPtr,
-        _: usize,
-        _: *mut ModuleBuffer,
-        _: usize,
-        _: u64,
-    ) -> MetricsResult {
-        1
-    }
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(_: *mut c_void, _: u64) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(_: *mut c_void) {}
     pub unsafe fn envoy_dynamic_module_callback_http_get_headers_size(_: FilterEnvoyPtr, _: HeaderType) -> usize {
         0
     }

@@ -451,15 +451,13 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
         let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
             return;
         };
-        let (Some(config), Some((series, started))) = (unsafe { stream.config.as_ref() }, stream.series.take()) else {
+        let Some((series, started)) = stream.series.take() else {
             return;
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        // SAFETY: `filter_envoy` is this hook's stream, of `config`.
-        unsafe {
-            let ended = Ended::new(resource_metrics::response_code(filter_envoy), duration_ms);
-            config.resource_metrics.count(filter_envoy, series, ended);
-        }
+        // SAFETY: `filter_envoy` is this hook's stream.
+        let code = unsafe { resource_metrics::response_code(filter_envoy) };
+        resource_metrics::count(series, Ended::new(code, duration_ms));
     })
 }
 
@@ -544,7 +542,28 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_reset(
 ) {
 }
 
-/// A scheduled event: the module schedules none.
+/// A configuration's scheduled event, on Envoy's main thread: its [`resource_metrics::Flusher`]'s,
+/// which hands Envoy what the workers counted.
+///
+/// # Safety
+/// Envoy's contract: `config_envoy` is the configuration `config` was made for, both live.
+#[no_mangle]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_config_scheduled(
+    config_envoy: ConfigEnvoyPtr,
+    config: *const c_void,
+    _event_id: u64,
+) {
+    guarded((), || {
+        // SAFETY: Envoy's contract: `config` came from `config_new` and is live.
+        let Some(config) = (unsafe { (config as *const ModuleConfig).as_ref() }) else {
+            return;
+        };
+        // SAFETY: on the main thread, the configuration that defined the metrics.
+        unsafe { config.resource_metrics.flush(config_envoy) };
+    })
+}
+
+/// A stream's scheduled event: the module schedules none.
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
     _filter_envoy: FilterEnvoyPtr,

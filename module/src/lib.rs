@@ -19,7 +19,8 @@
 //! - [`background`]: the module's own threads, at a lower priority than Envoy's, which decode a
 //!   large pushed table and free an old one;
 //! - [`counters`]: the rate limits' counts, one store for the process;
-//! - [`resource_metrics`]: the per-resource request metrics, with Envoy's labels;
+//! - [`resource_metrics`]: the per-resource request metrics, with Envoy's labels, counted per
+//!   worker and handed to Envoy once a second;
 //! - [`auth_callout`]: external authentication's subrequest over Envoy's HTTP callout;
 //! - [`cluster_specifier`]: the module as Envoy's cluster specifier, picking the cluster during the
 //!   route match by the table of the filter beside it;

@@ -18,7 +18,7 @@ use std::time::Instant;
 use switchyard_table::compact::Miniz;
 use switchyard_table::shards::ShardStore;
 
-use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, METRICS_SUCCESS};
+use crate::abi::{self, ConfigEnvoyPtr, FilterEnvoyPtr, ModuleBuffer, LOG_ERROR, LOG_INFO, LOG_WARN, METRICS_SUCCESS};
 use crate::cluster_specifier::{is_actions_filter, TableSlot};
 use crate::loaded::load;
 use crate::random::Random;
@@ -26,7 +26,7 @@ use switchyard_table::ratelimit::{self, Held};
 
 use crate::counters::ProcessCounters;
 use crate::request::{Followup, RuleRef};
-use crate::resource_metrics::ResourceMetrics;
+use crate::resource_metrics::{Flusher, ResourceMetrics};
 use crate::shared_table::{SharedTable, Table};
 use switchyard_request::meter::SeriesId;
 
@@ -150,6 +150,8 @@ pub struct ModuleConfig {
     pub metrics: Metrics,
     /// Its per-resource request metrics.
     pub resource_metrics: ResourceMetrics,
+    /// What has them handed to Envoy once a second (stopped when the configuration goes).
+    pub flusher: Option<Flusher>,
     /// Whether a refused cluster header was logged (once per configuration, not per request).
     pub route_failure_logged: AtomicBool,
     /// Whether a refused auth-service callout was logged (once per configuration).
@@ -247,10 +249,19 @@ impl ModuleConfig {
                     slot.publish(&table);
                     slot
                 });
+                // SAFETY: as `config_count`.
+                let flusher = unsafe { Flusher::start(config_envoy) };
+                if flusher.is_none() {
+                    abi::log(
+                        LOG_WARN,
+                        "no thread to hand Envoy the per-resource request metrics: this configuration's counts wait for the next one's",
+                    );
+                }
                 Some(ModuleConfig {
                     table,
                     metrics,
                     resource_metrics,
+                    flusher,
                     route_failure_logged: AtomicBool::new(false),
                     auth_failure_logged: AtomicBool::new(false),
                     published,

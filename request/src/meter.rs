@@ -270,6 +270,39 @@ impl Tally {
     }
 }
 
+/// What a VM (the wasm filter) or a worker (the module) counted per series since it last handed
+/// its counts to Envoy: a [`Tally`] per series, and which series moved.
+#[derive(Debug, Default)]
+pub struct Tallies {
+    /// By series id.
+    tallies: Vec<Tally>,
+    /// The series counted into since the last [`Tallies::drain`].
+    touched: Vec<SeriesId>,
+}
+
+impl Tallies {
+    /// Counts a request of `series` that ended as `ended`.
+    pub fn count(&mut self, series: SeriesId, ended: Ended) {
+        let index = series.0 as usize;
+        if self.tallies.len() <= index {
+            self.tallies.resize(index + 1, Tally::default());
+        }
+        if let Some(tally) = self.tallies.get_mut(index) {
+            if tally.count() == 0 {
+                self.touched.push(series);
+            }
+            tally.add(ended);
+        }
+    }
+
+    /// Takes what was counted since the last call: each series that moved, with its tally.
+    pub fn drain(&mut self) -> impl Iterator<Item = (SeriesId, Tally)> + '_ {
+        let Tallies { tallies, touched } = self;
+        (touched.drain(..))
+            .filter_map(move |series| Some((series, std::mem::take(tallies.get_mut(series.0 as usize)?))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

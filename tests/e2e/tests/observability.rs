@@ -93,9 +93,8 @@ fn ours(envoy: &Envoy) -> String {
         .join("\n")
 }
 
-/// [`grown`], once its series add up to `total` (the wasm filter hands Envoy its counts every
-/// second; Envoy merges the module's histograms when it flushes its stats, every 5 s), or as they
-/// are after 20 s.
+/// [`grown`], once its series add up to `total` (both filter forms hand Envoy their counts every
+/// second), or as they are after 20 s.
 fn settled(envoy: &Envoy, metric: &str, before: &BTreeMap<String, u64>, total: u64) -> BTreeMap<String, u64> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
