@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use switchyard_cases::rule;
 use switchyard_e2e::table::table;
-use switchyard_e2e::{get, send, Envoy, FilterForm};
+use switchyard_e2e::{get, send, ConfigForm, Envoy, FilterForm};
 use switchyard_table::metrics::{DURATION, FOLDED_RESOURCES, REQUESTS, REQUEST_LABELS};
 
 #[test]
@@ -217,5 +217,32 @@ fn resources_beyond_the_limit_are_counted_together_as_folded() {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
+    }
+}
+
+/// Both forms count in their own memory and hand Envoy the sums every second: a push that replaces
+/// the filter's configuration right after some requests (before the old configuration's flush)
+/// loses none of them, the next configuration's flush hands them over. Fails if a form's counts
+/// went with the configuration that counted them.
+#[test]
+fn a_push_right_after_requests_loses_none_of_their_counts() {
+    let rules = vec![rule("Ingress/shop/api#0")
+        .host("api.example")
+        .prefix("/")
+        .to("shop/api:80")];
+    let (first, second) = (table("before-push", rules.clone()), table("after-push", rules));
+    for form in [FilterForm::Wasm, FilterForm::Module] {
+        let envoy = Envoy::start_logged(&first, &["shop/api:80"], form);
+        let before = samples(&envoy, REQUESTS);
+        for _ in 0..5 {
+            assert_eq!(envoy.send(&get("api.example", "/")).status, 200, "{form:?}");
+        }
+        assert!(
+            envoy.update_table(&second, ConfigForm::StringValue),
+            "{form:?}: the push"
+        );
+        let requests = settled(&envoy, REQUESTS, &before, 5);
+        let expected = BTreeMap::from([(requests_of(["Ingress", "shop", "api", "shop/api:80", "2xx"]), 5)]);
+        assert_eq!(requests, expected, "{form:?}\n{}", ours(&envoy));
     }
 }
