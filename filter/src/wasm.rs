@@ -21,9 +21,7 @@ use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
 use switchyard_table::format::{DEFAULT_CLUSTER_HEADER, HSTS_HEADER, RULE_NAME_HEADER};
-use switchyard_table::metrics::{
-    self, wasm_stat_name, BUCKET_LABEL, DURATION_BUCKETS, DURATION_LABELS, REQUEST_LABELS, STATUS_CLASSES,
-};
+use switchyard_table::metrics::{self, wasm_stat_name, DURATION_BUCKETS, STATUS_CLASSES};
 use switchyard_table::policy::TOO_LARGE;
 use switchyard_table::ratelimit::{self, Counters, Held};
 use switchyard_table::shards::{ShardStore, SharedBytes, Source};
@@ -32,7 +30,7 @@ use switchyard_request::auth::{self, AuthCall};
 use switchyard_request::headers::HeaderBlock;
 use switchyard_request::host::{parse_client_address, Host, HostCallFailed};
 use switchyard_request::loaded::{load, Loaded};
-use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Tallies, Winner};
+use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Stat, Tallies, Winner};
 use switchyard_request::random::Random;
 use switchyard_request::request::{Followup, Outcome, RuleRef};
 use switchyard_request::uncompress::{HostUncompress, FOREIGN_FUNCTION};
@@ -99,27 +97,23 @@ impl Meter {
                 continue;
             };
             let labels = book.labels(series);
-            let resource: Vec<(&str, &str)> = DURATION_LABELS.iter().copied().zip(labels).collect();
-            for (class, n) in tally.requests.iter().enumerate().filter(|(_, n)| **n > 0) {
-                add(&mut ids.requests[class], *n, || {
-                    let mut pairs: Vec<(&str, &str)> = REQUEST_LABELS.iter().copied().zip(labels).collect();
-                    pairs.push((REQUEST_LABELS[4], STATUS_CLASSES[class]));
-                    wasm_stat_name(metrics::REQUESTS, &pairs)
-                });
+            for (stat, n) in tally.moved() {
+                if let Some(id) = ids.id(stat) {
+                    add(id, n, || wasm_stat_name(&stat.name(), &stat.labels(labels)));
+                }
             }
-            for (bucket, n) in tally.cumulative().iter().enumerate().filter(|(_, n)| **n > 0) {
-                add(&mut ids.buckets[bucket], *n, || {
-                    let mut pairs = resource.clone();
-                    pairs.push((BUCKET_LABEL, DURATION_BUCKETS[bucket].0));
-                    wasm_stat_name(&format!("{}_bucket", metrics::DURATION), &pairs)
-                });
-            }
-            add(&mut ids.sum, tally.sum_ms, || {
-                wasm_stat_name(&format!("{}_sum", metrics::DURATION), &resource)
-            });
-            add(&mut ids.count, tally.count(), || {
-                wasm_stat_name(&format!("{}_count", metrics::DURATION), &resource)
-            });
+        }
+    }
+}
+
+impl SeriesStats {
+    /// The id of `stat` in Envoy (0: not defined yet).
+    fn id(&mut self, stat: Stat) -> Option<&mut u32> {
+        match stat {
+            Stat::Requests(class) => self.requests.get_mut(class),
+            Stat::Bucket(bucket) => self.buckets.get_mut(bucket),
+            Stat::Sum => Some(&mut self.sum),
+            Stat::Count => Some(&mut self.count),
         }
     }
 }
@@ -748,9 +742,16 @@ impl Host for ProxyHost {
     fn note_winner(&mut self, winner: Winner<'_>) {
         // Envoy keeps a property under `wasm.` in the stream's filter state (WINNER_RULE); a
         // refused call leaves the access log's field empty, nothing else.
-        let (property, value) = (WINNER_PROPERTY, winner.rule);
+        let rule = winner.rule;
         // SAFETY: both pointers and sizes are those of live `&str`s.
-        unsafe { proxy_set_property(property.as_ptr(), property.len(), value.as_ptr(), value.len()) };
+        unsafe {
+            proxy_set_property(
+                WINNER_PROPERTY.as_ptr(),
+                WINNER_PROPERTY.len(),
+                rule.as_ptr(),
+                rule.len(),
+            )
+        };
         self.series = METER.with(|meter| Some(meter.try_borrow_mut().ok()?.book.winner_id(winner, &self.table)));
     }
 

@@ -16,11 +16,8 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Tallies, Tally, Winner};
-use switchyard_table::metrics::{
-    BUCKET_LABEL, DURATION, DURATION_BUCKETS, DURATION_LABELS, FOLDED_RESOURCES, REQUESTS, REQUEST_LABELS,
-    STATUS_CLASSES,
-};
+use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Stat, Tallies, Tally, Winner};
+use switchyard_table::metrics::FOLDED_RESOURCES;
 
 use crate::abi::{self, ConfigEnvoyPtr, ModuleBuffer, METRICS_SUCCESS};
 
@@ -121,16 +118,15 @@ impl ResourceMetrics {
     /// # Safety
     /// `config` is the configuration Envoy is creating (the running `config_new` hook's).
     pub unsafe fn define(config: ConfigEnvoyPtr) -> ResourceMetrics {
-        let [kind, namespace, resource] = DURATION_LABELS;
-        let bucket_labels = [kind, namespace, resource, BUCKET_LABEL];
-        let counter = |name: &str, labels: &[&str]| {
-            let mut labels: Vec<ModuleBuffer> = labels.iter().map(|l| ModuleBuffer::of(l)).collect();
+        let counter = |stat: Stat| {
+            let name = stat.name();
+            let mut labels: Vec<ModuleBuffer> = stat.label_names().into_iter().map(ModuleBuffer::of).collect();
             let mut id = 0usize;
             // SAFETY: the caller's contract; the name and labels are lent for the call.
             let result = unsafe {
                 abi::envoy_dynamic_module_callback_http_filter_config_define_counter(
                     config,
-                    ModuleBuffer::of(name),
+                    ModuleBuffer::of(&name),
                     labels.as_mut_ptr(),
                     labels.len(),
                     &mut id,
@@ -150,10 +146,10 @@ impl ResourceMetrics {
             )
         };
         ResourceMetrics {
-            requests: counter(REQUESTS, &REQUEST_LABELS),
-            buckets: counter(&format!("{DURATION}_bucket"), &bucket_labels),
-            sum: counter(&format!("{DURATION}_sum"), &DURATION_LABELS),
-            count: counter(&format!("{DURATION}_count"), &DURATION_LABELS),
+            requests: counter(Stat::Requests(0)),
+            buckets: counter(Stat::Bucket(0)),
+            sum: counter(Stat::Sum),
+            count: counter(Stat::Count),
             folded: (folded_defined == METRICS_SUCCESS).then_some(folded),
         }
     }
@@ -184,12 +180,15 @@ impl ResourceMetrics {
     /// `config` is the configuration that defined these metrics, on Envoy's main thread (its
     /// `config_scheduled` hook).
     pub unsafe fn flush(&self, config: ConfigEnvoyPtr) {
-        for ([kind, namespace, resource, backend], tally) in drain_workers() {
-            let add = |id: Option<usize>, labels: &[&str], n: u64| {
-                let Some(id) = id.filter(|_| n > 0) else {
-                    return;
+        for (labels, tally) in drain_workers() {
+            let labels = labels.each_ref().map(String::as_str);
+            for (stat, n) in tally.moved() {
+                let Some(id) = self.id(stat) else {
+                    continue;
                 };
-                let mut values: Vec<ModuleBuffer> = labels.iter().map(|l| ModuleBuffer::of(l)).collect();
+                let mut values: Vec<ModuleBuffer> = (stat.labels(labels).into_iter())
+                    .map(|(_, value)| ModuleBuffer::of(value))
+                    .collect();
                 // SAFETY: the caller's contract; the label values are lent for the call.
                 unsafe {
                     abi::envoy_dynamic_module_callback_http_filter_config_increment_counter(
@@ -200,16 +199,17 @@ impl ResourceMetrics {
                         n,
                     );
                 }
-            };
-            let resource_labels = [kind.as_str(), namespace.as_str(), resource.as_str()];
-            for (class, n) in STATUS_CLASSES.iter().zip(tally.requests) {
-                add(self.requests, &[&kind, &namespace, &resource, &backend, class], n);
             }
-            for ((le, _), n) in DURATION_BUCKETS.iter().zip(tally.cumulative()) {
-                add(self.buckets, &[&kind, &namespace, &resource, le], n);
-            }
-            add(self.sum, &resource_labels, tally.sum_ms);
-            add(self.count, &resource_labels, tally.count());
+        }
+    }
+
+    /// The id of `stat`'s counter (`None`: Envoy refused to define it).
+    fn id(&self, stat: Stat) -> Option<usize> {
+        match stat {
+            Stat::Requests(_) => self.requests,
+            Stat::Bucket(_) => self.buckets,
+            Stat::Sum => self.sum,
+            Stat::Count => self.count,
         }
     }
 }

@@ -12,7 +12,10 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Weak;
 
-use switchyard_table::metrics::{duration_bucket, status_class, Series, DURATION_BUCKETS, STATUS_CLASSES};
+use switchyard_table::metrics::{
+    duration_bucket, status_class, Series, BUCKET_LABEL, DURATION, DURATION_BUCKETS, DURATION_LABELS, REQUESTS,
+    REQUEST_LABELS, STATUS_CLASSES,
+};
 
 use crate::host::NO_RULE;
 
@@ -270,6 +273,72 @@ impl Tally {
     }
 }
 
+/// One of a series' stats, as a flush hands it to the proxy: both filter forms name and label
+/// their stats by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// The requests of the class at this index of [`STATUS_CLASSES`] ([`REQUESTS`]).
+    Requests(usize),
+    /// The durations at or under the bound at this index of [`DURATION_BUCKETS`] (`_bucket`).
+    Bucket(usize),
+    /// The durations' sum, in milliseconds (`_sum`).
+    Sum,
+    /// How many durations (`_count`).
+    Count,
+}
+
+impl Stat {
+    /// The stat's metric name.
+    pub fn name(self) -> String {
+        match self {
+            Stat::Requests(_) => REQUESTS.to_owned(),
+            Stat::Bucket(_) => format!("{DURATION}_bucket"),
+            Stat::Sum => format!("{DURATION}_sum"),
+            Stat::Count => format!("{DURATION}_count"),
+        }
+    }
+
+    /// Its labels' names.
+    pub fn label_names(self) -> Vec<&'static str> {
+        (self.labels([""; 4]).into_iter()).map(|(name, _)| name).collect()
+    }
+
+    /// Its labels' names and values, for a series labelled `labels` (`kind`, `namespace`,
+    /// `resource`, `backend`).
+    pub fn labels(self, labels: [&str; 4]) -> Vec<(&'static str, &str)> {
+        match self {
+            Stat::Requests(class) => {
+                let mut pairs: Vec<(&str, &str)> = REQUEST_LABELS.into_iter().zip(labels).collect();
+                pairs.push((
+                    REQUEST_LABELS[4],
+                    STATUS_CLASSES.get(class).copied().unwrap_or_default(),
+                ));
+                pairs
+            }
+            Stat::Bucket(bucket) => {
+                let mut pairs: Vec<(&str, &str)> = DURATION_LABELS.into_iter().zip(labels).collect();
+                let bound = DURATION_BUCKETS.get(bucket).map_or("", |(le, _)| *le);
+                pairs.push((BUCKET_LABEL, bound));
+                pairs
+            }
+            Stat::Sum | Stat::Count => DURATION_LABELS.into_iter().zip(labels).collect(),
+        }
+    }
+}
+
+impl Tally {
+    /// What a flush hands over of it: each request class and duration bucket that moved, and the
+    /// sum and the count always (a sum of zeros, for requests of under a millisecond, is still
+    /// the histogram's `_sum`).
+    pub fn moved(&self) -> impl Iterator<Item = (Stat, u64)> {
+        let requests = (self.requests.into_iter().enumerate()).map(|(class, n)| (Stat::Requests(class), n));
+        let buckets = (self.cumulative().into_iter().enumerate()).map(|(bucket, n)| (Stat::Bucket(bucket), n));
+        (requests.chain(buckets))
+            .filter(|(_, n)| *n > 0)
+            .chain([(Stat::Sum, self.sum_ms), (Stat::Count, self.count())])
+    }
+}
+
 /// What a VM (the wasm filter) or a worker (the module) counted per series since it last handed
 /// its counts to Envoy: a [`Tally`] per series, and which series moved.
 #[derive(Debug, Default)]
@@ -306,6 +375,42 @@ impl Tallies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flush_hands_over_the_classes_and_buckets_that_moved_and_always_the_sum_and_count() {
+        let mut tally = Tally::default();
+        tally.add(Ended::new(Some(204), 0));
+        let moved: Vec<(Stat, u64)> = tally.moved().collect();
+        let two = STATUS_CLASSES.iter().position(|c| *c == "2xx").unwrap();
+        assert_eq!(moved.first(), Some(&(Stat::Requests(two), 1)), "{moved:?}");
+        assert_eq!(
+            moved
+                .iter()
+                .filter(|(stat, _)| matches!(stat, Stat::Requests(_)))
+                .count(),
+            1,
+            "only the class that moved"
+        );
+        assert_eq!(
+            moved
+                .iter()
+                .filter(|(stat, n)| matches!(stat, Stat::Bucket(_)) && *n == 1)
+                .count(),
+            DURATION_BUCKETS.len(),
+            "0 ms is under every bound"
+        );
+        assert_eq!(&moved[moved.len() - 2..], [(Stat::Sum, 0), (Stat::Count, 1)]);
+        assert_eq!(
+            Stat::Bucket(0).labels(["Ingress", "shop", "api", "shop/api:80"]),
+            [
+                ("kind", "Ingress"),
+                ("namespace", "shop"),
+                ("resource", "api"),
+                ("le", "0.5")
+            ]
+        );
+        assert_eq!(Stat::Sum.name(), format!("{DURATION}_sum"));
+    }
     use std::rc::Rc;
 
     #[test]

@@ -165,6 +165,10 @@ fn prometheus_counts_each_resources_requests_by_backend_and_status_class_in_both
         let api = labels(&[("kind", "Ingress"), ("namespace", "shop"), ("resource", "api")]);
         let durations = settled(&envoy, &format!("{DURATION}_count"), &durations_before, 7);
         assert_eq!(durations.get(&api), Some(&3), "{form:?}: {durations:#?}");
+        // The histogram's sum is a series in both forms (for requests of under a millisecond, a
+        // sum of zeros: `Tally::moved` always hands it over).
+        let sums = samples(&envoy, &format!("{DURATION}_sum"));
+        assert!(sums.contains_key(&api), "{form:?}: {sums:#?}");
         let folded = samples(&envoy, FOLDED_RESOURCES);
         assert_eq!(
             folded,
