@@ -63,6 +63,34 @@ struct Meter {
     tallies: Tallies,
     /// By series id: the ids of its stats in Envoy (0: not defined yet).
     stats: Vec<SeriesStats>,
+    /// The filter's request totals counted since the last flush, by [`Total`].
+    totals: [u64; Total::ALL.len()],
+}
+
+/// How the filter ended a request, each a total of the VM's (`switchyard_requests_*`): counted in
+/// the [`Meter`] and handed over with its flush, one host call a total a flush rather than one a
+/// request (each cost Envoy's V8 about 1,000 instructions, 0.5 % of a request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Total {
+    Routed,
+    RouteFailed,
+    NotRouted,
+    Direct,
+}
+
+impl Total {
+    const ALL: [Total; 4] = [Total::Routed, Total::RouteFailed, Total::NotRouted, Total::Direct];
+
+    /// Counts a request that ended as `self` in the VM's meter.
+    fn count(self) {
+        METER.with(|meter| {
+            if let Ok(mut meter) = meter.try_borrow_mut() {
+                if let Some(n) = meter.totals.get_mut(self as usize) {
+                    *n += 1;
+                }
+            }
+        });
+    }
 }
 
 /// The ids of a series' stats in Envoy (0: not defined yet).
@@ -84,10 +112,20 @@ impl Meter {
         self.tallies.count(series, ended);
     }
 
-    /// Hands Envoy what was counted since the last flush. A refused call loses that count, nothing
-    /// else.
-    fn flush(&mut self) {
-        let Meter { book, tallies, stats } = self;
+    /// Hands Envoy what was counted since the last flush, the totals to the counters `totals` names.
+    /// A refused call loses that count, nothing else.
+    fn flush(&mut self, totals: &[u32; Total::ALL.len()]) {
+        let Meter {
+            book,
+            tallies,
+            stats,
+            totals: counted,
+        } = self;
+        for (&id, n) in totals.iter().zip(counted.iter_mut()) {
+            if *n > 0 {
+                let _ = hostcalls::increment_metric(id, i64::try_from(std::mem::take(n)).unwrap_or(i64::MAX));
+            }
+        }
         for (series, tally) in tallies.drain() {
             let index = series.0 as usize;
             if stats.len() <= index {
@@ -201,10 +239,8 @@ fn log(level: LogLevel, message: &str) {
 
 /// The filter's counters and gauges; Envoy shows them as `wasmcustom.<name>`.
 struct Metrics {
-    routed: u32,
-    route_failed: u32,
-    not_routed: u32,
-    direct: u32,
+    /// By [`Total`].
+    totals: [u32; Total::ALL.len()],
     accepted: u32,
     refused: u32,
     rules: u32,
@@ -215,10 +251,14 @@ impl Metrics {
     fn define() -> Self {
         let counter = |name| hostcalls::define_metric(MetricType::Counter, name).unwrap_or(u32::MAX);
         Metrics {
-            routed: counter("switchyard_requests_routed"),
-            route_failed: counter("switchyard_requests_route_failed"),
-            not_routed: counter("switchyard_requests_not_routed"),
-            direct: counter("switchyard_requests_direct_response"),
+            totals: Total::ALL.map(|total| {
+                counter(match total {
+                    Total::Routed => "switchyard_requests_routed",
+                    Total::RouteFailed => "switchyard_requests_route_failed",
+                    Total::NotRouted => "switchyard_requests_not_routed",
+                    Total::Direct => "switchyard_requests_direct_response",
+                })
+            }),
             accepted: counter("switchyard_tables_accepted"),
             refused: counter("switchyard_tables_refused"),
             rules: hostcalls::define_metric(MetricType::Gauge, "switchyard_rules").unwrap_or(u32::MAX),
@@ -275,6 +315,10 @@ impl Context for Root {}
 impl RootContext for Root {
     fn on_configure(&mut self, plugin_configuration_size: usize) -> bool {
         let started = now_ns();
+        // The counts go out on every tick, a table accepted or not (the requests a root without
+        // one answers 503 are counted too). SAFETY: a plain host call without pointers. Refused:
+        // the counts stay in the VM.
+        unsafe { proxy_set_tick_period_milliseconds(FLUSH_EVERY.as_millis() as u32) };
         let config = PluginConfiguration::of(plugin_configuration_size);
         let loaded = SHARDS.with(|store| match store.try_borrow_mut() {
             Ok(mut store) => load(&config, &HostUncompress(host_uncompress), &mut store),
@@ -300,8 +344,6 @@ impl RootContext for Root {
                         micros
                     ),
                 );
-                // SAFETY: a plain host call without pointers. Refused: the counts stay in the VM.
-                unsafe { proxy_set_tick_period_milliseconds(FLUSH_EVERY.as_millis() as u32) };
                 let _ = hostcalls::record_metric(self.shared.metrics.rules, table.rule_count() as u64);
                 let folded = table.head().metrics_fold().map_or(0, |fold| fold.folded);
                 let _ = hostcalls::record_metric(self.shared.metrics.folded, u64::from(folded));
@@ -326,7 +368,7 @@ impl RootContext for Root {
     fn on_tick(&mut self) {
         METER.with(|meter| {
             if let Ok(mut meter) = meter.try_borrow_mut() {
-                meter.flush();
+                meter.flush(&self.shared.metrics.totals);
             }
         });
     }
@@ -402,7 +444,7 @@ impl Context for Http {
             // SAFETY: a plain host call without pointers.
             unsafe { proxy_continue_stream(STREAM_HTTP_REQUEST) };
         } else {
-            Metrics::increment(self.shared.metrics.direct);
+            Total::Direct.count();
         }
     }
 }
@@ -420,7 +462,6 @@ impl Drop for Http {
 
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
-        let metrics = &self.shared.metrics;
         self.started = now_ns();
         let mut host = ProxyHost {
             arrived_ns: self.started,
@@ -431,7 +472,7 @@ impl HttpContext for Http {
             self.series = host.series;
             host.remove_request_header(DEFAULT_CLUSTER_HEADER);
             host.send_response(503, &[("content-type", "text/plain")], "503 no route table loaded\n");
-            Metrics::increment(metrics.not_routed);
+            Total::NotRouted.count();
             return Action::Pause;
         };
         host.table = Rc::downgrade(served) as Weak<dyn Any>;
@@ -445,7 +486,7 @@ impl HttpContext for Http {
         let (outcome, winner) = (handled.outcome, handled.rule);
         match outcome {
             Outcome::Routed { .. } => {
-                Metrics::increment(metrics.routed);
+                Total::Routed.count();
                 if table.debug_rule_header() {
                     self.rule = winner;
                 }
@@ -457,7 +498,7 @@ impl HttpContext for Http {
                 }
             }
             Outcome::ClusterNotSet { error, .. } => {
-                Metrics::increment(metrics.route_failed);
+                Total::RouteFailed.count();
                 if !self.shared.route_failure_logged.replace(true) {
                     let rule = winner.as_ref().and_then(|w| w.name(loaded.head())).unwrap_or("?");
                     log(
@@ -473,15 +514,15 @@ impl HttpContext for Http {
                 Action::Continue
             }
             Outcome::Passed => {
-                Metrics::increment(metrics.not_routed);
+                Total::NotRouted.count();
                 Action::Continue
             }
             Outcome::NotFound => {
-                Metrics::increment(metrics.not_routed);
+                Total::NotRouted.count();
                 Action::Pause
             }
             Outcome::Direct { .. } => {
-                Metrics::increment(metrics.direct);
+                Total::Direct.count();
                 Action::Pause
             }
         }
@@ -501,7 +542,7 @@ impl HttpContext for Http {
         self.auth = None;
         self.followup.body = None;
         // A local reply, counted as one (the request was counted routed when its headers were).
-        Metrics::increment(self.shared.metrics.direct);
+        Total::Direct.count();
         let _ = hostcalls::send_http_response(
             u32::from(TOO_LARGE),
             vec![("content-type", "text/plain")],
@@ -590,7 +631,7 @@ impl Http {
                 }
                 let verdict = call.verdict(None, &[]);
                 let _ = auth::act(&mut ProxyHost::default(), &call, verdict);
-                Metrics::increment(self.shared.metrics.direct);
+                Total::Direct.count();
                 Action::Pause
             }
         }

@@ -372,9 +372,10 @@ fn a_compact_table_needs_the_hosts_uncompress_and_without_it_is_refused_naming_t
     );
 }
 
-/// Metrics: routed, route failed, not routed, direct responses, tables accepted and refused, the rule count.
+/// Metrics: routed, route failed, not routed, direct responses, tables accepted and refused, the
+/// rule count. The request totals go out with the tick's flush, as the per-resource counts do.
 #[test]
-fn metrics_are_counted() {
+fn metrics_are_counted_and_the_request_totals_handed_over_on_the_tick() {
     let mut sim = filter(table(json!([
         rule("I/a/x#0").segment_prefix("/app").to("a/x:80"),
         rule("H/d/gone#0")
@@ -386,16 +387,40 @@ fn metrics_are_counted() {
     get(&mut sim, "http://x/nothing");
     get(&mut sim, "http://x/gone");
     sim.configure("{");
-    let outcome = get(&mut sim, "http://x/app");
-    assert_eq!(outcome.metric("switchyard_requests_routed"), Some(3));
+    get(&mut sim, "http://x/app");
+    let value = |sim: &Sim, name: &str| sim.metric(name).map(|m| m.value());
+    assert_eq!(
+        value(&sim, "switchyard_requests_routed"),
+        Some(0),
+        "defined, counted in the VM until the tick"
+    );
+    sim.tick();
+    assert_eq!(value(&sim, "switchyard_requests_routed"), Some(3));
     // host-sim always lets the filter set a request header during the request phase, so the
     // failure path is tested natively (request/src/request.rs); here: defined, and not counted.
-    assert_eq!(outcome.metric("switchyard_requests_route_failed"), Some(0));
-    assert_eq!(outcome.metric("switchyard_requests_not_routed"), Some(1));
-    assert_eq!(outcome.metric("switchyard_requests_direct_response"), Some(1));
-    assert_eq!(outcome.metric("switchyard_tables_accepted"), Some(1));
-    assert_eq!(outcome.metric("switchyard_tables_refused"), Some(1));
-    assert_eq!(outcome.metric("switchyard_rules"), Some(2));
+    assert_eq!(value(&sim, "switchyard_requests_route_failed"), Some(0));
+    assert_eq!(value(&sim, "switchyard_requests_not_routed"), Some(1));
+    assert_eq!(value(&sim, "switchyard_requests_direct_response"), Some(1));
+    assert_eq!(value(&sim, "switchyard_tables_accepted"), Some(1));
+    assert_eq!(value(&sim, "switchyard_tables_refused"), Some(1));
+    assert_eq!(value(&sim, "switchyard_rules"), Some(2));
+    sim.tick();
+    assert_eq!(
+        value(&sim, "switchyard_requests_routed"),
+        Some(3),
+        "each request handed over once"
+    );
+}
+
+/// A VM without a table answers 503 and counts it: its counts go out on the tick too.
+#[test]
+fn requests_a_filter_without_a_table_answers_are_counted() {
+    let mut sim = Sim::load(common::filter_wasm()).expect("the filter loads");
+    assert!(!sim.configure("{"));
+    assert_eq!(get(&mut sim, "http://x/").local_status(), Some(503));
+    assert!(sim.tick_period().is_some(), "Envoy ticks only a root that asked for it");
+    sim.tick();
+    assert_eq!(sim.metric("switchyard_requests_not_routed").map(|m| m.value()), Some(1));
 }
 
 /// The filter never panics on any request: odd hosts, paths, encodings, methods, huge headers.
@@ -451,6 +476,7 @@ fn simulators_in_parallel_threads_stay_apart() {
                 for _ in 0..=i {
                     assert_eq!(cluster(&get(&mut sim, "http://x/")), Some(cluster_name.as_str()));
                 }
+                sim.tick();
                 sim.metric("switchyard_requests_routed").map(|m| m.value())
             })
         })

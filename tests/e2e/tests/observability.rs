@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use switchyard_cases::rule;
 use switchyard_e2e::table::table;
-use switchyard_e2e::{get, send, ConfigForm, Envoy, FilterForm};
+use switchyard_e2e::{eventually, get, send, ConfigForm, Envoy, FilterForm};
 use switchyard_table::metrics::{DURATION, FOLDED_RESOURCES, REQUESTS, REQUEST_LABELS};
 
 #[test]
@@ -96,14 +96,10 @@ fn ours(envoy: &Envoy) -> String {
 /// [`grown`], once its series add up to `total` (both filter forms hand Envoy their counts every
 /// second), or as they are after 20 s.
 fn settled(envoy: &Envoy, metric: &str, before: &BTreeMap<String, u64>, total: u64) -> BTreeMap<String, u64> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let grown = grown(envoy, metric, before);
-        if grown.values().sum::<u64>() >= total || std::time::Instant::now() > deadline {
-            return grown;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    eventually(
+        || grown(envoy, metric, before),
+        |grown| grown.values().sum::<u64>() >= total,
+    )
 }
 
 /// The labels of a [`REQUESTS`] series (kind, namespace, resource, backend, status class), as
