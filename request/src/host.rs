@@ -1,6 +1,6 @@
-//! What the filter asks of its proxy, as a trait: the proxy-wasm implementation lives in `wasm.rs`,
-//! a test double in the tests of `request.rs`. Every call is a host call in Envoy, so the filter
-//! makes as few as it can.
+//! What the filter asks of its proxy, as a trait: the proxy-wasm implementation lives in the
+//! filter's `wasm/host.rs`, a test double in the tests of `request.rs`. Every call is a host call
+//! in Envoy, so the filter makes as few as it can.
 
 use switchyard_table::ratelimit::Counters;
 

@@ -3,10 +3,10 @@
 //! [`ShardStore`] so that a push decodes only the shards the VM has not seen.
 //!
 //! Envoy keeps a plugin's VM across ECDS updates of its configuration (the same code and VM
-//! configuration) and configures a new root context in it, so a store kept by the VM (`wasm.rs`'s
-//! thread local) outlives every table; a new VM starts with an empty store and decodes every shard.
-//! The native module keeps one store for the process, whose shards stay decoded (its tables serve
-//! every worker).
+//! configuration) and configures a new root context in it, so a store kept by the VM (the filter's
+//! `wasm/root.rs` thread local) outlives every table; a new VM starts with an empty store and
+//! decodes every shard. The native module keeps one store for the process, whose shards stay
+//! decoded (its tables serve every worker).
 //!
 //! [`Loaded::handle`] takes one request through either kind, as both the wasm filter and the
 //! native module serve it.
