@@ -122,10 +122,10 @@ spec: {{type: ExternalName, externalName: localhost, ports: [{{name: http, port:
     let dir = tempfile::tempdir().unwrap();
     let rewrite = Rewrite {
         run: dir.path().join("run"),
-        http: free_port(false),
-        https: free_port(false),
-        admin: free_port(false),
-        ads: free_port(false),
+        http: free_port(),
+        https: free_port(),
+        admin: free_port(),
+        ads: free_port(),
     };
     let mut args: Vec<String> = watch_args(&deploy).iter().map(|a| rewrite.text(a)).collect();
     args.extend(["--namespaces".to_owned(), ns.clone()]);

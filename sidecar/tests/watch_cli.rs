@@ -101,7 +101,7 @@ fn the_shipped_deployments_flags_keep_the_routing_picture_off_the_pod_address() 
             .rsplit_once(':')
             .map(|(host, _)| format!("{host}:"))
             .unwrap_or_default();
-        format!("{host}{}", switchyard_free_port::free_port(false))
+        format!("{host}{}", switchyard_free_port::free_port())
     };
     let listen = with_free_port(shipped_flag("--listen"));
     let dashboard_listen = with_free_port(shipped_flag("--dashboard-listen"));

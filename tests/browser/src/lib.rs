@@ -172,7 +172,7 @@ impl Browser {
     /// Starts chromedriver on a free port of 127.0.0.1 and opens a session.
     pub async fn start() -> Browser {
         use std::os::unix::process::CommandExt;
-        let port = switchyard_e2e::l4::free_port(false);
+        let port = switchyard_free_port::free_port();
         let driver = Command::new(required_path("CHROMEDRIVER_BIN"))
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())

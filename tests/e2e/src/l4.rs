@@ -2,7 +2,8 @@
 //! `switchyard compile --l4` and `watch --lds-file` write), TLS backends with certificates of their
 //! own (to see that TLS passes through untouched), and TCP and UDP echo backends.
 //!
-//! Listener ports come from the LDS document, so tests pick free ports with [`free_port`] first.
+//! Listener ports come from the LDS document, so tests pick free ports first
+//! (`switchyard_free_port`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -12,8 +13,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
-
-pub use switchyard_free_port::free_port;
 
 use crate::process::{EnvoyProcess, PATIENCE};
 use crate::{fresh_dir, get, required_path, send, write_file};

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 use switchyard_e2e::https::{TestCa, TestCertificate};
-use switchyard_e2e::l4::free_port;
 use switchyard_e2e::protocol::protocol_backends;
+use switchyard_free_port::free_port;
 
 use switchyard_e2e::{
     envoy_config_reading, fresh_dir, get, required_path, routes_from_file, set_module_search_path, Backend, EcdsFile,
@@ -73,7 +73,7 @@ impl Scene {
             std::fs::write(dir.join("manifests").join(name), text).unwrap();
         }
         let clusters = dir.join("clusters");
-        let ads = free_port(false);
+        let ads = free_port();
         // The routes from the watch's RDS file, as deploy/envoy/ takes them.
         let reading = envoy_config_reading(&dir, &[], 0, 0, form, EcdsFile::Json);
         let mut bootstrap = routes_from_file(&reading, &clusters.join("rds.json"));
@@ -464,7 +464,7 @@ const NGINX_CLASS: &str =
 /// (the Service's cluster IP as the backend) and `proxy-connect-timeout` (a cluster of its own).
 #[test]
 fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_asks() {
-    let (tls, h2c) = (free_port(false), free_port(false));
+    let (tls, h2c) = (free_port(), free_port());
     let behind = Backend::start("behind").unwrap();
     let backends = protocol_backends(&behind, (tls, h2c), &TestCertificate::new(&["backend.internal"]));
     let at = |port: u16| Backend {
@@ -585,7 +585,7 @@ fn backend_protocol_reaches_a_tls_backend_and_an_http2_backend_as_ingress_nginx_
 #[test]
 fn a_checked_backend_is_reached_when_its_ca_signed_its_certificate_for_the_name_and_refused_otherwise() {
     let (ca, other) = (TestCa::new("backend-ca"), TestCa::new("other-ca"));
-    let (tls, h2c) = (free_port(false), free_port(false));
+    let (tls, h2c) = (free_port(), free_port());
     let behind = Backend::start("behind").unwrap();
     let backends = protocol_backends(&behind, (tls, h2c), &ca.issue(&["backend.internal"]));
     let at = Backend {
@@ -679,7 +679,7 @@ fn a_health_checked_service_sends_nothing_to_its_dead_endpoint() {
     let behind = Backend::start("behind").unwrap();
     let dead = Backend {
         name: String::new(),
-        addr: std::net::SocketAddr::from(([127, 0, 0, 1], free_port(false))),
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], free_port())),
     };
     let proxy = |name: &str, policy: &str| {
         format!(
@@ -992,7 +992,7 @@ fn proxy_next_upstream_retries_a_get_on_another_endpoint_and_a_post_only_when_as
     let live = Backend::start("live").unwrap();
     let dead = Backend {
         name: "dead".to_owned(),
-        addr: std::net::SocketAddr::from(([127, 0, 0, 1], free_port(false))),
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], free_port())),
     };
     let manifests = [
         ("class.yaml", NGINX_CLASS.to_owned()),
@@ -1170,7 +1170,7 @@ fn auth_service() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Stri
 fn an_auth_service_decides_each_request_and_a_silent_or_dead_one_lets_nobody_through() {
     let backend = Backend::start("web").unwrap();
     let (auth, seen) = auth_service();
-    let dead = free_port(false);
+    let dead = free_port();
     let url = format!("http://127.0.0.1:{}/check", auth.port());
     let manifests = [
         ("class.yaml", NGINX_CLASS.to_owned()),

@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use switchyard_e2e::https::{https_send, HttpsAnswer, TestCertificate};
-use switchyard_e2e::l4::{free_port, TlsBackend};
+use switchyard_e2e::l4::TlsBackend;
 use switchyard_e2e::{
     backend_name, envoy_config_reading, fresh_dir, get, required_path, send, set_module_search_path, Backend, EcdsFile,
     Envoy, FilterForm,
 };
+use switchyard_free_port::free_port;
 use watch_setup::{Watch, BLUE, GREEN};
 
 /// The TLS backend of the passthrough TransportServer.
@@ -72,7 +73,7 @@ impl Https {
             lds = dir.join("lds").display()
         ));
         std::fs::write(dir.join("envoy.yaml"), bootstrap).unwrap();
-        let port = free_port(false);
+        let port = free_port();
         let extra: Vec<String> = [
             "--lds-file",
             &dir.join("lds/listeners.json").display().to_string(),
@@ -546,7 +547,7 @@ fn bench_tls_handshakes_and_requests_against_a_static_listener() {
     ];
     // wrk names the address as its SNI: the default certificate, set to the same Secret.
     let ours = Https::start_with(&manifests, None, &["--default-certificate", "shop/bench-tls"]);
-    let port = free_port(false);
+    let port = free_port();
     let backend = ours.envoy.backends[BLUE].addr;
     let theirs = static_envoy(&ours.dir.join("lds/listeners.json"), &certificate, port, backend);
     let static_addr = SocketAddr::from(([127, 0, 0, 1], port));

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 
 use switchyard_compiler::l4::{L4Listener, L4Protocol, L4Route, L4Routes};
 use switchyard_compiler::lds::{self, LdsOptions};
-use switchyard_e2e::l4::{free_port, tcp_ask, tcp_echo, tls_hello, udp_ask, udp_echo, L4Envoy, TlsBackend};
+use switchyard_e2e::l4::{tcp_ask, tcp_echo, tls_hello, udp_ask, udp_echo, L4Envoy, TlsBackend};
+use switchyard_free_port::{free_port, free_udp_port};
 
 /// A route to Service `service` port `port` in `default` (cluster `default/SERVICE:PORT`).
 fn route(host: Option<&str>, service: &str, port: u16) -> L4Route {
@@ -30,7 +31,7 @@ fn local(port: u16) -> SocketAddr {
 fn tls_passthrough_reaches_each_backend_by_sni_with_its_own_certificate_and_refuses_an_unknown_sni() {
     let a = TlsBackend::start("a", "a.example.com");
     let b = TlsBackend::start("b", "b.example.com");
-    let port = free_port(false);
+    let port = free_port();
     let routes = L4Routes {
         passthrough: vec![
             route(Some("a.example.com"), "a", 443),
@@ -71,7 +72,7 @@ fn tls_passthrough_reaches_each_backend_by_sni_with_its_own_certificate_and_refu
 fn tcp_and_udp_listeners_proxy_to_their_backends() {
     let tcp_backend = tcp_echo("tcp-echo");
     let udp_backend = udp_echo("udp-echo");
-    let (tcp_port, udp_port) = (free_port(false), free_port(true));
+    let (tcp_port, udp_port) = (free_port(), free_udp_port());
     let routes = L4Routes {
         passthrough: vec![],
         listeners: vec![
@@ -91,7 +92,7 @@ fn tcp_and_udp_listeners_proxy_to_their_backends() {
     };
     let envoy = L4Envoy::start(
         &[("default/tcp-echo:7", tcp_backend), ("default/udp-echo:7", udp_backend)],
-        &lds::document(&routes, &options(free_port(false))),
+        &lds::document(&routes, &options(free_port())),
     );
     let answer = tcp_ask(local(tcp_port), "hello").unwrap_or_else(|e| panic!("{e}\n{}", envoy.log()));
     assert_eq!(answer, "tcp-echo: hello");
@@ -104,7 +105,7 @@ fn a_new_winner_takes_a_listener_and_a_host_leaves_the_passthrough_without_an_en
     let (first, second) = (tcp_echo("first"), tcp_echo("second"));
     let a = TlsBackend::start("a", "a.example.com");
     let b = TlsBackend::start("b", "b.example.com");
-    let (tcp_port, tls_port) = (free_port(false), free_port(false));
+    let (tcp_port, tls_port) = (free_port(), free_port());
     let tcp = |service: &str| L4Listener {
         name: "tcp-1".into(),
         port: tcp_port,
@@ -175,7 +176,7 @@ fn compiled_transport_servers_pass_tls_through_and_proxy_tcp_in_envoy() {
     let a = TlsBackend::start("a", "a.example.com");
     let b = TlsBackend::start("b", "b.example.com");
     let echo = tcp_echo("dns");
-    let (tls_port, tcp_port) = (free_port(false), free_port(false));
+    let (tls_port, tcp_port) = (free_port(), free_port());
     let manifests = format!(
         "{}{}{}apiVersion: k8s.nginx.org/v1\nkind: GlobalConfiguration\nmetadata:\n  name: nginx-configuration\n  namespace: nginx-ingress\nspec:\n  listeners:\n  - name: dns-tcp\n    port: {tcp_port}\n    protocol: TCP\n---\napiVersion: k8s.nginx.org/v1\nkind: TransportServer\nmetadata:\n  name: tcp-1\n  namespace: default\nspec:\n  listener:\n    name: dns-tcp\n    protocol: TCP\n  upstreams:\n  - name: dns\n    service: dns\n    port: 53\n  action:\n    pass: dns\n",
         passthrough_server("a", "a.example.com", "a", "2024-01-01T00:00:00Z"),
@@ -257,7 +258,7 @@ impl Drop for WatchL4 {
 #[test]
 fn watch_follows_a_listeners_winner_deleted_with_no_envoy_restart() {
     let (first, second) = (tcp_echo("first"), tcp_echo("second"));
-    let tcp_port = free_port(false);
+    let tcp_port = free_port();
     let envoy = L4Envoy::start(
         &[("default/first:7", first), ("default/second:7", second)],
         "{\"resources\": []}\n",
@@ -279,7 +280,7 @@ fn watch_follows_a_listeners_winner_deleted_with_no_envoy_restart() {
     );
 
     let before = envoy.updates();
-    let watch = WatchL4::start(&manifests, &envoy.lds_file(), free_port(false));
+    let watch = WatchL4::start(&manifests, &envoy.lds_file(), free_port());
     assert!(
         envoy.wait_for_update(before),
         "Envoy rejected the watch's listeners:\n{}",

@@ -167,8 +167,8 @@ impl Envtest {
             .keep();
         let pki = pki::write(&dir)?;
         let env = Envtest {
-            etcd_port: free_port(false),
-            port: free_port(false),
+            etcd_port: free_port(),
+            port: free_port(),
             dir,
             assets,
             pki,
@@ -203,7 +203,7 @@ impl Envtest {
     }
 
     fn start_etcd(&self) -> Result<(), String> {
-        let peer = free_port(false);
+        let peer = free_port();
         let client_url = format!("http://127.0.0.1:{}", self.etcd_port);
         let mut command = Command::new(self.assets.join("etcd"));
         command

@@ -14,12 +14,26 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The lowest port handed out: above the well-known and most registered services' ports.
 const LOWEST: u32 = 10_000;
 
-/// A port free on 127.0.0.1 now (`udp`: for a UDP socket), for a server that binds it later.
+/// A TCP port free on 127.0.0.1 now, for a server that binds it later.
 ///
 /// # Panics
 ///
 /// When no port between 10,000 and the ephemeral range is free: a test cannot go on without one.
-pub fn free_port(udp: bool) -> u16 {
+pub fn free_port() -> u16 {
+    free(|port| TcpListener::bind(("127.0.0.1", port)).is_ok())
+}
+
+/// A UDP port free on 127.0.0.1 now, for a socket bound later.
+///
+/// # Panics
+///
+/// As [`free_port`].
+pub fn free_udp_port() -> u16 {
+    free(|port| UdpSocket::bind(("127.0.0.1", port)).is_ok())
+}
+
+/// The next port below the ephemeral range that `bindable` finds free.
+fn free(bindable: impl Fn(u16) -> bool) -> u16 {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let high = ephemeral_range_start().max(LOWEST + 1);
     let span = high - LOWEST;
@@ -27,12 +41,7 @@ pub fn free_port(udp: bool) -> u16 {
     for _ in 0..span {
         let step = NEXT.fetch_add(1, Ordering::Relaxed);
         let port = (LOWEST + (start + step) % span) as u16;
-        let free = if udp {
-            UdpSocket::bind(("127.0.0.1", port)).is_ok()
-        } else {
-            TcpListener::bind(("127.0.0.1", port)).is_ok()
-        };
-        if free {
+        if bindable(port) {
             return port;
         }
     }
@@ -53,7 +62,9 @@ mod tests {
 
     #[test]
     fn ports_are_below_the_ephemeral_range_and_never_handed_out_twice() {
-        let ports: Vec<u16> = (0..50).map(|i| free_port(i % 2 == 1)).collect();
+        let ports: Vec<u16> = (0..50)
+            .map(|i| if i % 2 == 1 { free_udp_port() } else { free_port() })
+            .collect();
         let high = ephemeral_range_start();
         assert!(
             ports.iter().all(|&p| u32::from(p) >= LOWEST && u32::from(p) < high),

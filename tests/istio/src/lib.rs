@@ -148,7 +148,7 @@ impl Istio {
         let networks = write("networks.yaml", "{}")?;
         // Below the ephemeral range, as the listeners': a port from it can be taken by any outgoing
         // connection before istiod binds it (seen: `bind: address already in use`).
-        let ports: Vec<u16> = (0..7).map(|_| free_port(false)).collect();
+        let ports: Vec<u16> = (0..7).map(|_| free_port()).collect();
         let addr = |port: u16| format!("127.0.0.1:{port}");
         let log = std::fs::File::create(dir.join("istiod.log")).map_err(|e| e.to_string())?;
         let err = log.try_clone().map_err(|e| e.to_string())?;

@@ -79,7 +79,7 @@ async fn scene() -> Scene {
     let istio = Istio::start().await.unwrap_or_else(|e| panic!("{e}"));
     let a = Backend::start("backend-a").unwrap();
     let b = Backend::start("backend-b").unwrap();
-    let targets: BTreeMap<u16, u16> = PORTS.iter().map(|p| (*p, free_port(false))).collect();
+    let targets: BTreeMap<u16, u16> = PORTS.iter().map(|p| (*p, free_port())).collect();
     let selector = ingressgateway();
     let pairs: Vec<(u16, u16)> = targets.iter().map(|(p, t)| (*p, *t)).collect();
     istio

@@ -132,7 +132,7 @@ async fn an_ingress_tls_secret_is_copied_to_the_gateway_namespace_and_served_by_
         .unwrap_or_else(|e| panic!("{e}"));
 
     let gateway = istio.gateway("istio-ingressgateway-0", &ingressgateway());
-    let port = free_port(false);
+    let port = free_port();
     let watch = istio.gateway_watch(&ns, port).await;
 
     let copy = format!("switchyard.{ns}.shop-tls");

@@ -26,7 +26,7 @@ async fn tls_passthrough_and_tcp_through_the_istio_gateway_the_watch_applies() {
     let ns = istio.env.namespace("l4").await;
     let tls = TlsBackend::start("tls-app", "secure.example.com");
     let echo = tcp_echo("echo");
-    let (passthrough, tcp) = (free_port(false), free_port(false));
+    let (passthrough, tcp) = (free_port(), free_port());
     let fqdn = |name: &str| format!("{name}.{ns}.svc.cluster.local");
     let global = json!({
         "apiVersion": "k8s.nginx.org/v1", "kind": "GlobalConfiguration",

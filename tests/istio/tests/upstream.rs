@@ -79,13 +79,13 @@ async fn variant_clusters_reach_a_checked_tls_backend_an_http2_backend_and_hold_
     let ns = istio.env.namespace("shop").await;
     let (ca, other) = (TestCa::new("backend-ca"), TestCa::new("other-ca"));
     let behind = Backend::start("behind").unwrap();
-    let (tls, h2c) = (free_port(false), free_port(false));
+    let (tls, h2c) = (free_port(), free_port());
     let fronts = protocol_backends(&behind, (tls, h2c), &ca.issue(&["backend.internal"]));
     let trio: Vec<Backend> = ["one", "two", "three"]
         .iter()
         .map(|n| Backend::start(n).unwrap())
         .collect();
-    let port = free_port(false);
+    let port = free_port();
     let selector = ingressgateway();
     let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
     let mut objects = vec![

@@ -209,7 +209,7 @@ async fn setup(sink: Sink) -> Scene {
         Backend::start("backend-b").unwrap(),
         Backend::start("backend-c").unwrap(),
     ];
-    let port = free_port(false);
+    let port = free_port();
     let selector = ingressgateway();
     let mut objects = vec![
         gateway_service("istio-ingressgateway", &selector, &[(80, port)]),

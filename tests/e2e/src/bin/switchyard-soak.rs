@@ -85,7 +85,7 @@ fn main() {
     for file in 0..files {
         write_file(&manifests.join(format!("f{file}.yaml")), &manifest_file(file, 0));
     }
-    let listen = SocketAddr::from(([127, 0, 0, 1], switchyard_free_port::free_port(false)));
+    let listen = SocketAddr::from(([127, 0, 0, 1], switchyard_free_port::free_port()));
     let mut command = Command::new(&switchyard);
     command
         .args(["watch", "--manifests"])

@@ -183,7 +183,7 @@ impl Setup {
             .map(|c| ((*c).to_owned(), Backend::start(&backend_name(c)).unwrap()))
             .collect();
         let ports: Vec<(&str, u16)> = backends.iter().map(|(c, b)| (c.as_str(), b.addr.port())).collect();
-        let admin_port = if paced { switchyard_e2e::l4::free_port(false) } else { 0 };
+        let admin_port = if paced { switchyard_free_port::free_port() } else { 0 };
         std::fs::write(
             dir.join("envoy.yaml"),
             envoy_config_reading(&dir, &ports, 0, admin_port, form, ecds),
