@@ -18,28 +18,25 @@ thread_local! {
     static METER: RefCell<Meter> = RefCell::new(Meter::default());
 }
 
-/// The series `winner` is counted in, found in the VM's book by its rule's place in `table` (none
-/// if the meter is borrowed, which never happens during a request).
+/// `act` on the VM's meter; none if it is borrowed already, which never happens: nothing that
+/// holds it calls back into the module.
+fn with_meter<R>(act: impl FnOnce(&mut Meter) -> R) -> Option<R> {
+    METER.with(|meter| Some(act(&mut *meter.try_borrow_mut().ok()?)))
+}
+
+/// The series `winner` is counted in, found in the VM's book by its rule's place in `table`.
 pub(super) fn series_of(winner: Winner<'_>, table: &Weak<dyn Any>) -> Option<SeriesId> {
-    METER.with(|meter| Some(meter.try_borrow_mut().ok()?.book.winner_id(winner, table)))
+    with_meter(|meter| meter.book.winner_id(winner, table))
 }
 
 /// Counts a request of `series` that ended as `ended`.
 pub(super) fn count(series: SeriesId, ended: Ended) {
-    METER.with(|meter| {
-        if let Ok(mut meter) = meter.try_borrow_mut() {
-            meter.count(series, ended);
-        }
-    });
+    with_meter(|meter| meter.tallies.count(series, ended));
 }
 
 /// Hands Envoy what the VM counted since the last flush, its totals to the counters `totals` names.
 pub(super) fn flush(totals: &[u32; Total::ALL.len()]) {
-    METER.with(|meter| {
-        if let Ok(mut meter) = meter.try_borrow_mut() {
-            meter.flush(totals);
-        }
-    });
+    with_meter(|meter| meter.flush(totals));
 }
 
 /// The per-resource request metrics of a VM ([`switchyard_table::metrics`]). A request is counted
@@ -60,7 +57,7 @@ struct Meter {
 
 /// How the filter ended a request, each a total of the VM's (`switchyard_requests_*`): counted in
 /// the [`Meter`] and handed over with its flush, one host call a total a flush rather than one a
-/// request (each cost Envoy's V8 about 1,000 instructions, 0.5 % of a request).
+/// request (that call cost Envoy's V8 1,211 instructions, 0.6 % of a request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Total {
     Routed,
@@ -74,11 +71,9 @@ impl Total {
 
     /// Counts a request that ended as `self` in the VM's meter.
     pub(super) fn count(self) {
-        METER.with(|meter| {
-            if let Ok(mut meter) = meter.try_borrow_mut() {
-                if let Some(n) = meter.totals.get_mut(self as usize) {
-                    *n += 1;
-                }
+        with_meter(|meter| {
+            if let Some(n) = meter.totals.get_mut(self as usize) {
+                *n += 1;
             }
         });
     }
@@ -98,11 +93,6 @@ struct SeriesStats {
 pub(super) const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Meter {
-    /// Counts a request of `series` that ended as `ended`.
-    fn count(&mut self, series: SeriesId, ended: Ended) {
-        self.tallies.count(series, ended);
-    }
-
     /// Hands Envoy what was counted since the last flush, the totals to the counters `totals` names.
     /// A refused call loses that count, nothing else.
     fn flush(&mut self, totals: &[u32; Total::ALL.len()]) {
