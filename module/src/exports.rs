@@ -33,6 +33,13 @@ fn guarded<T>(default: T, hook: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(hook)).unwrap_or(default)
 }
 
+/// Runs `hook` on `object`, one of the module's objects that Envoy hands back to a hook (a
+/// configuration, a stream, a cluster specifier), answering `default` for none (a null pointer) or
+/// if the hook panics.
+fn guarded_on<T, R: Copy>(object: Option<&T>, default: R, hook: impl FnOnce(&T) -> R) -> R {
+    guarded(default, || object.map_or(default, hook))
+}
+
 /// Called once when Envoy loads the module: refuses an Envoy that lacks a callback the module
 /// calls (null: Envoy refuses the module, rather than fail at that callback's first call), installs
 /// the panic hook (a panic is logged through Envoy at critical level; the hook that panicked answers
@@ -140,12 +147,10 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     stream: *const c_void,
     _end_of_stream: bool,
 ) -> FilterStatus {
-    guarded(CONTINUE, || {
-        // SAFETY: `stream` came from `filter_new` and lives until `filter_destroy`; its
-        // configuration outlives every stream it created (Envoy holds it for them).
-        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
-            return CONTINUE;
-        };
+    // SAFETY: `stream` came from `filter_new` and lives until `filter_destroy`; its
+    // configuration outlives every stream it created (Envoy holds it for them).
+    let stream = unsafe { stream.cast::<Stream>().as_ref() };
+    guarded_on(stream, CONTINUE, |stream| {
         let Some(config) = (unsafe { stream.config.as_ref() }) else {
             return CONTINUE;
         };
@@ -224,11 +229,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
     stream: *const c_void,
     _end_of_stream: bool,
 ) -> FilterStatus {
-    guarded(CONTINUE, || {
-        // SAFETY: as in `request_headers`.
-        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
-            return CONTINUE;
-        };
+    // SAFETY: as in `request_headers`.
+    let stream = unsafe { stream.cast::<Stream>().as_ref() };
+    guarded_on(stream, CONTINUE, |stream| {
         let Followup {
             hsts,
             set_cookie,
@@ -373,11 +376,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_cluster_specifier_select(
     config: *const c_void,
     selection: SelectionEnvoyPtr,
 ) -> bool {
-    guarded(false, || {
-        // SAFETY: Envoy keeps the configuration alive while its routes are in use.
-        let Some(specifier) = (unsafe { (config as *const ClusterSpecifier).as_ref() }) else {
-            return false;
-        };
+    // SAFETY: Envoy keeps the configuration alive while its routes are in use.
+    let specifier = unsafe { config.cast::<ClusterSpecifier>().as_ref() };
+    guarded_on(specifier, false, |specifier| {
         // SAFETY: this hook's selection.
         unsafe { specifier.select(selection) }
     })
@@ -396,11 +397,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
     stream: *const c_void,
     _end_of_stream: bool,
 ) -> FilterStatus {
-    guarded(CONTINUE, || {
-        // SAFETY: as in `request_headers`.
-        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
-            return CONTINUE;
-        };
+    // SAFETY: as in `request_headers`.
+    let stream = unsafe { stream.cast::<Stream>().as_ref() };
+    guarded_on(stream, CONTINUE, |stream| {
         let pending = stream.auth.take();
         let status = if pending.is_some() { STOP_AND_BUFFER } else { CONTINUE };
         stream.auth.set(pending);
@@ -446,11 +445,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
     filter_envoy: FilterEnvoyPtr,
     stream: *const c_void,
 ) {
-    guarded((), || {
-        // SAFETY: as in `on_http_filter_request_headers`.
-        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
-            return;
-        };
+    // SAFETY: as in `on_http_filter_request_headers`.
+    let stream = unsafe { stream.cast::<Stream>().as_ref() };
+    guarded_on(stream, (), |stream| {
         let Some((series, started)) = stream.series.take() else {
             return;
         };
@@ -478,11 +475,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
     _body_chunks: *const EnvoyBuffer,
     _body_chunks_size: usize,
 ) {
-    guarded((), || {
-        // SAFETY: as in `request_headers`.
-        let Some(stream) = (unsafe { (stream as *const Stream).as_ref() }) else {
-            return;
-        };
+    // SAFETY: as in `request_headers`.
+    let stream = unsafe { stream.cast::<Stream>().as_ref() };
+    guarded_on(stream, (), |stream| {
         // SAFETY: Envoy's, for this hook.
         unsafe { auth_callout::answered(filter_envoy, stream, (callout_id, result == 0), (headers, headers_size)) }
     })
@@ -553,11 +548,9 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_config_scheduled(
     config: *const c_void,
     _event_id: u64,
 ) {
-    guarded((), || {
-        // SAFETY: Envoy's contract: `config` came from `config_new` and is live.
-        let Some(config) = (unsafe { (config as *const ModuleConfig).as_ref() }) else {
-            return;
-        };
+    // SAFETY: Envoy's contract: `config` came from `config_new` and is live.
+    let config = unsafe { config.cast::<ModuleConfig>().as_ref() };
+    guarded_on(config, (), |config| {
         // SAFETY: on the main thread, the configuration that defined the metrics.
         unsafe { config.resource_metrics.flush(config_envoy) };
     })
