@@ -14,16 +14,11 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use switchyard_request::meter::{Ended, SeriesBook, SeriesId, Stat, Tallies, Tally, Winner};
-use switchyard_table::metrics::FOLDED_RESOURCES;
+use switchyard_table::metrics::{FLUSH_EVERY, FOLDED_RESOURCES};
 
 use crate::abi::{self, ConfigEnvoyPtr, ModuleBuffer, METRICS_SUCCESS};
-
-/// How often the workers' counts are handed to Envoy: what a scrape sees lags the requests by at
-/// most this.
-pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// The scheduler event that flushes (the configuration schedules no other).
 const FLUSH_EVENT: u64 = 1;

@@ -375,6 +375,7 @@ impl Tallies {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::rc::Rc;
 
     #[test]
     fn a_flush_hands_over_the_classes_and_buckets_that_moved_and_always_the_sum_and_count() {
@@ -411,7 +412,6 @@ mod tests {
         );
         assert_eq!(Stat::Sum.name(), format!("{DURATION}_sum"));
     }
-    use std::rc::Rc;
 
     #[test]
     fn a_series_keeps_its_id_and_each_backend_of_a_resource_has_its_own() {

@@ -17,6 +17,10 @@ pub const REQUESTS: &str = "switchyard_resource_requests_total";
 pub const DURATION: &str = "switchyard_resource_request_duration_milliseconds";
 /// How many resources are counted as [`FOLDED`] (a gauge).
 pub const FOLDED_RESOURCES: &str = "switchyard_resources_folded";
+/// How often both filter forms hand Envoy the counts they keep in their own memory (the wasm
+/// filter on its VM's tick, the module from a thread of its own): a scrape sees a request within
+/// this (Envoy's own histograms lag by its stats flush, 5 s by default).
+pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The labels of [`REQUESTS`], in the order [`Series::labels`] and the status class give them.
 pub const REQUEST_LABELS: [&str; 5] = ["kind", "namespace", "resource", "backend", "status_class"];

@@ -40,8 +40,8 @@ pub(super) fn flush(totals: &[u32; Total::ALL.len()]) {
 }
 
 /// The per-resource request metrics of a VM ([`switchyard_table::metrics`]). A request is counted
-/// in the VM ([`Tallies`]); every [`FLUSH_EVERY`] the root hands Envoy what moved, one host call per
-/// stat, each stat defined the first time it moves. The labels go in the stat's name, which the
+/// in the VM ([`Tallies`]); every [`metrics::FLUSH_EVERY`] the root hands Envoy what moved, one
+/// host call per stat, each stat defined the first time it moves. The labels go in the stat's name, which the
 /// bootstrap's `stats_tags` turn back into tags. The durations are counters shaped as a
 /// Prometheus histogram (`_bucket{le}`, `_sum`, `_count`), the buckets Envoy's own.
 #[derive(Default)]
@@ -87,10 +87,6 @@ struct SeriesStats {
     sum: u32,
     count: u32,
 }
-
-/// How often the counts are handed to Envoy: what a scrape sees lags the requests by at most this
-/// (Envoy's own histograms lag by its stats flush, 5 s by default).
-pub(super) const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Meter {
     /// Hands Envoy what was counted since the last flush, the totals to the counters `totals` names.

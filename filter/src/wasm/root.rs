@@ -9,6 +9,7 @@ use std::rc::Rc;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{BufferType, ContextType, LogLevel};
+use switchyard_table::metrics::FLUSH_EVERY;
 use switchyard_table::shards::{ShardStore, Source};
 
 use switchyard_request::loaded::{load, Loaded};
@@ -17,7 +18,7 @@ use switchyard_request::uncompress::HostUncompress;
 use super::abi::{host_uncompress, log, now_ns, proxy_set_tick_period_milliseconds};
 use super::host::HostSharedData;
 use super::http::{Http, Shared};
-use super::meter::{self, Metrics, FLUSH_EVERY};
+use super::meter::{self, Metrics};
 
 thread_local! {
     /// The VM's shards, kept across every root context's tables: Envoy configures each ECDS update

@@ -732,10 +732,6 @@ pub struct Envoy {
 static INSTANCE: AtomicUsize = AtomicUsize::new(0);
 static PROBE: AtomicUsize = AtomicUsize::new(0);
 
-/// How often both filter forms hand Envoy the counts they keep (the wasm filter's request totals
-/// and both forms' per-resource series): a count shows in Envoy's stats within this.
-pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
-
 /// What `read` gives once `done` holds of it, or as it is after 20 s (the caller's assertion then
 /// says what was missing); read every 200 ms.
 pub fn eventually<T>(read: impl Fn() -> T, done: impl Fn(&T) -> bool) -> T {
@@ -755,7 +751,7 @@ pub fn steady<T: PartialEq>(read: impl Fn() -> T) -> T {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut last = read();
     loop {
-        thread::sleep(FLUSH_EVERY + Duration::from_millis(200));
+        thread::sleep(switchyard_table::metrics::FLUSH_EVERY + Duration::from_millis(200));
         let now = read();
         if now == last || Instant::now() > deadline {
             return now;
